@@ -1,0 +1,47 @@
+// Package engine is brokerpath's decision engine: it decides, from counted health
+// evidence, whether order flow should move off the active path to a broker and to
+// which path, and refuses every switch that is not evidenced.
+//
+// The engine is pure. It opens no sockets, starts no goroutines and reads time only
+// from an injected [Clock]. The caller supplies the health probe ([ProbeFunc]) or feeds
+// results measured elsewhere ([Manager.Observe]), performs the switch it is told
+// about, fences the old path, and reconciles in-flight orders. The runtime in package
+// pathdialer does all of that around a Manager.
+//
+// # What it guarantees
+//
+//   - New endpoints start [Unknown]. Unknown is never a target.
+//   - A probe error or a panic inside the probe is a failure: it is counted and kept
+//     in [Status.LastProbeError], wrapped so errors.Is finds the cause. Cancellation of
+//     the caller's own context is not a failure: [Manager.Probe] returns it and counts
+//     nothing.
+//   - An endpoint is [Down] only at Config.FailureThreshold consecutive failures; below
+//     that it is [Degraded] and no failover is warranted. A successful probe slower
+//     than Config.DegradedLatency is Degraded evidence too, and an active endpoint
+//     that stays Degraded for Config.MaxDegradedDuration warrants failover.
+//   - A target is eligible only when it is [Healthy] with a success younger than
+//     Config.MaxHealthAge. Of the eligible endpoints the one with the lowest
+//     Priority wins; ties go to the one registered first.
+//   - [NoAction] (keep trading) and [NoTargetAvailable] (halt) are different
+//     outcomes; Decision.RequiresTradingHalt is true for exactly the second, and the
+//     active endpoint is left unchanged.
+//   - Unless Config.BrokerFences is set, a switch is first answered with
+//     [FenceRequired] and nothing changes until the caller evaluates again with the
+//     fence confirmed.
+//   - Failback to the primary is gated three ways: Config.Cooldown since the last
+//     switch ([CooldownActive]), the flap limiter ([FlapSuppressed], an escalation
+//     for a human), and Config.FailbackSuccessThreshold consecutive successes of a
+//     fresh, healthy primary ([PrimaryNotStable]). Failover is never gated by any of
+//     them.
+//   - Staleness of the active endpoint's health is reported in Decision.Notes and is
+//     never acted on: a stalled monitor is not evidence that the endpoint died.
+//   - Every interval is the difference of two readings of the Clock. The default
+//     clock is time.Now, whose readings carry Go's monotonic clock, so a wall-clock
+//     step (NTP) neither releases nor extends a gate.
+//   - A Manager is safe for concurrent use. The probe runs outside the Manager's
+//     lock, so a slow probe never blocks an evaluation.
+//
+// Every switch increments the generation (Decision.Generation, [Manager.Generation]);
+// results that started under an older generation can be recognised and dropped by
+// the caller.
+package engine

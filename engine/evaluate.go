@@ -1,0 +1,210 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// EvaluateFailover decides whether flow must leave the active endpoint.
+//
+// It warrants failover when the active endpoint is Down, or has been Degraded for
+// Config.MaxDegradedDuration (when set) with fresh evidence (its last result younger
+// than Config.MaxHealthAge). Then it picks the eligible endpoint with the lowest
+// Priority (ties: registered first). With a target and no confirmed fence (and
+// !Config.BrokerFences) the outcome is FenceRequired and nothing changes; with a
+// target otherwise, Switched. With no target and the active endpoint Down, the
+// outcome is NoTargetAvailable (halt) and the active endpoint is unchanged; with no
+// target and the active endpoint merely Degraded it is NoAction: a slow path that
+// still answers is kept, and Notes say so. Failover is never gated by cooldown or the
+// flap limiter. Otherwise the outcome is NoAction, with staleness of the active
+// endpoint's health (never acted on) in Notes.
+// It returns ErrNoActiveEndpoint before a primary is registered.
+func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.active == nil {
+		return Decision{}, ErrNoActiveEndpoint
+	}
+	now := m.clock.Now()
+	act := m.active
+	d := Decision{At: now, From: act.ep.Name, Generation: m.gen}
+	reason := m.failoverReasonLocked(act, now)
+	if reason == "" {
+		d.Outcome = NoAction
+		d.Notes = m.activeNotesLocked(act, now)
+		return d, nil
+	}
+	target := m.bestTargetLocked(now)
+	if target == nil {
+		d.Notes = append([]string{reason}, m.ineligibleNotesLocked(now)...)
+		if act.state != Down {
+			d.Outcome = NoAction
+			d.Notes = append(d.Notes, fmt.Sprintf("no eligible target: staying on DEGRADED %q, which still answers", act.ep.Name))
+			return d, nil
+		}
+		d.Outcome = NoTargetAvailable
+		d.RequiresTradingHalt = true
+		return d, nil
+	}
+	d.To = target.ep.Name
+	d.Notes = []string{reason}
+	if !m.cfg.BrokerFences && !fenceConfirmed {
+		d.Outcome = FenceRequired
+		d.Notes = append(d.Notes, fmt.Sprintf("fence %q before switching to %q", act.ep.Name, target.ep.Name))
+		return d, nil
+	}
+	m.switchLocked(target, now, &d)
+	return d, nil
+}
+
+// EvaluateFailback decides whether flow should return to the primary. When the
+// primary is already active the outcome is NoAction. Otherwise, in this order:
+// CooldownActive while less than Config.Cooldown has passed since the last switch;
+// FlapSuppressed while Config.FlapLimit switches lie within Config.FlapWindow;
+// PrimaryNotStable unless the primary is Healthy, fresh, and has
+// Config.FailbackSuccessThreshold consecutive successes; then FenceRequired (unless
+// fenceConfirmed or Config.BrokerFences) and finally Switched.
+// It returns ErrNoActiveEndpoint before a primary is registered.
+func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.active == nil {
+		return Decision{}, ErrNoActiveEndpoint
+	}
+	now := m.clock.Now()
+	act, prim := m.active, m.primary
+	d := Decision{At: now, From: act.ep.Name, Generation: m.gen, Failback: true}
+	if act == prim {
+		d.Outcome = NoAction
+		return d, nil
+	}
+	d.To = prim.ep.Name
+	if m.switched {
+		if since := now.Sub(m.lastSwitch); since < m.cfg.Cooldown {
+			d.Outcome = CooldownActive
+			d.Notes = []string{fmt.Sprintf("cooldown: %v of %v since the last switch", since, m.cfg.Cooldown)}
+			return d, nil
+		}
+	}
+	if n := m.switchesInWindowLocked(now); n >= m.cfg.FlapLimit {
+		d.Outcome = FlapSuppressed
+		d.Notes = []string{fmt.Sprintf("flap limiter tripped: %d switches within %v (limit %d); the primary %q is oscillating, a human should look at it", n, m.cfg.FlapWindow, m.cfg.FlapLimit, prim.ep.Name)}
+		return d, nil
+	}
+	if !m.eligibleLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {
+		d.Outcome = PrimaryNotStable
+		d.Notes = []string{fmt.Sprintf("primary %q not yet stable: %s, %d of %d consecutive successes", prim.ep.Name, m.describeLocked(prim, now), prim.consecSucc, m.cfg.FailbackSuccessThreshold)}
+		return d, nil
+	}
+	if !m.cfg.BrokerFences && !fenceConfirmed {
+		d.Outcome = FenceRequired
+		d.Notes = []string{fmt.Sprintf("fence %q before failing back to %q", act.ep.Name, prim.ep.Name)}
+		return d, nil
+	}
+	m.switchLocked(prim, now, &d)
+	return d, nil
+}
+
+func (m *Manager) switchLocked(target *endpointState, now time.Time, d *Decision) {
+	m.active = target
+	m.gen++
+	m.lastSwitch = now
+	m.switched = true
+	// Keep only the switch times that can still count towards the flap limiter.
+	keep := m.switches[:0]
+	for _, t := range m.switches {
+		if now.Sub(t) < m.cfg.FlapWindow {
+			keep = append(keep, t)
+		}
+	}
+	m.switches = append(keep, now)
+	d.Outcome = Switched
+	d.Generation = m.gen
+	h := *d
+	h.Notes = slices.Clone(d.Notes) // the caller owns d.Notes
+	m.history = append(m.history, h)
+}
+
+func (m *Manager) switchesInWindowLocked(now time.Time) int {
+	n := 0
+	for _, t := range m.switches {
+		if now.Sub(t) < m.cfg.FlapWindow {
+			n++
+		}
+	}
+	return n
+}
+
+// failoverReasonLocked returns why the active endpoint warrants failover, or "".
+// Down always does. Degraded does after MaxDegradedDuration, but only on fresh
+// evidence: a Degraded state frozen by a stalled monitor is staleness, reported by
+// activeNotesLocked and not acted on.
+func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string {
+	switch act.state {
+	case Down:
+		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (last: %v)", act.ep.Name, act.consecFail, act.lastErr)
+	case Degraded:
+		if m.cfg.MaxDegradedDuration > 0 && now.Sub(act.lastResult) < m.cfg.MaxHealthAge {
+			if d := now.Sub(act.degradedSince); d >= m.cfg.MaxDegradedDuration {
+				return fmt.Sprintf("active endpoint %q DEGRADED for %v (limit %v): failover warranted", act.ep.Name, d, m.cfg.MaxDegradedDuration)
+			}
+		}
+	}
+	return ""
+}
+
+// bestTargetLocked returns the eligible endpoint with the lowest priority other
+// than the active one, or nil.
+func (m *Manager) bestTargetLocked(now time.Time) *endpointState {
+	for _, es := range m.ranked {
+		if es != m.active && m.eligibleLocked(es, now) {
+			return es
+		}
+	}
+	return nil
+}
+
+// activeNotesLocked explains a NoAction verdict when there is something a human
+// should know; nil in the steady healthy state (no allocation).
+func (m *Manager) activeNotesLocked(act *endpointState, now time.Time) []string {
+	var notes []string
+	if act.state == Unknown {
+		notes = append(notes, fmt.Sprintf("active endpoint %q has no health evidence yet (UNKNOWN)", act.ep.Name))
+	} else if age := now.Sub(act.lastResult); age >= m.cfg.MaxHealthAge {
+		notes = append(notes, fmt.Sprintf("health of active endpoint %q is stale: last result %v ago (max %v); the monitor may have stalled; not acting on staleness", act.ep.Name, age, m.cfg.MaxHealthAge))
+	}
+	if act.state == Degraded {
+		notes = append(notes, fmt.Sprintf("active endpoint %q is DEGRADED (%d of %d failures, last latency %v); no failover below the threshold", act.ep.Name, act.consecFail, m.cfg.FailureThreshold, act.lastLatency))
+		if m.cfg.MaxDegradedDuration > 0 {
+			notes = append(notes, fmt.Sprintf("DEGRADED for %v of the %v that warrant failover", now.Sub(act.degradedSince), m.cfg.MaxDegradedDuration))
+		}
+	}
+	return notes
+}
+
+func (m *Manager) ineligibleNotesLocked(now time.Time) []string {
+	var notes []string
+	for _, es := range m.ranked {
+		if es == m.active {
+			continue
+		}
+		notes = append(notes, fmt.Sprintf("%q not eligible: %s", es.ep.Name, m.describeLocked(es, now)))
+	}
+	if len(notes) == 0 {
+		notes = append(notes, "no other endpoint is registered")
+	}
+	return notes
+}
+
+func (m *Manager) describeLocked(es *endpointState, now time.Time) string {
+	switch {
+	case es.state == Unknown:
+		return "UNKNOWN (never probed)"
+	case es.state != Healthy:
+		return fmt.Sprintf("%v (%d consecutive failures, last error: %v)", es.state, es.consecFail, es.lastErr)
+	case now.Sub(es.lastSuccess) >= m.cfg.MaxHealthAge:
+		return fmt.Sprintf("HEALTHY but last success %v ago (max %v)", now.Sub(es.lastSuccess), m.cfg.MaxHealthAge)
+	}
+	return "HEALTHY and fresh"
+}

@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Status is a copy of what the engine knows about one endpoint.
+type Status struct {
+	Endpoint             Endpoint
+	State                HealthState
+	ConsecutiveFailures  int
+	ConsecutiveSuccesses int
+	// LastProbeError is the error of the most recent result, nil after a success.
+	// It wraps the probe's error (errors.Is finds the cause) or ErrProbePanic.
+	LastProbeError error
+	// LastSuccess is when the last successful result was recorded (zero if never).
+	LastSuccess time.Time
+	// LastLatency is the latency of the most recent result.
+	LastLatency time.Duration
+	// LastResult is when the most recent result of any kind was recorded (zero if
+	// never). A monitor that stops feeding results shows here first.
+	LastResult time.Time
+	// DegradedSince is when the current uninterrupted Degraded period began (zero
+	// when not Degraded).
+	DegradedSince time.Time
+	// Active reports whether this endpoint carries the flow.
+	Active bool
+}
+
+// Decision is the verdict of one evaluation.
+type Decision struct {
+	Outcome Outcome
+	// From is the active endpoint when the evaluation ran; To the chosen target
+	// (empty when there is none).
+	From, To string
+	// RequiresTradingHalt is true exactly when Outcome is NoTargetAvailable.
+	RequiresTradingHalt bool
+	// Notes explain the verdict for humans: the evidence, the gate that refused,
+	// staleness of the active endpoint's health. Nil in the steady healthy state.
+	Notes []string
+	// At is the Clock reading at which the evaluation ran.
+	At time.Time
+	// Generation is the switch count after this decision (a Switched decision
+	// carries the new generation).
+	Generation uint64
+	// Failback reports whether the decision came from EvaluateFailback.
+	Failback bool
+}
+
+type endpointState struct {
+	ep            Endpoint
+	state         HealthState
+	consecFail    int
+	consecSucc    int
+	lastErr       error
+	lastSuccess   time.Time
+	lastLatency   time.Duration
+	lastResult    time.Time
+	degradedSince time.Time
+}
+
+// Manager holds the endpoints, their counted health and the active endpoint, and
+// evaluates failover and failback. Create it with New. Safe for concurrent use.
+type Manager struct {
+	cfg   Config
+	clock Clock
+
+	mu         sync.Mutex
+	eps        []*endpointState // registration order
+	ranked     []*endpointState // by Priority, ties by registration order
+	byName     map[string]*endpointState
+	primary    *endpointState
+	active     *endpointState
+	gen        uint64
+	lastSwitch time.Time
+	switched   bool
+	switches   []time.Time // switch times inside the flap window, oldest first
+	history    []Decision
+}
+
+// New validates cfg (every field, as written) and returns an empty Manager.
+func New(cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = systemClock{}
+	}
+	return &Manager{cfg: cfg, clock: clk, byName: make(map[string]*endpointState)}, nil
+}
+
+// Config returns the configuration the Manager was built with.
+func (m *Manager) Config() Config { return m.cfg }
+
+// Register adds an endpoint in state Unknown. It refuses blank (or white-space)
+// Name, Address or Region, a duplicate name, and a second primary. The primary
+// becomes the active endpoint when it is registered.
+func (m *Manager) Register(ep Endpoint) error {
+	for _, f := range [...]struct{ name, val string }{{"Name", ep.Name}, {"Address", ep.Address}, {"Region", ep.Region}} {
+		if strings.TrimSpace(f.val) == "" {
+			return fmt.Errorf("%w: Endpoint.%s is blank (endpoint %q)", ErrBlankField, f.name, ep.Name)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.byName[ep.Name]; dup {
+		return fmt.Errorf("%w: %q", ErrDuplicateEndpoint, ep.Name)
+	}
+	if ep.Primary && m.primary != nil {
+		return fmt.Errorf("%w: %q is primary, cannot also make %q primary", ErrSecondPrimary, m.primary.ep.Name, ep.Name)
+	}
+	es := &endpointState{ep: ep}
+	m.eps = append(m.eps, es)
+	m.byName[ep.Name] = es
+	i, _ := slices.BinarySearchFunc(m.ranked, ep.Priority, func(e *endpointState, p int) int {
+		if e.ep.Priority <= p {
+			return -1 // equal priorities stay in registration order
+		}
+		return 1
+	})
+	m.ranked = slices.Insert(m.ranked, i, es)
+	if ep.Primary {
+		m.primary = es
+		if m.active == nil {
+			m.active = es
+		}
+	}
+	return nil
+}
+
+// Validate refuses a configuration that could never act: no primary, or nothing to
+// fail over to. Call it before the probe loop starts; such a configuration never
+// errors at run time, it silently never fails over.
+func (m *Manager) Validate() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.primary == nil {
+		return ErrNoPrimary
+	}
+	if len(m.eps) < 2 {
+		return fmt.Errorf("%w: only %q is registered", ErrNothingToFailOver, m.eps[0].ep.Name)
+	}
+	return nil
+}
+
+// Active returns the endpoint carrying the flow; false before a primary is registered.
+func (m *Manager) Active() (Endpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.active == nil {
+		return Endpoint{}, false
+	}
+	return m.active.ep, true
+}
+
+// Primary returns the primary endpoint; false before one is registered.
+func (m *Manager) Primary() (Endpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.primary == nil {
+		return Endpoint{}, false
+	}
+	return m.primary.ep, true
+}
+
+// Generation returns the number of switches made so far.
+func (m *Manager) Generation() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gen
+}
+
+// Status returns a copy of one endpoint's status.
+func (m *Manager) Status(name string) (Status, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, false
+	}
+	return m.statusLocked(es), true
+}
+
+// Statuses returns every endpoint's status, in registration order.
+func (m *Manager) Statuses() []Status {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Status, len(m.eps))
+	for i, es := range m.eps {
+		out[i] = m.statusLocked(es)
+	}
+	return out
+}
+
+// Targets returns the endpoints eligible right now (Healthy with a fresh success),
+// in priority order. The active endpoint is included when it is eligible.
+func (m *Manager) Targets() []Endpoint {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock.Now()
+	var out []Endpoint
+	for _, es := range m.ranked {
+		if m.eligibleLocked(es, now) {
+			out = append(out, es.ep)
+		}
+	}
+	return out
+}
+
+// History returns a copy of the switches made (the Switched decisions), oldest
+// first. It grows by exactly one decision per switch; the caller may modify what it
+// gets without affecting the Manager.
+func (m *Manager) History() []Decision {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := slices.Clone(m.history)
+	for i := range out {
+		out[i].Notes = slices.Clone(out[i].Notes)
+	}
+	return out
+}
+
+func (m *Manager) statusLocked(es *endpointState) Status {
+	return Status{
+		Endpoint:             es.ep,
+		State:                es.state,
+		ConsecutiveFailures:  es.consecFail,
+		ConsecutiveSuccesses: es.consecSucc,
+		LastProbeError:       es.lastErr,
+		LastSuccess:          es.lastSuccess,
+		LastLatency:          es.lastLatency,
+		LastResult:           es.lastResult,
+		DegradedSince:        es.degradedSince,
+		Active:               es == m.active,
+	}
+}
+
+// eligibleLocked: Healthy with a success younger than MaxHealthAge. (Healthy is only
+// ever set by a success, so lastSuccess is meaningful; it is not compared with the
+// zero Time, which a Clock is free to return.)
+func (m *Manager) eligibleLocked(es *endpointState, now time.Time) bool {
+	return es.state == Healthy && now.Sub(es.lastSuccess) < m.cfg.MaxHealthAge
+}

@@ -1,0 +1,20 @@
+module github.com/brokerpath/brokerpath
+
+go 1.26.0
+
+require (
+	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/pires/go-proxyproto v0.7.0 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+	github.com/quagmt/udecimal v1.8.0 // indirect
+	github.com/quickfixgo/enum v0.1.0 // indirect
+	github.com/quickfixgo/field v0.1.0 // indirect
+	github.com/quickfixgo/fix44 v0.1.0 // indirect
+	github.com/quickfixgo/quickfix v0.9.10 // indirect
+	github.com/quickfixgo/tag v0.1.0 // indirect
+	github.com/shopspring/decimal v1.4.0 // indirect
+	github.com/sony/gobreaker/v2 v2.4.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
+)
