@@ -12,19 +12,23 @@
 //
 //   - New endpoints start [Unknown]. Unknown is never a target.
 //   - A probe error or a panic inside the probe is a failure: it is counted and kept
-//     in [Status.LastProbeError], wrapped so errors.Is finds the cause. Cancellation of
-//     the caller's own context is not a failure: [Manager.Probe] returns it and counts
-//     nothing.
+//     in [Status.LastProbeError], wrapped so errors.Is finds the cause. So is a probe
+//     that outlives a deadline set on the caller's context (it wraps
+//     context.DeadlineExceeded). Cancellation of the caller's own context is not a
+//     failure: [Manager.Probe] returns it (context.Canceled) and counts nothing.
 //   - An endpoint is [Down] only at Config.FailureThreshold consecutive failures; below
 //     that it is [Degraded] and no failover is warranted. A successful probe slower
 //     than Config.DegradedLatency is Degraded evidence too, and an active endpoint
-//     that stays Degraded for Config.MaxDegradedDuration warrants failover.
+//     that stays Degraded for Config.MaxDegradedDuration, on fresh evidence, warrants
+//     failover; with no eligible target it is kept ([NoAction]): a slow path that
+//     still answers is not a reason to halt.
 //   - A target is eligible only when it is [Healthy] with a success younger than
 //     Config.MaxHealthAge. Of the eligible endpoints the one with the lowest
 //     Priority wins; ties go to the one registered first.
-//   - [NoAction] (keep trading) and [NoTargetAvailable] (halt) are different
-//     outcomes; Decision.RequiresTradingHalt is true for exactly the second, and the
-//     active endpoint is left unchanged.
+//   - [NoAction] (keep trading) and [NoTargetAvailable] (halt: the active endpoint is
+//     Down and no endpoint is eligible) are different outcomes;
+//     Decision.RequiresTradingHalt is true for exactly the second, and the active
+//     endpoint is left unchanged.
 //   - Unless Config.BrokerFences is set, a switch is first answered with
 //     [FenceRequired] and nothing changes until the caller evaluates again with the
 //     fence confirmed.

@@ -41,15 +41,18 @@ func (s HealthState) MarshalText() ([]byte, error) { return []byte(s.String()), 
 type Outcome int
 
 const (
-	// NoAction: the active path is fine (or failback is not wanted); keep trading.
+	// NoAction: keep trading on the active path. It is fine, or Degraded below what
+	// warrants a switch, or Degraded with nowhere better to go (Decision.Notes say
+	// which); for failback, the primary is already active.
 	NoAction Outcome = iota
 	// Switched: the active endpoint changed; reconcile before releasing flow.
 	Switched
 	// FenceRequired: a switch is warranted, but nothing changed. Fence Decision.From
 	// and evaluate again with fenceConfirmed true.
 	FenceRequired
-	// NoTargetAvailable: the active path warrants failover and no endpoint is
-	// eligible. Halt trading (Decision.RequiresTradingHalt is true).
+	// NoTargetAvailable: the active endpoint is Down and no endpoint is eligible.
+	// Halt trading (Decision.RequiresTradingHalt is true); the active endpoint is
+	// unchanged.
 	NoTargetAvailable
 	// CooldownActive: failback refused, the last switch was less than
 	// Config.Cooldown ago.
