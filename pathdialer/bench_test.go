@@ -1,0 +1,154 @@
+package pathdialer_test
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// benchPath is a started Path whose probes always succeed; dial, when set, is
+// its Config.Dial.
+func benchPath(b *testing.B, fixAddr string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *pathdialer.Path {
+	b.Helper()
+	cfg := validConfig()
+	cfg.Endpoints = []pathdialer.Endpoint{
+		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"rest": "https://api-eu.broker.example", "fix": fixAddr}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": "https://api-us.broker.example", "fix": fixAddr}},
+	}
+	cfg.Dial = dial
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// Acquire and Done on the open gate, from every P at once: the cost every order
+// pays.
+func BenchmarkAcquireDoneParallel(b *testing.B) {
+	p := benchPath(b, "fix-eu.broker.example:9878", nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t, err := p.Acquire(ctx, pathdialer.ServiceREST, "order-1")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			t.Done()
+		}
+	})
+}
+
+// The same, from one goroutine.
+func BenchmarkAcquireDone(b *testing.B) {
+	p := benchPath(b, "fix-eu.broker.example:9878", nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := p.Acquire(ctx, pathdialer.ServiceREST, "order-1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		t.Done()
+	}
+}
+
+// loopback is a TCP listener on 127.0.0.1 that accepts and closes every
+// connection, until its cleanup.
+func loopback(b *testing.B) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	b.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	return ln.Addr().String()
+}
+
+// closeNow closes without TIME_WAIT, so a long benchmark does not run out of
+// ephemeral ports.
+func closeNow(c net.Conn) {
+	if pc, ok := c.(*pathdialer.Conn); ok {
+		if tc, ok := pc.Conn.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+	} else if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
+}
+
+// DialContext over loopback against a bare net.Dialer configured like the
+// Path's default, in the same run: the ratio of the two is the Path's overhead
+// (active endpoint lookup, fence check, tracking, switch re-check).
+func BenchmarkDialContext(b *testing.B) {
+	addr := loopback(b)
+	ctx := context.Background()
+	b.Run("bare-net.Dialer", func(b *testing.B) {
+		d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			closeNow(c)
+		}
+	})
+	b.Run("Path", func(b *testing.B) {
+		p := benchPath(b, addr, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := p.DialContext(ctx, pathdialer.ServiceFIX)
+			if err != nil {
+				b.Fatal(err)
+			}
+			closeNow(c)
+		}
+	})
+}
+
+// The Path's own cost per dial, with a dialer that costs nothing.
+func BenchmarkDialOverhead(b *testing.B) {
+	a, peer := net.Pipe()
+	defer a.Close()
+	defer peer.Close()
+	p := benchPath(b, "fix-eu.broker.example:9878", func(context.Context, string, string) (net.Conn, error) { return nopConn{a}, nil })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := p.DialContext(ctx, pathdialer.ServiceFIX)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = c.Close()
+	}
+}
+
+// nopConn is a net.Conn whose Close does nothing, so one pipe serves every dial.
+type nopConn struct{ net.Conn }
+
+func (nopConn) Close() error { return nil }

@@ -1,0 +1,397 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// Service names used by the transports. Any non-empty name may be configured.
+const (
+	ServiceREST = "rest"
+	ServiceWS   = "ws"
+	ServiceFIX  = "fix"
+)
+
+// Endpoint is one path to the broker account, with an address for every service it
+// serves. A switch moves every service of the account together.
+type Endpoint struct {
+	// Name is unique within the Path. Required.
+	Name string `json:"name"`
+	// Region is where the path lands. Required.
+	Region string `json:"region"`
+	// Priority orders failover targets, lowest first.
+	Priority int `json:"priority"`
+	// Primary marks the preferred endpoint (exactly one).
+	Primary bool `json:"primary"`
+	// Services maps a service name to its address: a URL for "rest" and "ws"
+	// (https://api-eu.broker.example, wss://stream-eu.broker.example/ws) or
+	// host:port for "fix". At least one is required.
+	Services map[string]string `json:"services"`
+}
+
+// Address returns the endpoint's address for a service.
+func (e Endpoint) Address(service string) (string, bool) {
+	a, ok := e.Services[service]
+	return a, ok
+}
+
+// HostPort returns the host:port to dial for a service: the address itself when it
+// is host:port, or the URL's host with the scheme's default port.
+func (e Endpoint) HostPort(service string) (string, error) {
+	a, ok := e.Services[service]
+	if !ok {
+		return "", fmt.Errorf("%w: endpoint %q has no %q address", ErrUnknownService, e.Name, service)
+	}
+	return hostPort(a)
+}
+
+// hostPort never repeats the address in its errors: addresses may carry
+// credentials (user information, a key in the query).
+func hostPort(addr string) (string, error) {
+	if !strings.Contains(addr, "://") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			var ae *net.AddrError
+			if errors.As(err, &ae) {
+				err = errors.New(ae.Err)
+			}
+			return "", fmt.Errorf("address is neither a URL nor host:port: %w", err)
+		}
+		if host == "" {
+			return "", errors.New("host:port address has no host")
+		}
+		if err := checkPort(port); err != nil {
+			return "", err
+		}
+		return addr, nil
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		// url.Error repeats the whole URL, credentials included: keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("address is not a valid URL: %w", err)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("URL %q has no host", safeURL(u))
+	}
+	if u.Port() != "" {
+		if err := checkPort(u.Port()); err != nil {
+			return "", err
+		}
+		return u.Host, nil
+	}
+	switch u.Scheme {
+	case "https", "wss":
+		return net.JoinHostPort(u.Hostname(), "443"), nil
+	case "http", "ws":
+		return net.JoinHostPort(u.Hostname(), "80"), nil
+	}
+	return "", fmt.Errorf("URL %q has no port and scheme %q has no default", safeURL(u), u.Scheme)
+}
+
+// checkPort accepts a port number (1-65535) or a service name such as "https"
+// (letters, digits and hyphens, as net.Dial resolves them).
+func checkPort(port string) error {
+	if port == "" {
+		return errors.New("address has an empty port")
+	}
+	if n, err := strconv.Atoi(port); err == nil {
+		if n < 1 || n > 65535 {
+			return fmt.Errorf("port %d is out of range 1-65535", n)
+		}
+		return nil
+	}
+	for _, r := range port {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return errors.New("port is neither a number nor a service name")
+		}
+	}
+	return nil
+}
+
+// safeURL renders a URL without user information, query or fragment, which may
+// carry credentials.
+func safeURL(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// ProbeFunc checks one endpoint over the path orders take (authenticated, on the
+// order path). It must honour ctx; a nil error is a success. See TCPProbe for why a
+// bare connect is the weakest possible choice.
+type ProbeFunc func(ctx context.Context, ep Endpoint) error
+
+// Fence describes the path being fenced.
+type Fence struct {
+	// Endpoint is the endpoint being switched away from.
+	Endpoint Endpoint
+	// To is the endpoint the engine intends to switch to.
+	To string
+	// Generation is the generation being left.
+	Generation uint64
+	// Attempt counts from 1.
+	Attempt int
+	// Failback is true when the switch is a failback to the primary.
+	Failback bool
+}
+
+// FenceFunc makes the outgoing path unable to submit orders (stop a process, revoke
+// a credential, close a session). It runs after the local fence (this process's
+// connections to the endpoint closed, new dials refused). A returned error means the
+// fence is not in place: nothing switches, the gate stays held, and it is retried.
+type FenceFunc func(ctx context.Context, f Fence) error
+
+// LocalFenceOnly is an explicit FenceFunc for a deployment in which this process is
+// the only one that trades the account: pathdialer's local fence (closing every
+// tracked connection to the old endpoint and refusing new dials to it) is then the
+// whole fence. Do not choose it when another process or region can submit.
+func LocalFenceOnly(context.Context, Fence) error { return nil }
+
+// Reconciliation is what a ReconcileFunc must settle before flow is released.
+type Reconciliation struct {
+	// From and To are the endpoint names; equal when resuming after a halt on the
+	// same endpoint.
+	From, To string
+	// Generation is the generation flow will be released under.
+	Generation uint64
+	// Reason: "failover", "failback" or "resume after halt".
+	Reason string
+	// Tickets are the orders whose fate is not known: in flight when the switch
+	// began, or finished with an unknown outcome, on any earlier generation.
+	Tickets []TicketInfo
+	// Attempt counts from 1.
+	Attempt int
+}
+
+// Fate is what reconciliation found for one order.
+type Fate int
+
+const (
+	// FateUndetermined: the reconciler could not tell.
+	FateUndetermined Fate = iota
+	// FateFilled: the broker filled it.
+	FateFilled
+	// FateResting: the broker holds it open.
+	FateResting
+	// FateNotReceived: the broker never received it; it is safe to send again
+	// (with the same client order ID).
+	FateNotReceived
+	// FateCanceled: the broker canceled it.
+	FateCanceled
+	// FateRejected: the broker rejected it.
+	FateRejected
+)
+
+var fateNames = [...]string{"UNDETERMINED", "FILLED", "RESTING", "NOT_RECEIVED", "CANCELED", "REJECTED"}
+
+// String returns the upper-case name.
+func (f Fate) String() string {
+	if f >= 0 && int(f) < len(fateNames) {
+		return fateNames[f]
+	}
+	return fmt.Sprintf("Fate(%d)", int(f))
+}
+
+// MarshalText renders the fate as its String form.
+func (f Fate) MarshalText() ([]byte, error) { return []byte(f.String()), nil }
+
+// Settlement is one order's fate as found by a reconciler.
+type Settlement struct {
+	OrderID string `json:"order_id"`
+	Service string `json:"service"`
+	Fate    Fate   `json:"fate"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// ReconcileFunc settles the orders in r against the broker's own view of the book,
+// querying through the new path (reads are never held). Flow is released only after
+// it returns a nil error; it must honour ctx.
+type ReconcileFunc func(ctx context.Context, r Reconciliation) ([]Settlement, error)
+
+// NoReconcile is the explicit choice to skip reconciliation: flow is released right
+// after a switch with nothing settled. There is no silent default; choose it only
+// when nothing you send can be in flight across a switch.
+func NoReconcile(context.Context, Reconciliation) ([]Settlement, error) { return nil, nil }
+
+// ReconcileAll runs several reconcilers in order (for example REST and FIX, each
+// settling the tickets of its own service) and succeeds only when all succeed.
+func ReconcileAll(fns ...ReconcileFunc) ReconcileFunc {
+	return func(ctx context.Context, r Reconciliation) ([]Settlement, error) {
+		var all []Settlement
+		for i, fn := range fns {
+			s, err := fn(ctx, r)
+			all = append(all, s...)
+			if err != nil {
+				return all, fmt.Errorf("reconciler %d of %d: %w", i+1, len(fns), err)
+			}
+		}
+		return all, nil
+	}
+}
+
+// Backoff is a capped exponential backoff: Initial, doubled after every failure, at
+// most Max.
+type Backoff struct {
+	Initial time.Duration
+	Max     time.Duration
+}
+
+func (b Backoff) delay(attempt int) time.Duration {
+	d := b.Initial
+	for i := 1; i < attempt && d < b.Max; i++ {
+		d *= 2
+	}
+	return min(d, b.Max)
+}
+
+func (b Backoff) validate(name string) error {
+	if b.Initial <= 0 || b.Max < b.Initial {
+		return fmt.Errorf("%w: %s is {Initial: %v, Max: %v}; need 0 < Initial <= Max", ErrInvalidConfig, name, b.Initial, b.Max)
+	}
+	return nil
+}
+
+// Config configures a Path. Start from DefaultConfig.
+type Config struct {
+	// Endpoints of the account; at least two, exactly one Primary.
+	Endpoints []Endpoint
+	// Probe is required: it should exercise the trade path.
+	Probe ProbeFunc
+	// Engine holds the decision thresholds. Its Probe must be nil (the Path sets
+	// it from Probe) and its Clock nil (the Path runs on the system clock).
+	Engine engine.Config
+	// ProbeInterval between probe rounds. Must be > 0.
+	ProbeInterval time.Duration
+	// ProbeTimeout for one probe; a probe that has not returned by then is a
+	// failure. Must be > 0 and, with ProbeJitter, below ProbeInterval.
+	ProbeTimeout time.Duration
+	// ProbeJitter: each probe of a round starts after a random delay in
+	// [0, ProbeJitter), so probes of many processes do not align. >= 0.
+	ProbeJitter time.Duration
+	// Fencer is required unless Engine.BrokerFences; choose LocalFenceOnly
+	// explicitly when the local fence is the whole fence.
+	Fencer FenceFunc
+	// Unfence, optional, is called when a fenced endpoint becomes active again
+	// (failback, or a switch abandoned after the fence), to undo what Fencer did.
+	Unfence FenceFunc
+	// FenceTimeout bounds one Fencer call. Must be > 0.
+	FenceTimeout time.Duration
+	// FenceBackoff between failed fence attempts.
+	FenceBackoff Backoff
+	// FenceAttempts failed fence attempts in a row turn the hold into a halt
+	// (attempts continue in the background). Must be >= 1.
+	FenceAttempts int
+	// Reconciler is required; choose NoReconcile explicitly to skip it.
+	Reconciler ReconcileFunc
+	// ReconcileTimeout bounds one Reconciler call. Must be > 0.
+	ReconcileTimeout time.Duration
+	// ReconcileBackoff between failed reconcile attempts.
+	ReconcileBackoff Backoff
+	// ReconcileAttempts failed attempts in a row turn the hold into a halt
+	// (attempts continue in the background; success releases flow). >= 1.
+	ReconcileAttempts int
+	// InflightGrace: after the fence, how long the switch waits for tickets still
+	// in flight on the old path to finish before handing them to reconciliation
+	// as in flight. >= 0.
+	InflightGrace time.Duration
+	// Dial opens every tracked connection (the raw TCP connection; TLS is the
+	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
+	// Plug a SOCKS or interface-bound dialer here.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// OnEvent, optional, receives every event in order, from one goroutine,
+	// never under a lock: it may call the Path (Snapshot, Acquire), but not
+	// Close, which waits for it. A slow hook delays later events, not the Path.
+	OnEvent func(Event)
+}
+
+// DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
+// and Reconciler is set: probes every 1 s with a 500 ms timeout, the engine's
+// defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
+// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row.
+func DefaultConfig() Config {
+	return Config{
+		Engine:            engine.DefaultConfig(),
+		ProbeInterval:     time.Second,
+		ProbeTimeout:      500 * time.Millisecond,
+		ProbeJitter:       100 * time.Millisecond,
+		FenceTimeout:      5 * time.Second,
+		FenceBackoff:      Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		FenceAttempts:     5,
+		ReconcileTimeout:  10 * time.Second,
+		ReconcileBackoff:  Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		ReconcileAttempts: 5,
+		InflightGrace:     time.Second,
+	}
+}
+
+// Validate checks every field as written and names the first that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Probe == nil:
+		return fmt.Errorf("%w: Probe is required (a TCP connect proves neither authentication nor order acceptance; see TCPProbe)", ErrInvalidConfig)
+	case c.Engine.Probe != nil:
+		return fmt.Errorf("%w: Engine.Probe must be nil; set Config.Probe", ErrInvalidConfig)
+	case c.Engine.Clock != nil:
+		return fmt.Errorf("%w: Engine.Clock must be nil; the Path runs on the system clock", ErrInvalidConfig)
+	case c.ProbeInterval <= 0:
+		return fmt.Errorf("%w: ProbeInterval is %v, must be > 0", ErrInvalidConfig, c.ProbeInterval)
+	case c.ProbeTimeout <= 0:
+		return fmt.Errorf("%w: ProbeTimeout is %v, must be > 0", ErrInvalidConfig, c.ProbeTimeout)
+	case c.ProbeJitter < 0:
+		return fmt.Errorf("%w: ProbeJitter is %v, must be >= 0", ErrInvalidConfig, c.ProbeJitter)
+	case c.ProbeTimeout+c.ProbeJitter >= c.ProbeInterval:
+		return fmt.Errorf("%w: ProbeTimeout (%v) plus ProbeJitter (%v) must be below ProbeInterval (%v), or probe rounds overlap", ErrInvalidConfig, c.ProbeTimeout, c.ProbeJitter, c.ProbeInterval)
+	case c.Engine.MaxHealthAge < 2*c.ProbeInterval:
+		return fmt.Errorf("%w: Engine.MaxHealthAge (%v) must be at least twice ProbeInterval (%v): one late probe round must not make every endpoint stale", ErrInvalidConfig, c.Engine.MaxHealthAge, c.ProbeInterval)
+	case c.Fencer == nil && !c.Engine.BrokerFences:
+		return fmt.Errorf("%w: Fencer is required unless Engine.BrokerFences (choose LocalFenceOnly explicitly if this process is the only one trading the account)", ErrInvalidConfig)
+	case c.FenceTimeout <= 0:
+		return fmt.Errorf("%w: FenceTimeout is %v, must be > 0", ErrInvalidConfig, c.FenceTimeout)
+	case c.FenceAttempts < 1:
+		return fmt.Errorf("%w: FenceAttempts is %d, must be >= 1", ErrInvalidConfig, c.FenceAttempts)
+	case c.Reconciler == nil:
+		return fmt.Errorf("%w: Reconciler is required (choose NoReconcile explicitly to skip reconciliation)", ErrInvalidConfig)
+	case c.ReconcileTimeout <= 0:
+		return fmt.Errorf("%w: ReconcileTimeout is %v, must be > 0", ErrInvalidConfig, c.ReconcileTimeout)
+	case c.ReconcileAttempts < 1:
+		return fmt.Errorf("%w: ReconcileAttempts is %d, must be >= 1", ErrInvalidConfig, c.ReconcileAttempts)
+	case c.InflightGrace < 0:
+		return fmt.Errorf("%w: InflightGrace is %v, must be >= 0", ErrInvalidConfig, c.InflightGrace)
+	}
+	if err := c.FenceBackoff.validate("FenceBackoff"); err != nil {
+		return err
+	}
+	if err := c.ReconcileBackoff.validate("ReconcileBackoff"); err != nil {
+		return err
+	}
+	if len(c.Endpoints) < 2 {
+		return fmt.Errorf("%w: %d endpoint(s) configured; need at least two to fail over", ErrInvalidConfig, len(c.Endpoints))
+	}
+	for i, ep := range c.Endpoints {
+		if len(ep.Services) == 0 {
+			return fmt.Errorf("%w: Endpoints[%d] (%q) has no service addresses", ErrInvalidConfig, i, ep.Name)
+		}
+		for svc, addr := range ep.Services {
+			if strings.TrimSpace(svc) == "" {
+				return fmt.Errorf("%w: Endpoints[%d] (%q) has a blank service name", ErrInvalidConfig, i, ep.Name)
+			}
+			if _, err := hostPort(addr); err != nil {
+				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, svc, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,485 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// The controller is one goroutine that owns every switch: it runs the probe
+// rounds, evaluates, and drives the fence → switch → reconcile → release sequence.
+// Only it moves the gate (besides Close), so the sequence is never interleaved.
+
+type phase int
+
+const (
+	phaseNormal      phase = iota
+	phaseFencing           // holding; fence of fenceFrom pending
+	phaseReconciling       // switched (or resuming); reconcile pending
+)
+
+type controller struct {
+	p     *Path
+	phase phase
+	// halted: the gate is halted (by no target, or by repeated fence/reconcile
+	// failures); haltKind says which ("no-target", "fence", "reconcile"), so a
+	// halt is announced once per reason and a new reason replaces the old cause.
+	halted   bool
+	haltKind string
+	// fencing
+	fenceFrom, fenceTo string
+	failback           bool
+	fenceAttempt       int
+	// reconciling
+	rec       *Reconciliation
+	carry     []TicketInfo // tickets taken by an abandoned reconcile
+	retryAt   time.Time
+	heldSince time.Time
+	lastNote  string // last staleness note, to emit EventMonitorStale on change only
+	lastFbOut engine.Outcome
+	// noFailbackUntil: after a failback abandoned because its fence kept
+	// failing, failback is not tried again before this (one Cooldown later).
+	noFailbackUntil time.Time
+}
+
+func (p *Path) control(ctx context.Context) {
+	defer close(p.ctlDone)
+	c := &controller{p: p, lastFbOut: engine.NoAction}
+	ticker := time.NewTicker(p.cfg.ProbeInterval)
+	defer ticker.Stop()
+	var retry *time.Timer
+	// Probe rounds run beside the controller, so a passive-signal trigger or a
+	// retry is handled at once even while a probe waits for its timeout.
+	var roundDone chan struct{}
+	defer func() {
+		if roundDone != nil {
+			<-roundDone
+		}
+	}()
+	for {
+		var retryC <-chan time.Time
+		if !c.retryAt.IsZero() {
+			if retry == nil {
+				retry = time.NewTimer(time.Until(c.retryAt))
+			} else {
+				retry.Reset(time.Until(c.retryAt))
+			}
+			retryC = retry.C
+		}
+		select {
+		case <-ctx.Done():
+			if retry != nil {
+				retry.Stop()
+			}
+			return
+		case <-ticker.C:
+			if roundDone == nil {
+				done := make(chan struct{})
+				roundDone = done
+				go func() {
+					defer close(done)
+					p.probeRound(ctx)
+				}()
+			}
+		case <-roundDone:
+			roundDone = nil
+			c.step(ctx, false)
+		case <-p.trigger:
+			c.step(ctx, false)
+		case <-retryC:
+			c.step(ctx, true)
+		}
+	}
+}
+
+// step advances the state machine once. retryDue is true when the retry timer
+// fired.
+func (c *controller) step(ctx context.Context, retryDue bool) {
+	if ctx.Err() != nil {
+		return
+	}
+	switch c.phase {
+	case phaseFencing:
+		if !c.failback {
+			// While the fence is retried, the old endpoint may answer again:
+			// then the switch is no longer warranted.
+			if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome == engine.NoAction {
+				c.abandonFence(ctx, "the active endpoint answers again")
+				return
+			}
+		}
+		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
+			c.attemptFence(ctx)
+		}
+		return
+	case phaseReconciling:
+		// A reconcile in progress is abandoned if the new active path itself
+		// warrants failover; its tickets carry over to the next reconcile.
+		if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome != engine.NoAction {
+			c.carry = append(c.carry, c.rec.Tickets...)
+			c.rec = nil
+			c.retryAt = time.Time{}
+			c.phase = phaseNormal
+			c.onFailover(ctx, d)
+			return
+		}
+		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
+			c.attemptReconcile(ctx)
+		}
+		return
+	}
+	d, err := c.p.eng.EvaluateFailover(false)
+	if err != nil {
+		c.p.log.Error("pathdialer: evaluate failover", "err", err)
+		return
+	}
+	c.onFailover(ctx, d)
+}
+
+func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
+	p := c.p
+	switch d.Outcome {
+	case engine.NoAction:
+		c.noteStaleness(d)
+		if c.halted {
+			// The active endpoint answers again: leave the halt through
+			// reconciliation on the same endpoint.
+			p.events.emit(Event{Kind: EventResume, Endpoint: d.From, Generation: d.Generation, Cause: "active endpoint answers again"})
+			c.hold(fmt.Errorf("resuming on %q after a halt: reconciling", d.From))
+			c.beginReconcile(ctx, d.From, d.From, d.Generation, "resume after halt")
+			return
+		}
+		c.evaluateFailback(ctx)
+	case engine.NoTargetAvailable:
+		// One decision event per halt: the notes carry failure counts and ages
+		// that change every round, and repeating them would flood the events
+		// (and push the halt out of Snapshot.Events).
+		if c.halted && c.haltKind == haltNoTarget {
+			return
+		}
+		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
+		c.halt(haltNoTarget, errors.New("no eligible target: "+strings.Join(d.Notes, "; ")))
+	case engine.FenceRequired:
+		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		c.hold(fmt.Errorf("failover from %q to %q: fencing", d.From, d.To))
+		c.beginFence(ctx, d.From, d.To, false)
+	case engine.Switched:
+		// Only with BrokerFences: the broker fences the old session when the new
+		// one logs on; the local fence still closes our own connections.
+		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		c.hold(fmt.Errorf("failover from %q to %q: reconciling", d.From, d.To))
+		c.localFence(d.From)
+		c.switched(ctx, d, "failover")
+	}
+}
+
+func (c *controller) evaluateFailback(ctx context.Context) {
+	p := c.p
+	if time.Now().Before(c.noFailbackUntil) {
+		return
+	}
+	d, err := p.eng.EvaluateFailback(false)
+	if err != nil {
+		p.log.Error("pathdialer: evaluate failback", "err", err)
+		return
+	}
+	prev := c.lastFbOut
+	c.lastFbOut = d.Outcome
+	switch d.Outcome {
+	case engine.NoAction:
+	case engine.CooldownActive, engine.PrimaryNotStable:
+		if prev != d.Outcome {
+			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		}
+	case engine.FlapSuppressed:
+		if prev != d.Outcome {
+			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+			p.events.emit(Event{Kind: EventFlapSuppressed, From: d.From, To: d.To, Generation: d.Generation, Cause: strings.Join(d.Notes, "; ")})
+		}
+	case engine.FenceRequired:
+		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		c.hold(fmt.Errorf("failback from %q to %q: fencing", d.From, d.To))
+		c.beginFence(ctx, d.From, d.To, true)
+	case engine.Switched:
+		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		c.hold(fmt.Errorf("failback from %q to %q: reconciling", d.From, d.To))
+		c.localFence(d.From)
+		c.switched(ctx, d, "failback")
+	}
+}
+
+func (c *controller) noteStaleness(d engine.Decision) {
+	note := ""
+	for _, n := range d.Notes {
+		if strings.Contains(n, "stale") {
+			note = n
+			break
+		}
+	}
+	if note != "" && c.lastNote == "" {
+		c.p.events.emit(Event{Kind: EventMonitorStale, Endpoint: d.From, Generation: d.Generation, Cause: note})
+	}
+	c.lastNote = note
+}
+
+// hold moves the gate to held unless it is already held; a halted gate becomes
+// held too, because a switch or resume is now under way.
+func (c *controller) hold(cause error) {
+	p := c.p
+	v := p.gate.Load()
+	if v.state == GateHeld && v.cause != nil && v.cause.Error() == cause.Error() {
+		return
+	}
+	a := p.active.Load()
+	p.setGate(GateHeld, "", a.gen, cause)
+	c.halted = false
+	if c.heldSince.IsZero() {
+		c.heldSince = time.Now()
+	}
+	p.events.emit(Event{Kind: EventHold, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause.Error()})
+}
+
+const (
+	haltNoTarget  = "no-target"
+	haltFence     = "fence"
+	haltReconcile = "reconcile"
+)
+
+// halt moves the gate to halted, or, when it is already halted for another
+// reason, replaces the cause. A halt for the same reason is announced once.
+func (c *controller) halt(kind string, cause error) {
+	p := c.p
+	v := p.gate.Load()
+	if v.state == GateHalted && c.halted && c.haltKind == kind {
+		return
+	}
+	c.haltKind = kind
+	a := p.active.Load()
+	p.setGate(GateHalted, "", a.gen, cause)
+	c.halted = true
+	if c.heldSince.IsZero() {
+		c.heldSince = time.Now()
+	}
+	p.stats.halts.Add(1)
+	p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause.Error()})
+}
+
+func (c *controller) localFence(name string) {
+	p := c.p
+	rt := p.eps[name]
+	n := rt.fence()
+	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n)
+}
+
+func (c *controller) beginFence(ctx context.Context, from, to string, failback bool) {
+	c.phase = phaseFencing
+	c.fenceFrom, c.fenceTo, c.failback = from, to, failback
+	c.fenceAttempt = 0
+	c.retryAt = time.Time{}
+	c.attemptFence(ctx)
+}
+
+func (c *controller) attemptFence(ctx context.Context) {
+	p := c.p
+	if ctx.Err() != nil {
+		return
+	}
+	rt := p.eps[c.fenceFrom]
+	a := p.active.Load()
+	c.fenceAttempt++
+	p.events.emit(Event{Kind: EventFenceStart, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt})
+	start := time.Now()
+	c.localFence(c.fenceFrom)
+	var err error
+	if p.cfg.Fencer != nil {
+		fctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
+		err = callHook(fctx, func(ctx context.Context) error {
+			return p.cfg.Fencer(ctx, Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback})
+		})
+		cancel()
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		p.events.emit(Event{Kind: EventFenceFailure, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start), Err: err})
+		if c.failback && c.fenceAttempt >= p.cfg.FenceAttempts {
+			// A failback is voluntary: the backup carries flow fine. Give it up
+			// rather than halt a healthy path, and do not try again for a Cooldown.
+			c.noFailbackUntil = time.Now().Add(max(p.cfg.Engine.Cooldown, p.cfg.ProbeInterval))
+			c.abandonFence(ctx, fmt.Sprintf("failback fence of %q failed %d times: %v", c.fenceFrom, c.fenceAttempt, err))
+			return
+		}
+		if c.fenceAttempt >= p.cfg.FenceAttempts {
+			c.halt(haltFence, fmt.Errorf("fence of %q failed %d times in a row (retrying): %w", c.fenceFrom, c.fenceAttempt, err))
+		}
+		c.retryAt = time.Now().Add(p.cfg.FenceBackoff.delay(c.fenceAttempt))
+		return
+	}
+	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})
+	c.retryAt = time.Time{}
+	c.phase = phaseNormal
+	var d engine.Decision
+	if c.failback {
+		d, err = p.eng.EvaluateFailback(true)
+	} else {
+		d, err = p.eng.EvaluateFailover(true)
+	}
+	if err != nil {
+		p.log.Error("pathdialer: evaluate with fence confirmed", "err", err)
+		return
+	}
+	switch d.Outcome {
+	case engine.Switched:
+		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		reason := "failover"
+		if c.failback {
+			reason = "failback"
+		}
+		c.switched(ctx, d, reason)
+	case engine.NoTargetAvailable:
+		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
+		c.halt(haltNoTarget, errors.New("no eligible target after the fence: "+strings.Join(d.Notes, "; ")))
+	default:
+		// The switch is no longer warranted (the active endpoint recovered, or a
+		// failback gate closed). Its connections were cut by the fence, so flow
+		// resumes on it only through reconciliation.
+		if d.Outcome != engine.NoAction {
+			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		}
+		c.beginReconcile(ctx, d.From, d.From, d.Generation, "switch abandoned after the fence")
+	}
+}
+
+// switched publishes the engine's switch: the new endpoint becomes active for
+// dials and reads, then reconciliation runs before submissions are released.
+func (c *controller) switched(ctx context.Context, d engine.Decision, reason string) {
+	p := c.p
+	p.active.Store(&activeView{rt: p.eps[d.To], gen: d.Generation})
+	p.stats.switches.Add(1)
+	p.events.emit(Event{Kind: EventSwitch, From: d.From, To: d.To, Generation: d.Generation, Cause: reason})
+	c.beginReconcile(ctx, d.From, d.To, d.Generation, reason)
+}
+
+func (c *controller) beginReconcile(ctx context.Context, from, to string, gen uint64, reason string) {
+	p := c.p
+	c.phase = phaseReconciling
+	c.retryAt = time.Time{}
+	if c.halted {
+		// The halt was the fence's (it finally succeeded): reconciliation now
+		// holds, with its own ReconcileAttempts before it halts, with its cause.
+		c.hold(fmt.Errorf("%s from %q to %q: reconciling", reason, from, to))
+	}
+	// Reconciliation reads through the endpoint flow will resume on; if that
+	// endpoint was fenced (failback to it, or a switch abandoned after the fence),
+	// lift the fence now. Submissions stay held by the gate until release.
+	c.unfenceActive(ctx)
+	p.waitInflight(ctx, p.cfg.InflightGrace)
+	if ctx.Err() != nil {
+		return // closing: the tickets stay where they are
+	}
+	tickets := append(c.carry, p.takeTickets()...)
+	c.carry = nil
+	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
+	c.attemptReconcile(ctx)
+}
+
+func (c *controller) attemptReconcile(ctx context.Context) {
+	p := c.p
+	r := c.rec
+	if ctx.Err() != nil {
+		return
+	}
+	// Orders that finished unknown since the last attempt join this one.
+	r.Tickets = append(r.Tickets, p.takeTickets()...)
+	r.Attempt++
+	// The event gets its own copy: the reconciler may reorder the slice it is given.
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(r.Tickets), Cause: r.Reason})
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
+	var settled []Settlement
+	err := callHook(rctx, func(ctx context.Context) error {
+		rr := *r
+		rr.Tickets = slices.Clone(r.Tickets)
+		var err error
+		settled, err = p.cfg.Reconciler(ctx, rr)
+		return err
+	})
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled})
+		if r.Attempt >= p.cfg.ReconcileAttempts {
+			c.halt(haltReconcile, fmt.Errorf("reconcile on %q failed %d times in a row (retrying): %w", r.To, r.Attempt, err))
+		}
+		c.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(r.Attempt))
+		return
+	}
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled})
+	c.release(ctx)
+}
+
+// release opens the gate on the active endpoint.
+func (c *controller) release(ctx context.Context) {
+	p := c.p
+	a := p.active.Load()
+	c.unfenceActive(ctx)
+	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	held := time.Since(c.heldSince)
+	c.heldSince = time.Time{}
+	c.halted = false
+	c.phase = phaseNormal
+	c.rec = nil
+	c.retryAt = time.Time{}
+	c.lastFbOut = engine.NoAction
+	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: held})
+}
+
+// unfenceActive lifts the fence of the active endpoint, if it has one, and calls
+// the Unfence hook.
+func (c *controller) unfenceActive(ctx context.Context) {
+	p := c.p
+	a := p.active.Load()
+	if a.rt.unfence() {
+		if p.cfg.Unfence != nil {
+			uctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
+			err := callHook(uctx, func(ctx context.Context) error {
+				return p.cfg.Unfence(ctx, Fence{Endpoint: a.rt.ep, To: a.rt.ep.Name, Generation: a.gen})
+			})
+			cancel()
+			if err != nil {
+				p.log.Warn("pathdialer: unfence hook failed", "endpoint", a.rt.ep.Name, "err", err)
+			}
+		}
+		p.events.emit(Event{Kind: EventUnfence, Endpoint: a.rt.ep.Name, Generation: a.gen})
+	}
+}
+
+// abandonFence gives up a switch whose fence has not been confirmed: the local
+// fence already cut the endpoint's connections, so flow resumes on it only through
+// reconciliation (which lifts its fence first).
+func (c *controller) abandonFence(ctx context.Context, why string) {
+	p := c.p
+	a := p.active.Load()
+	p.log.Warn("pathdialer: switch abandoned before the fence was confirmed", "endpoint", c.fenceFrom, "why", why)
+	c.phase = phaseNormal
+	c.retryAt = time.Time{}
+	c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, a.gen, "switch abandoned: "+why)
+}
+
+// callHook runs a user hook, turning a panic into an error.
+func callHook(ctx context.Context, fn func(context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pathdialer: hook panicked: %v", r)
+		}
+	}()
+	return fn(ctx)
+}

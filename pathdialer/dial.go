@@ -1,0 +1,190 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+)
+
+// endpointRT is the runtime side of one endpoint: its tracked connections and its
+// fence.
+type endpointRT struct {
+	ep        Endpoint
+	hostPorts map[string]string // service → host:port, resolved once by New
+
+	mu     sync.Mutex
+	fenced bool
+	conns  map[*Conn]struct{}
+
+	probing chan struct{} // non-nil while a probe goroutine of this endpoint runs
+}
+
+// Conn is a connection handed out by the Path: tracked under its endpoint so the
+// fence can close it. It is a net.Conn.
+type Conn struct {
+	net.Conn
+	rt   *endpointRT
+	gen  uint64
+	once sync.Once
+}
+
+// Endpoint returns the name of the endpoint the connection goes to.
+func (c *Conn) Endpoint() string { return c.rt.ep.Name }
+
+// Generation returns the generation under which the connection was dialed.
+func (c *Conn) Generation() uint64 { return c.gen }
+
+// Close closes the connection and stops tracking it.
+func (c *Conn) Close() error {
+	c.once.Do(func() {
+		c.rt.mu.Lock()
+		delete(c.rt.conns, c)
+		c.rt.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// fence marks the endpoint fenced (new dials refused) and closes every tracked
+// connection to it. It returns how many connections it closed.
+func (rt *endpointRT) fence() int {
+	rt.mu.Lock()
+	rt.fenced = true
+	conns := make([]*Conn, 0, len(rt.conns))
+	for c := range rt.conns {
+		conns = append(conns, c)
+	}
+	rt.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return len(conns)
+}
+
+func (rt *endpointRT) unfence() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	was := rt.fenced
+	rt.fenced = false
+	return was
+}
+
+func (rt *endpointRT) isFenced() bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.fenced
+}
+
+func (rt *endpointRT) closeAll() {
+	rt.mu.Lock()
+	conns := make([]*Conn, 0, len(rt.conns))
+	for c := range rt.conns {
+		conns = append(conns, c)
+	}
+	rt.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+func (rt *endpointRT) connCount() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.conns)
+}
+
+// activeView is the endpoint that dials and reads go to, and its generation. It
+// changes at the switch, before reconciliation, so reconciliation reads the new path.
+type activeView struct {
+	rt  *endpointRT
+	gen uint64
+}
+
+// Dial connects to the active endpoint's address for service, tracked so the
+// fence can close it. If the active endpoint changes while the dial is in progress,
+// the new connection is closed (or refused, wrapping ErrFenced, when the old
+// endpoint was fenced first) and ErrSwitched returned: dial again.
+func (p *Path) Dial(ctx context.Context, service string) (*Conn, error) {
+	a := p.active.Load()
+	addr, ok := a.rt.hostPorts[service]
+	if !ok {
+		return nil, fmt.Errorf("%w: endpoint %q has no %q address", ErrUnknownService, a.rt.ep.Name, service)
+	}
+	c, err := p.dialRT(ctx, a.rt, a.gen, "tcp", addr)
+	if err != nil {
+		if errors.Is(err, ErrFenced) && p.active.Load() != a {
+			// Fenced because it was switched away from: say so, so the caller
+			// dials again (and reaches the new endpoint).
+			return nil, fmt.Errorf("%w: dial of %s on %q: %w", ErrSwitched, service, a.rt.ep.Name, err)
+		}
+		return nil, err
+	}
+	if p.active.Load() != a {
+		_ = c.Close()
+		return nil, fmt.Errorf("%w: dial of %s on %q", ErrSwitched, service, a.rt.ep.Name)
+	}
+	return c, nil
+}
+
+// DialContext is Dial returning a net.Conn.
+func (p *Path) DialContext(ctx context.Context, service string) (net.Conn, error) {
+	c, err := p.Dial(ctx, service)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DialEndpoint dials network/addr as a connection of the named endpoint: tracked
+// under it, refused with ErrFenced while the endpoint is fenced. Transports that keep
+// one connection pool per endpoint use it (see EndpointDialer).
+func (p *Path) DialEndpoint(ctx context.Context, endpoint, network, addr string) (*Conn, error) {
+	rt, ok := p.eps[endpoint]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownEndpoint, endpoint)
+	}
+	gen := uint64(0)
+	if a := p.active.Load(); a != nil {
+		gen = a.gen
+	}
+	return p.dialRT(ctx, rt, gen, network, addr)
+}
+
+// EndpointDialer returns a dial function for one endpoint with the shape of
+// net.Dialer.DialContext, for http.Transport.DialContext and similar.
+func (p *Path) EndpointDialer(endpoint string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := p.DialEndpoint(ctx, endpoint, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+func (p *Path) dialRT(ctx context.Context, rt *endpointRT, gen uint64, network, addr string) (*Conn, error) {
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	if rt.isFenced() {
+		return nil, fmt.Errorf("%w: %q", ErrFenced, rt.ep.Name)
+	}
+	raw, err := p.dial(ctx, network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("pathdialer: dial %s on endpoint %q: %w", addr, rt.ep.Name, err)
+	}
+	c := &Conn{Conn: raw, rt: rt, gen: gen}
+	rt.mu.Lock()
+	if rt.fenced || p.closed.Load() {
+		rt.mu.Unlock()
+		_ = raw.Close()
+		if p.closed.Load() {
+			return nil, ErrClosed
+		}
+		return nil, fmt.Errorf("%w: %q (fenced while dialing)", ErrFenced, rt.ep.Name)
+	}
+	rt.conns[c] = struct{}{}
+	rt.mu.Unlock()
+	return c, nil
+}

@@ -1,0 +1,101 @@
+package pathdialer_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"testing/synctest"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+func TestDialErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		if _, err := h.p.Dial(ctx, "smtp"); !errors.Is(err, pathdialer.ErrUnknownService) {
+			t.Errorf("Dial(smtp): %v", err)
+		}
+		if _, err := h.p.DialEndpoint(ctx, "mars", "tcp", "x:1"); !errors.Is(err, pathdialer.ErrUnknownEndpoint) {
+			t.Errorf("DialEndpoint(mars): %v", err)
+		}
+		if h.p.Fenced("mars") {
+			t.Error("Fenced(mars)")
+		}
+		var c net.Conn
+		c, err := h.p.DialContext(ctx, pathdialer.ServiceREST)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pc, ok := c.(*pathdialer.Conn); !ok || pc.Endpoint() != "eu" {
+			t.Errorf("DialContext returned %T", c)
+		}
+		if n := h.net.count("eu"); n != 1 {
+			t.Errorf("%d dials reached eu", n)
+		}
+		// Closing the Conn stops tracking it.
+		_ = c.Close()
+		_ = c.Close()
+		if s := h.p.Snapshot(); s.Endpoints[0].Conns != 0 {
+			t.Errorf("closed conn still tracked: %d", s.Endpoints[0].Conns)
+		}
+		failing := errors.New("connection refused")
+		h2 := newHarness(t, func(c *pathdialer.Config) {
+			c.Dial = func(context.Context, string, string) (net.Conn, error) { return nil, failing }
+		})
+		defer h2.close()
+		h2.start()
+		if _, err := h2.p.Dial(ctx, pathdialer.ServiceFIX); !errors.Is(err, failing) {
+			t.Errorf("Dial with a failing dialer: %v", err)
+		}
+	})
+}
+
+// A dial to the active endpoint that is still in progress when the endpoint is
+// switched away from: the connection is refused (the endpoint was fenced first)
+// and the error says to dial again (ErrSwitched), which reaches the new endpoint.
+func TestDialInProgressDuringSwitch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		proceed := make(chan struct{})
+		var h *harness
+		h = newHarness(t, func(c *pathdialer.Config) {
+			c.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if endpointOfAddr(addr) == "eu" {
+					<-proceed
+				}
+				return h.net.dial(ctx, network, addr)
+			}
+		})
+		defer h.close()
+		h.start()
+		type result struct {
+			c   *pathdialer.Conn
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			c, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX)
+			res <- result{c, err}
+		}()
+		synctest.Wait()
+		for range 3 {
+			h.p.Report("eu", 0, errReset, 0)
+		}
+		h.await(pathdialer.EventRelease, nil)
+		close(proceed)
+		r := <-res
+		if !errors.Is(r.err, pathdialer.ErrSwitched) || !errors.Is(r.err, pathdialer.ErrFenced) {
+			t.Fatalf("dial in progress across the switch: %v, %v; want ErrSwitched wrapping ErrFenced", r.c, r.err)
+		}
+		if s := h.p.Snapshot(); s.Endpoints[0].Conns != 0 {
+			t.Errorf("%d conns tracked on eu", s.Endpoints[0].Conns)
+		}
+		c, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX)
+		if err != nil || c.Endpoint() != "us" {
+			t.Fatalf("dial again: %v", err)
+		}
+	})
+}

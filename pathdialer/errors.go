@@ -1,0 +1,35 @@
+package pathdialer
+
+import "errors"
+
+// Sentinel errors; every error pathdialer returns wraps one of these (or one of the
+// engine's), with context, for errors.Is.
+var (
+	// ErrInvalidConfig: a Config field cannot work as written.
+	ErrInvalidConfig = errors.New("pathdialer: invalid config")
+	// ErrTradingHalted: submissions are refused at once because there is nowhere
+	// to send them (no eligible target) or the switch could not be completed
+	// (fence or reconcile kept failing). The wrapped cause says which.
+	ErrTradingHalted = errors.New("pathdialer: trading halted")
+	// ErrClosed: the Path was closed.
+	ErrClosed = errors.New("pathdialer: closed")
+	// ErrNotStarted: Acquire or a dial was called before Start.
+	ErrNotStarted = errors.New("pathdialer: not started")
+	// ErrFenced: a dial to an endpoint that is fenced (switched away from and not
+	// active again) was refused.
+	ErrFenced = errors.New("pathdialer: endpoint is fenced")
+	// ErrSwitched: the active endpoint changed while the dial was in progress; the
+	// connection was closed and the caller should dial again.
+	ErrSwitched = errors.New("pathdialer: active endpoint changed during the dial")
+	// ErrUnknownService: no endpoint address is configured for the service.
+	ErrUnknownService = errors.New("pathdialer: unknown service")
+	// ErrUnknownEndpoint: no endpoint with that name.
+	ErrUnknownEndpoint = errors.New("pathdialer: unknown endpoint")
+	// ErrProbeTimeout: a probe did not return within Config.ProbeTimeout.
+	ErrProbeTimeout = errors.New("pathdialer: probe timed out")
+	// ErrUnknownOutcome marks an order whose fate is unknown (timeout, reset after
+	// the request was written, 5xx): it may or may not have reached the broker.
+	// Transports wrap it in their typed errors; Ticket.Unknown hands the order to
+	// reconciliation.
+	ErrUnknownOutcome = errors.New("pathdialer: order outcome unknown")
+)

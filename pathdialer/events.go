@@ -1,0 +1,225 @@
+package pathdialer
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// EventKind says what happened.
+type EventKind int
+
+const (
+	// EventProbe: one probe result (Endpoint, Err, Duration = latency).
+	EventProbe EventKind = iota
+	// EventStateChange: an endpoint's health state changed (PrevState → State).
+	EventStateChange
+	// EventDecision: an evaluation other than NoAction (Decision).
+	EventDecision
+	// EventHold: submissions are held (Cause).
+	EventHold
+	// EventFenceStart, EventFenceSuccess, EventFenceFailure: the fence of
+	// Endpoint (Attempt, Err, Duration).
+	EventFenceStart
+	EventFenceSuccess
+	EventFenceFailure
+	// EventSwitch: the active endpoint changed From → To (Generation).
+	EventSwitch
+	// EventReconcileStart, EventReconcileSuccess, EventReconcileFailure:
+	// reconciliation (Tickets, Settlements, Attempt, Err, Duration).
+	EventReconcileStart
+	EventReconcileSuccess
+	EventReconcileFailure
+	// EventRelease: submissions flow again on Endpoint (Duration = time held).
+	EventRelease
+	// EventHalt: submissions refused at once (Cause).
+	EventHalt
+	// EventResume: leaving a halt (reconcile follows before release).
+	EventResume
+	// EventFlapSuppressed: failback suppressed by the flap limiter; a human
+	// should look at the primary.
+	EventFlapSuppressed
+	// EventMonitorStale: the active endpoint's health is stale (Cause); not
+	// acted on.
+	EventMonitorStale
+	// EventUnfence: a fenced endpoint became active again and its fence was lifted.
+	EventUnfence
+	// EventLateTicket: a ticket finished after it was handed to reconciliation.
+	EventLateTicket
+)
+
+var eventNames = [...]string{
+	EventProbe: "probe", EventStateChange: "state", EventDecision: "decision", EventHold: "hold",
+	EventFenceStart: "fence-start", EventFenceSuccess: "fence-ok", EventFenceFailure: "fence-failed",
+	EventSwitch: "switch", EventReconcileStart: "reconcile-start", EventReconcileSuccess: "reconcile-ok",
+	EventReconcileFailure: "reconcile-failed", EventRelease: "release", EventHalt: "halt",
+	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
+	EventUnfence: "unfence", EventLateTicket: "late-ticket",
+}
+
+// String returns a short lower-case name such as "fence-ok".
+func (k EventKind) String() string {
+	if k >= 0 && int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
+}
+
+// MarshalText renders the kind as its String form.
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Event is one thing that happened on a Path. Fields not relevant to the Kind are
+// zero.
+type Event struct {
+	Kind       EventKind          `json:"kind"`
+	Time       time.Time          `json:"time"`
+	Endpoint   string             `json:"endpoint,omitempty"`
+	From       string             `json:"from,omitempty"`
+	To         string             `json:"to,omitempty"`
+	Generation uint64             `json:"generation"`
+	State      engine.HealthState `json:"state"`
+	PrevState  engine.HealthState `json:"prev_state"`
+	Decision   *engine.Decision   `json:"decision,omitempty"`
+	Attempt    int                `json:"attempt,omitempty"`
+	Duration   time.Duration      `json:"duration,omitempty"`
+	Err        error              `json:"-"`
+	// Error is Err's text (for JSON).
+	Error string `json:"error,omitempty"`
+	Cause string `json:"cause,omitempty"`
+	// Tickets handed to reconciliation (EventReconcileStart).
+	Tickets []TicketInfo `json:"tickets,omitempty"`
+	// Settlements found (EventReconcileSuccess / Failure).
+	Settlements []Settlement `json:"settlements,omitempty"`
+}
+
+// String renders the event on one line for logs and timelines.
+func (e Event) String() string {
+	s := e.Kind.String()
+	if e.Endpoint != "" {
+		s += " " + e.Endpoint
+	}
+	if e.From != "" || e.To != "" {
+		s += fmt.Sprintf(" %s→%s", e.From, e.To)
+	}
+	switch e.Kind {
+	case EventStateChange:
+		s += fmt.Sprintf(" %v→%v", e.PrevState, e.State)
+	case EventDecision:
+		if e.Decision != nil {
+			s += " " + e.Decision.Outcome.String()
+		}
+	case EventSwitch, EventRelease:
+		s += fmt.Sprintf(" gen=%d", e.Generation)
+	}
+	if e.Attempt > 0 {
+		s += fmt.Sprintf(" attempt=%d", e.Attempt)
+	}
+	if e.Duration > 0 {
+		s += " " + e.Duration.String()
+	}
+	if len(e.Tickets) > 0 {
+		s += fmt.Sprintf(" tickets=%d", len(e.Tickets))
+	}
+	if e.Cause != "" {
+		s += ": " + e.Cause
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// dispatcher delivers events in order from one goroutine, outside every lock of
+// the Path. The queue is unbounded: no event is dropped.
+type dispatcher struct {
+	log  *slog.Logger
+	hook func(Event)
+
+	mu      sync.Mutex
+	queue   []Event
+	wake    chan struct{}
+	history []Event // the last historyLen events, for Snapshot
+}
+
+const historyLen = 64
+
+func newDispatcher(log *slog.Logger, hook func(Event)) *dispatcher {
+	return &dispatcher{log: log, hook: hook, wake: make(chan struct{}, 1)}
+}
+
+func (d *dispatcher) emit(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	if e.Err != nil && e.Error == "" {
+		e.Error = e.Err.Error()
+	}
+	d.mu.Lock()
+	d.queue = append(d.queue, e)
+	if e.Kind != EventProbe {
+		if len(d.history) == historyLen {
+			copy(d.history, d.history[1:])
+			d.history = d.history[:historyLen-1]
+		}
+		d.history = append(d.history, e)
+	}
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *dispatcher) recent() []Event {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]Event(nil), d.history...)
+}
+
+// run delivers until ctx ends, then delivers what is queued and returns.
+func (d *dispatcher) run(ctx context.Context) {
+	for {
+		d.mu.Lock()
+		batch := d.queue
+		d.queue = nil
+		d.mu.Unlock()
+		for _, e := range batch {
+			d.deliver(e)
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-d.wake:
+		case <-ctx.Done():
+			d.mu.Lock()
+			batch = d.queue
+			d.queue = nil
+			d.mu.Unlock()
+			for _, e := range batch {
+				d.deliver(e)
+			}
+			return
+		}
+	}
+}
+
+func (d *dispatcher) deliver(e Event) {
+	level := slog.LevelInfo
+	switch e.Kind {
+	case EventProbe:
+		level = slog.LevelDebug
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale:
+		level = slog.LevelWarn
+	}
+	if d.log.Enabled(context.Background(), level) {
+		d.log.Log(context.Background(), level, "pathdialer: "+e.Kind.String(), "event", e.String())
+	}
+	if d.hook != nil {
+		d.hook(e)
+	}
+}

@@ -1,0 +1,312 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// GateState is the state of the submission gate.
+type GateState int
+
+const (
+	// GateNotStarted: Start has not been called; Acquire returns ErrNotStarted.
+	GateNotStarted GateState = iota
+	// GateOpen: submissions get a ticket at once, on the active endpoint.
+	GateOpen
+	// GateHeld: a fence or reconcile is pending; Acquire waits for release or
+	// for its context.
+	GateHeld
+	// GateHalted: Acquire returns ErrTradingHalted at once, with the cause.
+	GateHalted
+	// GateClosed: the Path is closed; Acquire returns ErrClosed.
+	GateClosed
+)
+
+var gateNames = [...]string{"NOT_STARTED", "OPEN", "HELD", "HALTED", "CLOSED"}
+
+// String returns the upper-case name.
+func (s GateState) String() string {
+	if s >= 0 && int(s) < len(gateNames) {
+		return gateNames[s]
+	}
+	return fmt.Sprintf("GateState(%d)", int(s))
+}
+
+// MarshalText renders the state as its String form.
+func (s GateState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// gateView is one immutable state of the gate. Every transition publishes a new
+// view and closes the old one's changed channel, so a ticket granted under a view
+// can be checked, after registration, against the view still in force.
+type gateView struct {
+	state    GateState
+	endpoint string // GateOpen: where tickets go
+	gen      uint64
+	cause    error
+	since    time.Time
+	changed  chan struct{}
+}
+
+// TicketState says where a ticket stands.
+type TicketState int
+
+const (
+	// TicketInFlight: granted, not finished.
+	TicketInFlight TicketState = iota
+	// TicketDone: the broker answered definitively (accepted or rejected).
+	TicketDone
+	// TicketUnknown: finished with an unknown outcome; waiting for reconciliation.
+	TicketUnknown
+	// TicketHanded: handed to reconciliation; a later finish is reported as late.
+	TicketHanded
+)
+
+var ticketStateNames = [...]string{"IN_FLIGHT", "DONE", "UNKNOWN", "HANDED"}
+
+// String returns the upper-case name.
+func (s TicketState) String() string {
+	if s >= 0 && int(s) < len(ticketStateNames) {
+		return ticketStateNames[s]
+	}
+	return fmt.Sprintf("TicketState(%d)", int(s))
+}
+
+// MarshalText renders the state as its String form.
+func (s TicketState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Ticket is the permission to submit one order on one endpoint under one
+// generation. Submit on Endpoint only, then call Done or Unknown exactly once.
+type Ticket struct {
+	// OrderID is the client order ID the ticket was acquired for.
+	OrderID string
+	// Service is the transport's service ("rest", "fix").
+	Service string
+	// Endpoint is the endpoint to submit on: the active one when granted.
+	Endpoint string
+	// Generation is the generation the ticket was granted under.
+	Generation uint64
+
+	p     *Path
+	shard *ticketShard
+	state atomic.Int32
+	cause error
+}
+
+// TicketInfo is a ticket as handed to reconciliation.
+type TicketInfo struct {
+	OrderID    string      `json:"order_id"`
+	Service    string      `json:"service"`
+	Endpoint   string      `json:"endpoint"`
+	Generation uint64      `json:"generation"`
+	State      TicketState `json:"state"`
+	// Cause is why the outcome is unknown (nil when it was still in flight).
+	Cause error `json:"-"`
+}
+
+func (t *Ticket) info(st TicketState) TicketInfo {
+	return TicketInfo{OrderID: t.OrderID, Service: t.Service, Endpoint: t.Endpoint, Generation: t.Generation, State: st, Cause: t.cause}
+}
+
+// Done records that the broker answered the order definitively (accepted, filled
+// or rejected). Calls after the first finish are ignored, except that a finish
+// after the ticket was handed to reconciliation emits EventLateTicket.
+func (t *Ticket) Done() {
+	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketDone)) {
+		t.shard.remove(t)
+		t.p.inflightFinished()
+		return
+	}
+	t.late("done")
+}
+
+// Unknown records that the order's fate is unknown (cause says why: a timeout, a
+// connection cut after the request was written, a 5xx). The ticket is handed to the
+// next reconciliation.
+func (t *Ticket) Unknown(cause error) {
+	if cause == nil {
+		cause = ErrUnknownOutcome
+	}
+	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketUnknown)) {
+		t.cause = cause
+		t.shard.remove(t)
+		t.p.addUnknown(t)
+		t.p.inflightFinished()
+		return
+	}
+	t.late("unknown: " + cause.Error())
+}
+
+func (t *Ticket) late(what string) {
+	if TicketState(t.state.Load()) == TicketHanded {
+		t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation,
+			Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
+	}
+}
+
+const ticketShards = 16
+
+type ticketShard struct {
+	mu sync.Mutex
+	m  map[*Ticket]struct{}
+	_  [64 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[*Ticket]struct{}(nil))]byte // one shard per cache line
+}
+
+func (s *ticketShard) remove(t *Ticket) {
+	s.mu.Lock()
+	delete(s.m, t)
+	s.mu.Unlock()
+}
+
+// Acquire asks the gate for permission to submit one order (service names the
+// transport, orderID the client order ID). When the gate is open it returns at once
+// with a ticket for the active endpoint. While a fence or reconcile is pending it
+// waits until flow is released (then returns a ticket for the new endpoint) or ctx
+// ends. When trading is halted it returns ErrTradingHalted at once, wrapping the
+// cause; after Close, ErrClosed. Reads must not acquire tickets: they are never held.
+func (p *Path) Acquire(ctx context.Context, service, orderID string) (*Ticket, error) {
+	if strings.TrimSpace(orderID) == "" {
+		return nil, fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
+	}
+	for {
+		v := p.gate.Load()
+		switch v.state {
+		case GateOpen:
+			t := &Ticket{OrderID: orderID, Service: service, Endpoint: v.endpoint, Generation: v.gen, p: p}
+			s := &p.shards[p.ticketSeq.Add(1)%ticketShards]
+			t.shard = s
+			// Register and re-check under the shard's lock. takeTickets locks every
+			// shard after the gate left this view, so either it finds the ticket
+			// (granted while the view was in force) or this re-check sees the new
+			// view and no ticket exists: a ticket is never granted under a held
+			// gate, and never handed to reconciliation unless it was granted.
+			s.mu.Lock()
+			if p.gate.Load() == v {
+				s.m[t] = struct{}{}
+				s.mu.Unlock()
+				return t, nil
+			}
+			s.mu.Unlock()
+		case GateHeld:
+			select {
+			case <-v.changed:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("pathdialer: order %q waited while submissions were held (%v): %w", orderID, v.cause, ctx.Err())
+			}
+		case GateHalted:
+			return nil, fmt.Errorf("%w: %w", ErrTradingHalted, v.cause)
+		case GateClosed:
+			return nil, ErrClosed
+		default:
+			return nil, ErrNotStarted
+		}
+	}
+}
+
+// setGate publishes a new gate view and wakes everyone waiting on the old one.
+func (p *Path) setGate(state GateState, endpoint string, gen uint64, cause error) *gateView {
+	p.gateMu.Lock()
+	defer p.gateMu.Unlock()
+	old := p.gate.Load()
+	if old.state == GateClosed {
+		return old
+	}
+	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{})}
+	p.gate.Store(v)
+	close(old.changed)
+	return v
+}
+
+// GateState returns the gate's state and, when held or halted, why.
+func (p *Path) GateState() (GateState, error) {
+	v := p.gate.Load()
+	return v.state, v.cause
+}
+
+func (p *Path) addUnknown(t *Ticket) {
+	p.unknownMu.Lock()
+	p.unknown = append(p.unknown, t)
+	p.unknownMu.Unlock()
+}
+
+func (p *Path) inflightFinished() {
+	select {
+	case p.inflightWake <- struct{}{}:
+	default:
+	}
+}
+
+// inflightCount counts tickets granted and not finished.
+func (p *Path) inflightCount() int {
+	n := 0
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		n += len(s.m)
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// waitInflight waits until no ticket is in flight or grace passes.
+func (p *Path) waitInflight(ctx context.Context, grace time.Duration) {
+	if p.inflightCount() == 0 || grace <= 0 {
+		return
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	for p.inflightCount() > 0 {
+		select {
+		case <-p.inflightWake:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// takeTickets hands every in-flight ticket and every unknown-outcome ticket to
+// reconciliation. The gate is not open when this runs, so no new ticket appears.
+func (p *Path) takeTickets() []TicketInfo {
+	var out []TicketInfo
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		for t := range s.m {
+			if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketHanded)) {
+				out = append(out, t.info(TicketInFlight))
+				delete(s.m, t)
+			}
+		}
+		s.mu.Unlock()
+	}
+	p.unknownMu.Lock()
+	unknown := p.unknown
+	p.unknown = nil
+	p.unknownMu.Unlock()
+	for _, t := range unknown {
+		t.state.Store(int32(TicketHanded))
+		out = append(out, t.info(TicketUnknown))
+	}
+	return out
+}
+
+// Unknown returns the orders finished with an unknown outcome that no
+// reconciliation has taken yet.
+func (p *Path) Unknown() []TicketInfo {
+	p.unknownMu.Lock()
+	defer p.unknownMu.Unlock()
+	out := make([]TicketInfo, len(p.unknown))
+	for i, t := range p.unknown {
+		out[i] = t.info(TicketUnknown)
+	}
+	return out
+}
+
+var errHeldForSwitch = errors.New("switch in progress")

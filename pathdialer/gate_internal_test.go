@@ -1,0 +1,77 @@
+package pathdialer
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The gate's register-then-recheck in Acquire against takeTickets, white-box:
+// one goroutine holds the gate and takes the tickets, over and over, while others
+// acquire. A ticket taken for reconciliation must be one that Acquire really
+// granted (same order, same generation), never one it was about to withdraw
+// because the gate moved under it — that order would be settled as "not received"
+// while the caller goes on to submit it under the next generation.
+func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Endpoints = []Endpoint{
+		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
+	}
+	cfg.Probe = func(context.Context, Endpoint) error { return nil }
+	cfg.Fencer = LocalFenceOnly
+	cfg.Reconciler = NoReconcile
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.setGate(GateOpen, "eu", 0, nil)
+
+	const workers = 4
+	var (
+		stop    atomic.Bool
+		granted sync.Map // order ID → generation
+		wg      sync.WaitGroup
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; !stop.Load(); n++ {
+				id := strconv.Itoa(w) + "-" + strconv.Itoa(n)
+				tk, err := p.Acquire(context.Background(), ServiceFIX, id)
+				if err != nil {
+					t.Errorf("Acquire: %v", err)
+					return
+				}
+				granted.Store(id, tk.Generation)
+				if n%2 == 0 {
+					tk.Done()
+				}
+			}
+		}()
+	}
+	var handed []TicketInfo
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for gen := uint64(1); time.Now().Before(deadline); gen++ {
+		p.setGate(GateHeld, "", gen-1, errHeldForSwitch)
+		handed = append(handed, p.takeTickets()...)
+		p.setGate(GateOpen, "eu", gen, nil)
+	}
+	stop.Store(true)
+	wg.Wait()
+	handed = append(handed, p.takeTickets()...)
+	if len(handed) == 0 {
+		t.Fatal("nothing handed: the test proves nothing")
+	}
+	for _, ti := range handed {
+		g, ok := granted.Load(ti.OrderID)
+		if !ok || g.(uint64) != ti.Generation {
+			t.Fatalf("order %s handed to reconciliation as generation %d, but Acquire granted it as %v (ok=%v)", ti.OrderID, ti.Generation, g, ok)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package pathdialer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+func TestAcquireNeedsOrderID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		for _, id := range []string{"", "  "} {
+			if _, err := h.p.Acquire(context.Background(), pathdialer.ServiceREST, id); !errors.Is(err, pathdialer.ErrInvalidConfig) {
+				t.Errorf("Acquire(%q): %v", id, err)
+			}
+		}
+	})
+}
+
+// A held Acquire honours its context: it returns the context's error when the
+// deadline passes, not before, and says that it was held.
+func TestAcquireHonoursContextWhileHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.FenceAttempts = 1000 })
+		defer h.close()
+		h.hooks.setFenceFails(-1)
+		h.start()
+		h.probes.set("eu", probeFail)
+		h.await(pathdialer.EventHold, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err := h.p.Acquire(ctx, pathdialer.ServiceREST, "o-1")
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "held") {
+			t.Errorf("Acquire: %v", err)
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("waited %v, want the 2s deadline", waited)
+		}
+	})
+}
+
+// Many goroutines acquire and finish tickets while the Path switches back and
+// forth. Checked against a global sequence of what happened:
+//   - a ticket of generation g is granted only after the reconcile that released
+//     g succeeded (never while held), and never by an Acquire that began after the
+//     fence of g began (never once g was being left);
+//   - its endpoint is the one active in generation g, and so is every Dial's;
+//   - every ticket handed to reconciliation was really granted by Acquire (with
+//     that generation), none is handed twice, and every ticket left in flight or of
+//     unknown outcome on an earlier generation was handed.
+//
+// A probe that misses its deadline on a loaded machine may halt trading for a
+// round (both endpoints look DOWN); the halt and its resume are checked the same
+// way. Real time and -race; goleak checks the package.
+func TestConcurrentAcquireDuringSwitches(t *testing.T) {
+	const (
+		workers = 8
+		cycles  = 15 // each a failover and a failback
+	)
+	var (
+		euDown   atomic.Bool
+		seq      atomic.Int64
+		mu       sync.Mutex
+		fenceAt  = map[uint64]int64{} // generation being left → first fence start
+		recOK    = map[uint64]int64{} // generation released → reconcile success
+		genEP    = map[uint64]string{0: "eu"}
+		handed   = map[string]uint64{} // order → generation, as handed to reconciliation
+		problems []string
+	)
+	problem := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(problems) < 20 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	released := make(chan pathdialer.Event, 4*cycles+8)
+	cfg := validConfig()
+	cfg.Endpoints = []pathdialer.Endpoint{epEU, epUS}
+	// A probe that misses its timeout on this busy machine makes an endpoint DOWN
+	// (threshold 1) and may halt trading for a round: allowed, and checked too.
+	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.ProbeJitter = 5*time.Millisecond, 4*time.Millisecond, 0
+	cfg.Engine.MaxHealthAge = time.Second
+	cfg.Engine.FailureThreshold = 1
+	cfg.Engine.Cooldown = 0
+	cfg.Engine.FailbackSuccessThreshold = 1
+	cfg.Engine.FlapLimit = 1 << 30
+	cfg.Engine.FlapWindow = time.Nanosecond
+	cfg.InflightGrace = 2 * time.Millisecond
+	cfg.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
+		if ep.Name == "eu" && euDown.Load() {
+			return errReset
+		}
+		return nil
+	}
+	cfg.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+		s := seq.Add(1)
+		mu.Lock()
+		defer mu.Unlock()
+		if _, ok := fenceAt[f.Generation]; !ok {
+			fenceAt[f.Generation] = s
+		}
+		return nil
+	}
+	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, tk := range r.Tickets {
+			if g, dup := handed[tk.OrderID]; dup {
+				problems = append(problems, fmt.Sprintf("order %s handed twice (generations %d and %d)", tk.OrderID, g, tk.Generation))
+			}
+			handed[tk.OrderID] = tk.Generation
+			// A resume after a halt (From == To) reconciles its own generation.
+			if tk.Generation > r.Generation || tk.Generation == r.Generation && r.From != r.To {
+				problems = append(problems, fmt.Sprintf("reconcile of generation %d handed %s of generation %d", r.Generation, tk.OrderID, tk.Generation))
+			}
+		}
+		genEP[r.Generation] = r.To
+		if _, ok := recOK[r.Generation]; !ok {
+			recOK[r.Generation] = seq.Add(1) // the last thing before success
+		}
+		return nil, nil
+	}
+	net := newPipeNet()
+	defer net.close()
+	cfg.Dial = net.dial
+	var evMu sync.Mutex
+	var events []pathdialer.Event
+	cfg.OnEvent = func(e pathdialer.Event) {
+		if e.Kind != pathdialer.EventProbe {
+			evMu.Lock()
+			events = append(events, e)
+			evMu.Unlock()
+		}
+		if e.Kind == pathdialer.EventRelease {
+			released <- e
+		}
+	}
+	defer func() {
+		if t.Failed() {
+			evMu.Lock()
+			defer evMu.Unlock()
+			t.Logf("timeline:\n%s", timeline(events))
+		}
+	}()
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	// gens[w][n] is 1 + the generation of worker w's n-th ticket, 0 if none.
+	gens := make([][]uint32, workers)
+	var halted, grants atomic.Int64
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(n)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				before := seq.Add(1)
+				tk, err := p.Acquire(ctx, pathdialer.ServiceREST, id)
+				after := seq.Add(1)
+				cancel()
+				if err != nil {
+					gens[w] = append(gens[w], 0)
+					if errors.Is(err, pathdialer.ErrTradingHalted) {
+						halted.Add(1)
+						continue
+					}
+					problem("Acquire %s: %v", id, err)
+					return
+				}
+				grants.Add(1)
+				gens[w] = append(gens[w], uint32(tk.Generation)+1)
+				g := tk.Generation
+				mu.Lock()
+				if ep, ok := genEP[g]; !ok || ep != tk.Endpoint {
+					problems = append(problems, fmt.Sprintf("%s granted on %q in generation %d, whose endpoint is %q", id, tk.Endpoint, g, ep))
+				}
+				if at, ok := recOK[g]; g > 0 && (!ok || at > after) {
+					problems = append(problems, fmt.Sprintf("%s granted in generation %d before its reconcile succeeded", id, g))
+				}
+				if at, ok := fenceAt[g]; ok && at < before {
+					problems = append(problems, fmt.Sprintf("%s: Acquire began after the fence of generation %d began and was still granted in it", id, g))
+				}
+				mu.Unlock()
+				switch n % 8 {
+				case 0:
+					tk.Unknown(errors.New("read timeout"))
+				case 1:
+					// Left in flight for ever: must be handed to the next reconcile.
+				case 2:
+					runtime.Gosched()
+					tk.Done()
+				default:
+					tk.Done()
+				}
+			}
+		}()
+	}
+	// Reads dial all the time; every connection goes to its generation's endpoint.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c, err := p.Dial(context.Background(), pathdialer.ServiceFIX)
+			if err != nil {
+				if !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrSwitched) {
+					problem("Dial: %v", err)
+				}
+				runtime.Gosched()
+				continue
+			}
+			want := "eu" // generations alternate: even on the primary, odd on the backup
+			if c.Generation()%2 == 1 {
+				want = "us"
+			}
+			if c.Endpoint() != want {
+				problem("conn of generation %d on %q", c.Generation(), c.Endpoint())
+			}
+			_ = c.Close()
+		}
+	}()
+
+	waitRelease := func(ep string) {
+		t.Helper()
+		for {
+			select {
+			case e := <-released:
+				if e.Endpoint == ep {
+					return
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("no release on %s", ep)
+			}
+		}
+	}
+	for range cycles {
+		euDown.Store(true)
+		waitRelease("us")
+		euDown.Store(false)
+		waitRelease("eu")
+	}
+	close(stop)
+	wg.Wait()
+	_, finalGen := p.Active()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range problems {
+		t.Error(s)
+	}
+	if finalGen < 2*cycles {
+		t.Errorf("final generation %d, want at least %d", finalGen, 2*cycles)
+	}
+	for id, g := range handed {
+		var w, n int
+		if _, err := fmt.Sscanf(strings.Replace(id, "-", " ", 1), "w%d %d", &w, &n); err != nil || w >= workers || n >= len(gens[w]) {
+			t.Errorf("handed %q, which no Acquire returned", id)
+			continue
+		}
+		if gens[w][n] != uint32(g)+1 {
+			t.Errorf("handed %s as generation %d; Acquire returned generation %d (0 = none)", id, g, int(gens[w][n])-1)
+		}
+	}
+	var inflightHanded int
+	for w := range workers {
+		for n, g1 := range gens[w] {
+			if g1 == 0 || (n%8 != 0 && n%8 != 1) || uint64(g1-1) >= finalGen {
+				continue
+			}
+			id := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(n)
+			if _, ok := handed[id]; !ok {
+				t.Errorf("%s (generation %d, never answered) not handed to reconciliation", id, g1-1)
+			}
+			inflightHanded++
+		}
+	}
+	t.Logf("%d tickets granted, %d refused by a halt, %d handed to reconciliation, %d switches", grants.Load(), halted.Load(), len(handed), finalGen)
+	if inflightHanded == 0 {
+		t.Error("no ticket was ever in flight across a switch: the test proves nothing")
+	}
+}

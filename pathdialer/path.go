@@ -1,0 +1,293 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// Path is one broker account reached over several endpoints. It probes them,
+// decides with an engine.Manager, holds and releases submissions around fenced,
+// reconciled switches, and hands out connections that go only to the active
+// endpoint. Create it with New, then Start; Close stops everything. All methods
+// are safe for concurrent use.
+type Path struct {
+	cfg    Config
+	eng    *engine.Manager
+	eps    map[string]*endpointRT
+	order  []*endpointRT
+	log    *slog.Logger
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	events *dispatcher
+
+	gate   atomic.Pointer[gateView]
+	gateMu sync.Mutex
+	active atomic.Pointer[activeView]
+
+	shards       [ticketShards]ticketShard
+	ticketSeq    atomic.Uint64
+	unknownMu    sync.Mutex
+	unknown      []*Ticket
+	inflightWake chan struct{}
+
+	obsMu     sync.Mutex // serialises observe+compare so state-change events are exact
+	trigger   chan struct{}
+	lastRound atomic.Pointer[time.Time] // when the last probe round completed
+
+	lifeMu   sync.Mutex // serialises Start and Close
+	started  bool
+	closed   atomic.Bool
+	cancel   context.CancelFunc // stops the controller and the probes
+	evCancel context.CancelFunc // stops the event dispatcher, after them
+	ctlDone  chan struct{}
+	evDone   chan struct{}
+	probeWG  sync.WaitGroup
+
+	stats struct {
+		droppedReports atomic.Uint64
+		switches       atomic.Uint64
+		halts          atomic.Uint64
+	}
+}
+
+// New validates cfg (every field, the endpoints, and the engine's own Validate)
+// and returns a Path that is not yet probing. The primary is the active endpoint.
+func New(cfg Config) (*Path, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Path{
+		cfg:          cfg,
+		eps:          make(map[string]*endpointRT, len(cfg.Endpoints)),
+		log:          cfg.Logger,
+		dial:         cfg.Dial,
+		inflightWake: make(chan struct{}, 1),
+		trigger:      make(chan struct{}, 1),
+		ctlDone:      make(chan struct{}),
+		evDone:       make(chan struct{}),
+	}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.dial == nil {
+		p.dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}).DialContext
+	}
+	ecfg := cfg.Engine
+	ecfg.Probe = func(ctx context.Context, ep engine.Endpoint) error {
+		rt, ok := p.eps[ep.Name]
+		if !ok {
+			return fmt.Errorf("%w: %q", ErrUnknownEndpoint, ep.Name)
+		}
+		return cfg.Probe(ctx, rt.ep)
+	}
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
+	}
+	for i, ep := range cfg.Endpoints {
+		svc := make(map[string]string, len(ep.Services))
+		for k, v := range ep.Services {
+			svc[k] = v
+		}
+		ep.Services = svc
+		addr := ""
+		for _, name := range []string{ServiceREST, ServiceFIX, ServiceWS} {
+			if a, ok := svc[name]; ok {
+				addr = a
+				break
+			}
+		}
+		if addr == "" {
+			for _, a := range svc {
+				addr = a
+				break
+			}
+		}
+		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: addr, Region: ep.Region, Priority: ep.Priority, Primary: ep.Primary}); err != nil {
+			return nil, fmt.Errorf("%w: Endpoints[%d]: %w", ErrInvalidConfig, i, err)
+		}
+		rt := &endpointRT{ep: ep, conns: make(map[*Conn]struct{}), hostPorts: make(map[string]string, len(svc))}
+		for name, a := range svc {
+			hp, err := hostPort(a) // checked by Validate
+			if err != nil {
+				return nil, fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, name, err)
+			}
+			rt.hostPorts[name] = hp
+		}
+		p.eps[ep.Name] = rt
+		p.order = append(p.order, rt)
+	}
+	if err := eng.Validate(); err != nil {
+		if errors.Is(err, engine.ErrNoPrimary) {
+			return nil, fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, err)
+		}
+		return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+	}
+	p.eng = eng
+	for i := range p.shards {
+		p.shards[i].m = make(map[*Ticket]struct{})
+	}
+	act, _ := eng.Active()
+	p.active.Store(&activeView{rt: p.eps[act.Name]})
+	p.gate.Store(&gateView{state: GateNotStarted, changed: make(chan struct{})})
+	p.events = newDispatcher(p.log, cfg.OnEvent)
+	return p, nil
+}
+
+// Engine returns the decision engine, for inspection (Statuses, History).
+// Driving it directly (evaluations) bypasses the fence and reconcile: don't.
+func (p *Path) Engine() *engine.Manager { return p.eng }
+
+// Endpoints returns the configured endpoints in configuration order.
+func (p *Path) Endpoints() []Endpoint {
+	out := make([]Endpoint, len(p.order))
+	for i, rt := range p.order {
+		out[i] = rt.ep
+	}
+	return out
+}
+
+// Endpoint returns one configured endpoint.
+func (p *Path) Endpoint(name string) (Endpoint, bool) {
+	rt, ok := p.eps[name]
+	if !ok {
+		return Endpoint{}, false
+	}
+	return rt.ep, true
+}
+
+// Active returns the endpoint dials and reads go to, and its generation (the
+// number of switches so far). During a switch it is the new endpoint from the
+// moment the engine switched, while submissions are still held for reconciliation.
+func (p *Path) Active() (Endpoint, uint64) {
+	a := p.active.Load()
+	return a.rt.ep, a.gen
+}
+
+// Fenced reports whether an endpoint is fenced: switched away from and not active
+// again, its connections closed and new dials refused.
+func (p *Path) Fenced(endpoint string) bool {
+	rt, ok := p.eps[endpoint]
+	return ok && rt.isFenced()
+}
+
+// Start runs one probe round (bounded by ctx and Config.ProbeTimeout), opens the
+// gate on the active endpoint, and starts the monitor, which runs until Close.
+// It returns an error if the Path was already started or closed.
+func (p *Path) Start(ctx context.Context) error {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if p.started {
+		return errors.New("pathdialer: already started")
+	}
+	p.started = true
+	runCtx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	evCtx, evCancel := context.WithCancel(context.Background())
+	p.evCancel = evCancel
+	go func() {
+		defer close(p.evDone)
+		p.events.run(evCtx)
+	}()
+	p.probeRound(ctx)
+	a := p.active.Load()
+	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	go p.control(runCtx)
+	return nil
+}
+
+// Close stops the monitor, fails waiting and future Acquires with ErrClosed,
+// closes every tracked connection, and delivers every event emitted before it
+// returns. It waits for probes in progress, which must honour their context,
+// and for a Fencer, Unfence or Reconciler call in progress, which must honour
+// theirs. Close is idempotent. Do not call it from OnEvent or from one of those
+// hooks: it waits for them to return.
+func (p *Path) Close() error {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	if !p.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	p.gateMu.Lock()
+	old := p.gate.Load()
+	p.gate.Store(&gateView{state: GateClosed, cause: ErrClosed, since: time.Now(), changed: make(chan struct{})})
+	close(old.changed)
+	p.gateMu.Unlock()
+	if p.started {
+		p.cancel()
+		<-p.ctlDone
+		p.probeWG.Wait()
+		// Only now is no goroutine of the Path left to emit: deliver the rest.
+		p.evCancel()
+		<-p.evDone
+	}
+	for _, rt := range p.order {
+		rt.closeAll()
+	}
+	return nil
+}
+
+// Report records the result of live traffic (a passive signal) on an endpoint:
+// err nil for success. generation is the one the traffic started under (from the
+// Ticket or Conn); results from an older generation, or from an endpoint that is
+// fenced (its connections were closed by us), are dropped, and so are the caller's
+// own cancellations. A failure that takes the active endpoint DOWN triggers an
+// evaluation at once.
+func (p *Path) Report(endpoint string, generation uint64, err error, latency time.Duration) {
+	if err != nil && errors.Is(err, context.Canceled) {
+		return
+	}
+	rt, ok := p.eps[endpoint]
+	if !ok || p.closed.Load() {
+		return
+	}
+	a := p.active.Load()
+	if generation != a.gen || rt.isFenced() {
+		p.stats.droppedReports.Add(1)
+		return
+	}
+	st, changed := p.observe(endpoint, err, latency, true)
+	if changed && rt == a.rt && st == engine.Down {
+		p.kick()
+	}
+}
+
+// observe records one result and emits the state-change event, and for a probe
+// (not a passive report, which comes with every request) the probe event.
+func (p *Path) observe(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
+	p.obsMu.Lock()
+	prev, _ := p.eng.Status(endpoint)
+	st, oerr := p.eng.Observe(endpoint, err, latency)
+	p.obsMu.Unlock()
+	if oerr != nil {
+		p.log.Error("pathdialer: observe failed", "endpoint", endpoint, "err", oerr)
+		return prev.State, false
+	}
+	a := p.active.Load()
+	if !passive {
+		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Generation: a.gen, State: st.State, Duration: latency, Err: err})
+	}
+	if st.State != prev.State {
+		p.events.emit(Event{Kind: EventStateChange, Endpoint: endpoint, Generation: a.gen, State: st.State, PrevState: prev.State, Err: err})
+		return st.State, true
+	}
+	return st.State, false
+}
+
+// kick asks the monitor to evaluate now.
+func (p *Path) kick() {
+	select {
+	case p.trigger <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,115 @@
+package pathdialer
+
+import (
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// Snapshot is a consistent-enough picture of a Path for status pages and logs. It
+// marshals to JSON and holds no credentials (service addresses are shown as
+// configured: keep secrets out of them).
+type Snapshot struct {
+	Time       time.Time          `json:"time"`
+	Active     string             `json:"active"`
+	Generation uint64             `json:"generation"`
+	Gate       GateState          `json:"gate"`
+	GateCause  string             `json:"gate_cause,omitempty"`
+	GateSince  time.Time          `json:"gate_since"`
+	InFlight   int                `json:"in_flight"`
+	Unknown    int                `json:"unknown"`
+	Endpoints  []EndpointSnapshot `json:"endpoints"`
+	Monitor    MonitorSnapshot    `json:"monitor"`
+	// Switches is the engine's history of switches, oldest first.
+	Switches []engine.Decision `json:"switches"`
+	// Events are the most recent events (probe results excluded), oldest first.
+	Events []Event `json:"events"`
+	// DroppedReports counts passive signals dropped as stale (older generation or
+	// fenced endpoint).
+	DroppedReports uint64 `json:"dropped_reports"`
+	Halts          uint64 `json:"halts"`
+}
+
+// EndpointSnapshot is one endpoint in a Snapshot.
+type EndpointSnapshot struct {
+	Endpoint
+	State                engine.HealthState `json:"state"`
+	Active               bool               `json:"active"`
+	Eligible             bool               `json:"eligible"`
+	Fenced               bool               `json:"fenced"`
+	ConsecutiveFailures  int                `json:"consecutive_failures"`
+	ConsecutiveSuccesses int                `json:"consecutive_successes"`
+	LastProbeError       string             `json:"last_probe_error,omitempty"`
+	LastSuccess          time.Time          `json:"last_success"`
+	// LastSuccessAge is how long ago the last success was (-1 if never).
+	LastSuccessAge time.Duration `json:"last_success_age"`
+	LastLatency    time.Duration `json:"last_latency"`
+	Conns          int           `json:"conns"`
+}
+
+// MonitorSnapshot says whether the monitor itself is alive.
+type MonitorSnapshot struct {
+	Interval  time.Duration `json:"interval"`
+	LastRound time.Time     `json:"last_round"`
+	// Stale is true when no probe round completed for three intervals: the
+	// monitor has stalled. It is reported, never acted on.
+	Stale bool `json:"stale"`
+}
+
+// Snapshot returns the Path's current state.
+func (p *Path) Snapshot() Snapshot {
+	now := time.Now()
+	v := p.gate.Load()
+	a := p.active.Load()
+	s := Snapshot{
+		Time:           now,
+		Active:         a.rt.ep.Name,
+		Generation:     a.gen,
+		Gate:           v.state,
+		GateSince:      v.since,
+		InFlight:       p.inflightCount(),
+		Switches:       p.eng.History(),
+		Events:         p.events.recent(),
+		DroppedReports: p.stats.droppedReports.Load(),
+		Halts:          p.stats.halts.Load(),
+	}
+	if v.cause != nil {
+		s.GateCause = v.cause.Error()
+	}
+	p.unknownMu.Lock()
+	s.Unknown = len(p.unknown)
+	p.unknownMu.Unlock()
+	eligible := map[string]bool{}
+	for _, ep := range p.eng.Targets() {
+		eligible[ep.Name] = true
+	}
+	for _, st := range p.eng.Statuses() {
+		rt := p.eps[st.Endpoint.Name]
+		es := EndpointSnapshot{
+			Endpoint:             rt.ep,
+			State:                st.State,
+			Active:               rt == a.rt,
+			Eligible:             eligible[rt.ep.Name],
+			Fenced:               rt.isFenced(),
+			ConsecutiveFailures:  st.ConsecutiveFailures,
+			ConsecutiveSuccesses: st.ConsecutiveSuccesses,
+			LastSuccess:          st.LastSuccess,
+			LastSuccessAge:       -1,
+			LastLatency:          st.LastLatency,
+			Conns:                rt.connCount(),
+		}
+		if st.LastProbeError != nil {
+			es.LastProbeError = st.LastProbeError.Error()
+		}
+		if !st.LastSuccess.IsZero() {
+			es.LastSuccessAge = now.Sub(st.LastSuccess)
+		}
+		s.Endpoints = append(s.Endpoints, es)
+	}
+	s.Monitor.Interval = p.cfg.ProbeInterval
+	if t := p.lastRound.Load(); t != nil {
+		s.Monitor.LastRound = *t
+		s.Monitor.Stale = now.Sub(*t) > 3*p.cfg.ProbeInterval
+	}
+	return s
+}
