@@ -1,0 +1,63 @@
+package rest_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/brokerpath/brokerpath/transports/rest"
+)
+
+// Requests per second through rest.Transport against a bare http.Transport to the
+// same local HTTP/2 server, in the same run. Compare ns/op of the bare and
+// brokerpath sub-benchmarks (ratio = bare ns/op ÷ brokerpath ns/op; target ≥ 0.95).
+func BenchmarkRoundTrip(b *testing.B) {
+	t := &testing.T{}
+	eu := newServer(t, "eu", true, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	})
+	defer eu.Close()
+	us := newServer(t, "us", true, nil)
+	defer us.Close()
+	h := newHarness(t, eu.URL, us.URL, nil)
+	defer h.path.Close()
+	tr, err := rest.NewTransport(h.path, rest.Options{TLSConfig: rootsOf(eu, us)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.CloseIdleConnections()
+	bare := &http.Transport{TLSClientConfig: rootsOf(eu), ForceAttemptHTTP2: true}
+	defer bare.CloseIdleConnections()
+	var seq atomic.Uint64
+
+	run := func(b *testing.B, rt http.RoundTripper, base string, submit bool) {
+		c := &http.Client{Transport: rt}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				var req *http.Request
+				if submit {
+					id := strconv.FormatUint(seq.Add(1), 10)
+					req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, base+"/v1/orders", strings.NewReader(`{"client_order_id":"`+id+`","qty":1}`))
+				} else {
+					req, _ = http.NewRequestWithContext(context.Background(), http.MethodGet, base+"/v1/account", nil)
+				}
+				resp, err := c.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	b.Run("read/bare", func(b *testing.B) { run(b, bare, eu.URL, false) })
+	b.Run("read/brokerpath", func(b *testing.B) { run(b, tr, "https://broker.invalid", false) })
+	b.Run("submit/bare", func(b *testing.B) { run(b, bare, eu.URL, true) })
+	b.Run("submit/brokerpath", func(b *testing.B) { run(b, tr, "https://broker.invalid", true) })
+}

@@ -1,0 +1,180 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+)
+
+type submissionKey struct{}
+
+// WithSubmission marks the requests made with ctx as submissions (true) or reads
+// (false), overriding Options.IsSubmission.
+func WithSubmission(ctx context.Context, submission bool) context.Context {
+	return context.WithValue(ctx, submissionKey{}, submission)
+}
+
+// DefaultIsSubmission treats every method but GET, HEAD and OPTIONS as a submission.
+func DefaultIsSubmission(r *http.Request) bool {
+	switch r.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
+		return false
+	}
+	return true
+}
+
+func isSubmission(r *http.Request, fn func(*http.Request) bool) bool {
+	if v, ok := r.Context().Value(submissionKey{}).(bool); ok {
+		return v
+	}
+	return fn(r)
+}
+
+// OrderIDFunc finds the client order ID of a submission. It may read the body, but
+// must leave r.Body readable from the start (the *Body helpers do).
+type OrderIDFunc func(r *http.Request) (string, error)
+
+// HeaderOrderID reads the client order ID from a request header.
+func HeaderOrderID(name string) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		return r.Header.Get(name), nil
+	}
+}
+
+// JSONOrderID reads the client order ID from a top-level field of a JSON body
+// (string or number).
+func JSONOrderID(field string) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		b, err := peekBody(r)
+		if err != nil || len(b) == 0 {
+			return "", err
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) != nil {
+			return "", nil
+		}
+		raw, ok := m[field]
+		if !ok {
+			return "", nil
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s, nil
+		}
+		return strings.Trim(string(raw), `"`), nil
+	}
+}
+
+// FormOrderID reads the client order ID from a URL query parameter or an
+// application/x-www-form-urlencoded body field (Binance's newClientOrderId style).
+func FormOrderID(field string) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		if v := r.URL.Query().Get(field); v != "" {
+			return v, nil
+		}
+		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if ct != "application/x-www-form-urlencoded" {
+			return "", nil
+		}
+		b, err := peekBody(r)
+		if err != nil {
+			return "", err
+		}
+		q, err := url.ParseQuery(string(b))
+		if err != nil {
+			return "", nil
+		}
+		return q.Get(field), nil
+	}
+}
+
+// PathOrderID takes the client order ID from the last path segment for the given
+// methods (for example DELETE /v1/orders/{client_order_id}).
+func PathOrderID(methods ...string) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		for _, m := range methods {
+			if r.Method == m {
+				base := path.Base(r.URL.Path)
+				if base == "/" || base == "." {
+					return "", nil
+				}
+				return base, nil
+			}
+		}
+		return "", nil
+	}
+}
+
+// FirstOrderID tries each extractor in order and returns the first ID found.
+func FirstOrderID(fns ...OrderIDFunc) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		for _, fn := range fns {
+			id, err := fn(r)
+			if err != nil {
+				return "", err
+			}
+			if id != "" {
+				return id, nil
+			}
+		}
+		return "", nil
+	}
+}
+
+// DefaultOrderID is FirstOrderID of: the X-Client-Order-ID header; the JSON body
+// fields client_order_id, clientOrderId and newClientOrderId; the same names as
+// query or form fields; and, for DELETE, the last path segment.
+var DefaultOrderID = FirstOrderID(
+	HeaderOrderID("X-Client-Order-ID"),
+	defaultJSONOrderID,
+	FormOrderID("client_order_id"), FormOrderID("clientOrderId"), FormOrderID("newClientOrderId"),
+	PathOrderID(http.MethodDelete),
+)
+
+// defaultJSONOrderID decodes the body once for the three common field names.
+func defaultJSONOrderID(r *http.Request) (string, error) {
+	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
+		return "", nil
+	}
+	b, err := peekBody(r)
+	if err != nil || len(b) == 0 || b[0] != '{' {
+		return "", err
+	}
+	var v struct {
+		A string `json:"client_order_id"`
+		B string `json:"clientOrderId"`
+		C string `json:"newClientOrderId"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return "", nil
+	}
+	switch {
+	case v.A != "":
+		return v.A, nil
+	case v.B != "":
+		return v.B, nil
+	}
+	return v.C, nil
+}
+
+// peekBody reads the whole body and puts an identical reader back.
+func peekBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	b, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("rest: reading the submission body to find its order ID: %w", err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.GetBody = nil
+	return b, nil
+}

@@ -1,0 +1,39 @@
+// Package rest is a drop-in http.RoundTripper for broker REST APIs that sends every
+// request over the active endpoint of a pathdialer.Path.
+//
+// The application keeps its http.Client and broker SDK and swaps in the transport:
+//
+//	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: &tls.Config{RootCAs: pool}})
+//	client := &http.Client{Transport: rt}
+//
+// # What it guarantees
+//
+//   - Routing: each request's scheme, host and base path are rewritten to the
+//     active endpoint's "rest" address, whatever host the application wrote. Every
+//     endpoint has its own connection pool, dialed through the Path's tracked
+//     dialer, so the fence really closes the old endpoint's connections. TLS
+//     verifies the endpoint's own host name; verification is never skipped
+//     (NewTransport refuses InsecureSkipVerify).
+//   - HTTP/2 where the server offers it (HTTP/1.1 otherwise), with a ping after
+//     Options.ReadIdleTimeout of silence and Options.PingTimeout to answer, so a
+//     silently dead connection is found in about a second.
+//   - Submissions (by default every method but GET, HEAD and OPTIONS; see
+//     Options.IsSubmission and WithSubmission) take a ticket from the Path's gate:
+//     they wait while a switch is held, fail at once with
+//     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.
+//     A submission is never retried, by this package or by net/http (its body is
+//     made non-replayable). When its outcome is unknown — a timeout, reset or EOF
+//     after the request was written, or any 5xx answer (502, 503 and 504 above all) — RoundTrip returns an
+//     *UnknownOutcomeError and hands the order to reconciliation.
+//   - Idempotent reads go through a circuit breaker per endpoint
+//     (sony/gobreaker): a tripped breaker fails reads fast with ErrBreakerOpen. The
+//     breaker never switches paths; only the engine does.
+//   - Passive signals: connection errors, timeouts and 5xx are reported to the
+//     Path for the endpoint they happened on (successes too); 4xx are not path
+//     failures.
+//   - Errors and logs never contain credentials: API-key and authorization headers
+//     and key/token/signature query parameters are masked (see Redact).
+//
+// Probe returns a ready pathdialer.ProbeFunc that performs an authenticated request
+// of your choice on every endpoint, the trade path, not a status page.
+package rest

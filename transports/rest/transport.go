@@ -1,0 +1,359 @@
+package rest
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// Options configures a Transport. The zero value works for a broker with a
+// publicly trusted certificate.
+type Options struct {
+	// TLSConfig is the base TLS configuration (RootCAs, client certificates). It is
+	// cloned per endpoint; the server name comes from the endpoint's URL.
+	// InsecureSkipVerify is refused.
+	TLSConfig *tls.Config
+	// Service is the endpoint service whose address requests go to ("rest").
+	Service string
+	// IsSubmission classifies a request; nil means DefaultIsSubmission. A context
+	// from WithSubmission overrides it per request.
+	IsSubmission func(*http.Request) bool
+	// OrderID finds a submission's client order ID; nil means DefaultOrderID.
+	OrderID OrderIDFunc
+	// ReadIdleTimeout: after this long without a frame on an HTTP/2 connection, a
+	// ping is sent. Default 1 s.
+	ReadIdleTimeout time.Duration
+	// PingTimeout: a ping unanswered this long closes the connection. Default 1 s.
+	PingTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for response headers after the request
+	// is written; 0 means none (use request contexts).
+	ResponseHeaderTimeout time.Duration
+	// MaxIdleConnsPerHost for each endpoint's pool. Default 16.
+	MaxIdleConnsPerHost int
+	// Breaker configures the read breakers. Zero fields take gobreaker's meaning,
+	// except ReadyToTrip, which defaults to 5 consecutive failures, and Timeout,
+	// which defaults to 5 s.
+	Breaker gobreaker.Settings
+	// Logger for request failures (URLs and headers redacted). Nil discards.
+	Logger *slog.Logger
+}
+
+// Transport is the http.RoundTripper. Create it with NewTransport.
+type Transport struct {
+	path     *pathdialer.Path
+	opts     Options
+	log      *slog.Logger
+	service  string
+	isSub    func(*http.Request) bool
+	orderID  OrderIDFunc
+	eps      map[string]*endpointClient
+	stats    Stats
+	hostToEP map[string]*endpointClient
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+type endpointClient struct {
+	name    string
+	base    *url.URL
+	t1      *http.Transport
+	breaker *gobreaker.CircuitBreaker[*http.Response]
+}
+
+// Stats counts requests by kind and outcome.
+type Stats struct {
+	Reads, ReadFailures, BreakerRejections      atomic.Uint64
+	Submissions, Acknowledged, Unknown, NotSent atomic.Uint64
+	Halted                                      atomic.Uint64
+}
+
+// NewTransport returns a RoundTripper that routes every request over path. It
+// validates opts and every endpoint's address for the service.
+func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
+	if path == nil {
+		return nil, fmt.Errorf("%w: path is nil", ErrInvalidOptions)
+	}
+	if opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
+		return nil, fmt.Errorf("%w: TLSConfig.InsecureSkipVerify is refused: an order path must verify the broker", ErrInvalidOptions)
+	}
+	if opts.Service == "" {
+		opts.Service = pathdialer.ServiceREST
+	}
+	if opts.ReadIdleTimeout < 0 || opts.PingTimeout < 0 || opts.ResponseHeaderTimeout < 0 || opts.MaxIdleConnsPerHost < 0 {
+		return nil, fmt.Errorf("%w: negative timeout or pool size", ErrInvalidOptions)
+	}
+	if opts.ReadIdleTimeout == 0 {
+		opts.ReadIdleTimeout = time.Second
+	}
+	if opts.PingTimeout == 0 {
+		opts.PingTimeout = time.Second
+	}
+	if opts.MaxIdleConnsPerHost == 0 {
+		opts.MaxIdleConnsPerHost = 16
+	}
+	t := &Transport{
+		path:     path,
+		opts:     opts,
+		log:      opts.Logger,
+		service:  opts.Service,
+		isSub:    opts.IsSubmission,
+		orderID:  opts.OrderID,
+		eps:      make(map[string]*endpointClient),
+		hostToEP: make(map[string]*endpointClient),
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.isSub == nil {
+		t.isSub = DefaultIsSubmission
+	}
+	if t.orderID == nil {
+		t.orderID = DefaultOrderID
+	}
+	for _, ep := range path.Endpoints() {
+		addr, ok := ep.Address(opts.Service)
+		if !ok {
+			return nil, fmt.Errorf("%w: endpoint %q has no %q address", ErrInvalidOptions, ep.Name, opts.Service)
+		}
+		base, err := url.Parse(addr)
+		if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+			return nil, fmt.Errorf("%w: endpoint %q: %q address must be an http(s) URL with a host", ErrInvalidOptions, ep.Name, opts.Service)
+		}
+		base.Path = strings.TrimSuffix(base.Path, "/")
+		ec := &endpointClient{name: ep.Name, base: base, t1: t.newHTTPTransport(ep.Name)}
+		ec.breaker = gobreaker.NewCircuitBreaker[*http.Response](t.breakerSettings(ep.Name))
+		t.eps[ep.Name] = ec
+		t.hostToEP[strings.ToLower(base.Host)] = ec
+	}
+	return t, nil
+}
+
+func (t *Transport) newHTTPTransport(endpoint string) *http.Transport {
+	var tlsCfg *tls.Config
+	if t.opts.TLSConfig != nil {
+		tlsCfg = t.opts.TLSConfig.Clone()
+	} else {
+		tlsCfg = &tls.Config{}
+	}
+	tlsCfg.ServerName = "" // net/http sets it from the endpoint URL's host
+	h1 := &http.Transport{
+		DialContext:           t.path.EndpointDialer(endpoint),
+		TLSClientConfig:       tlsCfg,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConnsPerHost:   t.opts.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: t.opts.ResponseHeaderTimeout,
+		HTTP2: &http.HTTP2Config{
+			SendPingTimeout: t.opts.ReadIdleTimeout,
+			PingTimeout:     t.opts.PingTimeout,
+		},
+	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true)
+	h1.Protocols = &protos
+	return h1
+}
+
+func (t *Transport) breakerSettings(endpoint string) gobreaker.Settings {
+	s := t.opts.Breaker
+	s.Name = "rest/" + endpoint
+	if s.ReadyToTrip == nil {
+		s.ReadyToTrip = func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= 5 }
+	}
+	if s.Timeout == 0 {
+		s.Timeout = 5 * time.Second
+	}
+	if s.IsExcluded == nil {
+		s.IsExcluded = func(err error) bool { return errors.Is(err, context.Canceled) }
+	}
+	return s
+}
+
+// BreakerState returns the state of an endpoint's read breaker.
+func (t *Transport) BreakerState(endpoint string) (gobreaker.State, bool) {
+	ec, ok := t.eps[endpoint]
+	if !ok {
+		return 0, false
+	}
+	return ec.breaker.State(), true
+}
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() *Stats { return &t.stats }
+
+// CloseIdleConnections closes idle connections of every endpoint.
+func (t *Transport) CloseIdleConnections() {
+	for _, ec := range t.eps {
+		ec.t1.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req over the path. See the package documentation for what it
+// guarantees for submissions and reads.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeBody(req)
+		return nil, fmt.Errorf("%w: request has no URL", ErrInvalidOptions)
+	}
+	if isSubmission(req, t.isSub) {
+		return t.submit(req)
+	}
+	return t.read(req)
+}
+
+// route returns a shallow copy of req aimed at the endpoint. The application may
+// have written any endpoint's URL (its base path is then stripped) or a logical host.
+func (t *Transport) route(req *http.Request, ec *endpointClient) *http.Request {
+	p := req.URL.Path
+	if src, ok := t.hostToEP[strings.ToLower(req.URL.Host)]; ok && src.base.Path != "" {
+		p = strings.TrimPrefix(p, src.base.Path)
+	}
+	u := *req.URL
+	u.Scheme = ec.base.Scheme
+	u.Host = ec.base.Host
+	u.User = nil
+	u.Path = ec.base.Path + p
+	u.RawPath = ""
+	r2 := new(http.Request)
+	*r2 = *req
+	r2.URL = &u
+	r2.Host = ""
+	return r2
+}
+
+func (t *Transport) read(req *http.Request) (*http.Response, error) {
+	ep, gen := t.path.Active()
+	ec := t.eps[ep.Name]
+	r2 := t.route(req, ec)
+	t.stats.Reads.Add(1)
+	start := time.Now()
+	resp, err := ec.breaker.Execute(func() (*http.Response, error) {
+		resp, err := ec.t1.RoundTrip(r2)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 500 {
+			return resp, errServerStatus
+		}
+		return resp, nil
+	})
+	lat := time.Since(start)
+	switch {
+	case errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests):
+		closeBody(req)
+		t.stats.BreakerRejections.Add(1)
+		return nil, fmt.Errorf("%w: endpoint %q (%s)", ErrBreakerOpen, ec.name, err)
+	case errors.Is(err, errServerStatus):
+		t.path.Report(ec.name, gen, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		t.stats.ReadFailures.Add(1)
+		return resp, nil
+	case err != nil:
+		if req.Context().Err() == nil {
+			t.path.Report(ec.name, gen, err, lat)
+		}
+		t.stats.ReadFailures.Add(1)
+		err = RedactError(err)
+		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", RedactURL(r2.URL), "err", err)
+		return nil, fmt.Errorf("rest: read on endpoint %q: %w", ec.name, err)
+	}
+	t.path.Report(ec.name, gen, nil, lat)
+	return resp, nil
+}
+
+var errServerStatus = errors.New("rest: server error status")
+
+// noReplayBody hides a submission's body from net/http's replay logic: with
+// GetBody nil and a body that is neither nil nor http.NoBody, neither the HTTP/1
+// transport (Request.isReplayable) nor the HTTP/2 transport can send it twice.
+type noReplayBody struct{ io.ReadCloser }
+
+func (t *Transport) submit(req *http.Request) (*http.Response, error) {
+	r2 := new(http.Request)
+	*r2 = *req
+	orderID, err := t.orderID(r2)
+	if err != nil {
+		closeBody(r2)
+		return nil, err
+	}
+	if strings.TrimSpace(orderID) == "" {
+		closeBody(r2)
+		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, RedactURL(req.URL))
+	}
+	t.stats.Submissions.Add(1)
+	ticket, err := t.path.Acquire(req.Context(), t.service, orderID)
+	if err != nil {
+		closeBody(r2)
+		if errors.Is(err, pathdialer.ErrTradingHalted) {
+			t.stats.Halted.Add(1)
+		}
+		return nil, err
+	}
+	ec := t.eps[ticket.Endpoint]
+	r3 := t.route(r2, ec)
+	body := r3.Body
+	if body == nil {
+		body = http.NoBody
+	}
+	r3.Body = noReplayBody{body}
+	r3.GetBody = nil
+	var wrote atomic.Bool
+	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() { wrote.Store(true) },
+	}
+	r3 = r3.WithContext(httptrace.WithClientTrace(r3.Context(), trace))
+	start := time.Now()
+	resp, err := ec.t1.RoundTrip(r3)
+	lat := time.Since(start)
+	if err != nil {
+		cause := RedactError(err)
+		if req.Context().Err() == nil {
+			t.path.Report(ec.name, ticket.Generation, err, lat)
+		}
+		if !wrote.Load() {
+			ticket.Done() // nothing reached the broker
+			t.stats.NotSent.Add(1)
+			return nil, fmt.Errorf("%w: order %q on endpoint %q: %w", ErrNotSent, orderID, ec.name, cause)
+		}
+		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, Cause: cause}
+		ticket.Unknown(uerr)
+		t.stats.Unknown.Add(1)
+		t.log.Warn("rest: order outcome unknown", "order", orderID, "endpoint", ec.name, "err", cause)
+		return nil, uerr
+	}
+	if resp.StatusCode >= 500 {
+		// Binance's guidance holds for brokers in general: on a 5xx "the execution
+		// status is UNKNOWN and could have been a success".
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		t.path.Report(ec.name, ticket.Generation, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, StatusCode: resp.StatusCode}
+		ticket.Unknown(uerr)
+		t.stats.Unknown.Add(1)
+		return nil, uerr
+	}
+	t.path.Report(ec.name, ticket.Generation, nil, lat)
+	ticket.Done()
+	t.stats.Acknowledged.Add(1)
+	return resp, nil
+}
+
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+}
