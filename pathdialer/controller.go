@@ -360,7 +360,7 @@ func (c *controller) attemptFence(ctx context.Context) {
 // dials and reads, then reconciliation runs before submissions are released.
 func (c *controller) switched(ctx context.Context, d engine.Decision, reason string) {
 	p := c.p
-	p.active.Store(&activeView{rt: p.eps[d.To], gen: d.Generation})
+	p.setActive(p.eps[d.To], d.Generation)
 	p.stats.switches.Add(1)
 	p.events.emit(Event{Kind: EventSwitch, From: d.From, To: d.To, Generation: d.Generation, Cause: reason})
 	c.beginReconcile(ctx, d.From, d.To, d.Generation, reason)

@@ -25,10 +25,15 @@ type endpointRT struct {
 // fence can close it. It is a net.Conn.
 type Conn struct {
 	net.Conn
-	rt   *endpointRT
-	gen  uint64
-	once sync.Once
+	rt       *endpointRT
+	gen      uint64
+	readOnly bool
+	once     sync.Once
 }
+
+// ReadOnly reports whether the connection was dialed with DialReadOnly: the fence
+// leaves it open.
+func (c *Conn) ReadOnly() bool { return c.readOnly }
 
 // Endpoint returns the name of the endpoint the connection goes to.
 func (c *Conn) Endpoint() string { return c.rt.ep.Name }
@@ -53,7 +58,9 @@ func (rt *endpointRT) fence() int {
 	rt.fenced = true
 	conns := make([]*Conn, 0, len(rt.conns))
 	for c := range rt.conns {
-		conns = append(conns, c)
+		if !c.readOnly {
+			conns = append(conns, c)
+		}
 	}
 	rt.mu.Unlock()
 	for _, c := range conns {
@@ -97,8 +104,40 @@ func (rt *endpointRT) connCount() int {
 // activeView is the endpoint that dials and reads go to, and its generation. It
 // changes at the switch, before reconciliation, so reconciliation reads the new path.
 type activeView struct {
-	rt  *endpointRT
-	gen uint64
+	rt      *endpointRT
+	gen     uint64
+	changed chan struct{} // closed when the next view replaces this one (or at Close)
+}
+
+// setActive publishes a new active view and wakes everyone watching the old one.
+func (p *Path) setActive(rt *endpointRT, gen uint64) {
+	p.activeMu.Lock()
+	defer p.activeMu.Unlock()
+	old := p.active.Load()
+	p.active.Store(&activeView{rt: rt, gen: gen, changed: make(chan struct{})})
+	if old != nil {
+		close(old.changed)
+	}
+}
+
+// ActiveChanged returns a channel that is closed when the active endpoint next
+// changes (a switch), or when the Path is closed. Read Active again after it
+// fires, and call ActiveChanged again for the following change. Streams use it to
+// move make-before-break without polling.
+func (p *Path) ActiveChanged() <-chan struct{} {
+	return p.active.Load().changed
+}
+
+// DialReadOnly dials network/addr as a read-only connection of the named endpoint
+// (market data, say): tracked, closed by Close, but left open by the fence and
+// allowed while the endpoint is fenced, so a stream can move make-before-break.
+// The caller promises that nothing is ever submitted over it.
+func (p *Path) DialReadOnly(ctx context.Context, endpoint, network, addr string) (*Conn, error) {
+	rt, ok := p.eps[endpoint]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownEndpoint, endpoint)
+	}
+	return p.dialRT(ctx, rt, p.active.Load().gen, network, addr, true)
 }
 
 // Dial connects to the active endpoint's address for service, tracked so the
@@ -111,7 +150,7 @@ func (p *Path) Dial(ctx context.Context, service string) (*Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: endpoint %q has no %q address", ErrUnknownService, a.rt.ep.Name, service)
 	}
-	c, err := p.dialRT(ctx, a.rt, a.gen, "tcp", addr)
+	c, err := p.dialRT(ctx, a.rt, a.gen, "tcp", addr, false)
 	if err != nil {
 		if errors.Is(err, ErrFenced) && p.active.Load() != a {
 			// Fenced because it was switched away from: say so, so the caller
@@ -148,7 +187,7 @@ func (p *Path) DialEndpoint(ctx context.Context, endpoint, network, addr string)
 	if a := p.active.Load(); a != nil {
 		gen = a.gen
 	}
-	return p.dialRT(ctx, rt, gen, network, addr)
+	return p.dialRT(ctx, rt, gen, network, addr, false)
 }
 
 // EndpointDialer returns a dial function for one endpoint with the shape of
@@ -163,20 +202,20 @@ func (p *Path) EndpointDialer(endpoint string) func(ctx context.Context, network
 	}
 }
 
-func (p *Path) dialRT(ctx context.Context, rt *endpointRT, gen uint64, network, addr string) (*Conn, error) {
+func (p *Path) dialRT(ctx context.Context, rt *endpointRT, gen uint64, network, addr string, readOnly bool) (*Conn, error) {
 	if p.closed.Load() {
 		return nil, ErrClosed
 	}
-	if rt.isFenced() {
+	if !readOnly && rt.isFenced() {
 		return nil, fmt.Errorf("%w: %q", ErrFenced, rt.ep.Name)
 	}
 	raw, err := p.dial(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("pathdialer: dial %s on endpoint %q: %w", addr, rt.ep.Name, err)
 	}
-	c := &Conn{Conn: raw, rt: rt, gen: gen}
+	c := &Conn{Conn: raw, rt: rt, gen: gen, readOnly: readOnly}
 	rt.mu.Lock()
-	if rt.fenced || p.closed.Load() {
+	if (rt.fenced && !readOnly) || p.closed.Load() {
 		rt.mu.Unlock()
 		_ = raw.Close()
 		if p.closed.Load() {

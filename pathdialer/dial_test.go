@@ -99,3 +99,59 @@ func TestDialInProgressDuringSwitch(t *testing.T) {
 		}
 	})
 }
+
+func TestActiveChangedAndReadOnlyConnsSurviveTheFence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		ch := h.p.ActiveChanged()
+		ro, err := h.p.DialReadOnly(context.Background(), "eu", "tcp", "eu:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ro.ReadOnly() {
+			t.Fatal("DialReadOnly returned a conn that is not read-only")
+		}
+		rw, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ch:
+			t.Fatal("ActiveChanged fired before any switch")
+		default:
+		}
+		h.probes.set("eu", probeBlackhole)
+		<-ch
+		if a, gen := h.p.Active(); a.Name != "us" || gen != 1 {
+			t.Fatalf("after ActiveChanged fired: active %s/%d", a.Name, gen)
+		}
+		h.await(pathdialer.EventRelease, nil)
+		if _, err := rw.Write([]byte("x")); err == nil {
+			t.Error("the fence left a read-write connection open")
+		}
+		if !h.p.Fenced("eu") {
+			t.Fatal("eu not fenced")
+		}
+		if _, err := h.p.DialEndpoint(context.Background(), "eu", "tcp", "eu:1"); !errors.Is(err, pathdialer.ErrFenced) {
+			t.Errorf("read-write dial to a fenced endpoint: %v", err)
+		}
+		ro2, err := h.p.DialReadOnly(context.Background(), "eu", "tcp", "eu:1")
+		if err != nil {
+			t.Fatalf("read-only dial to a fenced endpoint refused: %v", err)
+		}
+		next := h.p.ActiveChanged()
+		h.close()
+		select {
+		case <-next:
+		default:
+			t.Error("Close did not wake ActiveChanged watchers")
+		}
+		for _, c := range []*pathdialer.Conn{ro, ro2} {
+			if _, err := c.Write([]byte("x")); err == nil {
+				t.Error("Close left a read-only connection open")
+			}
+		}
+	})
+}

@@ -27,9 +27,10 @@ type Path struct {
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
 	events *dispatcher
 
-	gate   atomic.Pointer[gateView]
-	gateMu sync.Mutex
-	active atomic.Pointer[activeView]
+	gate     atomic.Pointer[gateView]
+	gateMu   sync.Mutex
+	active   atomic.Pointer[activeView]
+	activeMu sync.Mutex
 
 	shards       [ticketShards]ticketShard
 	ticketSeq    atomic.Uint64
@@ -135,7 +136,7 @@ func New(cfg Config) (*Path, error) {
 		p.shards[i].m = make(map[*Ticket]struct{})
 	}
 	act, _ := eng.Active()
-	p.active.Store(&activeView{rt: p.eps[act.Name]})
+	p.setActive(p.eps[act.Name], 0)
 	p.gate.Store(&gateView{state: GateNotStarted, changed: make(chan struct{})})
 	p.events = newDispatcher(p.log, cfg.OnEvent)
 	return p, nil
@@ -231,6 +232,14 @@ func (p *Path) Close() error {
 		p.evCancel()
 		<-p.evDone
 	}
+	// Wake ActiveChanged watchers; later calls get a closed channel too.
+	p.activeMu.Lock()
+	av := p.active.Load()
+	done := make(chan struct{})
+	close(done)
+	p.active.Store(&activeView{rt: av.rt, gen: av.gen, changed: done})
+	close(av.changed)
+	p.activeMu.Unlock()
 	for _, rt := range p.order {
 		rt.closeAll()
 	}
