@@ -1,0 +1,178 @@
+// Command simbroker runs the simulated multi-region broker of
+// internal/simbroker so a person can point their own code at it and run a
+// failover drill by hand.
+//
+// It prints every endpoint (REST, probe, WebSocket and FIX per region), the
+// CA file to trust, the API key (a simulator key: printing it is the point)
+// and the admin endpoint, which switches faults at run time:
+//
+//	go run ./cmd/simbroker -tick 250ms -lag us=2s -budget 20 -session-policy one-per-credential
+//	curl -X POST '127.0.0.1:PORT/fault?region=eu&service=rest&kind=blackhole'
+//	curl 127.0.0.1:PORT/audit
+//
+// It stops cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "simbroker:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags.
+type options struct {
+	cfg   simbroker.Config
+	admin string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	cfg := simbroker.DefaultConfig()
+	fs := flag.NewFlagSet("simbroker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	regions := fs.String("regions", strings.Join(cfg.Regions, ","), "comma-separated region names")
+	fs.DurationVar(&cfg.TickInterval, "tick", cfg.TickInterval, "market data tick interval (0: only POST /tick)")
+	lag := fs.String("lag", "", "replication lag per region, e.g. us=2s,eu=0s")
+	fs.Float64Var(&cfg.HandshakesPerSecond, "budget", 20, "WebSocket handshakes per second per region (0: no limit)")
+	fs.IntVar(&cfg.HandshakeBurst, "burst", 0, "handshake burst (0: same as -budget)")
+	fs.IntVar(&cfg.ReplayBuffer, "replay", cfg.ReplayBuffer, "ticks kept per stream per region for resume")
+	policy := fs.String("session-policy", cfg.SessionPolicy.String(), "concurrent | one-per-credential")
+	streams := fs.String("streams", strings.Join(cfg.Streams, ","), "comma-separated market data streams")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "API key (empty: random)")
+	fs.StringVar(&cfg.AccountID, "account", cfg.AccountID, "account ID")
+	fs.StringVar(&cfg.BrokerCompID, "broker-compid", cfg.BrokerCompID, "broker's FIX CompID")
+	fs.StringVar(&cfg.ClientCompID, "client-compid", cfg.ClientCompID, "client's FIX CompID")
+	fs.BoolVar(&cfg.ResetOnLogon, "reset-on-logon", false, "FIX: reset sequence numbers on every logon")
+	admin := fs.String("admin", "127.0.0.1:0", "admin HTTP listen address (loopback)")
+	verbose := fs.Bool("v", false, "log to stderr (debug, including FIX messages)")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	cfg.Regions = splitList(*regions)
+	cfg.Streams = splitList(*streams)
+	p, err := simbroker.ParseSessionPolicy(*policy)
+	if err != nil {
+		return options{}, err
+	}
+	cfg.SessionPolicy = p
+	cfg.ReplicationLag = map[string]time.Duration{}
+	for _, kv := range splitList(*lag) {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			return options{}, fmt.Errorf("-lag %q: want region=duration", kv)
+		}
+		d, err := time.ParseDuration(val)
+		if err != nil {
+			return options{}, fmt.Errorf("-lag %q: %w", kv, err)
+		}
+		cfg.ReplicationLag[name] = d
+	}
+	if *verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.FIXVerbose = true
+	}
+	return options{cfg: cfg, admin: *admin}, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// run starts the broker and the admin server, prints the endpoints, and
+// serves until ctx is done.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := simbroker.Start(ctx, opts.cfg)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+
+	ln, err := net.Listen("tcp", opts.admin)
+	if err != nil {
+		return fmt.Errorf("admin listen %s: %w", opts.admin, err)
+	}
+	srv := &http.Server{Handler: newAdmin(b), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	printEndpoints(stdout, b, "http://"+ln.Addr().String())
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("admin server: %w", err)
+	}
+	fmt.Fprintln(stdout, "stopping")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	<-served
+	return b.Close()
+}
+
+func printEndpoints(w io.Writer, b *simbroker.Broker, admin string) {
+	cfg := b.Config()
+	sid := b.FIXSessionID()
+	fmt.Fprintf(w, "simbroker: %d regions, session policy %s, ticks every %v\n", len(b.Regions()), cfg.SessionPolicy, cfg.TickInterval)
+	for _, rg := range b.Regions() {
+		fmt.Fprintf(w, "region %s\n", rg.Name())
+		fmt.Fprintf(w, "  REST   %s\n", rg.RESTURL())
+		fmt.Fprintf(w, "  probe  %s   (monitors: GET /v1/account here)\n", rg.ProbeURL())
+		fmt.Fprintf(w, "  WS     %s\n", rg.WSURL())
+		fmt.Fprintf(w, "  FIX    %s   (FIX.4.4 SenderCompID=%s TargetCompID=%s)\n", rg.FIXAddr(), sid.SenderCompID, sid.TargetCompID)
+	}
+	lags := make([]string, 0, len(cfg.ReplicationLag))
+	for r, d := range cfg.ReplicationLag {
+		lags = append(lags, r+"="+d.String())
+	}
+	sort.Strings(lags)
+	fmt.Fprintf(w, "streams   %s   replication lag %v   handshake budget %v/s\n", strings.Join(cfg.Streams, ","), lags, cfg.HandshakesPerSecond)
+	fmt.Fprintf(w, "CA file   %s\n", b.CAFile())
+	fmt.Fprintf(w, "API key   %s   (header X-API-Key; a simulator key, printed on purpose)\n", b.APIKey())
+	fmt.Fprintf(w, "admin     %s\n", admin)
+	fmt.Fprintf(w, "  curl -X POST '%s/fault?region=%s&service=rest&kind=blackhole'\n", admin, cfg.Regions[0])
+	fmt.Fprintf(w, "    service: rest | probe | ws | fix\n")
+	fmt.Fprintf(w, "    kind:    none | down | blackhole | latency&delay=200ms&jitter=50ms | reset |\n")
+	fmt.Fprintf(w, "             503&n=10 (or &for=30s, &retry_after=2s) | partial | unknown&n=1 |\n")
+	fmt.Fprintf(w, "             flap&period=2s[&fault=down|blackhole|reset] | partition (probe blackhole; service ignored)\n")
+	fmt.Fprintf(w, "  curl %s/audit   %s/book   %s/faults   %s/stats   %s/endpoints\n", admin, admin, admin, admin, admin)
+	fmt.Fprintf(w, "  curl -X POST '%s/tick?stream=%s'   curl -X POST '%s/lag?region=%s&lag=2s'\n", admin, cfg.Streams[0], admin, cfg.Regions[len(cfg.Regions)-1])
+	fmt.Fprintln(w, "Ctrl-C to stop.")
+}

@@ -1,0 +1,168 @@
+// Package simbroker is a simulated multi-region broker with one shared
+// account book, fault injection and an audit log, for the demo, the
+// integration and chaos tests and hand-run drills.
+//
+//	b, err := simbroker.Start(ctx, simbroker.DefaultConfig())
+//	defer b.Close()
+//	eu := b.Region("eu")
+//	eu.RESTURL(), eu.ProbeURL(), eu.WSURL(), eu.FIXAddr()
+//	b.SetFault("eu", simbroker.REST, simbroker.Down{})
+//	b.Audit().AcceptedThrough("eu", switchedAt)
+//
+// # Shape
+//
+// Every region has a REST server (TLS, HTTP/2 and HTTP/1.1) and a WebSocket
+// server (TLS, HTTP/1.1), and the broker has one FIX 4.4 acceptor. Nothing
+// is reached directly: each service of each region sits behind its own
+// faultnet relay on 127.0.0.1 with an OS-chosen port — rest, probe (a second
+// relay in front of the same REST server), ws and fix. Addresses never
+// change for the life of the broker, across Down and back. All servers share
+// one book and one audit log, so every region sees the same orders.
+//
+// TLS: Start generates a throw-away CA and one server certificate for
+// 127.0.0.1, ::1 and localhost. Trust it with CertPool, ClientTLSConfig,
+// CACertPEM or the file at CAFile (removed by Close).
+//
+// # Monitors must probe ProbeURL
+//
+// A monitor-only partition (seed 000's split case: the monitor cannot reach
+// a region that trading can) is a Blackhole on the probe relay
+// (PartitionMonitor). It reaches a health monitor only if the monitor probes
+// ProbeURL + "/v1/account"; trading clients use RESTURL.
+//
+// # REST API (JSON; authenticated endpoints need header X-API-Key)
+//
+//	POST   /v1/orders                    place; body {"client_order_id","symbol","side":"buy|sell",
+//	                                     "qty","type":"market|limit","price"} (qty/price as JSON
+//	                                     strings or numbers). 201 + order when booked; 200 + the
+//	                                     EXISTING order when client_order_id was already booked
+//	                                     (idempotent: never a second order); 400 invalid.
+//	GET    /v1/orders/{client_order_id}  200 order, 404 if never booked
+//	GET    /v1/orders?status=open        {"orders":[...]} (status=all or absent: every order)
+//	DELETE /v1/orders/{client_order_id}  200 canceled order; 409 {"error","order"} if not open; 404
+//	GET    /v1/account                   {"account_id","entity","entitlements":[...],"region"}:
+//	                                     authenticated and cheap, the probe to use
+//	GET    /status                       public, ALWAYS 200 {"status":"ok","region"}, even when
+//	                                     trading is broken: it shows why it is a bad probe
+//
+// An order is {"order_id","client_order_id","symbol","side","type","qty","price",
+// "status":"new|filled|canceled","filled_qty","avg_price","region","service",
+// "created_at","updated_at"}; "region" is the region that booked it. Market
+// orders fill at once (at the last price of stream px.SYMBOL when there is
+// one); limit orders rest. Errors are {"error": "..."}; a missing or wrong
+// key gets 401 and the body never echoes a key. Every response carries
+// X-Region. 503 answers carry Retry-After (seconds).
+//
+// # WebSocket market data (wss://127.0.0.1:PORT/ws, header X-API-Key)
+//
+// Client → server, JSON text messages:
+//
+//	{"type":"subscribe","streams":["px.EURUSD"]}     snapshot of the region's latest state, then ticks
+//	{"type":"resume","streams":{"px.EURUSD":41}}      replay every tick after 41 from the region's
+//	                                                  replay buffer, then live ticks; a snapshot
+//	                                                  instead when 42 is no longer buffered, when 41
+//	                                                  is ahead of what the region has (replication
+//	                                                  lag, seed 002), or nothing is known
+//	{"type":"unsubscribe","streams":["px.EURUSD"]}
+//	{"type":"ping"}                                   answered {"type":"pong"}
+//
+// Server → client:
+//
+//	{"type":"tick","stream":"px.EURUSD","seq":42,"price":"1.0843","time":"..."}
+//	{"type":"snapshot","stream":"px.EURUSD","seq":N,"price":"...","time":"..."}   state as of N;
+//	                                                  ticks continue from N+1
+//	{"type":"error","message":"..."}
+//	{"type":"pong"}
+//
+// Sequence numbers are global per stream: ticks come from one central
+// generator (every TickInterval, or PublishTick) and reach each region's
+// replay buffer after that region's ReplicationLag, so the same tick has the
+// same seq everywhere. Replay and live ticks are queued under one lock: no
+// gap, no repeat. The server sends WebSocket pings every PingInterval and
+// answers client pings (control frames). Each region has a handshake budget
+// (token bucket, HandshakesPerSecond, HandshakeBurst): over it the upgrade
+// request gets 503 with Retry-After before any upgrade. Region.WSStats
+// counts handshakes, rejections, subscribes, resumes and snapshots.
+//
+// # FIX 4.4
+//
+// One quickfix acceptor (memory store, no file logs) holds one session:
+// SenderCompID = Config.BrokerCompID, TargetCompID = Config.ClientCompID
+// (FIXSessionID gives the initiator's view). quickfix keeps a process-wide
+// session registry, so two acceptors with one session ID cannot share a
+// process: every region reaches the same acceptor through its FIX relay,
+// sequence numbers stay continuous for the account across regions, and a
+// second Start with the same CompIDs fails with ErrFIXSessionInUse.
+//
+// Region attribution: each relay dials the acceptor from its own ephemeral
+// port and records that local address before it forwards a byte; quickfix
+// passes the accepted socket to the broker's ConnectionValidator after
+// reading the Logon, and its remote address names the relay connection, so
+// the region and ConnID ("eu/fix/3") are known at logon and used for every
+// message until the session drops.
+//
+//	NewOrderSingle (D)         → ExecutionReport ExecType=NEW; market orders then a second
+//	                             report ExecType=TRADE, OrdStatus=FILLED, LastPx/LastQty.
+//	                             A repeated ClOrdID books nothing and gets the existing order's
+//	                             status (ExecType=ORDER_STATUS). Invalid → ExecType=REJECTED,
+//	                             OrdStatus=REJECTED, Text.
+//	OrderStatusRequest (H)     → ExecutionReport ExecType=ORDER_STATUS; for an unknown ClOrdID
+//	                             OrdStatus=REJECTED, OrdRejReason=5 (unknown order), OrderID=NONE.
+//	OrderMassStatusRequest (AF)→ one ExecutionReport per order in the book (filtered by Symbol
+//	                             if given), ExecType=ORDER_STATUS, MassStatusReqID,
+//	                             TotNumReports, LastRptRequested=Y on the last; an empty book
+//	                             gets one report with TotNumReports=0 and OrdStatus=REJECTED.
+//
+// Messages with PossDupFlag=Y are audited with PossDup=true. ResetOnLogon
+// is configurable. OrderCancelRequest is not implemented (cancel over REST).
+// The optional second mode, one session per region in a child process, is
+// not implemented.
+//
+// # Session policy
+//
+// SessionsConcurrent: the broker does not fence; REST and WS serve every
+// region at once, and a second FIX logon is refused while the session is
+// logged on through another connection (the client must fence itself).
+// SessionOnePerCredential: a FIX logon through any region resets the
+// connection holding the session first (audit kind "fence"), then accepts.
+//
+// # Faults
+//
+// SetFault(region, service, fault) with service rest, probe, ws or fix:
+//
+//	Down{}              listener closed (dials refused), live connections reset; None re-listens
+//	Blackhole{}         accept, then silence both ways (new and live connections)
+//	Latency{Delay,Jitter} each chunk delayed Delay+[0,Jitter], each way
+//	Reset{}             live connections reset once
+//	Flap{Period,Fault}  Fault (default Down) and None alternating every Period
+//	Fault503{N,Until}   rest: every /v1 request 503 + Retry-After (status stays 200); ws: handshakes
+//	Partial{}           rest: status and account 200, POST/DELETE orders 503 at once;
+//	                    fix: orders rejected; ws: connected and subscribed, nothing delivered
+//	UnknownOutcome{N}   rest, fix: the next N orders are booked, then the connection is cut
+//	                    before the answer (HTTP/1: hijack+close; HTTP/2: handler abort, i.e.
+//	                    RST_STREAM; FIX: relay reset before the ExecutionReport)
+//	None{}              clears everything on the service
+//
+// PartitionMonitor(region) is Blackhole on probe. Network faults live in
+// the faultnet relays; application faults in the handlers, per region.
+//
+// # Audit
+//
+// Audit returns every decision in order: order submissions (outcome new,
+// cut, duplicate, rejected, unavailable) with region, service, ConnID,
+// time and PossDup; cancels; FIX logons, logouts, fences and refusals.
+// AuditLog.AcceptedThrough(region, since) counts orders booked through a
+// region after a switch ("two live paths"); Duplicates lists client order
+// IDs booked twice (always empty: placement is idempotent); Submissions
+// counts raw submissions so tests can see repeats.
+//
+// # Lifecycle
+//
+// Start returns with every endpoint accepting, in well under a second.
+// Close resets every relay connection, stops the acceptor (after the session
+// has dropped, so quickfix's logout timer is never armed), the servers, the
+// feeds and the ticker, and removes the CA file; every goroutine the broker
+// started has returned when it returns. quickfix's session loop waits for a
+// whole second once at start, so Close may take up to a second. Logs go to
+// Config.Logger (discarded by default).
+package simbroker

@@ -1,0 +1,223 @@
+package simbroker
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+const msgUnauthorized = "unauthorized: missing or invalid X-API-Key"
+
+// authorized reports whether r carries the broker's API key. The key is
+// compared in constant time and never echoed.
+func (b *Broker) authorized(r *http.Request) bool {
+	got := r.Header.Get("X-API-Key")
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(b.apiKey)) == 1
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// decString is a decimal that may be sent as a JSON number or string.
+type decString string
+
+func (d *decString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*d = decString(s)
+		return nil
+	}
+	if string(b) == "null" {
+		*d = ""
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*d = decString(n.String())
+	return nil
+}
+
+// placeBody is the POST /v1/orders request body.
+type placeBody struct {
+	ClientOrderID string    `json:"client_order_id"`
+	Symbol        string    `json:"symbol"`
+	Side          string    `json:"side"`
+	Qty           decString `json:"qty"`
+	Type          string    `json:"type"`
+	Price         decString `json:"price"`
+}
+
+func (rg *Region) restHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /status", rg.handleStatus)
+	mux.Handle("GET /v1/account", rg.guard(http.HandlerFunc(rg.handleAccount)))
+	mux.Handle("POST /v1/orders", rg.guard(http.HandlerFunc(rg.handlePlace)))
+	mux.Handle("GET /v1/orders", rg.guard(http.HandlerFunc(rg.handleList)))
+	mux.Handle("GET /v1/orders/{id}", rg.guard(http.HandlerFunc(rg.handleGet)))
+	mux.Handle("DELETE /v1/orders/{id}", rg.guard(http.HandlerFunc(rg.handleCancel)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Region", rg.name)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// source tells which relay (rest or probe) and connection a request came through.
+func (rg *Region) source(r *http.Request) (Service, string) {
+	if s, id, ok := rg.lookupConn(r.RemoteAddr, REST, Probe); ok {
+		return s, id
+	}
+	return REST, "direct:" + r.RemoteAddr
+}
+
+// guard authenticates /v1 requests and applies a Fault503 burst.
+func (rg *Region) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rg.b.authorized(r) {
+			writeError(w, http.StatusUnauthorized, msgUnauthorized)
+			return
+		}
+		if ok, ra := rg.app.take503(REST, time.Now()); ok {
+			if r.Method == http.MethodPost {
+				svc, id := rg.source(r)
+				var body placeBody
+				_ = json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body)
+				rg.b.audit.add(Record{Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: id,
+					ClientOrderID: body.ClientOrderID, Outcome: OutcomeUnavailable, Detail: "503 burst"})
+			}
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra)))
+			writeError(w, http.StatusServiceUnavailable, "service unavailable")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (rg *Region) handleStatus(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "region": rg.name, "time": time.Now().UTC()})
+}
+
+func (rg *Region) handleAccount(w http.ResponseWriter, _ *http.Request) {
+	c := rg.b.cfg
+	ents := c.Entitlements
+	if ents == nil {
+		ents = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"account_id": c.AccountID, "entity": c.Entity, "entitlements": ents, "region": rg.name,
+	})
+}
+
+func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
+	svc, id := rg.source(r)
+	var body placeBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil {
+		rg.b.audit.add(Record{Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: id,
+			Outcome: OutcomeRejected, Detail: "bad JSON body"})
+		writeError(w, http.StatusBadRequest, "body must be a JSON order object")
+		return
+	}
+	if rg.app.isPartial(REST) {
+		rg.b.audit.add(Record{Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: id,
+			ClientOrderID: body.ClientOrderID, Outcome: OutcomeUnavailable, Detail: "partial: order path broken"})
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "order entry unavailable")
+		return
+	}
+	req := orderRequest{
+		ClientOrderID: body.ClientOrderID, Symbol: body.Symbol, Side: body.Side,
+		Type: body.Type, Qty: string(body.Qty), Price: string(body.Price),
+	}
+	o, out, cut, err := rg.b.placeOrder(rg, svc, id, req, false)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+	case cut:
+		cutHTTP(w, r)
+	case out == OutcomeDuplicate:
+		writeJSON(w, http.StatusOK, o)
+	default:
+		writeJSON(w, http.StatusCreated, o)
+	}
+}
+
+// cutHTTP drops the answer: HTTP/1 hijacks and closes the connection;
+// HTTP/2 aborts the handler, which resets the stream (RST_STREAM).
+func cutHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 1 {
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+func (rg *Region) handleGet(w http.ResponseWriter, r *http.Request) {
+	o, ok := rg.b.book.get(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, "order not found")
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+func (rg *Region) handleList(w http.ResponseWriter, r *http.Request) {
+	var open bool
+	switch r.URL.Query().Get("status") {
+	case "", "all":
+	case "open":
+		open = true
+	default:
+		writeError(w, http.StatusBadRequest, "status must be open or all")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"orders": rg.b.book.list(open)})
+}
+
+func (rg *Region) handleCancel(w http.ResponseWriter, r *http.Request) {
+	svc, id := rg.source(r)
+	coid := r.PathValue("id")
+	rec := Record{Kind: KindCancel, Region: rg.name, Service: string(svc), ConnID: id, ClientOrderID: coid}
+	if rg.app.isPartial(REST) {
+		rec.Outcome, rec.Detail = OutcomeFailed, "partial: order path broken"
+		rg.b.audit.add(rec)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "order entry unavailable")
+		return
+	}
+	o, err := rg.b.book.cancel(coid, time.Now())
+	switch {
+	case errors.Is(err, errUnknownOrder):
+		rec.Outcome, rec.Detail = OutcomeFailed, "unknown order"
+		rg.b.audit.add(rec)
+		writeError(w, http.StatusNotFound, "order not found")
+	case errors.Is(err, errNotOpen):
+		rec.Outcome, rec.Detail = OutcomeFailed, "order is "+o.Status
+		rg.b.audit.add(rec)
+		writeJSON(w, http.StatusConflict, map[string]any{"error": "order is not open", "order": o})
+	default:
+		rec.Outcome = OutcomeOK
+		rg.b.audit.add(rec)
+		writeJSON(w, http.StatusOK, o)
+	}
+}
