@@ -442,3 +442,28 @@ func TestProbeIsAuthenticatedAndRedacted(t *testing.T) {
 		t.Fatalf("probe without a path: %v", err)
 	}
 }
+
+// A submission that could not even connect is not an unknown outcome: nothing
+// reached the broker, the error says so, and reconciliation is not bothered.
+func TestSubmissionThatNeverConnectedIsNotSentNotUnknown(t *testing.T) {
+	eu := newServer(t, "eu", true, nil)
+	us := newServer(t, "us", true, nil)
+	euURL := eu.URL
+	eu.Close() // the port now refuses connections
+	h := newHarness(t, euURL, us.URL, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 50 })
+	c, rt := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us)})
+	_, err := order(t, context.Background(), c, "o-refused")
+	if !errors.Is(err, rest.ErrNotSent) {
+		t.Fatalf("err = %v, want ErrNotSent", err)
+	}
+	var uerr *rest.UnknownOutcomeError
+	if errors.As(err, &uerr) {
+		t.Fatalf("a refused dial was classified as an unknown outcome: %v", err)
+	}
+	if u := h.path.Unknown(); len(u) != 0 {
+		t.Fatalf("unknown tickets %+v", u)
+	}
+	if rt.Stats().NotSent.Load() != 1 {
+		t.Fatalf("NotSent = %d", rt.Stats().NotSent.Load())
+	}
+}
