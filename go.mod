@@ -6,6 +6,7 @@ require (
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/pires/go-proxyproto v0.7.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/quagmt/udecimal v1.8.0 // indirect
 	github.com/quickfixgo/enum v0.1.0 // indirect
 	github.com/quickfixgo/field v0.1.0 // indirect
