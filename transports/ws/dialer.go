@@ -1,0 +1,220 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// Dialer opens WebSocket connections over a pathdialer.Path. Every connection
+// goes to one endpoint's "ws" address (the URL is rebuilt from it, so the Host
+// header and the TLS server name are that endpoint's) through the Path's
+// tracked dial. Dial and DialEndpoint hand out ordinary connections: the fence
+// closes them and a fenced endpoint is refused with pathdialer.ErrFenced.
+// DialReadOnly hands out read-only ones (market data), which the fence leaves
+// open. The base dialer's TLS config, subprotocols, compression,
+// buffer sizes, jar and handshake timeout are kept; its proxy and custom dial
+// functions are not (the Path is the route). Safe for concurrent use.
+type Dialer struct {
+	path *pathdialer.Path
+	base websocket.Dialer
+}
+
+// Conn is a WebSocket connection handed out by a Dialer, with the endpoint and
+// the Path generation it was dialed under (for Path.Report).
+type Conn struct {
+	*websocket.Conn
+	endpoint string
+	gen      uint64
+	readOnly bool
+}
+
+// ReadOnly reports whether the connection was dialed with DialReadOnly: the
+// Path's fence leaves it open, and only its owner (or Path.Close) closes it.
+func (c *Conn) ReadOnly() bool { return c.readOnly }
+
+// Endpoint returns the name of the endpoint the connection goes to.
+func (c *Conn) Endpoint() string { return c.endpoint }
+
+// Generation returns the Path generation the connection was dialed under.
+func (c *Conn) Generation() uint64 { return c.gen }
+
+// HandshakeError is a handshake the server answered with an HTTP status instead
+// of an upgrade. RetryAfter is the server's Retry-After (seconds or HTTP date)
+// when it answered 503 or 429, zero otherwise. It wraps websocket.ErrBadHandshake.
+type HandshakeError struct {
+	Endpoint   string
+	StatusCode int
+	RetryAfter time.Duration
+}
+
+// Error names the endpoint, the status and the Retry-After; never the URL.
+func (e *HandshakeError) Error() string {
+	s := fmt.Sprintf("ws: handshake with endpoint %q refused: HTTP %d", e.Endpoint, e.StatusCode)
+	if e.RetryAfter > 0 {
+		s += fmt.Sprintf(" (retry after %v)", e.RetryAfter)
+	}
+	return s
+}
+
+// Unwrap returns websocket.ErrBadHandshake.
+func (e *HandshakeError) Unwrap() error { return websocket.ErrBadHandshake }
+
+// NewDialer returns a Dialer over path. base may be nil (websocket.DefaultDialer's
+// settings); it is copied, later changes to it are not seen.
+func NewDialer(path *pathdialer.Path, base *websocket.Dialer) (*Dialer, error) {
+	if path == nil {
+		return nil, errors.New("ws: NewDialer: nil path")
+	}
+	if base == nil {
+		base = websocket.DefaultDialer
+	}
+	if base.TLSClientConfig != nil && base.TLSClientConfig.InsecureSkipVerify {
+		return nil, errors.New("ws: NewDialer: TLSClientConfig.InsecureSkipVerify is refused")
+	}
+	d := &Dialer{path: path, base: *base}
+	d.base.Proxy = nil
+	d.base.NetDial = nil
+	d.base.NetDialTLSContext = nil // gorilla then sets the TLS server name from the URL host
+	d.base.NetDialContext = nil
+	return d, nil
+}
+
+// Dial connects to the active endpoint. If the active endpoint changes while the
+// dial is in progress the new connection is closed and the error wraps
+// pathdialer.ErrSwitched: dial again. The response is returned for failed
+// handshakes (its body is closed) as gorilla does.
+func (d *Dialer) Dial(ctx context.Context, header http.Header) (*Conn, *http.Response, error) {
+	ep, gen := d.path.Active()
+	c, resp, err := d.DialEndpoint(ctx, ep.Name, header)
+	if err != nil {
+		return nil, resp, err
+	}
+	if now, ngen := d.path.Active(); now.Name != ep.Name || ngen != gen {
+		_ = c.Close()
+		return nil, resp, fmt.Errorf("%w: ws dial on %q", pathdialer.ErrSwitched, ep.Name)
+	}
+	return c, resp, nil
+}
+
+// DialEndpoint connects to the named endpoint's "ws" address, whether or not it
+// is active (streams may read over any healthy path). A 503 or 429 answer is a
+// *HandshakeError carrying Retry-After.
+func (d *Dialer) DialEndpoint(ctx context.Context, endpoint string, header http.Header) (*Conn, *http.Response, error) {
+	return d.dial(ctx, endpoint, header, false)
+}
+
+// DialReadOnly connects to the named endpoint's "ws" address with a read-only
+// connection (pathdialer.Path.DialReadOnly): the Path tracks it and closes it at
+// Path.Close, but its fence leaves it open and does not refuse it while the
+// endpoint is fenced. The caller promises never to submit an order over it; it
+// is for market data, which may be read over any path, and lets a reader move
+// make-before-break across a switch. Errors are as for DialEndpoint.
+func (d *Dialer) DialReadOnly(ctx context.Context, endpoint string, header http.Header) (*Conn, *http.Response, error) {
+	return d.dial(ctx, endpoint, header, true)
+}
+
+func (d *Dialer) dial(ctx context.Context, endpoint string, header http.Header, readOnly bool) (*Conn, *http.Response, error) {
+	ep, ok := d.path.Endpoint(endpoint)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: %q", pathdialer.ErrUnknownEndpoint, endpoint)
+	}
+	u, hostport, err := wsURL(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	var pc *pathdialer.Conn
+	wd := d.base
+	wd.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dial := d.path.DialEndpoint
+		if readOnly {
+			dial = d.path.DialReadOnly
+		}
+		c, err := dial(ctx, ep.Name, network, hostport)
+		if err != nil {
+			return nil, err
+		}
+		pc = c
+		return c, nil
+	}
+	wc, resp, err := wd.DialContext(ctx, u, header)
+	if err != nil {
+		if pc != nil {
+			_ = pc.Close()
+		}
+		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
+			he := &HandshakeError{Endpoint: ep.Name, StatusCode: resp.StatusCode}
+			if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
+				he.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			}
+			return nil, resp, he
+		}
+		return nil, resp, fmt.Errorf("ws: dial endpoint %q: %w", ep.Name, err)
+	}
+	gen := uint64(0)
+	if pc != nil {
+		gen = pc.Generation()
+	}
+	return &Conn{Conn: wc, endpoint: ep.Name, gen: gen, readOnly: readOnly}, resp, nil
+}
+
+// wsURL returns the endpoint's ws URL (scheme ws or wss; http and https are
+// accepted and mapped) and the host:port to dial.
+func wsURL(ep pathdialer.Endpoint) (string, string, error) {
+	raw, ok := ep.Address(pathdialer.ServiceWS)
+	if !ok {
+		return "", "", fmt.Errorf("%w: endpoint %q has no %q address", pathdialer.ErrUnknownService, ep.Name, pathdialer.ServiceWS)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", "", fmt.Errorf("ws: endpoint %q: %q address is not a URL with a host", ep.Name, pathdialer.ServiceWS)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "ws", "http":
+		u.Scheme = "ws"
+	case "wss", "https":
+		u.Scheme = "wss"
+	default:
+		return "", "", fmt.Errorf("ws: endpoint %q: scheme %q is not ws or wss", ep.Name, u.Scheme)
+	}
+	hp := u.Host
+	if u.Port() == "" {
+		port := "80"
+		if u.Scheme == "wss" {
+			port = "443"
+		}
+		hp = net.JoinHostPort(u.Hostname(), port)
+	}
+	return u.String(), hp, nil
+}
+
+// parseRetryAfter reads Retry-After as delay-seconds or an HTTP date; anything
+// else is zero.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		if n < 0 {
+			return 0
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

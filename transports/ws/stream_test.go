@@ -1,0 +1,313 @@
+package ws_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/ws"
+)
+
+const px = "px.EURUSD"
+
+// A region killed mid-stream: the path fails over, the fence cuts the stream, it
+// reconnects to the survivor and resumes; the handler sees every sequence once.
+func TestRegionKilledMidStreamEverySequenceOnce(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 50 })
+	if err := eu.relay.SetFault(faultnet.Down()); err != nil {
+		t.Fatal(err)
+	}
+	h.down["eu"].Store(true)
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 200 })
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+
+	checkExactlyOnce(t, rec.snapshot(), last)
+	st := s.Stats()
+	if st.Resumes != 1 || st.Snapshots != 0 || st.Reconnects < 1 {
+		t.Fatalf("stats %+v: want one resume, no snapshot, a reconnect", st)
+	}
+	if st.Disconnected <= 0 {
+		t.Fatalf("Disconnected = %v, want > 0", st.Disconnected)
+	}
+	t.Logf("stats: %+v", st)
+}
+
+// Replication lag: the survivor has not received what the client already saw, so
+// the resume is answered with a snapshot (counted), and nothing is delivered twice.
+func TestReplicationLagSnapshotPath(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 10 })
+	us.setFrozen(true) // us lags from here
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 40 })
+	_ = eu.relay.SetFault(faultnet.Down())
+	h.down["eu"].Store(true)
+	eventually(t, "a snapshot answer on us", func() bool { return s.Stats().Snapshots >= 1 })
+	us.setFrozen(false) // replication catches up
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 100 })
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+	checkExactlyOnce(t, rec.snapshot(), last)
+	if st := s.Stats(); st.Duplicates == 0 {
+		t.Fatalf("stats %+v: the lagging snapshot and replayed ticks should have been dropped as duplicates", st)
+	}
+}
+
+// Replay buffer too short: the resume is answered with a snapshot ahead of the
+// client, handed over marked Snapshot; sequences stay strictly increasing.
+func TestReplayExhaustedSnapshotDelivered(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 3)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	cfg := fastConfig(rec, px)
+	cfg.Backoff = ws.Backoff{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond} // ticks pile up meanwhile
+	s := startStream(t, h.path, cfg)
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 10 })
+	_ = eu.relay.SetFault(faultnet.Down())
+	h.down["eu"].Store(true)
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 100 })
+	msgs := rec.snapshot()
+	snaps := 0
+	for i := 1; i < len(msgs); i++ {
+		if msgs[i].Seq <= msgs[i-1].Seq {
+			t.Fatalf("seq %d after %d", msgs[i].Seq, msgs[i-1].Seq)
+		}
+		if msgs[i].Seq != msgs[i-1].Seq+1 && !msgs[i].Snapshot {
+			t.Fatalf("gap %d→%d not marked as snapshot", msgs[i-1].Seq, msgs[i].Seq)
+		}
+		if msgs[i].Snapshot {
+			snaps++
+		}
+	}
+	if st := s.Stats(); snaps != 1 || st.Snapshots != 1 {
+		t.Fatalf("snapshots delivered %d, stats %+v: want exactly one", snaps, st)
+	}
+}
+
+// A blackholed connection (no bytes, no FIN) is found by the ping timeout; the
+// reconnect round tries the blackholed active endpoint first, its handshake
+// times out, and the same round falls back to the next healthy endpoint
+// although the path still calls eu active.
+func TestBlackholeDetectedByPingAndFallback(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	cfg := fastConfig(rec, px)
+	s := startStream(t, h.path, cfg)
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 20 })
+	_ = eu.relay.SetFault(faultnet.Blackhole())
+	cut := time.Now()
+	eventually(t, "the dead connection", func() bool { return s.Stats().Endpoint == "" })
+	detect := time.Since(cut)
+	if max := cfg.PingInterval + cfg.PongTimeout + 200*time.Millisecond; detect > max {
+		t.Fatalf("blackhole detected after %v, want <= %v", detect, max)
+	}
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 100 })
+	_ = eu.relay.SetFault(faultnet.None()) // release held bytes; they must not be re-delivered
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+	checkExactlyOnce(t, rec.snapshot(), last)
+	st := s.Stats()
+	if st.Fallbacks != 1 || st.DialFailures != 1 || st.Reconnects != 1 {
+		t.Fatalf("stats %+v: want one reconnect round: eu timed out, then us (a fallback)", st)
+	}
+	if act, _ := h.path.Active(); act.Name != "eu" {
+		t.Fatalf("path switched to %s; the fallback should be the stream's own", act.Name)
+	}
+	t.Logf("blackhole detected in %v; stats %+v", detect, st)
+}
+
+// Make-before-break: a stream on a fallback endpoint moves to the path's new
+// active endpoint by connecting and resuming there before closing the old one.
+func TestMakeBeforeBreakOnSwitch(t *testing.T) {
+	eu, ap, us := newRegion(t, "eu", 1000), newRegion(t, "ap", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, ap, us}}
+	h := newHarness(t, []*region{eu, ap, us}, nil)
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 10 })
+	// eu and ap answer handshakes 503 (not a path failure) while their probes
+	// stay green: the stream falls back eu → ap → us on its own.
+	eu.setRefuse(1 << 30)
+	ap.setRefuse(1 << 30)
+	eu.relay.ResetAll()
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 60 })
+	// ap heals; eu's probes fail: the path switches eu → ap, the stream follows.
+	ap.setRefuse(0)
+	h.down["eu"].Store(true)
+	t0 := time.Now()
+	publishUntil(t, src, px, func() bool {
+		if time.Since(t0) > 5*time.Second {
+			t.Fatalf("stats %+v active %v snapshot %+v", s.Stats(), fmt.Sprint(h.path.Active()), h.path.Snapshot().Endpoints)
+		}
+		return s.Stats().Endpoint == "ap" && rec.lastSeq() >= 150
+	})
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+	checkExactlyOnce(t, rec.snapshot(), last)
+	if st := s.Stats(); st.Migrations != 1 {
+		t.Fatalf("stats %+v: want one migration", st)
+	}
+	// ap attached (resumed) before us saw its connection close.
+	attach, closed := eventAt(t, ap.events(), "attach "+px+" resume"), eventAt(t, us.events(), "close")
+	if attach >= closed {
+		t.Fatalf("new connection attached at %dµs, old closed at %dµs: break before make", attach, closed)
+	}
+}
+
+func eventAt(t *testing.T, events []string, prefix string) int64 {
+	t.Helper()
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix+" ") {
+			var at int64
+			f := strings.Fields(e)
+			for _, c := range f[len(f)-1] {
+				at = at*10 + int64(c-'0')
+			}
+			return at
+		}
+	}
+	t.Fatalf("no %q event in %v", prefix, events)
+	return 0
+}
+
+// A gap on a live connection (the server skipped a sequence) is detected and
+// repaired by a resume on the same connection; nothing is handed over twice.
+func TestGapRepairedByResume(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 10 })
+	src.mu.Lock()
+	src.seq++
+	us.apply(px, src.seq) // eu's connection never sees this one
+	eu.mu.Lock()
+	eu.head[px] = src.seq // but eu's replay buffer has it
+	eu.mu.Unlock()
+	src.mu.Unlock()
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 40 })
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+	checkExactlyOnce(t, rec.snapshot(), last)
+	if st := s.Stats(); st.Gaps != 1 || st.GapsRepaired != 1 || st.Reconnects != 0 {
+		t.Fatalf("stats %+v: want one gap, repaired without reconnecting", st)
+	}
+}
+
+// Make-before-break on a real, probe-driven switch: eu's probes fail while eu
+// still serves. The stream's connection is read-only, so the fence leaves it
+// up; the stream connects and resumes on us first and only then closes eu. No
+// gap: every sequence once, no reconnect, no time disconnected.
+func TestMakeBeforeBreakReadOnlyOnProbeSwitch(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	// us gets every tick before eu, so it is never behind what the stream saw
+	// on eu: the resume is always a replay, never a snapshot.
+	src := &source{regions: []*region{us, eu}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 20 })
+	before := s.Stats()
+	h.down["eu"].Store(true) // probes fail; the eu region keeps serving
+	var atSwitch uint64
+	publishUntil(t, src, px, func() bool {
+		if a, _ := h.path.Active(); a.Name == "us" && atSwitch == 0 {
+			atSwitch = rec.lastSeq()
+		}
+		return s.Stats().Migrations == 1 && atSwitch > 0 && rec.lastSeq() >= atSwitch+100
+	})
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+	msgs := rec.snapshot()
+	checkExactlyOnce(t, msgs, last)
+
+	st := s.Stats()
+	if st.Endpoint != "us" || st.Migrations != 1 || st.Reconnects != 0 || st.Gaps != 0 ||
+		st.Snapshots != 0 || st.Resumes != 1 || st.Disconnected != before.Disconnected {
+		t.Fatalf("stats %+v (before the switch %+v): want one migration, no reconnect, no gap, no time disconnected", st, before)
+	}
+	// Server-side order: the switch (and eu's fence), then us attaches with a
+	// resume, then eu sees the stream's connection close.
+	var switched time.Time
+	for _, e := range h.path.Snapshot().Events {
+		if e.Kind == pathdialer.EventSwitch && e.To == "us" {
+			switched = e.Time
+		}
+	}
+	if switched.IsZero() {
+		t.Fatal("no switch event")
+	}
+	sw := switched.Sub(epoch).Microseconds()
+	attach, closed := eventAt(t, us.events(), "attach "+px+" resume"), eventAt(t, eu.events(), "close")
+	if !(sw < attach && attach < closed) {
+		t.Fatalf("switch at %dµs, us resumed at %dµs, eu closed at %dµs: want switch < resume < close", sw, attach, closed)
+	}
+	// eu kept delivering after the switch: the handler saw eu messages beyond
+	// the sequence it had when the Path switched, then us ones.
+	var fromEU, fromUS int
+	for _, m := range msgs {
+		switch {
+		case m.Endpoint == "eu" && m.Seq > atSwitch:
+			fromEU++
+			if fromUS > 0 {
+				t.Fatalf("seq %d from eu after us took over", m.Seq)
+			}
+		case m.Endpoint == "us":
+			fromUS++
+		}
+	}
+	if fromUS == 0 {
+		t.Fatal("nothing delivered from us")
+	}
+	t.Logf("switch %dµs, us resume %dµs, eu close %dµs; %d ticks from eu after the switch; stats %+v", sw, attach, closed, fromEU, st)
+}
+
+// When the Path is closed the stream stops retrying, reports why through Err,
+// and makes no further handshakes.
+func TestPathClosedStopsStream(t *testing.T) {
+	eu, us := newRegion(t, "eu", 100), newRegion(t, "us", 100)
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+	eventually(t, "the connection", func() bool { return s.Stats().Endpoint == "eu" })
+	if err := s.Err(); err != nil {
+		t.Fatalf("Err while running: %v", err)
+	}
+	_ = h.path.Close()
+	eventually(t, "the stream to stop", func() bool { return errors.Is(s.Err(), pathdialer.ErrClosed) })
+	n := eu.attempts.Load() + us.attempts.Load()
+	deadline := time.Now().Add(300 * time.Millisecond) // many backoff windows of fastConfig
+	for time.Now().Before(deadline) {
+		<-time.After(20 * time.Millisecond)
+		if m := eu.attempts.Load() + us.attempts.Load(); m != n {
+			t.Fatalf("%d handshakes after the Path was closed", m-n)
+		}
+	}
+	if st := s.Stats(); st.Endpoint != "" {
+		t.Fatalf("stats %+v: still connected", st)
+	}
+	_ = s.Close()
+}
