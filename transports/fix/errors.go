@@ -1,0 +1,48 @@
+package fix
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+var (
+	// ErrInvalidOptions: an Options field, a ProbeOptions or ReconcileOptions
+	// field, or a quickfix setting cannot work as written.
+	ErrInvalidOptions = errors.New("fix: invalid options")
+	// ErrNotOrder: SendOrder was given a message that is not an order
+	// (NewOrderSingle, OrderCancelReplaceRequest, OrderCancelRequest, or the
+	// multileg equivalents). Send it with Send.
+	ErrNotOrder = errors.New("fix: message is not an order")
+	// ErrNoClOrdID: the order carries no ClOrdID (tag 11); it was not sent,
+	// because it could not be reconciled.
+	ErrNoClOrdID = errors.New("fix: order has no ClOrdID")
+	// ErrDuplicateClOrdID: an order with this ClOrdID is still awaiting its
+	// answer; it was not sent.
+	ErrDuplicateClOrdID = errors.New("fix: ClOrdID already in flight")
+	// ErrUnknownSession: the session ID is not one of the Initiator's sessions.
+	ErrUnknownSession = errors.New("fix: unknown session")
+	// ErrNotSent: the order did not leave this process (the session was not
+	// logged on to the ticket's endpoint, or quickfix or the application's ToApp
+	// refused it). It is safe to send again with the same ClOrdID.
+	ErrNotSent = errors.New("fix: order not sent")
+	// ErrResendRefused is the cause recorded on an order's ticket when the
+	// counterparty asked for it to be resent and it was gap-filled instead.
+	ErrResendRefused = errors.New("fix: resend of an order refused (gap-filled); outcome unknown")
+	// ErrReconcileIncomplete: the reconciler did not learn every order's fate
+	// before its deadline; the Path keeps holding and retries.
+	ErrReconcileIncomplete = errors.New("fix: reconcile incomplete")
+	// ErrClosed: the Initiator was closed.
+	ErrClosed = errors.New("fix: initiator closed")
+)
+
+// notSent wraps ErrNotSent with the order and the reason.
+func notSent(clOrdID string, cause error) error {
+	return fmt.Errorf("%w: order %q: %w", ErrNotSent, clOrdID, cause)
+}
+
+// resendRefused is the ticket cause for an order refused on resend.
+func resendRefused(clOrdID, msgType string) error {
+	return fmt.Errorf("%w (order %q, MsgType %s): %w", ErrResendRefused, clOrdID, msgType, pathdialer.ErrUnknownOutcome)
+}

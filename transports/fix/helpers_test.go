@@ -1,0 +1,596 @@
+package fix_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quickfixgo/enum"
+	"github.com/quickfixgo/field"
+	"github.com/quickfixgo/fix44/newordersingle"
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/log/screen"
+	"github.com/shopspring/decimal"
+	"go.uber.org/goleak"
+
+	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/fix"
+)
+
+// TestMain checks for leaked goroutines. Two are ignored, by name: quickfix
+// v0.9.10 arms time.AfterFunc callbacks for the logon timeout
+// ((*stateMachine).Connect.func1) and the logout timeout
+// ((*session).initiateLogoutInReplyTo.func1) that send on the session's
+// unbuffered event channel; when the session has stopped before they fire,
+// nobody receives and they block forever. They belong to quickfix (one per
+// logon or logout still pending at Stop), not to this package, and nothing
+// outside quickfix can release them.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
+	)
+}
+
+var testSeq atomic.Int64
+
+// uniq returns a name unique in the process: quickfix's session registry is
+// global, so every test uses its own comp IDs.
+func uniq(prefix string) string { return fmt.Sprintf("%s%d", prefix, testSeq.Add(1)) }
+
+// received is one application message the broker received.
+type received struct {
+	ClOrdID string
+	MsgType string
+	Region  string
+	PossDup bool
+}
+
+// broker is a real quickfix acceptor (one shared book and session state) behind
+// one faultnet relay per region: a broker that shares its session across regions.
+type broker struct {
+	t        *testing.T
+	acceptor *quickfix.Acceptor
+	relays   map[string]*faultnet.Relay // region → relay
+	probes   map[string]quickfix.SessionID
+
+	mu        sync.Mutex
+	book      map[string]string // ClOrdID → OrdStatus
+	audit     []received
+	logons    []received // MsgType "A", PossDup = ResetSeqNumFlag
+	connOf    map[quickfix.SessionID]net.Conn
+	regionOf  map[quickfix.SessionID]string
+	loggedOn  map[quickfix.SessionID]bool
+	changed   chan struct{}
+	onOrder   func(b *broker, sym string) // called under no lock before answering
+	resendReq atomic.Int64
+}
+
+// newBroker starts an acceptor for the given initiator-side sessions (their
+// SenderCompIDs, with the BeginString) and one probe session per region.
+func newBroker(t *testing.T, clients map[string]string) *broker {
+	t.Helper()
+	return newBrokerTLS(t, clients, nil, nil)
+}
+
+// newBrokerTLS is newBroker with a TLS acceptor (serverTLS) and the client
+// configuration the warm-up probe uses.
+func newBrokerTLS(t *testing.T, clients map[string]string, serverTLS, clientTLS *tls.Config) *broker {
+	t.Helper()
+	b := &broker{t: t, relays: map[string]*faultnet.Relay{}, probes: map[string]quickfix.SessionID{},
+		book: map[string]string{}, connOf: map[quickfix.SessionID]net.Conn{}, regionOf: map[quickfix.SessionID]string{},
+		loggedOn: map[quickfix.SessionID]bool{}, changed: make(chan struct{})}
+	port := freePort(t)
+	st := quickfix.NewSettings()
+	g := st.GlobalSettings()
+	g.Set("SocketAcceptHost", "127.0.0.1")
+	g.Set("SocketAcceptPort", strconv.Itoa(port))
+	g.Set("SenderCompID", "BROKER")
+	g.Set("HeartBtInt", "30")
+	add := func(begin, target string) {
+		s := quickfix.NewSessionSettings()
+		s.Set("BeginString", begin)
+		s.Set("TargetCompID", target)
+		if _, err := st.AddSession(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for comp, begin := range clients {
+		add(begin, comp)
+	}
+	for _, region := range []string{"eu", "us"} {
+		comp := uniq("PROBE" + region)
+		add("FIX.4.4", comp)
+		b.probes[region] = quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: comp, TargetCompID: "BROKER"}
+	}
+	a, err := quickfix.NewAcceptor(b, quickfix.NewMemoryStoreFactory(), st, logFactory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetConnectionValidator(b)
+	if serverTLS != nil {
+		a.SetTLSConfig(serverTLS)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.acceptor = a
+	target := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for _, region := range []string{"eu", "us"} {
+		r, err := faultnet.Listen(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.relays[region] = r
+	}
+	t.Cleanup(func() {
+		for _, r := range b.relays {
+			_ = r.Close()
+		}
+		a.Stop()
+	})
+	// quickfix sessions start on the next whole second: wait for the probe
+	// sessions to answer before a Path probes them with a short timeout.
+	for _, sid := range b.probes {
+		probe, err := fix.Probe(fix.ProbeOptions{SessionID: sid, TLSConfig: clientTLS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err = probe(ctx, pathdialer.Endpoint{Name: "warmup", Services: map[string]string{"fix": target}})
+		cancel()
+		if err != nil {
+			t.Fatalf("broker warm-up: %v", err)
+		}
+	}
+	return b
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (b *broker) notify() {
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// Validate attributes the connection to a region and, like a broker that
+// shares one session across regions, knocks the session's previous connection
+// off before the new logon is processed.
+func (b *broker) Validate(c net.Conn, sid quickfix.SessionID) error {
+	region := ""
+	for name, r := range b.relays {
+		if _, ok := r.LookupUpstream(c.RemoteAddr().String()); ok {
+			region = name
+		}
+	}
+	b.mu.Lock()
+	old := b.connOf[sid]
+	b.connOf[sid], b.regionOf[sid] = c, region
+	b.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+		deadline := time.After(2 * time.Second)
+		for {
+			b.mu.Lock()
+			on, ch := b.loggedOn[sid], b.changed
+			b.mu.Unlock()
+			if !on {
+				break
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+func (b *broker) OnCreate(quickfix.SessionID) {}
+func (b *broker) OnLogon(sid quickfix.SessionID) {
+	b.mu.Lock()
+	b.loggedOn[sid] = true
+	b.notify()
+	b.mu.Unlock()
+}
+func (b *broker) OnLogout(sid quickfix.SessionID) {
+	b.mu.Lock()
+	b.loggedOn[sid] = false
+	b.notify()
+	b.mu.Unlock()
+}
+func (b *broker) ToAdmin(*quickfix.Message, quickfix.SessionID)     {}
+func (b *broker) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+func (b *broker) FromAdmin(m *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
+	mt, _ := m.Header.GetString(35)
+	switch mt {
+	case "A":
+		reset, _ := m.Body.GetBool(141)
+		b.mu.Lock()
+		// Mark the session connected here, before the logon is answered
+		// (OnLogon may run after the peer already has its answer).
+		b.loggedOn[sid] = true
+		b.logons = append(b.logons, received{MsgType: "A", Region: b.regionOf[sid], PossDup: reset, ClOrdID: sid.TargetCompID})
+		b.notify()
+		b.mu.Unlock()
+	case "2":
+		b.resendReq.Add(1)
+	}
+	return nil
+}
+
+func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
+	mt, _ := m.Header.GetString(35)
+	clOrdID, _ := m.Body.GetString(11)
+	possDup, _ := m.Header.GetBool(43)
+	b.mu.Lock()
+	region := b.regionOf[sid]
+	b.mu.Unlock()
+	switch mt {
+	case "D":
+		sym, _ := m.Body.GetString(55)
+		status := "2" // filled
+		if strings.Contains(sym, "REST") {
+			status = "0" // resting
+		}
+		b.mu.Lock()
+		b.audit = append(b.audit, received{ClOrdID: clOrdID, MsgType: mt, Region: region, PossDup: possDup})
+		b.book[clOrdID] = status
+		hook := b.onOrder
+		b.notify()
+		b.mu.Unlock()
+		if hook != nil {
+			hook(b, sym)
+		}
+		if !strings.HasPrefix(sym, "MUTE") { // MUTE…: booked, never answered
+			b.execReport(sid, clOrdID, status, "", false)
+		}
+	case "H":
+		b.mu.Lock()
+		status, ok := b.book[clOrdID]
+		b.mu.Unlock()
+		if !ok {
+			b.execReport(sid, clOrdID, "8", "5", true)
+		} else {
+			b.execReport(sid, clOrdID, status, "", true)
+		}
+	}
+	return nil
+}
+
+var execSeq atomic.Int64
+
+func (b *broker) execReport(sid quickfix.SessionID, clOrdID, ordStatus, rejReason string, status bool) {
+	m := quickfix.NewMessage()
+	m.Header.SetString(35, "8")
+	n := strconv.FormatInt(execSeq.Add(1), 10)
+	m.Body.SetString(37, "O-"+clOrdID)
+	m.Body.SetString(17, "E-"+n)
+	m.Body.SetString(11, clOrdID)
+	m.Body.SetString(39, ordStatus)
+	execType := ordStatus
+	if status {
+		execType = "I"
+	}
+	m.Body.SetString(150, execType)
+	if sid.BeginString == "FIX.4.2" {
+		m.Body.SetString(20, map[bool]string{true: "3", false: "0"}[status])
+	}
+	if rejReason != "" {
+		m.Body.SetString(103, rejReason)
+	}
+	m.Body.SetString(55, "X")
+	m.Body.SetString(54, "1")
+	if err := quickfix.SendToTarget(m, sid); err != nil {
+		b.t.Logf("broker: exec report: %v", err)
+	}
+}
+
+// orders returns what the broker received for clOrdID.
+func (b *broker) received(clOrdID string) []received {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []received
+	for _, r := range b.audit {
+		if r.ClOrdID == clOrdID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (b *broker) possDups() []received {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []received
+	for _, r := range b.audit {
+		if r.PossDup {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (b *broker) logonsOf(comp string) []received {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []received
+	for _, r := range b.logons {
+		if r.ClOrdID == comp {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// harness is a Path over the broker's two regions plus an Initiator.
+type harness struct {
+	b      *broker
+	path   *pathdialer.Path
+	in     *fix.Initiator
+	sid    quickfix.SessionID
+	down   map[string]*atomic.Bool
+	events chan pathdialer.Event
+	recs   chan []pathdialer.Settlement
+}
+
+type harnessOpts struct {
+	begin     string
+	seq       fix.SequenceModel
+	fixProbe  bool
+	reconcile func(rec *fix.Reconciler) pathdialer.ReconcileFunc
+	settings  func(*quickfix.SessionSettings)
+	tls       bool
+}
+
+func newHarness(t *testing.T, ho harnessOpts) *harness {
+	t.Helper()
+	if ho.begin == "" {
+		ho.begin = "FIX.4.4"
+	}
+	if ho.seq == fix.SequenceUnset {
+		ho.seq = fix.SequenceContinue
+	}
+	comp := uniq("CLIENT")
+	var serverTLS, clientTLS *tls.Config
+	if ho.tls {
+		serverTLS, clientTLS = testTLS(t)
+	}
+	b := newBrokerTLS(t, map[string]string{comp: ho.begin}, serverTLS, clientTLS)
+	h := &harness{b: b, down: map[string]*atomic.Bool{"eu": {}, "us": {}},
+		events: make(chan pathdialer.Event, 4096), recs: make(chan []pathdialer.Settlement, 16),
+		sid: quickfix.SessionID{BeginString: ho.begin, SenderCompID: comp, TargetCompID: "BROKER"}}
+	rec, err := fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pathdialer.DefaultConfig()
+	cfg.Endpoints = []pathdialer.Endpoint{
+		{Name: "eu", Region: "eu-west", Priority: 0, Primary: true, Services: map[string]string{"fix": b.relays["eu"].Addr()}},
+		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"fix": b.relays["us"].Addr()}},
+	}
+	if ho.fixProbe {
+		probe, err := fix.Probe(fix.ProbeOptions{SessionID: b.probes["eu"], PerEndpoint: map[string]quickfix.SessionID{"us": b.probes["us"]}, TLSConfig: clientTLS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Probe = probe
+		cfg.ProbeInterval, cfg.ProbeTimeout = 60*time.Millisecond, 40*time.Millisecond
+	} else {
+		cfg.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
+			if h.down[ep.Name].Load() {
+				return errors.New("probe: region unreachable")
+			}
+			return nil
+		}
+		cfg.ProbeInterval, cfg.ProbeTimeout = 20*time.Millisecond, 10*time.Millisecond
+	}
+	cfg.ProbeJitter = 0
+	cfg.Engine.FailureThreshold = 2
+	cfg.Engine.MaxHealthAge = time.Second
+	cfg.Engine.Cooldown = time.Hour
+	cfg.InflightGrace = 50 * time.Millisecond
+	cfg.ReconcileTimeout = 5 * time.Second
+	cfg.Fencer = pathdialer.LocalFenceOnly
+	rf := pathdialer.ReconcileFunc(rec.Reconcile)
+	if ho.reconcile != nil {
+		rf = ho.reconcile(rec)
+	}
+	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+		s, err := rf(ctx, r)
+		if err == nil {
+			h.recs <- s
+		}
+		return s, err
+	}
+	cfg.OnEvent = func(e pathdialer.Event) {
+		select {
+		case h.events <- e:
+		default:
+		}
+	}
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	h.path = p
+
+	st := quickfix.NewSettings()
+	s := quickfix.NewSessionSettings()
+	s.Set("BeginString", ho.begin)
+	s.Set("SenderCompID", comp)
+	s.Set("TargetCompID", "BROKER")
+	s.Set("HeartBtInt", "30")
+	if ho.settings != nil {
+		ho.settings(s)
+	}
+	if _, err := st.AddSession(s); err != nil {
+		t.Fatal(err)
+	}
+	in, err := fix.NewInitiator(quickfix.Application(nopApp{}), quickfix.NewMemoryStoreFactory(), st, logFactory(), p,
+		fix.Options{Sequence: ho.seq, Reconciler: rec, StopGrace: 200 * time.Millisecond, TLSConfig: clientTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close() }) // runs before the path and broker close
+	h.in = in
+	h.waitLogon(t, "eu", 5*time.Second)
+	return h
+}
+
+func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := h.in.WaitLoggedOn(ctx, h.sid, endpoint); err != nil {
+		t.Fatalf("no logon on %s: %v", endpoint, err)
+	}
+}
+
+// waitEvent waits (bounded) for an event of kind.
+func (h *harness) waitEvent(t *testing.T, kind pathdialer.EventKind) pathdialer.Event {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-h.events:
+			if e.Kind == kind {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no %v event within 10s; snapshot: %+v", kind, h.path.Snapshot())
+		}
+	}
+}
+
+// eventually polls cond every 5 ms for up to d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+}
+
+// order builds a raw NewOrderSingle.
+func order(clOrdID, symbol string) *quickfix.Message {
+	m := quickfix.NewMessage()
+	m.Header.SetString(35, "D")
+	m.Body.SetString(11, clOrdID)
+	m.Body.SetString(21, "1")
+	m.Body.SetString(55, symbol)
+	m.Body.SetString(54, "1")
+	m.Body.SetString(60, time.Now().UTC().Format("20060102-15:04:05.000"))
+	m.Body.SetString(38, "100")
+	m.Body.SetString(40, "1")
+	return m
+}
+
+// typedOrder builds a typed FIX 4.4 NewOrderSingle (quickfixgo/fix44).
+func typedOrder(clOrdID, symbol string) newordersingle.NewOrderSingle {
+	m := newordersingle.New(field.NewClOrdID(clOrdID), field.NewSide(enum.Side_BUY),
+		field.NewTransactTime(time.Now()), field.NewOrdType(enum.OrdType_MARKET))
+	m.SetSymbol(symbol)
+	m.SetOrderQty(decimal.NewFromInt(100), 0)
+	return m
+}
+
+type nopApp struct{}
+
+func (nopApp) OnCreate(quickfix.SessionID)                       {}
+func (nopApp) OnLogon(quickfix.SessionID)                        {}
+func (nopApp) OnLogout(quickfix.SessionID)                       {}
+func (nopApp) ToAdmin(*quickfix.Message, quickfix.SessionID)     {}
+func (nopApp) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+func (nopApp) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+	return nil
+}
+func (nopApp) FromApp(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError { return nil }
+
+// testTLS returns a server configuration with a fresh self-signed certificate
+// for 127.0.0.1 and a client configuration that trusts only it.
+func testTLS(t *testing.T) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "simulated broker"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+	client = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return server, client
+}
+
+func logFactory() quickfix.LogFactory {
+	if os.Getenv("FIX_TEST_LOG") != "" {
+		return screen.NewLogFactory()
+	}
+	return quickfix.NewNullLogFactory()
+}
+
+// waitReconcile waits (bounded) for a successful reconcile and returns its
+// settlements; on timeout it reports the Path's recent events.
+func (h *harness) waitReconcile(t *testing.T) []pathdialer.Settlement {
+	t.Helper()
+	select {
+	case s := <-h.recs:
+		return s
+	case <-time.After(10 * time.Second):
+		for _, e := range h.path.Snapshot().Events {
+			t.Log(e.String())
+		}
+		t.Fatal("no successful reconcile within 10s")
+		return nil
+	}
+}

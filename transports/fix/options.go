@@ -1,0 +1,208 @@
+package fix
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// SequenceModel says how FIX sequence numbers behave when the path moves to
+// another endpoint. There is no default: the broker's model must be chosen.
+type SequenceModel int
+
+const (
+	// SequenceUnset is the zero value; NewInitiator refuses it.
+	SequenceUnset SequenceModel = iota
+	// SequenceContinue is for a broker that keeps ONE session, with one pair of
+	// sequence numbers, across its regions: the initiator logs on to the new
+	// region with the numbers it had, and gaps are repaired by ResendRequest.
+	// Messages the new region missed are recovered (execution reports come back
+	// as PossDup), but orders are never resent: they are gap-filled and
+	// reconciled (see the package documentation).
+	SequenceContinue
+	// SequenceResetOnSwitch is for a broker whose regions are separate
+	// sessions: the first logon on an endpoint other than the one last logged
+	// on carries ResetSeqNumFlag=Y and both sides start again at 1. Nothing is
+	// recovered by resend across regions (not even execution reports), so
+	// reconcile is the only way to learn what happened in the old region.
+	// Reconnects to the same endpoint keep their numbers.
+	SequenceResetOnSwitch
+)
+
+// String returns the model's name.
+func (m SequenceModel) String() string {
+	switch m {
+	case SequenceContinue:
+		return "continue"
+	case SequenceResetOnSwitch:
+		return "reset-on-switch"
+	default:
+		return "unset"
+	}
+}
+
+// Options configures an Initiator.
+type Options struct {
+	// Sequence is required: the broker's sequence-number model.
+	Sequence SequenceModel
+	// Service is the endpoint service whose address sessions connect to;
+	// default pathdialer.ServiceFIX ("fix").
+	Service string
+	// TLSConfig, when set, makes the relay speak TLS to the endpoint, verifying
+	// the endpoint's own host name (ServerName is set per endpoint).
+	// InsecureSkipVerify is refused. The quickfix Socket* TLS settings are
+	// refused: TLS is configured here.
+	TLSConfig *tls.Config
+	// ReconnectInterval is written into every session's settings: how soon
+	// quickfix reconnects after a connection ends. Default 100 ms, at most 5 s.
+	ReconnectInterval time.Duration
+	// DialTimeout bounds the relay's dial (and TLS handshake) to the endpoint.
+	// Default 5 s.
+	DialTimeout time.Duration
+	// StopGrace is how long Close lets quickfix log out politely before the
+	// relay cuts the connections. Default 1 s.
+	StopGrace time.Duration
+	// Reconciler, when set, is bound to the Initiator so it can send status
+	// requests and receive their answers (create it before the Path, because
+	// the Path's Config needs its Reconcile func).
+	Reconciler *Reconciler
+	// AllowUngatedOrders lets orders sent directly with quickfix.SendToTarget
+	// (not through SendOrder) leave the process. Default false: such orders are
+	// refused by ToApp (quickfix returns ErrDoNotSend to the caller), so no order
+	// bypasses the submission gate.
+	AllowUngatedOrders bool
+	// OnRefusedResend, optional, is called (outside locks, on quickfix's
+	// session goroutine: keep it short) for every order gap-filled instead of
+	// resent.
+	OnRefusedResend func(sessionID quickfix.SessionID, clOrdID, msgType string)
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// forbiddenSettings are quickfix settings that cannot work through the relay.
+var forbiddenSettings = []struct{ key, why string }{
+	{config.SocketUseSSL, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketPrivateKeyFile, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketCertificateFile, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketCAFile, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketPrivateKeyBytes, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketCertificateBytes, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketCABytes, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketInsecureSkipVerify, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.SocketServerName, "TLS is done by the relay, with each endpoint's host name"},
+	{config.SocketMinimumTLSVersion, "TLS is done by the relay: set Options.TLSConfig"},
+	{config.ProxyType, "the path dials the broker: plug a SOCKS dialer into pathdialer.Config.Dial"},
+}
+
+// resetSettings must not be Y: sequence resets are governed by Options.Sequence.
+var resetSettings = []string{config.ResetOnLogon, config.ResetOnLogout, config.ResetOnDisconnect}
+
+func (o *Options) validate() error {
+	switch o.Sequence {
+	case SequenceContinue, SequenceResetOnSwitch:
+	default:
+		return fmt.Errorf("%w: Options.Sequence must be chosen: SequenceContinue (one session across regions) or SequenceResetOnSwitch (a session per region)", ErrInvalidOptions)
+	}
+	if o.Service == "" {
+		o.Service = pathdialer.ServiceFIX
+	}
+	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
+		return fmt.Errorf("%w: TLSConfig.InsecureSkipVerify is refused: an order path must verify the broker", ErrInvalidOptions)
+	}
+	if o.ReconnectInterval < 0 || o.DialTimeout < 0 || o.StopGrace < 0 {
+		return fmt.Errorf("%w: negative duration", ErrInvalidOptions)
+	}
+	if o.ReconnectInterval == 0 {
+		o.ReconnectInterval = 100 * time.Millisecond
+	}
+	if o.ReconnectInterval > 5*time.Second {
+		return fmt.Errorf("%w: ReconnectInterval %v is above 5s: the session would lag the path", ErrInvalidOptions, o.ReconnectInterval)
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.StopGrace == 0 {
+		o.StopGrace = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// checkEndpoints refuses a path whose endpoints cannot all serve the service.
+func checkEndpoints(path *pathdialer.Path, service string) error {
+	for _, ep := range path.Endpoints() {
+		if _, err := ep.HostPort(service); err != nil {
+			return fmt.Errorf("%w: endpoint %q has no usable %q address: %w", ErrInvalidOptions, ep.Name, service, err)
+		}
+	}
+	return nil
+}
+
+// rewriteSettings returns new settings in which every session of user connects
+// to its relay (addrs, by session ID), with Options.ReconnectInterval. The
+// user's settings are not modified.
+func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.SessionID) (string, error)) (*quickfix.Settings, error) {
+	if user == nil {
+		return nil, fmt.Errorf("%w: settings are nil", ErrInvalidOptions)
+	}
+	all := user.SessionSettings() // fresh merged clones: ours to modify
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%w: settings define no session", ErrInvalidOptions)
+	}
+	out := quickfix.NewSettings()
+	for sid, s := range all {
+		for _, f := range forbiddenSettings {
+			if s.HasSetting(f.key) {
+				return nil, fmt.Errorf("%w: session %v sets %s: %s", ErrInvalidOptions, sid, f.key, f.why)
+			}
+		}
+		for _, k := range resetSettings {
+			if s.HasSetting(k) {
+				if v, err := s.BoolSetting(k); err != nil || v {
+					return nil, fmt.Errorf("%w: session %v sets %s=Y: sequence resets are governed by Options.Sequence", ErrInvalidOptions, sid, k)
+				}
+			}
+		}
+		switch sid.BeginString {
+		case quickfix.BeginStringFIX42, quickfix.BeginStringFIX43, quickfix.BeginStringFIX44:
+		default:
+			return nil, fmt.Errorf("%w: session %v: BeginString %s is not supported (FIX.4.2 to FIX.4.4)", ErrInvalidOptions, sid, sid.BeginString)
+		}
+		addr, err := listen(sid)
+		if err != nil {
+			return nil, err
+		}
+		host, port := splitHostPort(addr)
+		s.Set(config.SocketConnectHost, host)
+		s.Set(config.SocketConnectPort, port)
+		// quickfix cannot delete a setting: point every numbered address at the
+		// relay too, so its round-robin stays on it.
+		for i := 1; s.HasSetting(config.SocketConnectHost+strconv.Itoa(i)) || s.HasSetting(config.SocketConnectPort+strconv.Itoa(i)); i++ {
+			s.Set(config.SocketConnectHost+strconv.Itoa(i), host)
+			s.Set(config.SocketConnectPort+strconv.Itoa(i), port)
+		}
+		s.Set(config.ReconnectInterval, o.ReconnectInterval.String())
+		if _, err := out.AddSession(s); err != nil {
+			return nil, fmt.Errorf("%w: session %v: %w", ErrInvalidOptions, sid, err)
+		}
+	}
+	return out, nil
+}
+
+func splitHostPort(addr string) (string, string) {
+	for i := len(addr) - 1; i >= 0; i-- {
+		if addr[i] == ':' {
+			return addr[:i], addr[i+1:]
+		}
+	}
+	return addr, ""
+}

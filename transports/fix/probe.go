@@ -1,0 +1,179 @@
+package fix
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// ProbeOptions configures Probe.
+type ProbeOptions struct {
+	// SessionID is the probe's session (BeginString, SenderCompID,
+	// TargetCompID). Required. Use a session of its own that the broker accepts
+	// (a test or drop-copy session): logging on with the trading session's IDs
+	// would knock the trading session off.
+	SessionID quickfix.SessionID
+	// PerEndpoint overrides SessionID for named endpoints (brokers that give a
+	// probe session per region).
+	PerEndpoint map[string]quickfix.SessionID
+	// Service is the endpoint service probed; default "fix".
+	Service string
+	// TLSConfig, when set, makes the probe speak TLS with the endpoint's host
+	// name. InsecureSkipVerify is refused.
+	TLSConfig *tls.Config
+	// Logon, optional, adds fields to the probe's Logon (Username 553,
+	// Password 554, ...). Never logged.
+	Logon func(logon *quickfix.Message)
+	// Dial opens the probe's TCP connection; nil means a net.Dialer. Probes do
+	// not use the Path's tracked dial: they must reach fenced endpoints too.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Probe returns a pathdialer.ProbeFunc that proves an endpoint accepts a FIX
+// logon: it connects (TLS when configured), sends a Logon with
+// ResetSeqNumFlag=Y and MsgSeqNum 1 for the probe session, and succeeds only
+// when a Logon comes back before ctx ends; then it logs out and closes. A TCP
+// connect alone proves nothing (a load balancer or a blackholed region accepts
+// connections happily); a Logout, Reject or silence is a failure.
+func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
+	check := func(sid quickfix.SessionID) error {
+		if sid.BeginString == "" || sid.SenderCompID == "" || sid.TargetCompID == "" {
+			return fmt.Errorf("%w: probe SessionID needs BeginString, SenderCompID and TargetCompID", ErrInvalidOptions)
+		}
+		return nil
+	}
+	if err := check(opts.SessionID); err != nil {
+		return nil, err
+	}
+	for _, sid := range opts.PerEndpoint {
+		if err := check(sid); err != nil {
+			return nil, err
+		}
+	}
+	if opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
+		return nil, fmt.Errorf("%w: ProbeOptions.TLSConfig.InsecureSkipVerify is refused", ErrInvalidOptions)
+	}
+	if opts.Service == "" {
+		opts.Service = pathdialer.ServiceFIX
+	}
+	if opts.Dial == nil {
+		d := &net.Dialer{}
+		opts.Dial = d.DialContext
+	}
+	return func(ctx context.Context, ep pathdialer.Endpoint) error {
+		sid := opts.SessionID
+		if s, ok := opts.PerEndpoint[ep.Name]; ok {
+			sid = s
+		}
+		hp, err := ep.HostPort(opts.Service)
+		if err != nil {
+			return fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
+		}
+		raw, err := opts.Dial(ctx, "tcp", hp)
+		if err != nil {
+			return fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
+		}
+		defer func() { _ = raw.Close() }()
+		if dl, ok := ctx.Deadline(); ok {
+			_ = raw.SetDeadline(dl)
+		}
+		stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
+		defer stop()
+		conn := raw
+		if opts.TLSConfig != nil {
+			cfg := opts.TLSConfig.Clone()
+			if cfg.ServerName == "" {
+				cfg.ServerName, _, _ = net.SplitHostPort(hp)
+			}
+			tc := tls.Client(conn, cfg)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				return fmt.Errorf("fix probe: endpoint %q: TLS: %w", ep.Name, err)
+			}
+			conn = tc
+		}
+		logon := adminMessage(sid, msgTypeLogon, 1)
+		logon.Body.SetString(98, "0") // EncryptMethod
+		logon.Body.SetInt(108, 30)    // HeartBtInt
+		logon.Body.SetBool(tagResetSeqNumFlag, true)
+		if opts.Logon != nil {
+			opts.Logon(logon)
+		}
+		if _, err := conn.Write([]byte(logon.String())); err != nil {
+			return fmt.Errorf("fix probe: endpoint %q: sending logon: %w", ep.Name, probeErr(ctx, err))
+		}
+		reply, err := readFIX(bufio.NewReader(conn))
+		if err != nil {
+			return fmt.Errorf("fix probe: endpoint %q: no logon answer: %w", ep.Name, probeErr(ctx, err))
+		}
+		m := quickfix.NewMessage()
+		if err := quickfix.ParseMessage(m, bytes.NewBuffer(reply)); err != nil {
+			return fmt.Errorf("fix probe: endpoint %q: unparsable answer: %w", ep.Name, err)
+		}
+		mt, _ := m.Header.GetString(tagMsgType)
+		if mt != msgTypeLogon {
+			text, _ := m.Body.GetString(tagText)
+			return fmt.Errorf("fix probe: endpoint %q answered MsgType %s to the logon (%s)", ep.Name, mt, text)
+		}
+		_, _ = conn.Write([]byte(adminMessage(sid, "5", 2).String())) // Logout, best effort
+		return nil
+	}, nil
+}
+
+func probeErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+func adminMessage(sid quickfix.SessionID, msgType string, seq int) *quickfix.Message {
+	m := quickfix.NewMessage()
+	m.Header.SetString(8, sid.BeginString)
+	m.Header.SetString(tagMsgType, msgType)
+	m.Header.SetString(49, sid.SenderCompID)
+	m.Header.SetString(56, sid.TargetCompID)
+	m.Header.SetInt(34, seq)
+	m.Header.SetString(52, time.Now().UTC().Format("20060102-15:04:05.000"))
+	return m
+}
+
+var errBadFrame = errors.New("malformed FIX frame")
+
+// readFIX reads one FIX message: 8=...|9=len|...|10=nnn|.
+func readFIX(r *bufio.Reader) ([]byte, error) {
+	begin, err := r.ReadBytes(0x01)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(begin, []byte("8=")) {
+		return nil, errBadFrame
+	}
+	lenField, err := r.ReadBytes(0x01)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.HasPrefix(lenField, []byte("9=")) {
+		return nil, errBadFrame
+	}
+	n, err := strconv.Atoi(string(lenField[2 : len(lenField)-1]))
+	if err != nil || n < 0 || n > 1<<20 {
+		return nil, errBadFrame
+	}
+	rest := make([]byte, n+7) // body plus "10=nnn\x01"
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return nil, err
+	}
+	out := append(append(begin, lenField...), rest...)
+	return out, nil
+}
