@@ -305,6 +305,14 @@ type Config struct {
 	// in flight on the old path to finish before handing them to reconciliation
 	// as in flight. >= 0.
 	InflightGrace time.Duration
+	// SettleUnknown: an order that finished with an unknown outcome while no
+	// switch is under way is handed to the Reconciler this long after it
+	// finished (with others that joined meanwhile; Reason "settle unknown
+	// outcomes", From = To = the active endpoint). Submissions are not held for
+	// it: those orders are already out, and new orders are other orders. A
+	// failure is retried with ReconcileBackoff and never halts. 0 turns it off:
+	// unknown orders then wait for the next switch or resume. >= 0.
+	SettleUnknown time.Duration
 	// Dial opens every tracked connection (the raw TCP connection; TLS is the
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
 	// Plug a SOCKS or interface-bound dialer here.
@@ -334,6 +342,7 @@ func DefaultConfig() Config {
 		ReconcileBackoff:  Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
 		ReconcileAttempts: 5,
 		InflightGrace:     time.Second,
+		SettleUnknown:     time.Second,
 	}
 }
 
@@ -370,6 +379,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ReconcileAttempts is %d, must be >= 1", ErrInvalidConfig, c.ReconcileAttempts)
 	case c.InflightGrace < 0:
 		return fmt.Errorf("%w: InflightGrace is %v, must be >= 0", ErrInvalidConfig, c.InflightGrace)
+	case c.SettleUnknown < 0:
+		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
 	}
 	if err := c.FenceBackoff.validate("FenceBackoff"); err != nil {
 		return err

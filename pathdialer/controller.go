@@ -45,6 +45,11 @@ type controller struct {
 	// noFailbackUntil: after a failback abandoned because its fence kept
 	// failing, failback is not tried again before this (one Cooldown later).
 	noFailbackUntil time.Time
+	// settle: unknown-outcome tickets taken by a settle reconcile that failed,
+	// retried at settleRetryAt (or carried into the next switch's reconcile).
+	settle        []TicketInfo
+	settleAttempt int
+	settleRetryAt time.Time
 }
 
 func (p *Path) control(ctx context.Context) {
@@ -139,6 +144,55 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		return
 	}
 	c.onFailover(ctx, d)
+	c.maybeSettle(ctx)
+}
+
+// maybeSettle hands unknown-outcome orders to the Reconciler while flow is open
+// on the active endpoint (Config.SettleUnknown), without holding submissions.
+func (c *controller) maybeSettle(ctx context.Context) {
+	p := c.p
+	if p.cfg.SettleUnknown <= 0 || c.phase != phaseNormal || ctx.Err() != nil {
+		return
+	}
+	if v := p.gate.Load(); v.state != GateOpen {
+		return
+	}
+	now := time.Now()
+	if len(c.settle) == 0 {
+		oldest := p.oldestUnknown()
+		if oldest.IsZero() || now.Sub(oldest) < p.cfg.SettleUnknown {
+			return
+		}
+	} else if now.Before(c.settleRetryAt) {
+		return
+	}
+	a := p.active.Load()
+	tickets := append(slices.Clone(c.settle), p.takeUnknown()...)
+	c.settle = nil
+	c.settleAttempt++
+	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: "settle unknown outcomes", Tickets: tickets, Attempt: c.settleAttempt}
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason})
+	start := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
+	var settled []Settlement
+	err := callHook(rctx, func(ctx context.Context) error {
+		var err error
+		settled, err = p.cfg.Reconciler(ctx, r)
+		return err
+	})
+	cancel()
+	if ctx.Err() != nil {
+		c.settle = tickets
+		return
+	}
+	if err != nil {
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled, Cause: r.Reason})
+		c.settle = tickets
+		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
+		return
+	}
+	c.settleAttempt = 0
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
 }
 
 func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
@@ -383,7 +437,9 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 	if ctx.Err() != nil {
 		return // closing: the tickets stay where they are
 	}
-	tickets := append(c.carry, p.takeTickets()...)
+	// Orders a failed settle reconcile still holds join this reconcile.
+	tickets := append(append(c.carry, c.settle...), p.takeTickets()...)
+	c.settle, c.settleAttempt = nil, 0
 	c.carry = nil
 	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
 	c.attemptReconcile(ctx)

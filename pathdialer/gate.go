@@ -92,10 +92,11 @@ type Ticket struct {
 	// Generation is the generation the ticket was granted under.
 	Generation uint64
 
-	p     *Path
-	shard *ticketShard
-	state atomic.Int32
-	cause error
+	p         *Path
+	shard     *ticketShard
+	state     atomic.Int32
+	cause     error
+	unknownAt time.Time
 }
 
 // TicketInfo is a ticket as handed to reconciliation.
@@ -134,6 +135,7 @@ func (t *Ticket) Unknown(cause error) {
 	}
 	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketUnknown)) {
 		t.cause = cause
+		t.unknownAt = time.Now()
 		t.shard.remove(t)
 		t.p.addUnknown(t)
 		t.p.inflightFinished()
@@ -286,15 +288,32 @@ func (p *Path) takeTickets() []TicketInfo {
 		}
 		s.mu.Unlock()
 	}
+	return append(out, p.takeUnknown()...)
+}
+
+// takeUnknown hands every unknown-outcome ticket to reconciliation.
+func (p *Path) takeUnknown() []TicketInfo {
 	p.unknownMu.Lock()
 	unknown := p.unknown
 	p.unknown = nil
 	p.unknownMu.Unlock()
+	out := make([]TicketInfo, 0, len(unknown))
 	for _, t := range unknown {
 		t.state.Store(int32(TicketHanded))
 		out = append(out, t.info(TicketUnknown))
 	}
 	return out
+}
+
+// oldestUnknown returns when the oldest pending unknown-outcome ticket finished
+// (zero when there is none).
+func (p *Path) oldestUnknown() time.Time {
+	p.unknownMu.Lock()
+	defer p.unknownMu.Unlock()
+	if len(p.unknown) == 0 {
+		return time.Time{}
+	}
+	return p.unknown[0].unknownAt
 }
 
 // Unknown returns the orders finished with an unknown outcome that no

@@ -274,6 +274,9 @@ func baseConfig() pathdialer.Config {
 	cfg.ProbeTimeout = 500 * time.Millisecond
 	cfg.ProbeJitter = 0
 	cfg.InflightGrace = time.Second
+	// Scenario tests follow unknown orders into the next switch's reconcile;
+	// TestSettleUnknownWithoutSwitch turns background settling on.
+	cfg.SettleUnknown = 0
 	return cfg
 }
 

@@ -954,3 +954,54 @@ func TestFailbackFenceFailuresAbandonFailbackWithoutHalting(t *testing.T) {
 		}
 	})
 }
+
+// An order with an unknown outcome on a healthy path is settled in the
+// background, SettleUnknown after it finished, without holding submissions; a
+// failing settle is retried and never halts; a later switch takes whatever is
+// still unsettled.
+func TestSettleUnknownWithoutSwitch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.SettleUnknown = 2 * time.Second })
+		defer h.close()
+		h.hooks.setRecFails(1)
+		h.start()
+		tk := mustAcquire(t, h.p, "o-5xx")
+		tk.Unknown(errors.New("HTTP 503"))
+		fail := h.await(pathdialer.EventReconcileFailure, nil)
+		if fail.Cause != "settle unknown outcomes" {
+			t.Errorf("failure event = %v", fail)
+		}
+		ok := h.await(pathdialer.EventReconcileSuccess, nil)
+		if ok.From != "eu" || ok.To != "eu" || ok.Generation != 0 {
+			t.Errorf("settle = %v", ok)
+		}
+		if since := ok.Time.Sub(fail.Time); since < 100*time.Millisecond {
+			t.Errorf("retry came %v after the failure, want the ReconcileBackoff", since)
+		}
+		recs := h.hooks.reconciliations()
+		if len(recs) != 2 || recs[1].Reason != "settle unknown outcomes" || !slices.Equal(orderIDs(recs[1].Tickets), []string{"o-5xx"}) {
+			t.Fatalf("reconciliations = %+v", recs)
+		}
+		if first := recs[0]; first.Tickets[0].State != pathdialer.TicketUnknown {
+			t.Errorf("ticket state %v", first.Tickets[0].State)
+		}
+		evs := h.rec.all()
+		for _, k := range []pathdialer.EventKind{pathdialer.EventHold, pathdialer.EventHalt} {
+			if n := countKind(evs, k); n != 0 {
+				t.Errorf("settling unknown orders produced %d %v events:\n%s", n, k, timeline(evs))
+			}
+		}
+		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
+			t.Errorf("gate %v", st)
+		}
+		if u := h.p.Unknown(); len(u) != 0 {
+			t.Errorf("still unknown: %+v", u)
+		}
+		// Not settled twice.
+		<-time.After(10 * time.Second)
+		synctest.Wait()
+		if n := len(h.hooks.reconciliations()); n != 2 {
+			t.Errorf("%d reconciliations after the settle, want 2", n)
+		}
+	})
+}

@@ -244,10 +244,11 @@ func breakerRank(s gobreaker.State) int {
 }
 
 func (m *Metrics) collectREST(ch chan<- prometheus.Metric, path *pathdialer.Path, rests []RESTSource) {
-	var reads, readFail, breakerRej, subs, acked, unknown, notSent, halted float64
+	var reads, readOK, readFail, breakerRej, subs, acked, unknown, notSent, halted float64
 	for _, t := range rests {
 		st := t.Stats()
 		reads += float64(st.Reads.Load())
+		readOK += float64(st.ReadSuccesses.Load())
 		readFail += float64(st.ReadFailures.Load())
 		breakerRej += float64(st.BreakerRejections.Load())
 		subs += float64(st.Submissions.Load())
@@ -261,6 +262,7 @@ func (m *Metrics) collectREST(ch chan<- prometheus.Metric, path *pathdialer.Path
 	}
 	c(m.d.restRequests, reads, "read")
 	c(m.d.restRequests, subs, "submission")
+	c(m.d.restOutcomes, readOK, "read", "success")
 	c(m.d.restOutcomes, readFail, "read", "failure")
 	c(m.d.restOutcomes, breakerRej, "read", "breaker_open")
 	c(m.d.restOutcomes, acked, "submission", "acknowledged")

@@ -76,9 +76,12 @@ type endpointClient struct {
 
 // Stats counts requests by kind and outcome.
 type Stats struct {
-	Reads, ReadFailures, BreakerRejections      atomic.Uint64
-	Submissions, Acknowledged, Unknown, NotSent atomic.Uint64
-	Halted                                      atomic.Uint64
+	// Reads counts reads sent or refused; each ends as a success (a response
+	// below 500), a failure (a transport error or 5xx) or a breaker rejection.
+	Reads, ReadSuccesses, ReadFailures, BreakerRejections atomic.Uint64
+	// Submissions counts orders; each ends acknowledged (the broker answered
+	// below 500), unknown, not sent, or refused while halted.
+	Submissions, Acknowledged, Unknown, NotSent, Halted atomic.Uint64
 }
 
 // NewTransport returns a RoundTripper that routes every request over path. It
@@ -273,6 +276,7 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("rest: read on endpoint %q: %w", ec.name, err)
 	}
 	t.path.Report(ec.name, gen, nil, lat)
+	t.stats.ReadSuccesses.Add(1)
 	return resp, nil
 }
 
