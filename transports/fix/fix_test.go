@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/fix"
@@ -325,4 +327,31 @@ func TestTLSFailover(t *testing.T) {
 	if r := h.b.received("tls-2"); r[0].Region != "us" {
 		t.Fatalf("tls-2 in %q", r[0].Region)
 	}
+}
+
+// A connection the broker side resets is a passive signal against the endpoint
+// (the probe alone would not have seen it).
+func TestLostUpstreamIsReportedToThePath(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.waitLogon(t, "eu", 5*time.Second)
+	before, _ := h.path.Engine().Status("eu")
+	if before.ConsecutiveFailures != 0 {
+		t.Fatalf("failures before the reset: %d", before.ConsecutiveFailures)
+	}
+	if err := h.b.relays["eu"].SetFault(faultnet.Reset()); err != nil {
+		t.Fatal(err)
+	}
+	// One failure below the threshold of 2: eu goes DEGRADED (the next probe
+	// success brings it back), with the relay's error as the cause.
+	for {
+		e := h.waitEvent(t, pathdialer.EventStateChange)
+		if e.Endpoint == "eu" && e.State == engine.Degraded {
+			if e.Err == nil || !strings.Contains(e.Err.Error(), `connection to "eu" lost`) {
+				t.Fatalf("DEGRADED for another reason: %v", e.Err)
+			}
+			break
+		}
+	}
+	// quickfix reconnects through the relay and logs on again on the same region.
+	h.waitLogon(t, "eu", 5*time.Second)
 }

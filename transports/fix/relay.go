@@ -144,6 +144,12 @@ func (r *relay) handle(sp *splice) {
 	up, pc, err := r.dialUp()
 	if err != nil {
 		r.log.Info("fix relay: no upstream, closing the session's connection", "err", err)
+		// A failed dial is a passive signal against the endpoint it was for
+		// (the Path drops it if that endpoint is fenced or the generation moved).
+		if r.ctx.Err() == nil && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
+			ep, gen := r.path.Active()
+			r.path.Report(ep.Name, gen, err, 0)
+		}
 		return
 	}
 	r.mu.Lock()
@@ -156,11 +162,21 @@ func (r *relay) handle(sp *splice) {
 	r.mu.Unlock()
 	r.log.Debug("fix relay: spliced", "endpoint", sp.endpoint, "generation", sp.gen)
 	done := make(chan struct{}, 2)
+	upErr := make(chan error, 1)
 	go func() { _, _ = io.Copy(up, sp.down); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(sp.down, up); done <- struct{}{} }()
+	go func() {
+		_, err := io.Copy(sp.down, up)
+		upErr <- err
+		done <- struct{}{}
+	}()
 	<-done
 	sp.close() // either side ending (the fence closing upstream) ends both
 	<-done
+	// The broker side failing (a reset, a timeout; not a clean EOF, and not our
+	// own close or fence, which the Path drops) is a passive signal.
+	if err := <-upErr; err != nil && r.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+		r.path.Report(sp.endpoint, sp.gen, fmt.Errorf("fix: connection to %q lost: %w", sp.endpoint, err), 0)
+	}
 }
 
 // current returns the endpoint of the newest established connection.
