@@ -169,12 +169,34 @@ func peekBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	b, err := io.ReadAll(r.Body)
+	if gb, ok := r.Body.(*guardedBody); ok { // already read by an earlier extractor
+		return gb.b, nil
+	}
+	var b []byte
+	var err error
+	if n := r.ContentLength; n > 0 && n < 1<<20 {
+		b = make([]byte, n)
+		_, err = io.ReadFull(r.Body, b)
+	} else {
+		b, err = io.ReadAll(r.Body)
+	}
 	_ = r.Body.Close()
 	if err != nil {
 		return nil, fmt.Errorf("rest: reading the submission body to find its order ID: %w", err)
 	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
+	gb := &guardedBody{b: b}
+	gb.r.Reset(b)
+	r.Body = gb
 	r.GetBody = nil
 	return b, nil
 }
+
+// guardedBody is a submission body read into memory. Its type is neither nil nor
+// http.NoBody and the request's GetBody is nil, so net/http can never replay it.
+type guardedBody struct {
+	b []byte
+	r bytes.Reader
+}
+
+func (g *guardedBody) Read(p []byte) (int, error) { return g.r.Read(p) }
+func (g *guardedBody) Close() error               { return nil }

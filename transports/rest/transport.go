@@ -223,21 +223,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // route returns a shallow copy of req aimed at the endpoint. The application may
 // have written any endpoint's URL (its base path is then stripped) or a logical host.
 func (t *Transport) route(req *http.Request, ec *endpointClient) *http.Request {
-	p := req.URL.Path
-	if src, ok := t.hostToEP[strings.ToLower(req.URL.Host)]; ok && src.base.Path != "" {
+	r2 := new(http.Request)
+	*r2 = *req
+	t.aim(r2, ec)
+	return r2
+}
+
+// aim points r (the transport's own copy) at the endpoint.
+func (t *Transport) aim(r *http.Request, ec *endpointClient) {
+	p := r.URL.Path
+	if src, ok := t.hostToEP[strings.ToLower(r.URL.Host)]; ok && src.base.Path != "" {
 		p = strings.TrimPrefix(p, src.base.Path)
 	}
-	u := *req.URL
+	u := *r.URL
 	u.Scheme = ec.base.Scheme
 	u.Host = ec.base.Host
 	u.User = nil
 	u.Path = ec.base.Path + p
 	u.RawPath = ""
-	r2 := new(http.Request)
-	*r2 = *req
-	r2.URL = &u
-	r2.Host = ""
-	return r2
+	r.URL = &u
+	r.Host = ""
 }
 
 func (t *Transport) read(req *http.Request) (*http.Response, error) {
@@ -309,12 +314,15 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ec := t.eps[ticket.Endpoint]
-	r3 := t.route(r2, ec)
-	body := r3.Body
-	if body == nil {
-		body = http.NoBody
+	r3 := r2 // our own copy
+	t.aim(r3, ec)
+	if _, guarded := r3.Body.(*guardedBody); !guarded {
+		body := r3.Body
+		if body == nil {
+			body = http.NoBody
+		}
+		r3.Body = noReplayBody{body}
 	}
-	r3.Body = noReplayBody{body}
 	r3.GetBody = nil
 	start := time.Now()
 	resp, err := ec.t1.RoundTrip(r3)
