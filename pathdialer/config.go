@@ -313,6 +313,10 @@ type Config struct {
 	// failure is retried with ReconcileBackoff and never halts. 0 turns it off:
 	// unknown orders then wait for the next switch or resume. >= 0.
 	SettleUnknown time.Duration
+	// ExternalDecisions hands every switch to a coordinator (coord/etcd): the
+	// Path probes, reports and settles unknown outcomes, but switches, holds and
+	// halts only through Assign, Hold, Halt and Resume.
+	ExternalDecisions bool
 	// Dial opens every tracked connection (the raw TCP connection; TLS is the
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
 	// Plug a SOCKS or interface-bound dialer here.

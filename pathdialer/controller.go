@@ -50,7 +50,13 @@ type controller struct {
 	settle        []TicketInfo
 	settleAttempt int
 	settleRetryAt time.Time
+	// external decisions: the Assign being fenced, and the callers waiting for
+	// the next release.
+	assign  *extReq
+	waiters []chan error
 }
+
+var timeZero time.Time
 
 func (p *Path) control(ctx context.Context) {
 	defer close(p.ctlDone)
@@ -98,6 +104,8 @@ func (p *Path) control(ctx context.Context) {
 			c.step(ctx, false)
 		case <-retryC:
 			c.step(ctx, true)
+		case r := <-p.extCh:
+			c.onExternal(ctx, r)
 		}
 	}
 }
@@ -110,7 +118,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	}
 	switch c.phase {
 	case phaseFencing:
-		if !c.failback {
+		if !c.failback && !c.p.cfg.ExternalDecisions {
 			// While the fence is retried, the old endpoint may answer again:
 			// then the switch is no longer warranted.
 			if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome == engine.NoAction {
@@ -125,7 +133,9 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	case phaseReconciling:
 		// A reconcile in progress is abandoned if the new active path itself
 		// warrants failover; its tickets carry over to the next reconcile.
-		if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome != engine.NoAction {
+		if c.p.cfg.ExternalDecisions {
+			// The coordinator decides; keep reconciling.
+		} else if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome != engine.NoAction {
 			c.carry = append(c.carry, c.rec.Tickets...)
 			c.rec = nil
 			c.retryAt = time.Time{}
@@ -136,6 +146,10 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
 			c.attemptReconcile(ctx)
 		}
+		return
+	}
+	if c.p.cfg.ExternalDecisions {
+		c.maybeSettle(ctx)
 		return
 	}
 	d, err := c.p.eng.EvaluateFailover(false)
@@ -302,6 +316,7 @@ const (
 	haltNoTarget  = "no-target"
 	haltFence     = "fence"
 	haltReconcile = "reconcile"
+	haltExternal  = "coordinator"
 )
 
 // halt moves the gate to halted, or, when it is already halted for another
@@ -378,6 +393,10 @@ func (c *controller) attemptFence(ctx context.Context) {
 	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal
+	if c.assign != nil {
+		c.assigned(ctx)
+		return
+	}
 	var d engine.Decision
 	if c.failback {
 		d, err = p.eng.EvaluateFailback(true)
@@ -496,6 +515,10 @@ func (c *controller) release(ctx context.Context) {
 	c.retryAt = time.Time{}
 	c.lastFbOut = engine.NoAction
 	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: held})
+	for _, w := range c.waiters {
+		w <- nil
+	}
+	c.waiters = nil
 }
 
 // unfenceActive lifts the fence of the active endpoint, if it has one, and calls

@@ -43,6 +43,11 @@
 //  8. Close stops every goroutine the Path started, fails waiting Acquires with
 //     ErrClosed, and closes every tracked connection.
 //
+// With Config.ExternalDecisions a coordinator (coord/etcd: a quorum of observers
+// and one elected decider) makes the switches instead of this process; the Path
+// performs them through Assign (fence, switch under the coordinator's fencing
+// token, reconcile, release), Hold, Halt and Resume, with the same guarantees.
+//
 // The configuration has no silent defaults for what matters: Probe, Fencer (or
 // Engine.BrokerFences, or the explicit LocalFenceOnly) and Reconciler (or the
 // explicit NoReconcile) must be chosen.

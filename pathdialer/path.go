@@ -40,6 +40,8 @@ type Path struct {
 
 	obsMu     sync.Mutex // serialises observe+compare so state-change events are exact
 	trigger   chan struct{}
+	extCh     chan extReq
+	running   atomic.Bool // the controller goroutine was started
 	lastRound atomic.Pointer[time.Time] // when the last probe round completed
 
 	lifeMu   sync.Mutex // serialises Start and Close
@@ -71,6 +73,7 @@ func New(cfg Config) (*Path, error) {
 		dial:         cfg.Dial,
 		inflightWake: make(chan struct{}, 1),
 		trigger:      make(chan struct{}, 1),
+		extCh:        make(chan extReq),
 		ctlDone:      make(chan struct{}),
 		evDone:       make(chan struct{}),
 	}
@@ -203,6 +206,7 @@ func (p *Path) Start(ctx context.Context) error {
 	p.probeRound(ctx)
 	a := p.active.Load()
 	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	p.running.Store(true)
 	go p.control(runCtx)
 	return nil
 }

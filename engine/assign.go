@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Assign records a switch decided elsewhere — by a coordinator that runs its own
+// Manager on a quorum's view and hands out generations as fencing tokens — and
+// makes name the active endpoint under generation. It does not check health: the
+// coordinator already did. It refuses an unknown endpoint (ErrUnknownEndpoint)
+// and a generation that does not move forward (ErrStaleGeneration). Assigning the
+// active endpoint again with a higher generation only advances the generation
+// (no switch is recorded). A recorded switch counts towards cooldown and the flap
+// limiter like any other and appears in History with Outcome Switched.
+func (m *Manager) Assign(name string, generation uint64, note string) (Decision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Decision{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	if m.active == nil {
+		return Decision{}, ErrNoActiveEndpoint
+	}
+	if generation <= m.gen {
+		return Decision{}, fmt.Errorf("%w: generation %d is not after the current %d", ErrStaleGeneration, generation, m.gen)
+	}
+	now := m.clock.Now()
+	d := Decision{At: now, From: m.active.ep.Name, To: name}
+	if strings.TrimSpace(note) != "" {
+		d.Notes = []string{note}
+	}
+	if es == m.active {
+		m.gen = generation
+		d.Outcome = NoAction
+		d.To = ""
+		d.Generation = generation
+		return d, nil
+	}
+	m.switchLocked(es, now, &d)
+	m.gen = generation
+	d.Generation = generation
+	m.history[len(m.history)-1].Generation = generation
+	return d, nil
+}

@@ -1,0 +1,206 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// External decisions. With Config.ExternalDecisions a Path still probes every
+// endpoint (its engine keeps counting, Snapshot and EventProbe show the results, so
+// an observer can publish them) and still settles unknown outcomes, but it never
+// switches, halts or fails back on its own: a coordinator that decides for many
+// processes (see coord/etcd) drives it with Assign, Hold, Halt and Resume. The
+// guarantees do not change: every Assign to another endpoint fences the old one,
+// switches, reconciles, and only then releases flow; tickets carry the
+// coordinator's token as their Generation.
+
+var (
+	// ErrNotExternal: Assign, Hold, Halt or Resume on a Path that decides by itself.
+	ErrNotExternal = errors.New("pathdialer: the Path decides by itself (Config.ExternalDecisions is false)")
+	// ErrStaleToken: Assign's token is not after the Path's current generation.
+	ErrStaleToken = errors.New("pathdialer: stale fencing token")
+	// ErrSwitchInProgress: Assign arrived while another switch is being fenced
+	// or reconciled; assign again when it is released.
+	ErrSwitchInProgress = errors.New("pathdialer: a switch is in progress")
+)
+
+type extKind int
+
+const (
+	extAssign extKind = iota
+	extHold
+	extHalt
+	extResume
+)
+
+type extReq struct {
+	kind     extKind
+	endpoint string
+	token    uint64
+	cause    error
+	done     chan error // buffered 1: the controller never blocks on it
+}
+
+func (p *Path) external(ctx context.Context, r extReq) error {
+	if !p.cfg.ExternalDecisions {
+		return ErrNotExternal
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	if !p.running.Load() {
+		return ErrNotStarted
+	}
+	r.done = make(chan error, 1)
+	select {
+	case p.extCh <- r:
+	case <-p.ctlDone:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-p.ctlDone:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("pathdialer: still in progress: %w", ctx.Err())
+	}
+}
+
+// Assign makes endpoint the active one under the fencing token (a generation
+// that must be after the current one). To another endpoint, it holds
+// submissions, fences the old endpoint (locally and with the Fencer, retried as
+// usual), switches, reconciles and releases; Assign returns when flow is released
+// on endpoint under token, or when ctx ends (the switch goes on). To the active
+// endpoint, it only moves the generation forward (tickets granted from then on
+// carry the new token). Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
+// ErrSwitchInProgress, ErrClosed, or ctx's.
+func (p *Path) Assign(ctx context.Context, endpoint string, token uint64) error {
+	if _, ok := p.eps[endpoint]; !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, endpoint)
+	}
+	return p.external(ctx, extReq{kind: extAssign, endpoint: endpoint, token: token})
+}
+
+// Hold holds submissions (Acquire waits) with cause, for example while the
+// coordinator's session is being re-established. Resume releases them.
+func (p *Path) Hold(cause error) error {
+	if cause == nil {
+		cause = errors.New("held by the coordinator")
+	}
+	return p.external(context.Background(), extReq{kind: extHold, cause: cause})
+}
+
+// Halt refuses submissions at once with ErrTradingHalted wrapping cause, for
+// example when the coordinator's session (and so the fencing token) is lost, or
+// the coordinator found no eligible target. Resume leaves the halt.
+func (p *Path) Halt(cause error) error {
+	if cause == nil {
+		cause = errors.New("halted by the coordinator")
+	}
+	return p.external(context.Background(), extReq{kind: extHalt, cause: cause})
+}
+
+// Resume leaves a Hold or Halt on the active endpoint through reconciliation and
+// returns when flow is released (at once when it is already open).
+func (p *Path) Resume(ctx context.Context) error {
+	return p.external(ctx, extReq{kind: extResume})
+}
+
+// onExternal runs on the controller goroutine.
+func (c *controller) onExternal(ctx context.Context, r extReq) {
+	p := c.p
+	a := p.active.Load()
+	switch r.kind {
+	case extHold:
+		if c.phase != phaseNormal {
+			r.done <- ErrSwitchInProgress
+			return
+		}
+		c.hold(fmt.Errorf("held by the coordinator: %w", r.cause))
+		r.done <- nil
+	case extHalt:
+		if c.phase != phaseNormal {
+			// A switch in progress stays held; the halt takes over its gate.
+			c.carryAbandon()
+		}
+		c.halt(haltExternal, fmt.Errorf("halted by the coordinator: %w", r.cause))
+		r.done <- nil
+	case extResume:
+		if c.phase != phaseNormal {
+			c.waiters = append(c.waiters, r.done)
+			return
+		}
+		if v := p.gate.Load(); v.state == GateOpen {
+			r.done <- nil
+			return
+		}
+		c.waiters = append(c.waiters, r.done)
+		c.hold(fmt.Errorf("resuming on %q: reconciling", a.rt.ep.Name))
+		c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, a.gen, "resume after the coordinator's hold")
+	case extAssign:
+		if r.token <= a.gen {
+			r.done <- fmt.Errorf("%w: token %d is not after the current generation %d", ErrStaleToken, r.token, a.gen)
+			return
+		}
+		if c.phase != phaseNormal {
+			r.done <- ErrSwitchInProgress
+			return
+		}
+		if r.endpoint == a.rt.ep.Name {
+			if _, err := p.eng.Assign(r.endpoint, r.token, "token advanced by the coordinator"); err != nil {
+				r.done <- err
+				return
+			}
+			p.setActive(a.rt, r.token)
+			if v := p.gate.Load(); v.state == GateOpen {
+				p.setGate(GateOpen, a.rt.ep.Name, r.token, nil)
+			}
+			r.done <- nil
+			return
+		}
+		c.assign = &r
+		c.waiters = append(c.waiters, r.done)
+		c.hold(fmt.Errorf("assigned %q under token %d: fencing %q", r.endpoint, r.token, a.rt.ep.Name))
+		c.beginFence(ctx, a.rt.ep.Name, r.endpoint, false)
+	}
+}
+
+// carryAbandon drops a switch in progress, keeping its tickets for the next
+// reconcile.
+func (c *controller) carryAbandon() {
+	if c.rec != nil {
+		c.carry = append(c.carry, c.rec.Tickets...)
+	}
+	c.rec, c.assign = nil, nil
+	c.retryAt = timeZero
+	c.phase = phaseNormal
+}
+
+// assigned finishes a fenced Assign: the engine records the coordinator's switch
+// under its token, then reconciliation and release follow as for any switch.
+func (c *controller) assigned(ctx context.Context) {
+	p := c.p
+	r := c.assign
+	c.assign = nil
+	d, err := p.eng.Assign(r.endpoint, r.token, fmt.Sprintf("assigned by the coordinator under token %d", r.token))
+	if err != nil {
+		// Cannot happen unless the token went stale meanwhile: resume where we are.
+		p.log.Error("pathdialer: assign after the fence", "err", err)
+		a := p.active.Load()
+		c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, a.gen, "assignment refused after the fence: "+err.Error())
+		return
+	}
+	if d.Outcome != engine.Switched {
+		a := p.active.Load()
+		c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, d.Generation, "assignment to the active endpoint")
+		return
+	}
+	p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+	c.switched(ctx, d, "assigned")
+}

@@ -1,0 +1,136 @@
+package pathdialer_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// With ExternalDecisions the Path never switches by itself; Assign fences,
+// switches, reconciles and releases under the coordinator's token; Halt, Hold and
+// Resume drive the gate.
+func TestExternalDecisions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.ExternalDecisions = true })
+		defer h.close()
+		if err := h.p.Halt(errors.New("x")); !errors.Is(err, pathdialer.ErrNotStarted) {
+			t.Fatalf("Halt before Start: %v", err)
+		}
+		h.start()
+		inflight := mustAcquire(t, h.p, "o-inflight")
+		h.probes.set("eu", probeBlackhole)
+		<-time.After(30 * time.Second)
+		synctest.Wait()
+		if a, gen := h.p.Active(); a.Name != "eu" || gen != 0 {
+			t.Fatalf("the Path switched by itself to %s/%d", a.Name, gen)
+		}
+		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
+			t.Fatalf("gate %v without a coordinator's word", st)
+		}
+		if st, _ := h.p.Engine().Status("eu"); st.ConsecutiveFailures == 0 {
+			t.Fatal("the probes were not counted")
+		}
+
+		ctx := context.Background()
+		if err := h.p.Assign(ctx, "us", 7); err != nil {
+			t.Fatalf("Assign: %v", err)
+		}
+		if a, gen := h.p.Active(); a.Name != "us" || gen != 7 {
+			t.Fatalf("after Assign: %s/%d", a.Name, gen)
+		}
+		if !h.p.Fenced("eu") {
+			t.Error("eu not fenced")
+		}
+		if f := h.hooks.fenceCalls(); len(f) != 1 || f[0].Endpoint.Name != "eu" || f[0].To != "us" {
+			t.Errorf("fence calls %+v", f)
+		}
+		recs := h.hooks.reconciliations()
+		if len(recs) != 1 || recs[0].Generation != 7 || !slices.Equal(orderIDs(recs[0].Tickets), []string{"o-inflight"}) {
+			t.Fatalf("reconciliations %+v", recs)
+		}
+		inflight.Done() // late
+		tk := mustAcquire(t, h.p, "o-7")
+		if tk.Endpoint != "us" || tk.Generation != 7 {
+			t.Fatalf("ticket %s/%d, want us under token 7", tk.Endpoint, tk.Generation)
+		}
+		tk.Done()
+		if hist := h.p.Engine().History(); len(hist) != 1 || hist[0].Generation != 7 {
+			t.Errorf("engine history %+v", hist)
+		}
+
+		if err := h.p.Assign(ctx, "eu", 5); !errors.Is(err, pathdialer.ErrStaleToken) {
+			t.Fatalf("stale Assign: %v", err)
+		}
+		if err := h.p.Assign(ctx, "us", 9); err != nil {
+			t.Fatal(err)
+		}
+		if tk := mustAcquire(t, h.p, "o-9"); tk.Generation != 9 || tk.Endpoint != "us" {
+			t.Fatalf("after a token-only Assign: %s/%d", tk.Endpoint, tk.Generation)
+		} else {
+			tk.Done()
+		}
+
+		if err := h.p.Halt(errors.New("etcd session lost")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.p.Acquire(ctx, "rest", "o-halt"); !errors.Is(err, pathdialer.ErrTradingHalted) || !strings.Contains(err.Error(), "etcd session lost") {
+			t.Fatalf("Acquire while halted: %v", err)
+		}
+		if err := h.p.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
+			t.Fatalf("gate after Resume: %v", st)
+		}
+		if recs := h.hooks.reconciliations(); len(recs) != 2 || recs[1].From != "us" || recs[1].To != "us" {
+			t.Fatalf("Resume did not reconcile: %+v", recs)
+		}
+
+		if err := h.p.Hold(errors.New("re-electing")); err != nil {
+			t.Fatal(err)
+		}
+		waited := make(chan error, 1)
+		go func() {
+			tk, err := h.p.Acquire(ctx, "rest", "o-held")
+			if err == nil {
+				tk.Done()
+			}
+			waited <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("Acquire did not wait while held: %v", err)
+		default:
+		}
+		if err := h.p.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("held Acquire after Resume: %v", err)
+		}
+	})
+}
+
+func TestExternalCallsRefusedOnASelfDecidingPath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		if err := h.p.Assign(context.Background(), "us", 1); !errors.Is(err, pathdialer.ErrNotExternal) {
+			t.Fatalf("Assign: %v", err)
+		}
+		if err := h.p.Halt(nil); !errors.Is(err, pathdialer.ErrNotExternal) {
+			t.Fatalf("Halt: %v", err)
+		}
+		if err := h.p.Assign(context.Background(), "nowhere", 1); !errors.Is(err, pathdialer.ErrUnknownEndpoint) {
+			t.Fatalf("Assign to an unknown endpoint: %v", err)
+		}
+	})
+}
