@@ -41,7 +41,7 @@ type Path struct {
 	obsMu     sync.Mutex // serialises observe+compare so state-change events are exact
 	trigger   chan struct{}
 	extCh     chan extReq
-	running   atomic.Bool // the controller goroutine was started
+	running   atomic.Bool               // the controller goroutine was started
 	lastRound atomic.Pointer[time.Time] // when the last probe round completed
 
 	lifeMu   sync.Mutex // serialises Start and Close
