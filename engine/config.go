@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -70,6 +72,14 @@ type Config struct {
 	MaxDegradedDuration time.Duration
 	// Clock; nil means the system's monotonic clock.
 	Clock Clock
+	// RequireAdmission: an endpoint is a target only after an identity check
+	// verified it (Manager.Admit with nil). Without it, only a proven mismatch
+	// excludes an endpoint.
+	RequireAdmission bool
+	// TargetJurisdictions, when set, lists the jurisdictions a failover target
+	// may lie in (Manager.SetJurisdiction); the primary is always a valid
+	// failback target. Empty means any.
+	TargetJurisdictions []string
 }
 
 // DefaultConfig returns a configuration in which every field but Probe is sane for a
@@ -109,6 +119,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: FlapWindow is %v, must be > 0", ErrInvalidConfig, c.FlapWindow)
 	case c.DegradedLatency < 0:
 		return fmt.Errorf("%w: DegradedLatency is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.DegradedLatency)
+	case slices.ContainsFunc(c.TargetJurisdictions, func(j string) bool { return strings.TrimSpace(j) == "" }):
+		return fmt.Errorf("%w: TargetJurisdictions has a blank entry", ErrInvalidConfig)
 	case c.MaxDegradedDuration < 0:
 		return fmt.Errorf("%w: MaxDegradedDuration is %v, must be >= 0 (0 = never)", ErrInvalidConfig, c.MaxDegradedDuration)
 	}

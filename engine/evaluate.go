@@ -38,13 +38,17 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 	target := m.bestTargetLocked(now)
 	if target == nil {
 		d.Notes = append([]string{reason}, m.ineligibleNotesLocked(now)...)
-		if act.state != Down {
+		if act.state != Down && !act.mismatch {
 			d.Outcome = NoAction
 			d.Notes = append(d.Notes, fmt.Sprintf("no eligible target: staying on DEGRADED %q, which still answers", act.ep.Name))
 			return d, nil
 		}
 		d.Outcome = NoTargetAvailable
 		d.RequiresTradingHalt = true
+		if ro := m.readOnlyTargetLocked(now); ro != nil {
+			d.ReadOnlyTarget = ro.ep.Name
+			d.Notes = append(d.Notes, fmt.Sprintf("%q is healthy but outside the allowed jurisdictions: usable for reads only (degraded mode), never for orders", ro.ep.Name))
+		}
 		return d, nil
 	}
 	d.To = target.ep.Name
@@ -141,6 +145,9 @@ func (m *Manager) switchesInWindowLocked(now time.Time) int {
 // evidence: a Degraded state frozen by a stalled monitor is staleness, reported by
 // activeNotesLocked and not acted on.
 func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string {
+	if act.mismatch {
+		return fmt.Sprintf("active endpoint %q fronts another account: %v", act.ep.Name, act.identityErr)
+	}
 	switch act.state {
 	case Down:
 		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (last: %v)", act.ep.Name, act.consecFail, act.lastErr)
@@ -205,6 +212,9 @@ func (m *Manager) describeLocked(es *endpointState, now time.Time) string {
 		return fmt.Sprintf("%v (%d consecutive failures, last error: %v)", es.state, es.consecFail, es.lastErr)
 	case now.Sub(es.lastSuccess) >= m.cfg.MaxHealthAge:
 		return fmt.Sprintf("HEALTHY but last success %v ago (max %v)", now.Sub(es.lastSuccess), m.cfg.MaxHealthAge)
+	}
+	if note := m.admissionNoteLocked(es); note != "" {
+		return note
 	}
 	return "HEALTHY and fresh"
 }

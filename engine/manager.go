@@ -29,6 +29,18 @@ type Status struct {
 	DegradedSince time.Time
 	// Active reports whether this endpoint carries the flow.
 	Active bool
+	// Verified: the last conclusive identity check (Admit) verified it.
+	Verified bool
+	// IdentityMismatch: the last conclusive identity check found another account.
+	IdentityMismatch bool
+	// IdentityError is the last identity check's error (nil after a verification).
+	IdentityError error
+	// VerifiedAt is when it was last verified (zero if never).
+	VerifiedAt time.Time
+	// Jurisdiction, as set with SetJurisdiction.
+	Jurisdiction string
+	// Eligible: a failover target right now (healthy, fresh, admitted, allowed).
+	Eligible bool
 }
 
 // Decision is the verdict of one evaluation.
@@ -49,6 +61,10 @@ type Decision struct {
 	Generation uint64
 	// Failback reports whether the decision came from EvaluateFailback.
 	Failback bool
+	// ReadOnlyTarget, on NoTargetAvailable, names a healthy, fresh, verified
+	// endpoint excluded only by Config.TargetJurisdictions: a degraded mode may
+	// read through it while submissions stay halted. Empty otherwise.
+	ReadOnlyTarget string
 }
 
 type endpointState struct {
@@ -61,6 +77,12 @@ type endpointState struct {
 	lastLatency   time.Duration
 	lastResult    time.Time
 	degradedSince time.Time
+	// admission
+	verified     bool
+	mismatch     bool
+	identityErr  error
+	verifiedAt   time.Time
+	jurisdiction string
 }
 
 // Manager holds the endpoints, their counted health and the active endpoint, and
@@ -237,6 +259,12 @@ func (m *Manager) statusLocked(es *endpointState) Status {
 		LastResult:           es.lastResult,
 		DegradedSince:        es.degradedSince,
 		Active:               es == m.active,
+		Verified:             es.verified,
+		IdentityMismatch:     es.mismatch,
+		IdentityError:        es.identityErr,
+		VerifiedAt:           es.verifiedAt,
+		Jurisdiction:         es.jurisdiction,
+		Eligible:             m.eligibleLocked(es, m.clock.Now()),
 	}
 }
 
@@ -244,5 +272,5 @@ func (m *Manager) statusLocked(es *endpointState) Status {
 // ever set by a success, so lastSuccess is meaningful; it is not compared with the
 // zero Time, which a Clock is free to return.)
 func (m *Manager) eligibleLocked(es *endpointState, now time.Time) bool {
-	return es.state == Healthy && now.Sub(es.lastSuccess) < m.cfg.MaxHealthAge
+	return m.healthyFreshLocked(es, now) && m.admittedLocked(es) && m.jurisdictionOKLocked(es)
 }
