@@ -36,6 +36,9 @@ type Endpoint struct {
 	// (https://api-eu.broker.example, wss://stream-eu.broker.example/ws) or
 	// host:port for "fix". At least one is required.
 	Services map[string]string `json:"services"`
+	// Jurisdiction the endpoint lies in ("EU", "US"), for
+	// Engine.TargetJurisdictions. Optional.
+	Jurisdiction string `json:"jurisdiction,omitempty"`
 }
 
 // Address returns the endpoint's address for a service.
@@ -317,6 +320,24 @@ type Config struct {
 	// Path probes, reports and settles unknown outcomes, but switches, holds and
 	// halts only through Assign, Hold, Halt and Resume.
 	ExternalDecisions bool
+	// Identity, optional, asks every endpoint who it fronts, at Start and every
+	// IdentityInterval; the answer is compared with ExpectedIdentity. A mismatch
+	// makes the endpoint ineligible as a target whatever its health (and an
+	// active one warrants failover); with Engine.RequireAdmission an endpoint
+	// never verified is not a target either. Required with RequireAdmission.
+	Identity IdentityFunc
+	// ExpectedIdentity is what every endpoint must front; its Account is
+	// required when Identity is set.
+	ExpectedIdentity Identity
+	// IdentityInterval between identity checks. Default 1 min.
+	IdentityInterval time.Duration
+	// IdentityTimeout bounds one identity check. Default 5 s.
+	IdentityTimeout time.Duration
+	// DegradedReads: when the only healthy endpoints lie outside
+	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them
+	// while submissions stay halted with an error naming the rule. Default off:
+	// plain halt.
+	DegradedReads bool
 	// Dial opens every tracked connection (the raw TCP connection; TLS is the
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
 	// Plug a SOCKS or interface-bound dialer here.
@@ -347,6 +368,8 @@ func DefaultConfig() Config {
 		ReconcileAttempts: 5,
 		InflightGrace:     time.Second,
 		SettleUnknown:     time.Second,
+		IdentityInterval:  time.Minute,
+		IdentityTimeout:   5 * time.Second,
 	}
 }
 
@@ -383,6 +406,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ReconcileAttempts is %d, must be >= 1", ErrInvalidConfig, c.ReconcileAttempts)
 	case c.InflightGrace < 0:
 		return fmt.Errorf("%w: InflightGrace is %v, must be >= 0", ErrInvalidConfig, c.InflightGrace)
+	case c.Engine.RequireAdmission && c.Identity == nil:
+		return fmt.Errorf("%w: Engine.RequireAdmission needs an Identity check", ErrInvalidConfig)
+	case c.Identity != nil && strings.TrimSpace(c.ExpectedIdentity.Account) == "":
+		return fmt.Errorf("%w: ExpectedIdentity.Account is required with an Identity check", ErrInvalidConfig)
+	case c.Identity != nil && (c.IdentityInterval <= 0 || c.IdentityTimeout <= 0):
+		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
+	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
+		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
 	case c.SettleUnknown < 0:
 		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
 	}

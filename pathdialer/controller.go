@@ -72,6 +72,19 @@ func (p *Path) control(ctx context.Context) {
 			<-roundDone
 		}
 	}()
+	// Identity checks run beside the controller too, every IdentityInterval.
+	var idTick <-chan time.Time
+	if p.cfg.Identity != nil {
+		t := time.NewTicker(p.cfg.IdentityInterval)
+		defer t.Stop()
+		idTick = t.C
+	}
+	var idDone chan struct{}
+	defer func() {
+		if idDone != nil {
+			<-idDone
+		}
+	}()
 	for {
 		var retryC <-chan time.Time
 		if !c.retryAt.IsZero() {
@@ -100,6 +113,17 @@ func (p *Path) control(ctx context.Context) {
 		case <-roundDone:
 			roundDone = nil
 			c.step(ctx, false)
+		case <-idTick:
+			if idDone == nil {
+				done := make(chan struct{})
+				idDone = done
+				go func() {
+					defer close(done)
+					p.checkIdentities(ctx)
+				}()
+			}
+		case <-idDone:
+			idDone = nil
 		case <-p.trigger:
 			c.step(ctx, false)
 		case <-retryC:
@@ -231,7 +255,16 @@ func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 			return
 		}
 		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
-		c.halt(haltNoTarget, errors.New("no eligible target: "+strings.Join(d.Notes, "; ")))
+		cause := "no eligible target: " + strings.Join(d.Notes, "; ")
+		if p.cfg.DegradedReads && d.ReadOnlyTarget != "" {
+			// Degraded mode: reads through the healthy endpoint the jurisdiction
+			// rule excludes; orders stay halted with the rule named.
+			cause = fmt.Sprintf("degraded mode: no target inside the allowed jurisdictions %v; reads go to %q, submissions are halted (%s)",
+				p.cfg.Engine.TargetJurisdictions, d.ReadOnlyTarget, strings.Join(d.Notes, "; "))
+			p.setReadView(p.eps[d.ReadOnlyTarget])
+			p.events.emit(Event{Kind: EventDegraded, Endpoint: d.ReadOnlyTarget, Generation: d.Generation, Cause: cause})
+		}
+		c.halt(haltNoTarget, errors.New(cause))
 	case engine.FenceRequired:
 		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
 		c.hold(fmt.Errorf("failover from %q to %q: fencing", d.From, d.To))
@@ -506,6 +539,10 @@ func (c *controller) release(ctx context.Context) {
 	p := c.p
 	a := p.active.Load()
 	c.unfenceActive(ctx)
+	if p.readView.Load() != nil {
+		p.setReadView(nil)
+		p.events.emit(Event{Kind: EventDegraded, Generation: a.gen, Cause: "degraded mode ended: reads follow the active endpoint again"})
+	}
 	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
 	held := time.Since(c.heldSince)
 	c.heldSince = time.Time{}

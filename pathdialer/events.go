@@ -50,6 +50,12 @@ const (
 	EventUnfence
 	// EventLateTicket: a ticket finished after it was handed to reconciliation.
 	EventLateTicket
+	// EventIdentity: an endpoint's identity verdict changed (verified, or
+	// mismatch: Err wraps engine.ErrIdentityMismatch and names the differences).
+	EventIdentity
+	// EventDegraded: the degraded read-only mode began (Endpoint = where reads
+	// go) or ended (Endpoint empty).
+	EventDegraded
 )
 
 var eventNames = [...]string{
@@ -58,7 +64,7 @@ var eventNames = [...]string{
 	EventSwitch: "switch", EventReconcileStart: "reconcile-start", EventReconcileSuccess: "reconcile-ok",
 	EventReconcileFailure: "reconcile-failed", EventRelease: "release", EventHalt: "halt",
 	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
-	EventUnfence: "unfence", EventLateTicket: "late-ticket",
+	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -213,7 +219,7 @@ func (d *dispatcher) deliver(e Event) {
 	switch e.Kind {
 	case EventProbe:
 		level = slog.LevelDebug
-	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale:
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded:
 		level = slog.LevelWarn
 	}
 	if d.log.Enabled(context.Background(), level) {

@@ -30,6 +30,7 @@ type Path struct {
 	gate     atomic.Pointer[gateView]
 	gateMu   sync.Mutex
 	active   atomic.Pointer[activeView]
+	readView atomic.Pointer[activeView] // degraded read-only mode; nil otherwise
 	activeMu sync.Mutex
 
 	shards       [ticketShards]ticketShard
@@ -203,6 +204,7 @@ func (p *Path) Start(ctx context.Context) error {
 		defer close(p.evDone)
 		p.events.run(evCtx)
 	}()
+	p.checkIdentities(ctx)
 	p.probeRound(ctx)
 	a := p.active.Load()
 	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)

@@ -28,6 +28,9 @@ type Snapshot struct {
 	// fenced endpoint).
 	DroppedReports uint64 `json:"dropped_reports"`
 	Halts          uint64 `json:"halts"`
+	// ReadEndpoint is where reads go: the active endpoint, or another one in
+	// the degraded read-only mode.
+	ReadEndpoint string `json:"read_endpoint"`
 }
 
 // EndpointSnapshot is one endpoint in a Snapshot.
@@ -45,6 +48,12 @@ type EndpointSnapshot struct {
 	LastSuccessAge time.Duration `json:"last_success_age"`
 	LastLatency    time.Duration `json:"last_latency"`
 	Conns          int           `json:"conns"`
+	// Identity: verified (the last conclusive check matched), mismatch, and the
+	// last check's error (a mismatch names the differences).
+	Verified         bool      `json:"verified"`
+	IdentityMismatch bool      `json:"identity_mismatch"`
+	IdentityError    string    `json:"identity_error,omitempty"`
+	VerifiedAt       time.Time `json:"verified_at"`
 }
 
 // MonitorSnapshot says whether the monitor itself is alive.
@@ -76,6 +85,8 @@ func (p *Path) Snapshot() Snapshot {
 	if v.cause != nil {
 		s.GateCause = v.cause.Error()
 	}
+	re, _ := p.ReadEndpoint()
+	s.ReadEndpoint = re.Name
 	p.unknownMu.Lock()
 	s.Unknown = len(p.unknown)
 	p.unknownMu.Unlock()
@@ -100,6 +111,10 @@ func (p *Path) Snapshot() Snapshot {
 		}
 		if st.LastProbeError != nil {
 			es.LastProbeError = st.LastProbeError.Error()
+		}
+		es.Verified, es.IdentityMismatch, es.VerifiedAt = st.Verified, st.IdentityMismatch, st.VerifiedAt
+		if st.IdentityError != nil {
+			es.IdentityError = st.IdentityError.Error()
 		}
 		if !st.LastSuccess.IsZero() {
 			es.LastSuccessAge = now.Sub(st.LastSuccess)
