@@ -154,10 +154,10 @@ func TestAdmissionConfigRefusals(t *testing.T) {
 		edit func(*pathdialer.Config)
 		want string
 	}{
-		"require without check": {func(c *pathdialer.Config) { c.Engine.RequireAdmission = true }, "RequireAdmission needs an Identity"},
-		"check without account": {func(c *pathdialer.Config) { c.Identity = ids.check }, "ExpectedIdentity.Account"},
-		"degraded without rule": {func(c *pathdialer.Config) { c.DegradedReads = true }, "DegradedReads needs Engine.TargetJurisdictions"},
-		"blank jurisdiction":    {func(c *pathdialer.Config) { c.Engine.TargetJurisdictions = []string{""} }, "TargetJurisdictions"},
+		"require without check":     {func(c *pathdialer.Config) { c.Engine.RequireAdmission = true }, "RequireAdmission needs an Identity"},
+		"check without expectation": {func(c *pathdialer.Config) { c.Identity = ids.check }, "ExpectedIdentity is empty"},
+		"degraded without rule":     {func(c *pathdialer.Config) { c.DegradedReads = true }, "DegradedReads needs Engine.TargetJurisdictions"},
+		"blank jurisdiction":        {func(c *pathdialer.Config) { c.Engine.TargetJurisdictions = []string{""} }, "TargetJurisdictions"},
 	} {
 		cfg := baseConfig()
 		cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }

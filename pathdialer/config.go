@@ -326,8 +326,8 @@ type Config struct {
 	// active one warrants failover); with Engine.RequireAdmission an endpoint
 	// never verified is not a target either. Required with RequireAdmission.
 	Identity IdentityFunc
-	// ExpectedIdentity is what every endpoint must front; its Account is
-	// required when Identity is set.
+	// ExpectedIdentity is what every endpoint must front; with Identity set it
+	// must name something to compare (empty fields are not compared).
 	ExpectedIdentity Identity
 	// IdentityInterval between identity checks. Default 1 min.
 	IdentityInterval time.Duration
@@ -408,8 +408,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: InflightGrace is %v, must be >= 0", ErrInvalidConfig, c.InflightGrace)
 	case c.Engine.RequireAdmission && c.Identity == nil:
 		return fmt.Errorf("%w: Engine.RequireAdmission needs an Identity check", ErrInvalidConfig)
-	case c.Identity != nil && strings.TrimSpace(c.ExpectedIdentity.Account) == "":
-		return fmt.Errorf("%w: ExpectedIdentity.Account is required with an Identity check", ErrInvalidConfig)
+	case c.Identity != nil && strings.TrimSpace(c.ExpectedIdentity.Account) == "" && c.ExpectedIdentity.Entity == "" && len(c.ExpectedIdentity.Entitlements) == 0 && len(c.ExpectedIdentity.Extra) == 0:
+		return fmt.Errorf("%w: ExpectedIdentity is empty: an Identity check needs something to compare (ExpectedIdentity.Account, Entity, Entitlements or Extra)", ErrInvalidConfig)
 	case c.Identity != nil && (c.IdentityInterval <= 0 || c.IdentityTimeout <= 0):
 		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:

@@ -355,3 +355,33 @@ func TestLostUpstreamIsReportedToThePath(t *testing.T) {
 	// quickfix reconnects through the relay and logs on again on the same region.
 	h.waitLogon(t, "eu", 5*time.Second)
 }
+
+// The FIX identity check reports who answered the logon; an expected identity
+// naming another broker CompID is a mismatch.
+func TestIdentityCheckReportsTheAnsweringCompIDs(t *testing.T) {
+	b := newBroker(t, map[string]string{uniq("ICLIENT"): "FIX.4.4"})
+	sid := b.probes["eu"]
+	check, err := fix.IdentityCheck(fix.ProbeOptions{SessionID: sid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := pathdialer.Endpoint{Name: "eu", Services: map[string]string{"fix": b.relays["eu"].Addr()}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	id, err := check(ctx, ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The answer comes from the broker: its SenderCompID is our TargetCompID.
+	want := pathdialer.Identity{Extra: map[string]string{"SenderCompID": sid.TargetCompID, "TargetCompID": sid.SenderCompID}}
+	if err := want.Match(id); err != nil {
+		t.Fatalf("identity %+v: %v", id, err)
+	}
+	other := pathdialer.Identity{Extra: map[string]string{"SenderCompID": "SOMEONE-ELSE"}}
+	if err := other.Match(id); !errors.Is(err, engine.ErrIdentityMismatch) {
+		t.Fatalf("another broker's CompID matched: %v", err)
+	}
+	if _, err := fix.IdentityCheck(fix.ProbeOptions{}); !errors.Is(err, fix.ErrInvalidOptions) {
+		t.Fatalf("no session: %v", err)
+	}
+}

@@ -29,6 +29,9 @@ const (
 	tagText                quickfix.Tag = 58
 	tagBusinessRejectRefID quickfix.Tag = 379
 	tagCxlRejReason        quickfix.Tag = 102
+	tagAccount             quickfix.Tag = 1
+	tagSenderCompID        quickfix.Tag = 49
+	tagTargetCompID        quickfix.Tag = 56
 
 	msgTypeLogon              = "A"
 	msgTypeNewOrderSingle     = "D"

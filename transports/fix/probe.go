@@ -72,17 +72,57 @@ func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 		opts.Dial = d.DialContext
 	}
 	return func(ctx context.Context, ep pathdialer.Endpoint) error {
+		_, err := logonExchange(ctx, opts, ep)
+		return err
+	}, nil
+}
+
+// IdentityCheck returns a pathdialer.IdentityFunc that logs on to an endpoint
+// as Probe does and reports who answered: Extra["SenderCompID"] and
+// Extra["TargetCompID"] of the Logon answer, and Account from its Account tag (1)
+// when the broker sends one. Compare with pathdialer.Config.ExpectedIdentity (for
+// example Extra {"SenderCompID": "BROKER"}).
+func IdentityCheck(opts ProbeOptions) (pathdialer.IdentityFunc, error) {
+	if _, err := Probe(opts); err != nil { // same validation
+		return nil, err
+	}
+	if opts.Service == "" {
+		opts.Service = pathdialer.ServiceFIX
+	}
+	if opts.Dial == nil {
+		d := &net.Dialer{}
+		opts.Dial = d.DialContext
+	}
+	return func(ctx context.Context, ep pathdialer.Endpoint) (pathdialer.Identity, error) {
+		m, err := logonExchange(ctx, opts, ep)
+		if err != nil {
+			return pathdialer.Identity{}, err
+		}
+		var id pathdialer.Identity
+		sender, _ := m.Header.GetString(tagSenderCompID)
+		target, _ := m.Header.GetString(tagTargetCompID)
+		id.Extra = map[string]string{"SenderCompID": sender, "TargetCompID": target}
+		if acct, err := m.Body.GetString(tagAccount); err == nil {
+			id.Account = acct
+		}
+		return id, nil
+	}, nil
+}
+
+// logonExchange logs on with a fresh probe session and returns the Logon answer.
+func logonExchange(ctx context.Context, opts ProbeOptions, ep pathdialer.Endpoint) (*quickfix.Message, error) {
+	{
 		sid := opts.SessionID
 		if s, ok := opts.PerEndpoint[ep.Name]; ok {
 			sid = s
 		}
 		hp, err := ep.HostPort(opts.Service)
 		if err != nil {
-			return fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
+			return nil, fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
 		}
 		raw, err := opts.Dial(ctx, "tcp", hp)
 		if err != nil {
-			return fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
+			return nil, fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
 		}
 		defer func() { _ = raw.Close() }()
 		if dl, ok := ctx.Deadline(); ok {
@@ -98,7 +138,7 @@ func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 			}
 			tc := tls.Client(conn, cfg)
 			if err := tc.HandshakeContext(ctx); err != nil {
-				return fmt.Errorf("fix probe: endpoint %q: TLS: %w", ep.Name, err)
+				return nil, fmt.Errorf("fix probe: endpoint %q: TLS: %w", ep.Name, err)
 			}
 			conn = tc
 		}
@@ -110,24 +150,24 @@ func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 			opts.Logon(logon)
 		}
 		if _, err := conn.Write([]byte(logon.String())); err != nil {
-			return fmt.Errorf("fix probe: endpoint %q: sending logon: %w", ep.Name, probeErr(ctx, err))
+			return nil, fmt.Errorf("fix probe: endpoint %q: sending logon: %w", ep.Name, probeErr(ctx, err))
 		}
 		reply, err := readFIX(bufio.NewReader(conn))
 		if err != nil {
-			return fmt.Errorf("fix probe: endpoint %q: no logon answer: %w", ep.Name, probeErr(ctx, err))
+			return nil, fmt.Errorf("fix probe: endpoint %q: no logon answer: %w", ep.Name, probeErr(ctx, err))
 		}
 		m := quickfix.NewMessage()
 		if err := quickfix.ParseMessage(m, bytes.NewBuffer(reply)); err != nil {
-			return fmt.Errorf("fix probe: endpoint %q: unparsable answer: %w", ep.Name, err)
+			return nil, fmt.Errorf("fix probe: endpoint %q: unparsable answer: %w", ep.Name, err)
 		}
 		mt, _ := m.Header.GetString(tagMsgType)
 		if mt != msgTypeLogon {
 			text, _ := m.Body.GetString(tagText)
-			return fmt.Errorf("fix probe: endpoint %q answered MsgType %s to the logon (%s)", ep.Name, mt, text)
+			return nil, fmt.Errorf("fix probe: endpoint %q answered MsgType %s to the logon (%s)", ep.Name, mt, text)
 		}
 		_, _ = conn.Write([]byte(adminMessage(sid, "5", 2).String())) // Logout, best effort
-		return nil
-	}, nil
+		return m, nil
+	}
 }
 
 func probeErr(ctx context.Context, err error) error {

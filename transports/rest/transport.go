@@ -246,7 +246,7 @@ func (t *Transport) aim(r *http.Request, ec *endpointClient) {
 }
 
 func (t *Transport) read(req *http.Request) (*http.Response, error) {
-	ep, gen := t.path.Active()
+	ep, gen := t.path.ReadEndpoint() // the active endpoint, or the degraded mode's read endpoint
 	ec := t.eps[ep.Name]
 	r2 := t.route(req, ec)
 	t.stats.Reads.Add(1)

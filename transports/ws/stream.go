@@ -538,6 +538,10 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 		s.retryAfter = 0
 		act, gen := s.path.Active()
 		var targets []string
+		if re, _ := s.path.ReadEndpoint(); re.Name != act.Name {
+			// The Path's degraded read-only mode names where reads may go.
+			targets = append(targets, re.Name)
+		}
 		for _, t := range s.path.Engine().Targets() {
 			targets = append(targets, t.Name)
 		}
