@@ -83,3 +83,34 @@ func TestIdentityCheckOnTheSimulatedBroker(t *testing.T) {
 		}
 	}
 }
+
+// Degraded mode end to end: EU may fail over to EU only; with only the US
+// healthy, reads flow through the US while orders are refused naming the rule.
+func TestDegradedModeReadsFlowOrdersRefusedOverREST(t *testing.T) {
+	eu := newServer(t, "eu", true, nil)
+	us := newServer(t, "us", true, nil)
+	h := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) {
+		c.Endpoints[0].Jurisdiction = "EU"
+		c.Endpoints[1].Jurisdiction = "US"
+		c.Engine.TargetJurisdictions = []string{"EU"}
+		c.DegradedReads = true
+	})
+	c, _ := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us)})
+	h.down["eu"].Store(true)
+	h.waitEvent(t, pathdialer.EventDegraded)
+	resp, err := c.Get("https://broker.invalid/v1/orders/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("X-Region") != "us" {
+		t.Fatalf("degraded read went to %q", resp.Header.Get("X-Region"))
+	}
+	_, err = order(t, context.Background(), c, "o-deg")
+	if !errors.Is(err, pathdialer.ErrTradingHalted) || !strings.Contains(err.Error(), "allowed jurisdictions [EU]") {
+		t.Fatalf("order in degraded mode: %v", err)
+	}
+	if n := eu.n("POST /v1/orders") + us.n("POST /v1/orders"); n != 0 {
+		t.Fatalf("%d orders reached a server in degraded mode", n)
+	}
+}
