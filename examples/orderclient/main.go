@@ -1,0 +1,333 @@
+// Command orderclient is brokerpath's demo: an order client that uses all
+// three transports through one path — REST for orders and account reads, a
+// WebSocket price stream, a FIX session for orders — while a scripted outage
+// hits the primary region of an embedded two-region simulated broker. It
+// prints a timeline (probes failing, DEGRADED, DOWN, FENCE_REQUIRED, the
+// fence, SWITCHED, reconcile, release, the stream resuming, the FIX logon in
+// the other region, the gated failback) and a summary, and exits non-zero if
+// any invariant broke.
+//
+//	go run ./examples/orderclient                       # blackhole on eu
+//	go run ./examples/orderclient -fault both           # both regions: halt, then resume
+//	go run ./examples/orderclient -fault partial -v     # every event and acknowledgement
+//	go run ./examples/orderclient -config broker.json   # real endpoints (see orderflow.LoadConfig)
+//
+// Faults: blackhole (default), down, 503, latency, partial, unknown-outcome,
+// flapping, both.
+//
+// With -config the same client runs against real endpoints described by a
+// JSON file (orderflow.LoadConfig documents every field); secrets are read
+// from the environment variables the file names and are never printed. No
+// fault is injected there and no broker audit exists: the client trades for
+// -duration and checks what it can see itself.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the demo's knobs; the flags fill them, tests may shorten them.
+type options struct {
+	fault    string
+	seed     uint64
+	phase    time.Duration // trading before the fault, on the backup, after failback
+	config   string
+	verbose  bool
+	timing   *orderflow.Timing // nil: orderflow.DefaultTiming
+	getenv   func(string) string
+	compID   string
+	apiKey   string
+	tickRate time.Duration
+}
+
+var runs atomic.Int64
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("orderclient", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := options{}
+	fs.StringVar(&o.fault, "fault", "blackhole", "outage of the primary region: blackhole, down, 503, latency, partial, unknown-outcome, flapping, both")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the simulated broker (prices, latency jitter)")
+	fs.DurationVar(&o.phase, "duration", 3*time.Second, "length of each trading phase (before the fault, on the backup, after recovery); with -config, how long to trade")
+	fs.StringVar(&o.config, "config", "", "JSON file of real endpoints (see orderflow.LoadConfig); secrets come from the environment variables it names")
+	fs.BoolVar(&o.verbose, "v", false, "print every event (successful probes, every acknowledgement)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.phase <= 0 {
+		return o, errors.New("-duration must be > 0")
+	}
+	return o, nil
+}
+
+// run is the whole demo; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return 2
+	}
+	return runWith(ctx, o, stdout, stderr)
+}
+
+func runWith(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	if o.config != "" {
+		return runReal(ctx, o, stdout, stderr)
+	}
+	code, err := runSim(ctx, o, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, "orderclient:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func logger(stderr io.Writer, verbose bool) *slog.Logger {
+	lvl := slog.LevelError
+	if verbose {
+		lvl = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+}
+
+func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
+	began := time.Now()
+	sc, err := orderflow.NewScenario(o.fault, "eu", "us")
+	if err != nil {
+		return 2, err
+	}
+	bcfg := simbroker.DefaultConfig()
+	bcfg.Seed = o.seed
+	bcfg.TickInterval = 25 * time.Millisecond
+	if o.tickRate > 0 {
+		bcfg.TickInterval = o.tickRate
+	}
+	bcfg.Streams = []string{"px.EURUSD"}
+	bcfg.PingInterval = time.Second
+	bcfg.ClientCompID = fmt.Sprintf("CLIENT%d", runs.Add(1))
+	if o.compID != "" {
+		bcfg.ClientCompID = o.compID
+	}
+	bcfg.APIKey = o.apiKey
+	b, err := simbroker.Start(ctx, bcfg)
+	if err != nil {
+		return 1, err
+	}
+	defer b.Close()
+
+	cfg := orderflow.FromSimBroker(b)
+	if o.timing != nil {
+		cfg.Timing = *o.timing
+	}
+	if o.fault == "latency" {
+		// Seed 001's latency-aware machine: a slow probe is DEGRADED
+		// evidence, and an active endpoint DEGRADED this long warrants failover.
+		cfg.Timing.DegradedLatency = 60 * time.Millisecond
+		cfg.Timing.MaxDegradedDuration = time.Second
+		cfg.Timing.ProbeTimeout = cfg.Timing.ProbeInterval - cfg.Timing.ProbeJitter - 5*time.Millisecond
+	}
+	rec := orderflow.NewRecorder()
+	cfg.Recorder = rec
+	cfg.Logger = logger(os.Stderr, o.verbose)
+	c, err := orderflow.New(cfg)
+	if err != nil {
+		return 1, err
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			_ = c.Close()
+		}
+	}()
+	fmt.Fprintf(w, "orderclient: simulated broker, regions eu (primary) and us; fault %q; seed %d\n", o.fault, o.seed)
+	fmt.Fprintf(w, "  transports: REST orders + account reads, WebSocket px.EURUSD, FIX 4.4 session %s→%s (sequence model %s, session policy %s)\n",
+		cfg.FIXSenderCompID, cfg.FIXTargetCompID, cfg.Sequence, cfg.SessionPolicy)
+	t := cfg.Timing
+	fmt.Fprintf(w, "  timing: probe every %s (timeout %s), DOWN after %d failures, failback after %s cooldown + %d successes; API key: set, not shown\n\n",
+		t.ProbeInterval, t.ProbeTimeout, t.FailureThreshold, t.Cooldown, t.FailbackSuccessThreshold)
+
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = c.Start(sctx)
+	cancel()
+	if err != nil {
+		return 1, fmt.Errorf("start client: %w", err)
+	}
+	rec.Note(orderflow.Info, "scenario", "trading on eu: REST order every 50 ms, FIX order every 100 ms, account read every 250 ms (every 3rd order a resting limit)")
+	trader := orderflow.StartTrading(c, orderflow.DefaultTradeOptions())
+	stopped := false
+	stopTrading := func() {
+		if !stopped {
+			stopped = true
+			trader.Stop()
+		}
+	}
+	defer stopTrading()
+
+	pause := func(d time.Duration) bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(d):
+			return true
+		}
+	}
+	// waitFor polls cond until it holds or the deadline passes.
+	waitFor := func(d time.Duration, cond func() bool) bool {
+		deadline := time.Now().Add(d)
+		for time.Now().Before(deadline) {
+			if cond() {
+				return true
+			}
+			if !pause(20 * time.Millisecond) {
+				return false
+			}
+		}
+		return cond()
+	}
+	active := func() string { ep, _ := c.Path().Active(); return ep.Name }
+	gateOpen := func() bool { g, _ := c.Path().GateState(); return g == pathdialer.GateOpen }
+	halted := func() bool { g, _ := c.Path().GateState(); return g == pathdialer.GateHalted }
+	waitRounds := t.Cooldown + time.Duration(t.FailbackSuccessThreshold+4)*t.ProbeInterval + 3*time.Second
+
+	if !pause(o.phase) {
+		return 1, ctx.Err()
+	}
+	faultAt := time.Now()
+	rec.Note(orderflow.Info, "scenario", "FAULT %s — %s", sc.Describe(), sc.Explain)
+	if err := sc.Inject(b); err != nil {
+		return 1, err
+	}
+	switch o.fault {
+	case "both":
+		if !waitFor(8*time.Second, halted) {
+			rec.Note(orderflow.Info, "scenario", "no halt within 8 s")
+		}
+		pause(o.phase)
+		rec.Note(orderflow.Info, "scenario", "RECOVER us (eu still blackholed): the halt ends by failing over to us")
+		if err := sc.Recover(b, "us"); err != nil {
+			return 1, err
+		}
+		waitFor(8*time.Second, func() bool { return !halted() && gateOpen() })
+		pause(o.phase)
+	case "flapping":
+		waitFor(5*time.Second, func() bool { return active() == "us" })
+		pause(2 * o.phase)
+	default:
+		wait := 8 * time.Second
+		if sc.Failover != orderflow.Must {
+			wait = o.phase
+		}
+		waitFor(wait, func() bool { return active() == "us" && gateOpen() })
+		pause(o.phase)
+	}
+	rec.Note(orderflow.Info, "scenario", "RECOVER eu: every fault cleared (failback is gated by the cooldown and %d probe successes in a row)", t.FailbackSuccessThreshold)
+	if err := sc.Recover(b, "eu"); err != nil {
+		return 1, err
+	}
+	if active() != "eu" {
+		if !waitFor(waitRounds, func() bool { return active() == "eu" && gateOpen() }) {
+			rec.Note(orderflow.Info, "scenario", "no failback to eu within %s", waitRounds.Round(time.Second))
+		}
+	}
+	pause(o.phase / 2)
+	stopTrading()
+	rec.Note(orderflow.Info, "scenario", "trading stopped; draining: waiting for every order's answer or settlement")
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pending := c.Drain(dctx)
+	cancel()
+	if len(pending) > 0 {
+		rec.Note(orderflow.Info, "scenario", "still pending after drain: %v", pending)
+	}
+	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
+	closed = true
+	if err := c.Close(); err != nil {
+		rec.Note(orderflow.Info, "client", "close: %v", err)
+	}
+
+	fmt.Fprintln(w, "TIMELINE (relative to client start)")
+	rec.WriteTimeline(w, o.verbose)
+	fmt.Fprintln(w)
+	sum.Write(w)
+	fmt.Fprintf(w, "\n  run took %s\n", time.Since(began).Round(100*time.Millisecond))
+	lastSummary.Store(&sum)
+	if !sum.OK() {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+// lastSummary is the summary of the last simulated run (for tests).
+var lastSummary atomic.Pointer[orderflow.Summary]
+
+// runReal trades against real endpoints for -duration: no fault, no audit.
+func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
+	cfg, err := orderflow.LoadConfig(o.config, o.getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "orderclient:", err)
+		return 2
+	}
+	if o.timing != nil {
+		cfg.Timing = *o.timing
+	}
+	rec := orderflow.NewRecorder()
+	cfg.Recorder = rec
+	cfg.Logger = logger(stderr, o.verbose)
+	c, err := orderflow.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "orderclient:", err)
+		return 2
+	}
+	defer c.Close()
+	fmt.Fprintf(w, "orderclient: %d endpoints from %s (credentials from the environment, not shown)\n", len(cfg.Endpoints), o.config)
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err = c.Start(sctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "orderclient: start:", err)
+		return 1
+	}
+	trader := orderflow.StartTrading(c, orderflow.DefaultTradeOptions())
+	select {
+	case <-ctx.Done():
+	case <-time.After(o.phase):
+	}
+	trader.Stop()
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	c.Drain(dctx)
+	cancel()
+	sum := c.Check(orderflow.CheckOptions{})
+	fmt.Fprintln(w, "TIMELINE (relative to client start)")
+	rec.WriteTimeline(w, o.verbose)
+	fmt.Fprintln(w)
+	sum.Write(w)
+	fmt.Fprintln(w, "  (no broker audit: duplicate bookings and old-region bookings were not checked)")
+	if !sum.OK() {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+)
+
+func testOptions(fault string) options {
+	tm := orderflow.DefaultTiming()
+	tm.Cooldown = 2 * time.Second
+	return options{fault: fault, seed: 7, phase: 1500 * time.Millisecond, timing: &tm, apiKey: "demo-secret-key-0123456789"}
+}
+
+func runDemo(t *testing.T, fault string, want ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	start := time.Now()
+	code := runWith(context.Background(), testOptions(fault), &out, &errb)
+	t.Logf("-fault %s: exit %d in %s", fault, code, time.Since(start).Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	sum := lastSummary.Load()
+	if sum == nil || !sum.OK() {
+		t.Fatalf("summary not OK: %+v", sum)
+	}
+	for _, tr := range sum.Transports {
+		if tr.Duplicated != 0 || tr.Lost != 0 || tr.Acked == 0 {
+			t.Errorf("%s: %+v", tr.Transport, tr)
+		}
+	}
+	if sum.TicksMissed() != 0 {
+		t.Errorf("ticks missed: %d", sum.TicksMissed())
+	}
+	s := out.String()
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			t.Errorf("output lacks %q\n%s", w, s)
+		}
+	}
+	if strings.Contains(s, "demo-secret-key") || strings.Contains(errb.String(), "demo-secret-key") {
+		t.Error("the API key was printed")
+	}
+	return s
+}
+
+func TestDemoBlackhole(t *testing.T) {
+	runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE: submissions flow on us",
+		"stream px.EURUSD resumed on us", "FIX session logged on through us", "failback refused", "SWITCHED us → eu", "RESULT: OK")
+}
+
+func TestDemoBoth(t *testing.T) {
+	runDemo(t, "both", "NO_TARGET_AVAILABLE", "HALT: trading halted", "refused at once", "RECOVER us", "RESULT: OK")
+}
+
+func TestParseFlags(t *testing.T) {
+	var errb bytes.Buffer
+	if code := run(context.Background(), []string{"-fault", "nope"}, &bytes.Buffer{}, &errb); code != 2 {
+		t.Fatalf("unknown fault: exit %d", code)
+	}
+	if code := run(context.Background(), []string{"-bogus"}, &bytes.Buffer{}, &errb); code != 2 {
+		t.Fatalf("unknown flag: exit %d", code)
+	}
+}
+
+// A config file names the environment variable holding the key; a missing
+// variable is refused before anything connects, and the key is never echoed.
+func TestConfigFileSecretsFromEnv(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "broker.json")
+	cfg := `{"endpoints":[{"name":"eu","region":"eu-west-1","primary":true,"rest":"https://127.0.0.1:1"},
+	  {"name":"us","region":"us-east-1","priority":10,"rest":"https://127.0.0.1:2"}],
+	  "api_key_env":"ORDERCLIENT_TEST_KEY","timing":{"probe_interval":"200ms"}}`
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	o := options{config: file, phase: time.Second, getenv: func(string) string { return "" }}
+	if code := runWith(context.Background(), o, &out, &errb); code != 2 || !strings.Contains(errb.String(), "ORDERCLIENT_TEST_KEY") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+	loaded, err := orderflow.LoadConfig(file, func(string) string { return "s3cret-value" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.APIKey != "s3cret-value" || loaded.Timing.ProbeInterval != 200*time.Millisecond || len(loaded.Endpoints) != 2 {
+		t.Fatalf("loaded %+v", loaded.Timing)
+	}
+}

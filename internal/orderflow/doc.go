@@ -1,0 +1,34 @@
+// Package orderflow is a small order client built on brokerpath: one
+// pathdialer.Path carrying REST orders and account reads (transports/rest),
+// a WebSocket price stream (transports/ws) and a FIX session
+// (transports/fix), plus what a demo, an integration test or a drill needs
+// around it:
+//
+//   - Client: built from a Config that lists the broker's endpoints, the
+//     credentials, the TLS roots, the FIX sequence model, the session policy
+//     and the timing knobs. FromSimBroker fills a Config for the simulated
+//     broker (internal/simbroker); LoadConfig reads one from a JSON file whose
+//     secrets come from environment variables.
+//   - Recorder: every Path event with its time, and the client's own notes
+//     (order acknowledged, stream resumed at sequence N, FIX logon on region
+//     X), printed as a timeline with relative times.
+//   - Check: the invariants (no duplicate order, no lost order, no order
+//     accepted through the old region after its fence, halt exactly when no
+//     target is eligible, every price once and in order, FIX sequence numbers
+//     continuous) over the client's own records and, when there is one, the
+//     broker's audit. It returns a Summary.
+//   - Scenario: a scripted fault (blackhole, down, 503, latency, partial,
+//     unknown-outcome, flapping, both) applied to every service of a region of
+//     the simulated broker, and its recovery.
+//
+// What it guarantees
+//
+//   - Every order is sent once, by the transport it was placed on, through the
+//     Path's submission gate. An order whose fate is unknown is never resent
+//     under a new ID; an order that reconciliation found NOT_RECEIVED is sent
+//     again with the same client order ID once flow is released (the broker's
+//     idempotency on the client order ID makes that safe, and it neutralises a
+//     stale copy that might still land through the old path later).
+//   - Credentials never appear in the timeline, the Summary or errors.
+//   - Close stops every goroutine the Client started.
+package orderflow

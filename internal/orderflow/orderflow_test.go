@@ -1,0 +1,234 @@
+package orderflow_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// quickfix v0.9.10 leaves its logon/logout timer callbacks blocked after a
+// session stops (see transports/fix's TestMain).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
+	)
+}
+
+var comp atomic.Int64
+
+func startBroker(t *testing.T) *simbroker.Broker {
+	t.Helper()
+	cfg := simbroker.DefaultConfig()
+	cfg.TickInterval = 25 * time.Millisecond
+	cfg.Streams = []string{"px.EURUSD"}
+	cfg.ClientCompID = fmt.Sprintf("OFTEST%d", comp.Add(1))
+	b, err := simbroker.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func startClient(t *testing.T, b *simbroker.Broker) *orderflow.Client {
+	t.Helper()
+	cfg := orderflow.FromSimBroker(b)
+	c, err := orderflow.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// eventually polls cond every 10 ms for up to d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	tk := time.NewTicker(10 * time.Millisecond)
+	defer tk.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tk.C:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func order(c *orderflow.Client, id string) orderflow.OrderRecord {
+	for _, o := range c.Orders() {
+		if o.ClOrdID == id {
+			return o
+		}
+	}
+	return orderflow.OrderRecord{}
+}
+
+func TestRESTAndFIXOrdersAcked(t *testing.T) {
+	b := startBroker(t)
+	c := startClient(t, b)
+	ctx := context.Background()
+	if err := c.PlaceREST(ctx, "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Place(ctx, orderflow.REST, orderflow.OrderSpec{ClOrdID: "r-2", Limit: "0.5"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PlaceFIX(ctx, "f-1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "FIX ack", func() bool { return order(c, "f-1").Acked })
+	for _, id := range []string{"r-1", "r-2", "f-1"} {
+		o := order(c, id)
+		if !o.Sent || !o.Acked || o.AckEndpoint != "eu" {
+			t.Errorf("%s: %+v", id, o)
+		}
+		if bo, ok := b.Order(id); !ok || bo.Region != "eu" {
+			t.Errorf("%s: broker %+v %v", id, bo, ok)
+		}
+	}
+	if acct, err := c.Account(ctx); err != nil || acct["account_id"] == nil {
+		t.Fatalf("account %v %v", acct, err)
+	}
+	eventually(t, 5*time.Second, "prices", func() bool {
+		st := c.Prices().Stats()
+		return len(st) == 1 && st[0].Messages > 5
+	})
+	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit()})
+	if !sum.OK() || sum.Transport("rest").Acked != 2 || sum.Transport("fix").Acked != 1 {
+		var w bytes.Buffer
+		sum.Write(&w)
+		t.Fatal(w.String())
+	}
+}
+
+func TestBlackholeFailoverKeepsInvariants(t *testing.T) {
+	b := startBroker(t)
+	c := startClient(t, b)
+	sc, err := orderflow.NewScenario("blackhole", "eu", "us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Failback = orderflow.May
+	opts := orderflow.DefaultTradeOptions()
+	tr := orderflow.StartTrading(c, opts)
+	eventually(t, 5*time.Second, "orders on eu", func() bool { return len(c.Orders()) > 10 })
+	faultAt := time.Now()
+	if err := sc.Inject(b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "switch to us and release", func() bool {
+		ep, _ := c.Path().Active()
+		g, _ := c.Path().GateState()
+		return ep.Name == "us" && g == pathdialer.GateOpen
+	})
+	eventually(t, 5*time.Second, "acks from us", func() bool {
+		for _, o := range c.Orders() {
+			if o.Acked && o.AckEndpoint == "us" && o.Transport == orderflow.FIX {
+				return true
+			}
+		}
+		return false
+	})
+	tr.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if p := c.Drain(ctx); len(p) > 0 {
+		t.Fatalf("pending after drain: %v", p)
+	}
+	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
+	var w bytes.Buffer
+	c.Recorder().WriteTimeline(&w, false)
+	sum.Write(&w)
+	if !sum.OK() {
+		t.Fatal(w.String())
+	}
+	if len(sum.Switches) == 0 || sum.Switches[0].To != "us" || sum.Halts != 0 {
+		t.Fatalf("switches %+v halts %d\n%s", sum.Switches, sum.Halts, w.String())
+	}
+	for _, name := range []string{"rest", "fix"} {
+		ts := sum.Transport(name)
+		if ts.FirstAckOnBackup <= 0 || ts.Lost != 0 || ts.Duplicated != 0 {
+			t.Errorf("%s: %+v", name, ts)
+		}
+	}
+	out := w.String()
+	for _, want := range []string{"FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE", "resumed on us", "logged on through us"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
+	}
+	if strings.Contains(out, b.APIKey()) {
+		t.Error("timeline shows the API key")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	cfg := orderflow.DefaultConfig()
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("no endpoints accepted")
+	}
+	cfg.Endpoints = []orderflow.Endpoint{{Name: "a", Region: "a", Primary: true, REST: "https://a"}, {Name: "b", Region: "b", REST: "https://b"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.FIXSenderCompID = "ME"
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("FIX without addresses accepted")
+	}
+	cfg.FIXSenderCompID = ""
+	cfg.SessionPolicy = "maybe"
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("bad policy accepted")
+	}
+	if _, err := orderflow.NewScenario("nope", "eu", "us"); err == nil {
+		t.Fatal("unknown fault accepted")
+	}
+	for _, k := range orderflow.FaultKinds() {
+		if _, err := orderflow.NewScenario(k, "eu", "us"); err != nil {
+			t.Fatal(k, err)
+		}
+	}
+}
+
+func TestTimelineFoldsRepeats(t *testing.T) {
+	r := orderflow.NewRecorder()
+	for range 5 {
+		r.OnEvent(pathdialer.Event{Kind: pathdialer.EventProbe, Endpoint: "eu", Time: time.Now(), Err: pathdialer.ErrProbeTimeout})
+	}
+	r.OnEvent(pathdialer.Event{Kind: pathdialer.EventProbe, Endpoint: "eu", Time: time.Now()})
+	for range 3 {
+		r.Note(orderflow.Info, "x", "same")
+	}
+	r.Note(orderflow.Debug, "x", "hidden")
+	var w bytes.Buffer
+	r.WriteTimeline(&w, false)
+	out := w.String()
+	for _, want := range []string{"eu probe FAILED", "probe ok again (5 probes had failed)", "repeated 2 more times"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "hidden") || strings.Count(out, "FAILED") != 1 {
+		t.Errorf("not folded:\n%s", out)
+	}
+}
