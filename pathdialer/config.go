@@ -187,8 +187,10 @@ const (
 	FateFilled
 	// FateResting: the broker holds it open.
 	FateResting
-	// FateNotReceived: the broker never received it; it is safe to send again
-	// (with the same client order ID).
+	// FateNotReceived: the broker has no record of it. Provisional: a copy may
+	// still be in the network (a healed partition delivers what it held), so
+	// send it again only under the SAME client order ID, which the broker's
+	// idempotency turns into one order; never under a new one.
 	FateNotReceived
 	// FateCanceled: the broker canceled it.
 	FateCanceled
