@@ -265,18 +265,29 @@ func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 			p.events.emit(Event{Kind: EventDegraded, Endpoint: d.ReadOnlyTarget, Generation: d.Generation, Cause: cause})
 		}
 		c.halt(haltNoTarget, errors.New(cause))
-	case engine.FenceRequired:
-		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
-		c.hold(fmt.Errorf("failover from %q to %q: fencing", d.From, d.To))
-		c.beginFence(ctx, d.From, d.To, false)
-	case engine.Switched:
-		// Only with BrokerFences: the broker fences the old session when the new
-		// one logs on; the local fence still closes our own connections.
-		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
-		c.hold(fmt.Errorf("failover from %q to %q: reconciling", d.From, d.To))
-		c.localFence(d.From)
-		c.switched(ctx, d, "failover")
+	case engine.FenceRequired, engine.Switched:
+		c.startSwitch(ctx, d, false)
 	}
+}
+
+// startSwitch begins a warranted switch: hold submissions, then fence the old
+// endpoint (FenceRequired) or, when the engine already switched (only with
+// BrokerFences: the broker fences the old session when the new one logs on),
+// apply the local fence and go straight to reconciliation.
+func (c *controller) startSwitch(ctx context.Context, d engine.Decision, failback bool) {
+	kind := "failover"
+	if failback {
+		kind = "failback"
+	}
+	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+	if d.Outcome == engine.FenceRequired {
+		c.hold(fmt.Errorf("%s from %q to %q: fencing", kind, d.From, d.To))
+		c.beginFence(ctx, d.From, d.To, failback)
+		return
+	}
+	c.hold(fmt.Errorf("%s from %q to %q: reconciling", kind, d.From, d.To))
+	c.localFence(d.From)
+	c.switched(ctx, d, kind)
 }
 
 func (c *controller) evaluateFailback(ctx context.Context) {
@@ -302,15 +313,8 @@ func (c *controller) evaluateFailback(ctx context.Context) {
 			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
 			p.events.emit(Event{Kind: EventFlapSuppressed, From: d.From, To: d.To, Generation: d.Generation, Cause: strings.Join(d.Notes, "; ")})
 		}
-	case engine.FenceRequired:
-		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
-		c.hold(fmt.Errorf("failback from %q to %q: fencing", d.From, d.To))
-		c.beginFence(ctx, d.From, d.To, true)
-	case engine.Switched:
-		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
-		c.hold(fmt.Errorf("failback from %q to %q: reconciling", d.From, d.To))
-		c.localFence(d.From)
-		c.switched(ctx, d, "failback")
+	case engine.FenceRequired, engine.Switched:
+		c.startSwitch(ctx, d, true)
 	}
 }
 
