@@ -77,8 +77,11 @@ func (p *Path) external(ctx context.Context, r extReq) error {
 // submissions, fences the old endpoint (locally and with the Fencer, retried as
 // usual), switches, reconciles and releases; Assign returns when flow is released
 // on endpoint under token, or when ctx ends (the switch goes on). To the active
-// endpoint, it only moves the generation forward (tickets granted from then on
-// carry the new token). Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
+// endpoint, it moves the generation forward (tickets granted from then on carry
+// the new token) and, when submissions are held or halted (a Path with
+// ExternalDecisions starts held until its first Assign), releases them through
+// reconciliation. A Halt while a switch is in progress makes its Assign return
+// ErrTradingHalted. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
 // ErrSwitchInProgress, ErrClosed, or ctx's.
 func (p *Path) Assign(ctx context.Context, endpoint string, token uint64) error {
 	if _, ok := p.eps[endpoint]; !ok {
@@ -125,11 +128,17 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 		c.hold(fmt.Errorf("held by the coordinator: %w", r.cause))
 		r.done <- nil
 	case extHalt:
+		cause := fmt.Errorf("halted by the coordinator: %w", r.cause)
 		if c.phase != phaseNormal {
-			// A switch in progress stays held; the halt takes over its gate.
+			// The halt takes over the gate of a switch in progress; whoever
+			// waits for that switch is told it will not be released.
 			c.carryAbandon()
 		}
-		c.halt(haltExternal, fmt.Errorf("halted by the coordinator: %w", r.cause))
+		for _, w := range c.waiters {
+			w <- fmt.Errorf("%w: %w", ErrTradingHalted, cause)
+		}
+		c.waiters = nil
+		c.halt(haltExternal, cause)
 		r.done <- nil
 	case extResume:
 		if c.phase != phaseNormal {
@@ -160,8 +169,14 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 			p.setActive(a.rt, r.token)
 			if v := p.gate.Load(); v.state == GateOpen {
 				p.setGate(GateOpen, a.rt.ep.Name, r.token, nil)
+				r.done <- nil
+				return
 			}
-			r.done <- nil
+			// Held or halted (at Start, or by the coordinator): the assignment
+			// is the word to trade again, through reconciliation.
+			c.waiters = append(c.waiters, r.done)
+			c.hold(fmt.Errorf("assigned %q under token %d: reconciling", r.endpoint, r.token))
+			c.beginReconcile(ctx, r.endpoint, r.endpoint, r.token, "assigned by the coordinator")
 			return
 		}
 		c.assign = &r

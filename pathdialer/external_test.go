@@ -23,11 +23,21 @@ func TestExternalDecisions(t *testing.T) {
 			t.Fatalf("Halt before Start: %v", err)
 		}
 		h.start()
+		// External mode starts held: no ticket before the coordinator's word.
+		if st, cause := h.p.GateState(); st != pathdialer.GateHeld || !strings.Contains(cause.Error(), "first assignment") {
+			t.Fatalf("gate at Start: %v (%v)", st, cause)
+		}
+		if err := h.p.Assign(context.Background(), "eu", 1); err != nil {
+			t.Fatalf("first Assign: %v", err)
+		}
+		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
+			t.Fatalf("gate after the first Assign: %v", st)
+		}
 		inflight := mustAcquire(t, h.p, "o-inflight")
 		h.probes.set("eu", probeBlackhole)
 		<-time.After(30 * time.Second)
 		synctest.Wait()
-		if a, gen := h.p.Active(); a.Name != "eu" || gen != 0 {
+		if a, gen := h.p.Active(); a.Name != "eu" || gen != 1 {
 			t.Fatalf("the Path switched by itself to %s/%d", a.Name, gen)
 		}
 		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
@@ -51,7 +61,7 @@ func TestExternalDecisions(t *testing.T) {
 			t.Errorf("fence calls %+v", f)
 		}
 		recs := h.hooks.reconciliations()
-		if len(recs) != 1 || recs[0].Generation != 7 || !slices.Equal(orderIDs(recs[0].Tickets), []string{"o-inflight"}) {
+		if len(recs) != 2 || recs[0].Reason != "assigned by the coordinator" || recs[1].Generation != 7 || !slices.Equal(orderIDs(recs[1].Tickets), []string{"o-inflight"}) {
 			t.Fatalf("reconciliations %+v", recs)
 		}
 		inflight.Done() // late
@@ -88,7 +98,7 @@ func TestExternalDecisions(t *testing.T) {
 		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
 			t.Fatalf("gate after Resume: %v", st)
 		}
-		if recs := h.hooks.reconciliations(); len(recs) != 2 || recs[1].From != "us" || recs[1].To != "us" {
+		if recs := h.hooks.reconciliations(); len(recs) != 3 || recs[2].From != "us" || recs[2].To != "us" {
 			t.Fatalf("Resume did not reconcile: %+v", recs)
 		}
 
@@ -131,6 +141,35 @@ func TestExternalCallsRefusedOnASelfDecidingPath(t *testing.T) {
 		}
 		if err := h.p.Assign(context.Background(), "nowhere", 1); !errors.Is(err, pathdialer.ErrUnknownEndpoint) {
 			t.Fatalf("Assign to an unknown endpoint: %v", err)
+		}
+	})
+}
+
+// A Halt while an assigned switch is still fencing takes over the gate and
+// tells the waiting Assign it will not be released.
+func TestHaltDuringAssignedSwitchEndsTheAssign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.ExternalDecisions = true })
+		defer h.close()
+		h.start()
+		if err := h.p.Assign(context.Background(), "eu", 1); err != nil {
+			t.Fatal(err)
+		}
+		h.hooks.setFenceFails(-1)
+		res := make(chan error, 1)
+		go func() { res <- h.p.Assign(context.Background(), "us", 2) }()
+		h.await(pathdialer.EventFenceFailure, nil)
+		if err := h.p.Halt(errors.New("session lost")); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-res; !errors.Is(err, pathdialer.ErrTradingHalted) || !strings.Contains(err.Error(), "session lost") {
+			t.Fatalf("Assign after Halt: %v", err)
+		}
+		if a, gen := h.p.Active(); a.Name != "eu" || gen != 1 {
+			t.Fatalf("active %s/%d after an aborted switch", a.Name, gen)
+		}
+		if _, err := h.p.Acquire(context.Background(), "rest", "o"); !errors.Is(err, pathdialer.ErrTradingHalted) {
+			t.Fatalf("Acquire: %v", err)
 		}
 	})
 }

@@ -207,7 +207,12 @@ func (p *Path) Start(ctx context.Context) error {
 	p.checkIdentities(ctx)
 	p.probeRound(ctx)
 	a := p.active.Load()
-	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	if p.cfg.ExternalDecisions {
+		// No ticket before the coordinator's first word.
+		p.setGate(GateHeld, "", a.gen, errors.New("waiting for the coordinator's first assignment"))
+	} else {
+		p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	}
 	p.running.Store(true)
 	go p.control(runCtx)
 	return nil
