@@ -61,30 +61,16 @@ var timeZero time.Time
 func (p *Path) control(ctx context.Context) {
 	defer close(p.ctlDone)
 	c := &controller{p: p, lastFbOut: engine.NoAction}
-	ticker := time.NewTicker(p.cfg.ProbeInterval)
-	defer ticker.Stop()
+	// Probe rounds and identity checks run in their own goroutine (monitor), so
+	// a fence or reconcile in progress here never pauses the health evidence,
+	// and each completed round asks for an evaluation through the trigger.
+	monDone := make(chan struct{})
+	go func() {
+		defer close(monDone)
+		p.monitor(ctx)
+	}()
+	defer func() { <-monDone }()
 	var retry *time.Timer
-	// Probe rounds run beside the controller, so a passive-signal trigger or a
-	// retry is handled at once even while a probe waits for its timeout.
-	var roundDone chan struct{}
-	defer func() {
-		if roundDone != nil {
-			<-roundDone
-		}
-	}()
-	// Identity checks run beside the controller too, every IdentityInterval.
-	var idTick <-chan time.Time
-	if p.cfg.Identity != nil {
-		t := time.NewTicker(p.cfg.IdentityInterval)
-		defer t.Stop()
-		idTick = t.C
-	}
-	var idDone chan struct{}
-	defer func() {
-		if idDone != nil {
-			<-idDone
-		}
-	}()
 	for {
 		var retryC <-chan time.Time
 		if !c.retryAt.IsZero() {
@@ -101,18 +87,43 @@ func (p *Path) control(ctx context.Context) {
 				retry.Stop()
 			}
 			return
-		case <-ticker.C:
-			if roundDone == nil {
-				done := make(chan struct{})
-				roundDone = done
-				go func() {
-					defer close(done)
-					p.probeRound(ctx)
-				}()
-			}
-		case <-roundDone:
-			roundDone = nil
+		case <-p.trigger:
 			c.step(ctx, false)
+		case <-retryC:
+			c.step(ctx, true)
+		case r := <-p.extCh:
+			c.onExternal(ctx, r)
+		}
+	}
+}
+
+// monitor runs a probe round every ProbeInterval (a round never overlaps the
+// next: a slow one delays it) and the identity checks every IdentityInterval,
+// until ctx ends. After each round it asks the controller to evaluate.
+func (p *Path) monitor(ctx context.Context) {
+	ticker := time.NewTicker(p.cfg.ProbeInterval)
+	defer ticker.Stop()
+	var idTick <-chan time.Time
+	if p.cfg.Identity != nil {
+		t := time.NewTicker(p.cfg.IdentityInterval)
+		defer t.Stop()
+		idTick = t.C
+	}
+	var idDone chan struct{}
+	defer func() {
+		if idDone != nil {
+			<-idDone
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			p.probeRound(ctx)
+			if ctx.Err() == nil {
+				p.kick()
+			}
 		case <-idTick:
 			if idDone == nil {
 				done := make(chan struct{})
@@ -124,12 +135,6 @@ func (p *Path) control(ctx context.Context) {
 			}
 		case <-idDone:
 			idDone = nil
-		case <-p.trigger:
-			c.step(ctx, false)
-		case <-retryC:
-			c.step(ctx, true)
-		case r := <-p.extCh:
-			c.onExternal(ctx, r)
 		}
 	}
 }
