@@ -28,6 +28,10 @@ var (
 	// refused it). It is safe to send again with the same ClOrdID.
 	ErrNotSent = errors.New("fix: order not sent")
 	// ErrResendRefused is the cause recorded on an order's ticket when the
+	// ErrSessionLost: the FIX session ended (logout or lost connection) before
+	// the order was answered; its fate is unknown and it is handed to
+	// reconciliation (pathdialer settles it even without a switch).
+	ErrSessionLost = errors.New("fix: session ended before the order was answered")
 	// counterparty asked for it to be resent and it was gap-filled instead.
 	ErrResendRefused = errors.New("fix: resend of an order refused (gap-filled); outcome unknown")
 	// ErrReconcileIncomplete: the reconciler did not learn every order's fate

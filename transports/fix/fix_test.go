@@ -385,3 +385,31 @@ func TestIdentityCheckReportsTheAnsweringCompIDs(t *testing.T) {
 		t.Fatalf("no session: %v", err)
 	}
 }
+
+// An order whose session drops before its answer, with no switch (the session
+// logs on again on the same endpoint), is handed to reconciliation at once and
+// settled in the background: it is never left in flight for ever.
+func TestOrderCutWithoutSwitchIsSettled(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	h.waitLogon(t, "eu", 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.in.SendOrder(ctx, order("cut-noswitch", "MUTE-REST"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the order booked", func() bool { return len(h.b.received("cut-noswitch")) == 1 })
+	if err := h.b.relays["eu"].SetFault(faultnet.Reset()); err != nil {
+		t.Fatal(err)
+	}
+	got := settlementsByID(h.waitReconcile(t))
+	s, ok := got["cut-noswitch"]
+	if !ok || s.Fate != pathdialer.FateResting {
+		t.Fatalf("settlements %+v, want cut-noswitch RESTING", got)
+	}
+	if a, gen := h.path.Active(); a.Name != "eu" || gen != 0 {
+		t.Fatalf("a switch happened (%s/%d); this is about the same endpoint", a.Name, gen)
+	}
+	if n := len(h.b.received("cut-noswitch")); n != 1 {
+		t.Fatalf("the order reached the broker %d times", n)
+	}
+}

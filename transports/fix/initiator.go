@@ -467,13 +467,29 @@ func (a *guardApp) OnLogon(sid quickfix.SessionID) {
 }
 
 func (a *guardApp) OnLogout(sid quickfix.SessionID) {
-	if s := a.in.sessions[sid]; s != nil {
+	in := a.in
+	if s := in.sessions[sid]; s != nil {
 		s.mu.Lock()
 		s.loggedOn, s.endpoint = false, ""
 		s.notify()
 		s.mu.Unlock()
 	}
-	a.in.user.OnLogout(sid)
+	// Orders of this session still waiting for their answer may or may not have
+	// reached the broker: hand them to reconciliation now, so they are settled
+	// even when the session logs on again on the same endpoint (no switch). The
+	// records stay: reconcile asks about them, and a late answer is recognised.
+	in.mu.Lock()
+	var lost []*order
+	for _, o := range in.orders {
+		if o.sessionID == sid && !o.submitting {
+			lost = append(lost, o)
+		}
+	}
+	in.mu.Unlock()
+	for _, o := range lost {
+		o.ticket.Unknown(fmt.Errorf("%w: order %q", ErrSessionLost, o.clOrdID))
+	}
+	in.user.OnLogout(sid)
 }
 
 func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
