@@ -450,7 +450,8 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 		why := notSentWhy(err)
 		c.refused(REST, o.ClOrdID, why)
 		c.update(o.ClOrdID, func(r *OrderRecord) { r.NotSent = why })
-		return fmt.Errorf("%w: %s: %s", ErrNotSent, o.ClOrdID, why)
+		// Keep the cause in the chain (errors.Is finds pathdialer.ErrTradingHalted).
+		return fmt.Errorf("%w: %s: %s: %w", ErrNotSent, o.ClOrdID, why, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

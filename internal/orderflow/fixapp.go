@@ -175,6 +175,13 @@ func (c *Client) fixAnswer(id, execType, ordStatus string) {
 	if !ok || (execType == "I" && !resent) {
 		return
 	}
+	if execType == "I" && ordStatus == "8" {
+		// An order-status answer saying "unknown order" is the reconcile's
+		// (possibly late) view, not the answer to the re-sent order: the re-send's
+		// own ExecutionReport decides. Counting it would mark a booked order
+		// rejected.
+		return
+	}
 	ep, _ := c.path.Active()
 	c.ack(id, FIX, ep.Name, ordStatus == "8")
 }
@@ -214,5 +221,6 @@ func (c *Client) placeFIX(ctx context.Context, o OrderSpec) error {
 	}
 	c.refused(FIX, o.ClOrdID, why)
 	c.update(o.ClOrdID, func(r *OrderRecord) { r.NotSent = why })
-	return fmt.Errorf("%w: %s: %s", ErrNotSent, o.ClOrdID, why)
+	// Keep the cause in the chain (errors.Is finds pathdialer.ErrTradingHalted).
+	return fmt.Errorf("%w: %s: %s: %w", ErrNotSent, o.ClOrdID, why, err)
 }
