@@ -1,0 +1,645 @@
+// Command chaos is brokerpath's long randomized run: an order client on all
+// three transports (REST orders, FIX orders, a WebSocket price stream)
+// against a three-region simulated broker while a seeded schedule of random
+// faults hits random regions and services, including monitor-only
+// partitions, flapping and a few deliberate all-regions-down windows. It
+// prints the seed and the schedule's digest first, its progress every few
+// seconds, and at the end the invariants and the distribution of failover
+// times; it exits non-zero on any violation.
+//
+//	go run ./integration/chaos                          # fresh random seed, printed
+//	go run ./integration/chaos -seed 12345              # replay: same schedule
+//	go run ./integration/chaos -seed 12345 -schedule    # print the schedule and exit
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/brokerpath/brokerpath/integration/chaos/plan"
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	seed              uint64
+	orders, faults    int
+	regions           string
+	restEvery, fixEvr time.Duration
+	progress          time.Duration
+	scheduleOnly      bool
+	verbose           bool
+}
+
+func run(ctx context.Context, args []string, w io.Writer) int {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	o := options{}
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the fault schedule (0: a fresh random seed, printed)")
+	fs.IntVar(&o.orders, "orders", 5000, "orders to place (REST and FIX together)")
+	fs.IntVar(&o.faults, "faults", 50, "faults in the schedule")
+	fs.StringVar(&o.regions, "regions", "eu,us,ap", "regions of the simulated broker (the first is primary)")
+	fs.DurationVar(&o.restEvery, "rest-every", 50*time.Millisecond, "one REST order per interval")
+	fs.DurationVar(&o.fixEvr, "fix-every", 100*time.Millisecond, "one FIX order per interval")
+	fs.DurationVar(&o.progress, "progress", 3*time.Second, "progress line interval")
+	fs.BoolVar(&o.scheduleOnly, "schedule", false, "print the schedule and exit")
+	fs.BoolVar(&o.verbose, "v", false, "print the timeline at the end")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if o.seed == 0 {
+		var b [8]byte
+		_, _ = crand.Read(b[:])
+		o.seed = binary.LittleEndian.Uint64(b[:]) % 1_000_000_000
+	}
+	regions := strings.Split(o.regions, ",")
+	rate := float64(time.Second)/float64(o.restEvery) + float64(time.Second)/float64(o.fixEvr)
+	expected := time.Duration(float64(o.orders) / rate * float64(time.Second))
+	popts := plan.Options{Regions: regions, Faults: o.faults, Span: expected * 85 / 100, Warmup: 3 * time.Second}
+	sched := plan.Generate(o.seed, popts)
+	fmt.Fprintf(w, "chaos: seed %d (replay: make chaos SEED=%d)\n", o.seed, o.seed)
+	fmt.Fprintf(w, "chaos: schedule digest %s — %d faults over %s on regions %s: %s\n", sched.Digest(), len(sched.Faults),
+		sched.End().Round(time.Second), o.regions, strings.Join(sched.CountByKind(), " "))
+	if o.scheduleOnly {
+		fmt.Fprint(w, sched.String())
+		return 0
+	}
+	fmt.Fprintf(w, "chaos: %d orders at %.0f/s (REST every %s, FIX every %s), expected ~%s\n", o.orders, rate, o.restEvery, o.fixEvr, expected.Round(time.Second))
+	r, err := newRunner(ctx, o, regions, sched, w)
+	if err != nil {
+		fmt.Fprintln(w, "chaos:", err)
+		return 1
+	}
+	return r.run(ctx)
+}
+
+type injected struct {
+	f             plan.Fault
+	at, recovered time.Time
+	err           error
+}
+
+type runner struct {
+	o     options
+	w     io.Writer
+	sched plan.Schedule
+	b     *simbroker.Broker
+	c     *orderflow.Client
+	start time.Time
+
+	mu   sync.Mutex
+	inj  []*injected
+	errs []string
+}
+
+func newRunner(ctx context.Context, o options, regions []string, sched plan.Schedule, w io.Writer) (*runner, error) {
+	bcfg := simbroker.DefaultConfig()
+	bcfg.Regions = regions
+	bcfg.Seed = o.seed
+	bcfg.TickInterval = 50 * time.Millisecond
+	bcfg.Streams = []string{"px.EURUSD"}
+	bcfg.ReplayBuffer = 16384
+	bcfg.PingInterval = time.Second
+	bcfg.ClientCompID = "CHAOS"
+	b, err := simbroker.Start(ctx, bcfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg := orderflow.FromSimBroker(b)
+	cfg.Timing.FlapLimit = 12
+	cfg.Timing.FlapWindow = 30 * time.Second
+	cfg.Timing.Cooldown = 2 * time.Second
+	c, err := orderflow.New(cfg)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := c.Start(sctx); err != nil {
+		_ = c.Close()
+		_ = b.Close()
+		return nil, fmt.Errorf("start client: %w", err)
+	}
+	return &runner{o: o, w: w, sched: sched, b: b, c: c}, nil
+}
+
+func (r *runner) run(ctx context.Context) int {
+	defer func() { _ = r.b.Close() }()
+	closed := false
+	defer func() {
+		if !closed {
+			_ = r.c.Close()
+		}
+	}()
+	r.start = time.Now()
+	tr := orderflow.StartTrading(r.c, orderflow.TradeOptions{RESTEvery: r.o.restEvery, FIXEvery: r.o.fixEvr,
+		ReadEvery: 250 * time.Millisecond, LimitEvery: 3, LimitPrice: "0.5000", Prefix: "c"})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.inject(ctx) }()
+
+	tk := time.NewTicker(r.o.progress)
+	defer tk.Stop()
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	interrupted := false
+	for {
+		if len(r.c.Orders()) >= r.o.orders && r.faultsDone() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			interrupted = true
+		case <-tk.C:
+			r.progressLine()
+			continue
+		case <-poll.C:
+			continue
+		}
+		break
+	}
+	tr.Stop()
+	wg.Wait()
+	r.recoverAll()
+	r.progressLine()
+	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
+	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	pending := r.c.Drain(dctx)
+	cancel()
+	audit := r.b.Audit()
+	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	closed = true
+	_ = r.c.Close()
+	if r.o.verbose {
+		r.c.Recorder().WriteTimeline(r.w, false)
+	}
+	violations, notes := r.verdict(sum, audit, pending)
+	r.report(sum, violations, notes)
+	if interrupted {
+		fmt.Fprintln(r.w, "chaos: interrupted")
+		return 1
+	}
+	if len(violations) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// inject follows the schedule: each fault at start+At, recovered For later.
+func (r *runner) inject(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for _, f := range r.sched.Faults {
+		t := time.NewTimer(time.Until(r.start.Add(f.At)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		in := &injected{f: f, at: now}
+		sf := f.SimFault(now)
+		for _, rg := range f.Regions {
+			for _, svc := range f.Services {
+				if err := r.b.SetFault(rg, svc, sf); err != nil && in.err == nil {
+					in.err = err
+				}
+			}
+		}
+		r.c.Recorder().Note(orderflow.Info, "chaos", "FAULT %s", f)
+		r.mu.Lock()
+		r.inj = append(r.inj, in)
+		if in.err != nil {
+			r.errs = append(r.errs, fmt.Sprintf("inject #%d: %v", f.Index, in.err))
+		}
+		r.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTimer(f.For)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+			case <-t.C:
+			}
+			for _, rg := range f.Regions {
+				for _, svc := range f.Services {
+					_ = r.b.SetFault(rg, svc, simbroker.None{})
+				}
+			}
+			r.c.Recorder().Note(orderflow.Info, "chaos", "RECOVER #%02d %s", f.Index, strings.Join(f.Regions, ","))
+			r.mu.Lock()
+			in.recovered = time.Now()
+			r.mu.Unlock()
+		}()
+	}
+}
+
+func (r *runner) faultsDone() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.inj) < len(r.sched.Faults) {
+		return false
+	}
+	for _, in := range r.inj {
+		if in.recovered.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *runner) recoverAll() {
+	for _, rg := range r.b.Regions() {
+		for _, svc := range simbroker.Services {
+			_ = r.b.SetFault(rg.Name(), svc, simbroker.None{})
+		}
+	}
+}
+
+func (r *runner) progressLine() {
+	orders := r.c.Orders()
+	acked, pending, notSent := 0, 0, 0
+	for _, o := range orders {
+		switch {
+		case o.Acked || o.Rejected || o.Settled:
+			acked++
+		case o.Sent:
+			pending++
+		default:
+			notSent++
+		}
+	}
+	r.mu.Lock()
+	n := len(r.inj)
+	var active []string
+	for _, in := range r.inj {
+		if in.recovered.IsZero() {
+			active = append(active, fmt.Sprintf("%s:%s", strings.Join(in.f.Regions, "+"), in.f.Kind))
+		}
+	}
+	r.mu.Unlock()
+	ep, gen := r.c.Path().Active()
+	g, _ := r.c.Path().GateState()
+	audit := r.b.Audit()
+	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	byID := map[string]orderflow.OrderRecord{}
+	for _, o := range orders {
+		byID[o.ClOrdID] = o
+	}
+	stale := staleLandings(audit, byID, r.c.Recorder().Start(), sum.Switches)
+	v := 0
+	for _, s := range sum.Violations {
+		if inProgress(s) {
+			continue
+		}
+		if id, ok := twoLivePathsID(s); ok && stale[id] {
+			continue
+		}
+		v++
+	}
+	if len(active) == 0 {
+		active = []string{"none"}
+	}
+	fmt.Fprintf(r.w, "[%6s] faults %2d/%d (active %s) | orders %4d/%d: %d answered/settled, %d in flight, %d not sent | on %s gen %d gate %s | switches %d halts %d | violations so far %d\n",
+		time.Since(r.start).Round(time.Second), n, len(r.sched.Faults), strings.Join(active, " "), len(orders), r.o.orders,
+		acked, pending, notSent, ep.Name, gen, g, len(sum.Switches), sum.Halts, v)
+}
+
+// inProgress: Check's findings that only mean an order is still in flight.
+func inProgress(v string) bool {
+	for _, p := range []string{"LOST:", "order "} {
+		if strings.HasPrefix(v, p) {
+			return true
+		}
+	}
+	return strings.HasPrefix(v, "reconcile found order")
+}
+
+// verdict applies every invariant to the final records.
+func (r *runner) verdict(sum orderflow.Summary, audit simbroker.AuditLog, pending []string) (violations, notes []string) {
+	orders := r.c.Orders()
+	byID := map[string]orderflow.OrderRecord{}
+	for _, o := range orders {
+		byID[o.ClOrdID] = o
+	}
+	start := r.c.Recorder().Start()
+	stale := staleLandings(audit, byID, start, sum.Switches)
+	staleN := 0
+	for _, v := range sum.Violations {
+		if id, ok := twoLivePathsID(v); ok && stale[id] {
+			staleN++
+			continue
+		}
+		violations = append(violations, v)
+	}
+	if staleN > 0 {
+		notes = append(notes, fmt.Sprintf("%d stale pre-fence landing(s): orders written before a fence, booked through the old region after it (in flight across the fence, or held by a blackhole and delivered on heal); not a second live path, never booked twice", staleN))
+	}
+	if len(pending) > 0 {
+		violations = append(violations, fmt.Sprintf("no lost order: %d order(s) still pending after drain: %v", len(pending), pending))
+	}
+	bookings := map[string]int{}
+	for _, rec := range audit.Orders().Booked() {
+		bookings[rec.ClientOrderID]++
+	}
+	for id, n := range bookings {
+		o, ok := byID[id]
+		switch {
+		case n > 1:
+			violations = append(violations, fmt.Sprintf("no duplicate order: %s booked %d times", id, n))
+		case !ok:
+			violations = append(violations, fmt.Sprintf("no lost order: broker booked %s, never placed by the client", id))
+		case !o.Acked && !(o.Settled && (o.Fate == pathdialer.FateFilled || o.Fate == pathdialer.FateResting || o.Fate == pathdialer.FateCanceled)):
+			violations = append(violations, fmt.Sprintf("no lost order: broker booked %s but the client has it acked=%v rejected=%v settled=%v fate=%s (resent %d)",
+				id, o.Acked, o.Rejected, o.Settled, o.Fate, o.Resent))
+		}
+	}
+	for _, st := range sum.Streams {
+		if uint64(st.Messages) != st.Last-st.First+1 {
+			violations = append(violations, fmt.Sprintf("ws every sequence once in order: %d messages for seq %d..%d", st.Messages, st.First, st.Last))
+		}
+	}
+	if len(sum.Streams) == 0 {
+		violations = append(violations, "ws: the price stream delivered nothing")
+	}
+	r.mu.Lock()
+	violations = append(violations, r.errs...)
+	r.mu.Unlock()
+	// Halts and the all-down windows.
+	halts := r.c.Recorder().Events(pathdialer.EventHalt)
+	for _, in := range r.inj {
+		if in.f.Kind != plan.AllDown {
+			continue
+		}
+		got := false
+		for _, h := range halts {
+			if !h.Time.Before(in.at) && h.Time.Before(in.recovered.Add(time.Second)) {
+				got = true
+			}
+		}
+		if !got {
+			notes = append(notes, fmt.Sprintf("all-down window #%02d (%s) produced no halt", in.f.Index, in.f.For))
+		}
+	}
+	outside := 0
+	for _, h := range halts {
+		in := false
+		for _, x := range r.inj {
+			if x.f.Kind == plan.AllDown && !h.Time.Before(x.at) && h.Time.Before(x.recovered.Add(time.Second)) {
+				in = true
+			}
+		}
+		if !in {
+			outside++
+		}
+	}
+	if outside > 0 {
+		notes = append(notes, fmt.Sprintf("%d halt(s) outside the all-down windows (each paired with a NO_TARGET_AVAILABLE decision by Check: a clean region was not eligible yet — just recovered, or its probe timed out)", outside))
+	}
+	return violations, notes
+}
+
+// staleLandings: see integration/harness_test.go.
+func staleLandings(audit simbroker.AuditLog, byID map[string]orderflow.OrderRecord, start time.Time, switches []orderflow.SwitchSummary) map[string]bool {
+	firstSeen := map[string]time.Time{}
+	for _, r := range audit {
+		if r.ConnID == "" {
+			continue
+		}
+		if _, ok := firstSeen[r.ConnID]; !ok {
+			firstSeen[r.ConnID] = r.Time
+		}
+	}
+	out := map[string]bool{}
+	for _, sw := range switches {
+		fencedAt := start.Add(sw.FenceDone)
+		for _, r := range audit.AcceptedThrough(sw.From, fencedAt) {
+			o, ok := byID[r.ClientOrderID]
+			if ok && o.PlacedAt.Before(fencedAt) && firstSeen[r.ConnID].Before(fencedAt) {
+				out[r.ClientOrderID] = true
+			}
+		}
+	}
+	return out
+}
+
+func twoLivePathsID(v string) (string, bool) {
+	const p = "TWO LIVE PATHS: order "
+	if !strings.HasPrefix(v, p) {
+		return "", false
+	}
+	rest := v[len(p):]
+	if i := strings.IndexByte(rest, ' '); i > 0 {
+		return rest[:i], true
+	}
+	return "", false
+}
+
+// failover is one failover (not a failback) with its cause and timings.
+type failover struct {
+	kind               string
+	path               time.Duration // fault injected → SWITCHED
+	rest, fix, ws      time.Duration // fault → first answer / tick from the new endpoint (-1: none)
+	from, to           string
+	switchAt, injectAt time.Time
+}
+
+func (r *runner) failovers(sum orderflow.Summary) []failover {
+	rec := r.c.Recorder()
+	start := rec.Start()
+	orders := r.c.Orders()
+	var wsMoves []orderflow.Entry
+	for _, e := range rec.Entries() {
+		if e.Source == "ws" && (strings.Contains(e.Note, " resumed on ") || strings.Contains(e.Note, " moved to ")) {
+			wsMoves = append(wsMoves, e)
+		}
+	}
+	var out []failover
+	for i, sw := range sum.Switches {
+		if sw.Failback {
+			continue
+		}
+		at := start.Add(sw.At)
+		next := time.Time{}
+		if i+1 < len(sum.Switches) {
+			next = start.Add(sum.Switches[i+1].At)
+		}
+		// The cause: the latest fault injected on the old region before the switch.
+		var cause *injected
+		r.mu.Lock()
+		for _, in := range r.inj {
+			if !in.at.After(at) && contains(in.f.Regions, sw.From) && (in.recovered.IsZero() || at.Before(in.recovered.Add(2*time.Second))) {
+				cause = in
+			}
+		}
+		r.mu.Unlock()
+		f := failover{kind: "none (no fault on the old region)", from: sw.From, to: sw.To, switchAt: at, rest: -1, fix: -1, ws: -1}
+		base := at
+		if cause != nil {
+			f.kind, f.injectAt, base = cause.f.Kind, cause.at, cause.at
+			f.path = at.Sub(cause.at)
+		}
+		first := func(tr string) time.Duration {
+			var best time.Time
+			for _, o := range orders {
+				if o.Transport == tr && o.Acked && o.AckEndpoint == sw.To && !o.AckedAt.Before(at) && (next.IsZero() || o.AckedAt.Before(next)) {
+					if best.IsZero() || o.AckedAt.Before(best) {
+						best = o.AckedAt
+					}
+				}
+			}
+			if best.IsZero() {
+				return -1
+			}
+			return best.Sub(base)
+		}
+		f.rest, f.fix = first(orderflow.REST), first(orderflow.FIX)
+		for _, e := range wsMoves {
+			if !e.Time.Before(at) && (next.IsZero() || e.Time.Before(next)) && strings.Contains(e.Note, " on "+sw.To+" ") || (!e.Time.Before(at) && strings.Contains(e.Note, "moved to "+sw.To+" ")) {
+				if next.IsZero() || e.Time.Before(next) {
+					f.ws = e.Time.Sub(base)
+					break
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func dist(ds []time.Duration) string {
+	var v []time.Duration
+	for _, d := range ds {
+		if d >= 0 {
+			v = append(v, d)
+		}
+	}
+	if len(v) == 0 {
+		return "n=0"
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	q := func(p float64) time.Duration { return v[min(len(v)-1, int(p*float64(len(v))))] }
+	ms := func(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+	return fmt.Sprintf("n=%-3d min %-7s p50 %-7s p90 %-7s max %s", len(v), ms(v[0]), ms(q(0.5)), ms(q(0.9)), ms(v[len(v)-1]))
+}
+
+func (r *runner) report(sum orderflow.Summary, violations, notes []string) {
+	w := r.w
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "CHAOS RESULT — seed %d, schedule digest %s, ran %s\n", r.o.seed, r.sched.Digest(), time.Since(r.start).Round(time.Second))
+	r.mu.Lock()
+	byKind := map[string]int{}
+	for _, in := range r.inj {
+		byKind[in.f.Kind]++
+	}
+	r.mu.Unlock()
+	var ks []string
+	for k, n := range byKind {
+		ks = append(ks, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(ks)
+	fmt.Fprintf(w, "  faults injected  %d: %s\n", len(r.inj), strings.Join(ks, " "))
+	total := 0
+	for _, t := range sum.Transports {
+		total += t.Placed
+		fmt.Fprintf(w, "  %-5s placed %5d sent %5d not-sent %4d acked %5d rejected %3d unknown %3d resent %3d dup %d lost %d reconciled %v\n",
+			t.Transport, t.Placed, t.Sent, t.NotSent, t.Acked, t.Rejected, t.Unknown, t.Resent, t.Duplicated, t.Lost, t.Reconciled)
+	}
+	fmt.Fprintf(w, "  orders total     %d\n", total)
+	for _, st := range sum.Streams {
+		fmt.Fprintf(w, "  ws %s seq %d..%d, %d delivered, %d dup, %d gap, %d missed, longest silence %s, %d endpoint changes\n",
+			st.Stream, st.First, st.Last, st.Messages, st.Duplicates, st.Gaps, st.Missed, st.MaxStall.Round(time.Millisecond), len(st.Endpoints)-1)
+	}
+	fmt.Fprintf(w, "  fix seq          %d logons, %d resets, %d gaps repaired by resend, %d backwards, %d exec reports\n",
+		sum.FIX.Logons, sum.FIX.Resets, sum.FIX.Gaps, sum.FIX.Backward, sum.FIX.ExecReports)
+	fb := 0
+	for _, s := range sum.Switches {
+		if s.Failback {
+			fb++
+		}
+	}
+	fmt.Fprintf(w, "  switches         %d (%d failovers, %d failbacks), halts %d\n", len(sum.Switches), len(sum.Switches)-fb, fb, sum.Halts)
+	fos := r.failovers(sum)
+	fmt.Fprintln(w, "  FAILOVER TIMES (from the fault's injection)")
+	col := func(pick func(failover) time.Duration, keep func(failover) bool) []time.Duration {
+		var out []time.Duration
+		for _, f := range fos {
+			if keep(f) {
+				out = append(out, pick(f))
+			}
+		}
+		return out
+	}
+	caused := func(f failover) bool { return !f.injectAt.IsZero() }
+	fmt.Fprintf(w, "    path switch  %s\n", dist(col(func(f failover) time.Duration { return f.path }, caused)))
+	fmt.Fprintf(w, "    rest 1st ack %s\n", dist(col(func(f failover) time.Duration { return f.rest }, caused)))
+	fmt.Fprintf(w, "    fix 1st ack  %s\n", dist(col(func(f failover) time.Duration { return f.fix }, caused)))
+	fmt.Fprintf(w, "    ws resumed   %s\n", dist(col(func(f failover) time.Duration { return f.ws }, caused)))
+	kinds := map[string]bool{}
+	for _, f := range fos {
+		kinds[f.kind] = true
+	}
+	var kl []string
+	for k := range kinds {
+		kl = append(kl, k)
+	}
+	sort.Strings(kl)
+	fmt.Fprintln(w, "  path switch time by fault kind")
+	for _, k := range kl {
+		fmt.Fprintf(w, "    %-15s %s\n", k, dist(col(func(f failover) time.Duration { return f.path }, func(f failover) bool { return f.kind == k && caused(f) })))
+	}
+	for _, f := range fos {
+		if !caused(f) {
+			fmt.Fprintf(w, "    uncaused failover %s→%s at %s\n", f.from, f.to, r.c.Recorder().Rel(f.switchAt))
+		}
+	}
+	for _, n := range sum.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	fmt.Fprintf(w, "  invariants checked: %s; plus every booking known to the client, ws seq count, halts vs all-down windows\n", strings.Join(sum.Checked, "; "))
+	if len(violations) == 0 {
+		fmt.Fprintln(w, "  RESULT: OK — every invariant held")
+		return
+	}
+	fmt.Fprintf(w, "  RESULT: FAILED — %d violation(s):\n", len(violations))
+	for i, v := range violations {
+		if i == 40 {
+			fmt.Fprintf(w, "    … %d more\n", len(violations)-40)
+			break
+		}
+		fmt.Fprintf(w, "    ✗ %s\n", v)
+	}
+}

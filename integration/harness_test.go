@@ -1,0 +1,521 @@
+package integration_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// quickfix v0.9.10 leaves its logon/logout timer callbacks blocked after a
+// session stops (see transports/fix's TestMain).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
+	)
+}
+
+// Invariant names, used in every failure message.
+const (
+	invNoDuplicate = "INVARIANT no-duplicate-order"
+	invNoLost      = "INVARIANT no-lost-order"
+	invOldRegion   = "INVARIANT no-order-through-old-region-after-fence"
+	invHalt        = "INVARIANT halt-exactly-when-no-target-eligible"
+	invWS          = "INVARIANT ws-every-sequence-once-in-order"
+	invFIX         = "INVARIANT fix-sequence-continuous"
+	invScenario    = "SCENARIO"
+)
+
+// slots bounds how many simulated brokers run at once: each test owns a
+// broker, a Path probing every 200 ms and three transports, and on 2 cores
+// under -race more than a few at once starve the probes into spurious
+// timeouts.
+var slots = make(chan struct{}, 3)
+
+var compIDs atomic.Int64
+
+// env is one test's world: its own broker, client and trader.
+type env struct {
+	t       *testing.T
+	b       *simbroker.Broker
+	c       *orderflow.Client
+	tr      *orderflow.Trader
+	primary string
+	backup  string
+}
+
+// testTiming is demo timing made a little more tolerant of a loaded machine
+// (-race, tests in parallel): probes every 200 ms with a 150 ms timeout,
+// DOWN after 2 failures, failback after a 1.5 s cooldown and 3 successes.
+func testTiming() orderflow.Timing {
+	tm := orderflow.DefaultTiming()
+	tm.ProbeInterval = 200 * time.Millisecond
+	tm.ProbeTimeout = 170 * time.Millisecond
+	tm.ProbeJitter = 20 * time.Millisecond
+	tm.MaxHealthAge = 1500 * time.Millisecond
+	tm.Cooldown = 1500 * time.Millisecond
+	tm.FailbackSuccessThreshold = 3
+	tm.FlapLimit = 6
+	tm.OrderTimeout = 1500 * time.Millisecond
+	return tm
+}
+
+type envOptions struct {
+	policy simbroker.SessionPolicy
+	tune   func(*orderflow.Timing)
+	// inject replaces Scenario.Inject (nil: Scenario.Inject).
+	inject func(*env) error
+}
+
+// start runs the test in parallel (bounded by slots) and starts a broker with
+// regions eu (primary) and us, a client on all three transports and a trader.
+func start(t *testing.T, o envOptions) *env {
+	t.Helper()
+	t.Parallel()
+	slots <- struct{}{}
+	t.Cleanup(func() { <-slots })
+
+	bcfg := simbroker.DefaultConfig()
+	bcfg.TickInterval = 25 * time.Millisecond
+	bcfg.Streams = []string{"px.EURUSD"}
+	bcfg.PingInterval = time.Second
+	bcfg.ReplayBuffer = 4096
+	bcfg.SessionPolicy = o.policy
+	bcfg.ClientCompID = fmt.Sprintf("ITEST%d", compIDs.Add(1))
+	b, err := simbroker.Start(context.Background(), bcfg)
+	if err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+
+	cfg := orderflow.FromSimBroker(b)
+	cfg.Timing = testTiming()
+	if o.tune != nil {
+		o.tune(&cfg.Timing)
+	}
+	c, err := orderflow.New(cfg)
+	if err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		t.Fatalf("start client: %v", err)
+	}
+	e := &env{t: t, b: b, c: c, primary: "eu", backup: "us"}
+	t.Cleanup(func() {
+		e.stopTrading()
+		_ = c.Close()
+	})
+	e.trade("i")
+	return e
+}
+
+// trade starts a trader whose client order IDs start with prefix: a REST
+// order every 50 ms, a FIX order every 100 ms, an account read every 250 ms,
+// every third order a resting limit.
+func (e *env) trade(prefix string) {
+	e.tr = orderflow.StartTrading(e.c, orderflow.TradeOptions{
+		RESTEvery: 50 * time.Millisecond, FIXEvery: 100 * time.Millisecond, ReadEvery: 250 * time.Millisecond,
+		LimitEvery: 3, LimitPrice: "0.5000", Prefix: prefix,
+	})
+}
+
+func (e *env) stopTrading() {
+	if e.tr != nil {
+		e.tr.Stop()
+		e.tr = nil
+	}
+}
+
+// waitFor polls cond every 10 ms until it holds; past the deadline the test
+// fails with what it waited for and the timeline so far.
+func (e *env) waitFor(d time.Duration, what string, cond func() bool) {
+	e.t.Helper()
+	tk := time.NewTicker(10 * time.Millisecond)
+	defer tk.Stop()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-tk.C:
+		case <-deadline.C:
+			if cond() {
+				return
+			}
+			e.t.Fatalf("%s: timed out after %s waiting for %s\n%s", invScenario, d, what, e.timeline())
+		}
+	}
+}
+
+func (e *env) timeline() string {
+	var w bytes.Buffer
+	e.c.Recorder().WriteTimeline(&w, false)
+	return w.String()
+}
+
+func (e *env) active() string { ep, _ := e.c.Path().Active(); return ep.Name }
+
+func (e *env) gate() pathdialer.GateState { g, _ := e.c.Path().GateState(); return g }
+
+// flowsOn: endpoint is active and the gate is open.
+func (e *env) flowsOn(endpoint string) bool {
+	return e.active() == endpoint && e.gate() == pathdialer.GateOpen
+}
+
+// ackedSince counts orders of a transport answered (accepted) by endpoint
+// after t ("" transport: any).
+func (e *env) ackedSince(transport, endpoint string, t time.Time) int {
+	n := 0
+	for _, o := range e.c.Orders() {
+		if o.Acked && o.AckEndpoint == endpoint && !o.AckedAt.Before(t) && (transport == "" || o.Transport == transport) {
+			n++
+		}
+	}
+	return n
+}
+
+// tradingOn waits until both order transports have had answers from
+// endpoint after t.
+func (e *env) tradingOn(endpoint string, t time.Time, d time.Duration) {
+	e.t.Helper()
+	e.waitFor(d, fmt.Sprintf("REST and FIX orders acknowledged by %s", endpoint), func() bool {
+		return e.ackedSince(orderflow.REST, endpoint, t) >= 3 && e.ackedSince(orderflow.FIX, endpoint, t) >= 2
+	})
+}
+
+// settledBefore waits until every order placed before t that left the
+// process has a known fate: acknowledged, rejected, or settled by reconcile
+// (and, when reconcile found it NOT_RECEIVED, re-sent and answered).
+func (e *env) settledBefore(t time.Time, d time.Duration) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	tk := time.NewTicker(10 * time.Millisecond)
+	defer tk.Stop()
+	for !e.allSettled(t) {
+		if time.Now().After(deadline) {
+			// Not fatal: finish() names whatever stays unsettled.
+			e.t.Logf("orders placed before %s still unsettled after %s; healing anyway", e.c.Recorder().Rel(t), d)
+			return
+		}
+		<-tk.C
+	}
+}
+
+func (e *env) allSettled(t time.Time) bool {
+	{
+		for _, o := range e.c.Orders() {
+			if !o.PlacedAt.Before(t) || !o.Sent {
+				continue
+			}
+			if o.Acked || o.Rejected {
+				continue
+			}
+			if o.Settled && o.Fate != pathdialer.FateNotReceived {
+				continue
+			}
+			return false
+		}
+		return true
+	}
+}
+
+// auditOrders returns the audit's order records on region matching outcome
+// at or after t.
+func (e *env) auditOrders(region string, outcome simbroker.Outcome, t time.Time) simbroker.AuditLog {
+	return e.b.Audit().Orders().Filter(func(r simbroker.Record) bool {
+		return r.Region == region && r.Outcome == outcome && !r.Time.Before(t)
+	})
+}
+
+// finish stops trading, drains, runs orderflow's Check and asserts every
+// invariant directly through the broker's audit. It returns the Summary.
+func (e *env) finish(sc *orderflow.Scenario, faultAt time.Time, wantHalt bool) orderflow.Summary {
+	t := e.t
+	t.Helper()
+	e.stopTrading()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	pending := e.c.Drain(ctx)
+	cancel()
+	if len(pending) > 0 {
+		t.Errorf("%s: %d order(s) still pending after a 10 s drain: %v", invNoLost, len(pending), pending)
+	}
+	audit := e.b.Audit()
+	sum := e.c.Check(orderflow.CheckOptions{Audit: audit, Scenario: sc, FaultAt: faultAt, Backup: e.backup})
+	var report bytes.Buffer
+	sum.Write(&report)
+	orders := e.c.Orders()
+	if len(orders) == 0 {
+		t.Fatalf("%s: no order was placed", invScenario)
+	}
+	byID := map[string]orderflow.OrderRecord{}
+	for _, o := range orders {
+		byID[o.ClOrdID] = o
+	}
+	stale := staleLandings(audit, byID, e.c.Recorder().Start(), sum.Switches)
+	for _, v := range sum.Violations {
+		if id, ok := twoLivePathsID(v); ok && stale[id] {
+			continue // reported below as a stale pre-fence landing
+		}
+		t.Errorf("orderflow.Check: %s", v)
+	}
+
+	// No duplicate order: the audit books each client order ID at most once.
+	if d := audit.Duplicates(); len(d) > 0 {
+		t.Errorf("%s: the broker booked %d client order ID(s) more than once: %v", invNoDuplicate, len(d), d)
+	}
+	bookings := map[string]int{}
+	for _, r := range audit.Orders().Booked() {
+		bookings[r.ClientOrderID]++
+	}
+	for id, n := range bookings {
+		if n > 1 {
+			t.Errorf("%s: %s booked %d times", invNoDuplicate, id, n)
+		}
+	}
+	for _, r := range audit.Orders().Filter(func(r simbroker.Record) bool { return r.PossDup }) {
+		t.Errorf("%s: %s reached the broker with PossDupFlag=Y through %s (an order replayed)", invNoDuplicate, r.ClientOrderID, r.Region)
+	}
+
+	// No lost order: every order sent was acknowledged or settled, and every
+	// booking in the audit is one the client knows the fate of.
+	for _, o := range orders {
+		if o.Sent && !o.Answered() {
+			t.Errorf("%s: %s order %s was sent and never acknowledged nor settled", invNoLost, o.Transport, o.ClOrdID)
+		}
+	}
+	for id := range bookings {
+		o, ok := byID[id]
+		switch {
+		case !ok:
+			t.Errorf("%s: the broker booked %s, which the client never placed", invNoLost, id)
+		case !o.Acked && !(o.Settled && (o.Fate == pathdialer.FateFilled || o.Fate == pathdialer.FateResting || o.Fate == pathdialer.FateCanceled)):
+			t.Errorf("%s: the broker booked %s but the client neither got its acknowledgement nor settled it (acked=%v settled=%v fate=%s)",
+				invNoLost, id, o.Acked, o.Settled, o.Fate)
+		}
+	}
+
+	// No order accepted through the old region after the switch: from the
+	// fence of the old endpoint until flow comes back to it.
+	start := e.c.Recorder().Start()
+	for i, sw := range sum.Switches {
+		fencedAt := start.Add(sw.FenceDone)
+		var until time.Time
+		for _, next := range sum.Switches[i+1:] {
+			if next.To == sw.From {
+				until = start.Add(next.At)
+				break
+			}
+		}
+		for _, r := range audit.AcceptedThrough(sw.From, fencedAt) {
+			if !until.IsZero() && !r.Time.Before(until) {
+				continue
+			}
+			if stale[r.ClientOrderID] {
+				t.Logf("stale pre-fence landing (not a second live path): %s placed %s before the fence of %s, on connection %s opened before it, booked %s after it",
+					r.ClientOrderID, fencedAt.Sub(byID[r.ClientOrderID].PlacedAt).Round(time.Millisecond), sw.From, r.ConnID, r.Time.Sub(fencedAt).Round(time.Millisecond))
+				continue
+			}
+			t.Errorf("%s: %s booked through %s (%s, conn %s) %s after %s was fenced (switch %s→%s)",
+				invOldRegion, r.ClientOrderID, r.Region, r.Service, r.ConnID, r.Time.Sub(fencedAt).Round(time.Millisecond), sw.From, sw.From, sw.To)
+		}
+	}
+
+	// Halt exactly when no target is eligible: orderflow.Check matches every
+	// HALT to a NO_TARGET_AVAILABLE decision and back; here, the scenario.
+	if wantHalt && sum.Halts == 0 {
+		t.Errorf("%s: no target was eligible (every region faulted) but trading never halted", invHalt)
+	}
+	// A halt while a target was eligible: the backup's last probe before the
+	// HALT succeeded within MaxHealthAge. (Under load the backup's own probe
+	// may time out just when the primary goes DOWN: then nothing was
+	// eligible and the halt is right; orderflow.Check pairs every HALT with
+	// its NO_TARGET_AVAILABLE decision.)
+	if !wantHalt {
+		probes := e.c.Recorder().Events(pathdialer.EventProbe)
+		for _, h := range e.c.Recorder().Events(pathdialer.EventHalt) {
+			var last *pathdialer.Event
+			for i := range probes {
+				if probes[i].Endpoint == e.backup && !probes[i].Time.After(h.Time) {
+					last = &probes[i]
+				}
+			}
+			if last != nil && last.Err == nil && h.Time.Sub(last.Time) < testTiming().MaxHealthAge {
+				t.Errorf("%s: HALT at %s while %s was eligible (last probe OK %s before)", invHalt, e.c.Recorder().Rel(h.Time), e.backup, h.Time.Sub(last.Time).Round(time.Millisecond))
+			} else {
+				t.Logf("halt at %s with %s not eligible (its last probe failed or was stale): allowed", e.c.Recorder().Rel(h.Time), e.backup)
+			}
+		}
+	}
+
+	// The WebSocket handler saw every sequence once, in order.
+	if len(sum.Streams) == 0 {
+		t.Errorf("%s: the price stream delivered nothing", invWS)
+	}
+	for _, st := range sum.Streams {
+		if st.Messages < 10 || st.Duplicates != 0 || st.Gaps != 0 || st.Missed != 0 {
+			t.Errorf("%s: stream %s: %d delivered, %d duplicate(s), %d gap(s), %d tick(s) missed (seq %d..%d via %v)",
+				invWS, st.Stream, st.Messages, st.Duplicates, st.Gaps, st.Missed, st.First, st.Last, st.Endpoints)
+		}
+		if uint64(st.Messages) != st.Last-st.First+1 {
+			t.Errorf("%s: stream %s: %d messages for seq %d..%d", invWS, st.Stream, st.Messages, st.First, st.Last)
+		}
+	}
+
+	// FIX sequence numbers continuous (one session across regions).
+	fx := sum.FIX
+	if fx.Logons == 0 || fx.ExecReports == 0 {
+		t.Errorf("%s: FIX session: %d logon(s), %d execution report(s)", invFIX, fx.Logons, fx.ExecReports)
+	}
+	if fx.Backward != 0 || fx.Resets != 0 {
+		t.Errorf("%s: incoming MsgSeqNum went back %d time(s), %d reset(s) under the continue model", invFIX, fx.Backward, fx.Resets)
+	}
+	failovers := 0
+	for _, sw := range sum.Switches {
+		if !sw.Failback {
+			failovers++
+		}
+	}
+	if failovers > 0 && fx.Logons < 2 {
+		t.Errorf("%s: %d failover(s) but only %d FIX logon(s): the session never moved", invFIX, failovers, fx.Logons)
+	}
+
+	if t.Failed() {
+		t.Logf("timeline:\n%s\n%s", e.timeline(), report.String())
+	} else if testing.Verbose() {
+		t.Logf("\n%s", report.String())
+	}
+	return sum
+}
+
+// runScenario is the common shape: trade on eu, inject the fault, wait for
+// effect, recover, wait for failback when the scenario requires it, check.
+func runScenario(t *testing.T, sc orderflow.Scenario, o envOptions, effect func(e *env, faultAt time.Time)) (*env, orderflow.Summary) {
+	wantHalt := sc.Halt == orderflow.Must
+	if sc.Halt == orderflow.MustNot {
+		sc.Halt = orderflow.May // finish() checks halts against eligibility instead
+	}
+	e := start(t, o)
+	began := time.Now()
+	e.tradingOn(e.primary, began, 10*time.Second)
+
+	faultAt := time.Now()
+	e.c.Recorder().Note(orderflow.Info, "scenario", "FAULT %s", sc.Describe())
+	inject := func(e *env) error { return sc.Inject(e.b) }
+	if o.inject != nil {
+		inject = o.inject
+	}
+	if err := inject(e); err != nil {
+		t.Fatalf("inject %s: %v", sc.Kind, err)
+	}
+	effect(e, faultAt)
+	// Recover only once every order placed so far has its fate settled
+	// (answered, or reconciled and, if NOT_RECEIVED, re-sent and answered).
+	// Healing earlier races the re-sends against stale copies still held in
+	// a blackholed relay: a copy written before the fence is then booked
+	// through the old region (classified by staleLandings), and a late
+	// OrderStatus "unknown order" answer can be taken for a re-sent FIX
+	// order's rejection (an orderflow problem the chaos run exposes).
+	e.settledBefore(time.Now(), 15*time.Second)
+
+	recoverAt := time.Now()
+	for _, r := range sc.Regions() {
+		if err := sc.Recover(e.b, r); err != nil {
+			t.Fatalf("recover %s: %v", r, err)
+		}
+	}
+	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER %v", sc.Regions())
+	switched := e.active() != e.primary
+	if switched && sc.Failback == orderflow.Must {
+		e.waitFor(15*time.Second, "failback to "+e.primary, func() bool { return e.flowsOn(e.primary) })
+		e.tradingOn(e.primary, time.Now(), 10*time.Second)
+	} else {
+		e.waitFor(10*time.Second, "orders acknowledged after recovery", func() bool {
+			return e.ackedSince(orderflow.REST, e.active(), recoverAt) >= 3 && e.ackedSince(orderflow.FIX, e.active(), recoverAt) >= 2
+		})
+	}
+	sum := e.finish(&sc, faultAt, wantHalt)
+	t.Logf("%s: %d orders, %d switch(es), %d halt(s), took %s", sc.Kind, len(e.c.Orders()), len(sum.Switches), sum.Halts,
+		time.Since(began).Round(10*time.Millisecond))
+	return e, sum
+}
+
+func scenario(t *testing.T, kind string) orderflow.Scenario {
+	t.Helper()
+	sc, err := orderflow.NewScenario(kind, "eu", "us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// failedOver waits for flow on the backup with orders answered there.
+func failedOver(e *env, faultAt time.Time) {
+	e.t.Helper()
+	e.waitFor(10*time.Second, "failover to "+e.backup+" and release", func() bool { return e.flowsOn(e.backup) })
+	e.tradingOn(e.backup, faultAt, 10*time.Second)
+}
+
+// placeRefusedAtOnce places one REST order and returns how long it took and
+// the error.
+func (e *env) placeOnce(id string) (time.Duration, error) {
+	t0 := time.Now()
+	err := e.c.PlaceREST(context.Background(), id)
+	return time.Since(t0), err
+}
+
+// staleLandings classifies bookings through an old region after its fence:
+// an order placed before the fence, on a connection the broker had already
+// seen before the fence, was written before the fence and landed after it (a
+// request in flight across the fence, or bytes held by a blackhole and
+// delivered on heal). A local fence cannot recall bytes already on the wire;
+// these are not a second live path (no order was placed on the old path after
+// its fence), and the broker's idempotency keeps them from booking twice. Any
+// other booking after the fence is a violation.
+func staleLandings(audit simbroker.AuditLog, byID map[string]orderflow.OrderRecord, start time.Time, switches []orderflow.SwitchSummary) map[string]bool {
+	firstSeen := map[string]time.Time{}
+	for _, r := range audit {
+		if r.ConnID == "" {
+			continue
+		}
+		if _, ok := firstSeen[r.ConnID]; !ok {
+			firstSeen[r.ConnID] = r.Time
+		}
+	}
+	out := map[string]bool{}
+	for _, sw := range switches {
+		fencedAt := start.Add(sw.FenceDone)
+		for _, r := range audit.AcceptedThrough(sw.From, fencedAt) {
+			o, ok := byID[r.ClientOrderID]
+			if ok && o.PlacedAt.Before(fencedAt) && firstSeen[r.ConnID].Before(fencedAt) {
+				out[r.ClientOrderID] = true
+			}
+		}
+	}
+	return out
+}
+
+// twoLivePathsID extracts the order ID of orderflow.Check's "TWO LIVE PATHS:
+// order X booked through ..." violation.
+func twoLivePathsID(v string) (string, bool) {
+	const p = "TWO LIVE PATHS: order "
+	if !strings.HasPrefix(v, p) {
+		return "", false
+	}
+	rest := v[len(p):]
+	if i := strings.IndexByte(rest, ' '); i > 0 {
+		return rest[:i], true
+	}
+	return "", false
+}
