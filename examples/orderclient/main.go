@@ -11,6 +11,13 @@
 //	go run ./examples/orderclient -fault both           # both regions: halt, then resume
 //	go run ./examples/orderclient -fault partial -v     # every event and acknowledgement
 //	go run ./examples/orderclient -config broker.json   # real endpoints (see orderflow.LoadConfig)
+//	go run ./examples/orderclient -report reports/drill.html  # game day: HTML drill report
+//
+// With -report the run is also a game day (seed 002): -drill-clients extra
+// WebSocket clients share the Path so the surviving region sees a reconnect
+// wave, the simulated broker gets a handshake budget of -drill-budget per
+// second and region, counters are sampled every 100 ms, and an HTML report
+// (package observe/drill) is written at the end.
 //
 // Faults: blackhole (default), down, 503, latency, partial, unknown-outcome,
 // flapping, both.
@@ -31,12 +38,15 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/observe/drill"
+	"github.com/brokerpath/brokerpath/observe/drill/drillflow"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -59,6 +69,11 @@ type options struct {
 	compID   string
 	apiKey   string
 	tickRate time.Duration
+	// report: write the drill report there; drillClients extra WebSocket
+	// clients and a handshake budget of drillBudget/s per region go with it.
+	report       string
+	drillClients int
+	drillBudget  float64
 }
 
 var runs atomic.Int64
@@ -72,6 +87,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.phase, "duration", 3*time.Second, "length of each trading phase (before the fault, on the backup, after recovery); with -config, how long to trade")
 	fs.StringVar(&o.config, "config", "", "JSON file of real endpoints (see orderflow.LoadConfig); secrets come from the environment variables it names")
 	fs.BoolVar(&o.verbose, "v", false, "print every event (successful probes, every acknowledgement)")
+	fs.StringVar(&o.report, "report", "", "write a game-day drill report (self-contained HTML) to this file")
+	fs.IntVar(&o.drillClients, "drill-clients", 100, "with -report: extra WebSocket clients on the path, the population whose reconnect wave the survivor absorbs (0: none; simulated broker only)")
+	fs.Float64Var(&o.drillBudget, "drill-budget", 40, "with -report: WebSocket handshake budget per second of each simulated region (0: unlimited)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -80,6 +98,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.phase <= 0 {
 		return o, errors.New("-duration must be > 0")
+	}
+	if o.drillClients < 0 || o.drillBudget < 0 {
+		return o, errors.New("-drill-clients and -drill-budget must be >= 0")
 	}
 	return o, nil
 }
@@ -134,6 +155,11 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		bcfg.ClientCompID = o.compID
 	}
 	bcfg.APIKey = o.apiKey
+	var budget drill.Budget
+	if o.report != "" && o.drillBudget > 0 {
+		budget = drill.Budget{PerSecond: o.drillBudget, Burst: max(1, int(o.drillBudget/4))}
+		bcfg.HandshakesPerSecond, bcfg.HandshakeBurst = budget.PerSecond, budget.Burst
+	}
 	b, err := simbroker.Start(ctx, bcfg)
 	if err != nil {
 		return 1, err
@@ -176,6 +202,28 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	cancel()
 	if err != nil {
 		return 1, fmt.Errorf("start client: %w", err)
+	}
+	var pop *drill.Population
+	var sampler *drill.Sampler
+	if o.report != "" {
+		if o.drillClients > 0 {
+			if pop, err = drill.NewPopulation(c.Path(), o.drillClients, drillflow.StreamConfig(cfg, t.StreamBackoff*5)); err != nil {
+				return 1, err
+			}
+			defer pop.Close()
+		}
+		sampler = drill.StartSampler(ctx, 100*time.Millisecond, drill.Sources{Broker: drillflow.BrokerWS(b, "eu", "us"), Population: pop, Reads: c.Reads})
+		defer sampler.Stop()
+		if pop != nil {
+			if err := pop.Start(ctx, pace(budget)); err != nil {
+				return 1, err
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for pop.Total() < pop.Len() && time.Now().Before(deadline) && ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+			rec.Note(orderflow.Info, "scenario", "drill: %d of %d extra WebSocket clients connected to eu (handshake budget %s/s per region)", pop.Connected()["eu"], pop.Len(), fmt.Sprint(o.drillBudget))
+		}
 	}
 	rec.Note(orderflow.Info, "scenario", "trading on eu: REST order every 50 ms, FIX order every 100 ms, account read every 250 ms (every 3rd order a resting limit)")
 	trader := orderflow.StartTrading(c, orderflow.DefaultTradeOptions())
@@ -245,6 +293,7 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		waitFor(wait, func() bool { return active() == "us" && gateOpen() })
 		pause(o.phase)
 	}
+	recoverAt := time.Now()
 	rec.Note(orderflow.Info, "scenario", "RECOVER eu: every fault cleared (failback is gated by the cooldown and %d probe successes in a row)", t.FailbackSuccessThreshold)
 	if err := sc.Recover(b, "eu"); err != nil {
 		return 1, err
@@ -264,6 +313,16 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		rec.Note(orderflow.Info, "scenario", "still pending after drain: %v", pending)
 	}
 	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
+	var report drillflow.Run
+	if sampler != nil {
+		report = drillflow.Run{Title: fmt.Sprintf("brokerpath game day: %s on eu", o.fault), Fault: sc.Describe(),
+			FaultAt: faultAt, RecoverAt: recoverAt, End: time.Now(), Primary: "eu", Survivor: "us",
+			Summary: sum, Samples: sampler.Stop(), Budget: budget}
+		if pop != nil {
+			report.Population = pop.Stats()
+			pop.Close()
+		}
+	}
 	closed = true
 	if err := c.Close(); err != nil {
 		rec.Note(orderflow.Info, "client", "close: %v", err)
@@ -275,10 +334,40 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	sum.Write(w)
 	fmt.Fprintf(w, "\n  run took %s\n", time.Since(began).Round(100*time.Millisecond))
 	lastSummary.Store(&sum)
+	if sampler != nil {
+		if err := writeReport(o.report, drillflow.Input(c, report)); err != nil {
+			return 1, err
+		}
+		fmt.Fprintf(w, "  drill report: %s\n", o.report)
+	}
 	if !sum.OK() {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// pace spaces the population's first connects under the handshake budget.
+func pace(b drill.Budget) time.Duration {
+	if b.PerSecond <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / (0.8 * b.PerSecond))
+}
+
+// writeReport writes the drill report to file, creating its directory.
+func writeReport(file string, in drill.Input) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := drill.WriteHTML(f, in); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // lastSummary is the summary of the last simulated run (for tests).
@@ -311,6 +400,11 @@ func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "orderclient: start:", err)
 		return 1
 	}
+	var sampler *drill.Sampler
+	if o.report != "" {
+		// No population on real endpoints: a drill must not storm a broker.
+		sampler = drill.StartSampler(ctx, 100*time.Millisecond, drill.Sources{Reads: c.Reads})
+	}
 	trader := orderflow.StartTrading(c, orderflow.DefaultTradeOptions())
 	select {
 	case <-ctx.Done():
@@ -321,6 +415,14 @@ func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
 	c.Drain(dctx)
 	cancel()
 	sum := c.Check(orderflow.CheckOptions{})
+	if sampler != nil {
+		in := drillflow.Input(c, drillflow.Run{Title: "brokerpath drill: " + o.config, End: time.Now(), Summary: sum, Samples: sampler.Stop()})
+		if err := writeReport(o.report, in); err != nil {
+			fmt.Fprintln(stderr, "orderclient: report:", err)
+			return 1
+		}
+		defer fmt.Fprintf(w, "  drill report: %s\n", o.report)
+	}
 	fmt.Fprintln(w, "TIMELINE (relative to client start)")
 	rec.WriteTimeline(w, o.verbose)
 	fmt.Fprintln(w)

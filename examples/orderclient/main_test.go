@@ -68,6 +68,9 @@ func TestParseFlags(t *testing.T) {
 	if code := run(context.Background(), []string{"-bogus"}, &bytes.Buffer{}, &errb); code != 2 {
 		t.Fatalf("unknown flag: exit %d", code)
 	}
+	if code := run(context.Background(), []string{"-report", "x.html", "-drill-clients", "-1"}, &bytes.Buffer{}, &errb); code != 2 {
+		t.Fatalf("negative -drill-clients: exit %d", code)
+	}
 }
 
 // A config file names the environment variable holding the key; a missing
@@ -92,5 +95,35 @@ func TestConfigFileSecretsFromEnv(t *testing.T) {
 	}
 	if loaded.APIKey != "s3cret-value" || loaded.Timing.ProbeInterval != 200*time.Millisecond || len(loaded.Endpoints) != 2 {
 		t.Fatalf("loaded %+v", loaded.Timing)
+	}
+}
+
+// -report turns the demo into a game day: a WebSocket population, a handshake
+// budget, and a self-contained HTML report with the seed-002 figures.
+func TestDemoReport(t *testing.T) {
+	o := testOptions("blackhole")
+	o.report = filepath.Join(t.TempDir(), "sub", "drill.html")
+	o.drillClients, o.drillBudget = 20, 40
+	var out, errb bytes.Buffer
+	if code := runWith(context.Background(), o, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "drill report: "+o.report) {
+		t.Errorf("report path not printed:\n%s", out.String())
+	}
+	b, err := os.ReadFile(o.report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	for _, want := range []string{"<svg", "SWITCHED", "peak handshakes/s at us", "resumed from sequence", "95% of 20 WS clients on us", "Error rates", "held "} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script", "demo-secret-key", "https://127.0.0.1"} {
+		if strings.Contains(html, bad) {
+			t.Errorf("report contains %q", bad)
+		}
 	}
 }

@@ -1,0 +1,35 @@
+// Package drill turns one game day — a region outage played against a Path —
+// into a self-contained HTML report: an SVG timeline (probe results per
+// endpoint, health states, verdicts, fence, reconcile, hold and release,
+// halts) and the figures seed 002's drill asks for: time until flow landed on
+// the surviving endpoint, the peak handshake rate there against its budget,
+// the fraction of reconnecting WebSocket clients that resumed from a sequence
+// versus fetched a snapshot, error rates before, during and after the fault,
+// and the orders held and for how long.
+//
+// A drill driver collects an Input (the Path's events, its own notes, its
+// orders, and Samples of counters taken during the run), then calls Compute
+// for the figures or WriteHTML for the report:
+//
+//	pop, _ := drill.StartPopulation(ctx, path, 100, streamCfg) // the reconnect wave
+//	smp := drill.StartSampler(ctx, 100*time.Millisecond, drill.Sources{Population: pop, Broker: brokerWS})
+//	... run the scenario ...
+//	in.Samples, in.Population = smp.Stop(), pop.Stats()
+//	err := drill.WriteHTML(f, in)
+//
+// Package drill/drillflow fills an Input from an internal/orderflow client
+// and reads the simulated broker's per-region WebSocket counters.
+//
+// # What it guarantees
+//
+//   - The report is one HTML file: inline CSS and inline SVG, no script, no
+//     external asset. Every name, cause and note is escaped by html/template,
+//     and every SVG element is well-formed XML.
+//   - Client order IDs are never shown (only counts and durations); nor are
+//     addresses: lanes are endpoint names.
+//   - Compute and WriteHTML are pure functions of the Input: no clock, no I/O
+//     other than the writer.
+//   - A figure that cannot be computed from the Input (no fault, no broker
+//     counters on real endpoints, no population) is reported as not measured,
+//     never as zero.
+package drill

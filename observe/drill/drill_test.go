@@ -1,0 +1,267 @@
+package drill
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/ws"
+)
+
+var t0 = time.Date(2025, 1, 2, 14, 2, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+const sec = time.Second
+
+// synthetic is a blackhole on eu at +2s, failover to us at +2.4s, a hold
+// from +2.3s to +2.6s, recovery of eu at +6s.
+func synthetic(primary, survivor string) Input {
+	in := Input{
+		Title: "drill", Start: t0, End: at(8 * sec), Fault: primary + ": blackhole",
+		FaultAt: at(2 * sec), RecoverAt: at(6 * sec), Primary: primary, Survivor: survivor,
+		Endpoints: []string{primary, survivor}, Budget: Budget{PerSecond: 40, Burst: 10},
+		Checked: []string{"no lost order"},
+	}
+	ev := func(e pathdialer.Event, d time.Duration) { e.Time = at(d); in.Events = append(in.Events, e) }
+	for d := time.Duration(0); d < 8*sec; d += 200 * time.Millisecond {
+		ev(pathdialer.Event{Kind: pathdialer.EventProbe, Endpoint: survivor, Duration: 3 * time.Millisecond}, d)
+		p := pathdialer.Event{Kind: pathdialer.EventProbe, Endpoint: primary, Duration: 3 * time.Millisecond}
+		if d >= 2*sec && d < 6*sec {
+			p.Err, p.Error = errors.New("Get https://10.1.2.3:8443/v1/account: probe timed out"), "Get https://10.1.2.3:8443/v1/account: probe timed out"
+		}
+		ev(p, d)
+	}
+	ev(pathdialer.Event{Kind: pathdialer.EventStateChange, Endpoint: primary, State: engine.Healthy}, 0)
+	ev(pathdialer.Event{Kind: pathdialer.EventStateChange, Endpoint: survivor, State: engine.Healthy}, 0)
+	ev(pathdialer.Event{Kind: pathdialer.EventStateChange, Endpoint: primary, PrevState: engine.Healthy, State: engine.Degraded}, 2100*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventStateChange, Endpoint: primary, PrevState: engine.Degraded, State: engine.Down}, 2300*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventDecision, Decision: &engine.Decision{Outcome: engine.FenceRequired, From: primary, To: survivor}}, 2300*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventHold, Cause: "failover: fencing " + primary}, 2300*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventFenceStart, Endpoint: primary, Attempt: 1}, 2300*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Endpoint: primary, Duration: 100 * time.Millisecond}, 2400*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventDecision, Decision: &engine.Decision{Outcome: engine.Switched, From: primary, To: survivor}}, 2400*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventSwitch, From: primary, To: survivor, Generation: 1}, 2400*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventReconcileStart, From: primary, To: survivor}, 2400*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Duration: 200 * time.Millisecond}, 2600*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventRelease, Endpoint: survivor, Duration: 300 * time.Millisecond}, 2600*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventSwitch, From: survivor, To: primary, Generation: 2}, 7*sec)
+
+	in.Orders = []Order{
+		{ID: "R1", Transport: "rest", PlacedAt: at(1 * sec), Acked: true, AckedAt: at(1010 * time.Millisecond), AckEndpoint: primary},
+		{ID: "R2", Transport: "rest", PlacedAt: at(2350 * time.Millisecond), Acked: true, AckedAt: at(2620 * time.Millisecond), AckEndpoint: survivor},
+		{ID: "R3", Transport: "rest", PlacedAt: at(2500 * time.Millisecond), NotSent: true},
+		{ID: "F1", Transport: "fix", PlacedAt: at(2650 * time.Millisecond), Acked: true, AckedAt: at(2700 * time.Millisecond), AckEndpoint: survivor},
+		{ID: "F2", Transport: "fix", PlacedAt: at(6500 * time.Millisecond), Unknown: true},
+	}
+	in.Notes = []Note{{Time: at(2 * sec), Source: "scenario", Text: "FAULT " + primary}, {Time: at(2500 * time.Millisecond), Source: "ws", Text: "stream px resumed on " + survivor}}
+	// Samples every 100 ms: the survivor takes 50 upgrades/s from +2.4s to
+	// +3.4s; 10 of 10 population streams move there by +3.4s; one read in
+	// four fails during the fault.
+	for d := time.Duration(0); d <= 8*sec; d += 100 * time.Millisecond {
+		h := 0.0
+		if d > 2400*time.Millisecond {
+			h = math.Min(50, 50*(d-2400*time.Millisecond).Seconds())
+		}
+		onS := int(math.Min(10, h/5))
+		ok, failed := int(d/(250*time.Millisecond)), 0
+		if d > 2*sec {
+			failed = int((min(d, 6*sec) - 2*sec) / sec)
+		}
+		in.Samples = append(in.Samples, Sample{Time: at(d),
+			Regions:   map[string]RegionWS{survivor: {Attempts: uint64(h * 2), Handshakes: uint64(h), OverBudget: uint64(h)}, primary: {Attempts: 10, Handshakes: 10}},
+			Connected: map[string]int{primary: 10 - onS, survivor: onS},
+			ReadsOK:   ok, ReadsFailed: failed})
+	}
+	in.Population = make([]ws.Stats, 10)
+	for i := range in.Population {
+		in.Population[i] = ws.Stats{Subscribes: 1, Resumes: 1, Reconnects: 1}
+	}
+	in.Population[0].Resumes, in.Population[0].Snapshots = 0, 1
+	in.Population[1].Resumes, in.Population[1].Snapshots = 0, 1
+	return in
+}
+
+func TestCompute(t *testing.T) {
+	f := Compute(synthetic("eu", "us"))
+	land := map[string]time.Duration{}
+	for _, l := range f.Landing {
+		land[l.Transport] = l.After
+	}
+	for what, want := range map[string]time.Duration{
+		"rest orders": 620 * time.Millisecond, "fix orders": 700 * time.Millisecond,
+		"WebSocket stream": 500 * time.Millisecond, "submission gate": 600 * time.Millisecond,
+		"WS population": 500 * time.Millisecond,
+	} {
+		if got, ok := land[what]; !ok || got != want {
+			t.Errorf("landing %s = %v (present %v), want %v", what, got, ok, want)
+		}
+	}
+	if w := f.Wave; w.Size != 10 || w.P50 != 900*time.Millisecond || w.Last != 1400*time.Millisecond || w.Landed != 10 {
+		t.Errorf("wave = %+v", w)
+	}
+	h := f.Handshakes
+	if !h.Measured || math.Abs(h.PeakPerSecond-50) > 5 || h.Accepted != 50 || h.OverBudget != 50 || h.Attempts != 100 {
+		t.Errorf("handshakes = %+v", h)
+	}
+	if !h.UnderBudget() || h.PeakAttemptsPerSecond < 90 {
+		t.Errorf("under budget %v, peak attempts %v", h.UnderBudget(), h.PeakAttemptsPerSecond)
+	}
+	if got := f.Resume.ResumedFraction(); got != 0.8 || f.Resume.Subscribes != 10 {
+		t.Errorf("resume = %+v, fraction %v", f.Resume, got)
+	}
+	rows := map[string]ErrorRate{}
+	for _, r := range f.Errors {
+		rows[r.What] = r
+	}
+	check := func(what string, want ...[2]int) {
+		t.Helper()
+		r, ok := rows[what]
+		if !ok || len(r.Phases) != len(want) {
+			t.Fatalf("%s: %+v", what, r)
+		}
+		for i, w := range want {
+			if r.Phases[i].Failed != w[0] || r.Phases[i].Total != w[1] {
+				t.Errorf("%s %s = %d/%d, want %d/%d", what, r.Phases[i].Phase, r.Phases[i].Failed, r.Phases[i].Total, w[0], w[1])
+			}
+		}
+	}
+	check("rest orders", [2]int{0, 1}, [2]int{1, 2}, [2]int{0, 0})
+	check("fix orders", [2]int{0, 0}, [2]int{0, 1}, [2]int{1, 1})
+	// Reads are counted per sample interval, in the phase of its end.
+	check("account reads", [2]int{0, 7}, [2]int{3, 19}, [2]int{1, 10})
+	if r := rows["rest orders"]; r.Detail != "not sent 1" {
+		t.Errorf("rest detail %q", r.Detail)
+	}
+	if len(f.Holds) != 1 {
+		t.Fatalf("holds = %+v", f.Holds)
+	}
+	hd := f.Holds[0]
+	if hd.Start != 2300*time.Millisecond || hd.End != 2600*time.Millisecond || hd.Held != 300*time.Millisecond || hd.Endpoint != "us" ||
+		hd.Orders["rest"] != 2 || hd.Answered != 1 || hd.MaxWait != 270*time.Millisecond {
+		t.Errorf("hold = %+v", hd)
+	}
+	if len(f.Switches) != 2 || f.Switches[0].Failback || !f.Switches[1].Failback {
+		t.Errorf("switches = %+v", f.Switches)
+	}
+}
+
+func TestNoFaultNothingInvented(t *testing.T) {
+	in := Input{Start: t0, End: at(3 * sec), Orders: []Order{{Transport: "rest", PlacedAt: at(sec), Acked: true, AckedAt: at(sec)}}}
+	f := Compute(in)
+	if f.Landing != nil || f.Wave.P95 != NotMeasured || f.Handshakes.Measured || f.Resume.Measured {
+		t.Errorf("figures invented: %+v", f)
+	}
+	if !math.IsNaN(f.Resume.ResumedFraction()) {
+		t.Error("resume fraction without resumes is not NaN")
+	}
+	if len(f.Errors) != 1 || f.Errors[0].Phases[0].Phase != Whole || f.Errors[0].Phases[0].Total != 1 {
+		t.Errorf("errors = %+v", f.Errors)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"not measured", "No fault was injected"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg .*?</svg>`)
+
+// The report is one self-contained page; every SVG in it is well-formed XML;
+// hostile names and causes are escaped; order IDs never appear.
+func TestHTMLSelfContainedWellFormedEscaped(t *testing.T) {
+	evil := `eu<script>alert(1)</script>&"'`
+	in := synthetic(evil, "us</svg><img src=x>")
+	in.Title = `<b>game day</b>`
+	in.Events = append(in.Events, pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(5 * sec), Cause: `</title></svg><script>x()</script>`})
+	in.Violations = []string{`<iframe src="//evil">`}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, bad := range []string{"<script", "<img", "<iframe", "<b>game", "<link", "@import", "url(", "R1", "F2", "10.1.2.3", "8443"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("report contains %q", bad)
+		}
+	}
+	if loc := regexp.MustCompile(`<[^>]+\s(src|href)="`).FindStringIndex(out); loc != nil {
+		t.Errorf("report loads an external asset: %q", out[loc[0]:min(loc[1]+40, len(out))])
+	}
+	if !strings.HasPrefix(out, "<!DOCTYPE html>") || !strings.Contains(out, "&lt;script&gt;") {
+		t.Error("not an escaped HTML page")
+	}
+	svgs := svgRE.FindAllString(out, -1)
+	if len(svgs) < 3 { // timeline, two handshake charts, population
+		t.Fatalf("%d svg elements", len(svgs))
+	}
+	for i, s := range svgs {
+		d := xml.NewDecoder(strings.NewReader(s))
+		d.Strict = true
+		depth := 0
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("svg %d is not well-formed XML: %v\n%s", i, err, s[:min(len(s), 400)])
+			}
+			switch tok.(type) {
+			case xml.StartElement:
+				depth++
+			case xml.EndElement:
+				depth--
+			}
+		}
+		if depth != 0 {
+			t.Errorf("svg %d: unbalanced (%d)", i, depth)
+		}
+	}
+	// The timeline has a lane per endpoint and the decision markers.
+	for _, want := range []string{"FENCE_REQUIRED", "SWITCHED", "held 300 ms", "HALT", "fence ", "reconcile OK", "budget 40/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestSampler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := 0
+		s := StartSampler(t.Context(), 100*time.Millisecond, Sources{
+			Reads:  func() (int, int) { n++; return n, 0 },
+			Broker: func() map[string]RegionWS { return map[string]RegionWS{"us": {Handshakes: uint64(n)}} },
+		})
+		<-time.After(350 * time.Millisecond)
+		got := s.Stop()
+		if len(got) != 5 { // at start, +100, +200, +300, at Stop
+			t.Fatalf("%d samples", len(got))
+		}
+		if got[1].Time.Sub(got[0].Time) != 100*time.Millisecond || got[4].ReadsOK != 5 || got[4].Connected != nil {
+			t.Errorf("samples %+v", got)
+		}
+		if again := s.Stop(); len(again) != 5 {
+			t.Error("Stop not idempotent")
+		}
+	})
+}
+
+func TestNewPopulationRefuses(t *testing.T) {
+	if _, err := NewPopulation(nil, 3, ws.DefaultStreamConfig()); !errors.Is(err, ErrInvalidPopulation) {
+		t.Errorf("nil path: %v", err)
+	}
+}
