@@ -1,0 +1,134 @@
+package etcdcoord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Aggregator keeps the live observations of one account in memory, fed by an
+// etcd watch on Keys.Observations, and aggregates them by quorum. An
+// observation disappears when its observer's lease expires. Safe for
+// concurrent use.
+type Aggregator struct {
+	client *clientv3.Client
+	keys   Keys
+	quorum int
+
+	mu     sync.Mutex
+	obs    map[string]Observation // by key
+	synced bool
+}
+
+// NewAggregator returns an Aggregator of the observations under prefix.
+func NewAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggregator, error) {
+	keys, err := NewKeys(prefix)
+	if err != nil {
+		return nil, err
+	}
+	if client == nil {
+		return nil, errors.Join(ErrInvalidConfig, errors.New("etcdcoord: Client is nil"))
+	}
+	if quorum < 1 {
+		return nil, errors.Join(ErrInvalidConfig, errors.New("etcdcoord: Quorum must be >= 1"))
+	}
+	return &Aggregator{client: client, keys: keys, quorum: quorum, obs: map[string]Observation{}}, nil
+}
+
+// Synced reports whether the aggregator holds a current view (a full read
+// followed by an unbroken watch).
+func (a *Aggregator) Synced() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.synced
+}
+
+// Observations returns the live observations.
+func (a *Aggregator) Observations() []Observation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Observation, 0, len(a.obs))
+	for _, o := range a.obs {
+		out = append(out, o)
+	}
+	return out
+}
+
+// Verdicts aggregates the live observations (see Aggregate). It returns nil
+// while the aggregator is not synced: no view is not a view of nothing.
+func (a *Aggregator) Verdicts() map[string]Verdict {
+	if !a.Synced() {
+		return nil
+	}
+	return Aggregate(a.Observations(), a.quorum)
+}
+
+// Run reads and then watches the observations until ctx ends; it returns ctx's
+// error. A broken watch (lost leader, compaction) is re-established with a full
+// read; meanwhile the aggregator is not synced.
+func (a *Aggregator) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		a.runOnce(ctx)
+		a.setSynced(false)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return ctx.Err()
+}
+
+func (a *Aggregator) setSynced(v bool) {
+	a.mu.Lock()
+	a.synced = v
+	a.mu.Unlock()
+}
+
+func (a *Aggregator) runOnce(ctx context.Context) {
+	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	resp, err := a.client.Get(gctx, a.keys.Observations(), clientv3.WithPrefix())
+	cancel()
+	if err != nil {
+		return
+	}
+	m := make(map[string]Observation, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var o Observation
+		if json.Unmarshal(kv.Value, &o) == nil {
+			m[string(kv.Key)] = o
+		}
+	}
+	a.mu.Lock()
+	a.obs = m
+	a.synced = true
+	a.mu.Unlock()
+	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer wcancel()
+	wch := a.client.Watch(wctx, a.keys.Observations(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	for wr := range wch {
+		if wr.Err() != nil || wr.Canceled {
+			return
+		}
+		a.mu.Lock()
+		for _, ev := range wr.Events {
+			k := string(ev.Kv.Key)
+			if !strings.HasPrefix(k, a.keys.Observations()) {
+				continue
+			}
+			if ev.Type == clientv3.EventTypeDelete {
+				delete(a.obs, k)
+				continue
+			}
+			var o Observation
+			if json.Unmarshal(ev.Kv.Value, &o) == nil {
+				a.obs[k] = o
+			}
+		}
+		a.mu.Unlock()
+	}
+}

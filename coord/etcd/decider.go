@@ -1,0 +1,442 @@
+package etcdcoord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// DeciderConfig configures a Decider. Start from DefaultDeciderConfig.
+type DeciderConfig struct {
+	// Client is the etcd client. Required.
+	Client *clientv3.Client
+	// Prefix is the account's key prefix. Required.
+	Prefix string
+	// Name identifies this candidate (no '/'). Required.
+	Name string
+	// Endpoints are the account's endpoints (the Path's list): exactly one
+	// Primary, at least two.
+	Endpoints []pathdialer.Endpoint
+	// Quorum live observers must agree for Down and for fresh-Healthy. >= 1;
+	// a majority of the observers you run.
+	Quorum int
+	// Engine decides on the aggregated view. The observers already counted
+	// their FailureThreshold, so the default here is 1 (one Down verdict);
+	// MaxHealthAge must exceed Interval. Probe and Clock must be nil, and
+	// BrokerFences false: the followers' acknowledgements are the fence.
+	Engine engine.Config
+	// Interval between decisions. > 0.
+	Interval time.Duration
+	// TTL of the decider's session (whole seconds, >= 1 s): a dead decider's
+	// leadership passes on at most TTL after it stopped renewing.
+	TTL time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// OnWrite, optional, is called after every Assignment the decider wrote,
+	// with its revision.
+	OnWrite func(a Assignment, revision int64)
+}
+
+// DefaultDeciderConfig returns a configuration deciding every 500 ms, on a
+// 5 s session, with the engine's defaults except FailureThreshold 1.
+func DefaultDeciderConfig() DeciderConfig {
+	e := engine.DefaultConfig()
+	e.FailureThreshold = 1
+	return DeciderConfig{Engine: e, Interval: 500 * time.Millisecond, TTL: 5 * time.Second, Quorum: 2}
+}
+
+// Validate names the first field that cannot work.
+func (c DeciderConfig) Validate() error {
+	if c.Client == nil {
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	}
+	if _, err := NewKeys(c.Prefix); err != nil {
+		return err
+	}
+	if err := checkName("Name", c.Name); err != nil {
+		return err
+	}
+	if len(c.Endpoints) < 2 {
+		return fmt.Errorf("%w: Endpoints needs at least two", ErrInvalidConfig)
+	}
+	for i, ep := range c.Endpoints {
+		if err := checkName(fmt.Sprintf("Endpoints[%d].Name", i), ep.Name); err != nil {
+			return err
+		}
+	}
+	if c.Quorum < 1 {
+		return fmt.Errorf("%w: Quorum must be >= 1", ErrInvalidConfig)
+	}
+	if c.Interval <= 0 {
+		return fmt.Errorf("%w: Interval must be > 0", ErrInvalidConfig)
+	}
+	if c.TTL < time.Second || c.TTL%time.Second != 0 {
+		return fmt.Errorf("%w: TTL must be whole seconds >= 1s (got %v)", ErrInvalidConfig, c.TTL)
+	}
+	if c.Engine.Probe != nil || c.Engine.Clock != nil {
+		return fmt.Errorf("%w: Engine.Probe and Engine.Clock must be nil", ErrInvalidConfig)
+	}
+	if c.Engine.BrokerFences {
+		return fmt.Errorf("%w: Engine.BrokerFences must be false: the followers' acknowledgements are the fence", ErrInvalidConfig)
+	}
+	if c.Engine.MaxHealthAge <= c.Interval {
+		return fmt.Errorf("%w: Engine.MaxHealthAge (%v) must exceed Interval (%v)", ErrInvalidConfig, c.Engine.MaxHealthAge, c.Interval)
+	}
+	return nil
+}
+
+// Decider campaigns for leadership of one account and, while it leads, decides
+// on the quorum's view and writes the Assignment. Create it with NewDecider;
+// Run campaigns and decides until its context ends.
+type Decider struct {
+	cfg  DeciderConfig
+	keys Keys
+	agg  *Aggregator
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	leading bool
+}
+
+// NewDecider validates cfg (and the engine's own checks) and returns a Decider.
+func NewDecider(cfg DeciderConfig) (*Decider, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := newDecisionEngine(cfg); err != nil {
+		return nil, err
+	}
+	keys, _ := NewKeys(cfg.Prefix)
+	agg, err := NewAggregator(cfg.Client, cfg.Prefix, cfg.Quorum)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decider{cfg: cfg, keys: keys, agg: agg, log: cfg.Logger}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	return d, nil
+}
+
+func newDecisionEngine(cfg DeciderConfig) (*engine.Manager, error) {
+	ecfg := cfg.Engine
+	ecfg.Probe = func(context.Context, engine.Endpoint) error { return errRecordedOnly }
+	eng, err := engine.New(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
+	}
+	for _, ep := range cfg.Endpoints {
+		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: ep.Name, Region: nonBlank(ep.Region), Priority: ep.Priority, Primary: ep.Primary}); err != nil {
+			return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+		}
+	}
+	if err := eng.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+	}
+	return eng, nil
+}
+
+// Aggregator returns the decider's view of the observations.
+func (d *Decider) Aggregator() *Aggregator { return d.agg }
+
+// Leading reports whether this decider currently leads.
+func (d *Decider) Leading() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.leading
+}
+
+func (d *Decider) setLeading(v bool) {
+	d.mu.Lock()
+	d.leading = v
+	d.mu.Unlock()
+}
+
+// Run watches the observations, campaigns, and decides while it leads, until
+// ctx ends; then it resigns (its session is revoked, so another candidate
+// takes over at once) and returns ctx's error.
+func (d *Decider) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = d.agg.Run(ctx)
+	}()
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		if err := d.term(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("etcdcoord: decider term ended", "decider", d.cfg.Name, "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(d.cfg.Interval):
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// term runs one session: campaign, then lead until the session or ctx ends.
+func (d *Decider) term(ctx context.Context) error {
+	sess, err := concurrency.NewSession(d.cfg.Client, concurrency.WithTTL(int(d.cfg.TTL/time.Second)), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _ = d.cfg.Client.Revoke(rctx, sess.Lease())
+		cancel()
+		_ = sess.Close()
+	}()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sess.Done():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	el := concurrency.NewElection(sess, d.keys.Election())
+	if err := el.Campaign(cctx, d.cfg.Name); err != nil {
+		return fmt.Errorf("campaign: %w", err)
+	}
+	d.setLeading(true)
+	defer d.setLeading(false)
+	d.log.Info("etcdcoord: decider leads", "decider", d.cfg.Name, "term", el.Rev())
+	l := &leader{d: d, el: el}
+	return l.lead(cctx)
+}
+
+// pending is a switch whose fence (the followers' acknowledgements) is awaited.
+type pending struct {
+	from, to string
+	failback bool
+	fenceRev int64
+}
+
+type leader struct {
+	d       *Decider
+	el      *concurrency.Election
+	eng     *engine.Manager
+	rec     Assignment
+	rev     int64 // mod revision of the assignment (0: none)
+	pending *pending
+	waiting string // last "waiting for" note, logged on change
+}
+
+func (l *leader) lead(ctx context.Context) error {
+	d := l.d
+	eng, err := newDecisionEngine(d.cfg)
+	if err != nil {
+		return err
+	}
+	l.eng = eng
+	if err := l.read(ctx); err != nil {
+		return err
+	}
+	primary, _ := eng.Primary()
+	if l.rev == 0 {
+		if err := l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: primary.Name, Reason: "initial assignment: the primary"}); err != nil {
+			return err
+		}
+	} else if l.rec.Endpoint != primary.Name {
+		// Adopt the endpoint flow is on. The recorded switch counts towards
+		// cooldown: a new decider does not fail back at once.
+		if _, err := eng.Assign(l.rec.Endpoint, eng.Generation()+1, "adopted from the assignment by a new decider"); err != nil {
+			return fmt.Errorf("adopt %q: %w", l.rec.Endpoint, err)
+		}
+	}
+	if l.rec.Phase == PhaseFencing {
+		// The previous decider died during a switch: keep waiting for its fence.
+		l.pending = &pending{from: l.rec.Endpoint, to: l.rec.Target, failback: l.rec.Failback, fenceRev: l.rev}
+	}
+	t := time.NewTicker(d.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := l.step(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// read loads the assignment and its revision.
+func (l *leader) read(ctx context.Context) error {
+	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
+	defer cancel()
+	resp, err := l.d.cfg.Client.Get(gctx, l.d.keys.Assignment())
+	if err != nil {
+		return fmt.Errorf("read assignment: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		l.rec, l.rev = Assignment{}, 0
+		return nil
+	}
+	a, err := decodeAssignment(resp.Kvs[0].Value)
+	if err != nil {
+		return err
+	}
+	l.rec, l.rev = a, resp.Kvs[0].ModRevision
+	return nil
+}
+
+// write commits a only if this decider still leads and the assignment has not
+// changed since it was read.
+func (l *leader) write(ctx context.Context, a Assignment) error {
+	d := l.d
+	a.Decider, a.Term, a.At = d.cfg.Name, l.el.Rev(), time.Now().UTC()
+	b, _ := json.Marshal(a)
+	wctx, cancel := context.WithTimeout(ctx, d.cfg.Interval*4)
+	defer cancel()
+	resp, err := d.cfg.Client.Txn(wctx).If(
+		clientv3.Compare(clientv3.CreateRevision(l.el.Key()), "=", l.el.Rev()),
+		clientv3.Compare(clientv3.ModRevision(d.keys.Assignment()), "=", l.rev),
+	).Then(clientv3.OpPut(d.keys.Assignment(), string(b))).Commit()
+	if err != nil {
+		return fmt.Errorf("write assignment: %w", err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: the write of %s %q was refused (leadership or assignment changed)", ErrDeposed, a.Phase, a.Endpoint)
+	}
+	l.rec, l.rev = a, resp.Header.Revision
+	d.log.Info("etcdcoord: assignment written", "decider", d.cfg.Name, "phase", a.Phase, "endpoint", a.Endpoint, "target", a.Target, "revision", l.rev, "reason", a.Reason)
+	if d.cfg.OnWrite != nil {
+		d.cfg.OnWrite(a, l.rev)
+	}
+	return nil
+}
+
+// feed gives the engine the quorum's verdicts: Down is a failure, fresh-Healthy
+// a success, anything else nothing at all.
+func (l *leader) feed() bool {
+	v := l.d.agg.Verdicts()
+	if v == nil {
+		return false
+	}
+	for _, ep := range l.d.cfg.Endpoints {
+		switch vd := v[ep.Name]; vd.State {
+		case VerdictDown:
+			_, _ = l.eng.Observe(ep.Name, fmt.Errorf("%w (%s)", ErrQuorumDown, strings.Join(vd.DownBy, ",")), 0)
+		case VerdictHealthy:
+			_, _ = l.eng.Observe(ep.Name, nil, vd.Latency)
+		}
+	}
+	return true
+}
+
+func (l *leader) step(ctx context.Context) error {
+	if !l.feed() {
+		return nil // no view: decide nothing
+	}
+	if p := l.pending; p != nil {
+		if !p.failback {
+			if d, err := l.eng.EvaluateFailover(false); err == nil && d.Outcome == engine.NoAction {
+				l.pending = nil
+				return l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: p.from, Reason: "switch abandoned: the active endpoint answers again"})
+			}
+		}
+		missing, err := l.unacked(ctx, p.fenceRev)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			if note := strings.Join(missing, ","); note != l.waiting {
+				l.waiting = note
+				l.d.log.Info("etcdcoord: waiting for followers to hold", "followers", note, "token", p.fenceRev)
+			}
+			return nil
+		}
+		l.waiting = ""
+		l.pending = nil
+		var d engine.Decision
+		if p.failback {
+			d, err = l.eng.EvaluateFailback(true)
+		} else {
+			d, err = l.eng.EvaluateFailover(true)
+		}
+		if err != nil {
+			return err
+		}
+		switch d.Outcome {
+		case engine.Switched:
+			return l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: d.To, Failback: p.failback, Reason: fmt.Sprintf("switched from %q: %s", d.From, strings.Join(d.Notes, "; "))})
+		case engine.NoTargetAvailable:
+			return l.write(ctx, Assignment{Phase: PhaseHalted, Endpoint: d.From, Reason: "no eligible target after the fence: " + strings.Join(d.Notes, "; ")})
+		default:
+			return l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: d.From, Reason: "switch abandoned after the fence: " + d.Outcome.String()})
+		}
+	}
+	d, err := l.eng.EvaluateFailover(false)
+	if err != nil {
+		return err
+	}
+	switch d.Outcome {
+	case engine.FenceRequired:
+		return l.fence(ctx, d, false)
+	case engine.NoTargetAvailable:
+		if l.rec.Phase != PhaseHalted {
+			return l.write(ctx, Assignment{Phase: PhaseHalted, Endpoint: d.From, Reason: "no eligible target: " + strings.Join(d.Notes, "; ")})
+		}
+		return nil
+	case engine.NoAction:
+		if l.rec.Phase != PhaseActive {
+			return l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: d.From, Reason: "resume: " + string(l.rec.Phase) + " no longer warranted"})
+		}
+		fb, err := l.eng.EvaluateFailback(false)
+		if err != nil {
+			return err
+		}
+		if fb.Outcome == engine.FenceRequired {
+			return l.fence(ctx, fb, true)
+		}
+	}
+	return nil
+}
+
+func (l *leader) fence(ctx context.Context, d engine.Decision, failback bool) error {
+	if err := l.write(ctx, Assignment{Phase: PhaseFencing, Endpoint: d.From, Target: d.To, Failback: failback, Reason: strings.Join(d.Notes, "; ")}); err != nil {
+		return err
+	}
+	l.pending = &pending{from: d.From, to: d.To, failback: failback, fenceRev: l.rev}
+	return nil
+}
+
+// unacked lists the followers with a live session that have not acknowledged
+// token yet. A follower whose lease expired has no key and is not waited for:
+// it halted itself before its lease could expire.
+func (l *leader) unacked(ctx context.Context, token int64) ([]string, error) {
+	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
+	defer cancel()
+	resp, err := l.d.cfg.Client.Get(gctx, l.d.keys.Followers(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("read acknowledgements: %w", err)
+	}
+	var missing []string
+	for _, kv := range resp.Kvs {
+		var a Ack
+		name := strings.TrimPrefix(string(kv.Key), l.d.keys.Followers())
+		if err := json.Unmarshal(kv.Value, &a); err != nil || a.Token < uint64(token) {
+			missing = append(missing, name)
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}
+
+var _ = errors.Is

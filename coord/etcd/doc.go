@@ -1,0 +1,58 @@
+// Package etcdcoord runs brokerpath's failover decision on etcd, for
+// deployments in which more than one process can trade one broker account.
+//
+// One process deciding alone is what seed 000 warns about: a partition between
+// a monitor and a region looks exactly like the region dying, and two trading
+// processes that decide separately can put two live paths in front of one
+// account. This package splits the decision in three roles:
+//
+//   - Observers (monitors in several regions) publish their probe results,
+//     each under its own lease, so a dead or stalled monitor's opinion expires
+//     with its lease.
+//   - One Decider, elected with etcd's concurrency election, aggregates the
+//     live observations by quorum (Aggregate), runs an engine.Manager on that
+//     view, and writes the account's Assignment to one key with a transaction
+//     that only the current leader can commit.
+//   - Followers (trading processes) watch that key. The etcd revision of the
+//     write that made an endpoint active is the fencing token: a follower
+//     grants tickets only under the current token, acknowledges every
+//     Assignment it has applied, and holds or halts submissions as soon as it
+//     cannot prove its etcd session is alive.
+//
+// A single-process deployment needs none of this: pathdialer decides locally.
+//
+// # What it guarantees
+//
+//   - An endpoint is Down for the decision only when Quorum live observers
+//     say it is Down, and a failover target only when Quorum live observers
+//     see it Healthy with a fresh success. A single monitor cut off from one
+//     region changes nothing. Fewer than Quorum live observers is not evidence
+//     of anything: the decider feeds the engine nothing, and the engine
+//     reports the staleness without acting on it.
+//   - Only the elected decider can change the Assignment: every write is a
+//     Txn guarded by the decider's election key (its create revision) and by
+//     the Assignment's mod revision it last read. A deposed decider's write
+//     fails and it stops deciding.
+//   - A switch is two writes. The decider first writes PhaseFencing (every
+//     follower holds submissions and fences the old endpoint locally, then
+//     acknowledges). Only when every follower with a live session has
+//     acknowledged that token (or its lease has expired, which removes its
+//     acknowledgement key) does it write PhaseActive for the new endpoint.
+//     So no follower is still granting on the old endpoint when any follower
+//     is granted on the new one.
+//   - A follower computes its own session deadline from the time it SENT the
+//     last successful keep-alive plus the TTL granted, minus a safety margin:
+//     that is before the server can expire its lease (and remove its
+//     acknowledgement). At that deadline it holds or halts, even with no
+//     network at all.
+//
+// # Key layout
+//
+// Every key lives under Config.Prefix (for example "/brokerpath/acct-1/"):
+//
+//	<prefix>observations/<observer>/<endpoint>  Observation (JSON), under the observer's lease
+//	<prefix>election/<lease id>                 concurrency.Election candidates (the leader is the
+//	                                            oldest key)
+//	<prefix>assignment                          Assignment (JSON); its ModRevision is the token
+//	<prefix>followers/<follower>                Ack (JSON), under the follower's lease
+package etcdcoord

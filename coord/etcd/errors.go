@@ -1,0 +1,22 @@
+package etcdcoord
+
+import "errors"
+
+// Sentinel errors, checked with errors.Is.
+var (
+	// ErrInvalidConfig: a Config field cannot work as written.
+	ErrInvalidConfig = errors.New("etcdcoord: invalid config")
+	// ErrQuorumDown is what the decider feeds its engine for an endpoint that a
+	// quorum of live observers reports Down.
+	ErrQuorumDown = errors.New("etcdcoord: a quorum of observers reports the endpoint down")
+	// ErrSessionLost: this process cannot prove its etcd session (lease) is alive;
+	// submissions are held or halted until it can.
+	ErrSessionLost = errors.New("etcdcoord: etcd session lost")
+	// ErrNotAssigned: no Assignment has been applied yet, or the current one
+	// does not let flow through (fencing, halted).
+	ErrNotAssigned = errors.New("etcdcoord: no active assignment")
+	// ErrStaleToken: a ticket's generation is not the current fencing token.
+	ErrStaleToken = errors.New("etcdcoord: stale fencing token")
+	// ErrDeposed: the decider lost its leadership while writing.
+	ErrDeposed = errors.New("etcdcoord: decider is no longer the leader")
+)

@@ -1,0 +1,435 @@
+package etcdcoord
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// Target is what a Follower drives: *pathdialer.Path (with
+// Config.ExternalDecisions) satisfies it.
+type Target interface {
+	Active() (pathdialer.Endpoint, uint64)
+	Assign(ctx context.Context, endpoint string, token uint64) error
+	Hold(cause error) error
+	Halt(cause error) error
+	Resume(ctx context.Context) error
+}
+
+var _ Target = (*pathdialer.Path)(nil)
+
+// FollowerConfig configures a Follower. Start from DefaultFollowerConfig.
+type FollowerConfig struct {
+	// Client is the etcd client. Required.
+	Client *clientv3.Client
+	// Prefix is the account's key prefix. Required.
+	Prefix string
+	// Name identifies this trading process (no '/'). Required.
+	Name string
+	// Target is the Path the follower drives. Required.
+	Target Target
+	// TTL of the follower's lease (whole seconds, >= 1 s). The follower halts
+	// its Target when it cannot prove its lease alive (see Margin), so a
+	// partition from etcd stops trading within TTL.
+	TTL time.Duration
+	// Margin is subtracted from the lease's deadline as measured by this
+	// process (send time of the last successful keep-alive + TTL granted).
+	// >= 0 and below TTL/2.
+	Margin time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultFollowerConfig returns a 5 s lease with a 500 ms margin.
+func DefaultFollowerConfig() FollowerConfig {
+	return FollowerConfig{TTL: 5 * time.Second, Margin: 500 * time.Millisecond}
+}
+
+// Validate names the first field that cannot work.
+func (c FollowerConfig) Validate() error {
+	if c.Client == nil {
+		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
+	}
+	if _, err := NewKeys(c.Prefix); err != nil {
+		return err
+	}
+	if err := checkName("Name", c.Name); err != nil {
+		return err
+	}
+	if c.Target == nil {
+		return fmt.Errorf("%w: Target is nil", ErrInvalidConfig)
+	}
+	if c.TTL < time.Second || c.TTL%time.Second != 0 {
+		return fmt.Errorf("%w: TTL must be whole seconds >= 1s (got %v)", ErrInvalidConfig, c.TTL)
+	}
+	if c.Margin < 0 || c.Margin >= c.TTL/2 {
+		return fmt.Errorf("%w: Margin must be >= 0 and below TTL/2", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// State is what a Follower knows: the Assignment in force, its token, and
+// whether this process's session is provably alive.
+type State struct {
+	Assignment Assignment
+	// Revision of the Assignment (the fencing token when Phase is PhaseActive).
+	Revision int64
+	// Session is true while the follower's lease is provably alive.
+	Session bool
+	// Applied is true when the Target carries out the Assignment (and it was
+	// acknowledged).
+	Applied bool
+}
+
+// Follower drives one trading process's Path from the account's Assignment:
+// it holds on PhaseFencing, halts on PhaseHalted and when its etcd session is
+// lost, assigns and releases on PhaseActive under the record's revision as the
+// fencing token, and acknowledges each Assignment it applied. Create it with
+// NewFollower; Run works until its context ends.
+type Follower struct {
+	cfg  FollowerConfig
+	keys Keys
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	st      State
+	lease   clientv3.LeaseID
+	wake    chan struct{} // buffered 1: the applier has something new
+	opStop  context.CancelFunc
+	changed chan struct{}
+}
+
+// NewFollower validates cfg and returns a Follower.
+func NewFollower(cfg FollowerConfig) (*Follower, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	keys, _ := NewKeys(cfg.Prefix)
+	f := &Follower{cfg: cfg, keys: keys, log: cfg.Logger, wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
+	}
+	return f, nil
+}
+
+// State returns what the follower knows now.
+func (f *Follower) State() State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st
+}
+
+// Changed returns a channel closed at the next change of State.
+func (f *Follower) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// Check returns nil when a ticket granted under generation may be used: the
+// session is alive, the Assignment is active and applied, and generation is
+// its token. Otherwise ErrSessionLost, ErrNotAssigned or ErrStaleToken.
+func (f *Follower) Check(generation uint64) error {
+	st := f.State()
+	switch {
+	case !st.Session:
+		return ErrSessionLost
+	case st.Assignment.Phase != PhaseActive || !st.Applied:
+		return ErrNotAssigned
+	case uint64(st.Revision) != generation:
+		return fmt.Errorf("%w: ticket generation %d, token %d", ErrStaleToken, generation, st.Revision)
+	}
+	return nil
+}
+
+// update changes the state under the lock, wakes the applier and interrupts
+// whatever it is doing.
+func (f *Follower) update(fn func(*State)) {
+	f.mu.Lock()
+	before := f.st
+	fn(&f.st)
+	if f.st.Assignment != before.Assignment || f.st.Revision != before.Revision || f.st.Session != before.Session {
+		f.st.Applied = false
+		if f.opStop != nil {
+			f.opStop()
+		}
+		close(f.changed)
+		f.changed = make(chan struct{})
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+	f.mu.Unlock()
+}
+
+// Run holds the Target, then keeps the session, watches the Assignment and
+// applies it until ctx ends, when it revokes its lease and returns ctx's
+// error. It leaves the Target halted if ctx ends: a follower that stops
+// following must not keep trading on a stale token.
+func (f *Follower) Run(ctx context.Context) error {
+	_ = f.cfg.Target.Hold(ErrNotAssigned)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.apply(ctx)
+	}()
+	defer wg.Wait()
+	defer func() { _ = f.cfg.Target.Halt(fmt.Errorf("follower stopped: %w", ErrSessionLost)) }()
+	for ctx.Err() == nil {
+		f.session(ctx)
+		f.update(func(s *State) { s.Session = false })
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.cfg.TTL / 10):
+		}
+	}
+	return ctx.Err()
+}
+
+// session runs one lease: grant, register, read and watch the Assignment, keep
+// the lease alive, and return when it cannot be proven alive any more.
+func (f *Follower) session(ctx context.Context) {
+	c := f.cfg.Client
+	ttl := int64(f.cfg.TTL / time.Second)
+	sent := time.Now()
+	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
+	g, err := c.Grant(gctx, ttl)
+	cancel()
+	if err != nil {
+		return
+	}
+	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		_, _ = c.Revoke(rctx, g.ID)
+		cancel()
+		f.mu.Lock()
+		f.lease = 0
+		f.mu.Unlock()
+	}()
+	// Register before reading: a decider that waits for acknowledgements sees
+	// this follower from now on, and what it reads next is at least as new.
+	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
+	b, _ := json.Marshal(Ack{})
+	_, err = c.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
+	cancel()
+	if err != nil {
+		return
+	}
+	f.mu.Lock()
+	f.lease = g.ID
+	f.mu.Unlock()
+	// On return the session is no longer provable: halt before anything else
+	// (the revoke above may wait on a dead network).
+	defer f.update(func(s *State) { s.Session = false })
+	rev, err := f.readAssignment(ctx, true)
+	if err != nil {
+		return
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	lost := make(chan struct{})
+	var lostOnce sync.Once
+	markLost := func() { lostOnce.Do(func() { close(lost) }) }
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer markLost()
+		f.watch(sctx, rev)
+	}()
+	watchdog := time.NewTimer(time.Until(deadline))
+	defer watchdog.Stop()
+	tick := time.NewTicker(f.cfg.TTL / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sctx.Done():
+			return
+		case <-lost:
+			return
+		case <-watchdog.C:
+			f.log.Warn("etcdcoord: session cannot be proven alive: halting", "follower", f.cfg.Name)
+			return
+		case <-tick.C:
+			sent := time.Now()
+			kctx, cancel := context.WithTimeout(sctx, time.Until(deadline))
+			ka, err := c.KeepAliveOnce(kctx, g.ID)
+			cancel()
+			if err != nil {
+				if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+					return
+				}
+				continue // the watchdog decides
+			}
+			deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)
+			watchdog.Reset(time.Until(deadline))
+			// Backstop for a watch that lags: a linearizable read.
+			_, _ = f.readAssignment(sctx, true)
+		}
+	}
+}
+
+// readAssignment reads the Assignment and records it (marking the session
+// alive when session is true). It returns the read's header revision.
+func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, error) {
+	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
+	defer cancel()
+	resp, err := f.cfg.Client.Get(gctx, f.keys.Assignment())
+	if err != nil {
+		return 0, err
+	}
+	var a Assignment
+	var rev int64
+	if len(resp.Kvs) > 0 {
+		if a, err = decodeAssignment(resp.Kvs[0].Value); err != nil {
+			return 0, err
+		}
+		rev = resp.Kvs[0].ModRevision
+	}
+	f.update(func(s *State) {
+		if rev >= s.Revision || !s.Session {
+			s.Assignment, s.Revision = a, rev
+		}
+		s.Session = session
+	})
+	return resp.Header.Revision, nil
+}
+
+func (f *Follower) watch(ctx context.Context, rev int64) {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for wr := range f.cfg.Client.Watch(wctx, f.keys.Assignment(), clientv3.WithRev(rev+1)) {
+		if wr.Err() != nil || wr.Canceled {
+			return
+		}
+		for _, ev := range wr.Events {
+			if ev.Type != clientv3.EventTypePut {
+				continue
+			}
+			a, err := decodeAssignment(ev.Kv.Value)
+			if err != nil {
+				f.log.Error("etcdcoord: bad assignment", "err", err)
+				continue
+			}
+			r := ev.Kv.ModRevision
+			f.update(func(s *State) {
+				if r > s.Revision {
+					s.Assignment, s.Revision = a, r
+				}
+			})
+		}
+	}
+}
+
+// apply carries the State out on the Target, one step at a time, and
+// acknowledges it. A newer State interrupts the step in progress.
+func (f *Follower) apply(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+		case <-retry.C:
+		}
+		f.mu.Lock()
+		st := f.st
+		if st.Applied {
+			f.mu.Unlock()
+			continue
+		}
+		opCtx, stop := context.WithCancel(ctx)
+		f.opStop = stop
+		f.mu.Unlock()
+		err := f.applyOne(opCtx, st)
+		stop()
+		if err != nil {
+			if ctx.Err() == nil && opCtx.Err() == nil {
+				f.log.Warn("etcdcoord: apply assignment", "follower", f.cfg.Name, "err", err)
+			}
+			retry.Reset(f.cfg.TTL / 10)
+			continue
+		}
+	}
+}
+
+func (f *Follower) applyOne(ctx context.Context, st State) error {
+	t := f.cfg.Target
+	if !st.Session {
+		return t.Halt(ErrSessionLost)
+	}
+	if st.Revision == 0 {
+		return t.Hold(ErrNotAssigned)
+	}
+	a := st.Assignment
+	switch a.Phase {
+	case PhaseFencing:
+		cause := fmt.Errorf("%w: switch from %q to %q under way (token %d)", ErrNotAssigned, a.Endpoint, a.Target, st.Revision)
+		if err := t.Hold(cause); err != nil {
+			// A switch of our own is under way: halting abandons it, so it
+			// cannot release flow while the fence is in force.
+			if err := t.Halt(cause); err != nil {
+				return err
+			}
+		}
+	case PhaseHalted:
+		if err := t.Halt(fmt.Errorf("%w: %s", ErrNotAssigned, a.Reason)); err != nil {
+			return err
+		}
+	case PhaseActive:
+		ep, gen := t.Active()
+		tok := uint64(st.Revision)
+		if ep.Name != a.Endpoint || gen < tok {
+			if err := t.Assign(ctx, a.Endpoint, tok); err != nil && !errors.Is(err, pathdialer.ErrStaleToken) {
+				return err
+			}
+		}
+		if ep, gen := t.Active(); ep.Name != a.Endpoint || gen != tok {
+			return fmt.Errorf("etcdcoord: target on %q under %d, want %q under %d", ep.Name, gen, a.Endpoint, tok)
+		}
+		if err := t.Resume(ctx); err != nil {
+			return err
+		}
+	}
+	return f.ack(ctx, st)
+}
+
+// ack records that st was applied, if it is still the State in force.
+func (f *Follower) ack(ctx context.Context, st State) error {
+	f.mu.Lock()
+	lease := f.lease
+	cur := f.st
+	f.mu.Unlock()
+	if cur.Assignment != st.Assignment || cur.Revision != st.Revision || !cur.Session || lease == 0 {
+		return nil // superseded: the applier runs again
+	}
+	b, _ := json.Marshal(Ack{Token: uint64(st.Revision), Phase: st.Assignment.Phase, Endpoint: st.Assignment.Endpoint})
+	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
+	defer cancel()
+	if _, err := f.cfg.Client.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(lease)); err != nil {
+		return fmt.Errorf("acknowledge: %w", err)
+	}
+	f.mu.Lock()
+	if f.st.Assignment == st.Assignment && f.st.Revision == st.Revision && f.st.Session {
+		f.st.Applied = true
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+	f.mu.Unlock()
+	return nil
+}
