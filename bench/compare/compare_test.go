@@ -1,0 +1,47 @@
+package compare_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/brokerpath/brokerpath/bench/compare"
+)
+
+func TestMain(m *testing.M) {
+	compare.ChildMain() // the throughput runs re-execute this binary as the broker
+	os.Exit(m.Run())
+}
+
+// One quick iteration of every scenario (the 30 s quickfix row is skipped),
+// so the comparison does not rot. Not part of the root `make test`.
+func TestQuickComparison(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes about a minute")
+	}
+	rep, err := compare.Run(compare.Options{Quick: true, Progress: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + rep.Markdown)
+	for _, e := range rep.Errors {
+		t.Error(e)
+	}
+	must := func(key string) float64 {
+		t.Helper()
+		v, ok := rep.Medians[key]
+		if !ok {
+			t.Errorf("no measurement for %s", key)
+		}
+		return v
+	}
+	must("rest/brokerpath rest.Transport/failover_s")
+	must("rest/brokerpath rest.Transport/rps")
+	if v := must("rest/brokerpath rest.Transport/unknown_resent"); v != 0 {
+		t.Errorf("brokerpath resent %v orders of unknown outcome", v)
+	}
+	must("fix/brokerpath transports/fix/ack_s")
+	if v := must("ws/brokerpath ws.Stream/missed"); v != 0 {
+		t.Errorf("ws.Stream missed %v ticks", v)
+	}
+	must("ws/brokerpath ws.Stream/first_s")
+}

@@ -1,0 +1,439 @@
+package compare
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go"
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/fallback"
+	"github.com/failsafe-go/failsafe-go/timeout"
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/rest"
+)
+
+func tlsConfig(caPEM []byte) *tls.Config {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// h2Transport is the inner transport every REST peer gets: HTTP/2 over TLS,
+// 16 idle connections per host, as a user would configure it.
+func h2Transport(caPEM []byte) *http.Transport {
+	return &http.Transport{
+		TLSClientConfig:     tlsConfig(caPEM),
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+	}
+}
+
+// restClient places one order and says which region booked it (X-Region).
+type restClient struct {
+	order func(ctx context.Context, id string) (region string, err error)
+	close func()
+}
+
+type restPeer struct {
+	name   string
+	config string
+	build  func(a brokerAddrs) (*restClient, error)
+}
+
+func orderBody(id string) string {
+	return `{"client_order_id":"` + id + `","symbol":"EURUSD","side":"buy","qty":"1","type":"market"}`
+}
+
+// doOrder sends one order with c and reads the answer.
+func doOrder(ctx context.Context, c *http.Client, base, key, id string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/orders", strings.NewReader(orderBody(id)))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("X-API-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	return finish(resp)
+}
+
+func finish(resp *http.Response) (string, error) {
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return resp.Header.Get("X-Region"), nil
+}
+
+func hostOf(raw string) string {
+	u, _ := url.Parse(raw)
+	return u.Host
+}
+
+func restPeers() []restPeer {
+	return []restPeer{
+		{
+			name:   "net/http bare Transport",
+			config: "one base URL (primary); http.Client.Timeout 2 s; h2; no retry",
+			build: func(a brokerAddrs) (*restClient, error) {
+				tr := h2Transport(a.CAPEM)
+				c := &http.Client{Transport: tr, Timeout: AttemptTimeout}
+				base := a.Regions[0].REST
+				return &restClient{
+					order: func(ctx context.Context, id string) (string, error) { return doOrder(ctx, c, base, a.APIKey, id) },
+					close: tr.CloseIdleConnections,
+				}, nil
+			},
+		},
+		{
+			name: "failsafe-go failsafehttp v0.9.8",
+			config: "NewRoundTripper(h2, Fallback→backup URL, RetryPolicy (failsafehttp defaults: 2 retries, Retry-After), " +
+				"CircuitBreaker (3 failures, 5 s open), Timeout 2 s per attempt)",
+			build: buildFailsafe,
+		},
+		{
+			name: "hashicorp/go-retryablehttp v0.7.8",
+			config: "NewClient defaults (RetryMax 4, wait 1–30 s, DefaultRetryPolicy); HTTPClient h2 with Timeout 2 s; " +
+				"PrepareRetry rewrites every retry to the backup URL",
+			build: func(a brokerAddrs) (*restClient, error) {
+				tr := h2Transport(a.CAPEM)
+				rc := retryablehttp.NewClient()
+				rc.HTTPClient = &http.Client{Transport: tr, Timeout: AttemptTimeout}
+				rc.Logger = nil
+				backup := hostOf(a.Regions[1].REST)
+				rc.PrepareRetry = func(r *http.Request) error {
+					r.URL.Host, r.Host = backup, ""
+					return nil
+				}
+				base := a.Regions[0].REST
+				return &restClient{
+					order: func(ctx context.Context, id string) (string, error) {
+						req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/orders", strings.NewReader(orderBody(id)))
+						if err != nil {
+							return "", err
+						}
+						req.Header.Set("X-API-Key", a.APIKey)
+						req.Header.Set("Content-Type", "application/json")
+						resp, err := rc.Do(req)
+						if err != nil {
+							return "", err
+						}
+						return finish(resp)
+					},
+					close: tr.CloseIdleConnections,
+				}, nil
+			},
+		},
+		{
+			name: "brokerpath rest.Transport",
+			config: "Path over both regions (rest.Probe on ProbeURL/v1/account with the key, every 200 ms, DOWN after 3, " +
+				"LocalFenceOnly, REST reconciler GET /v1/orders/{id}); per-order context 2 s; orders never retried",
+			build: buildBrokerpathREST,
+		},
+	}
+}
+
+type origReqKey struct{}
+
+// buildFailsafe: failsafehttp's RoundTripper with a Fallback that re-issues
+// the request to the backup base URL. Fallback functions do not receive the
+// request, so a thin wrapper puts it in the context (what a user has to write).
+func buildFailsafe(a brokerAddrs) (*restClient, error) {
+	inner := h2Transport(a.CAPEM)
+	backup := hostOf(a.Regions[1].REST)
+	fb := fallback.NewWithFunc(func(exec failsafe.Execution[*http.Response]) (*http.Response, error) {
+		orig, _ := exec.Context().Value(origReqKey{}).(*http.Request)
+		if orig == nil {
+			return nil, errors.New("fallback: no request")
+		}
+		ctx, cancel := context.WithTimeout(orig.Context(), AttemptTimeout)
+		r := orig.Clone(ctx)
+		r.URL.Host, r.Host = backup, ""
+		if orig.GetBody != nil {
+			body, err := orig.GetBody()
+			if err != nil {
+				cancel()
+				return nil, err
+			}
+			r.Body = body
+		}
+		resp, err := inner.RoundTrip(r)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+		return resp, nil
+	})
+	rp := failsafehttp.NewRetryPolicyBuilder().Build()
+	cb := circuitbreaker.NewBuilder[*http.Response]().
+		HandleIf(func(r *http.Response, err error) bool { return err != nil || (r != nil && r.StatusCode >= 500) }).
+		WithFailureThreshold(3).WithDelay(5 * time.Second).Build()
+	to := timeout.New[*http.Response](AttemptTimeout)
+	fs := failsafehttp.NewRoundTripper(inner, fb, rp, cb, to)
+	c := &http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+		return fs.RoundTrip(r.WithContext(context.WithValue(r.Context(), origReqKey{}, r)))
+	})}
+	base := a.Regions[0].REST
+	return &restClient{
+		order: func(ctx context.Context, id string) (string, error) { return doOrder(ctx, c, base, a.APIKey, id) },
+		close: inner.CloseIdleConnections,
+	}, nil
+}
+
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); return err }
+
+func buildBrokerpathREST(a brokerAddrs) (*restClient, error) {
+	cfg, err := pathConfig(a, func(r regionAddrs) map[string]string { return map[string]string{"rest": r.REST} })
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu sync.Mutex
+		hc *http.Client
+	)
+	// The REST reconciler: ask the new path for every unknown order (reads
+	// are never held by the gate).
+	cfg.Reconciler = func(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+		mu.Lock()
+		c := hc
+		mu.Unlock()
+		var out []pathdialer.Settlement
+		for _, t := range rec.Tickets {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Regions[0].REST+"/v1/orders/"+url.PathEscape(t.OrderID), nil)
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("X-API-Key", a.APIKey)
+			resp, err := c.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			var o simbroker.Order
+			_ = json.NewDecoder(resp.Body).Decode(&o)
+			resp.Body.Close()
+			fate := pathdialer.FateUndetermined
+			switch {
+			case resp.StatusCode == http.StatusNotFound:
+				fate = pathdialer.FateNotReceived
+			case resp.StatusCode == http.StatusOK && o.Status == simbroker.StatusFilled:
+				fate = pathdialer.FateFilled
+			case resp.StatusCode == http.StatusOK && o.Status == simbroker.StatusCanceled:
+				fate = pathdialer.FateCanceled
+			case resp.StatusCode == http.StatusOK:
+				fate = pathdialer.FateResting
+			default:
+				return nil, fmt.Errorf("reconcile %s: status %d", t.OrderID, resp.StatusCode)
+			}
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: fate})
+		}
+		return out, nil
+	}
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsConfig(a.CAPEM)})
+	if err != nil {
+		return nil, err
+	}
+	c := &http.Client{Transport: tr}
+	mu.Lock()
+	hc = c
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Start(ctx); err != nil {
+		return nil, err
+	}
+	base := a.Regions[0].REST // rewritten to the active endpoint
+	return &restClient{
+		order: func(ctx context.Context, id string) (string, error) {
+			ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+			defer cancel()
+			return doOrder(ctx, c, base, a.APIKey, id)
+		},
+		close: func() { tr.CloseIdleConnections(); _ = p.Close() },
+	}, nil
+}
+
+// ---- scenario: REST failover ----
+
+type restFailoverResult struct {
+	firstOnBackup time.Duration // < 0: never within bound
+	repeated      int           // client order IDs submitted more than once
+	doubleBooked  int           // submissions answered "already booked" (would be a 2nd order without idempotent IDs)
+}
+
+// restFailover: orders in a loop against the primary; after 300 ms the
+// primary region is blackholed; time until the first order the backup
+// region accepted.
+func restFailover(p restPeer, bound time.Duration) (restFailoverResult, error) {
+	b, err := startBroker(nil)
+	if err != nil {
+		return restFailoverResult{}, err
+	}
+	defer b.Close()
+	a := addrsOf(b)
+	c, err := p.build(a)
+	if err != nil {
+		return restFailoverResult{}, err
+	}
+	defer c.close()
+
+	var (
+		mu      sync.Mutex
+		t0      time.Time
+		first   time.Time
+		healthy bool
+	)
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	prefix := uniq("rf")
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			region, err := c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, i))
+			now := time.Now()
+			mu.Lock()
+			if err == nil && region == a.Regions[0].Name {
+				healthy = true
+			}
+			if err == nil && region == a.Regions[1].Name && !t0.IsZero() && first.IsZero() {
+				first = now
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		h := healthy
+		mu.Unlock()
+		if h {
+			break
+		}
+		if time.Now().After(deadline) {
+			close(stop)
+			<-done
+			return restFailoverResult{}, errors.New("no healthy order on the primary")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	t0 = time.Now()
+	mu.Unlock()
+	if err := blackholeRegion(b, a.Regions[0].Name); err != nil {
+		return restFailoverResult{}, err
+	}
+	var res restFailoverResult
+	end := t0.Add(bound)
+	for {
+		mu.Lock()
+		f := first
+		mu.Unlock()
+		if !f.IsZero() {
+			res.firstOnBackup = f.Sub(t0)
+			break
+		}
+		if time.Now().After(end) {
+			res.firstOnBackup = -1
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	c.close() // unblocks an order stuck on the blackholed primary
+	waitOrTimeout(done, 3*time.Second)
+	res.repeated, res.doubleBooked = countRepeats(b.Audit())
+	return res, nil
+}
+
+func waitOrTimeout(ch <-chan struct{}, d time.Duration) {
+	select {
+	case <-ch:
+	case <-time.After(d):
+	}
+}
+
+func countRepeats(log simbroker.AuditLog) (repeated, doubleBooked int) {
+	for _, n := range log.Submissions() {
+		if n > 1 {
+			repeated++
+		}
+	}
+	for _, r := range log.Orders() {
+		if r.Outcome == simbroker.OutcomeDuplicate {
+			doubleBooked++
+		}
+	}
+	return repeated, doubleBooked
+}
+
+// ---- scenario: unknown outcome (booked, then the connection is cut) ----
+
+// restUnknownOutcome sends 10 orders to a healthy primary whose next 3 orders
+// are booked and then cut before the answer (simbroker.UnknownOutcome{N: 3}).
+func restUnknownOutcome(p restPeer) (repeated, doubleBooked int, err error) {
+	b, err := startBroker(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.Close()
+	a := addrsOf(b)
+	c, err := p.build(a)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.close()
+	prefix := uniq("uo")
+	if _, err := c.order(context.Background(), prefix+"-warm"); err != nil {
+		return 0, 0, fmt.Errorf("warm-up order: %w", err)
+	}
+	if err := b.SetFault(a.Regions[0].Name, simbroker.REST, simbroker.UnknownOutcome{N: 3}); err != nil {
+		return 0, 0, err
+	}
+	for i := range 10 {
+		_, _ = c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, i))
+	}
+	repeated, doubleBooked = countRepeats(b.Audit())
+	return repeated, doubleBooked, nil
+}

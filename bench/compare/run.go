@@ -1,0 +1,288 @@
+package compare
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Report is the outcome of a comparison run.
+type Report struct {
+	Markdown string        // the table and its notes
+	Elapsed  time.Duration // wall time of the whole run
+	Errors   []string      // runs that failed to set up (not counted)
+	// Medians by row and column ("rest/<peer>/failover_s", "fix/<row>/ack_s",
+	// "ws/<row>/missed", ...); a "never" median is absent.
+	Medians map[string]float64
+}
+
+func (r *Report) put(key string, s *sample) {
+	if m, ok := s.median(); ok {
+		r.Medians[key] = m
+	}
+}
+
+// Run measures every row and returns the table.
+func Run(o Options) (*Report, error) {
+	if o.Runs < 1 {
+		o.Runs = 5
+	}
+	if o.Quick {
+		o.Runs = 1
+	}
+	start := time.Now()
+	rep := &Report{Medians: map[string]float64{}}
+	fail := func(what string, err error) {
+		msg := fmt.Sprintf("%s: %v", what, err)
+		rep.Errors = append(rep.Errors, msg)
+		o.progress("  ERROR %s", msg)
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Measured %s on %d CPUs, %s, median of %d runs per row. Ratio (× bp) = peer ÷ brokerpath: for times > 1 means brokerpath is faster, for orders/s < 1 means the peer is slower, for allocs/order < 1 means the peer allocates less.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), o.Runs)
+
+	// ---------- REST ----------
+	peers := restPeers()
+	bpIdx := len(peers) - 1
+	rps := make([]sample, len(peers))
+	allocs := make([]sample, len(peers))
+	fo := make([]sample, len(peers))
+	foRep := make([]sample, len(peers))
+	uoRep := make([]sample, len(peers))
+	uoDup := make([]sample, len(peers))
+
+	tpDur := 1 * time.Second
+	if o.Quick {
+		tpDur = 300 * time.Millisecond
+	}
+	o.progress("REST healthy path: %d peers × %d runs × %s, 8 workers, broker in a child process", len(peers), o.Runs, tpDur)
+	if a, stop, err := childBroker(); err != nil {
+		fail("child broker", err)
+	} else {
+		clients := make([]*restClient, len(peers))
+		for i, p := range peers {
+			if clients[i], err = p.build(a); err != nil {
+				fail(p.name, err)
+			}
+		}
+		for r := range o.Runs {
+			for k := range peers {
+				i := (k + r) % len(peers) // rotate the order between runs
+				if clients[i] == nil {
+					continue
+				}
+				v, al, err := throughput(clients[i], uniq("tp"), 8, tpDur)
+				if err != nil {
+					fail(peers[i].name+" throughput", err)
+					continue
+				}
+				rps[i].add(v)
+				allocs[i].add(al)
+				o.progress("  run %d %-36s %8.0f orders/s %6.1f allocs/order", r+1, peers[i].name, v, al)
+			}
+		}
+		for _, c := range clients {
+			if c != nil {
+				c.close()
+			}
+		}
+		stop()
+	}
+
+	restBound := 10 * time.Second
+	if o.Quick {
+		restBound = 8 * time.Second
+	}
+	o.progress("REST failover (blackhole of the primary region, bound %s) and unknown outcome (3 of 10 orders booked then cut)", restBound)
+	for r := range o.Runs {
+		for i, p := range peers {
+			res, err := restFailover(p, restBound)
+			if err != nil {
+				fail(p.name+" failover", err)
+				continue
+			}
+			if res.firstOnBackup < 0 {
+				fo[i].miss(restBound)
+			} else {
+				fo[i].add(res.firstOnBackup.Seconds())
+			}
+			foRep[i].add(float64(res.repeated))
+			rp, dup, err := restUnknownOutcome(p)
+			if err != nil {
+				fail(p.name+" unknown outcome", err)
+				continue
+			}
+			uoRep[i].add(float64(rp))
+			uoDup[i].add(float64(dup))
+			o.progress("  run %d %-36s first on backup %-8s resent in failover %d; unknown outcome: resent %d, double-booked %d",
+				r+1, p.name, durStr(res.firstOnBackup), res.repeated, rp, dup)
+		}
+	}
+
+	rt := &table{header: []string{"REST client", "first order accepted on backup after blackhole", "× bp", "orders resent (failover / unknown-outcome)", "would-be duplicate orders (unknown-outcome run)", "healthy orders/s", "× bp", "allocs/order", "× bp"}}
+	for i, p := range peers {
+		rep.put("rest/"+p.name+"/failover_s", &fo[i])
+		rep.put("rest/"+p.name+"/unknown_resent", &uoRep[i])
+		rep.put("rest/"+p.name+"/rps", &rps[i])
+		rt.add(p.name, fmtDur(&fo[i]), ratio(&fo[i], &fo[bpIdx]),
+			fmtNum(&foRep[i], "")+" / "+fmtNum(&uoRep[i], ""), fmtNum(&uoDup[i], ""),
+			fmtNum(&rps[i], ""), ratio(&rps[i], &rps[bpIdx]), fmtNum(&allocs[i], ""), ratio(&allocs[i], &allocs[bpIdx]))
+	}
+
+	// ---------- FIX ----------
+	type fixRow struct {
+		name, reconnect string
+		bp              bool
+		bound           time.Duration
+		parallel        bool
+		s, resend       sample
+	}
+	rows := []*fixRow{
+		{name: "quickfix SocketConnectHost1, ReconnectInterval default (30 s)", bound: 75 * time.Second, parallel: true},
+		{name: "quickfix SocketConnectHost1, ReconnectInterval 1 s", reconnect: "1", bound: 30 * time.Second},
+		{name: "brokerpath transports/fix", bp: true, bound: 30 * time.Second},
+	}
+	if o.Quick {
+		rows = rows[1:]
+	}
+	for _, row := range rows {
+		o.progress("FIX: %s, %d runs%s", row.name, o.Runs, map[bool]string{true: " (concurrently: each run waits ~30 s)", false: ""}[row.parallel])
+		record := func(r int, res fixResult, err error) {
+			if err != nil {
+				fail(row.name, err)
+				return
+			}
+			if res.ack < 0 {
+				row.s.miss(row.bound)
+			} else {
+				row.s.add(res.ack.Seconds())
+			}
+			row.resend.add(float64(res.resends))
+			o.progress("  run %d first ExecutionReport through B %-8s orders resent %d", r+1, durStr(res.ack), res.resends)
+		}
+		if row.parallel {
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for r := range o.Runs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := fixFailover(row.bp, row.reconnect, row.bound)
+					mu.Lock()
+					record(r, res, err)
+					mu.Unlock()
+				}()
+				time.Sleep(100 * time.Millisecond)
+			}
+			wg.Wait()
+		} else {
+			for r := range o.Runs {
+				res, err := fixFailover(row.bp, row.reconnect, row.bound)
+				record(r, res, err)
+			}
+		}
+	}
+	ft := &table{header: []string{"FIX initiator", "blackhole → first ExecutionReport through B", "× bp", "orders resent into B (PossDup)"}}
+	bpFix := &rows[len(rows)-1].s
+	for _, row := range rows {
+		rep.put("fix/"+row.name+"/ack_s", &row.s)
+		rep.put("fix/"+row.name+"/resent", &row.resend)
+		ft.add(row.name, fmtDur(&row.s), ratio(&row.s, bpFix), fmtNum(&row.resend, ""))
+	}
+
+	// ---------- WebSocket ----------
+	wsBound := 40 * time.Second
+	if o.Quick {
+		wsBound = 30 * time.Second
+	}
+	type wsRow struct {
+		name         string
+		bp           bool
+		t, miss, dup sample
+	}
+	wrows := []*wsRow{{name: "seed 001 reconnect loop (same URL, 10 % jitter, resubscribe; B after 3 failures)"}, {name: "brokerpath ws.Stream", bp: true}}
+	for _, row := range wrows {
+		o.progress("WebSocket: %s, %d runs", row.name, o.Runs)
+		for r := range o.Runs {
+			res, err := wsFailover(row.bp, wsBound)
+			if err != nil {
+				fail(row.name, err)
+				continue
+			}
+			if res.firstFromSurvivor < 0 {
+				row.t.miss(wsBound)
+			} else {
+				row.t.add(res.firstFromSurvivor.Seconds())
+			}
+			row.miss.add(float64(res.missed))
+			row.dup.add(float64(res.dup))
+			o.progress("  run %d first message from survivor %-8s ticks missed %d duplicated %d", r+1, durStr(res.firstFromSurvivor), res.missed, res.dup)
+		}
+	}
+	wt := &table{header: []string{"WebSocket client", "blackhole → first message from survivor", "× bp", "ticks missed", "ticks duplicated"}}
+	for _, row := range wrows {
+		rep.put("ws/"+row.name+"/first_s", &row.t)
+		rep.put("ws/"+row.name+"/missed", &row.miss)
+		rep.put("ws/"+row.name+"/dup", &row.dup)
+		wt.add(row.name, fmtDur(&row.t), ratio(&row.t, &wrows[1].t), fmtNum(&row.miss, ""), fmtNum(&row.dup, ""))
+	}
+
+	sb.WriteString("### FIX\n\n" + ft.String() + "\n")
+	sb.WriteString("### REST\n\n" + rt.String() + "\n")
+	sb.WriteString("### WebSocket\n\n" + wt.String() + "\n")
+	sb.WriteString(notes(peers))
+	rep.Elapsed = time.Since(start)
+	fmt.Fprintf(&sb, "\nWhole run: %s.\n", rep.Elapsed.Round(time.Second))
+	if len(rep.Errors) > 0 {
+		sb.WriteString("\nRuns that failed to set up (not counted):\n")
+		for _, e := range rep.Errors {
+			sb.WriteString("- " + e + "\n")
+		}
+	}
+	rep.Markdown = sb.String()
+	return rep, nil
+}
+
+func durStr(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+func notes(peers []restPeer) string {
+	var sb strings.Builder
+	sb.WriteString("Notes\n\n")
+	sb.WriteString("- Every run starts its own simulated broker (two regions `eu`, `us`, one shared book, concurrent session policy: the broker does not fence). " +
+		"The fault is `SetFault(eu, svc, Blackhole{})` on rest, probe, ws and fix at once: connections accepted, then silence.\n")
+	fmt.Fprintf(&sb, "- brokerpath rows: `pathdialer.DefaultConfig()` with `rest.Probe` on each region's ProbeURL `/v1/account` with the API key, ProbeInterval %s, ProbeTimeout %s, FailureThreshold %d, InflightGrace %s, `LocalFenceOnly`. "+
+		"Reconciler: REST — a REST reconciler (GET /v1/orders/{id} over the new path); FIX — `fix.Reconciler` (OrderStatusRequest), `SequenceContinue`; WebSocket — `NoReconcile` (no orders).\n",
+		ProbeInterval, ProbeTimeout, FailureThreshold, InflightGrace)
+	sb.WriteString("- REST peers (every one over the same HTTP/2 `http.Transport` with the broker's CA, 2 s per attempt):\n")
+	for _, p := range peers {
+		fmt.Fprintf(&sb, "  - %s: %s.\n", p.name, p.config)
+	}
+	sb.WriteString("- REST failover: one order at a time, 10 ms apart, a new client order ID each; \"first order accepted on backup\" = first 201/200 answered with `X-Region: us` after the blackhole. " +
+		"\"never\" = not within the bound (a client that knows one URL cannot fail over).\n")
+	sb.WriteString("- Orders resent: client order IDs the broker received more than once (`Audit().Submissions()`), in the failover run / in the unknown-outcome run " +
+		"(healthy primary, `UnknownOutcome{N: 3}`: 3 of 10 orders booked, then the HTTP/2 stream reset before the answer). " +
+		"Would-be duplicate orders: resends that reached the broker after the order was already booked (audit outcome `duplicate`); " +
+		"the simulated broker is idempotent on client_order_id, a broker that is not books each of them as a second order.\n")
+	sb.WriteString("- Healthy path: 8 goroutines placing orders for 1 s per run against region eu of a broker in a child process, peers rotated between runs; " +
+		"allocs/order = this process's heap allocations (runtime.MemStats.Mallocs) ÷ orders, so the broker's own are not counted; brokerpath's includes its probe monitor.\n")
+	fmt.Fprintf(&sb, "- FIX: HeartBtInt %s s for every row (quickfix's detection of the silent connection depends on it, and so does the acceptor's release of the blackholed session); "+
+		"quickfix peers: `SocketConnectHost/Port` = eu relay, `SocketConnectHost1/Port1` = us relay, memory store. An order every 50 ms while logged on; "+
+		"time = first ExecutionReport for an order booked through us. Orders resent = orders the broker received with PossDupFlag=Y or twice "+
+		"(quickfix answers the acceptor's ResendRequest with the orders sent into the blackhole). "+
+		"The broker does not fence, so its acceptor refuses a logon through us until the blackholed session has timed out (about two heartbeat intervals): every FIX row waits for that. The 30 s rows run concurrently (each waits ~30 s; CPU idle). "+
+		"quickfix v0.9.10 leaks a goroutine or two per Stop (see transports/fix tests); a benchmark program tolerates them.\n", fixHeartBtInt)
+	fmt.Fprintf(&sb, "- WebSocket: ticks every %s; both clients declare a connection dead after %s of silence and give one connect %s. "+
+		"Seed 001's client as written has no read timeout and does not reconnect after on_close, so it would never notice a blackhole; "+
+		"ours adds both and keeps its backoff (base 1 s ×2^attempts, cap 30 s, +0–10 %% jitter, same URL) and switches to B after %d failed connects "+
+		"(the seed says 10, ≈ 170 s more of backoff; ws.Stream's FailuresBeforeFallback is 3). ws.Stream: DefaultStreamConfig (full jitter 1–60 s) with the same timeouts, following the Path. "+
+		"Missed = tick sequence numbers between the first and last received that were never delivered; a snapshot is not a tick. Time = first message (snapshot or tick) from us.\n",
+		wsTick, wsSilence, wsDialLimit, seedAttempts)
+	return sb.String()
+}
