@@ -3,10 +3,14 @@ GO      ?= go
 PKGS    ?= ./...
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: test fmt-check vet unit bench lint
+.PHONY: test fmt-check vet unit bench lint vet-bench
 
-## test: gofmt check, go vet, and the whole suite under the race detector.
-test: fmt-check vet unit
+## test: gofmt check, go vet, the whole suite under the race detector, the
+## coord/etcd module's suite (embedded etcd), and a vet of the bench module.
+test: fmt-check vet unit test-coord vet-bench
+
+vet-bench:
+	cd bench && $(GO) vet ./...
 
 fmt-check:
 	@out="$$(gofmt -l $(GOFILES))"; \
@@ -59,3 +63,67 @@ status-screenshot:
 	  echo "status-screenshot: $(STATUS_PNG) is $$size bytes (< $(STATUS_MIN_KB) KB)"; exit 1; fi; \
 	echo "status-screenshot: $(STATUS_PNG) ($$size bytes)"
 # --- end observe ---
+
+# --- coord ---
+# coord/etcd is its own Go module (etcd stays out of the core). test-coord runs
+# its suite against a real embedded etcd on loopback; drill-coord builds the
+# three-process drill (see coord/etcd/README.md for running it on a cluster).
+.PHONY: test-coord drill-coord
+test-coord:
+	cd coord/etcd && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+drill-coord:
+	cd coord/etcd && $(GO) build -o ../../reports/coorddrill ./cmd/coorddrill
+	@echo "drill-coord: built reports/coorddrill; run one process per role, e.g.:"
+	@echo "  reports/coorddrill -role monitor -region eu -etcd \$$ETCD -sim"
+	@echo "  reports/coorddrill -role monitor -region us -etcd \$$ETCD -sim -partition eu"
+	@echo "  reports/coorddrill -role decider -region eu -etcd \$$ETCD -sim"
+	@echo "  reports/coorddrill -role trader  -region us -etcd \$$ETCD -sim"
+# --- end coord ---
+
+# --- drill ---
+# drill: a game day against the embedded simulated broker (blackhole on eu, a
+# population of extra WebSocket clients, a handshake budget) that writes a
+# self-contained HTML report (package observe/drill). DRILL_ARGS adds demo
+# flags, e.g. DRILL_ARGS='-fault both' or DRILL_ARGS='-config broker.json'.
+DRILL_REPORT ?= reports/drill.html
+DRILL_ARGS   ?=
+
+.PHONY: drill
+drill:
+	@mkdir -p $(dir $(DRILL_REPORT))
+	$(GO) run ./examples/orderclient -report $(DRILL_REPORT) $(DRILL_ARGS)
+	@echo "drill: report written to $(DRILL_REPORT)"
+# --- end drill ---
+
+# --- bench-compare ---
+# bench-compare: brokerpath against the peers a user would pick instead
+# (quickfix multi-host failover, net/http, failsafe-go, go-retryablehttp,
+# seed 001's WebSocket reconnect loop) on the simulated broker, median of 5
+# runs per row, one table on stdout, also written to bench/RESULTS.md.
+# Its own module (bench/), so the peers stay out of the library's
+# dependencies. Takes about 6–7 minutes; NOT part of `make test`.
+.PHONY: bench-compare
+bench-compare:
+	cd bench && $(GO) run ./cmd/compare -runs 5 -out RESULTS.md
+# --- end bench-compare ---
+
+# --- chaos ---
+# chaos: the long randomized run (integration/chaos): 5,000 orders over REST,
+# FIX and a WebSocket stream against a three-region simulated broker while a
+# seeded schedule of 50 random faults runs. A fresh seed is printed first;
+# replay one with `make chaos SEED=n`. Not part of `make test`.
+# integration: only the end-to-end tests (they also run in `make test`).
+SEED          ?= 0
+CHAOS_ORDERS  ?= 5000
+CHAOS_FAULTS  ?= 50
+
+.PHONY: chaos integration
+chaos:
+	@seed=$(SEED); if [ "$$seed" = "0" ]; then seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); fi; \
+	echo "make chaos: seed $$seed"; \
+	$(GO) run ./integration/chaos -seed $$seed -orders $(CHAOS_ORDERS) -faults $(CHAOS_FAULTS)
+
+integration:
+	$(GO) test -race -count=1 -timeout 5m ./integration/...
+# --- end chaos ---
