@@ -63,6 +63,9 @@ type OrderRecord struct {
 	Transport string
 	Spec      OrderSpec
 	PlacedAt  time.Time
+	// AttemptAt is when the latest attempt to send it began (Place, or a re-send
+	// after reconciliation).
+	AttemptAt time.Time
 	// Sent: the order left (or may have left) the process at least once.
 	Sent bool
 	// NotSent is why the last attempt did not leave ("" when it did).
@@ -400,6 +403,7 @@ func (c *Client) Place(ctx context.Context, transport string, o OrderSpec) error
 	}
 	o = c.spec(o)
 	c.track(o, transport)
+	c.update(o.ClOrdID, func(r *OrderRecord) { r.AttemptAt = time.Now() })
 	switch transport {
 	case REST:
 		return c.placeREST(ctx, o)
