@@ -74,11 +74,13 @@ test-coord:
 
 drill-coord:
 	cd coord/etcd && $(GO) build -o ../../reports/coorddrill ./cmd/coorddrill
-	@echo "drill-coord: built reports/coorddrill; run one process per role, e.g.:"
-	@echo "  reports/coorddrill -role monitor -region eu -etcd \$$ETCD -sim"
-	@echo "  reports/coorddrill -role monitor -region us -etcd \$$ETCD -sim -partition eu"
-	@echo "  reports/coorddrill -role decider -region eu -etcd \$$ETCD -sim"
-	@echo "  reports/coorddrill -role trader  -region us -etcd \$$ETCD -sim"
+	@echo "drill-coord: built reports/coorddrill. Start one simulated broker and an etcd, then one"
+	@echo "process per role against them (full commands and expected lines: coord/etcd/README.md):"
+	@echo "  go run ./cmd/simbroker -admin 127.0.0.1:7070 -api-key drill-key"
+	@echo "  reports/coorddrill -role etcd -listen 127.0.0.1:2379 -peer 127.0.0.1:2380   # or an existing cluster"
+	@echo "  BROKER_API_KEY=drill-key reports/coorddrill -role monitor -region eu -etcd 127.0.0.1:2379 -sim-admin 127.0.0.1:7070"
+	@echo "  BROKER_API_KEY=drill-key reports/coorddrill -role decider -region eu -etcd 127.0.0.1:2379 -sim-admin 127.0.0.1:7070"
+	@echo "  BROKER_API_KEY=drill-key reports/coorddrill -role trader  -region us -etcd 127.0.0.1:2379 -sim-admin 127.0.0.1:7070"
 # --- end coord ---
 
 # --- drill ---

@@ -1,24 +1,39 @@
 // Command coorddrill is a hand-run drill of brokerpath's shared decision on
 // etcd: run one process per role (a region's monitor, the decider, a trader)
-// against an existing etcd cluster and watch them agree. See ../../README.md.
+// against one etcd cluster and one broker, and watch them agree. See
+// ../../README.md ("The drill") for the full procedure.
 //
-//	coorddrill -role monitor -region eu -etcd 10.0.0.1:2379 -sim
-//	coorddrill -role decider -region eu -etcd 10.0.0.1:2379
-//	coorddrill -role trader  -region us -etcd 10.0.0.1:2379 -sim
+//	coorddrill -role etcd                                  # optional: a single-node etcd on loopback
+//	coorddrill -role monitor -region eu -etcd $ETCD -eu URL -us URL
+//	coorddrill -role decider -region eu -etcd $ETCD -eu URL -us URL
+//	coorddrill -role trader  -region us -etcd $ETCD -eu URL -us URL
 //
-// Endpoints are eu (primary) and us. With -sim each process starts an embedded
-// simulated broker (internal/simbroker) and probes its regions; -partition
-// REGION makes this process's monitor unable to reach that region (seed 000's
-// split case) after -partition-after. Without -sim, -eu and -us give
-// host:port addresses probed over TCP.
+// Every process is given the same two endpoints, eu (primary) and us, as the
+// base URL through which it reaches them: monitors their probe address,
+// traders their trade (REST) address. -sim-admin ADDR fills -eu, -us and -ca
+// from a running cmd/simbroker (go run ./cmd/simbroker in the root module),
+// the stand-in broker of the drill; with a real broker pass them by hand.
+//
+// Probes are authenticated requests (GET -probe-path with the API key read
+// from the environment variable -api-key-env) unless -probe-path is empty,
+// which falls back to a bare TCP connect (the weakest probe).
+//
+// -partition REGION: SIGUSR1 (kill -USR1 PID) toggles a partition between
+// this monitor and REGION: its probes of REGION time out as if the network
+// between them were blackholed (seed 000's split case). -partition-after D
+// also turns it on D after the start.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,96 +44,178 @@ import (
 	"go.uber.org/zap"
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
-	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/rest"
 )
 
+type options struct {
+	role, region, name, etcd, prefix string
+	quorum                           int
+	eu, us, simAdmin, ca             string
+	probePath, apiKeyEnv, apiHeader  string
+	partition                        string
+	partitionAfter                   time.Duration
+	orderEvery                       time.Duration
+	ttl                              time.Duration
+	// -role etcd
+	listen, peer, dataDir string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("coorddrill", flag.ContinueOnError)
+	fs.StringVar(&o.role, "role", "", "monitor | decider | trader | etcd")
+	fs.StringVar(&o.region, "region", "", "region this process runs in (also its name unless -name)")
+	fs.StringVar(&o.name, "name", "", "unique name of this process (default ROLE-REGION)")
+	fs.StringVar(&o.etcd, "etcd", "127.0.0.1:2379", "comma-separated etcd client endpoints")
+	fs.StringVar(&o.prefix, "prefix", "/brokerpath/drill/", "key prefix of the account")
+	fs.IntVar(&o.quorum, "quorum", 2, "observers that must agree (decider)")
+	fs.StringVar(&o.eu, "eu", "", "base URL (https://host:port) of endpoint eu as this process reaches it: its probe address for a monitor, its trade address for a trader")
+	fs.StringVar(&o.us, "us", "", "base URL of endpoint us (see -eu)")
+	fs.StringVar(&o.simAdmin, "sim-admin", "", "admin address of a running cmd/simbroker: fills -eu, -us (probe URLs for monitors, REST URLs otherwise) and -ca")
+	fs.StringVar(&o.ca, "ca", "", "PEM file of the CA that signs the broker's certificates (default: system roots)")
+	fs.StringVar(&o.probePath, "probe-path", "/v1/account", "authenticated GET each probe performs (empty: TCP connect only)")
+	fs.StringVar(&o.apiKeyEnv, "api-key-env", "BROKER_API_KEY", "environment variable holding the broker API key")
+	fs.StringVar(&o.apiHeader, "api-key-header", "X-API-Key", "header that carries the API key")
+	fs.StringVar(&o.partition, "partition", "", "monitor: region that SIGUSR1 partitions this monitor from (its probes of REGION time out); SIGUSR1 again heals")
+	fs.DurationVar(&o.partitionAfter, "partition-after", 0, "also apply -partition this long after the start (0: only on SIGUSR1)")
+	fs.DurationVar(&o.orderEvery, "order-every", time.Second, "trader: submit one small limit order this often through the Path (0: none)")
+	fs.DurationVar(&o.ttl, "ttl", 5*time.Second, "lease/session TTL of every role")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:2379", "-role etcd: client listen address (loopback only)")
+	fs.StringVar(&o.peer, "peer", "127.0.0.1:2380", "-role etcd: peer listen address (loopback only)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "-role etcd: data directory (default: a temporary one, removed on exit)")
+	sim := fs.Bool("sim", false, "removed: every process must see the same broker; use -sim-admin (see README)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *sim {
+		return o, errors.New("-sim is gone: it gave every process its own simulated broker, so monitors and traders did not watch the same endpoints; start one `go run ./cmd/simbroker` and pass -sim-admin ADDR to every process")
+	}
+	switch o.role {
+	case "etcd":
+		return o, nil
+	case "monitor", "decider", "trader":
+	default:
+		return o, fmt.Errorf("-role must be monitor, decider, trader or etcd (got %q)", o.role)
+	}
+	if o.region == "" {
+		return o, errors.New("-region is required")
+	}
+	if o.name == "" {
+		o.name = o.role + "-" + o.region
+	}
+	if o.partition != "" && o.role != "monitor" {
+		return o, errors.New("-partition only applies to -role monitor")
+	}
+	return o, nil
+}
+
 func main() {
-	role := flag.String("role", "", "monitor | decider | trader")
-	region := flag.String("region", "", "region this process runs in (also its name unless -name)")
-	name := flag.String("name", "", "unique name of this process (default ROLE-REGION)")
-	etcdEPs := flag.String("etcd", "127.0.0.1:2379", "comma-separated etcd endpoints")
-	prefix := flag.String("prefix", "/brokerpath/drill/", "key prefix of the account")
-	quorum := flag.Int("quorum", 2, "observers that must agree (decider)")
-	sim := flag.Bool("sim", false, "start an embedded simulated broker and probe it")
-	euAddr := flag.String("eu", "", "host:port of endpoint eu (without -sim)")
-	usAddr := flag.String("us", "", "host:port of endpoint us (without -sim)")
-	partition := flag.String("partition", "", "with -sim: partition this monitor from REGION (probe relay blackholed)")
-	partitionAfter := flag.Duration("partition-after", 10*time.Second, "when to apply -partition")
-	flag.Parse()
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(log, *role, *region, *name, *etcdEPs, *prefix, *quorum, *sim, *euAddr, *usAddr, *partition, *partitionAfter); err != nil && err != context.Canceled {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coorddrill:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("proc", o.name)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.role == "etcd" {
+		err = runEtcd(ctx, log, o)
+	} else {
+		err = run(ctx, log, o)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("coorddrill", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, role, region, name, etcdEPs, prefix string, quorum int, sim bool, euAddr, usAddr, partition string, partitionAfter time.Duration) error {
-	if region == "" {
-		return fmt.Errorf("-region is required")
+func run(ctx context.Context, log *slog.Logger, o options) error {
+	if o.simAdmin != "" {
+		if err := fromSimbroker(ctx, &o); err != nil {
+			return err
+		}
 	}
-	if name == "" {
-		name = role + "-" + region
+	if o.eu == "" || o.us == "" {
+		return errors.New("-eu and -us (or -sim-admin) are required")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(etcdEPs, ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	eps := []pathdialer.Endpoint{
+		{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{pathdialer.ServiceREST: o.eu}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{pathdialer.ServiceREST: o.us}},
+	}
+	tlsCfg, err := tlsConfig(o.ca)
+	if err != nil {
+		return err
+	}
+	apiKey := os.Getenv(o.apiKeyEnv)
+	var probe pathdialer.ProbeFunc
+	if o.probePath == "" {
+		probe = pathdialer.TCPProbe(pathdialer.ServiceREST)
+	} else {
+		if apiKey == "" && o.role != "decider" {
+			return fmt.Errorf("$%s is empty: the probe %s needs the broker API key (or pass -probe-path '' for a TCP probe)", o.apiKeyEnv, o.probePath)
+		}
+		probe, err = rest.Probe(rest.ProbeOptions{Path: o.probePath, Header: http.Header{o.apiHeader: {apiKey}}, TLSConfig: tlsCfg})
+		if err != nil {
+			return err
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: strings.Split(o.etcd, ","), DialTimeout: 5 * time.Second,
+		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second,
+		Logger: zap.NewNop(),
+	})
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
+	log.Info("coorddrill: start", "role", o.role, "etcd", o.etcd, "prefix", o.prefix, "eu", o.eu, "us", o.us)
 
-	var eps []pathdialer.Endpoint
-	probe := pathdialer.TCPProbe("rest")
-	if sim {
-		b, err := simbroker.Start(ctx, simbroker.DefaultConfig())
-		if err != nil {
-			return fmt.Errorf("simbroker: %w", err)
-		}
-		defer b.Close()
-		for i, rn := range []string{"eu", "us"} {
-			rg := b.Region(rn)
-			if rg == nil {
-				return fmt.Errorf("simbroker has no region %q", rn)
-			}
-			eps = append(eps, pathdialer.Endpoint{Name: rn, Region: rn, Priority: i, Primary: i == 0, Services: map[string]string{"rest": rg.ProbeURL()}})
-		}
-		if partition != "" {
-			time.AfterFunc(partitionAfter, func() {
-				log.Warn("coorddrill: partitioning this monitor from a region", "region", partition)
-				_ = b.PartitionMonitor(partition)
-			})
-		}
-	} else {
-		if euAddr == "" || usAddr == "" {
-			return fmt.Errorf("-eu and -us are required without -sim")
-		}
-		eps = []pathdialer.Endpoint{
-			{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{"rest": euAddr}},
-			{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": usAddr}},
-		}
-	}
-
-	switch role {
+	switch o.role {
 	case "monitor":
+		if o.partition != "" {
+			probe = partitionedProbe(ctx, log, probe, o.partition, o.partitionAfter)
+		} else {
+			ignoreUSR1(ctx, log)
+		}
 		cfg := etcdcoord.DefaultObserverConfig()
-		cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints, cfg.Probe, cfg.Logger = cli, prefix, name, region, eps, probe, log
-		o, err := etcdcoord.NewObserver(cfg)
+		cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints, cfg.Probe, cfg.Logger = cli, o.prefix, o.name, o.region, eps, probe, log
+		cfg.TTL = o.ttl
+		ob, err := etcdcoord.NewObserver(cfg)
 		if err != nil {
 			return err
 		}
-		go report(ctx, log, func() any { return o.Observations() })
-		return o.Run(ctx)
+		go report(ctx, log, func() any {
+			out := map[string]string{}
+			for _, x := range ob.Observations() {
+				out[x.Endpoint] = x.State.String()
+			}
+			return out
+		})
+		return ob.Run(ctx)
 	case "decider":
 		cfg := etcdcoord.DefaultDeciderConfig()
-		cfg.Client, cfg.Prefix, cfg.Name, cfg.Endpoints, cfg.Quorum, cfg.Logger = cli, prefix, name, eps, quorum, log
+		cfg.Client, cfg.Prefix, cfg.Name, cfg.Endpoints, cfg.Quorum, cfg.Logger = cli, o.prefix, o.name, eps, o.quorum, log
+		cfg.TTL = o.ttl
 		d, err := etcdcoord.NewDecider(cfg)
 		if err != nil {
 			return err
 		}
-		go report(ctx, log, func() any { return map[string]any{"leading": d.Leading(), "verdicts": d.Aggregator().Verdicts()} })
+		go report(ctx, log, func() any {
+			out := map[string]any{"leading": d.Leading()}
+			for ep, v := range d.Aggregator().Verdicts() {
+				out[ep] = fmt.Sprintf("%s (down %d/healthy %d of %d live)", v.State, v.Down, v.Healthy, v.Live)
+			}
+			return out
+		})
 		return d.Run(ctx)
-	case "trader":
+	default: // trader
 		pc := pathdialer.DefaultConfig()
 		pc.Endpoints, pc.Probe, pc.Logger = eps, probe, log
 		pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
@@ -132,7 +229,8 @@ func run(log *slog.Logger, role, region, name, etcdEPs, prefix string, quorum in
 		}
 		defer p.Close()
 		fc := etcdcoord.DefaultFollowerConfig()
-		fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, prefix, name, p, log
+		fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, o.prefix, o.name, p, log
+		fc.TTL = o.ttl
 		f, err := etcdcoord.NewFollower(fc)
 		if err != nil {
 			return err
@@ -140,16 +238,90 @@ func run(log *slog.Logger, role, region, name, etcdEPs, prefix string, quorum in
 		go report(ctx, log, func() any {
 			st, cause := p.GateState()
 			a, gen := p.Active()
-			c := ""
+			fs := f.State()
+			out := map[string]any{"gate": st.String(), "active": a.Name, "generation": gen,
+				"token": fs.Revision, "phase": fs.Assignment.Phase, "session": fs.Session}
 			if cause != nil {
-				c = cause.Error()
+				out["cause"] = cause.Error()
 			}
-			return map[string]any{"gate": st, "active": a.Name, "generation": gen, "cause": c, "follower": f.State()}
+			return out
 		})
+		if o.orderEvery > 0 {
+			rt, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsCfg, Logger: log})
+			if err != nil {
+				return err
+			}
+			go trade(ctx, log, &http.Client{Transport: rt, Timeout: 5 * time.Second}, o, apiKey, f)
+		}
 		return f.Run(ctx)
-	default:
-		return fmt.Errorf("-role must be monitor, decider or trader (got %q)", role)
 	}
+}
+
+// fromSimbroker reads the endpoints of a running cmd/simbroker from its admin
+// API: monitors probe the probe relay (which /fault?kind=partition cuts),
+// everyone else uses the REST relay.
+func fromSimbroker(ctx context.Context, o *options) error {
+	admin := o.simAdmin
+	if !strings.Contains(admin, "://") {
+		admin = "http://" + admin
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(admin, "/")+"/endpoints", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("-sim-admin: %w", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Regions map[string]struct{ REST, Probe string } `json:"regions"`
+		CAFile  string                                  `json:"ca_file"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return fmt.Errorf("-sim-admin: /endpoints: %w", err)
+	}
+	pick := func(region string, dst *string) error {
+		rg, ok := body.Regions[region]
+		if !ok {
+			return fmt.Errorf("-sim-admin: simbroker has no region %q", region)
+		}
+		if *dst != "" {
+			return nil
+		}
+		*dst = rg.REST
+		if o.role == "monitor" {
+			*dst = rg.Probe
+		}
+		return nil
+	}
+	if err := pick("eu", &o.eu); err != nil {
+		return err
+	}
+	if err := pick("us", &o.us); err != nil {
+		return err
+	}
+	if o.ca == "" {
+		o.ca = body.CAFile
+	}
+	return nil
+}
+
+func tlsConfig(caFile string) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile == "" {
+		return cfg, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("-ca: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca %s: no PEM certificate", caFile)
+	}
+	cfg.RootCAs = pool
+	return cfg, nil
 }
 
 // report prints the process's view every second.
