@@ -30,6 +30,8 @@ type Region struct {
 	wsSrv   *http.Server
 	servers sync.WaitGroup // Serve loops
 	inFlt   sync.WaitGroup // handler invocations
+	fltMu   sync.Mutex     // orders inFlt.Add against closeServers' Wait
+	fltDone bool
 
 	wsMu    sync.Mutex
 	wsConns map[*wsConn]struct{}
@@ -114,7 +116,17 @@ func (rg *Region) serve(srv *http.Server, ln net.Listener) {
 // track counts handler invocations so Close can wait for them.
 func (rg *Region) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A request may still start (an HTTP/2 stream on a live connection)
+		// while closeServers waits: never Add to a WaitGroup being waited on.
+		rg.fltMu.Lock()
+		if rg.fltDone {
+			rg.fltMu.Unlock()
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"error":"broker closing"}`, http.StatusServiceUnavailable)
+			return
+		}
 		rg.inFlt.Add(1)
+		rg.fltMu.Unlock()
 		defer rg.inFlt.Done()
 		h.ServeHTTP(w, r)
 	})
@@ -148,6 +160,9 @@ func (rg *Region) closeServers() error {
 		c.close()
 	}
 	rg.servers.Wait()
+	rg.fltMu.Lock()
+	rg.fltDone = true
+	rg.fltMu.Unlock()
 	rg.inFlt.Wait()
 	if rg.feed != nil {
 		rg.feed.close()
