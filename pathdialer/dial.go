@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // endpointRT is the runtime side of one endpoint: its tracked connections and its
@@ -17,6 +18,11 @@ type endpointRT struct {
 	mu     sync.Mutex
 	fenced bool
 	conns  map[*Conn]struct{}
+
+	fencedFlag atomic.Bool  // mirrors fenced, for the lock-free passive-report path
+	obsMu      sync.Mutex   // serialises observe for this endpoint (exact state-change events)
+	state      atomic.Int32 // the engine's HealthState after the last observe
+	lastOK     atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
 
 	probing chan struct{} // non-nil while a probe goroutine of this endpoint runs
 }
@@ -56,6 +62,7 @@ func (c *Conn) Close() error {
 func (rt *endpointRT) fence() int {
 	rt.mu.Lock()
 	rt.fenced = true
+	rt.fencedFlag.Store(true)
 	conns := make([]*Conn, 0, len(rt.conns))
 	for c := range rt.conns {
 		if !c.readOnly {
@@ -74,6 +81,7 @@ func (rt *endpointRT) unfence() bool {
 	defer rt.mu.Unlock()
 	was := rt.fenced
 	rt.fenced = false
+	rt.fencedFlag.Store(false)
 	return was
 }
 

@@ -205,3 +205,32 @@ func TestSnapshotMonitor(t *testing.T) {
 		}
 	})
 }
+
+// Passive successes on a HEALTHY endpoint are coalesced within 2 ms (they add
+// no evidence); failures never are.
+func TestPassiveSuccessesCoalesced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		before, _ := h.p.Engine().Status("eu")
+		for range 1000 {
+			h.p.Report("eu", 0, nil, time.Millisecond)
+		}
+		mid, _ := h.p.Engine().Status("eu")
+		if got := mid.ConsecutiveSuccesses - before.ConsecutiveSuccesses; got != 1 {
+			t.Fatalf("1000 successes in one instant recorded %d times, want 1", got)
+		}
+		<-time.After(3 * time.Millisecond)
+		h.p.Report("eu", 0, nil, time.Millisecond)
+		after, _ := h.p.Engine().Status("eu")
+		if after.ConsecutiveSuccesses != mid.ConsecutiveSuccesses+1 {
+			t.Fatalf("a success 3 ms later was not recorded (%d -> %d)", mid.ConsecutiveSuccesses, after.ConsecutiveSuccesses)
+		}
+		h.p.Report("eu", 0, errors.New("reset"), 0)
+		h.p.Report("eu", 0, errors.New("reset"), 0)
+		if st, _ := h.p.Engine().Status("eu"); st.ConsecutiveFailures != 2 {
+			t.Fatalf("failures coalesced: %d", st.ConsecutiveFailures)
+		}
+	})
+}

@@ -39,7 +39,7 @@ type Path struct {
 	unknown      []*Ticket
 	inflightWake chan struct{}
 
-	obsMu     sync.Mutex // serialises observe+compare so state-change events are exact
+	epoch     time.Time // monotonic origin for per-endpoint timestamps
 	trigger   chan struct{}
 	extCh     chan extReq
 	running   atomic.Bool               // the controller goroutine was started
@@ -73,6 +73,7 @@ func New(cfg Config) (*Path, error) {
 		log:          cfg.Logger,
 		dial:         cfg.Dial,
 		inflightWake: make(chan struct{}, 1),
+		epoch:        time.Now(),
 		trigger:      make(chan struct{}, 1),
 		extCh:        make(chan extReq),
 		ctlDone:      make(chan struct{}),
@@ -262,7 +263,9 @@ func (p *Path) Close() error {
 // Ticket or Conn); results from an older generation, or from an endpoint that is
 // fenced (its connections were closed by us), are dropped, and so are the caller's
 // own cancellations. A failure that takes the active endpoint DOWN triggers an
-// evaluation at once.
+// evaluation at once. Successes on a HEALTHY endpoint within 2 ms of the last
+// recorded one are coalesced (they add no evidence, and Report stays lock-free
+// on the hot path).
 func (p *Path) Report(endpoint string, generation uint64, err error, latency time.Duration) {
 	if err != nil && errors.Is(err, context.Canceled) {
 		return
@@ -272,9 +275,19 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 		return
 	}
 	a := p.active.Load()
-	if generation != a.gen || rt.isFenced() {
+	if generation != a.gen || rt.fencedFlag.Load() {
 		p.stats.droppedReports.Add(1)
 		return
+	}
+	if err == nil {
+		// Under load a transport reports thousands of successes a second; on a
+		// HEALTHY endpoint one within passiveCoalesce of the last recorded one
+		// adds no evidence, so it is not recorded again (and takes no lock).
+		now := int64(time.Since(p.epoch)) + 1 // never 0: 0 means "none recorded yet"
+		if last := rt.lastOK.Load(); last != 0 && engine.HealthState(rt.state.Load()) == engine.Healthy && now-last < int64(passiveCoalesce) {
+			return
+		}
+		rt.lastOK.Store(now)
 	}
 	st, changed := p.observe(endpoint, err, latency, true)
 	if changed && rt == a.rt && st == engine.Down {
@@ -285,24 +298,32 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 // observe records one result and emits the state-change event, and for a probe
 // (not a passive report, which comes with every request) the probe event.
 func (p *Path) observe(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
-	p.obsMu.Lock()
-	prev, _ := p.eng.Status(endpoint)
+	rt := p.eps[endpoint]
+	rt.obsMu.Lock()
+	prev := engine.HealthState(rt.state.Load())
 	st, oerr := p.eng.Observe(endpoint, err, latency)
-	p.obsMu.Unlock()
+	if oerr == nil {
+		rt.state.Store(int32(st.State))
+	}
+	rt.obsMu.Unlock()
 	if oerr != nil {
 		p.log.Error("pathdialer: observe failed", "endpoint", endpoint, "err", oerr)
-		return prev.State, false
+		return prev, false
 	}
 	a := p.active.Load()
 	if !passive {
 		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Generation: a.gen, State: st.State, Duration: latency, Err: err})
 	}
-	if st.State != prev.State {
-		p.events.emit(Event{Kind: EventStateChange, Endpoint: endpoint, Generation: a.gen, State: st.State, PrevState: prev.State, Err: err})
+	if st.State != prev {
+		p.events.emit(Event{Kind: EventStateChange, Endpoint: endpoint, Generation: a.gen, State: st.State, PrevState: prev, Err: err})
 		return st.State, true
 	}
 	return st.State, false
 }
+
+// passiveCoalesce: passive successes on a HEALTHY endpoint closer together than
+// this are recorded once.
+const passiveCoalesce = 2 * time.Millisecond
 
 // kick asks the monitor to evaluate now.
 func (p *Path) kick() {

@@ -147,6 +147,9 @@ func defaultJSONOrderID(r *http.Request) (string, error) {
 	if err != nil || len(b) == 0 || b[0] != '{' {
 		return "", err
 	}
+	if id, ok := scanOrderID(b); ok && json.Valid(b) {
+		return id, nil
+	}
 	var v struct {
 		A string `json:"client_order_id"`
 		B string `json:"clientOrderId"`
@@ -200,3 +203,151 @@ type guardedBody struct {
 
 func (g *guardedBody) Read(p []byte) (int, error) { return g.r.Read(p) }
 func (g *guardedBody) Close() error               { return nil }
+
+// scanOrderID reads the default order-ID fields of a flat JSON object without
+// decoding it: on the hot path of every submission it is an order of magnitude
+// cheaper than json.Unmarshal. ok is false whenever the body is not simple (an
+// escape in a key or in the ID, a non-string ID, anything unexpected), and the
+// caller then decodes it properly. Priority and "last duplicate wins" follow the
+// decoding path.
+func scanOrderID(b []byte) (string, bool) {
+	var vals [3]string
+	var have [3]bool
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return "", false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return "", skipWS(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return "", false
+		}
+		ks, ke, ok := scanSimpleString(b, i)
+		if !ok {
+			return "", false
+		}
+		key := b[ks:ke]
+		i = skipWS(b, ke+1)
+		if i >= len(b) || b[i] != ':' {
+			return "", false
+		}
+		i = skipWS(b, i+1)
+		slot := -1
+		switch string(key) { // no allocation: compared in place
+		case "client_order_id":
+			slot = 0
+		case "clientOrderId":
+			slot = 1
+		case "newClientOrderId":
+			slot = 2
+		default:
+			// encoding/json matches field names case-insensitively: leave any
+			// near-miss to it.
+			if bytes.EqualFold(key, []byte("client_order_id")) || bytes.EqualFold(key, []byte("clientOrderId")) || bytes.EqualFold(key, []byte("newClientOrderId")) {
+				return "", false
+			}
+		}
+		if slot >= 0 {
+			if i >= len(b) || b[i] != '"' {
+				return "", false // a number or something else: let json decide
+			}
+			vs, ve, ok := scanSimpleString(b, i)
+			if !ok {
+				return "", false
+			}
+			vals[slot], have[slot] = string(b[vs:ve]), true
+			i = ve + 1
+		} else {
+			var ok bool
+			if i, ok = skipValue(b, i); !ok {
+				return "", false
+			}
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return "", false
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+			continue
+		case '}':
+			if skipWS(b, i+1) != len(b) {
+				return "", false
+			}
+			for k := range vals {
+				if have[k] && vals[k] != "" {
+					return vals[k], true
+				}
+			}
+			return "", true
+		}
+		return "", false
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanSimpleString returns the bounds of the string starting at b[i] == '"';
+// ok is false for an unterminated string or one with escapes, control bytes or
+// non-ASCII bytes (encoding/json folds and repairs those; leave them to it).
+func scanSimpleString(b []byte, i int) (start, end int, ok bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return i + 1, j, true
+		case c == '\\' || c < 0x20 || c >= 0x80: // escapes, control bytes, non-ASCII: decode properly
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// skipValue skips any JSON value starting at b[i] (strings may hold escapes
+// here; nesting is tracked) and returns the index after it.
+func skipValue(b []byte, i int) (int, bool) {
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			j := i + 1
+			for ; j < len(b) && b[j] != '"'; j++ {
+				if b[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(b) {
+				return 0, false
+			}
+			i = j + 1
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return i, true
+			}
+			depth--
+			i++
+		case ',':
+			if depth == 0 {
+				return i, true
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && i < len(b) && (b[i] == ',' || b[i] == '}') {
+			return i, true
+		}
+	}
+	return 0, false
+}
