@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -263,11 +262,8 @@ func (e *env) finish(sc *orderflow.Scenario, faultAt time.Time, wantHalt bool) o
 	for _, o := range orders {
 		byID[o.ClOrdID] = o
 	}
-	stale := staleLandings(audit, byID, e.c.Recorder().Start(), sum.Switches)
+	stale := e.c.InFlightLandings(audit, sum.Switches)
 	for _, v := range sum.Violations {
-		if id, ok := twoLivePathsID(v); ok && stale[id] {
-			continue // reported below as a stale pre-fence landing
-		}
 		t.Errorf("orderflow.Check: %s", v)
 	}
 
@@ -424,7 +420,7 @@ func runScenario(t *testing.T, sc orderflow.Scenario, o envOptions, effect func(
 	// (answered, or reconciled and, if NOT_RECEIVED, re-sent and answered).
 	// Healing earlier races the re-sends against stale copies still held in
 	// a blackholed relay: a copy written before the fence is then booked
-	// through the old region (classified by staleLandings), and a late
+	// through the old region (classified by Client.InFlightLandings), and a late
 	// OrderStatus "unknown order" answer can be taken for a re-sent FIX
 	// order's rejection (an orderflow problem the chaos run exposes).
 	e.settledBefore(time.Now(), 15*time.Second)
@@ -473,49 +469,4 @@ func (e *env) placeOnce(id string) (time.Duration, error) {
 	t0 := time.Now()
 	err := e.c.PlaceREST(context.Background(), id)
 	return time.Since(t0), err
-}
-
-// staleLandings classifies bookings through an old region after its fence:
-// an order placed before the fence, on a connection the broker had already
-// seen before the fence, was written before the fence and landed after it (a
-// request in flight across the fence, or bytes held by a blackhole and
-// delivered on heal). A local fence cannot recall bytes already on the wire;
-// these are not a second live path (no order was placed on the old path after
-// its fence), and the broker's idempotency keeps them from booking twice. Any
-// other booking after the fence is a violation.
-func staleLandings(audit simbroker.AuditLog, byID map[string]orderflow.OrderRecord, start time.Time, switches []orderflow.SwitchSummary) map[string]bool {
-	firstSeen := map[string]time.Time{}
-	for _, r := range audit {
-		if r.ConnID == "" {
-			continue
-		}
-		if _, ok := firstSeen[r.ConnID]; !ok {
-			firstSeen[r.ConnID] = r.Time
-		}
-	}
-	out := map[string]bool{}
-	for _, sw := range switches {
-		fencedAt := start.Add(sw.FenceDone)
-		for _, r := range audit.AcceptedThrough(sw.From, fencedAt) {
-			o, ok := byID[r.ClientOrderID]
-			if ok && o.PlacedAt.Before(fencedAt) && firstSeen[r.ConnID].Before(fencedAt) {
-				out[r.ClientOrderID] = true
-			}
-		}
-	}
-	return out
-}
-
-// twoLivePathsID extracts the order ID of orderflow.Check's "TWO LIVE PATHS:
-// order X booked through ..." violation.
-func twoLivePathsID(v string) (string, bool) {
-	const p = "TWO LIVE PATHS: order "
-	if !strings.HasPrefix(v, p) {
-		return "", false
-	}
-	rest := v[len(p):]
-	if i := strings.IndexByte(rest, ' '); i > 0 {
-		return rest[:i], true
-	}
-	return "", false
 }

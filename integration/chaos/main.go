@@ -307,16 +307,11 @@ func (r *runner) progressLine() {
 	for _, o := range orders {
 		byID[o.ClOrdID] = o
 	}
-	stale := staleLandings(audit, byID, r.c.Recorder().Start(), sum.Switches)
 	v := 0
 	for _, s := range sum.Violations {
-		if inProgress(s) {
-			continue
+		if !inProgress(s) {
+			v++
 		}
-		if id, ok := twoLivePathsID(s); ok && stale[id] {
-			continue
-		}
-		v++
 	}
 	if len(active) == 0 {
 		active = []string{"none"}
@@ -343,16 +338,8 @@ func (r *runner) verdict(sum orderflow.Summary, audit simbroker.AuditLog, pendin
 	for _, o := range orders {
 		byID[o.ClOrdID] = o
 	}
-	start := r.c.Recorder().Start()
-	stale := staleLandings(audit, byID, start, sum.Switches)
-	staleN := 0
-	for _, v := range sum.Violations {
-		if id, ok := twoLivePathsID(v); ok && stale[id] {
-			staleN++
-			continue
-		}
-		violations = append(violations, v)
-	}
+	violations = append(violations, sum.Violations...)
+	staleN := len(r.c.InFlightLandings(audit, sum.Switches))
 	if staleN > 0 {
 		notes = append(notes, fmt.Sprintf("%d stale pre-fence landing(s): orders written before a fence, booked through the old region after it (in flight across the fence, or held by a blackhole and delivered on heal); not a second live path, never booked twice", staleN))
 	}
@@ -418,42 +405,6 @@ func (r *runner) verdict(sum orderflow.Summary, audit simbroker.AuditLog, pendin
 		notes = append(notes, fmt.Sprintf("%d halt(s) outside the all-down windows (each paired with a NO_TARGET_AVAILABLE decision by Check: a clean region was not eligible yet — just recovered, or its probe timed out)", outside))
 	}
 	return violations, notes
-}
-
-// staleLandings: see integration/harness_test.go.
-func staleLandings(audit simbroker.AuditLog, byID map[string]orderflow.OrderRecord, start time.Time, switches []orderflow.SwitchSummary) map[string]bool {
-	firstSeen := map[string]time.Time{}
-	for _, r := range audit {
-		if r.ConnID == "" {
-			continue
-		}
-		if _, ok := firstSeen[r.ConnID]; !ok {
-			firstSeen[r.ConnID] = r.Time
-		}
-	}
-	out := map[string]bool{}
-	for _, sw := range switches {
-		fencedAt := start.Add(sw.FenceDone)
-		for _, r := range audit.AcceptedThrough(sw.From, fencedAt) {
-			o, ok := byID[r.ClientOrderID]
-			if ok && o.PlacedAt.Before(fencedAt) && firstSeen[r.ConnID].Before(fencedAt) {
-				out[r.ClientOrderID] = true
-			}
-		}
-	}
-	return out
-}
-
-func twoLivePathsID(v string) (string, bool) {
-	const p = "TWO LIVE PATHS: order "
-	if !strings.HasPrefix(v, p) {
-		return "", false
-	}
-	rest := v[len(p):]
-	if i := strings.IndexByte(rest, ' '); i > 0 {
-		return rest[:i], true
-	}
-	return "", false
 }
 
 // failover is one failover (not a failback) with its cause and timings.

@@ -106,10 +106,6 @@ type CheckOptions struct {
 func (c *Client) Check(opts CheckOptions) Summary {
 	rec := c.rec
 	orders := c.Orders()
-	byID := make(map[string]OrderRecord, len(orders))
-	for _, o := range orders {
-		byID[o.ClOrdID] = o
-	}
 	events := rec.Events()
 	sum := Summary{FaultAt: -1, FIX: c.FIXSeq()}
 	sum.ReadsOK, sum.ReadsFail = c.Reads()
@@ -265,6 +261,7 @@ func (c *Client) Check(opts CheckOptions) Summary {
 		}
 	}
 	if opts.Audit != nil {
+		inFlight := c.InFlightLandings(opts.Audit, sum.Switches)
 		for _, w := range windows {
 			region := regionOf[w.from]
 			var stale []string
@@ -275,12 +272,7 @@ func (c *Client) Check(opts CheckOptions) Summary {
 				if r.Service != string(simbroker.REST) && r.Service != string(simbroker.FIX) {
 					continue
 				}
-				// An order whose attempt began before the fence was in flight on the
-				// old path: the fence closes the connection but cannot recall bytes
-				// already in the network, so the broker may book it a moment after.
-				// Reconciliation settles it (it was handed over as in flight). Only an
-				// attempt that began after the fence is a second live path.
-				if o, ok := byID[r.ClientOrderID]; ok && !o.AttemptAt.IsZero() && o.AttemptAt.Before(w.start) {
+				if inFlight[r.ClientOrderID] {
 					stale = append(stale, r.ClientOrderID)
 					continue
 				}
@@ -485,4 +477,45 @@ func (s Summary) Write(w io.Writer) {
 	for _, v := range s.Violations {
 		fmt.Fprintf(w, "    ✗ %s\n", v)
 	}
+}
+
+// InFlightLandings returns the client order IDs that the broker booked through a
+// region after that region's fence completed, but whose latest attempt began
+// before the fence, on a connection the broker first saw before it: orders in
+// flight across the fence (or held by a partition and delivered when it
+// healed). A local fence closes connections but cannot recall bytes already in
+// the network; these are settled by reconciliation (they were handed over as in
+// flight) and are not a second live path. Any other booking through a fenced
+// region is one.
+func (c *Client) InFlightLandings(audit simbroker.AuditLog, switches []SwitchSummary) map[string]bool {
+	start := c.rec.Start()
+	byID := map[string]OrderRecord{}
+	for _, o := range c.Orders() {
+		byID[o.ClOrdID] = o
+	}
+	regionOf := map[string]string{}
+	for _, e := range c.cfg.Endpoints {
+		regionOf[e.Name] = e.Region
+	}
+	firstSeen := map[string]time.Time{}
+	for _, r := range audit {
+		if _, ok := firstSeen[r.ConnID]; r.ConnID != "" && !ok {
+			firstSeen[r.ConnID] = r.Time
+		}
+	}
+	out := map[string]bool{}
+	for _, sw := range switches {
+		fencedAt := start.Add(sw.FenceDone)
+		for _, r := range audit.AcceptedThrough(regionOf[sw.From], fencedAt) {
+			o, ok := byID[r.ClientOrderID]
+			if !ok || o.AttemptAt.IsZero() || !o.AttemptAt.Before(fencedAt) {
+				continue
+			}
+			if seen, ok := firstSeen[r.ConnID]; r.ConnID != "" && (!ok || !seen.Before(fencedAt)) {
+				continue
+			}
+			out[r.ClientOrderID] = true
+		}
+	}
+	return out
 }
