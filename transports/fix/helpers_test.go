@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -29,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/internal/pathtest"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/fix"
 )
@@ -355,7 +355,7 @@ type harness struct {
 	in     *fix.Initiator
 	sid    quickfix.SessionID
 	down   map[string]*atomic.Bool
-	events chan pathdialer.Event
+	events *pathtest.Events
 	recs   chan []pathdialer.Settlement
 }
 
@@ -382,18 +382,17 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		serverTLS, clientTLS = testTLS(t)
 	}
 	b := newBrokerTLS(t, map[string]string{comp: ho.begin}, serverTLS, clientTLS)
-	h := &harness{b: b, down: map[string]*atomic.Bool{"eu": {}, "us": {}},
-		events: make(chan pathdialer.Event, 4096), recs: make(chan []pathdialer.Settlement, 16),
+	probes := pathtest.NewProbes("eu", "us")
+	h := &harness{b: b, down: probes.Down, events: pathtest.NewEvents(), recs: make(chan []pathdialer.Settlement, 16),
 		sid: quickfix.SessionID{BeginString: ho.begin, SenderCompID: comp, TargetCompID: "BROKER"}}
 	rec, err := fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := pathdialer.DefaultConfig()
-	cfg.Endpoints = []pathdialer.Endpoint{
+	cfg := pathtest.FastConfig([]pathdialer.Endpoint{
 		{Name: "eu", Region: "eu-west", Priority: 0, Primary: true, Services: map[string]string{"fix": b.relays["eu"].Addr()}},
 		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"fix": b.relays["us"].Addr()}},
-	}
+	}, probes)
 	if ho.fixProbe {
 		probe, err := fix.Probe(fix.ProbeOptions{SessionID: b.probes["eu"], PerEndpoint: map[string]quickfix.SessionID{"us": b.probes["us"]}, TLSConfig: clientTLS})
 		if err != nil {
@@ -401,22 +400,9 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		}
 		cfg.Probe = probe
 		cfg.ProbeInterval, cfg.ProbeTimeout = 60*time.Millisecond, 40*time.Millisecond
-	} else {
-		cfg.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
-			if h.down[ep.Name].Load() {
-				return errors.New("probe: region unreachable")
-			}
-			return nil
-		}
-		cfg.ProbeInterval, cfg.ProbeTimeout = 20*time.Millisecond, 10*time.Millisecond
 	}
-	cfg.ProbeJitter = 0
-	cfg.Engine.FailureThreshold = 2
-	cfg.Engine.MaxHealthAge = time.Second
-	cfg.Engine.Cooldown = time.Hour
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second
-	cfg.Fencer = pathdialer.LocalFenceOnly
 	rf := pathdialer.ReconcileFunc(rec.Reconcile)
 	if ho.reconcile != nil {
 		rf = ho.reconcile(rec)
@@ -428,20 +414,8 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		}
 		return s, err
 	}
-	cfg.OnEvent = func(e pathdialer.Event) {
-		select {
-		case h.events <- e:
-		default:
-		}
-	}
-	p, err := pathdialer.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	cfg.OnEvent = h.events.Hook
+	p := pathtest.Start(t, cfg)
 	h.path = p
 
 	st := quickfix.NewSettings()
@@ -479,17 +453,7 @@ func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
 // waitEvent waits (bounded) for an event of kind.
 func (h *harness) waitEvent(t *testing.T, kind pathdialer.EventKind) pathdialer.Event {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case e := <-h.events:
-			if e.Kind == kind {
-				return e
-			}
-		case <-deadline:
-			t.Fatalf("no %v event within 10s; snapshot: %+v", kind, h.path.Snapshot())
-		}
-	}
+	return h.events.Wait(t, h.path, kind)
 }
 
 // eventually polls cond every 5 ms for up to d.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/brokerpath/brokerpath/internal/pathtest"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -66,35 +66,20 @@ func rootsOf(servers ...*server) *tls.Config {
 type harness struct {
 	path      *pathdialer.Path
 	down      map[string]*atomic.Bool
-	events    chan pathdialer.Event
+	events    *pathtest.Events
 	reconcile chan pathdialer.Reconciliation
 	gate      chan struct{} // when non-nil, reconcile waits for it
 }
 
 func newHarness(t *testing.T, eu, us string, mutate func(*pathdialer.Config)) *harness {
 	t.Helper()
-	h := &harness{
-		down:      map[string]*atomic.Bool{"eu": {}, "us": {}},
-		events:    make(chan pathdialer.Event, 1024),
-		reconcile: make(chan pathdialer.Reconciliation, 16),
-	}
-	cfg := pathdialer.DefaultConfig()
-	cfg.Endpoints = []pathdialer.Endpoint{
+	probes := pathtest.NewProbes("eu", "us")
+	h := &harness{down: probes.Down, events: pathtest.NewEvents(), reconcile: make(chan pathdialer.Reconciliation, 16)}
+	cfg := pathtest.FastConfig([]pathdialer.Endpoint{
 		{Name: "eu", Region: "eu-west", Priority: 0, Primary: true, Services: map[string]string{"rest": eu}},
 		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"rest": us}},
-	}
-	cfg.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
-		if h.down[ep.Name].Load() {
-			return errors.New("probe: region unreachable")
-		}
-		return nil
-	}
-	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.ProbeJitter = 20*time.Millisecond, 10*time.Millisecond, 0
-	cfg.Engine.FailureThreshold = 2
-	cfg.Engine.MaxHealthAge = time.Second
-	cfg.Engine.Cooldown = time.Hour
+	}, probes)
 	cfg.InflightGrace = 100 * time.Millisecond
-	cfg.Fencer = pathdialer.LocalFenceOnly
 	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		h.reconcile <- r
 		if h.gate != nil {
@@ -106,39 +91,16 @@ func newHarness(t *testing.T, eu, us string, mutate func(*pathdialer.Config)) *h
 		}
 		return nil, nil
 	}
-	cfg.OnEvent = func(e pathdialer.Event) {
-		select {
-		case h.events <- e:
-		default:
-		}
-	}
+	cfg.OnEvent = h.events.Hook
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	p, err := pathdialer.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	h.path = p
+	h.path = pathtest.Start(t, cfg)
 	return h
 }
 
 // waitEvent waits (bounded) for an event of kind.
 func (h *harness) waitEvent(t *testing.T, kind pathdialer.EventKind) pathdialer.Event {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case e := <-h.events:
-			if e.Kind == kind {
-				return e
-			}
-		case <-deadline:
-			t.Fatalf("no %v event within 10s; snapshot: %+v", kind, h.path.Snapshot())
-		}
-	}
+	return h.events.Wait(t, h.path, kind)
 }

@@ -3,7 +3,6 @@ package ws_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/internal/pathtest"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
@@ -241,39 +241,20 @@ func newHarness(t *testing.T, regions []*region, mutate func(*pathdialer.Config)
 // priorities follow the order) with fast, test-controlled probes.
 func newPathHarness(t *testing.T, eps []pathdialer.Endpoint, mutate func(*pathdialer.Config)) *harness {
 	t.Helper()
-	h := &harness{down: map[string]*atomic.Bool{}}
-	cfg := pathdialer.DefaultConfig()
+	var names []string
+	var ordered []pathdialer.Endpoint
 	for i, ep := range eps {
-		h.down[ep.Name] = &atomic.Bool{}
 		ep.Priority, ep.Primary = i, i == 0
-		cfg.Endpoints = append(cfg.Endpoints, ep)
+		ordered = append(ordered, ep)
+		names = append(names, ep.Name)
 	}
-	cfg.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
-		if h.down[ep.Name].Load() {
-			return errors.New("probe: region unreachable")
-		}
-		return nil
-	}
-	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.ProbeJitter = 20*time.Millisecond, 10*time.Millisecond, 0
-	cfg.Engine.FailureThreshold = 2
-	cfg.Engine.MaxHealthAge = time.Second
-	cfg.Engine.Cooldown = time.Hour
+	probes := pathtest.NewProbes(names...)
+	cfg := pathtest.FastConfig(ordered, probes)
 	cfg.InflightGrace = 10 * time.Millisecond
-	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	p, err := pathdialer.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	h.path = p
-	return h
+	return &harness{down: probes.Down, path: pathtest.Start(t, cfg)}
 }
 
 // recorder is a Handler that keeps what it saw.
