@@ -56,8 +56,6 @@ type controller struct {
 	waiters []chan error
 }
 
-var timeZero time.Time
-
 func (p *Path) control(ctx context.Context) {
 	defer close(p.ctlDone)
 	c := &controller{p: p, lastFbOut: engine.NoAction}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
 )
@@ -193,7 +194,7 @@ func (c *controller) carryAbandon() {
 		c.carry = append(c.carry, c.rec.Tickets...)
 	}
 	c.rec, c.assign = nil, nil
-	c.retryAt = timeZero
+	c.retryAt = time.Time{}
 	c.phase = phaseNormal
 }
 

@@ -2,7 +2,6 @@ package pathdialer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -327,5 +326,3 @@ func (p *Path) Unknown() []TicketInfo {
 	}
 	return out
 }
-
-var errHeldForSwitch = errors.New("switch in progress")

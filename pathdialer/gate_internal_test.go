@@ -2,6 +2,7 @@ package pathdialer
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -58,7 +59,7 @@ func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 	var handed []TicketInfo
 	deadline := time.Now().Add(300 * time.Millisecond)
 	for gen := uint64(1); time.Now().Before(deadline); gen++ {
-		p.setGate(GateHeld, "", gen-1, errHeldForSwitch)
+		p.setGate(GateHeld, "", gen-1, errors.New("switch in progress"))
 		handed = append(handed, p.takeTickets()...)
 		p.setGate(GateOpen, "eu", gen, nil)
 	}
