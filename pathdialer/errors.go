@@ -32,4 +32,8 @@ var (
 	// Transports wrap it in their typed errors; Ticket.Unknown hands the order to
 	// reconciliation.
 	ErrUnknownOutcome = errors.New("pathdialer: order outcome unknown")
+	// ErrTicketExpired: the decision a ticket was granted under may have lapsed
+	// (its ValidUntil passed, e.g. a coordinated Path's lease expired while the
+	// process was paused); the order must not be sent.
+	ErrTicketExpired = errors.New("pathdialer: ticket's decision expired")
 )

@@ -88,8 +88,19 @@ type Ticket struct {
 	Service string
 	// Endpoint is the endpoint to submit on: the active one when granted.
 	Endpoint string
-	// Generation is the generation the ticket was granted under.
+	// Generation is the generation the ticket was granted under. It is also the
+	// fencing token: on a coordinated Path (ExternalDecisions) it is the token
+	// passed to Assign (for coord/etcd, the etcd revision of the assignment), on a
+	// standalone Path the local switch count. Transports can write it into each
+	// order (a header, a FIX tag) so a broker or gateway that checks tokens
+	// rejects a stale writer.
 	Generation uint64
+	// ValidUntil is the instant (monotonic reading) after which the decision
+	// the ticket was granted under may have lapsed (a coordinated Path's lease
+	// minus a safety margin). The zero time means the decision does not expire.
+	// Transports call Valid immediately before the bytes of an order are
+	// written and do not send when it fails.
+	ValidUntil time.Time
 
 	p         *Path
 	shard     *ticketShard
@@ -107,6 +118,21 @@ type TicketInfo struct {
 	State      TicketState `json:"state"`
 	// Cause is why the outcome is unknown (nil when it was still in flight).
 	Cause error `json:"-"`
+}
+
+// Valid reports whether the decision the ticket was granted under is still
+// known to be valid: nil while it is (always, when ValidUntil is zero), else an
+// error wrapping ErrTicketExpired. A transport that gets an error must not send
+// the order: it returns its not-sent error and finishes the ticket with Done.
+func (t *Ticket) Valid() error {
+	if t.ValidUntil.IsZero() {
+		return nil
+	}
+	if now := time.Now(); now.Before(t.ValidUntil) {
+		return nil
+	} else {
+		return fmt.Errorf("%w: order %q, granted under token %d, valid until %s ago", ErrTicketExpired, t.OrderID, t.Generation, now.Sub(t.ValidUntil).Round(time.Millisecond))
+	}
 }
 
 func (t *Ticket) info(st TicketState) TicketInfo {
