@@ -497,7 +497,7 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 		return // closing: the tickets stay where they are
 	}
 	// Orders a failed settle reconcile still holds join this reconcile.
-	tickets := append(append(c.carry, c.settle...), p.takeTickets()...)
+	tickets := p.takeTicketsInto(append(c.carry, c.settle...))
 	c.settle, c.settleAttempt = nil, 0
 	c.carry = nil
 	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
@@ -511,10 +511,12 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 		return
 	}
 	// Orders that finished unknown since the last attempt join this one.
-	r.Tickets = append(r.Tickets, p.takeTickets()...)
+	r.Tickets = p.takeTicketsInto(r.Tickets)
 	r.Attempt++
-	// The event gets its own copy: the reconciler may reorder the slice it is given.
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(r.Tickets), Cause: r.Reason})
+	// The event shares r.Tickets, which is only ever appended to, never written
+	// in place (the capacity is cut so an append cannot reach the event's
+	// elements); the reconciler gets its own copy, which it may reorder.
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: r.Tickets[:len(r.Tickets):len(r.Tickets)], Cause: r.Reason})
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
 	var settled []Settlement

@@ -80,7 +80,14 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 
 // Event is one thing that happened on a Path. Fields not relevant to the Kind are
 // zero.
+//
+// Events are numbered and delivered in the order they happened: Seq counts from
+// 1 with no gap, Time never goes backwards from one event to the next, and for
+// each endpoint the state-change events chain (one's PrevState is the previous
+// one's State).
 type Event struct {
+	// Seq numbers the Path's events from 1, strictly increasing, none skipped.
+	Seq        uint64             `json:"seq"`
 	Kind       EventKind          `json:"kind"`
 	Time       time.Time          `json:"time"`
 	Endpoint   string             `json:"endpoint,omitempty"`
@@ -96,6 +103,8 @@ type Event struct {
 	// Error is Err's text (for JSON).
 	Error string `json:"error,omitempty"`
 	Cause string `json:"cause,omitempty"`
+	// OrderID is the order concerned (EventLateTicket, EventLateLanding).
+	OrderID string `json:"order_id,omitempty"`
 	// Tickets handed to reconciliation (EventReconcileStart).
 	Tickets []TicketInfo `json:"tickets,omitempty"`
 	// Settlements found (EventReconcileSuccess / Failure).
@@ -146,6 +155,7 @@ type dispatcher struct {
 	hook func(Event)
 
 	mu      sync.Mutex
+	seq     uint64
 	queue   []Event
 	wake    chan struct{}
 	history []Event // the last historyLen events, for Snapshot
@@ -157,14 +167,18 @@ func newDispatcher(log *slog.Logger, hook func(Event)) *dispatcher {
 	return &dispatcher{log: log, hook: hook, wake: make(chan struct{}, 1)}
 }
 
+// emit numbers, stamps and queues one event. The number and the time are
+// taken under one lock, so the order of Seq is the order of Time and of
+// delivery; callers that must order events among themselves (the state changes
+// of one endpoint) emit under their own lock.
 func (d *dispatcher) emit(e Event) {
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
 	if e.Err != nil && e.Error == "" {
 		e.Error = e.Err.Error()
 	}
 	d.mu.Lock()
+	d.seq++
+	e.Seq = d.seq
+	e.Time = time.Now()
 	d.queue = append(d.queue, e)
 	if e.Kind != EventProbe {
 		if len(d.history) == historyLen {
