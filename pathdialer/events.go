@@ -56,6 +56,11 @@ const (
 	// EventDegraded: the degraded read-only mode began (Endpoint = where reads
 	// go) or ended (Endpoint empty).
 	EventDegraded
+	// EventLateLanding: an order reconciliation had found NOT_RECEIVED
+	// (provisionally) was found booked by the re-query: OrderID, Endpoint and
+	// Region it was sent through, Settlements[0] the fate found; Time is when
+	// it was found.
+	EventLateLanding
 )
 
 var eventNames = [...]string{
@@ -65,6 +70,7 @@ var eventNames = [...]string{
 	EventReconcileFailure: "reconcile-failed", EventRelease: "release", EventHalt: "halt",
 	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
 	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
+	EventLateLanding: "late-landing",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -105,6 +111,8 @@ type Event struct {
 	Cause string `json:"cause,omitempty"`
 	// OrderID is the order concerned (EventLateTicket, EventLateLanding).
 	OrderID string `json:"order_id,omitempty"`
+	// Region of Endpoint (EventLateLanding).
+	Region string `json:"region,omitempty"`
 	// Tickets handed to reconciliation (EventReconcileStart).
 	Tickets []TicketInfo `json:"tickets,omitempty"`
 	// Settlements found (EventReconcileSuccess / Failure).
@@ -136,8 +144,27 @@ func (e Event) String() string {
 	if e.Duration > 0 {
 		s += " " + e.Duration.String()
 	}
+	if e.OrderID != "" {
+		s += " order=" + e.OrderID
+	}
 	if len(e.Tickets) > 0 {
 		s += fmt.Sprintf(" tickets=%d", len(e.Tickets))
+	}
+	if len(e.Settlements) > 0 {
+		s += " settled:"
+		for i, st := range e.Settlements {
+			if i == maxSettlementsShown {
+				s += fmt.Sprintf(" (+%d more)", len(e.Settlements)-i)
+				break
+			}
+			s += " " + st.OrderID + "=" + st.Fate.String()
+			switch {
+			case st.Final:
+				s += "(final)"
+			case st.Provisional:
+				s += "(provisional)"
+			}
+		}
 	}
 	if e.Cause != "" {
 		s += ": " + e.Cause
@@ -162,6 +189,9 @@ type dispatcher struct {
 }
 
 const historyLen = 64
+
+// maxSettlementsShown bounds the settlements Event.String lists.
+const maxSettlementsShown = 20
 
 func newDispatcher(log *slog.Logger, hook func(Event)) *dispatcher {
 	return &dispatcher{log: log, hook: hook, wake: make(chan struct{}, 1)}
@@ -233,7 +263,7 @@ func (d *dispatcher) deliver(e Event) {
 	switch e.Kind {
 	case EventProbe:
 		level = slog.LevelDebug
-	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded:
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding:
 		level = slog.LevelWarn
 	}
 	if d.log.Enabled(context.Background(), level) {

@@ -39,6 +39,7 @@ type Path struct {
 	inflightWake chan struct{}
 	draining     atomic.Bool  // a switch waits for tickets in flight: Done wakes it
 	validNanos   atomic.Int64 // Extend's deadline, monotonic ns since epoch; 0: none
+	verdicts     verdicts
 
 	epoch     time.Time // monotonic origin for per-endpoint timestamps
 	trigger   chan struct{}
