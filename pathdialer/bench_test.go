@@ -185,3 +185,33 @@ func BenchmarkAcquireIntoDoneParallel64(b *testing.B) {
 		}
 	})
 }
+
+// The same on a coordinated Path whose decision has a deadline (Extend): the
+// validity check adds one reading of the monotonic clock, no allocation.
+func BenchmarkAcquireIntoDoneWithDeadline(b *testing.B) {
+	cfg := validConfig()
+	cfg.ExternalDecisions = true
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = p.Close() })
+	if err := p.Assign(ctx, cfg.Endpoints[0].Name, 1); err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Extend(time.Now().Add(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	var t pathdialer.Ticket
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.AcquireInto(ctx, &t, pathdialer.ServiceREST, "order-1"); err != nil {
+			b.Fatal(err)
+		}
+		t.Done()
+	}
+}
