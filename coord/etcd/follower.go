@@ -112,10 +112,10 @@ type Follower struct {
 	mu       sync.Mutex
 	st       State
 	lease    clientv3.LeaseID
-	deadline time.Time // the lease's, minus Margin; zero without a session
-	wake    chan struct{} // buffered 1: the applier has something new
-	opStop  context.CancelFunc
-	changed chan struct{}
+	deadline time.Time     // the lease's, minus Margin; zero without a session
+	wake     chan struct{} // buffered 1: the applier has something new
+	opStop   context.CancelFunc
+	changed  chan struct{}
 }
 
 // NewFollower validates cfg and returns a Follower.
