@@ -373,11 +373,16 @@ func (p *Path) inflightCount() int {
 
 // waitInflight waits until no ticket is in flight or grace passes.
 func (p *Path) waitInflight(ctx context.Context, grace time.Duration) {
-	if grace <= 0 || p.inflightCount() == 0 {
+	if grace <= 0 {
 		return
 	}
+	// Announce the wait before counting: a ticket finishing after the count
+	// then always wakes it.
 	p.draining.Store(true)
 	defer p.draining.Store(false)
+	if p.inflightCount() == 0 {
+		return
+	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	for p.inflightCount() > 0 {
