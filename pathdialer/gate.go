@@ -110,7 +110,7 @@ type Ticket struct {
 
 	p         *Path
 	shard     *ticketShard
-	idx       int // position in the shard's list of tickets in flight
+	idx       int          // position in the shard's list of tickets in flight
 	state     atomic.Int32 // a ticket* value
 	cause     error
 	unknownAt time.Time
