@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -179,6 +181,10 @@ type Reconciliation struct {
 	Tickets []TicketInfo
 	// Attempt counts from 1.
 	Attempt int
+	// Service, with Config.Reconcilers, is the service whose tickets these
+	// are ("" for every service without its own reconciler, and always
+	// without Reconcilers).
+	Service string
 }
 
 // Fate is what reconciliation found for one order.
@@ -374,6 +380,14 @@ type Config struct {
 	// written before the fence can take to be booked. Default
 	// DefaultQuarantine. > 0.
 	Quarantine time.Duration
+	// Reconcilers, optional, reconcile and release services independently:
+	// after a switch each service named here is settled by its own function,
+	// concurrently with the others, and its submissions are released as soon
+	// as its own reconcile succeeded (a REST order does not wait for a FIX
+	// logon). Services not named here are settled by Reconciler and released
+	// when every reconcile succeeded. See the package documentation for the
+	// exact rules.
+	Reconcilers map[string]ReconcileFunc
 
 	// OnEvent, optional, receives every event in order, from one goroutine,
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
@@ -446,6 +460,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
 		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
+	case slices.ContainsFunc(slices.Collect(maps.Keys(c.Reconcilers)), func(s string) bool { return strings.TrimSpace(s) == "" || c.Reconcilers[s] == nil }):
+		return fmt.Errorf("%w: Reconcilers has a blank service name or a nil function", ErrInvalidConfig)
 	case c.Quarantine <= 0:
 		return fmt.Errorf("%w: Quarantine is %v, must be > 0 (the wait before a provisional NOT_RECEIVED can become final; DefaultQuarantine is %v)", ErrInvalidConfig, c.Quarantine, DefaultQuarantine)
 	case c.SettleUnknown < 0:

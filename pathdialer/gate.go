@@ -52,6 +52,10 @@ type gateView struct {
 	cause    error
 	since    time.Time
 	changed  chan struct{}
+	// released (GateHeld only, with Config.Reconcilers): services whose own
+	// reconcile succeeded; their tickets are granted on endpoint while the
+	// others still wait.
+	released map[string]bool
 }
 
 // TicketState says where a ticket stands.
@@ -275,7 +279,11 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 	}
 	for {
 		v := p.gate.Load()
-		switch v.state {
+		state := v.state
+		if state == GateHeld && v.released[service] {
+			state = GateOpen // this service's reconcile is done: its flow is released
+		}
+		switch state {
 		case GateOpen:
 			var until time.Time
 			if dl := p.validNanos.Load(); dl != 0 {
@@ -319,13 +327,19 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 
 // setGate publishes a new gate view and wakes everyone waiting on the old one.
 func (p *Path) setGate(state GateState, endpoint string, gen uint64, cause error) *gateView {
+	return p.setGateReleased(state, endpoint, gen, cause, nil)
+}
+
+// setGateReleased is setGate with, for a held gate, the services already
+// released on endpoint (the map is not modified afterwards).
+func (p *Path) setGateReleased(state GateState, endpoint string, gen uint64, cause error, released map[string]bool) *gateView {
 	p.gateMu.Lock()
 	defer p.gateMu.Unlock()
 	old := p.gate.Load()
 	if old.state == GateClosed {
 		return old
 	}
-	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{})}
+	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{}), released: released}
 	p.gate.Store(v)
 	close(old.changed)
 	return v
@@ -399,6 +413,13 @@ func (p *Path) takeTickets() []TicketInfo {
 }
 
 func (p *Path) takeTicketsInto(out []TicketInfo) []TicketInfo {
+	return p.takeServiceInto(out, "")
+}
+
+// takeServiceInto takes the tickets of one service only (every service when
+// service is ""): with Config.Reconcilers, a service still held must not take
+// the tickets of one already released, which are ordinary flow.
+func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
 	// Size the result once: the counts may only shrink (the gate is not open),
 	// except that unknown tickets come from the shards.
 	n := 0
@@ -417,31 +438,58 @@ func (p *Path) takeTicketsInto(out []TicketInfo) []TicketInfo {
 		s.mu.Lock()
 		// Every ticket in the list is in flight: Done and Unknown take it out
 		// under this lock before they change its state.
-		for _, t := range s.ts {
-			out = append(out, t.info(TicketInFlight))
-			t.state.Store(ticketHanded)
+		if service == "" {
+			for _, t := range s.ts {
+				out = append(out, t.info(TicketInFlight))
+				t.state.Store(ticketHanded)
+			}
+			clear(s.ts)
+			s.ts = s.ts[:0]
+		} else {
+			for i := 0; i < len(s.ts); {
+				t := s.ts[i]
+				if t.Service != service {
+					i++
+					continue
+				}
+				out = append(out, t.info(TicketInFlight))
+				t.state.Store(ticketHanded)
+				s.unlink(t) // swaps the last one into i
+			}
 		}
-		clear(s.ts)
-		s.ts = s.ts[:0]
 		s.mu.Unlock()
 	}
-	return p.takeUnknownInto(out)
+	return p.takeUnknownService(out, service)
 }
 
 // takeUnknown hands every unknown-outcome ticket to reconciliation.
-func (p *Path) takeUnknown() []TicketInfo { return p.takeUnknownInto(nil) }
+func (p *Path) takeUnknown() []TicketInfo { return p.takeUnknownService(nil, "") }
 
-func (p *Path) takeUnknownInto(out []TicketInfo) []TicketInfo {
+func (p *Path) takeUnknownService(out []TicketInfo, service string) []TicketInfo {
 	p.unknownMu.Lock()
+	defer p.unknownMu.Unlock()
 	unknown := p.unknown
-	p.unknown = nil
+	if service == "" {
+		p.unknown = nil
+	} else {
+		p.unknown = nil
+		var keep []*Ticket
+		for _, t := range unknown {
+			if t.Service != service {
+				keep = append(keep, t)
+			}
+		}
+		p.unknown = keep
+	}
 	out = slices.Grow(out, len(unknown))
 	for _, t := range unknown {
+		if service != "" && t.Service != service {
+			continue
+		}
 		// Read first: once handed, the owner of a caller-owned Ticket may refill it.
 		out = append(out, t.info(TicketUnknown))
 		t.state.Store(ticketHanded)
 	}
-	p.unknownMu.Unlock()
 	return out
 }
 

@@ -37,6 +37,9 @@ type Snapshot struct {
 	// Provisional lists the NOT_RECEIVED verdicts not yet final (the order
 	// may still land; MayResend answers no for them), oldest first.
 	Provisional []Verdict `json:"provisional,omitempty"`
+	// Released lists the services whose submissions flow again while the
+	// gate is still held for others (Config.Reconcilers).
+	Released []string `json:"released,omitempty"`
 	// ValidUntil is when the coordinator's decision lapses (the deadline last
 	// given to Extend); zero when it does not expire.
 	ValidUntil time.Time `json:"valid_until,omitzero"`
@@ -95,6 +98,9 @@ func (p *Path) Snapshot() Snapshot {
 		s.GateCause = v.cause.Error()
 	}
 	s.Provisional = p.provisional()
+	if len(v.released) > 0 {
+		s.Released = sortedKeys(v.released)
+	}
 	if dl := p.validNanos.Load(); dl != 0 {
 		s.ValidUntil = p.epoch.Add(time.Duration(dl))
 	}

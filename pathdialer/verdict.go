@@ -364,7 +364,7 @@ func (c *controller) maybeRequery(ctx context.Context) {
 	var settled []Settlement
 	err := callHook(rctx, func(ctx context.Context) error {
 		var err error
-		settled, err = p.cfg.Reconciler(ctx, r)
+		settled, err = p.reconcileAny(ctx, r)
 		return err
 	})
 	cancel()
