@@ -129,3 +129,18 @@ chaos:
 integration:
 	$(GO) test -race -count=1 -timeout 5m ./integration/...
 # --- end chaos ---
+
+# --- core ---
+# jepsen: the process-level test of the shared decision (coord/etcd/cmd/coordjepsen):
+# three etcd members, a broker that audits every order (tokens checked, then
+# off), three observers, two deciders and two traders, each its own process;
+# traders paused across their lease's expiry during switches, the etcd leader
+# and the leading decider killed, quorum lost and restored; checked from the
+# broker's audit; prints one table. A short version (4 iterations a mode) runs
+# in make test through test-coord. JEPSEN_ITERATIONS / JEPSEN_SEED to vary.
+JEPSEN_ITERATIONS ?= 20
+JEPSEN_SEED       ?= 1
+.PHONY: jepsen
+jepsen:
+	cd coord/etcd && $(GO) run ./cmd/coordjepsen -iterations $(JEPSEN_ITERATIONS) -seed $(JEPSEN_SEED)
+# --- end core ---
