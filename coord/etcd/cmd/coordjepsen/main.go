@@ -92,11 +92,11 @@ func Main(args []string) int {
 
 type opts struct {
 	role, name, etcd, cluster, client, peer, dir string
-	eu, us, admin                                 string
-	tokens                                        bool
-	prefix                                        string
-	ttl                                           time.Duration
-	iterations                                    int
-	seed                                          int64
-	modes, workDir                                string
+	eu, us, admin                                string
+	tokens                                       bool
+	prefix                                       string
+	ttl                                          time.Duration
+	iterations                                   int
+	seed                                         int64
+	modes, workDir                               string
 }
