@@ -4,7 +4,11 @@
 // highest it has seen), three observers, two deciders and two traders, each a
 // separate process. A seeded schedule pauses traders (SIGSTOP) across their
 // lease's expiry during switches, kills the etcd leader and the leading
-// decider (SIGKILL, then restarts them), and takes etcd's quorum away and back.
+// decider (SIGKILL, then restarts them), and takes etcd's quorum away and back;
+// every iteration also fails the active region's health checks (it still
+// books what reaches it, as in a gray failure or an observer partition), so
+// each fault falls during a switch, and an iteration has recovered when both
+// traders book through the new region.
 // The verdict comes from the broker's audit, and a table is printed:
 //
 //	coordjepsen -iterations 20 -seed 1
@@ -19,6 +23,11 @@
 //     every booked order from a writer whose token was already superseded is
 //     reported (a write that left before the deadline and landed after it: only
 //     a broker that checks tokens can refuse it).
+//
+// trader-2 writes each order 50 ms after its ticket's validity check (a slow
+// write path), so a pause usually falls between the check and the write: the
+// one case only a broker that checks tokens can refuse. With tokens checked it
+// shows as refused, with tokens off as a stale booking, reported.
 //
 // Every process is this same binary in another -role; run only -role run by
 // hand.
@@ -52,6 +61,7 @@ func Main(args []string) int {
 	fs.StringVar(&o.us, "us", "", "broker: us listen address; others: us base URL")
 	fs.StringVar(&o.admin, "admin", "", "broker: admin listen address")
 	fs.BoolVar(&o.tokens, "tokens", false, "broker: reject orders under a token lower than the highest seen")
+	fs.DurationVar(&o.stall, "stall", 0, "trader: wait this long between the ticket's validity check and the write (a slow write path, so a pause can fall in between)")
 	fs.StringVar(&o.prefix, "prefix", "/brokerpath/jepsen/", "etcd key prefix")
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "lease TTL of every role (whole seconds)")
 	fs.IntVar(&o.iterations, "iterations", 20, "run: fault iterations per token mode")
@@ -94,6 +104,7 @@ type opts struct {
 	role, name, etcd, cluster, client, peer, dir string
 	eu, us, admin                                string
 	tokens                                       bool
+	stall                                        time.Duration
 	prefix                                       string
 	ttl                                          time.Duration
 	iterations                                   int
