@@ -35,8 +35,10 @@ type Snapshot struct {
 	// the degraded read-only mode.
 	ReadEndpoint string `json:"read_endpoint"`
 	// Provisional lists the NOT_RECEIVED verdicts not yet final (the order
-	// may still land; MayResend answers no for them), oldest first.
-	Provisional []Verdict `json:"provisional,omitempty"`
+	// may still land; MayResend answers no for them), oldest first, at most
+	// maxSnapshotProvisional of them; ProvisionalCount counts them all.
+	Provisional      []Verdict `json:"provisional,omitempty"`
+	ProvisionalCount int       `json:"provisional_count"`
 	// Released lists the services whose submissions flow again while the
 	// gate is still held for others (Config.Reconcilers).
 	Released []string `json:"released,omitempty"`
@@ -44,6 +46,9 @@ type Snapshot struct {
 	// given to Extend); zero when it does not expire.
 	ValidUntil time.Time `json:"valid_until,omitzero"`
 }
+
+// maxSnapshotProvisional bounds Snapshot.Provisional.
+const maxSnapshotProvisional = 256
 
 // EndpointSnapshot is one endpoint in a Snapshot.
 type EndpointSnapshot struct {
@@ -98,6 +103,10 @@ func (p *Path) Snapshot() Snapshot {
 		s.GateCause = v.cause.Error()
 	}
 	s.Provisional = p.provisional()
+	s.ProvisionalCount = len(s.Provisional)
+	if len(s.Provisional) > maxSnapshotProvisional {
+		s.Provisional = s.Provisional[:maxSnapshotProvisional]
+	}
 	if len(v.released) > 0 {
 		s.Released = sortedKeys(v.released)
 	}

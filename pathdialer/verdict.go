@@ -62,16 +62,20 @@ type Verdict struct {
 	// the re-query that can make the verdict final is due.
 	RequeryAt time.Time `json:"requery_at,omitzero"`
 	// LateLanding: provisional NOT_RECEIVED first, found booked later.
-	LateLanding bool   `json:"late_landing,omitempty"`
-	Detail      string `json:"detail,omitempty"`
+	LateLanding bool `json:"late_landing,omitempty"`
+	// ResentAt is when MayResend granted the one resend of a final
+	// NOT_RECEIVED (zero before).
+	ResentAt time.Time `json:"resent_at,omitzero"`
+	Detail   string    `json:"detail,omitempty"`
 }
 
 // Resend answers "may I resend this order now, and under which ID?".
 type Resend struct {
-	// Allowed is true only when the broker provably never received the order
-	// and never will: a final NOT_RECEIVED. Never while the verdict is
-	// provisional, the order is in flight or awaiting reconciliation, or it
-	// was booked, canceled or rejected.
+	// Allowed is true only for a final NOT_RECEIVED (see Path.MayResend for
+	// what "final" relies on), and only once per order: the first yes is the
+	// grant, later calls answer no. Never while the verdict is provisional,
+	// the order is in flight or awaiting reconciliation, or it was booked,
+	// canceled or rejected.
 	Allowed bool `json:"allowed"`
 	// OrderID is the client order ID to resend under when Allowed: always the
 	// original one, so that a broker that deduplicates client order IDs still
@@ -270,7 +274,9 @@ func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []V
 // the quarantine passed and a re-query still found nothing. While the verdict
 // is provisional, the order is in flight or awaiting reconciliation, or the
 // broker booked, canceled or rejected it, the answer is no, with the reason.
-// An order the Path holds no record of is a no with ErrOrderNotTracked.
+// An order the Path holds no record of is a no with ErrOrderNotTracked. A yes
+// is given once per order (safe for concurrent callers: one of them gets it),
+// so an order is never resent twice on the Path's word.
 //
 // A yes relies on the broker's book answering the reconciler truthfully, and
 // for the quarantine path on no copy of the order being delayed longer than
@@ -279,16 +285,23 @@ func (p *Path) MayResend(orderID string) (Resend, error) {
 	r := Resend{OrderID: orderID}
 	p.verdicts.mu.Lock()
 	v, ok := p.verdicts.byID[orderID]
+	grant := ok && v.Fate == FateNotReceived && v.Final && v.ResentAt.IsZero()
+	if grant {
+		v.ResentAt = time.Now()
+	}
 	if ok {
 		r.Verdict = *v
 	}
 	pending := p.verdicts.pending
 	p.verdicts.mu.Unlock()
 	if ok {
+		v := r.Verdict
 		switch {
-		case v.Fate == FateNotReceived && v.Final:
+		case grant:
 			r.Allowed = true
 			r.Reason = "final NOT_RECEIVED: " + v.Detail + "; resend under the same client order ID"
+		case v.Fate == FateNotReceived && v.Final:
+			r.Reason = fmt.Sprintf("a resend was already granted at %s", v.ResentAt.Format(time.RFC3339Nano))
 		case v.Fate == FateNotReceived:
 			r.Reason = fmt.Sprintf("provisional NOT_RECEIVED: the order may still land through %s; the re-query is due at %s", orDefault(v.Endpoint, "the old path"), v.RequeryAt.Format(time.RFC3339Nano))
 		case v.LateLanding:

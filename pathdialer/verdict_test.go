@@ -82,7 +82,7 @@ func TestProvisionalNotReceivedBecomesFinalAfterQuarantine(t *testing.T) {
 		if err != nil || r.Allowed || r.Verdict.Final || r.Verdict.Endpoint != "eu" || r.Verdict.Region != "eu-west-1" {
 			t.Fatalf("MayResend while provisional = %+v, %v", r, err)
 		}
-		if snap := h.p.Snapshot(); len(snap.Provisional) != 1 || snap.Provisional[0].OrderID != "o-1" || snap.Provisional[0].RequeryAt.IsZero() {
+		if snap := h.p.Snapshot(); len(snap.Provisional) != 1 || snap.ProvisionalCount != 1 || snap.Provisional[0].OrderID != "o-1" || snap.Provisional[0].RequeryAt.IsZero() {
 			t.Fatalf("Snapshot.Provisional = %+v", snap.Provisional)
 		}
 		h.await(pathdialer.EventRelease, nil)
@@ -96,6 +96,9 @@ func TestProvisionalNotReceivedBecomesFinalAfterQuarantine(t *testing.T) {
 		r, err = h.p.MayResend("o-1")
 		if err != nil || !r.Allowed || r.OrderID != "o-1" || !r.Verdict.Final {
 			t.Fatalf("MayResend after the quarantine = %+v, %v", r, err)
+		}
+		if r, err := h.p.MayResend("o-1"); err != nil || r.Allowed || !strings.Contains(r.Reason, "already granted") {
+			t.Fatalf("second MayResend = %+v, %v: a resend is granted once", r, err)
 		}
 		if snap := h.p.Snapshot(); len(snap.Provisional) != 0 {
 			t.Fatalf("Snapshot.Provisional after final = %+v", snap.Provisional)
