@@ -114,7 +114,8 @@ type Ticket struct {
 
 	p         *Path
 	shard     *ticketShard
-	idx       int          // position in the shard's list of tickets in flight
+	idx       int          // position in the shard's lists of tickets in flight
+	epoch     uint64       // the shard's epoch when granted: a later one means handed
 	state     atomic.Int32 // a ticket* value
 	cause     error
 	unknownAt time.Time
@@ -169,14 +170,18 @@ func (t *Ticket) Done() {
 	}
 	s := t.shard
 	s.mu.Lock()
-	if t.state.CompareAndSwap(ticketInFlight, ticketDone) {
+	if s.holds(t) {
+		t.state.Store(ticketDone)
 		s.unlink(t)
 		s.mu.Unlock()
 		t.p.inflightFinished()
 		return
 	}
+	handed := s.handed(t)
 	s.mu.Unlock()
-	t.late("done")
+	if handed {
+		t.late("done")
+	}
 }
 
 // Unknown records that the order's fate is unknown (cause says why: a timeout, a
@@ -195,7 +200,8 @@ func (t *Ticket) Unknown(cause error) {
 	// inflightCount never counts it out before it is among the unknown ones.
 	s := t.shard
 	s.mu.Lock()
-	if t.state.CompareAndSwap(ticketInFlight, ticketUnknown) {
+	if s.holds(t) {
+		t.state.Store(ticketUnknown)
 		t.cause = cause
 		t.unknownAt = time.Now()
 		s.unlink(t)
@@ -204,45 +210,75 @@ func (t *Ticket) Unknown(cause error) {
 		t.p.inflightFinished()
 		return
 	}
+	handed := s.handed(t)
 	s.mu.Unlock()
-	t.late("unknown: " + cause.Error())
+	if handed {
+		t.late("unknown: " + cause.Error())
+	}
 }
 
+// late reports a finish after the ticket was handed to reconciliation.
 func (t *Ticket) late(what string) {
-	if t.state.Load() == ticketHanded {
-		t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation, OrderID: t.OrderID,
-			Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
-	}
+	t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation, OrderID: t.OrderID,
+		Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
 }
 
 // ticketShards spreads tickets in flight over independently locked lists, so
 // submitters on different cores rarely meet on one lock.
 const ticketShards = 64
 
-// ticketShard holds its tickets in flight in a slice (removal swaps the last
-// one in): taking them all walks memory the processor can fetch ahead, where a
-// linked list would chase one pointer at a time.
+// ticketShard holds its tickets in flight as values (what reconciliation
+// needs of each) in one slice, beside their owners: handing them all over is
+// one bulk copy and an epoch step, without touching a ticket; a ticket whose
+// epoch is older than its shard's was handed. Removal swaps the last one in.
 type ticketShard struct {
-	mu sync.Mutex
-	ts []*Ticket
-	_  [64 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof([]*Ticket(nil))]byte // one shard per cache line
+	mu     sync.Mutex
+	epoch  uint64
+	infos  []shardEntry
+	owners []*Ticket
+	_      [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(uint64(0)) - unsafe.Sizeof([]shardEntry(nil)) - unsafe.Sizeof([]*Ticket(nil))]byte // shards on separate cache lines
 }
 
-// link and unlink: the shard's lock is held. The slice keeps its capacity, so
-// a steady flow of orders allocates nothing.
-func (s *ticketShard) link(t *Ticket) {
-	t.idx = len(s.ts)
-	s.ts = append(s.ts, t)
+// shardEntry is what reconciliation needs of a ticket in flight, kept small:
+// the endpoint and generation come from the gate view it was granted under.
+type shardEntry struct {
+	orderID, service string
+	view             *gateView
+}
+
+func (e *shardEntry) info() TicketInfo {
+	return TicketInfo{OrderID: e.orderID, Service: e.service, Endpoint: e.view.endpoint, Generation: e.view.gen, State: TicketInFlight}
+}
+
+// The shard's lock is held for all of these. The slices keep their capacity,
+// so a steady flow of orders allocates nothing.
+
+func (s *ticketShard) link(t *Ticket, v *gateView) {
+	t.idx, t.epoch = len(s.infos), s.epoch
+	s.infos = append(s.infos, shardEntry{orderID: t.OrderID, service: t.Service, view: v})
+	s.owners = append(s.owners, t)
 }
 
 func (s *ticketShard) unlink(t *Ticket) {
-	last := len(s.ts) - 1
+	last := len(s.infos) - 1
 	if i := t.idx; i != last {
-		m := s.ts[last]
-		s.ts[i], m.idx = m, i
+		m := s.owners[last]
+		s.infos[i], s.owners[i], m.idx = s.infos[last], m, i
 	}
-	s.ts[last] = nil
-	s.ts = s.ts[:last]
+	s.infos[last], s.owners[last] = shardEntry{}, nil
+	s.infos, s.owners = s.infos[:last], s.owners[:last]
+}
+
+// holds: t is in flight in this shard (granted, not finished, not handed).
+func (s *ticketShard) holds(t *Ticket) bool {
+	return t.state.Load() == ticketInFlight && t.epoch == s.epoch
+}
+
+// handed: t was handed to reconciliation (with every ticket of its shard, or
+// alone: by service, or after finishing unknown).
+func (s *ticketShard) handed(t *Ticket) bool {
+	st := t.state.Load()
+	return st == ticketHanded || st == ticketInFlight && t.epoch != s.epoch
 }
 
 // Acquire asks the gate for permission to submit one order (service names the
@@ -273,7 +309,13 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 	}
 	switch t.state.Load() {
 	case ticketInFlight:
-		return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still in flight; use another Ticket", ErrInvalidConfig, t.OrderID)
+		s := t.shard
+		s.mu.Lock()
+		inFlight := s.holds(t)
+		s.mu.Unlock()
+		if inFlight {
+			return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still in flight; use another Ticket", ErrInvalidConfig, t.OrderID)
+		}
 	case ticketUnknown:
 		return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still waiting for reconciliation; use another Ticket", ErrInvalidConfig, t.OrderID)
 	}
@@ -304,7 +346,7 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 				t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
 				t.p, t.shard, t.cause, t.unknownAt = p, s, nil, time.Time{}
 				t.state.Store(ticketInFlight)
-				s.link(t)
+				s.link(t, v)
 				s.mu.Unlock()
 				return nil
 			}
@@ -374,7 +416,7 @@ func (p *Path) inflightCount() int {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		n += len(s.ts)
+		n += len(s.infos)
 		s.mu.Unlock()
 	}
 	return n
@@ -426,7 +468,7 @@ func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		n += len(s.ts)
+		n += len(s.infos)
 		s.mu.Unlock()
 	}
 	p.unknownMu.Lock()
@@ -439,20 +481,22 @@ func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
 		// Every ticket in the list is in flight: Done and Unknown take it out
 		// under this lock before they change its state.
 		if service == "" {
-			for _, t := range s.ts {
-				out = append(out, t.info(TicketInFlight))
-				t.state.Store(ticketHanded)
+			// Every ticket at once: read the entries, step the epoch.
+			for i := range s.infos {
+				out = append(out, s.infos[i].info())
 			}
-			clear(s.ts)
-			s.ts = s.ts[:0]
+			s.epoch++
+			clear(s.infos)
+			clear(s.owners)
+			s.infos, s.owners = s.infos[:0], s.owners[:0]
 		} else {
-			for i := 0; i < len(s.ts); {
-				t := s.ts[i]
-				if t.Service != service {
+			for i := 0; i < len(s.infos); {
+				if s.infos[i].service != service {
 					i++
 					continue
 				}
-				out = append(out, t.info(TicketInFlight))
+				out = append(out, s.infos[i].info())
+				t := s.owners[i]
 				t.state.Store(ticketHanded)
 				s.unlink(t) // swaps the last one into i
 			}

@@ -333,9 +333,9 @@ func (p *Path) findTicket(orderID string) (TicketInfo, string, bool) {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		for _, t := range s.ts {
-			if t.OrderID == orderID {
-				ti := t.info(TicketInFlight)
+		for i := range s.infos {
+			if s.infos[i].orderID == orderID {
+				ti := s.infos[i].info()
 				s.mu.Unlock()
 				return ti, "in flight", true
 			}
