@@ -577,6 +577,7 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 		return
 	}
 	settled = p.judge(*r, settled, time.Now())
+	p.setPending(nil)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)
 }

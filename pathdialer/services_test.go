@@ -99,6 +99,9 @@ func TestServicesReleasedIndependently(t *testing.T) {
 			t.Fatalf("a service without its own reconciler granted before every reconcile: %+v", r)
 		default:
 		}
+		if r, err := h.p.MayResend("o-fix-old"); err != nil || r.Allowed || r.Reason != "awaiting reconciliation" {
+			t.Fatalf("MayResend of a FIX order still being reconciled = %+v, %v", r, err)
+		}
 		close(fix.gate)
 		h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Service == "" })
 		if r := <-fixWait; r.err != nil || r.t.Endpoint != "us" {

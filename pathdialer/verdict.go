@@ -132,7 +132,6 @@ func (p *Path) setPending(ts []TicketInfo) {
 // reconcile returned.
 func (p *Path) judge(r Reconciliation, settled []Settlement, now time.Time) []Settlement {
 	if len(settled) == 0 {
-		p.setPending(nil)
 		return settled
 	}
 	out := slices.Clone(settled)
@@ -142,7 +141,6 @@ func (p *Path) judge(r Reconciliation, settled []Settlement, now time.Time) []Se
 	}
 	p.verdicts.mu.Lock()
 	defer p.verdicts.mu.Unlock()
-	p.verdicts.pending = nil
 	for i := range out {
 		s := &out[i]
 		v := &Verdict{OrderID: s.OrderID, Service: s.Service, Fate: s.Fate, FoundAt: now, Detail: s.Detail}
