@@ -140,7 +140,13 @@ integration:
 # in make test through test-coord. JEPSEN_ITERATIONS / JEPSEN_SEED to vary.
 JEPSEN_ITERATIONS ?= 20
 JEPSEN_SEED       ?= 1
-.PHONY: jepsen
+.PHONY: jepsen bench-gate
 jepsen:
 	cd coord/etcd && $(GO) run ./cmd/coordjepsen -iterations $(JEPSEN_ITERATIONS) -seed $(JEPSEN_SEED)
+
+# bench-gate: the submission gate's costs (Acquire+Done, caller-owned tickets,
+# 64 submitters, with a decision deadline) and the switch's hand-off of 100,000
+# tickets in flight beside its floor (copying their fields), in one run.
+bench-gate:
+	$(GO) test -run '^$$' -bench 'Acquire|SwitchHandOff' -benchtime=1s -count=3 ./pathdialer/
 # --- end core ---
