@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -373,6 +374,57 @@ func TestSwitchWaitsForInflightOnlyUntilTheyFinish(t *testing.T) {
 		}
 		if recs := h.hooks.reconciliations(); len(recs) != 1 || len(recs[0].Tickets) != 0 {
 			t.Fatalf("reconciliations %+v: the finished ticket is not in doubt", recs)
+		}
+	})
+}
+
+// AcquireInto fills a caller-owned Ticket: refused while that ticket is in
+// flight or waiting for reconciliation, allowed again after Done, and after a
+// switch handed it to reconciliation (a late Done then reports it as late).
+func TestAcquireIntoReuse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		var tk pathdialer.Ticket
+		tk.Done() // a zero Ticket: nothing happens
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-1"); err != nil || tk.Endpoint != "eu" || tk.OrderID != "o-1" {
+			t.Fatalf("AcquireInto: %v, %+v", err, &tk)
+		}
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-2"); !errors.Is(err, pathdialer.ErrInvalidConfig) || tk.OrderID != "o-1" {
+			t.Fatalf("refill while in flight: %v (order %s)", err, tk.OrderID)
+		}
+		tk.Done()
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-2"); err != nil || tk.OrderID != "o-2" {
+			t.Fatalf("refill after Done: %v", err)
+		}
+		tk.Unknown(errReset)
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-3"); !errors.Is(err, pathdialer.ErrInvalidConfig) {
+			t.Fatalf("refill while waiting for reconciliation: %v", err)
+		}
+		var inflight pathdialer.Ticket
+		if err := h.p.AcquireInto(ctx, &inflight, pathdialer.ServiceREST, "o-4"); err != nil {
+			t.Fatal(err)
+		}
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventRelease, nil)
+		recs := h.hooks.reconciliations()
+		if len(recs) != 1 || !slices.Equal(orderIDs(recs[0].Tickets), []string{"o-2", "o-4"}) {
+			t.Fatalf("reconciliation %+v", recs)
+		}
+		inflight.Done() // handed with its shard's epoch: a late finish
+		if late := h.await(pathdialer.EventLateTicket, nil); late.OrderID != "o-4" {
+			t.Fatalf("late ticket event %v", late)
+		}
+		for _, x := range []*pathdialer.Ticket{&tk, &inflight} {
+			if err := h.p.AcquireInto(ctx, x, pathdialer.ServiceREST, "again-"+x.OrderID); err != nil || x.Endpoint != "us" {
+				t.Fatalf("refill after the hand-over: %v, %+v", err, x)
+			}
+			x.Done()
+		}
+		if n := countKind(h.rec.all(), pathdialer.EventLateTicket); n != 1 {
+			t.Errorf("%d late tickets, want 1 (refilled tickets finished normally are not late)", n)
 		}
 	})
 }
