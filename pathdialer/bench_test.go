@@ -175,9 +175,16 @@ func BenchmarkAcquireIntoDoneParallel64(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(64)
 	b.RunParallel(func(pb *testing.PB) {
-		var t pathdialer.Ticket
+		// Each submitter's Ticket on cache lines of its own, as a transport's
+		// per-connection or pooled tickets would be.
+		padded := new(struct {
+			_ [64]byte
+			t pathdialer.Ticket
+			_ [64]byte
+		})
+		t := &padded.t
 		for pb.Next() {
-			if err := p.AcquireInto(ctx, &t, pathdialer.ServiceREST, "order-1"); err != nil {
+			if err := p.AcquireInto(ctx, t, pathdialer.ServiceREST, "order-1"); err != nil {
 				b.Error(err)
 				return
 			}
