@@ -104,19 +104,25 @@ func TestActiveIdentityMismatchFailsOver(t *testing.T) {
 	})
 }
 
+// epEU2 is an allowed (EU) backup for the jurisdiction tests, after "us".
+var epEU2 = pathdialer.Endpoint{Name: "eu2", Region: "eu-central-1", Priority: 20, Jurisdiction: "EU",
+	Services: map[string]string{"rest": "https://api-eu2.broker.example", "fix": "fix-eu2.broker.example:9878"}}
+
 // Jurisdiction rule with the degraded read-only mode: EU may fail over to EU only;
-// with only the US healthy, reads go to the US while orders are refused with an
-// error naming the rule; when the EU recovers, flow resumes there through reconcile
-// and reads follow it again.
+// with the EU backup down and only the US healthy, reads go to the US while orders
+// are refused with an error naming the rule; when the EU recovers, flow resumes
+// there through reconcile and reads follow it again.
 func TestDegradedModeReadsFlowOrdersRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Endpoints = append(c.Endpoints, epEU2)
 			c.Endpoints[0].Jurisdiction = "EU"
 			c.Endpoints[1].Jurisdiction = "US"
 			c.Engine.TargetJurisdictions = []string{"EU"}
 			c.DegradedReads = true
 		})
 		defer h.close()
+		h.probes.set("eu2", probeFail)
 		h.start()
 		h.probes.set("eu", probeBlackhole)
 		deg := h.await(pathdialer.EventDegraded, nil)
@@ -185,4 +191,33 @@ func TestIdentityMatch(t *testing.T) {
 			t.Errorf("mismatch error %q lacks %q", err, sub)
 		}
 	}
+}
+
+// A full failover under a jurisdiction rule with an allowed backup: the backup's
+// jurisdiction reaches the engine, so it is a target, and flow moves there.
+func TestJurisdictionRuleFailsOverToAllowedBackup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Endpoints[0].Jurisdiction = "EU"
+			c.Endpoints[1].Jurisdiction = "EU"
+			c.Engine.TargetJurisdictions = []string{"EU"}
+		})
+		defer h.close()
+		h.start()
+		if st := status(t, h.p, "us"); st.Jurisdiction != "EU" || !st.Eligible {
+			t.Fatalf("backup as the engine sees it: jurisdiction %q, eligible %v", st.Jurisdiction, st.Eligible)
+		}
+		h.probes.set("eu", probeBlackhole)
+		sw := h.await(pathdialer.EventSwitch, nil)
+		if sw.To != "us" {
+			t.Fatalf("switch %v", sw)
+		}
+		h.await(pathdialer.EventRelease, nil)
+		if tk := mustAcquire(t, h.p, "o-1"); tk.Endpoint != "us" {
+			t.Fatalf("ticket on %q", tk.Endpoint)
+		}
+		if n := countKind(h.rec.all(), pathdialer.EventHalt); n != 0 {
+			t.Fatalf("%d halts with an allowed backup", n)
+		}
+	})
 }

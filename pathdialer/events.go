@@ -56,6 +56,17 @@ const (
 	// EventDegraded: the degraded read-only mode began (Endpoint = where reads
 	// go) or ended (Endpoint empty).
 	EventDegraded
+	// EventOnDemand: candidates excluded only by stale evidence were probed
+	// (and re-checked) at once before a halt or switch was decided (Cause
+	// names them, what was found, and the outcome).
+	EventOnDemand
+	// EventBrokenProbe: an endpoint's probe has never succeeded, or fails
+	// while live traffic on it succeeds (Cause); or it works again (Cause
+	// says so). The probe, not the endpoint, is suspect.
+	EventBrokenProbe
+	// EventGray: an endpoint was taken DOWN by live-traffic evidence while its
+	// probe passed (a gray failure), or came back (Cause says how).
+	EventGray
 )
 
 var eventNames = [...]string{
@@ -65,6 +76,7 @@ var eventNames = [...]string{
 	EventReconcileFailure: "reconcile-failed", EventRelease: "release", EventHalt: "halt",
 	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
 	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
+	EventOnDemand: "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -219,7 +231,7 @@ func (d *dispatcher) deliver(e Event) {
 	switch e.Kind {
 	case EventProbe:
 		level = slog.LevelDebug
-	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded:
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventBrokenProbe, EventGray:
 		level = slog.LevelWarn
 	}
 	if d.log.Enabled(context.Background(), level) {
