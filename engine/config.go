@@ -113,8 +113,8 @@ type Config struct {
 	// BounceFactor multiplies the failback cooldown per bounce. Must be >= 1
 	// when BounceWindow is set.
 	BounceFactor int
-	// MaxFailbackCooldown bounds the multiplied cooldown. Must be >= Cooldown
-	// when BounceWindow is set.
+	// MaxFailbackCooldown bounds the multiplied cooldown; a bound below
+	// Cooldown leaves Cooldown unmultiplied. Must be >= 0.
 	MaxFailbackCooldown time.Duration
 	// FlapBounces bounces of one endpoint within FlapWindow trip the flap
 	// limiter whatever FlapLimit says. 0 = off. Must be >= 0.
@@ -190,8 +190,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: BounceWindow is %v, must be >= 0 (0 = bounces not counted)", ErrInvalidConfig, c.BounceWindow)
 	case c.BounceWindow > 0 && c.BounceFactor < 1:
 		return fmt.Errorf("%w: BounceFactor is %d, must be >= 1 when BounceWindow is set", ErrInvalidConfig, c.BounceFactor)
-	case c.BounceWindow > 0 && c.MaxFailbackCooldown < c.Cooldown:
-		return fmt.Errorf("%w: MaxFailbackCooldown (%v) must be >= Cooldown (%v) when BounceWindow is set", ErrInvalidConfig, c.MaxFailbackCooldown, c.Cooldown)
+	case c.MaxFailbackCooldown < 0:
+		return fmt.Errorf("%w: MaxFailbackCooldown is %v, must be >= 0", ErrInvalidConfig, c.MaxFailbackCooldown)
 	case c.FlapBounces < 0:
 		return fmt.Errorf("%w: FlapBounces is %d, must be >= 0 (0 = off)", ErrInvalidConfig, c.FlapBounces)
 	case c.GrayFailbackWait < 0:

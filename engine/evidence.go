@@ -198,10 +198,11 @@ func (m *Manager) failbackCooldownLocked(es *endpointState, now time.Time) time.
 	if m.cfg.BounceWindow <= 0 {
 		return c
 	}
+	bound := max(m.cfg.MaxFailbackCooldown, c)
 	for range m.bouncesLocked(es, now) {
 		c *= time.Duration(m.cfg.BounceFactor)
-		if c >= m.cfg.MaxFailbackCooldown || c < 0 {
-			return m.cfg.MaxFailbackCooldown
+		if c >= bound || c < 0 {
+			return bound
 		}
 	}
 	return c

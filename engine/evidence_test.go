@@ -370,7 +370,8 @@ func TestBounceRulesProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		cool := time.Duration(rapid.IntRange(1, 120).Draw(rt, "CooldownS")) * time.Second
 		factor := rapid.IntRange(1, 4).Draw(rt, "BounceFactor")
-		maxCool := cool * time.Duration(rapid.IntRange(1, 20).Draw(rt, "MaxMult"))
+		maxCool := cool * time.Duration(rapid.IntRange(0, 20).Draw(rt, "MaxMult")) / 2
+		bound := max(maxCool, cool)
 		bw := time.Duration(rapid.IntRange(1, 600).Draw(rt, "BounceWindowS")) * time.Second
 		fw := time.Duration(rapid.IntRange(1, 3600).Draw(rt, "FlapWindowS")) * time.Second
 		flapBounces := rapid.IntRange(0, 3).Draw(rt, "FlapBounces")
@@ -400,8 +401,8 @@ func TestBounceRulesProperty(t *testing.T) {
 			c := cool
 			for range n {
 				c *= time.Duration(factor)
-				if c >= maxCool {
-					c = maxCool
+				if c >= bound {
+					c = bound
 					break
 				}
 			}
@@ -434,7 +435,7 @@ func TestBounceRulesProperty(t *testing.T) {
 			if st.Bounces != n || st.FailbackCooldown != c {
 				rt.Fatalf("status: bounces %d cooldown %v, model %d %v", st.Bounces, st.FailbackCooldown, n, c)
 			}
-			if c > maxCool || (n == 0 && c != cool) {
+			if c > bound || c < cool || (n == 0 && c != cool) {
 				rt.Fatalf("cooldown %v out of bounds", c)
 			}
 			d, _ := m.EvaluateFailback(true)
