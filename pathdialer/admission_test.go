@@ -648,3 +648,51 @@ func TestDegradedModeFollowsTheHalt(t *testing.T) {
 		}
 	})
 }
+
+// A slow identity check at switch time keeps the hold: an order waits (it is
+// not refused), and its ticket is granted on the new endpoint only after the
+// check proved it.
+func TestSlowSwitchCheckKeepsTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ids := &identities{acc: map[string]string{"eu": "ACC-1", "us": "ACC-1"}}
+		var slow sync.Mutex
+		slowUS := false
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Identity = func(ctx context.Context, ep pathdialer.Endpoint) (pathdialer.Identity, error) {
+				slow.Lock()
+				s := slowUS && ep.Name == "us"
+				slow.Unlock()
+				if s {
+					select {
+					case <-time.After(3 * time.Second):
+					case <-ctx.Done():
+						return pathdialer.Identity{}, ctx.Err()
+					}
+				}
+				return ids.check(ctx, ep)
+			}
+			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
+			c.IdentityInterval = time.Hour
+		})
+		defer h.close()
+		h.start()
+		<-time.After(10 * time.Second)
+		slow.Lock()
+		slowUS = true
+		slow.Unlock()
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventHold, nil)
+		tk, err := h.p.Acquire(context.Background(), pathdialer.ServiceREST, "o-during-check")
+		if err != nil {
+			t.Fatalf("an order during the slow check was refused: %v", err)
+		}
+		defer tk.Done()
+		st := status(t, h.p, "us")
+		if tk.Endpoint != "us" || !st.Verified || time.Since(st.VerifiedAt) > time.Second || st.VerifiedAt.Before(time.Now().Add(-5*time.Second)) {
+			t.Fatalf("ticket on %q; us verified %v, %v ago", tk.Endpoint, st.Verified, time.Since(st.VerifiedAt))
+		}
+		if n := countKind(h.rec.all(), pathdialer.EventHalt); n != 0 {
+			t.Fatalf("%d halts during a slow but successful check", n)
+		}
+	})
+}

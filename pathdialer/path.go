@@ -186,9 +186,14 @@ func (p *Path) Fenced(endpoint string) bool {
 	return ok && rt.isFenced()
 }
 
-// Start runs one probe round (bounded by ctx and Config.ProbeTimeout), opens the
-// gate on the active endpoint, and starts the monitor, which runs until Close.
-// It returns an error if the Path was already started or closed.
+// Start checks identities (Config.Identity), runs one probe round (bounded by ctx
+// and Config.ProbeTimeout), opens the gate on the active endpoint, and starts the
+// monitor, which runs until Close. With Config.StartWait it first waits for an
+// eligible endpoint; when none is, the gate is halted and Start returns an error
+// wrapping ErrNoEligibleEndpoint, though the Path runs on and resumes by itself
+// (Close it if you give up). The gate never opens on an active endpoint found
+// fronting another account: it halts and the monitor fails over. It returns an
+// error if the Path was already started or closed.
 func (p *Path) Start(ctx context.Context) error {
 	p.lifeMu.Lock()
 	defer p.lifeMu.Unlock()
