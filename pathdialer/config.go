@@ -379,7 +379,10 @@ type Config struct {
 // DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
 // and Reconciler is set: probes every 1 s with a 500 ms timeout, the engine's
 // defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
-// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row.
+// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
+// verifications that expire after 3 minutes and are re-checked at a switch when
+// older than 5 s; Start waiting up to 10 s for an eligible endpoint (a desk would
+// rather hear at once that nothing can carry an order than open a gate onto it).
 func DefaultConfig() Config {
 	return Config{
 		Engine:            engine.DefaultConfig(),
