@@ -112,7 +112,7 @@ func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 	if !m.eligibleLocked(prim, now) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {
 		d.Outcome = PrimaryNotStable
 		d.Notes = []string{fmt.Sprintf("primary %q not yet stable: %s, %d of %d consecutive successes", prim.ep.Name, m.describeLocked(prim, now), prim.consecSucc, m.cfg.FailbackSuccessThreshold)}
-		if m.staleOnlyLocked(prim, now) {
+		if m.staleOnlyLocked(prim, now) && (prim.consecSucc >= m.cfg.FailbackSuccessThreshold || prim.state == Unknown || now.Sub(prim.lastSuccess) >= m.cfg.MaxHealthAge) {
 			d.Stale = []string{prim.ep.Name}
 			d.Notes = append(d.Notes, fmt.Sprintf("%q is held back only by stale evidence: probe it at once", prim.ep.Name))
 		}
