@@ -15,15 +15,17 @@ import (
 // Each kind counts its own consecutive failures; an endpoint is DOWN when
 // either count reaches Config.FailureThreshold, DEGRADED while either is above
 // zero (or the last success was slower than Config.DegradedLatency), HEALTHY
-// otherwise. A probe success never clears live-traffic failures, and a
-// live-traffic success never clears probe failures, with one exception: live
-// traffic failures below the threshold that are older than Config.MaxHealthAge
-// are stale evidence, and the next probe success clears them (an endpoint that
-// carries no traffic any more would otherwise stay DEGRADED for ever).
+// otherwise. A live-traffic success never clears probe failures, and a probe
+// success clears live-traffic failures only when the probe has shown it can
+// see them — it failed too, after the last failed order (an ordinary outage
+// that the orders noticed first) — or when they are stale: below the threshold
+// and older than Config.MaxHealthAge (an endpoint that carries no traffic any
+// more would otherwise stay DEGRADED for ever).
 //
 // A gray failure is an endpoint taken DOWN by live traffic while its probe
-// passed: the probe cannot see what breaks the orders, so probe successes
-// alone do not bring it back. It stays DOWN until trade-path evidence says it
+// passed (and the probe does not fail afterwards: a probe failure turns it
+// into an ordinary outage): the probe cannot see what breaks the orders, so
+// probe successes alone do not bring it back. It stays DOWN until trade-path evidence says it
 // works (ObserveTradePath or ObserveTraffic with a nil result), or, without
 // it, until Config.GrayFailbackWait times the number of gray failures of that
 // endpoint (at most Config.MaxGrayFailbackWait) has passed and a probe
@@ -78,9 +80,17 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 		if src == srcProbe {
 			es.probeResults++
 			es.consecFail++
+			es.lastProbeFailure = now
+			if es.gray {
+				// The probe sees the failure after all: an ordinary outage
+				// that live traffic noticed first, not a gray failure.
+				es.gray = false
+				es.grayCount--
+			}
 		} else {
 			es.trafficFail++
 			es.lastTrafficResult = now
+			es.lastTrafficFailure = now
 		}
 	} else {
 		es.lastSuccess = now
@@ -90,7 +100,12 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 			es.consecFail = 0
 			es.probeOK = true
 			es.lastProbeSuccess = now
-			if es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge {
+			switch {
+			case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure):
+				// The probe failed too, after the orders did: it sees this
+				// failure, so its success is evidence of recovery.
+				es.trafficFail = 0
+			case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
 				es.trafficFail = 0 // stale live-traffic failures below the threshold
 			}
 			if es.gray && !now.Before(m.grayUntilLocked(es)) {

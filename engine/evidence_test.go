@@ -457,3 +457,25 @@ func TestBounceRulesProperty(t *testing.T) {
 		}
 	})
 }
+
+// An ordinary outage that live traffic notices before the next probe round is
+// not a gray failure once the probe fails too: the probe's later success brings
+// the endpoint back.
+func TestOutageNoticedFirstByTrafficIsNotGray(t *testing.T) {
+	m, clk, pt := fixture(t, nil, epEU, epUS)
+	mustProbe(t, m, "eu")
+	mustTraffic(t, m, "eu", errOrder)
+	if st := mustTraffic(t, m, "eu", errOrder); !st.GrayFailure {
+		t.Fatalf("provisionally gray: %+v", st)
+	}
+	clk.Advance(100 * time.Millisecond)
+	pt.fail("eu", errRefused)
+	if st := mustProbe(t, m, "eu"); st.GrayFailure || st.GrayFailures != 0 || st.State != engine.Down {
+		t.Fatalf("after the probe failed too: %+v", st)
+	}
+	clk.Advance(time.Second)
+	pt.heal("eu")
+	if st := mustProbe(t, m, "eu"); st.State != engine.Healthy || st.TrafficFailures != 0 {
+		t.Fatalf("the probe's success after the outage: %v, traffic failures %d", st.State, st.TrafficFailures)
+	}
+}

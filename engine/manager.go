@@ -131,6 +131,8 @@ type endpointState struct {
 	trafficFail        int
 	lastTrafficResult  time.Time
 	lastTrafficSuccess time.Time
+	lastTrafficFailure time.Time
+	lastProbeFailure   time.Time
 	probeResults       int
 	probeOK            bool // a probe has succeeded at least once
 	lastProbeSuccess   time.Time
