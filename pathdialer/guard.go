@@ -158,7 +158,12 @@ func (c *controller) refuseRelease() bool {
 	c.rec = nil // its tickets were settled by the reconcile that just succeeded
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal
-	c.halt(haltIdentity, fmt.Errorf("the gate does not open on %q: it fronts another account (%v); evaluating failover", a.rt.ep.Name, st.IdentityError))
+	cause := fmt.Errorf("the gate does not open on %q: it fronts another account (%v); evaluating failover", a.rt.ep.Name, st.IdentityError)
+	for _, w := range c.waiters {
+		w <- fmt.Errorf("%w: %w", ErrTradingHalted, cause) // an Assign waiting for this release
+	}
+	c.waiters = nil
+	c.halt(haltIdentity, cause)
 	p.kick()
 	return true
 }
