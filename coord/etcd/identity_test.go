@@ -10,6 +10,7 @@ import (
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
 	"github.com/brokerpath/brokerpath/coord/etcd/internal/etcdtest"
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -111,4 +112,41 @@ func TestDeciderRequiresQuorumIdentity(t *testing.T) {
 	}
 	ids.set("mon-us", "us", "ACC-1")
 	waitActive(t, h, "us", tr)
+}
+
+// An observer fed by a Path's events publishes its identity verdicts: verified,
+// mismatch, and nothing once the verification is older than IdentityMaxAge.
+func TestObserverRecordsIdentityEvents(t *testing.T) {
+	r := newRig(t)
+	cfg := etcdcoord.DefaultObserverConfig()
+	cfg.Client, cfg.Prefix, cfg.Name, cfg.Region = r.cli, prefix, "mon-1", "eu"
+	cfg.Endpoints = []pathdialer.Endpoint{endpoints[0], endpoints[1]}
+	cfg.Endpoints[1].Jurisdiction = "US"
+	cfg.IdentityMaxAge = 300 * time.Millisecond
+	o, err := etcdcoord.NewObserver(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(ep string) etcdcoord.Observation {
+		for _, ob := range o.Observations() {
+			if ob.Endpoint == ep {
+				return ob
+			}
+		}
+		return etcdcoord.Observation{}
+	}
+	o.RecordEvent(pathdialer.Event{Kind: pathdialer.EventIdentity, Endpoint: "us", Cause: "identity verified"})
+	if ob := find("us"); ob.Identity != etcdcoord.IdentityVerified || ob.Jurisdiction != "US" {
+		t.Fatalf("after a verified event: %+v", ob)
+	}
+	o.RecordEvent(pathdialer.Event{Kind: pathdialer.EventIdentity, Endpoint: "eu", Err: errors.Join(engine.ErrIdentityMismatch, errors.New(`account "X"`)), Cause: "mismatch"})
+	if ob := find("eu"); ob.Identity != etcdcoord.IdentityMismatch || !strings.Contains(ob.IdentityError, `account "X"`) {
+		t.Fatalf("after a mismatch event: %+v", ob)
+	}
+	// An expiry notice carries no verdict: it must not verify anything.
+	o.RecordEvent(pathdialer.Event{Kind: pathdialer.EventIdentity, Endpoint: "eu", Cause: "identity verification of \"eu\" expired"})
+	if ob := find("eu"); ob.Identity != etcdcoord.IdentityMismatch {
+		t.Fatalf("an expiry notice changed the verdict: %+v", ob)
+	}
+	etcdtest.Eventually(t, 5*time.Second, "the verification expires", func() bool { return find("us").Identity == "" })
 }
