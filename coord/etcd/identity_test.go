@@ -83,8 +83,9 @@ func TestDeciderRequiresQuorumIdentity(t *testing.T) {
 	ids.set("mon-eu", "us", "SOMEONE-ELSE")
 	ids.set("mon-us", "us", "")
 	ids.set("mon-ap", "us", "")
-	etcdtest.Eventually(t, 10*time.Second, "the mismatch reaches the decider", func() bool {
-		return d.Aggregator().Verdicts()["us"].Identity == etcdcoord.IdentityMismatch
+	etcdtest.Eventually(t, 10*time.Second, "the mismatch reaches the decider, the old verifications expired", func() bool {
+		v := d.Aggregator().Verdicts()["us"]
+		return v.Identity == etcdcoord.IdentityMismatch && len(v.VerifiedBy) == 0
 	})
 	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
 		r.reach.set(o, "eu", false)
