@@ -340,17 +340,25 @@ type Config struct {
 	// halts only through Assign, Hold, Halt and Resume.
 	ExternalDecisions bool
 	// Identity, optional, asks every endpoint who it fronts, at Start and every
-	// IdentityInterval; the answer is compared with ExpectedIdentity. A mismatch
-	// makes the endpoint ineligible as a target whatever its health (and an
-	// active one warrants failover); with Engine.RequireAdmission an endpoint
-	// never verified is not a target either. Required with RequireAdmission.
+	// IdentityInterval; the answer is compared with ExpectedIdentity. With
+	// Identity set, admission is required (the Path sets
+	// Engine.RequireAdmission): an endpoint is a target only after a check
+	// verified it, within Engine.VerificationMaxAge, and a switch re-checks a
+	// target whose verification is older than Engine.SwitchVerificationAge,
+	// under the hold, before it becomes active. A mismatch makes the endpoint
+	// ineligible whatever its health (an active one warrants failover, and the
+	// gate never opens on it). See admission.go for the comparison rule.
 	Identity IdentityFunc
 	// ExpectedIdentity is what every endpoint must front; with Identity set it
-	// must name something to compare (empty fields are not compared).
+	// must name something to compare (empty fields are not compared). Values
+	// are compared exactly as written: New refuses blank Extra values and
+	// values with leading or trailing white space.
 	ExpectedIdentity Identity
 	// IdentityInterval between identity checks. Default 1 min.
 	IdentityInterval time.Duration
-	// IdentityTimeout bounds one identity check. Default 5 s.
+	// IdentityTimeout bounds one identity check, whatever the IdentityFunc
+	// does with its context: a check still running then is inconclusive.
+	// Default 5 s.
 	IdentityTimeout time.Duration
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them
@@ -393,12 +401,31 @@ type Config struct {
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
 	// Close, which waits for it. A slow hook delays later events, not the Path.
 	OnEvent func(Event)
+
+	// --- admission, evidence and start (see admission.go, ondemand.go, gray.go) ---
+
+	// TradePathCheck, optional, checks the path orders take (an authenticated
+	// order-status query, a test order the broker rejects in a known way). It
+	// runs every probe round, bounded by ProbeTimeout, on each endpoint taken
+	// out by a gray failure (DOWN on live-traffic evidence while its probe
+	// passed): its success is the evidence that lets the endpoint back (see
+	// engine.Config.GrayFailbackWait for the wait without it).
+	TradePathCheck ProbeFunc
+	// StartWait: Start waits (probing every ProbeInterval) until at least one
+	// endpoint is eligible, at most this long, then returns an error wrapping
+	// ErrNoEligibleEndpoint with the gate halted (the Path keeps running and
+	// resumes when an endpoint becomes eligible). 0 = Start opens the gate
+	// after one probe round whatever it found. >= 0.
+	StartWait time.Duration
 }
 
 // DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
 // and Reconciler is set: probes every 1 s with a 500 ms timeout, the engine's
 // defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
-// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row.
+// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
+// verifications that expire after 3 minutes and are re-checked at a switch when
+// older than 5 s; Start waiting up to 10 s for an eligible endpoint (a desk would
+// rather hear at once that nothing can carry an order than open a gate onto it).
 func DefaultConfig() Config {
 	return Config{
 		Engine:            engine.DefaultConfig(),
@@ -416,7 +443,8 @@ func DefaultConfig() Config {
 		IdentityInterval:  time.Minute,
 		IdentityTimeout:   5 * time.Second,
 		Quarantine:        DefaultQuarantine,
-	}
+		StartWait:         defaultStartWait,
+	}.withAdmissionDefaults()
 }
 
 // Validate checks every field as written and names the first that cannot work.
@@ -473,6 +501,9 @@ func (c Config) Validate() error {
 	ecfg.Probe = func(context.Context, engine.Endpoint) error { return nil }
 	if err := ecfg.Validate(); err != nil {
 		return fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
+	}
+	if err := c.validateAdmission(); err != nil {
+		return err
 	}
 	if err := c.FenceBackoff.validate("FenceBackoff"); err != nil {
 		return err

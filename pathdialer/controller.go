@@ -2,7 +2,6 @@ package pathdialer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,6 +70,7 @@ func (p *Path) control(ctx context.Context) {
 	c := &controller{p: p, lastFbOut: engine.NoAction, results: make(chan svcResult)}
 	defer c.hooks.Wait()
 	defer c.endMulti()
+	c.adoptStartGate() // a halt Start made (guard.go)
 	// Probe rounds and identity checks run in their own goroutine (monitor), so
 	// a fence or reconcile in progress here never pauses the health evidence,
 	// and each completed round asks for an evaluation through the trigger.
@@ -203,7 +203,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		c.maybeRequery(ctx)
 		return
 	}
-	d, err := c.p.eng.EvaluateFailover(false)
+	d, err := c.evaluate(ctx, false, false) // probes stale candidates at once (ondemand.go)
 	if err != nil {
 		c.p.log.Error("pathdialer: evaluate failover", "err", err)
 		return
@@ -277,23 +277,7 @@ func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 		}
 		c.evaluateFailback(ctx)
 	case engine.NoTargetAvailable:
-		// One decision event per halt: the notes carry failure counts and ages
-		// that change every round, and repeating them would flood the events
-		// (and push the halt out of Snapshot.Events).
-		if c.halted && c.haltKind == haltNoTarget {
-			return
-		}
-		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
-		cause := "no eligible target: " + strings.Join(d.Notes, "; ")
-		if p.cfg.DegradedReads && d.ReadOnlyTarget != "" {
-			// Degraded mode: reads through the healthy endpoint the jurisdiction
-			// rule excludes; orders stay halted with the rule named.
-			cause = fmt.Sprintf("degraded mode: no target inside the allowed jurisdictions %v; reads go to %q, submissions are halted (%s)",
-				p.cfg.Engine.TargetJurisdictions, d.ReadOnlyTarget, strings.Join(d.Notes, "; "))
-			p.setReadView(p.eps[d.ReadOnlyTarget])
-			p.events.emit(Event{Kind: EventDegraded, Endpoint: d.ReadOnlyTarget, Generation: d.Generation, Cause: cause})
-		}
-		c.halt(haltNoTarget, errors.New(cause))
+		c.onNoTarget(d) // halt; degraded reads kept current during it (guard.go)
 	case engine.FenceRequired, engine.Switched:
 		c.startSwitch(ctx, d, false)
 	}
@@ -324,7 +308,7 @@ func (c *controller) evaluateFailback(ctx context.Context) {
 	if time.Now().Before(c.noFailbackUntil) {
 		return
 	}
-	d, err := p.eng.EvaluateFailback(false)
+	d, err := c.evaluate(ctx, true, false)
 	if err != nil {
 		p.log.Error("pathdialer: evaluate failback", "err", err)
 		return
@@ -467,11 +451,7 @@ func (c *controller) attemptFence(ctx context.Context) {
 		return
 	}
 	var d engine.Decision
-	if c.failback {
-		d, err = p.eng.EvaluateFailback(true)
-	} else {
-		d, err = p.eng.EvaluateFailover(true)
-	}
+	d, err = c.evaluate(ctx, c.failback, true)
 	if err != nil {
 		p.log.Error("pathdialer: evaluate with fence confirmed", "err", err)
 		return
@@ -485,8 +465,7 @@ func (c *controller) attemptFence(ctx context.Context) {
 		}
 		c.switched(ctx, d, reason)
 	case engine.NoTargetAvailable:
-		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
-		c.halt(haltNoTarget, errors.New("no eligible target after the fence: "+strings.Join(d.Notes, "; ")))
+		c.noTargetAfterFence(ctx, d)
 	default:
 		// The switch is no longer warranted (the active endpoint recovered, or a
 		// failback gate closed). Its connections were cut by the fence, so flow
@@ -585,6 +564,9 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 // release opens the gate on the active endpoint.
 func (c *controller) release(ctx context.Context) {
 	p := c.p
+	if c.refuseRelease() { // never on an endpoint known to front another account (guard.go)
+		return
+	}
 	a := p.active.Load()
 	c.unfenceActive(ctx)
 	if p.readView.Load() != nil {

@@ -61,6 +61,17 @@ const (
 	// Region it was sent through, Settlements[0] the fate found; Time is when
 	// it was found.
 	EventLateLanding
+	// EventOnDemand: candidates excluded only by stale evidence were probed
+	// (and re-checked) at once before a halt or switch was decided (Cause
+	// names them, what was found, and the outcome).
+	EventOnDemand
+	// EventBrokenProbe: an endpoint's probe has never succeeded, or fails
+	// while live traffic on it succeeds (Cause); or it works again (Cause
+	// says so). The probe, not the endpoint, is suspect.
+	EventBrokenProbe
+	// EventGray: an endpoint was taken DOWN by live-traffic evidence while its
+	// probe passed (a gray failure), or came back (Cause says how).
+	EventGray
 )
 
 var eventNames = [...]string{
@@ -71,6 +82,7 @@ var eventNames = [...]string{
 	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
 	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
 	EventLateLanding: "late-landing",
+	EventOnDemand: "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -268,7 +280,7 @@ func (d *dispatcher) deliver(e Event) {
 	switch e.Kind {
 	case EventProbe:
 		level = slog.LevelDebug
-	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding:
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding, EventBrokenProbe, EventGray:
 		level = slog.LevelWarn
 	}
 	if d.log.Enabled(context.Background(), level) {

@@ -82,11 +82,17 @@ func (p *Path) external(ctx context.Context, r extReq) error {
 // the new token) and, when submissions are held or halted (a Path with
 // ExternalDecisions starts held until its first Assign), releases them through
 // reconciliation. A Halt while a switch is in progress makes its Assign return
-// ErrTradingHalted. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
+// ErrTradingHalted. It refuses, before anything changes, an endpoint this
+// process found fronting another account (engine.ErrIdentityMismatch) or lying
+// outside Engine.TargetJurisdictions (engine.ErrJurisdiction): the coordinator
+// should choose another target. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
 // ErrSwitchInProgress, ErrClosed, or ctx's.
 func (p *Path) Assign(ctx context.Context, endpoint string, token uint64) error {
 	if _, ok := p.eps[endpoint]; !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, endpoint)
+	}
+	if err := p.admissible(endpoint); err != nil {
+		return err
 	}
 	return p.external(ctx, extReq{kind: extAssign, endpoint: endpoint, token: token})
 }

@@ -71,6 +71,9 @@ type EndpointSnapshot struct {
 	IdentityMismatch bool      `json:"identity_mismatch"`
 	IdentityError    string    `json:"identity_error,omitempty"`
 	VerifiedAt       time.Time `json:"verified_at"`
+	// Evidence: probe and live-traffic evidence apart, broken probe, gray
+	// failure, bounces (gray.go).
+	EndpointEvidence
 }
 
 // MonitorSnapshot says whether the monitor itself is alive.
@@ -136,6 +139,7 @@ func (p *Path) Snapshot() Snapshot {
 			LastSuccessAge:       -1,
 			LastLatency:          st.LastLatency,
 			Conns:                rt.connCount(),
+			EndpointEvidence:     evidenceOf(st),
 		}
 		if st.LastProbeError != nil {
 			es.LastProbeError = st.LastProbeError.Error()
