@@ -366,6 +366,8 @@ type harnessOpts struct {
 	reconcile func(rec *fix.Reconciler) pathdialer.ReconcileFunc
 	settings  func(*quickfix.SessionSettings)
 	tls       bool
+	recOpts   fix.ReconcileOptions
+	opts      fix.Options // merged over the harness's own (Sequence, Reconciler, StopGrace, TLSConfig)
 }
 
 func newHarness(t *testing.T, ho harnessOpts) *harness {
@@ -385,7 +387,10 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	probes := pathtest.NewProbes("eu", "us")
 	h := &harness{b: b, down: probes.Down, events: pathtest.NewEvents(), recs: make(chan []pathdialer.Settlement, 16),
 		sid: quickfix.SessionID{BeginString: ho.begin, SenderCompID: comp, TargetCompID: "BROKER"}}
-	rec, err := fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: 2 * time.Second})
+	if ho.recOpts.AnswerTimeout == 0 {
+		ho.recOpts.AnswerTimeout = 2 * time.Second
+	}
+	rec, err := fix.NewReconciler(ho.recOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,8 +435,9 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	if _, err := st.AddSession(s); err != nil {
 		t.Fatal(err)
 	}
-	in, err := fix.NewInitiator(quickfix.Application(nopApp{}), quickfix.NewMemoryStoreFactory(), st, logFactory(), p,
-		fix.Options{Sequence: ho.seq, Reconciler: rec, StopGrace: 200 * time.Millisecond, TLSConfig: clientTLS})
+	o := ho.opts
+	o.Sequence, o.Reconciler, o.StopGrace, o.TLSConfig = ho.seq, rec, 200*time.Millisecond, clientTLS
+	in, err := fix.NewInitiator(quickfix.Application(nopApp{}), quickfix.NewMemoryStoreFactory(), st, logFactory(), p, o)
 	if err != nil {
 		t.Fatal(err)
 	}
