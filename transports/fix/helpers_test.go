@@ -40,11 +40,19 @@ import (
 // unbuffered event channel; when the session has stopped before they fire,
 // nobody receives and they block forever. They belong to quickfix (one per
 // logon or logout still pending at Stop), not to this package, and nothing
-// outside quickfix can release them.
+// outside quickfix can release them. The third, quickfix.readLoop, is the same
+// defect on the read side: when quickfix refuses a Logon answer (for example
+// "MsgSeqNum too low") it stops draining the connection's unbuffered message
+// channel, and a second message the counterparty had already sent (its
+// ResendRequest) blocks the read loop forever.
 func TestMain(m *testing.M) {
+	if os.Getenv(compatEnv) != "" { // this process is a compatibility-suite acceptor
+		runCompatAcceptor()
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
 		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.readLoop"),
 	)
 }
 
@@ -60,6 +68,7 @@ type received struct {
 	MsgType string
 	Region  string
 	PossDup bool
+	Token   string // tag 9901, when present
 }
 
 // broker is a real quickfix acceptor (one shared book and session state) behind
@@ -80,6 +89,9 @@ type broker struct {
 	changed   chan struct{}
 	onOrder   func(b *broker, sym string) // called under no lock before answering
 	resendReq atomic.Int64
+	// rejectLogon, when it holds a non-empty string, refuses every logon
+	// with a Logout carrying that text.
+	rejectLogon atomic.Value
 }
 
 // newBroker starts an acceptor for the given initiator-side sessions (their
@@ -238,6 +250,12 @@ func (b *broker) FromAdmin(m *quickfix.Message, sid quickfix.SessionID) quickfix
 		b.logons = append(b.logons, received{MsgType: "A", Region: b.regionOf[sid], PossDup: reset, ClOrdID: sid.TargetCompID})
 		b.notify()
 		b.mu.Unlock()
+		if text, _ := b.rejectLogon.Load().(string); text != "" {
+			b.mu.Lock()
+			b.loggedOn[sid] = false
+			b.mu.Unlock()
+			return quickfix.RejectLogon{Text: text}
+		}
 	case "2":
 		b.resendReq.Add(1)
 	}
@@ -254,12 +272,13 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 	switch mt {
 	case "D":
 		sym, _ := m.Body.GetString(55)
+		token, _ := m.Body.GetString(9901)
 		status := "2" // filled
 		if strings.Contains(sym, "REST") {
 			status = "0" // resting
 		}
 		b.mu.Lock()
-		b.audit = append(b.audit, received{ClOrdID: clOrdID, MsgType: mt, Region: region, PossDup: possDup})
+		b.audit = append(b.audit, received{ClOrdID: clOrdID, MsgType: mt, Region: region, PossDup: possDup, Token: token})
 		b.book[clOrdID] = status
 		hook := b.onOrder
 		b.notify()
@@ -563,4 +582,15 @@ func (h *harness) waitReconcile(t *testing.T) []pathdialer.Settlement {
 		t.Fatal("no successful reconcile within 10s")
 		return nil
 	}
+}
+
+// idlePathFor is a started Path over the broker's two regions whose probes
+// always succeed.
+func idlePathFor(t *testing.T, b *broker) *pathdialer.Path {
+	t.Helper()
+	cfg := pathtest.FastConfig([]pathdialer.Endpoint{
+		{Name: "eu", Region: "eu-west", Primary: true, Services: map[string]string{"fix": b.relays["eu"].Addr()}},
+		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"fix": b.relays["us"].Addr()}},
+	}, pathtest.NewProbes("eu", "us"))
+	return pathtest.Start(t, cfg)
 }

@@ -89,6 +89,7 @@ type Initiator struct {
 	unsupported map[unsupportedKey]string
 
 	stats     Stats
+	onAcquire func(*pathdialer.Ticket) // tests only: sees each ticket as granted
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -208,7 +209,9 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		closeRelays()
 		return nil, err
 	}
-	qi, err := quickfix.NewInitiator(&guardApp{in: in}, lockedStoreFactory{storeFactory}, qs, MaskedLogFactory(logFactory))
+	lf := MaskedLogFactory(logFactory).(maskedLogFactory)
+	lf.incoming = in.sawIncoming
+	qi, err := quickfix.NewInitiator(&guardApp{in: in}, lockedStoreFactory{storeFactory}, qs, lf)
 	if err != nil {
 		closeRelays()
 		return nil, fmt.Errorf("fix: quickfix initiator: %w", err)
@@ -401,6 +404,9 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	if err != nil {
 		in.stats.NotSent.Add(1)
 		return fmt.Errorf("fix: order %q: %w", clOrdID, err)
+	}
+	if in.onAcquire != nil {
+		in.onAcquire(t)
 	}
 	fail := func(cause error) error {
 		in.stats.NotSent.Add(1)

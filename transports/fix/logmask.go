@@ -16,17 +16,23 @@ func MaskedLogFactory(inner quickfix.LogFactory) quickfix.LogFactory {
 	if m, ok := inner.(maskedLogFactory); ok {
 		return m
 	}
-	return maskedLogFactory{inner}
+	return maskedLogFactory{inner: inner}
 }
 
-type maskedLogFactory struct{ inner quickfix.LogFactory }
+type maskedLogFactory struct {
+	inner quickfix.LogFactory
+	// incoming, when set, sees every incoming message of a session before
+	// quickfix processes it (the Initiator reads Logout texts there: quickfix
+	// does not pass a Logout that answers a Logon to the application).
+	incoming func(sid quickfix.SessionID, msg []byte)
+}
 
 func (f maskedLogFactory) Create() (quickfix.Log, error) {
 	l, err := f.inner.Create()
 	if err != nil {
 		return nil, err
 	}
-	return maskedLog{l}, nil
+	return maskedLog{l, nil}, nil
 }
 
 func (f maskedLogFactory) CreateSessionLog(sid quickfix.SessionID) (quickfix.Log, error) {
@@ -34,12 +40,23 @@ func (f maskedLogFactory) CreateSessionLog(sid quickfix.SessionID) (quickfix.Log
 	if err != nil {
 		return nil, err
 	}
-	return maskedLog{l}, nil
+	if f.incoming != nil {
+		return maskedLog{l, func(b []byte) { f.incoming(sid, b) }}, nil
+	}
+	return maskedLog{l, nil}, nil
 }
 
-type maskedLog struct{ inner quickfix.Log }
+type maskedLog struct {
+	inner    quickfix.Log
+	incoming func([]byte)
+}
 
-func (l maskedLog) OnIncoming(b []byte) { l.inner.OnIncoming(maskFIX(b)) }
+func (l maskedLog) OnIncoming(b []byte) {
+	if l.incoming != nil {
+		l.incoming(b)
+	}
+	l.inner.OnIncoming(maskFIX(b))
+}
 func (l maskedLog) OnOutgoing(b []byte) { l.inner.OnOutgoing(maskFIX(b)) }
 func (l maskedLog) OnEvent(s string)    { l.inner.OnEvent(string(maskFIX([]byte(s)))) }
 func (l maskedLog) OnEventf(format string, a ...any) {

@@ -1,6 +1,7 @@
 package fix
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,30 @@ import (
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
+
+var logoutMark = []byte("\x0135=5\x01")
+
+// sawIncoming reads the text of a Logout answering our Logon (quickfix does
+// not hand such a Logout to the application).
+func (in *Initiator) sawIncoming(sid quickfix.SessionID, b []byte) {
+	if !bytes.Contains(b, logoutMark) {
+		return
+	}
+	s := in.sessions[sid]
+	if s == nil {
+		return
+	}
+	m := quickfix.NewMessage()
+	if err := quickfix.ParseMessage(m, bytes.NewBuffer(append([]byte(nil), b...))); err != nil {
+		return
+	}
+	text, _ := m.Body.GetString(tagText)
+	s.mu.Lock()
+	if s.attempting && s.cause == 0 {
+		s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+text
+	}
+	s.mu.Unlock()
+}
 
 // haltErr returns the session's logon halt, if any.
 func (s *sessionState) haltErr() error {
