@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -254,5 +255,66 @@ func TestLogonRefusalsBackOffAndHalt(t *testing.T) {
 	h.waitLogon(t, "eu", 5*time.Second)
 	if err := h.in.SendOrder(context.Background(), order("lh-2", "FILL"), h.sid); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// However often the session drops, an unanswered order is handed to
+// reconciliation once (no "late finish" per drop), and its answer, even
+// repeated, finishes it once.
+func TestOneUnknownAndOneLateFinishPerOrder(t *testing.T) {
+	h := newHarness(t, harnessOpts{reconcile: func(*fix.Reconciler) pathdialer.ReconcileFunc {
+		// A reconciler that learns nothing: the order stays open.
+		return func(_ context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			var out []pathdialer.Settlement
+			for _, tk := range r.Tickets {
+				out = append(out, pathdialer.Settlement{OrderID: tk.OrderID, Service: tk.Service, Fate: pathdialer.FateUndetermined})
+			}
+			return out, nil
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.in.SendOrder(ctx, order("mute-1", "MUTEREST"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "mute-1 at the broker", func() bool { return len(h.b.received("mute-1")) == 1 })
+	count := func(kind pathdialer.EventKind) int {
+		n := 0
+		for _, e := range h.path.Snapshot().Events {
+			if e.Kind == kind && (kind != pathdialer.EventReconcileSuccess || e.Cause == "settle unknown outcomes") {
+				n++
+			}
+		}
+		return n
+	}
+	drop := func(i int) {
+		logons := h.in.Stats().Logons.Load()
+		h.b.relays["eu"].ResetAll()
+		eventually(t, 10*time.Second, fmt.Sprintf("logon after drop %d", i), func() bool { return h.in.Stats().Logons.Load() > logons })
+	}
+	drop(1)
+	// The Path hands the unknown order to reconciliation (SettleUnknown).
+	eventually(t, 10*time.Second, "reconcile of the dropped order", func() bool { return count(pathdialer.EventReconcileSuccess) >= 1 })
+	drop(2)
+	drop(3)
+	if n := count(pathdialer.EventLateTicket); n != 0 {
+		for _, e := range h.path.Snapshot().Events {
+			t.Log(e.String())
+		}
+		t.Fatalf("%d late-finish events after 2 more drops, want 0 (one unknown transition per order)", n)
+	}
+	// The broker answers late, twice.
+	brokerSide := quickfix.SessionID{BeginString: h.sid.BeginString, SenderCompID: "BROKER", TargetCompID: h.sid.SenderCompID}
+	h.b.execReport(brokerSide, "mute-1", "2", "", false)
+	h.b.execReport(brokerSide, "mute-1", "2", "", false)
+	eventually(t, 5*time.Second, "late finish", func() bool { return count(pathdialer.EventLateTicket) >= 1 })
+	// (an answered order after both reports shows they were both processed)
+	probe := order("probe-1", "FILL") // an answered order after both reports: they were processed
+	if err := h.in.SendOrder(ctx, probe, h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "probe-1 answered", func() bool { return len(h.b.received("probe-1")) == 1 && h.in.Stats().Answered.Load() >= 2 })
+	if n := count(pathdialer.EventLateTicket); n != 1 {
+		t.Errorf("%d late-finish events, want exactly 1", n)
 	}
 }

@@ -139,6 +139,7 @@ type sessionState struct {
 	// Logon attempts: attempting is set when a Logon is sent and cleared by
 	// the logon's success or when the relay concludes it failed.
 	attempting  bool
+	attemptOn   string // endpoint the pending Logon was sent to
 	cause       LogonCause
 	causeDetail string
 	failures    int    // consecutive failed logons
@@ -596,8 +597,9 @@ func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
 			in.stats.Resets.Add(1)
 			in.log.Info("fix: logon resets sequence numbers", "session", sid.String(), "model", in.opts.Sequence.String())
 		}
+		ep, _, _ := in.relays[sid].current()
 		s.mu.Lock()
-		s.attempting, s.cause, s.causeDetail = true, 0, ""
+		s.attempting, s.attemptOn, s.cause, s.causeDetail = true, ep, 0, ""
 		s.mu.Unlock()
 	case mt == msgTypeLogout:
 		// quickfix refuses the counterparty's Logon answer (e.g. "MsgSeqNum too

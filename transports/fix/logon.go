@@ -61,6 +61,11 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		// Another endpoint: earlier failures say nothing about this one.
 		s.failures, s.failOn = 0, active.Name
 	}
+	if s.attempting && s.attemptOn != active.Name {
+		// The pending Logon went to an endpoint the path has left (a switch
+		// cut it): it says nothing about this one, and costs no backoff.
+		s.attempting = false
+	}
 	if s.attempting {
 		s.attempting = false
 		s.failures++
