@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +41,10 @@ const compatEnv = "BROKERPATH_FIX_COMPAT_ACCEPTOR"
 type executorApp struct {
 	router *quickfix.MessageRouter
 	out    *bufio.Writer
+	mass   bool // also answers OrderMassStatusRequest (AF) from its book
 	mu     sync.Mutex
 	n      int
+	booked []string
 }
 
 func (a *executorApp) OnCreate(quickfix.SessionID)                       {}
@@ -59,7 +62,33 @@ func (a *executorApp) FromApp(m *quickfix.Message, sid quickfix.SessionID) quick
 	a.mu.Lock()
 	fmt.Fprintf(a.out, "IN %s %s %v\n", mt, id, pd)
 	_ = a.out.Flush()
+	booked := slices.Clone(a.booked)
 	a.mu.Unlock()
+	if mt == "AF" && a.mass {
+		req, _ := m.Body.GetString(584)
+		if len(booked) == 0 {
+			booked = []string{""}
+		}
+		for i, id := range booked {
+			er := quickfix.NewMessage()
+			er.Header.SetString(35, "8")
+			er.Body.SetString(584, req)
+			er.Body.SetString(37, "O-"+id)
+			er.Body.SetString(17, "MS-"+req+"-"+strconv.Itoa(i))
+			if id != "" {
+				er.Body.SetString(11, id)
+			}
+			er.Body.SetString(150, "I")
+			er.Body.SetString(39, "2")
+			er.Body.SetString(55, "X")
+			er.Body.SetString(54, "1")
+			if i == len(booked)-1 {
+				er.Body.SetString(912, "Y")
+			}
+			_ = quickfix.SendToTarget(er, sid)
+		}
+		return nil
+	}
 	return a.router.Route(m, sid)
 }
 
@@ -71,6 +100,7 @@ func (a *executorApp) onNewOrderSingle(msg newordersingle.NewOrderSingle, sid qu
 	a.mu.Lock()
 	a.n++
 	n := a.n
+	a.booked = append(a.booked, id)
 	a.mu.Unlock()
 	er := quickfix.NewMessage()
 	er.Header.SetString(35, "8")
@@ -107,7 +137,7 @@ func runCompatAcceptor() {
 			os.Exit(1)
 		}
 	}
-	app := &executorApp{router: quickfix.NewMessageRouter(), out: bufio.NewWriter(os.Stdout)}
+	app := &executorApp{router: quickfix.NewMessageRouter(), out: bufio.NewWriter(os.Stdout), mass: os.Getenv(compatEnv+"_MASS") != ""}
 	app.router.AddRoute(newordersingle.Route(app.onNewOrderSingle))
 	a, err := quickfix.NewAcceptor(app, quickfix.NewMemoryStoreFactory(), st, quickfix.NewNullLogFactory())
 	if err == nil {
@@ -133,11 +163,14 @@ type acceptorProc struct {
 	done chan struct{}
 }
 
-func startAcceptorProc(t *testing.T, clients ...string) *acceptorProc {
+func startAcceptorProc(t *testing.T, mass bool, clients ...string) *acceptorProc {
 	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), compatEnv+"=1", compatEnv+"_PORT="+strconv.Itoa(port), compatEnv+"_CLIENTS="+strings.Join(clients, ","))
+	if mass {
+		cmd.Env = append(cmd.Env, compatEnv+"_MASS=1")
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -260,10 +293,13 @@ func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Op
 		sid: quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: comp, TargetCompID: "BROKER"}}
 	target := map[string]string{}
 	if shared {
-		p := startAcceptorProc(t, comp, probeComp["eu"], probeComp["us"])
+		p := startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"])
 		target["eu"], target["us"] = p.addr, p.addr
 	} else {
-		cs.regions = map[string]*acceptorProc{"eu": startAcceptorProc(t, comp, probeComp["eu"], probeComp["us"]), "us": startAcceptorProc(t, comp, probeComp["eu"], probeComp["us"])}
+		cs.regions = map[string]*acceptorProc{
+			"eu": startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"]),
+			"us": startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"]),
+		}
 		target["eu"], target["us"] = cs.regions["eu"].addr, cs.regions["us"].addr
 	}
 	for _, r := range []string{"eu", "us"} {
@@ -534,4 +570,19 @@ func TestCompatWrongSequenceModelIsDiagnosedAndHalted(t *testing.T) {
 	if !errors.Is(err, fix.ErrLogonHalted) || !errors.Is(err, pathdialer.ErrTradingHalted) {
 		t.Errorf("SendOrder after the halt: %v", err)
 	}
+}
+
+// An acceptor that answers OrderMassStatusRequest but not OrderStatusRequest,
+// one book behind both regions: the order lost in the cut is absent from the
+// complete list (NOT_RECEIVED), the one filled before it is FILLED.
+func TestCompatSharedSessionMassStatus(t *testing.T) {
+	cs := compat(t, true, fix.ReconcileOptions{MassStatus: true, SharedBook: true})
+	killed := cs.killRegionWithOrderInFlight(t, "inflight-4")
+	got := cs.waitSettled(t, "inflight-4")
+	if s := got["inflight-4"]; s.Fate != pathdialer.FateNotReceived || !strings.Contains(s.Detail, "OrderMassStatus") {
+		t.Errorf("inflight-4 settled %v (%s), want NOT_RECEIVED from the mass status", s.Fate, s.Detail)
+	}
+	filled := cs.firstFillOnSurvivor(t, "mass")
+	t.Logf("shared session, mass status: region cut → first fill on the survivor %v", filled.Sub(killed).Round(time.Millisecond))
+	assertOneUnsupportedEvent(t, cs)
 }

@@ -59,12 +59,13 @@
 //     other reason is no verdict. A counterparty that answers "unsupported
 //     message type" (380=3, as quickfix does for an application that handles
 //     NewOrderSingle only) is asked once: one EventStatusUnsupported, then
+//     ReconcileOptions.MassStatus asks once with OrderMassStatusRequest, then
 //     ReconcileOptions.Fallback (for example a REST reconciler) settles the
-//     orders, or AcceptUndetermined releases flow with them undetermined, or,
-//     with neither, the reconcile fails at once with ErrStatusUnsupported,
+//     rest, or AcceptUndetermined releases flow with them undetermined; with
+//     none of these, the reconcile fails at once with ErrStatusUnsupported,
 //     whose text names the options, until the Path halts. An "unknown order"
-//     from a region whose session cannot see the order's (the separate-
-//     session models, unless ReconcileOptions.SharedBook) is no verdict.
+//     from a region whose session cannot see the order's (the models with a
+//     session per region, unless ReconcileOptions.SharedBook) is no verdict.
 //   - Each order is handed to reconciliation once, however often its session
 //     drops, and a late answer finishes it once.
 //   - Logons: a refused or unanswered logon is diagnosed (Options.OnEvent,
@@ -100,7 +101,8 @@
 //	                       (acceptor ResetOnLogon=Y)
 //
 // A broker that implements NewOrderSingle only (OrderStatusRequest answered
-// "unsupported message type") needs ReconcileOptions.Fallback, typically its
+// "unsupported message type") needs ReconcileOptions.MassStatus (if it
+// answers OrderMassStatusRequest), ReconcileOptions.Fallback, typically its
 // REST API looked up by client order ID, or AcceptUndetermined (flow resumes
 // and the orders are reported undetermined). The wrong model shows as logons
 // refused with a sequence-number diagnosis (EventLogonFailed) and, after

@@ -423,7 +423,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 			t.Fatal(err)
 		}
 		cfg.Probe = probe
-		cfg.ProbeInterval, cfg.ProbeTimeout = 60*time.Millisecond, 40*time.Millisecond
+		cfg.ProbeInterval, cfg.ProbeTimeout = 100*time.Millisecond, 80*time.Millisecond // generous: -race on a shared machine
 	}
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second

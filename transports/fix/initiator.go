@@ -39,6 +39,9 @@ const (
 	tagRefMsgType          quickfix.Tag = 372
 	tagBusinessRejectRsn   quickfix.Tag = 380
 	tagSessionRejectRsn    quickfix.Tag = 373
+	tagMassStatusReqID     quickfix.Tag = 584
+	tagMassStatusReqType   quickfix.Tag = 585
+	tagLastRptRequested    quickfix.Tag = 912
 
 	msgTypeLogon              = "A"
 	msgTypeNewOrderSingle     = "D"
@@ -50,6 +53,7 @@ const (
 	msgTypeOrderCancelReject  = "9"
 	msgTypeBusinessReject     = "j"
 	msgTypeOrderStatusRequest = "H"
+	msgTypeMassStatusRequest  = "AF"
 	msgTypeLogout             = "5"
 	msgTypeReject             = "3"
 )
@@ -80,15 +84,17 @@ type Initiator struct {
 	rec      *Reconciler
 
 	mu      sync.Mutex
-	orders  map[string]*order      // by ClOrdID: sent, answer pending
-	waiters map[string]chan answer // by ClOrdID: reconcile waiting for a status answer
-	recent  recentAnswers          // last answers, for orders answered after they were handed over
-	refs    sentRefs               // (session, MsgSeqNum) of sent orders and status requests
+	orders  map[string]*order                 // by ClOrdID: sent, answer pending
+	waiters map[string]chan answer            // by ClOrdID: reconcile waiting for a status answer
+	mass    map[string]chan *quickfix.Message // by MassStatusReqID: reconcile waiting for a mass status
+	recent  recentAnswers                     // last answers, for orders answered after they were handed over
+	refs    sentRefs                          // (session, MsgSeqNum) of sent orders and status requests
 	// unsupported: sessions (on an endpoint) whose counterparty answered an
 	// OrderStatusRequest with "unsupported message type".
 	unsupported map[unsupportedKey]string
 
 	stats     Stats
+	massSeq   atomic.Uint64
 	onAcquire func(*pathdialer.Ticket) // tests only: sees each ticket as granted
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -186,6 +192,7 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		user:     app,
 		orders:   make(map[string]*order),
 		waiters:  make(map[string]chan answer),
+		mass:     make(map[string]chan *quickfix.Message),
 		recent:   recentAnswers{m: make(map[string]*quickfix.Message)},
 		refs:     sentRefs{m: make(map[refKey]refVal)},
 
@@ -526,6 +533,28 @@ func (in *Initiator) deliver(clOrdID string, msg *quickfix.Message) {
 	}
 }
 
+// deliverRef hands a reject to whoever waits for what it refers to.
+func (in *Initiator) deliverRef(ref refVal, msg *quickfix.Message) {
+	if ref.msgType == msgTypeMassStatusRequest {
+		in.deliverMass(ref.clOrdID, msg)
+		return
+	}
+	in.deliver(ref.clOrdID, msg)
+}
+
+// deliverMass hands one mass-status answer to the waiting reconcile.
+func (in *Initiator) deliverMass(reqID string, msg *quickfix.Message) {
+	in.mu.Lock()
+	ch := in.mass[reqID]
+	in.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- msg:
+		default:
+		}
+	}
+}
+
 // guardApp wraps the user's Application: it gates and guards orders, tracks
 // logons and endpoints, applies the sequence model and routes answers.
 type guardApp struct{ in *Initiator }
@@ -668,9 +697,12 @@ func (a *guardApp) ToApp(msg *quickfix.Message, sid quickfix.SessionID) error {
 	if err := in.user.ToApp(msg, sid); err != nil {
 		return err
 	}
-	if IsOrder(mt) || mt == msgTypeOrderStatusRequest {
+	if IsOrder(mt) || mt == msgTypeOrderStatusRequest || mt == msgTypeMassStatusRequest {
 		if seq, err := msg.Header.GetInt(tagMsgSeqNum); err == nil {
 			clOrdID, _ := msg.Body.GetString(tagClOrdID)
+			if mt == msgTypeMassStatusRequest {
+				clOrdID, _ = msg.Body.GetString(tagMassStatusReqID)
+			}
 			in.mu.Lock()
 			in.refs.put(refKey{sid, seq}, refVal{clOrdID: clOrdID, msgType: mt})
 			in.mu.Unlock()
@@ -714,7 +746,7 @@ func (a *guardApp) FromAdmin(msg *quickfix.Message, sid quickfix.SessionID) quic
 	case msgTypeReject:
 		// A session-level Reject of one of our status requests or orders.
 		if ref, ok := in.refOf(msg, sid); ok {
-			in.deliver(ref.clOrdID, msg)
+			in.deliverRef(ref, msg)
 			if IsOrder(ref.msgType) {
 				in.answered(ref.clOrdID, nil)
 			}
@@ -747,6 +779,9 @@ func (a *guardApp) FromApp(msg *quickfix.Message, sid quickfix.SessionID) quickf
 	mt, _ := msg.Header.GetString(tagMsgType)
 	switch mt {
 	case msgTypeExecutionReport:
+		if id, _ := msg.Body.GetString(tagMassStatusReqID); id != "" {
+			in.deliverMass(id, msg)
+		}
 		clOrdID, _ := msg.Body.GetString(tagClOrdID)
 		if clOrdID != "" {
 			in.deliver(clOrdID, msg)
@@ -763,7 +798,7 @@ func (a *guardApp) FromApp(msg *quickfix.Message, sid quickfix.SessionID) quickf
 		// itself sends no BusinessRejectRefID), else by BusinessRejectRefID.
 		refMT, _ := msg.Body.GetString(tagRefMsgType)
 		if ref, ok := in.refOf(msg, sid); ok {
-			in.deliver(ref.clOrdID, msg)
+			in.deliverRef(ref, msg)
 			if IsOrder(ref.msgType) { // the order itself was rejected
 				in.answered(ref.clOrdID, msg)
 			}

@@ -32,6 +32,14 @@ type ReconcileOptions struct {
 	// BusinessMessageReject for the ClOrdID) to a fate; ok false falls back to
 	// the default classification (FateOf).
 	Classify func(msg *quickfix.Message) (fate pathdialer.Fate, detail string, ok bool)
+	// MassStatus: when the counterparty does not support OrderStatusRequest,
+	// ask it with one OrderMassStatusRequest (35=AF, MassStatusReqType 7: all
+	// orders) per session and settle the orders from the ExecutionReports it
+	// sends back (MassStatusReqID 584). An order absent from a list that the
+	// counterparty marks complete (LastRptRequested 912=Y) is FateNotReceived
+	// (subject to SharedBook, as for any "unknown order" answer). What the mass
+	// status does not settle goes to Fallback. FIX 4.3 and later.
+	MassStatus bool
 	// Fallback, optional, settles the orders FIX could not: the counterparty
 	// does not support OrderStatusRequest (it answers "unsupported message
 	// type", as an acceptor that implements NewOrderSingle only does), or its
@@ -153,6 +161,7 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 		in.mu.Unlock()
 	}()
 	unsupported := map[string]string{} // ClOrdID → why it was not asked
+	absent := map[string]string{}      // ClOrdID → absent from a complete mass status
 	if len(ask) > 0 {
 		// Log on over the new path first: requests queued before logon would
 		// be dropped by quickfix's logon.
@@ -168,6 +177,11 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 		if err := in.awaitAnswers(ctx, to, ask, got, unsupported, ans, opts); err != nil {
 			return nil, err
 		}
+		if opts.MassStatus && len(unsupported) > 0 {
+			if err := in.massStatus(ctx, to, ask, got, unsupported, absent, opts); err != nil {
+				return nil, err
+			}
+		}
 	}
 	settled := make([]pathdialer.Settlement, 0, len(tickets))
 	var open []int // indexes of undetermined settlements
@@ -176,9 +190,12 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 		switch msg := got[t.OrderID]; {
 		case unsupported[t.OrderID] != "":
 			s.Detail = unsupported[t.OrderID]
-		case msg != nil:
+		case msg != nil || absent[t.OrderID] != "":
 			ok := false
-			if opts.Classify != nil {
+			if msg == nil {
+				s.Fate, s.Detail, ok = pathdialer.FateNotReceived, absent[t.OrderID], true
+			}
+			if !ok && opts.Classify != nil {
 				s.Fate, s.Detail, ok = opts.Classify(msg)
 			}
 			if !ok {
@@ -237,7 +254,7 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 			}
 		}
 		if len(unsup) > 0 {
-			return settled, fmt.Errorf("%w: the fate of orders %s cannot be learned over FIX on %q (it answers OrderStatusRequest with \"unsupported message type\"): set ReconcileOptions.Fallback (for example a REST reconciler by client order ID), or ReconcileOptions.AcceptUndetermined to release flow with them reported undetermined",
+			return settled, fmt.Errorf("%w: the fate of orders %s cannot be learned over FIX on %q (it answers OrderStatusRequest with \"unsupported message type\"): set ReconcileOptions.Fallback (for example a REST reconciler by client order ID), ReconcileOptions.MassStatus if it answers OrderMassStatusRequest, or ReconcileOptions.AcceptUndetermined to release flow with them reported undetermined",
 				ErrStatusUnsupported, strings.Join(unsup, ", "), to)
 		}
 		return settled, fmt.Errorf("%w: fate unknown for %s", ErrReconcileIncomplete, strings.Join(ids, ", "))
@@ -333,8 +350,10 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 				}
 				in.mu.Unlock()
 				if first {
-					fb := "none configured: reconcile fails and the Path halts; set ReconcileOptions.Fallback or AcceptUndetermined"
+					fb := "none configured: reconcile fails and the Path halts; set ReconcileOptions.MassStatus, Fallback or AcceptUndetermined"
 					switch {
+					case opts.MassStatus:
+						fb = "ReconcileOptions.MassStatus asks with OrderMassStatusRequest"
 					case opts.Fallback != nil:
 						fb = "ReconcileOptions.Fallback settles these orders"
 					case opts.AcceptUndetermined:
@@ -358,6 +377,83 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 		}
 	}
 	return nil
+}
+
+// massStatus asks each session whose counterparty does not support
+// OrderStatusRequest for an OrderMassStatusRequest and settles what it can:
+// reports move orders from unsupported to got; a complete list moves the
+// orders it lacks to absent. A counterparty that does not support mass status
+// either leaves its orders in unsupported (with both reasons).
+func (in *Initiator) massStatus(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported, absent map[string]string, opts ReconcileOptions) error {
+	sessions := map[quickfix.SessionID]bool{}
+	for id := range unsupported {
+		if o := ask[id]; o != nil {
+			sessions[o.sessionID] = true
+		}
+	}
+	for sid := range sessions {
+		reqID := fmt.Sprintf("bp-ms-%d", in.massSeq.Add(1))
+		ch := make(chan *quickfix.Message, 4096)
+		in.mu.Lock()
+		in.mass[reqID] = ch
+		in.mu.Unlock()
+		complete, why, err := in.collectMass(ctx, sid, reqID, ch, ask, got, unsupported, opts)
+		in.mu.Lock()
+		delete(in.mass, reqID)
+		in.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		for id, o := range ask {
+			if o.sessionID != sid || unsupported[id] == "" {
+				continue
+			}
+			switch {
+			case complete:
+				delete(unsupported, id)
+				absent[id] = fmt.Sprintf("absent from the complete OrderMassStatus answer of %q (unknown order)", to)
+			case why != "":
+				unsupported[id] += "; OrderMassStatusRequest: " + why
+			}
+		}
+	}
+	return nil
+}
+
+func (in *Initiator) collectMass(ctx context.Context, sid quickfix.SessionID, reqID string, ch chan *quickfix.Message, ask map[string]*order,
+	got map[string]*quickfix.Message, unsupported map[string]string, opts ReconcileOptions) (complete bool, why string, err error) {
+	m := quickfix.NewMessage()
+	m.Header.SetString(tagMsgType, msgTypeMassStatusRequest)
+	m.Body.SetString(tagMassStatusReqID, reqID)
+	m.Body.SetString(tagMassStatusReqType, "7")
+	if err := quickfix.SendToTarget(m, sid); err != nil {
+		return false, "", fmt.Errorf("%w: mass status request: %w", ErrReconcileIncomplete, err)
+	}
+	deadline := time.NewTimer(opts.AnswerTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case msg := <-ch:
+			mt, _ := msg.Header.GetString(tagMsgType)
+			if mt != msgTypeExecutionReport {
+				text, _ := msg.Body.GetString(tagText)
+				return false, describeReject(msg) + ": " + text, nil
+			}
+			if id, _ := msg.Body.GetString(tagClOrdID); id != "" {
+				if o := ask[id]; o != nil && o.sessionID == sid && unsupported[id] != "" {
+					got[id] = msg
+					delete(unsupported, id)
+				}
+			}
+			if last, err := msg.Body.GetBool(tagLastRptRequested); err == nil && last {
+				return true, "", nil
+			}
+		case <-deadline.C:
+			return false, "no complete answer before the deadline", nil
+		case <-ctx.Done():
+			return false, "", fmt.Errorf("%w: %w", ErrReconcileIncomplete, ctx.Err())
+		}
+	}
 }
 
 func describeReject(msg *quickfix.Message) string {
