@@ -281,11 +281,11 @@ type compatSetup struct {
 // process behind two relays (one session across regions); otherwise one
 // acceptor process per region (a session per region).
 func compat(t *testing.T, shared bool, rec fix.ReconcileOptions) *compatSetup {
-	return compatWith(t, shared, rec, fix.Options{Sequence: fix.SequenceResetOnLogon})
+	return compatWith(t, shared, rec, fix.Options{Sequence: fix.SequenceResetOnLogon}, 30)
 }
 
 // compatWith is compat with the Initiator's options (Sequence required).
-func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Options) *compatSetup {
+func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Options, heartBtInt int) *compatSetup {
 	t.Helper()
 	comp := uniq("EXEC")
 	probeComp := map[string]string{"eu": uniq("EXECPROBEEU"), "us": uniq("EXECPROBEUS")}
@@ -352,7 +352,7 @@ func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	s.Set("BeginString", "FIX.4.4")
 	s.Set("SenderCompID", comp)
 	s.Set("TargetCompID", "BROKER")
-	s.Set("HeartBtInt", "30")
+	s.Set("HeartBtInt", strconv.Itoa(heartBtInt))
 	if _, err := st.AddSession(s); err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +527,7 @@ func TestCompatWrongSequenceModelIsDiagnosedAndHalted(t *testing.T) {
 	cs := compatWith(t, true, fix.ReconcileOptions{AcceptUndetermined: true}, fix.Options{
 		Sequence: fix.SequenceContinue, LogonFailureLimit: 4,
 		LogonBackoff: pathdialer.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-	})
+	}, 30)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range 3 { // move the sequence numbers past 1
@@ -585,4 +585,50 @@ func TestCompatSharedSessionMassStatus(t *testing.T) {
 	filled := cs.firstFillOnSurvivor(t, "mass")
 	t.Logf("shared session, mass status: region cut → first fill on the survivor %v", filled.Sub(killed).Round(time.Millisecond))
 	assertOneUnsupportedEvent(t, cs)
+}
+
+// A broker that does not fence: one session across regions, and the old
+// region's connection is not closed (a black hole), so the broker refuses the
+// session on the new region until it times the old one out (about 2.4 ×
+// HeartBtInt in quickfix). FIX resumes within that release plus one logon
+// backoff (at most LogonBackoff.Max), without storming the broker meanwhile.
+func TestCompatBrokerWithoutFenceResumesAfterSessionRelease(t *testing.T) {
+	const hb = 1 // seconds
+	backoff := pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 800 * time.Millisecond}
+	cs := compatWith(t, true, fix.ReconcileOptions{AcceptUndetermined: true},
+		fix.Options{Sequence: fix.SequenceResetOnLogon, LogonBackoff: backoff, LogonFailureLimit: -1}, hb)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cs.in.SendOrder(ctx, order("nf-warm", "FILL"), cs.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "warm-up answered", func() bool { return cs.in.Stats().Answered.Load() == 1 })
+	cut := time.Now()
+	_ = cs.relays["eu"].SetFault(faultnet.Blackhole())
+	t.Cleanup(func() {
+		if t.Failed() {
+			cs.dumpEvents(t)
+			for len(cs.fixEvts) > 0 {
+				t.Log(<-cs.fixEvts)
+			}
+		}
+	})
+	cs.events.Wait(t, cs.path, pathdialer.EventRelease) // flow released on us
+	filled := cs.firstFillOnSurvivor(t, "nf")
+	took := filled.Sub(cut)
+	var refused int
+	for len(cs.fixEvts) > 0 {
+		if e := <-cs.fixEvts; e.Kind == fix.EventLogonFailed {
+			refused++
+		}
+	}
+	release := time.Duration(2.4 * float64(hb) * float64(time.Second))
+	t.Logf("broker without fence (HeartBtInt %ds): cut → first fill on the survivor %v; %d refused logons meanwhile; bound: session release (~%v) + LogonBackoff.Max %v + detection",
+		hb, took.Round(time.Millisecond), refused, release, backoff.Max)
+	if bound := release + backoff.Max + 2*time.Second; took > bound {
+		t.Errorf("resumed after %v, want within %v", took, bound)
+	}
+	if refused > 20 {
+		t.Errorf("%d refused logons in %v: a storm", refused, took)
+	}
 }

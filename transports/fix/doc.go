@@ -132,11 +132,24 @@
 // (ResetOnLogon=Y; many crypto and gateway FIX APIs require 141=Y on every
 // Logon): every logon carries ResetSeqNumFlag=Y on any endpoint. Nothing is
 // ever recovered by resend; orders unanswered when a connection ends are
-// reconciled. Measured in this package's compatibility tests (an
-// executor-style acceptor in its own process per region, killed with an order
-// in flight, probes every 150 ms): the first fill on the surviving region came
-// 0.2–0.4 s after the kill, with the in-flight order settled by the REST
-// fallback and nothing resent.
+// reconciled.
+//
+// # Time to trade again on the new region
+//
+// Where the broker fences (the old region's connection is closed, or the
+// region is gone), FIX logs on to the new region about 0.1 s after the switch.
+// In this package's compatibility tests (an executor-style acceptor in its own
+// process per region, killed with an order in flight; probes every 150 ms)
+// the first fill on the surviving region came 0.1–0.4 s after the kill, the
+// in-flight order settled by the configured fallback and nothing resent.
+// Where the broker does not fence (one session across regions, the old
+// connection silently held), it refuses the session on the new region until
+// it times the old connection out (quickfix acceptors: about 2.4 × HeartBtInt);
+// FIX then trades within that release plus at most one logon backoff
+// (Options.LogonBackoff.Max). Measured with HeartBtInt 1 s and LogonBackoff
+// {100 ms, 800 ms}: 2.9–3.2 s from the cut to the first fill, with 6–7 refused
+// logons meanwhile. A smaller LogonBackoff.Max shortens the tail at the cost
+// of more refused logons.
 //
 // # quickfix specifics
 //

@@ -376,6 +376,9 @@ type harness struct {
 	down   map[string]*atomic.Bool
 	events *pathtest.Events
 	recs   chan []pathdialer.Settlement
+
+	fixMu  sync.Mutex
+	fixEvs []string // the Initiator's events, for failure reports
 }
 
 type harnessOpts struct {
@@ -455,6 +458,9 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	o := ho.opts
+	if o.OnEvent == nil {
+		o.OnEvent = func(e fix.Event) { h.fixMu.Lock(); h.fixEvs = append(h.fixEvs, e.String()); h.fixMu.Unlock() }
+	}
 	o.Sequence, o.Reconciler, o.StopGrace, o.TLSConfig = ho.seq, rec, 200*time.Millisecond, clientTLS
 	in, err := fix.NewInitiator(quickfix.Application(nopApp{}), quickfix.NewMemoryStoreFactory(), st, logFactory(), p, o)
 	if err != nil {
@@ -471,6 +477,11 @@ func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if err := h.in.WaitLoggedOn(ctx, h.sid, endpoint); err != nil {
+		h.fixMu.Lock()
+		for _, e := range h.fixEvs {
+			t.Log(e)
+		}
+		h.fixMu.Unlock()
 		t.Fatalf("no logon on %s: %v", endpoint, err)
 	}
 }
