@@ -72,10 +72,12 @@
 //     EventLogonFailed with a LogonCause: the counterparty's numbers too low,
 //     ours refused, credentials, rejected, no answer) and the next connection
 //     waits a full-jitter backoff (Options.LogonBackoff, at most 5 s by
-//     default). After Options.LogonFailureLimit failures in a row (10) the
-//     session stops connecting and SendOrder fails at once with
+//     default). After Options.LogonFailureLimit failures in a row (10), the
+//     last refused with a reason (sequence numbers, credentials, a Logout),
+//     the session stops connecting and SendOrder fails at once with
 //     ErrLogonHalted (wrapping pathdialer.ErrTradingHalted) naming the cause
-//     and the SequenceModel to choose, until Initiator.Resume.
+//     and the SequenceModel to choose, until Initiator.Resume or until the
+//     Path moves to another endpoint. Unanswered logons back off, never halt.
 //   - Fencing tokens: with Options.TokenTag set, every order carries the
 //     ticket's generation (the coordinator's fencing token) in that tag, and
 //     the ticket's validity (pathdialer.Ticket.Valid) is checked immediately

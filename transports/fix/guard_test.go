@@ -318,3 +318,38 @@ func TestOneUnknownAndOneLateFinishPerOrder(t *testing.T) {
 		t.Errorf("%d late-finish events, want exactly 1", n)
 	}
 }
+
+// A logon halt decided on one endpoint is lifted when the Path moves to
+// another: the session tries the new endpoint's logon without Resume.
+func TestLogonHaltLiftedWhenThePathMoves(t *testing.T) {
+	halted := make(chan struct{}, 1)
+	h := newHarness(t, harnessOpts{opts: fix.Options{
+		LogonFailureLimit: 2,
+		OnEvent: func(e fix.Event) {
+			if e.Kind == fix.EventLogonHalted {
+				select {
+				case halted <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}})
+	h.b.rejectLogon.Store("Invalid password")
+	h.b.relays["eu"].ResetAll()
+	select {
+	case <-halted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no logon halt")
+	}
+	h.b.rejectLogon.Store("")
+	h.down["eu"].Store(true)
+	h.waitEvent(t, pathdialer.EventSwitch)
+	h.waitLogon(t, "us", 5*time.Second)
+	if err := h.in.SendOrder(context.Background(), order("moved-1", "FILL"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "moved-1 in us", func() bool {
+		r := h.b.received("moved-1")
+		return len(r) == 1 && r[0].Region == "us"
+	})
+}

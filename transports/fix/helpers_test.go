@@ -458,6 +458,11 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	o := ho.opts
+	if o.LogonBackoff == (pathdialer.Backoff{}) {
+		// Short: the acceptor's session starts on the next whole second, and
+		// logons before that are closed unanswered.
+		o.LogonBackoff = pathdialer.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	}
 	if o.OnEvent == nil {
 		o.OnEvent = func(e fix.Event) { h.fixMu.Lock(); h.fixEvs = append(h.fixEvs, e.String()); h.fixMu.Unlock() }
 	}

@@ -58,8 +58,17 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 	var wait time.Duration
 	s.mu.Lock()
 	if s.failOn != active.Name {
-		// Another endpoint: earlier failures say nothing about this one.
+		// Another endpoint: earlier failures say nothing about this one, and a
+		// halt decided there is lifted (it is decided again here if need be).
 		s.failures, s.failOn = 0, active.Name
+		if s.halted != nil {
+			s.halted = nil
+			close(s.resume)
+			s.resume = make(chan struct{})
+			s.notify()
+			events = append(events, Event{Kind: EventLogonResumed, Session: sid, Endpoint: active.Name,
+				Detail: "the path moved to another endpoint: trying its logon"})
+		}
 	}
 	if s.attempting && s.attemptOn != active.Name {
 		// The pending Logon went to an endpoint the path has left (a switch
@@ -82,7 +91,10 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		wait = rand.N(ceil + 1) // full jitter: uniform in [0, ceil]
 		events = append(events, Event{Kind: EventLogonFailed, Session: sid, Endpoint: active.Name, Cause: cause,
 			Attempt: s.failures, Backoff: wait, Detail: detail + "; " + cause.advice(in.opts.Sequence)})
-		if in.opts.LogonFailureLimit > 0 && s.failures >= in.opts.LogonFailureLimit && s.halted == nil {
+		// Halt only on a refusal the counterparty explained (sequence numbers,
+		// credentials, a Logout): that is configuration, and retrying cannot
+		// fix it. Silence keeps backing off: the Path's probes judge health.
+		if in.opts.LogonFailureLimit > 0 && s.failures >= in.opts.LogonFailureLimit && s.halted == nil && cause != LogonNoAnswer {
 			s.halted = fmt.Errorf("%w (%w): session %v on endpoint %q: %d consecutive logons failed, the last with %s (%s); %s; fix it, then call Initiator.Resume",
 				ErrLogonHalted, pathdialer.ErrTradingHalted, sid, active.Name, s.failures, cause, detail, cause.advice(in.opts.Sequence))
 			s.notify() // SendOrder waiting for a logon gives up
@@ -103,6 +115,7 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 			return ctx.Err()
 		}
 	}
+	moved := in.path.ActiveChanged()
 	for {
 		s.mu.Lock()
 		halted, resume := s.halted, s.resume
@@ -112,6 +125,15 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		}
 		select { // no connection to the broker at all while halted
 		case <-resume:
+		case <-moved:
+			if a, _ := in.path.Active(); a.Name != active.Name {
+				return in.beforeDial(ctx, sid) // lifts the halt for the new endpoint
+			}
+			if next := in.path.ActiveChanged(); next != moved {
+				moved = next
+			} else {
+				moved = nil // the Path is closed: it will not move again
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}

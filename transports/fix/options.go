@@ -110,12 +110,15 @@ type Options struct {
 	// is not stormed. Default {Initial: 200 ms, Max: 5 s}.
 	LogonBackoff pathdialer.Backoff
 	// LogonFailureLimit: after this many consecutive failed logons of a
-	// session (the counterparty refused or never answered them), the
-	// Initiator halts FIX: the session stops reconnecting, SendOrder fails at
-	// once with ErrLogonHalted (wrapping pathdialer.ErrTradingHalted) whose
-	// text names the diagnosis and, for sequence-number refusals, the
-	// SequenceModel to choose. Resume clears the halt. Default 10; negative
-	// means never halt (the backoff still applies).
+	// session on one endpoint, the last refused with a reason (sequence
+	// numbers, credentials, a Logout), the Initiator halts FIX: the session
+	// stops reconnecting, SendOrder fails at once with ErrLogonHalted
+	// (wrapping pathdialer.ErrTradingHalted) whose text names the diagnosis
+	// and, for sequence-number refusals, the SequenceModel to choose.
+	// Resume, or the Path moving to another endpoint, lifts the halt.
+	// Logons that are never answered back off but do not halt (the Path's
+	// probes judge the endpoint's health). Default 10; negative means never
+	// halt.
 	LogonFailureLimit int
 }
 
