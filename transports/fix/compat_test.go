@@ -274,6 +274,7 @@ type compatSetup struct {
 	events  *pathtest.Events
 	fixEvts chan fix.Event
 	regions map[string]*acceptorProc // separate model; nil in the shared model
+	procs   []*acceptorProc          // every acceptor process
 	relays  map[string]*faultnet.Relay
 }
 
@@ -295,12 +296,14 @@ func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	if shared {
 		p := startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"])
 		target["eu"], target["us"] = p.addr, p.addr
+		cs.procs = []*acceptorProc{p}
 	} else {
 		cs.regions = map[string]*acceptorProc{
 			"eu": startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"]),
 			"us": startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"]),
 		}
 		target["eu"], target["us"] = cs.regions["eu"].addr, cs.regions["us"].addr
+		cs.procs = []*acceptorProc{cs.regions["eu"], cs.regions["us"]}
 	}
 	for _, r := range []string{"eu", "us"} {
 		relay, err := faultnet.Listen(target[r])
@@ -423,6 +426,26 @@ func (cs *compatSetup) waitSettled(t *testing.T, id string) map[string]pathdiale
 	}
 }
 
+// assertNoPossDup: no acceptor ever received an order marked PossDupFlag=Y,
+// and each order at most once.
+func (cs *compatSetup) assertNoPossDup(t *testing.T) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, p := range cs.procs {
+		for _, l := range p.received("D") {
+			if strings.HasSuffix(l, " true") {
+				t.Errorf("order resent as PossDup: %s", l)
+			}
+			seen[strings.Fields(l)[1]]++
+		}
+	}
+	for id, n := range seen {
+		if n > 1 {
+			t.Errorf("order %s reached the broker %d times", id, n)
+		}
+	}
+}
+
 func (cs *compatSetup) dumpEvents(t *testing.T) {
 	for _, e := range cs.path.Snapshot().Events {
 		t.Log(e.String())
@@ -447,6 +470,7 @@ func TestCompatSeparateSessionsRESTFallback(t *testing.T) {
 		t.Errorf("survivor received %d OrderStatusRequests, want exactly 1: %v", len(h), h)
 	}
 	assertOneUnsupportedEvent(t, cs)
+	cs.assertNoPossDup(t)
 	for _, region := range []string{"us"} {
 		for _, l := range cs.regions[region].received("D") {
 			if strings.HasSuffix(l, " true") {
@@ -495,6 +519,7 @@ func TestCompatSharedSessionAcceptUndetermined(t *testing.T) {
 		t.Errorf("trading resumed %v after the cut, want < 5s", d)
 	}
 	assertOneUnsupportedEvent(t, cs)
+	cs.assertNoPossDup(t)
 }
 
 // With no fallback configured the Path halts, loudly: the reason names the
@@ -517,6 +542,7 @@ func TestCompatNoFallbackHaltsLoudly(t *testing.T) {
 		t.Errorf("survivor received %d OrderStatusRequests, want exactly 1", len(h))
 	}
 	assertOneUnsupportedEvent(t, cs)
+	cs.assertNoPossDup(t)
 }
 
 // The wrong sequence model against an acceptor that resets at every logon
@@ -585,6 +611,7 @@ func TestCompatSharedSessionMassStatus(t *testing.T) {
 	filled := cs.firstFillOnSurvivor(t, "mass")
 	t.Logf("shared session, mass status: region cut → first fill on the survivor %v", filled.Sub(killed).Round(time.Millisecond))
 	assertOneUnsupportedEvent(t, cs)
+	cs.assertNoPossDup(t)
 }
 
 // A broker that does not fence: one session across regions, and the old

@@ -426,7 +426,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 			t.Fatal(err)
 		}
 		cfg.Probe = probe
-		cfg.ProbeInterval, cfg.ProbeTimeout = 100*time.Millisecond, 80*time.Millisecond // generous: -race on a shared machine
+		cfg.ProbeInterval, cfg.ProbeTimeout = 200*time.Millisecond, 150*time.Millisecond // generous: TLS under -race on a shared machine
 	}
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second

@@ -107,16 +107,27 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		in.emit(e)
 	}
 	if wait > 0 {
+		// A switch ends the wait: the backoff was earned on the old endpoint.
+		moved := in.path.ActiveChanged()
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
+		case <-moved:
+			t.Stop()
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
 		}
 	}
-	moved := in.path.ActiveChanged()
+	pathClosed := false
 	for {
+		var moved <-chan struct{}
+		if !pathClosed {
+			moved = in.path.ActiveChanged() // before reading Active: no lost wake-up
+		}
+		if a, _ := in.path.Active(); a.Name != active.Name {
+			return in.beforeDial(ctx, sid) // lifts a halt decided on the old endpoint
+		}
 		s.mu.Lock()
 		halted, resume := s.halted, s.resume
 		s.mu.Unlock()
@@ -126,13 +137,8 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		select { // no connection to the broker at all while halted
 		case <-resume:
 		case <-moved:
-			if a, _ := in.path.Active(); a.Name != active.Name {
-				return in.beforeDial(ctx, sid) // lifts the halt for the new endpoint
-			}
-			if next := in.path.ActiveChanged(); next != moved {
-				moved = next
-			} else {
-				moved = nil // the Path is closed: it will not move again
+			if in.path.ActiveChanged() == moved {
+				pathClosed = true // closed, not switched: it will not move again
 			}
 		case <-ctx.Done():
 			return ctx.Err()

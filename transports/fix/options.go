@@ -94,7 +94,8 @@ type Options struct {
 	Logger *slog.Logger
 	// TokenTag, when non-zero, is the FIX tag into which SendOrder writes the
 	// ticket's fencing token (pathdialer.Ticket.Generation, in decimal) on every
-	// order, so a broker or gateway that checks tokens rejects a writer whose
+	// order (the message given to SendOrder is modified; an existing value of
+	// the tag is replaced), so a broker or gateway that checks tokens rejects a writer whose
 	// decision is stale. It must be a user-defined tag (5000 or above); for
 	// example 9901, the tag the simulated broker checks in its token mode.
 	// Default 0: no token is written.
