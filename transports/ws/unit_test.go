@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
 
@@ -79,7 +78,7 @@ func TestStreamConfigValidate(t *testing.T) {
 	} {
 		c := ok
 		mut(&c)
-		if err := c.Validate(); !errors.Is(err, pathdialer.ErrInvalidConfig) {
+		if err := c.Validate(); !errors.Is(err, ws.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
