@@ -1073,10 +1073,10 @@ func (s *Stream) frame(in inbound) request {
 	case vHold:
 		s.count(func(st *Stats) { st.Held++ })
 	}
-	if o.ended != troubleNone {
-		if o.ended == troubleGap {
-			s.count(func(st *Stats) { st.GapsRepaired++ })
-		}
+	if o.ended == troubleGap {
+		s.count(func(st *Stats) { st.GapsRepaired++ })
+	}
+	if o.ended != troubleNone && (o.ended != troubleAttach || o.escalated) { // a first snapshot in time is no news
 		s.event(StreamEvent{Time: now, Kind: StreamEventRepaired, Stream: f.Stream, Seq: t.last, Trouble: o.ended.String(), Took: now.Sub(since)})
 	}
 	if o.v != vDeliver {

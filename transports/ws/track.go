@@ -66,6 +66,8 @@ type outcome struct {
 	ended trouble
 	// req is what to send at once on the message's connection.
 	req request
+	// escalated: the ended trouble climbed past its first rung.
+	escalated bool
 }
 
 // track is one stream's sequencing state: its position, its epoch, and the
@@ -98,7 +100,7 @@ func (t *track) clear() {
 }
 
 func (t *track) deliver(f Frame, restart bool) outcome {
-	o := outcome{v: vDeliver, restart: restart, ended: t.trouble}
+	o := outcome{v: vDeliver, restart: restart, ended: t.trouble, escalated: t.next > 1}
 	t.known, t.last = true, f.Seq
 	if f.Epoch != "" || restart {
 		t.epoch = f.Epoch
