@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -647,5 +648,67 @@ func TestDefaultStreamConfigAloneSaysWhatToSet(t *testing.T) {
 	cfg.Handler = func(ws.Message) {}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Streams is empty") {
 		t.Errorf("no streams: %v", err)
+	}
+}
+
+// A server that answers the handshake with garbage quoting a secret: the
+// dial error, the Stream's logs and the Path's Snapshot hold its type, not
+// its text.
+func TestRedactsGarbageHandshakeResponse(t *testing.T) {
+	const secret = "SECRET-91c2"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 4096)
+				_, _ = c.Read(buf)
+				_, _ = c.Write([]byte("XTTP/1.1 " + secret + "\r\n\r\n"))
+			}()
+		}
+	}()
+	u := "ws://" + ln.Addr().String() + "/ws"
+	eps := []pathdialer.Endpoint{
+		{Name: "eu", Region: "eu", Services: map[string]string{"ws": u}},
+		{Name: "us", Region: "us", Services: map[string]string{"ws": u}},
+	}
+	path := newPathHarness(t, eps, nil).path
+	d, err := ws.NewDialer(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = d.DialEndpoint(t.Context(), "eu", nil)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), `ws: dial endpoint "eu"`) {
+		t.Fatalf("dial error %v: want it labelled, without the server's text", err)
+	}
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	rec := &recorder{}
+	cfg := fastConfig(rec, px)
+	cfg.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := startStream(t, path, cfg)
+	eventually(t, "failed dials", func() bool { return s.Stats().DialFailures >= 2 })
+	snap, _ := json.Marshal(path.Snapshot())
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(logs.String(), secret) || strings.Contains(string(snap), secret) {
+		t.Fatalf("the server's text leaked:\nlogs %s\nsnapshot %s", logs.String(), snap)
+	}
+	if !strings.Contains(logs.String(), "handshake failed") {
+		t.Fatalf("logs do not name the failure:\n%s", logs.String())
 	}
 }

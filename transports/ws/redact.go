@@ -1,13 +1,20 @@
 package ws
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 // RedactURL returns a WebSocket (or any) address safe to log or export: user
@@ -98,4 +105,36 @@ func sanitize(err error, limit int64) error {
 // badFrame wraps a Protocol.Parse error without its text.
 func badFrame(err error, n int) error {
 	return &safeErr{msg: fmt.Sprintf("ws: unreadable frame (%d bytes)", n), cause: errors.Join(ErrBadFrame, err)}
+}
+
+// sanitizeDial labels a failed dial with the endpoint and keeps the error's
+// text when this machine wrote it (network, TLS and certificate errors, the
+// Path's refusals, timeouts); any other error, such as an unreadable
+// handshake response that quotes what the server sent, keeps only its type.
+// errors.Is/As still see the original.
+func sanitizeDial(endpoint string, err error) error {
+	var (
+		ne  net.Error
+		he  x509.HostnameError
+		ua  x509.UnknownAuthorityError
+		ci  x509.CertificateInvalidError
+		cv  *tls.CertificateVerificationError
+		rh  tls.RecordHeaderError
+		ae  tls.AlertError
+		ope *net.OpError
+	)
+	switch {
+	case errors.As(err, &ope), errors.As(err, &ne), errors.As(err, &he), errors.As(err, &ua), errors.As(err, &ci),
+		errors.As(err, &cv), errors.As(err, &rh), errors.As(err, &ae),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, pathdialer.ErrFenced), errors.Is(err, pathdialer.ErrClosed),
+		errors.Is(err, pathdialer.ErrUnknownEndpoint), errors.Is(err, pathdialer.ErrUnknownService):
+		return fmt.Errorf("ws: dial endpoint %q: %w", endpoint, err)
+	}
+	inner := err
+	for u := errors.Unwrap(inner); u != nil; u = errors.Unwrap(inner) {
+		inner = u
+	}
+	return &safeErr{msg: fmt.Sprintf("ws: dial endpoint %q: handshake failed (%T; its text is redacted, it may quote the server)", endpoint, inner), cause: err}
 }
