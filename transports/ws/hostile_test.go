@@ -712,3 +712,101 @@ func TestRedactsGarbageHandshakeResponse(t *testing.T) {
 		t.Fatalf("logs do not name the failure:\n%s", logs.String())
 	}
 }
+
+// lineProtocol is a minimal text protocol ("S <seq>", "T <seq> <padding>")
+// whose Parse reads only the head of a message, so a flood test measures the
+// Stream's buffering, not JSON decoding.
+type lineProtocol struct{}
+
+func (lineProtocol) Subscribe([]string) ([]byte, error)       { return []byte("sub"), nil }
+func (lineProtocol) Resume(map[string]uint64) ([]byte, error) { return []byte("resume"), nil }
+func (lineProtocol) Parse(data []byte) (ws.Frame, error) {
+	var kind byte
+	var seq uint64
+	head := data[:min(len(data), 32)]
+	if _, err := fmt.Sscanf(string(head), "%c %d", &kind, &seq); err != nil {
+		return ws.Frame{}, err
+	}
+	k := ws.FrameTick
+	if kind == 'S' {
+		k = ws.FrameSnapshot
+	}
+	return ws.Frame{Kind: k, Stream: px, Seq: seq}, nil
+}
+
+// A server that floods messages just under the read limit while the Handler
+// is stuck: the Stream holds at most (QueueLength+3) of them (doc.go's worst
+// case), then stops reading; nothing is lost when the Handler resumes.
+func TestMemoryBoundedUnderFloodWithSlowHandler(t *testing.T) {
+	const frames = 80 // 80 MiB if nothing stopped reading
+	pad := bytes.Repeat([]byte{'x'}, (1<<20)-64)
+	var sent atomic.Int64
+	h := newHostile(t, func(c *hconn, n int64) {
+		if _, ok := c.next(); !ok || n > 1 {
+			c.drain()
+			return
+		}
+		write := func(b []byte) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			_ = c.ws.SetWriteDeadline(time.Now().Add(time.Minute))
+			return c.ws.WriteMessage(websocket.TextMessage, b)
+		}
+		_ = write([]byte("S 0"))
+		for q := 1; q <= frames; q++ {
+			if write(append([]byte(fmt.Sprintf("T %d ", q)), pad...)) != nil {
+				break
+			}
+			sent.Add(1)
+		}
+		c.drain()
+	})
+	release := make(chan struct{})
+	var last atomic.Uint64
+	var bad atomic.Bool
+	cfg := fastConfig(&recorder{}, px)
+	cfg.Protocol = lineProtocol{}
+	cfg.PingInterval, cfg.PongTimeout = time.Minute, time.Minute // the flood may hold pongs back
+	cfg.Handler = func(m ws.Message) {
+		if m.Seq != 0 && m.Seq != last.Load()+1 {
+			bad.Store(true)
+		}
+		last.Store(m.Seq)
+		if m.Seq == 1 {
+			<-release
+		}
+	}
+	s := startStream(t, hostilePath(t, h, ""), cfg)
+	defer close(release)
+	// Wait until the server cannot write any more: the client stopped reading.
+	prev, still := int64(-1), 0
+	eventually(t, "the server to block", func() bool {
+		n := sent.Load()
+		if n == prev && n > 0 {
+			still++
+		} else {
+			prev, still = n, 0
+		}
+		return still >= 100 // 500 ms without progress
+	})
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	bound := uint64(cfg.QueueLength+3) * uint64(cfg.ReadLimit) * 5 / 4
+	const slack = 12 << 20 // the server's buffers and the test binary's own heap
+	if ms.HeapInuse > bound+slack {
+		t.Fatalf("heap in use %d MiB with the Handler stuck (server sent %d MiB), want <= %d MiB + %d MiB", ms.HeapInuse>>20, sent.Load(), bound>>20, slack>>20)
+	}
+	if sent.Load() >= frames {
+		t.Fatalf("the server wrote all %d frames: the client did not stop reading", frames)
+	}
+	t.Logf("server blocked after %d frames of 1 MiB; heap in use %d MiB (bound %d MiB + %d MiB)", sent.Load(), ms.HeapInuse>>20, bound>>20, slack>>20)
+	release <- struct{}{}
+	eventually(t, "every frame", func() bool { return last.Load() == frames })
+	if bad.Load() {
+		t.Fatal("messages out of order or missing")
+	}
+	if st := s.Stats(); st.OversizedFrames != 0 || st.Reconnects != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

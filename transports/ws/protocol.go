@@ -70,7 +70,7 @@ type Protocol interface {
 	Parse(data []byte) (Frame, error)
 }
 
-// JSONProtocol is the default Protocol, the one internal/simbroker speaks:
+// JSONProtocol is the default Protocol, for a JSON server that speaks:
 //
 //	→ {"type":"subscribe","streams":["px.EURUSD"]}
 //	→ {"type":"resume","streams":{"px.EURUSD":41}}

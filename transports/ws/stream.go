@@ -201,7 +201,7 @@ func (c StreamConfig) Validate() error {
 	return nil
 }
 
-// Stats are the counters seed 002's drill asks for.
+// Stats are the counters a failover drill asks for, and the Health.
 type Stats struct {
 	// Endpoint the stream is connected to now ("" while disconnected).
 	Endpoint string
