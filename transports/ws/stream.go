@@ -458,7 +458,7 @@ func (s *Stream) reassess(now time.Time) {
 		if !t.known {
 			all = false
 		}
-		if t.trouble != troubleNone && (ts.IsZero() || t.since.Before(ts)) {
+		if t.troubled() && (ts.IsZero() || t.since.Before(ts)) {
 			ts = t.since
 		}
 	}
@@ -1076,7 +1076,9 @@ func (s *Stream) frame(in inbound) request {
 	if o.ended == troubleGap {
 		s.count(func(st *Stats) { st.GapsRepaired++ })
 	}
-	if o.ended != troubleNone && (o.ended != troubleAttach || o.escalated) { // a first snapshot in time is no news
+	// A first snapshot in time, or a connection briefly behind (a replay
+	// overlapping what was delivered), is no news.
+	if o.ended == troubleGap || o.ended == troubleRestart || (o.ended != troubleNone && o.escalated) {
 		s.event(StreamEvent{Time: now, Kind: StreamEventRepaired, Stream: f.Stream, Seq: t.last, Trouble: o.ended.String(), Took: now.Sub(since)})
 	}
 	if o.v != vDeliver {

@@ -181,6 +181,13 @@ func (t *track) hello(now time.Time, fresh bool) {
 	t.start, t.next = now, 1
 }
 
+// troubled reports whether the stream counts as broken for Health: any
+// trouble but a server behind the client that has not yet outlasted its first
+// rung (a replay overlapping what was delivered, a replica catching up).
+func (t *track) troubled() bool {
+	return t.trouble != troubleNone && (t.trouble != troubleBehind || t.next > 1 || t.asked)
+}
+
 // subscribeOnHello reports whether a new connection should subscribe to the
 // stream (take a snapshot) rather than resume it.
 func (t *track) subscribeOnHello() bool { return !t.known || t.trouble == troubleRestart }

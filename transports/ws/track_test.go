@@ -176,11 +176,14 @@ func TestTrackRestartWithoutEpoch(t *testing.T) {
 			t.Fatalf("tick %d: %+v", s, o)
 		}
 	}
-	if got := fireAll(tr, gt/2); len(got) != 0 {
-		t.Fatalf("behind for GapTimeout/2: %v", got)
+	if got := fireAll(tr, gt/2); len(got) != 0 || tr.troubled() {
+		t.Fatalf("behind for GapTimeout/2: %v, troubled %v (want quiet: a replay or a replica catching up)", got, tr.troubled())
 	}
-	if got := fireAll(tr, gt); len(got) != 1 || got[0] != reqSnapshot {
-		t.Fatalf("behind for GapTimeout: %v", got)
+	if got := fireAll(tr, gt); len(got) != 1 || got[0] != reqSnapshot || !tr.troubled() {
+		t.Fatalf("behind for GapTimeout: %v, troubled %v", got, tr.troubled())
+	}
+	if tr.hello(t0.Add(gt), false); !tr.troubled() {
+		t.Fatal("an escalated trouble went quiet on a new connection")
 	}
 	if o := tr.frame(t0, snap(71), 64); o.v != vDeliver || !o.restart || o.ended != troubleBehind {
 		t.Fatalf("requested snapshot still behind: %+v", o)
