@@ -810,3 +810,55 @@ func TestMemoryBoundedUnderFloodWithSlowHandler(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// A region whose server never repairs a gap is given up on at twice
+// GapTimeout, and the next round tries the other region first: the stream
+// falls back there, resumes, and is repaired.
+func TestStallFallsBackToAnotherRegion(t *testing.T) {
+	bad := newHostile(t, func(c *hconn, n int64) {
+		subscribed := false
+		for m, ok := c.next(); ok; m, ok = c.next() {
+			if m.Type == "subscribe" && n == 1 && !subscribed {
+				subscribed = true
+				_ = c.tick("snapshot", 0, "")
+				_ = c.tick("tick", 1, "")
+				_ = c.tick("tick", 3, "") // 2 is never replayed
+			}
+		}
+	})
+	good := newHostile(t, func(c *hconn, n int64) {
+		for m, ok := c.next(); ok; m, ok = c.next() {
+			if a, ok := m.resumeFrom(px); ok {
+				for q := a + 1; q <= 4; q++ {
+					_ = c.tick("tick", q, "")
+				}
+			}
+		}
+	})
+	eps := []pathdialer.Endpoint{
+		{Name: "eu", Region: "eu", Services: map[string]string{"ws": bad.url("")}},
+		{Name: "us", Region: "us", Services: map[string]string{"ws": good.url("")}},
+	}
+	path := newPathHarness(t, eps, nil).path
+	rec := &recorder{}
+	cfg := fastConfig(rec, px)
+	cfg.GapTimeout = 200 * time.Millisecond
+	s := startStream(t, path, cfg)
+	deadline := time.Now().Add(10 * time.Second)
+	for rec.lastSeq() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: delivered %s, stats %+v", seqs(rec.snapshot()), s.Stats())
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	if got := seqs(rec.snapshot()); got != "S0 1 2 3 4" {
+		t.Fatalf("delivered %s", got)
+	}
+	st := s.Stats()
+	if st.StallReconnects != 1 || st.Fallbacks != 1 || st.Endpoint != "us" || st.GapsRepaired != 1 || bad.conns.Load() != 1 {
+		t.Fatalf("stats %+v, %d connections to eu: want one stall, then us first", st, bad.conns.Load())
+	}
+	if h := s.Health(); h != ws.HealthLive {
+		t.Fatalf("health %v", h)
+	}
+}

@@ -190,6 +190,8 @@ func (c StreamConfig) Validate() error {
 		return bad("ReplayWindow", "must be >= 1 (default 64)")
 	case c.HealthyAfter < 0:
 		return bad("HealthyAfter", "must be >= 0")
+	case c.Dialer != nil && c.Dialer.TLSClientConfig != nil && c.Dialer.TLSClientConfig.InsecureSkipVerify:
+		return bad("Dialer.TLSClientConfig.InsecureSkipVerify", "is refused: trust the server's CA with RootCAs instead")
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Streams {
@@ -296,6 +298,10 @@ type Stream struct {
 	lostOK     bool
 	// make-before-break dials that failed since the last switch.
 	migFails int
+	// avoid is the endpoint whose connection was just given up on for what
+	// its server sent (a stall, bad or oversized frames, a short life): the
+	// next round tries it last.
+	avoid string
 }
 
 // NewStream validates cfg and returns a Stream that is not yet connected.
@@ -627,6 +633,9 @@ func (s *Stream) loop(ctx context.Context) {
 			} else {
 				s.failed = 0
 			}
+			if stall || short || !report {
+				s.avoid = l.c.Endpoint()
+			}
 			cur = nil
 			s.mu.Lock()
 			if short && !stall {
@@ -859,6 +868,11 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 			Active: act.Name, Targets: targets, Fenced: s.path.Fenced,
 			LostUnswitched: s.lostOK && s.lostGen == gen, Failed: s.failed,
 		})
+		if i := slices.Index(cands, s.avoid); i >= 0 && len(cands) > 1 {
+			// Its server just failed us: another endpoint first.
+			cands = append(slices.Delete(slices.Clone(cands), i, i+1), s.avoid)
+		}
+		s.avoid = ""
 		for _, name := range cands {
 			l, err := s.try(ctx, name, gen)
 			if err == nil {

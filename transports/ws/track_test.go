@@ -351,3 +351,29 @@ func FuzzJSONProtocolParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTrackFrame is the per-message sequencing cost (in order, no
+// trouble): no allocation.
+func BenchmarkTrackFrame(b *testing.B) {
+	b.ReportAllocs()
+	tr := &track{}
+	tr.frame(t0, snap(0), 64)
+	f := tick(0)
+	for i := range b.N {
+		f.Seq = uint64(i) + 1
+		if o := tr.frame(t0, f, 64); o.v != vDeliver {
+			b.Fatal(o)
+		}
+	}
+}
+
+// BenchmarkJSONProtocolParse is the default protocol's cost per tick.
+func BenchmarkJSONProtocolParse(b *testing.B) {
+	b.ReportAllocs()
+	data := []byte(`{"type":"tick","stream":"px.EURUSD","seq":42,"epoch":"7f3a","price":"1.0843","time":"2026-01-01T00:00:00Z"}`)
+	for range b.N {
+		if _, err := (JSONProtocol{}).Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

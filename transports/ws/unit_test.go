@@ -2,9 +2,13 @@ package ws_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
@@ -75,10 +79,20 @@ func TestStreamConfigValidate(t *testing.T) {
 		"no fallback":  func(c *ws.StreamConfig) { c.FailuresBeforeFallback = 0 },
 		"zero ping":    func(c *ws.StreamConfig) { c.PingInterval = 0 },
 		"zero timeout": func(c *ws.StreamConfig) { c.PongTimeout = 0 },
+		"zero gap":     func(c *ws.StreamConfig) { c.GapTimeout = 0 },
+		"zero suspend": func(c *ws.StreamConfig) { c.SuspendAfter = 0 },
+		"zero limit":   func(c *ws.StreamConfig) { c.ReadLimit = 0 },
+		"zero queue":   func(c *ws.StreamConfig) { c.QueueLength = 0 },
+		"huge queue":   func(c *ws.StreamConfig) { c.QueueLength = 1 << 20 },
+		"zero window":  func(c *ws.StreamConfig) { c.ReplayWindow = 0 },
+		"neg healthy":  func(c *ws.StreamConfig) { c.HealthyAfter = -1 },
+		"insecure": func(c *ws.StreamConfig) {
+			c.Dialer = &websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		},
 	} {
 		c := ok
 		mut(&c)
-		if err := c.Validate(); !errors.Is(err, ws.ErrInvalidConfig) {
+		if err := c.Validate(); !errors.Is(err, ws.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "ws: ") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
