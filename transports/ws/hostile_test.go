@@ -544,7 +544,7 @@ func TestRedactsServerTextAndAddressCredentials(t *testing.T) {
 			c.drain()
 			return
 		}
-		if _, ok := m.resumeFrom(px); ok {
+		if _, ok := m.resumeFrom(px); ok && n == 2 {
 			_ = c.tick("tick", 2, "")
 			c.mu.Lock()
 			_ = c.ws.WriteMessage(websocket.TextMessage, []byte("not json "+secret)) // a bad frame
@@ -560,7 +560,7 @@ func TestRedactsServerTextAndAddressCredentials(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewJSONHandler(&lockedWriter{w: &logs, mu: &logMu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	path := hostilePath(t, h, "?token="+secret)
 	s := startStream(t, path, cfg)
-	eventually(t, "the bad frame", func() bool { return s.Stats().BadFrames == 1 && rec.lastSeq() == 2 })
+	eventually(t, "the bad frame", func() bool { return s.Stats().BadFrames >= 1 && rec.lastSeq() == 2 })
 
 	st := s.Stats()
 	if st.ServerErrors != 1 {
@@ -738,7 +738,7 @@ func (lineProtocol) Parse(data []byte) (ws.Frame, error) {
 // is stuck: the Stream holds at most (QueueLength+3) of them (doc.go's worst
 // case), then stops reading; nothing is lost when the Handler resumes.
 func TestMemoryBoundedUnderFloodWithSlowHandler(t *testing.T) {
-	const frames = 80 // 80 MiB if nothing stopped reading
+	const frames = 40 // 40 MiB if nothing stopped reading
 	pad := bytes.Repeat([]byte{'x'}, (1<<20)-64)
 	var sent atomic.Int64
 	h := newHostile(t, func(c *hconn, n int64) {
@@ -766,6 +766,7 @@ func TestMemoryBoundedUnderFloodWithSlowHandler(t *testing.T) {
 	var bad atomic.Bool
 	cfg := fastConfig(&recorder{}, px)
 	cfg.Protocol = lineProtocol{}
+	cfg.QueueLength = 4
 	cfg.PingInterval, cfg.PongTimeout = time.Minute, time.Minute // the flood may hold pongs back
 	cfg.Handler = func(m ws.Message) {
 		if m.Seq != 0 && m.Seq != last.Load()+1 {
@@ -802,7 +803,13 @@ func TestMemoryBoundedUnderFloodWithSlowHandler(t *testing.T) {
 	}
 	t.Logf("server blocked after %d frames of 1 MiB; heap in use %d MiB (bound %d MiB + %d MiB)", sent.Load(), ms.HeapInuse>>20, bound>>20, slack>>20)
 	release <- struct{}{}
-	eventually(t, "every frame", func() bool { return last.Load() == frames })
+	deadline := time.Now().Add(time.Minute) // 1 MiB frames on a loaded machine
+	for last.Load() != frames {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered up to %d of %d; stats %+v", last.Load(), frames, s.Stats())
+		}
+		<-time.After(5 * time.Millisecond)
+	}
 	if bad.Load() {
 		t.Fatal("messages out of order or missing")
 	}

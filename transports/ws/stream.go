@@ -299,8 +299,8 @@ type Stream struct {
 	// make-before-break dials that failed since the last switch.
 	migFails int
 	// avoid is the endpoint whose connection was just given up on for what
-	// its server sent (a stall, bad or oversized frames, a short life): the
-	// next round tries it last.
+	// its server sent (a stall, bad or oversized frames): the next round
+	// tries it last.
 	avoid string
 }
 
@@ -633,7 +633,7 @@ func (s *Stream) loop(ctx context.Context) {
 			} else {
 				s.failed = 0
 			}
-			if stall || short || !report {
+			if stall || !report {
 				s.avoid = l.c.Endpoint()
 			}
 			cur = nil
