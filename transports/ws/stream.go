@@ -899,6 +899,7 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			s.reassess(time.Now()) // SUSPENDED on time, even between dials
 			if errors.Is(err, pathdialer.ErrClosed) {
 				return nil, fmt.Errorf("ws: stream stopped: %w", err)
 			}

@@ -1,7 +1,9 @@
 package ws
 
 import (
+	"bytes"
 	"encoding/binary"
+	"log/slog"
 	"regexp"
 	"testing"
 	"time"
@@ -376,4 +378,68 @@ func BenchmarkJSONProtocolParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// FuzzStreamFrames runs raw server messages (newline-separated) through the
+// Stream's own frame handling (Protocol.Parse, then the sequencing and the
+// Stats) and checks what the Handler sees: per stream, strictly increasing
+// sequence numbers within a numbering, ticks only right after the last, a
+// lower number only on a flagged restart snapshot; Stats agree with it.
+func FuzzStreamFrames(f *testing.F) {
+	for _, s := range []string{
+		"{\"type\":\"snapshot\",\"stream\":\"a\",\"seq\":0}\n{\"type\":\"tick\",\"stream\":\"a\",\"seq\":1}\n{\"type\":\"tick\",\"stream\":\"a\",\"seq\":3}\n{\"type\":\"snapshot\",\"stream\":\"a\",\"seq\":5}",
+		"{\"type\":\"snapshot\",\"stream\":\"a\",\"seq\":100,\"epoch\":\"x\"}\n{\"type\":\"tick\",\"stream\":\"a\",\"seq\":2,\"epoch\":\"y\"}\n{\"type\":\"snapshot\",\"stream\":\"a\",\"seq\":2,\"epoch\":\"y\"}",
+		"{\"type\":\"snapshot\",\"stream\":\"b\",\"seq\":500}\n{\"type\":\"tick\",\"stream\":\"b\",\"seq\":3}\n{\"type\":\"snapshot\",\"stream\":\"b\",\"seq\":3}\n{\"type\":\"tick\",\"stream\":\"b\",\"seq\":4}",
+		"{\"type\":\"error\",\"message\":\"x\"}\n{\"type\":\"tick\",\"stream\":\"zz\",\"seq\":1}\nnot json\n{\"type\":\"tick\",\"stream\":\"a\",\"seq\":18446744073709551615}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		type seen struct {
+			any   bool
+			last  uint64
+			epoch string
+		}
+		got := map[string]*seen{"a": {}, "b": {}}
+		var delivered uint64
+		cfg := DefaultStreamConfig()
+		cfg.Streams = []string{"a", "b"}
+		cfg.Handler = func(m Message) {
+			delivered++
+			g := got[m.Stream]
+			switch {
+			case g == nil:
+				t.Fatalf("message for a stream not subscribed: %+v", m)
+			case !g.any:
+			case m.Restart:
+				if !m.Snapshot {
+					t.Fatalf("restart on a tick %+v", m)
+				}
+			case m.Seq <= g.last:
+				t.Fatalf("%s: seq %d after %d without a restart", m.Stream, m.Seq, g.last)
+			case !m.Snapshot && m.Seq != g.last+1:
+				t.Fatalf("%s: tick %d after %d", m.Stream, m.Seq, g.last)
+			case m.Epoch != "" && g.epoch != "" && m.Epoch != g.epoch:
+				t.Fatalf("%s: epoch %q after %q without a restart", m.Stream, m.Epoch, g.epoch)
+			}
+			g.any, g.last = true, m.Seq
+			if m.Epoch != "" || m.Restart {
+				g.epoch = m.Epoch
+			}
+		}
+		s := &Stream{cfg: cfg, proto: JSONProtocol{}, log: slog.New(slog.DiscardHandler),
+			tracks: map[string]*track{"a": {}, "b": {}}, resuming: map[string]*live{}}
+		l := &live{c: &Conn{endpoint: "eu"}, acked: map[string]bool{}}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			fr, err := s.proto.Parse(line)
+			if err != nil {
+				continue // the Stream drops the connection
+			}
+			_ = s.frame(inbound{l: l, f: fr, data: line})
+		}
+		st := s.Stats()
+		if st.Messages != delivered || st.GapsRepaired > st.Gaps {
+			t.Fatalf("stats %+v, %d delivered", st, delivered)
+		}
+	})
 }
