@@ -62,9 +62,10 @@ type Handler func(Message)
 
 // StreamConfig configures a Stream. Start from DefaultStreamConfig.
 type StreamConfig struct {
-	// Streams to subscribe to; at least one, no duplicates.
+	// Streams to subscribe to, e.g. []string{"px.EURUSD"}; required: at
+	// least one, no duplicates.
 	Streams []string
-	// Handler is required.
+	// Handler receives every message; required.
 	Handler Handler
 	// Protocol is the wire protocol; nil means JSONProtocol.
 	Protocol Protocol
@@ -109,11 +110,12 @@ type StreamConfig struct {
 	// it; at GapTimeout the Stream asks for a snapshot (so does a stream whose
 	// subscription is unanswered or whose server stays behind the client);
 	// at twice GapTimeout (once, for a restart) it drops the connection, as a
-	// failure, and reconnects with backoff (falling back to other endpoints
-	// per ReconnectPolicy). > 0; default 5 s.
+	// failure, and reconnects with backoff, trying other endpoints first.
+	// Each rung is a StreamEventEscalation. > 0; default 5 s.
 	GapTimeout time.Duration
 	// SuspendAfter: disconnected, connecting or repairing for this long makes
-	// the Stream's Health SUSPENDED. > 0; default 30 s.
+	// the Stream's Health SUSPENDED (Health is on time; the event may come
+	// late by a Handler or a dial in progress). > 0; default 30 s.
 	SuspendAfter time.Duration
 	// ReplayWindow: a message without an epoch more than this many sequence
 	// numbers below the last delivered one means the server restarted its
