@@ -60,7 +60,10 @@
 //     population cut at one instant reaches the survivor uniformly over the
 //     first round's window. A 503/429 is not a path failure. A stream that
 //     landed on an endpoint other than the active one stays there until the
-//     Path switches.
+//     Path switches. A connection lost within HealthyAfter of its handshake
+//     counts as a failed round (so its first window is 2·Base, and so on);
+//     after a server's fault (a stall, bad or oversized frames) the next
+//     round tries that endpoint last.
 //   - Make-before-break: the Stream watches Path.ActiveChanged (no polling).
 //     When the active endpoint changes while it is connected elsewhere, its
 //     read-only connection stays up through the fence; it connects and resumes
