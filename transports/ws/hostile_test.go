@@ -42,6 +42,7 @@ type hconn struct {
 type clientMsg struct {
 	Type    string
 	Streams json.RawMessage
+	Epochs  map[string]string
 	At      time.Time
 }
 
@@ -328,10 +329,14 @@ func TestServerRestartWithNewEpoch(t *testing.T) {
 		{"numbering above", 150, "R150 151 152 153"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var resumedEpoch atomic.Value
 			h := newHostile(t, func(c *hconn, n int64) {
 				m, ok := c.next()
 				if !ok {
 					return
+				}
+				if n == 2 && m.Type == "resume" {
+					resumedEpoch.Store(m.Epochs[px])
 				}
 				if n == 1 {
 					_ = c.tick("snapshot", 0, "e1")
@@ -375,6 +380,9 @@ func TestServerRestartWithNewEpoch(t *testing.T) {
 			}
 			if st := s.Stats(); st.Restarts != 1 {
 				t.Fatalf("stats %+v: want one restart", st)
+			}
+			if e, _ := resumedEpoch.Load().(string); e != "e1" {
+				t.Fatalf("the resume named epoch %q, want e1 (the client's)", e)
 			}
 			if ev.count(ws.StreamEventRestart, "") != 1 {
 				t.Fatalf("events %v", ev.all())

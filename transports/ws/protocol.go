@@ -70,10 +70,30 @@ type Protocol interface {
 	Parse(data []byte) (Frame, error)
 }
 
+// Position is where a stream is: the last sequence number delivered and the
+// epoch it belongs to ("" when the server sends none).
+type Position struct {
+	Seq   uint64
+	Epoch string
+}
+
+// EpochResumer is an optional extension of Protocol for servers that check
+// the client's epoch on a resume (as Centrifugo's offset+epoch recovery
+// does): when the Protocol implements it, the Stream resumes with
+// ResumeEpochs instead of Resume, so a server whose epoch differs can answer
+// with a snapshot of its own numbering at once. The Stream handles a new
+// epoch either way (see Protocol).
+type EpochResumer interface {
+	// ResumeEpochs returns the text message asking for every stream's
+	// messages after its Position.
+	ResumeEpochs(after map[string]Position) ([]byte, error)
+}
+
 // JSONProtocol is the default Protocol, for a JSON server that speaks:
 //
 //	→ {"type":"subscribe","streams":["px.EURUSD"]}
 //	→ {"type":"resume","streams":{"px.EURUSD":41}}
+//	→ {"type":"resume","streams":{"px.EURUSD":41},"epochs":{"px.EURUSD":"7f3a"}}
 //	← {"type":"tick","stream":"px.EURUSD","seq":42,"epoch":"7f3a",...}
 //	← {"type":"snapshot","stream":"px.EURUSD","seq":42,"epoch":"7f3a",...}
 //	← {"type":"error","message":"..."}
@@ -83,7 +103,10 @@ type Protocol interface {
 // server's text.
 type JSONProtocol struct{}
 
-var _ Protocol = JSONProtocol{}
+var (
+	_ Protocol     = JSONProtocol{}
+	_ EpochResumer = JSONProtocol{}
+)
 
 // Subscribe implements Protocol.
 func (JSONProtocol) Subscribe(streams []string) ([]byte, error) {
@@ -105,6 +128,31 @@ func (JSONProtocol) Resume(after map[string]uint64) ([]byte, error) {
 		Type    string            `json:"type"`
 		Streams map[string]uint64 `json:"streams"`
 	}{"resume", after})
+}
+
+// ResumeEpochs implements EpochResumer: Resume's message with an "epochs"
+// object naming each stream's epoch, left out when no stream has one (the
+// message is then exactly Resume's).
+func (JSONProtocol) ResumeEpochs(after map[string]Position) ([]byte, error) {
+	if len(after) == 0 {
+		return nil, errors.New("ws: resume: no streams")
+	}
+	seqs := make(map[string]uint64, len(after))
+	var epochs map[string]string
+	for name, p := range after {
+		seqs[name] = p.Seq
+		if p.Epoch != "" {
+			if epochs == nil {
+				epochs = map[string]string{}
+			}
+			epochs[name] = p.Epoch
+		}
+	}
+	return json.Marshal(struct {
+		Type    string            `json:"type"`
+		Streams map[string]uint64 `json:"streams"`
+		Epochs  map[string]string `json:"epochs,omitempty"`
+	}{"resume", seqs, epochs})
 }
 
 // Parse implements Protocol.

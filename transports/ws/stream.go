@@ -656,8 +656,8 @@ func (s *Stream) loop(ctx context.Context) {
 		var err error
 		switch r {
 		case reqResume:
-			last := s.tracks[name].last
-			err = s.send(l, func() ([]byte, error) { return s.proto.Resume(map[string]uint64{name: last}) })
+			t := s.tracks[name]
+			err = s.send(l, func() ([]byte, error) { return s.resume(map[string]Position{name: {t.last, t.epoch}}) })
 		case reqSnapshot:
 			s.count(func(st *Stats) { st.SnapshotRequests++ })
 			err = s.send(l, func() ([]byte, error) { return s.proto.Subscribe([]string{name}) })
@@ -1006,18 +1006,18 @@ func (s *Stream) adopt(c *Conn) *live {
 // hello resumes the streams we have a position for and subscribes the others
 // (and those whose server restarted its numbering).
 func (s *Stream) hello(l *live) error {
-	after := map[string]uint64{}
+	after := map[string]Position{}
 	var fresh []string
 	for _, name := range s.cfg.Streams {
 		if t := s.tracks[name]; t.subscribeOnHello() {
 			fresh = append(fresh, name)
 		} else {
-			after[name] = t.last
+			after[name] = Position{t.last, t.epoch}
 			s.resuming[name] = l
 		}
 	}
 	if len(after) > 0 {
-		if err := s.send(l, func() ([]byte, error) { return s.proto.Resume(after) }); err != nil {
+		if err := s.send(l, func() ([]byte, error) { return s.resume(after) }); err != nil {
 			return err
 		}
 	}
@@ -1034,6 +1034,18 @@ func (s *Stream) hello(l *live) error {
 	}
 	s.dirty = true
 	return nil
+}
+
+// resume builds a resume with the Protocol's EpochResumer when it has one.
+func (s *Stream) resume(after map[string]Position) ([]byte, error) {
+	if er, ok := s.proto.(EpochResumer); ok {
+		return er.ResumeEpochs(after)
+	}
+	seqs := make(map[string]uint64, len(after))
+	for name, p := range after {
+		seqs[name] = p.Seq
+	}
+	return s.proto.Resume(seqs)
 }
 
 func (s *Stream) send(l *live, build func() ([]byte, error)) error {

@@ -42,6 +42,12 @@ func TestJSONProtocol(t *testing.T) {
 	if m, _ := p.Resume(map[string]uint64{"px.A": 41}); string(m) != `{"type":"resume","streams":{"px.A":41}}` {
 		t.Errorf("resume %s", m)
 	}
+	if m, _ := p.ResumeEpochs(map[string]ws.Position{"px.A": {Seq: 41}}); string(m) != `{"type":"resume","streams":{"px.A":41}}` {
+		t.Errorf("resume without epochs %s: want Resume's message", m)
+	}
+	if m, _ := p.ResumeEpochs(map[string]ws.Position{"px.A": {Seq: 41, Epoch: "e1"}, "px.B": {Seq: 3}}); string(m) != `{"type":"resume","streams":{"px.A":41,"px.B":3},"epochs":{"px.A":"e1"}}` {
+		t.Errorf("resume with epochs %s", m)
+	}
 	if _, err := p.Subscribe(nil); err == nil {
 		t.Error("empty subscribe accepted")
 	}
@@ -52,6 +58,10 @@ func TestJSONProtocol(t *testing.T) {
 	}{
 		{`{"type":"tick","stream":"px.A","seq":42,"price":"1.0843"}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 42}, false},
 		{`{"type":"snapshot","stream":"px.A","seq":0}`, ws.Frame{Kind: ws.FrameSnapshot, Stream: "px.A", Seq: 0}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":"7f3a"}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 1, Epoch: "7f3a"}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":1700000000}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 1, Epoch: "1700000000"}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":null}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 1}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":true}`, ws.Frame{}, true},
 		{`{"type":"error","message":"unknown stream"}`, ws.Frame{Kind: ws.FrameError, Err: "unknown stream"}, false},
 		{`{"type":"pong"}`, ws.Frame{Kind: ws.FrameOther}, false},
 		{`{"type":"tick","stream":"px.A"}`, ws.Frame{}, true},
