@@ -54,7 +54,8 @@ type Frame struct {
 // StreamConfig.ReplayWindow below the last delivered one, or a requested
 // snapshot still below it after StreamConfig.GapTimeout, is a restart. A
 // restarted server that has already numbered past the client's last sequence
-// cannot be told from a live one without an epoch.
+// cannot be told from a live one without an epoch. A Protocol that also
+// implements EpochResumer sends each stream's epoch with its resume.
 type Protocol interface {
 	// Subscribe returns the text message that attaches streams from now on; the
 	// server is expected to start each with a snapshot. The Stream also sends
