@@ -116,6 +116,15 @@ type Config struct {
 	// FenceTimeout bounds how long a one-per-credential FIX logon waits for
 	// the old session to drop before it is refused.
 	FenceTimeout time.Duration
+	// Dedup is when a repeated client order ID books nothing (default
+	// DedupAcrossRegions: never twice).
+	Dedup DedupPolicy
+	// Fence is whether the broker offers a per-region fence (a kill switch)
+	// that rejects the account's orders (default FenceNone).
+	Fence FencePolicy
+	// Tokens is whether orders must carry a fencing token, checked
+	// account-wide (default TokensOff).
+	Tokens TokenPolicy
 	// Seed makes prices and latency jitter reproducible.
 	Seed uint64
 	// Logger receives the broker's logs; nil discards them. FIXVerbose also
@@ -126,7 +135,8 @@ type Config struct {
 
 // DefaultConfig returns a two-region ("eu", "us") broker configuration that
 // publishes ticks every 250ms, has no replication lag, no handshake budget,
-// and concurrent sessions.
+// concurrent sessions, and the forgiving policies: deduplication across
+// regions, no broker fence, no fencing tokens.
 func DefaultConfig() Config {
 	return Config{
 		Regions:        []string{"eu", "us"},
@@ -142,6 +152,9 @@ func DefaultConfig() Config {
 		PingInterval:   5 * time.Second,
 		SessionPolicy:  SessionsConcurrent,
 		FenceTimeout:   5 * time.Second,
+		Dedup:          DedupAcrossRegions,
+		Fence:          FenceNone,
+		Tokens:         TokensOff,
 		Seed:           1,
 	}
 }
@@ -229,6 +242,15 @@ func (c Config) Validate() error {
 	}
 	if c.FenceTimeout <= 0 {
 		return bad("FenceTimeout %v must be positive", c.FenceTimeout)
+	}
+	if c.Dedup < DedupAcrossRegions || c.Dedup > DedupNone {
+		return bad("Dedup %d is unknown", int(c.Dedup))
+	}
+	if c.Fence != FenceNone && c.Fence != FenceEnforced {
+		return bad("Fence %d is unknown", int(c.Fence))
+	}
+	if c.Tokens != TokensOff && c.Tokens != TokensChecked {
+		return bad("Tokens %d is unknown", int(c.Tokens))
 	}
 	return nil
 }
