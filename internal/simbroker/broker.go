@@ -93,9 +93,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.pki, err = newPKI(); err != nil {
 		return nil, err
 	}
-	if b.fix, err = startFIX(b); err != nil {
-		_ = b.Close()
-		return nil, err
+	if cfg.Listen == nil {
+		if b.fix, err = startFIX(b); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
 	}
 	initial := b.gen.initial()
 	for i, name := range cfg.Regions {
@@ -305,6 +307,10 @@ func (b *Broker) SetFault(region string, svc Service, f Fault) error {
 	}
 
 	relay := rg.relays[svc]
+	if relay == nil && (isNet || isFlap) {
+		return fmt.Errorf("%w: %s on %s/%s: the broker serves on injected listeners (Config.Listen); set network faults on that network",
+			ErrFaultNotSupported, f, region, svc)
+	}
 	switch f := f.(type) {
 	case None:
 		rg.app.clear(svc)
@@ -364,7 +370,8 @@ func (b *Broker) Faults() map[string]map[Service][]string {
 			if _, ok := flaps[rg.name+"/"+string(s)]; ok {
 				d = append(d, "flap")
 			}
-			if f := rg.relays[s].Fault(); f.Kind != faultnet.KindNone {
+			if r := rg.relays[s]; r != nil && r.Fault().Kind != faultnet.KindNone {
+				f := r.Fault()
 				d = append(d, f.String())
 			}
 			d = append(d, rg.app.describe(s)...)
@@ -425,7 +432,11 @@ func connID(region string, svc Service, id uint64) string {
 // remote address belongs to, among the relays of svcs.
 func (rg *Region) lookupConn(remote string, svcs ...Service) (Service, string, bool) {
 	for _, s := range svcs {
-		if info, ok := rg.relays[s].LookupUpstream(remote); ok {
+		r := rg.relays[s]
+		if r == nil {
+			continue
+		}
+		if info, ok := r.LookupUpstream(remote); ok {
 			return s, connID(rg.name, s, info.ID), true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -125,6 +126,19 @@ type Config struct {
 	// Tokens is whether orders must carry a fencing token, checked
 	// account-wide (default TokensOff).
 	Tokens TokenPolicy
+	// Listen, optional, makes the broker serve on listeners it is given
+	// instead of 127.0.0.1 sockets behind faultnet relays: it is called once
+	// per region for REST, Probe and WS (Probe is served by the same REST
+	// server). Meant for simulations over an in-memory network
+	// (faultnet.MemNetwork under testing/synctest): the broker then opens no
+	// socket and starts no FIX acceptor (quickfix listens by itself and
+	// cannot take a listener), network faults are the injected network's
+	// business (SetFault refuses them with ErrFaultNotSupported; application
+	// faults work), and URLs use the listeners' addresses.
+	Listen func(region string, svc Service) (net.Listener, error)
+	// PlainHTTP serves REST and WebSocket without TLS (http://, ws://;
+	// HTTP/1.1 only). Only with Listen.
+	PlainHTTP bool
 	// Seed makes prices and latency jitter reproducible.
 	Seed uint64
 	// Logger receives the broker's logs; nil discards them. FIXVerbose also
@@ -248,6 +262,9 @@ func (c Config) Validate() error {
 	}
 	if c.Fence != FenceNone && c.Fence != FenceEnforced {
 		return bad("Fence %d is unknown", int(c.Fence))
+	}
+	if c.PlainHTTP && c.Listen == nil {
+		return bad("PlainHTTP needs Listen (the relayed loopback broker always serves TLS)")
 	}
 	if c.Tokens != TokensOff && c.Tokens != TokensChecked {
 		return bad("Tokens %d is unknown", int(c.Tokens))
