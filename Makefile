@@ -129,3 +129,20 @@ chaos:
 integration:
 	$(GO) test -race -count=1 -timeout 5m ./integration/...
 # --- end chaos ---
+
+# --- sim ---
+# sim: the deterministic simulation (internal/dst): the runtime, the REST
+# transport and the WebSocket stream with the simulated broker in one
+# testing/synctest bubble over an in-memory network, SIM_SEEDS seeded fault
+# schedules from SIM_START, each checked against the order-safety invariants.
+# A failing seed prints the one command that replays it and writes its trace.
+# `make test` runs a short sweep through the ordinary unit tests.
+SIM_SEEDS ?= 1000
+SIM_START ?= 1
+
+.PHONY: sim
+sim:
+	@out=$$(mktemp); status=0; \
+	$(GO) test -count=1 -timeout 30m -run 'TestSimSeeds$$$$' ./internal/dst -v -args -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) >$$out 2>&1 || status=$$?; \
+	grep -E 'INVARIANT|replay:|dst:|^(ok|FAIL|panic)' $$out; rm -f $$out; exit $$status
+# --- end sim ---

@@ -38,6 +38,9 @@ type MemNetwork struct {
 	seed uint64
 	base time.Duration
 
+	jitter    time.Duration          // extra one-way delay in [0, jitter], always
+	byContent func(addr string) bool // key that draw by the chunk's bytes
+
 	mu        sync.Mutex
 	listeners map[string]*memListener
 	faults    map[string]Fault
@@ -51,6 +54,20 @@ type MemNetwork struct {
 func NewMemNetwork(seed uint64, base time.Duration) *MemNetwork {
 	return &MemNetwork{seed: seed, base: base, listeners: map[string]*memListener{},
 		faults: map[string]Fault{}, conns: map[string]map[*memConn]struct{}{}, dials: map[string]uint64{}}
+}
+
+// SetBaseJitter adds to every chunk a drawn delay in [0, j] on top of the
+// base latency, so that events of a simulation do not meet at one virtual
+// instant. For addresses where byContent returns true the draw is keyed by
+// the chunk's bytes (and the seed), not by the connection: two goroutines
+// that write different bytes at one instant then see the same delays
+// whichever dials or writes first. Use it only where the bytes are
+// deterministic (plain HTTP; not TLS, not masked WebSocket client frames).
+// Call it before any connection exists.
+func (n *MemNetwork) SetBaseJitter(j time.Duration, byContent func(addr string) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.jitter, n.byContent = j, byContent
 }
 
 // Listen returns a listener on addr (any string of the form host:port,
@@ -98,8 +115,8 @@ func (n *MemNetwork) SetFault(addr string, f Fault) error {
 			c.peer.in.hold()
 		default:
 			if prev.Kind == KindBlackhole {
-				c.in.release(now.Add(n.base))
-				c.peer.in.release(now.Add(n.base))
+				c.in.release(now, func(b []byte) time.Duration { return n.delay(f, addr, c.id*2+1, 0, b) })
+				c.peer.in.release(now, func(b []byte) time.Duration { return n.delay(f, addr, c.id*2, 0, b) })
 			}
 		}
 	}
@@ -132,7 +149,7 @@ func (n *MemNetwork) Dial(ctx context.Context, network, addr string) (net.Conn, 
 	n.dials[addr]++
 	id := n.dials[addr]
 	n.mu.Unlock()
-	rtt := 2 * n.delay(f, addr, id, 0)
+	rtt := 2 * n.delay(f, addr, id, 0, []byte("dial"))
 	if f.Kind != KindBlackhole && rtt > 0 {
 		t := time.NewTimer(rtt)
 		select {
@@ -167,9 +184,20 @@ func (n *MemNetwork) Dial(ctx context.Context, network, addr string) (net.Conn, 
 	return client, nil
 }
 
-// delay is the one-way delay of chunk k of connection id to addr under f.
-func (n *MemNetwork) delay(f Fault, addr string, id, k uint64) time.Duration {
+// delay is the one-way delay of chunk k of connection id to addr under f;
+// data is the chunk (nil for a dial or a close).
+func (n *MemNetwork) delay(f Fault, addr string, id, k uint64, data ...[]byte) time.Duration {
 	d := n.base
+	if n.jitter > 0 {
+		h := fnv.New64a()
+		if len(data) > 0 && data[0] != nil && n.byContent != nil && n.byContent(addr) {
+			fmt.Fprintf(h, "%d/%s/", n.seed, addr)
+			_, _ = h.Write(data[0])
+		} else {
+			fmt.Fprintf(h, "%d/%s/%d/%d/base", n.seed, addr, id, k)
+		}
+		d += time.Duration(h.Sum64() % uint64(n.jitter+1))
+	}
 	if f.Kind == KindLatency {
 		d += f.Delay
 		if f.Jitter > 0 {
@@ -325,19 +353,27 @@ func (h *half) hold() {
 	h.wake()
 }
 
-func (h *half) release(at time.Time) {
+// release delivers what a blackhole held: each chunk after its own delay
+// from now (d), in order.
+func (h *half) release(now time.Time, d func(data []byte) time.Duration) {
 	h.mu.Lock()
 	h.held = false
+	var prev time.Time
 	for i := range h.q {
-		if h.q[i].held {
-			h.q[i].held = false
-			if h.q[i].at.Before(at) {
-				h.q[i].at = at
+		c := &h.q[i]
+		if c.held {
+			c.held = false
+			if at := now.Add(d(c.data)); c.at.Before(at) {
+				c.at = at
 			}
 		}
+		if c.at.Before(prev) {
+			c.at = prev
+		}
+		prev = c.at
 	}
-	if h.last.Before(at) && len(h.q) > 0 {
-		h.last = at
+	if h.last.Before(prev) {
+		h.last = prev
 	}
 	h.mu.Unlock()
 	h.wake()
@@ -466,7 +502,7 @@ func (c *memConn) Write(p []byte) (int, error) {
 		return len(p), nil // the peer is gone; its kernel would answer RST later
 	}
 	c.chunks++
-	d := c.n.delay(c.n.Fault(c.addr), c.addr, c.id*2+b2u(c.server), c.chunks)
+	d := c.n.delay(c.n.Fault(c.addr), c.addr, c.id*2+b2u(c.server), c.chunks, p)
 	c.peer.in.push(memChunk{data: append([]byte(nil), p...), at: time.Now().Add(d)})
 	return len(p), nil
 }

@@ -1,0 +1,102 @@
+package dst
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	flagSeeds = flag.Int("sim.seeds", 20, "how many seeds TestSimSeeds runs")
+	flagStart = flag.Uint64("sim.start", 1, "first seed of TestSimSeeds")
+	flagSeed  = flag.Uint64("sim.seed", 0, "run only this seed (replay)")
+	flagTrace = flag.String("sim.trace", "", "write the trace of -sim.seed to this file")
+)
+
+func runSeed(t *testing.T, seed uint64, o Options) *Result {
+	t.Helper()
+	var res *Result
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		res, err = Run(NewScenario(seed), o)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	})
+	return res
+}
+
+func replayCommand(seed uint64) string {
+	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace", seed, seed)
+}
+
+// TestSimSeeds runs -sim.seeds seeds from -sim.start (or the one -sim.seed)
+// and checks the invariants of each; a failing seed prints the one command
+// that replays it and writes its trace.
+func TestSimSeeds(t *testing.T) {
+	seeds := make([]uint64, 0, *flagSeeds)
+	if *flagSeed != 0 {
+		seeds = append(seeds, *flagSeed)
+	} else {
+		for i := 0; i < *flagSeeds; i++ {
+			seeds = append(seeds, *flagStart+uint64(i))
+		}
+	}
+	var ran, failed atomic.Int64
+	began := time.Now()
+	t.Cleanup(func() {
+		el := time.Since(began)
+		t.Logf("dst: %d seeds in %v (%.0f seeds/minute), %d failed", ran.Load(), el.Round(time.Millisecond),
+			float64(ran.Load())/el.Minutes(), failed.Load())
+	})
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			if len(seeds) > 1 {
+				t.Parallel()
+			}
+			res := runSeed(t, seed, Options{})
+			ran.Add(1)
+			if *flagTrace != "" && *flagSeed == seed {
+				if err := os.WriteFile(*flagTrace, []byte(res.TraceText()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("trace of seed %d written to %s (%d lines, hash %016x)", seed, *flagTrace, len(res.Trace), res.TraceHash())
+			}
+			if testing.Verbose() {
+				t.Logf("seed %d: %+v", seed, res.Stats)
+			}
+			if len(res.Violations) > 0 {
+				failed.Add(1)
+				t.Errorf("seed %d broke %d invariant(s):\n  %s\nreplay: %s", seed, len(res.Violations),
+					strings.Join(res.Violations, "\n  "), replayCommand(seed))
+			}
+		})
+	}
+}
+
+var detSeeds = []uint64{3, 11}
+
+// The same seed twice gives byte-identical traces.
+func TestSimDeterministic(t *testing.T) {
+	for _, seed := range detSeeds {
+		a := runSeed(t, seed, Options{})
+		b := runSeed(t, seed, Options{})
+		if a.TraceText() != b.TraceText() {
+			al, bl := a.Trace, b.Trace
+			for i := 0; i < len(al) && i < len(bl); i++ {
+				if al[i] != bl[i] {
+					t.Fatalf("seed %d: traces differ at line %d of %d/%d:\n  %s\n  %s", seed, i, len(al), len(bl), al[i], bl[i])
+				}
+			}
+			t.Fatalf("seed %d: traces differ in length: %d vs %d lines", seed, len(al), len(bl))
+		}
+		if a.Stats.Orders == 0 || a.Stats.Probes == 0 || a.Stats.Ticks == 0 {
+			t.Fatalf("seed %d ran nothing: %+v", seed, a.Stats)
+		}
+	}
+}
