@@ -124,7 +124,7 @@ func NewScenario(seed uint64) Scenario {
 	s.Duration = dur(4*time.Second, 15*time.Second)
 	s.Quiet = 6 * time.Second
 	s.TickEvery = dur(50*time.Millisecond, 300*time.Millisecond)
-	s.StreamPaced = dur(50*time.Millisecond, 500*time.Millisecond)
+	s.StreamPaced = dur(100*time.Millisecond, 500*time.Millisecond)
 	n := 1 + r.IntN(5)
 	for i := 0; i < n; i++ {
 		f := ScheduledFault{

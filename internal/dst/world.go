@@ -31,12 +31,17 @@ const (
 	stream = "px.EURUSD"
 )
 
+// wsBackoff is the Stream's reconnect window in the simulation: small, and
+// not so small that a round with no candidate spins without time passing.
+var wsBackoff = ws.Backoff{Base: 10 * time.Millisecond, Cap: 20 * time.Millisecond}
+
 // Options changes how a scenario runs (not what it is).
 type Options struct {
 	// DropSwitchUnknowns plants a defect for the checker to find: the
-	// reconciler of a failover or failback silently drops the orders that
-	// finished with an unknown outcome, as if they had missed the switch's
-	// reconcile (the runtime's unknown-at-switch race). A run with it must
+	// reconciler silently drops the orders that finished with an unknown
+	// outcome after the fence of the endpoint being left began, as if they
+	// had slipped between "in flight" and "unknown" while the switch took
+	// its tickets (the runtime's unknown-at-switch race). A run with it must
 	// fail whenever such an order existed.
 	DropSwitchUnknowns bool
 }
@@ -229,9 +234,9 @@ func (w *world) build() error {
 	sc.Dialer = &websocket.Dialer{HandshakeTimeout: time.Second}
 	sc.Header = http.Header{"X-API-Key": {apiKey}}
 	// The Stream's own full-jitter draw uses the process's random source,
-	// which no seed controls: keep its window at 1 ns and pace reconnects in
-	// the simulation's dialer instead (StreamPaced), deterministically.
-	sc.Backoff = ws.Backoff{Base: time.Nanosecond, Cap: time.Nanosecond}
+	// which no seed controls: keep its window below the dial grid of
+	// StreamPaced (see dial), which absorbs it.
+	sc.Backoff = wsBackoff
 	sc.FailuresBeforeFallback = 1
 	sc.DialTimeout = time.Second
 	sc.PingInterval, sc.PongTimeout = 500*time.Millisecond, 500*time.Millisecond
@@ -247,22 +252,26 @@ func (w *world) build() error {
 // paced by the scenario (see build).
 func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	if strings.Contains(a, ".ws.") {
+		// WebSocket dials happen on a grid of StreamPaced from the start,
+		// at most one per point: the Stream's random wait before a round
+		// (under wsBackoff, below the grid step) is absorbed, so when the
+		// dial happens does not depend on the draw.
 		w.wsPaceMu.Lock()
 		now := time.Now()
-		at := w.wsNext
-		if at.Before(now) {
-			at = now
+		p := w.s.StreamPaced
+		k := now.Sub(w.start)/p + 1
+		at := w.start.Add(k * p)
+		if !at.After(w.wsNext) {
+			at = w.wsNext.Add(p)
 		}
-		w.wsNext = at.Add(w.s.StreamPaced)
+		w.wsNext = at
 		w.wsPaceMu.Unlock()
-		if d := at.Sub(now); d > 0 {
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return nil, ctx.Err()
-			}
+		t := time.NewTimer(at.Sub(now))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
 		}
 	}
 	return w.net.Dial(ctx, network, a)
@@ -319,11 +328,28 @@ func (w *world) fence(on bool) pathdialer.FenceFunc {
 	}
 }
 
+// finishedDuringFence reports whether the order finished (unknown) after
+// the fence of endpoint began: the window of the unknown-at-switch race.
+func (w *world) finishedDuringFence(id, endpoint string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := w.orders[id]
+	if o == nil || o.end.IsZero() {
+		return false
+	}
+	for i := len(w.fences) - 1; i >= 0; i-- {
+		if f := w.fences[i]; f.endpoint == endpoint {
+			return !o.end.Before(f.start)
+		}
+	}
+	return false
+}
+
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
 	for _, t := range r.Tickets {
-		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && (r.Reason == "failover" || r.Reason == "failback") {
+		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
 			continue // the planted defect: this order missed the switch's reconcile
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://broker.invalid/v1/orders/"+url.PathEscape(t.OrderID), nil)
