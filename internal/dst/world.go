@@ -33,7 +33,7 @@ const (
 
 // wsBackoff is the Stream's reconnect window in the simulation: small, and
 // not so small that a round with no candidate spins without time passing.
-var wsBackoff = ws.Backoff{Base: 10 * time.Millisecond, Cap: 20 * time.Millisecond}
+var wsBackoff = ws.Backoff{Base: time.Millisecond, Cap: time.Millisecond}
 
 // Options changes how a scenario runs (not what it is).
 type Options struct {

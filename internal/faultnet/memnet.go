@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -187,23 +188,24 @@ func (n *MemNetwork) Dial(ctx context.Context, network, addr string) (net.Conn, 
 // delay is the one-way delay of chunk k of connection id to addr under f;
 // data is the chunk (nil for a dial or a close).
 func (n *MemNetwork) delay(f Fault, addr string, id, k uint64, data ...[]byte) time.Duration {
-	d := n.base
-	if n.jitter > 0 {
+	key := func(salt string) uint64 {
 		h := fnv.New64a()
 		if len(data) > 0 && data[0] != nil && n.byContent != nil && n.byContent(addr) {
-			fmt.Fprintf(h, "%d/%s/", n.seed, addr)
+			fmt.Fprintf(h, "%d/%s/%s/", n.seed, addr, salt)
 			_, _ = h.Write(data[0])
 		} else {
-			fmt.Fprintf(h, "%d/%s/%d/%d/base", n.seed, addr, id, k)
+			fmt.Fprintf(h, "%d/%s/%d/%d/%s", n.seed, addr, id, k, salt)
 		}
-		d += time.Duration(h.Sum64() % uint64(n.jitter+1))
+		return h.Sum64()
+	}
+	d := n.base
+	if n.jitter > 0 {
+		d += time.Duration(key("base") % uint64(n.jitter+1))
 	}
 	if f.Kind == KindLatency {
 		d += f.Delay
 		if f.Jitter > 0 {
-			h := fnv.New64a()
-			fmt.Fprintf(h, "%d/%s/%d/%d", n.seed, addr, id, k)
-			d += time.Duration(h.Sum64() % uint64(f.Jitter+1))
+			d += time.Duration(key("latency") % uint64(f.Jitter+1))
 		}
 	}
 	return d
@@ -407,6 +409,7 @@ type memConn struct {
 	wmu    sync.Mutex
 	wdl    time.Time
 	chunks uint64
+	wh     atomic.Uint64 // hash of every byte written: keys the delay of the close
 	once   sync.Once
 	closed chan struct{}
 }
@@ -503,6 +506,10 @@ func (c *memConn) Write(p []byte) (int, error) {
 	}
 	c.chunks++
 	d := c.n.delay(c.n.Fault(c.addr), c.addr, c.id*2+b2u(c.server), c.chunks, p)
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%x/", c.wh.Load())
+	_, _ = h.Write(p)
+	c.wh.Store(h.Sum64())
 	c.peer.in.push(memChunk{data: append([]byte(nil), p...), at: time.Now().Add(d)})
 	return len(p), nil
 }
@@ -520,7 +527,8 @@ func (c *memConn) Close() error {
 	c.once.Do(func() {
 		c.wmu.Lock()
 		c.chunks++
-		d := c.n.delay(c.n.Fault(c.addr), c.addr, c.id*2+b2u(c.server), c.chunks)
+		key := fmt.Appendf(nil, "eof/%t/%x/%x", c.server, c.wh.Load(), c.peer.wh.Load())
+		d := c.n.delay(c.n.Fault(c.addr), c.addr, c.id*2+b2u(c.server), c.chunks, key)
 		c.peer.in.push(memChunk{eof: true, at: time.Now().Add(d)})
 		c.wmu.Unlock()
 		close(c.closed)

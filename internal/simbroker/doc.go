@@ -205,6 +205,16 @@
 // Rejected lists the policy refusals. Bookings(clientOrderID) lists every
 // order booked under one ID.
 //
+// # Injected listeners (simulation)
+//
+// With Config.Listen the broker serves REST, probe and WebSocket on the
+// listeners it is given (for example faultnet.MemNetwork's, inside a
+// testing/synctest bubble) and opens no socket; Config.PlainHTTP drops TLS.
+// No FIX acceptor runs then (quickfix listens by itself), network faults
+// belong to the injected network (SetFault refuses them), application
+// faults (Fault503, Partial, UnknownOutcome) and every policy work as
+// usual. internal/dst runs the whole client stack against it this way.
+//
 // # Lifecycle
 //
 // Start returns with every endpoint accepting, in well under a second.
