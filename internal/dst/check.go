@@ -103,10 +103,10 @@ func (w *world) check() *Result {
 				if f.endpoint != r.Region || r.Time.Before(f.start) || (!f.end.IsZero() && !r.Time.Before(f.end)) {
 					continue
 				}
-				if o.start.After(f.start) {
-					viol(InvTwoPaths, "%s sent at %v, after %s was fenced at %v, booked there at %v", id, w.off(o.start), f.endpoint, w.off(f.start), w.off(r.Time))
+				if o.first.After(f.start) {
+					viol(InvTwoPaths, "%s sent at %v, after %s was fenced at %v, booked there at %v", id, w.off(o.first), f.endpoint, w.off(f.start), w.off(r.Time))
 				} else {
-					res.Notes = append(res.Notes, fmt.Sprintf("late landing: %s sent at %v before the fence of %s at %v, booked there at %v", id, w.off(o.start), f.endpoint, w.off(f.start), w.off(r.Time)))
+					res.Notes = append(res.Notes, fmt.Sprintf("late landing: %s sent at %v before the fence of %s at %v, booked there at %v", id, w.off(o.first), f.endpoint, w.off(f.start), w.off(r.Time)))
 				}
 			}
 		}
@@ -123,7 +123,7 @@ func (w *world) check() *Result {
 	if gate != pathdialer.GateOpen {
 		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
 	}
-	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes = w.switches, w.ticks, w.probes
+	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
 
 	for _, r := range audit {
 		switch r.Kind {

@@ -25,6 +25,12 @@
 //	ws-every-tick-once-in-order     the stream delivers each tick once, in order (a snapshot restarts)
 //	flow-resumes-after-heal         with every fault healed, the gate is open again
 //
+// By default the client never resends. Options.ResendNotReceived (flag
+// -sim.resend) resends, once and under the same client order ID, an order a
+// reconcile settled NOT_RECEIVED: against a broker that deduplicates only
+// open orders or not at all, an order still in the network when the
+// reconcile asked then books twice, and no-duplicate-order fails.
+//
 // The driver is TestSimSeeds (make sim; a short run in make test). A
 // failing seed prints the one command that replays it and writes its trace:
 //

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/brokerpath/brokerpath/internal/simbroker"
 )
 
 var (
@@ -41,7 +43,11 @@ func runSeed(t *testing.T, seed uint64, o Options) *Result {
 }
 
 func replayCommand(seed uint64) string {
-	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace", seed, seed)
+	resend := ""
+	if *flagResend {
+		resend = " -sim.resend"
+	}
+	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
 
 // TestSimSeeds runs -sim.seeds seeds from -sim.start (or the one -sim.seed)
@@ -68,7 +74,7 @@ func TestSimSeeds(t *testing.T) {
 			if len(seeds) > 1 {
 				t.Parallel()
 			}
-			res := runSeed(t, seed, Options{})
+			res := runSeed(t, seed, Options{ResendNotReceived: *flagResend})
 			ran.Add(1)
 			if *flagTrace != "" && *flagSeed == seed {
 				if err := os.WriteFile(*flagTrace, []byte(res.TraceText()), 0o644); err != nil {
@@ -146,4 +152,27 @@ func TestSimFindsPlantedDefect(t *testing.T) {
 		return
 	}
 	t.Fatal("1000 seeds did not find the planted defect")
+}
+
+var flagResend = flag.Bool("sim.resend", false, "TestSimSeeds: resend an order settled NOT_RECEIVED (Options.ResendNotReceived)")
+
+// no-duplicate-order has teeth: resending under the same client order ID
+// what a reconcile settled NOT_RECEIVED (as FateNotReceived's documentation
+// allows) books an order twice on a broker that does not deduplicate, when
+// the first copy was still in the network (a late landing). A sweep finds
+// such a seed.
+func TestSimResendFindsDuplicate(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		res := runSeed(t, seed, Options{ResendNotReceived: true})
+		for _, v := range res.Violations {
+			if strings.Contains(v, InvDuplicate) {
+				if res.Scenario.Dedup == simbroker.DedupAcrossRegions {
+					t.Fatalf("seed %d: a duplicate with deduplication across regions: %s", seed, v)
+				}
+				t.Logf("seed %d (dedup %s, fence %s, tokens %s): %s", seed, res.Scenario.Dedup, res.Scenario.Fence, res.Scenario.Tokens, v)
+				return
+			}
+		}
+	}
+	t.Fatal("300 seeds with resends found no duplicate")
 }

@@ -44,13 +44,18 @@ type Options struct {
 	// its tickets (the runtime's unknown-at-switch race). A run with it must
 	// fail whenever such an order existed.
 	DropSwitchUnknowns bool
+	// ResendNotReceived resends an order once, under the same client order
+	// ID, when a reconcile settles it NOT_RECEIVED (what FateNotReceived's
+	// documentation allows). Against a broker that does not deduplicate,
+	// a late landing then books the order twice: no-duplicate-order fails.
+	ResendNotReceived bool
 }
 
 // Stats counts what a run did.
 type Stats struct {
 	Orders, Acked, Rejected, Unknown, NotSent, Halted int
 	Booked, Duplicates, LateLandings, Switches        int
-	Settlements, Ticks, Probes                        int
+	Settlements, Ticks, Probes, Resends               int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -75,7 +80,8 @@ func (r *Result) TraceHash() uint64 {
 // orderRec is the client's record of one order.
 type orderRec struct {
 	id       string
-	start    time.Time
+	first    time.Time // first send (a resend keeps it)
+	start    time.Time // latest send
 	end      time.Time
 	outcome  string // acked | rejected | unknown | not-sent | halted
 	region   string // acked: the region that answered (X-Region)
@@ -83,6 +89,8 @@ type orderRec struct {
 	errCode  string
 	settled  []pathdialer.Fate
 	ticketGn uint64
+	limit    bool
+	resent   bool
 }
 
 // world is one run's state.
@@ -109,6 +117,8 @@ type world struct {
 	wsBad    []string
 	wsPaceMu sync.Mutex
 	wsNext   time.Time
+	resends  sync.WaitGroup
+	resendN  int
 }
 
 type tline struct {
@@ -168,6 +178,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
+	w.resends.Wait()
 	res := w.check()
 	w.close()
 	return res, nil
@@ -426,6 +437,15 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		for _, st := range ev.Settlements {
 			if o := w.orders[st.OrderID]; o != nil {
 				o.settled = append(o.settled, st.Fate)
+				if w.o.ResendNotReceived && st.Fate == pathdialer.FateNotReceived && !o.resent {
+					o.resent = true
+					w.resendN++
+					w.resends.Add(1)
+					go func(id string, limit bool) {
+						defer w.resends.Done()
+						w.place(id, limit)
+					}(o.id, o.limit)
+				}
 			}
 		}
 		w.mu.Unlock()
@@ -551,9 +571,13 @@ func (w *world) place(id string, limit bool) {
 		_, gen := w.path.Active()
 		req.Header.Set(simbroker.TokenHeader, strconv.FormatUint(gen+1, 10))
 	}
-	rec := &orderRec{id: id, start: time.Now()}
 	w.mu.Lock()
-	w.orders[id] = rec
+	rec := w.orders[id]
+	if rec == nil {
+		rec = &orderRec{id: id, limit: limit, first: time.Now()}
+		w.orders[id] = rec
+	}
+	rec.start = time.Now()
 	w.mu.Unlock()
 	resp, err := w.hc.Do(req)
 	now := time.Now()
