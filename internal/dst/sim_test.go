@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -64,10 +66,25 @@ func TestSimSeeds(t *testing.T) {
 	}
 	var ran, failed atomic.Int64
 	began := time.Now()
+	var mu sync.Mutex
+	type cell struct{ seeds, failed, orders, dups, late, resends int }
+	matrix := map[string]*cell{}
 	t.Cleanup(func() {
 		el := time.Since(began)
 		t.Logf("dst: %d seeds in %v (%.0f seeds/minute), %d failed", ran.Load(), el.Round(time.Millisecond),
 			float64(ran.Load())/el.Minutes(), failed.Load())
+		keys := make([]string, 0, len(matrix))
+		for k := range matrix {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-50s %6s %6s %8s %6s %6s %7s\n", "broker policy", "seeds", "failed", "orders", "dups", "late", "resends")
+		for _, k := range keys {
+			c := matrix[k]
+			fmt.Fprintf(&b, "%-50s %6d %6d %8d %6d %6d %7d\n", k, c.seeds, c.failed, c.orders, c.dups, c.late, c.resends)
+		}
+		t.Logf("dst: per broker policy\n%s", b.String())
 	})
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
@@ -85,9 +102,26 @@ func TestSimSeeds(t *testing.T) {
 			if testing.Verbose() {
 				t.Logf("seed %d: %+v", seed, res.Stats)
 			}
+			sc := res.Scenario
+			key := fmt.Sprintf("dedup=%s fence=%s tokens=%s", sc.Dedup, sc.Fence, sc.Tokens)
+			mu.Lock()
+			c := matrix[key]
+			if c == nil {
+				c = &cell{}
+				matrix[key] = c
+			}
+			c.seeds++
+			c.orders += res.Stats.Orders
+			c.dups += res.Stats.Duplicates
+			c.late += res.Stats.LateLandings
+			c.resends += res.Stats.Resends
+			if len(res.Violations) > 0 {
+				c.failed++
+			}
+			mu.Unlock()
 			if len(res.Violations) > 0 {
 				failed.Add(1)
-				t.Errorf("seed %d broke %d invariant(s):\n  %s\nreplay: %s", seed, len(res.Violations),
+				t.Errorf("seed %d (%s) broke %d invariant(s):\n  %s\nreplay: %s", seed, key, len(res.Violations),
 					strings.Join(res.Violations, "\n  "), replayCommand(seed))
 			}
 		})
