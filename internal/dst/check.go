@@ -74,7 +74,7 @@ func (w *world) check() *Result {
 		if o.outcome == "acked" {
 			if len(bk) == 0 {
 				viol(InvLost, "%s acknowledged by %s (HTTP %d) but not in the book", id, o.region, o.code)
-			} else if bk[0].Region != o.region {
+			} else if !bookedIn(bk, o.region) {
 				viol(InvMismatch, "%s recorded as booked in %s, the book says %s", id, o.region, bk[0].Region)
 			}
 		}
@@ -84,7 +84,9 @@ func (w *world) check() *Result {
 		for _, f := range o.settled {
 			switch f {
 			case pathdialer.FateNotReceived:
-				if len(bk) > 0 {
+				// A late landing: the copy the reconcile did not find was
+				// booked after all (not the resend's own booking).
+				if (!o.resent && len(bk) > 0) || (o.resent && (len(bk) > 1 || (len(bk) == 1 && bk[0].Time.Before(o.start)))) {
 					res.Stats.LateLandings++
 					res.Notes = append(res.Notes, fmt.Sprintf("late landing: %s settled NOT_RECEIVED, booked through %s at %v", id, bk[0].Region, w.off(bk[0].Time)))
 				}
@@ -149,6 +151,15 @@ func (w *world) check() *Result {
 		res.Trace = append(res.Trace, v)
 	}
 	return res
+}
+
+func bookedIn(bk []simbroker.Record, region string) bool {
+	for _, r := range bk {
+		if r.Region == region {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *world) off(t time.Time) time.Duration { return t.Sub(w.start) }

@@ -600,6 +600,13 @@ func (w *world) place(id string, limit bool) {
 		rec.region = resp.Header.Get("X-Region")
 		if resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK {
 			rec.outcome = "acked"
+			// Where the order is booked is the order's region, not the
+			// region that answered: a repeat answered 200 by us may name an
+			// order booked through eu.
+			var o simbroker.Order
+			if json.Unmarshal(raw, &o) == nil && o.Region != "" {
+				rec.region = o.Region
+			}
 		} else {
 			rec.outcome = "rejected"
 			var e struct{ Code string }
