@@ -47,7 +47,7 @@ status-screenshot:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 	@mkdir -p reports
 	@rm -f $(STATUS_PNG)
-	$(GO) build -o reports/statusdemo ./observe/status/cmd/statusdemo
+	$(GO) build -o reports/statusdemo ./internal/statusdemo
 	@set -e; tmp=$$(mktemp -d); \
 	reports/statusdemo -addr 127.0.0.1:0 -outage 2s -for 60s -url-file $$tmp/url >$$tmp/demo.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf $$tmp' EXIT; \

@@ -17,9 +17,6 @@
 //	in.Samples, in.Population = smp.Stop(), pop.Stats()
 //	err := drill.WriteHTML(f, in)
 //
-// Package drill/drillflow fills an Input from an internal/orderflow client
-// and reads the simulated broker's per-region WebSocket counters.
-//
 // # What it guarantees
 //
 //   - The report is one HTML file: inline CSS and inline SVG, no script, no

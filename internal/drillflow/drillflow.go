@@ -80,7 +80,7 @@ func BrokerWS(b *simbroker.Broker, regions ...string) func() map[string]drill.Re
 }
 
 // StreamConfig returns the configuration of one population stream for the
-// broker cfg describes: its streams, credentials and TLS roots, seed 002's
+// broker cfg describes: its streams, credentials and TLS roots, a
 // full-jitter backoff with base (cap 20×), and the client's liveness timing.
 func StreamConfig(cfg orderflow.Config, base time.Duration) ws.StreamConfig {
 	sc := ws.DefaultStreamConfig()

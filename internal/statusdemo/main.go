@@ -3,7 +3,7 @@
 // region outage, so the page can be looked at (or screenshotted by
 // `make status-screenshot`) with real content.
 //
-//	go run ./observe/status/cmd/statusdemo -addr 127.0.0.1:8080 -outage 2s
+//	go run ./internal/statusdemo -addr 127.0.0.1:8080 -outage 2s
 //
 // It writes its base URL to -url-file once it is listening, and exits after
 // -for (0: on SIGINT/SIGTERM).
