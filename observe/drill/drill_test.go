@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -283,6 +284,9 @@ func TestOnCallFigures(t *testing.T) {
 				{OrderID: "R0", Service: "rest", Fate: pathdialer.FateFilled}}
 		}
 	}
+	i := slices.IndexFunc(in.Events, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventReconcileSuccess })
+	in.Events = slices.Insert(in.Events, i, pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(2500 * time.Millisecond),
+		Error: "fix: reconcile incomplete: not logged on to us", Attempt: 1})
 	in.Stream = &StreamSeen{Messages: 80, Missed: 3, Snapshots: 1, LongestSilence: 1500 * time.Millisecond}
 	in.Seed, in.Commit = "42", "abc1234"
 	in.Checked = []string{"no order booked twice", "no order lost"}
@@ -291,7 +295,7 @@ func TestOnCallFigures(t *testing.T) {
 	if oc.Endpoint != "eu" || oc.To != "us" || oc.Detect != 300*time.Millisecond || oc.Switch != 100*time.Millisecond || oc.Held != 300*time.Millisecond {
 		t.Errorf("on-call times: %+v", oc)
 	}
-	if len(oc.HeldBecause) != 1 || oc.HeldBecause[0] != "failover: fencing eu" {
+	if want := []string{"failover: fencing eu", "cutting eu off took 100 ms", "checking 2 order(s) with the broker on us took 200 ms (1 failed attempt(s): fix: reconcile incomplete: not logged on to us)"}; !slices.Equal(oc.HeldBecause, want) {
 		t.Errorf("held because %q", oc.HeldBecause)
 	}
 	byT := map[string]TransportOrders{}

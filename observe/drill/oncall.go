@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -78,9 +79,37 @@ func onCall(in Input) OnCall {
 			oc.Detect = down.Sub(from)
 		}
 		switched := false
+		var fenceStart, recStart time.Time
+		var fenceTook, recTook time.Duration
+		recOrders, recFailures, recFailed := 0, 0, []string{}
 		for _, e := range in.Events {
 			if e.Time.Before(down) {
 				continue
+			}
+			switch e.Kind {
+			case pathdialer.EventFenceStart:
+				if fenceStart.IsZero() {
+					fenceStart = e.Time
+				}
+			case pathdialer.EventFenceSuccess:
+				if !fenceStart.IsZero() && fenceTook == 0 {
+					fenceTook = max(e.Time.Sub(fenceStart), time.Nanosecond)
+				}
+			case pathdialer.EventReconcileStart:
+				if switched && recStart.IsZero() {
+					recStart, recOrders = e.Time, len(e.Tickets)
+				}
+			case pathdialer.EventReconcileFailure:
+				if switched {
+					recFailures++
+				}
+				if msg := redact(e.Error); switched && msg != "" && !slices.Contains(recFailed, msg) {
+					recFailed = append(recFailed, msg)
+				}
+			case pathdialer.EventReconcileSuccess:
+				if !recStart.IsZero() && recTook == 0 {
+					recTook = max(e.Time.Sub(recStart), time.Nanosecond)
+				}
 			}
 			switch e.Kind {
 			case pathdialer.EventHold, pathdialer.EventHalt:
@@ -100,6 +129,17 @@ func onCall(in Input) OnCall {
 			if oc.ReleaseAt != NotMeasured {
 				break
 			}
+		}
+		// Where the held time went.
+		if fenceTook > 0 {
+			oc.HeldBecause = append(oc.HeldBecause, "cutting "+oc.Endpoint+" off took "+ms(fenceTook))
+		}
+		if recTook > 0 {
+			why := fmt.Sprintf("checking %d order(s) with the broker on %s took %s", recOrders, orDash(oc.To), ms(recTook))
+			if recFailures > 0 {
+				why += fmt.Sprintf(" (%d failed attempt(s): %s)", recFailures, strings.Join(recFailed, "; "))
+			}
+			oc.HeldBecause = append(oc.HeldBecause, why)
 		}
 	}
 
