@@ -291,7 +291,18 @@ func incidentOf(in incident, inProgress bool) incidentReport {
 		From: in.From, To: in.To, Kind: "failover", InProgress: inProgress,
 		TroubleAt: stamp(in.TroubleAt), DownAt: stamp(in.DownAt), HeldAt: stamp(in.HeldAt),
 		SwitchedAt: stamp(in.SwitchedAt), ReleasedAt: stamp(in.ReleasedAt),
-		HeldWhy: in.Causes, Halted: in.Halted, Reconciled: in.Handed, Settled: in.Settled,
+		HeldWhy: slices.Clone(in.Causes), Halted: in.Halted, Reconciled: in.Handed, Settled: in.Settled,
+	}
+	// Where the held time went.
+	if in.FenceTook > 0 {
+		ir.HeldWhy = append(ir.HeldWhy, fmt.Sprintf("cutting %s off took %s", in.From, human(in.FenceTook)))
+	}
+	if in.RecTook > 0 {
+		why := fmt.Sprintf("checking %d order(s) with the broker took %s", in.RecOrders, human(in.RecTook))
+		if in.RecFailed > 0 {
+			why += fmt.Sprintf(" (%d failed attempt(s): %s)", in.RecFailed, strings.Join(in.RecErrors, "; "))
+		}
+		ir.HeldWhy = append(ir.HeldWhy, why)
 	}
 	switch {
 	case in.Failback:

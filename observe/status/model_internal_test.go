@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,10 +47,12 @@ func TestRecorderTimesASwitch(t *testing.T) {
 		{Kind: pathdialer.EventStateChange, Time: at(250), Endpoint: "eu", PrevState: engine.Degraded, State: engine.Down},
 		{Kind: pathdialer.EventDecision, Time: at(251), Decision: &engine.Decision{Outcome: engine.FenceRequired, From: "eu", To: "us"}},
 		{Kind: pathdialer.EventHold, Time: at(251), Endpoint: "eu", Cause: "failover from eu to us: fencing"},
+		{Kind: pathdialer.EventFenceStart, Time: at(252), Endpoint: "eu", Attempt: 1},
 		{Kind: pathdialer.EventFenceSuccess, Time: at(300), Endpoint: "eu"},
 		{Kind: pathdialer.EventSwitch, Time: at(318), From: "eu", To: "us", Generation: 1},
 		{Kind: pathdialer.EventHold, Time: at(318), Endpoint: "us", Cause: "waiting for FIX logon on us"},
 		{Kind: pathdialer.EventReconcileStart, Time: at(400), From: "eu", To: "us", Tickets: tickets},
+		{Kind: pathdialer.EventReconcileFailure, Time: at(1400), Error: "fix: reconcile incomplete: not logged on", Attempt: 1},
 		{Kind: pathdialer.EventReconcileSuccess, Time: at(2400), Settlements: []pathdialer.Settlement{
 			{OrderID: "a", Service: "rest", Fate: pathdialer.FateFilled}, {OrderID: "b", Service: "rest", Fate: pathdialer.FateNotReceived},
 			{OrderID: "c", Service: "fix", Fate: pathdialer.FateFilled}}},
@@ -70,7 +73,11 @@ func TestRecorderTimesASwitch(t *testing.T) {
 	if ls.TimeToDetect == nil || *ls.TimeToDetect != 250 || ls.TimeToSwitch == nil || *ls.TimeToSwitch != 68 || ls.Held == nil || *ls.Held != 2228 {
 		t.Errorf("detect %v switch %v held %v, want 250, 68, 2228 ms", deref(ls.TimeToDetect), deref(ls.TimeToSwitch), deref(ls.Held))
 	}
-	if ls.Kind != "failover" || ls.InProgress || len(ls.HeldWhy) != 2 || ls.Reconciled["rest"] != 2 || ls.Reconciled["fix"] != 1 ||
+	if want := []string{"failover from eu to us: fencing", "waiting for FIX logon on us", "cutting eu off took 48 ms",
+		"checking 3 order(s) with the broker took 2 s (1 failed attempt(s): fix: reconcile incomplete: not logged on)"}; !slices.Equal(ls.HeldWhy, want) {
+		t.Errorf("held because:\n%q\nwant\n%q", ls.HeldWhy, want)
+	}
+	if ls.Kind != "failover" || ls.InProgress || ls.Reconciled["rest"] != 2 || ls.Reconciled["fix"] != 1 ||
 		ls.Settled["rest"]["not_received"] != 1 || ls.Settled["fix"]["filled"] != 1 {
 		t.Errorf("last switch: %+v", *ls)
 	}

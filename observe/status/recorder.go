@@ -52,6 +52,13 @@ type incident struct {
 	ReleasedAt time.Time
 	Held       time.Duration // as the Path measured it at release
 	Causes     []string      // why orders were held or halted, each once, in order
+	FenceAt    time.Time     // first fence attempt
+	FenceTook  time.Duration // first fence attempt → fence confirmed
+	RecAt      time.Time     // first reconciliation after the switch
+	RecTook    time.Duration // → its success
+	RecOrders  int
+	RecFailed  int
+	RecErrors  []string // distinct reconcile errors
 	Halted     bool
 	Handed     map[string]int            // service → orders handed to reconciliation
 	Settled    map[string]map[string]int // service → fate → orders
@@ -101,12 +108,30 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 		if e.Cause != "" && !slices.Contains(in.Causes, e.Cause) {
 			in.Causes = append(in.Causes, e.Cause)
 		}
+	case pathdialer.EventFenceStart:
+		if r.cur != nil && r.cur.FenceAt.IsZero() {
+			r.cur.FenceAt = e.Time
+		}
+	case pathdialer.EventFenceSuccess:
+		if r.cur != nil && !r.cur.FenceAt.IsZero() && r.cur.FenceTook == 0 {
+			r.cur.FenceTook = max(e.Time.Sub(r.cur.FenceAt), time.Nanosecond)
+		}
+	case pathdialer.EventReconcileFailure:
+		if r.cur != nil {
+			r.cur.RecFailed++
+			if e.Error != "" && !slices.Contains(r.cur.RecErrors, e.Error) && len(r.cur.RecErrors) < 5 {
+				r.cur.RecErrors = append(r.cur.RecErrors, e.Error)
+			}
+		}
 	case pathdialer.EventSwitch:
 		in := r.open(e.Time, e.From)
 		in.To, in.SwitchedAt = e.To, e.Time
 	case pathdialer.EventReconcileStart:
 		if r.cur == nil {
 			return // settling unknown outcomes in place: no incident
+		}
+		if r.cur.RecAt.IsZero() {
+			r.cur.RecAt, r.cur.RecOrders = e.Time, len(e.Tickets)
 		}
 		for _, t := range e.Tickets {
 			if r.cur.Handed == nil {
@@ -116,6 +141,9 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 			r.handed[t.Service]++
 		}
 	case pathdialer.EventReconcileSuccess:
+		if r.cur != nil && !r.cur.RecAt.IsZero() && r.cur.RecTook == 0 {
+			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), time.Nanosecond)
+		}
 		for _, s := range e.Settlements {
 			add(r.settled, s.Service, fateKey(s.Fate))
 			if r.cur != nil {
@@ -181,6 +209,7 @@ func (r *Recorder) view() (incidents []incident, open *incident, handed map[stri
 
 func (in incident) clone() incident {
 	in.Causes = slices.Clone(in.Causes)
+	in.RecErrors = slices.Clone(in.RecErrors)
 	in.Handed = maps.Clone(in.Handed)
 	in.Settled = cloneCounts(in.Settled)
 	return in
