@@ -11,6 +11,7 @@ import (
 
 	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/ws"
 )
 
 func TestHumanDurations(t *testing.T) {
@@ -144,4 +145,26 @@ func checkJSONStyle(t *testing.T, raw []byte) {
 		}
 	}
 	walk("", v)
+}
+
+// Ticks counts the sequence numbers a snapshot stood in for, per stream, and
+// the longest silence between two messages of one stream.
+func TestTicksCountsMissedAndSilence(t *testing.T) {
+	tk := NewTicks()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tk.now = func() time.Time { return now }
+	var seen []uint64
+	h := tk.Wrap(func(m ws.Message) { seen = append(seen, m.Seq) })
+	for _, m := range []struct {
+		stream string
+		seq    uint64
+		gap    time.Duration
+	}{{"a", 1, 0}, {"b", 10, 0}, {"a", 2, 100 * time.Millisecond}, {"a", 6, 1500 * time.Millisecond}, {"b", 11, 10 * time.Millisecond}, {"a", 7, 100 * time.Millisecond}} {
+		now = now.Add(m.gap)
+		h(ws.Message{Stream: m.stream, Seq: m.seq, Snapshot: m.seq == 6})
+	}
+	c := tk.Counts()
+	if c.Messages != 6 || c.Missed != 3 || c.LongestSilence != 1610*time.Millisecond || len(seen) != 6 {
+		t.Errorf("counts %+v, handler saw %v", c, seen)
+	}
 }
