@@ -70,7 +70,7 @@ status-screenshot:
 	fail=0; \
 	for want in '<b id="active">us</b>' \
 	  'id="time-to-detect">[0-9.]+ (ms|s)<' 'id="time-to-switch">[0-9.]+ (ms|s)<' 'id="time-held">[0-9.]+ (ms|s)<' \
-	  'id="reconciled">rest [0-9]+' '<td><b>rest</b></td>' 'id="ticks-missed">[0-9]+<' \
+	  'id="reconciled">(fix|rest) [0-9]+' '<td><b>rest</b></td>' '<td><b>fix</b></td>' 'id="ticks-missed">[0-9]+<' \
 	  'waiting for eu to recover' 'href="status.json">JSON<' 'href="/metrics">metrics<' 'CUT OFF'; do \
 	  grep -Eq "$$want" $(STATUS_DOM) || { echo "status-screenshot: the rendered page lacks /$$want/"; fail=1; }; \
 	done; \

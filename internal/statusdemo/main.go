@@ -1,6 +1,6 @@
 // Command statusdemo serves the status page (/) and Prometheus metrics
 // (/metrics) for a Path on the embedded simulated broker, with an order every
-// 100 ms over REST and a price stream over WebSocket, and cuts region eu off
+// 100 ms, over REST and FIX in turn, and a price stream over WebSocket, and cuts region eu off
 // (blackhole) after -outage, so the page can be looked at (or screenshotted by
 // `make status-screenshot`) with real content.
 //
@@ -32,12 +32,16 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
+	"github.com/quickfixgo/tag"
 
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/observe"
 	"github.com/brokerpath/brokerpath/observe/metrics"
 	"github.com/brokerpath/brokerpath/observe/status"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/fix"
 	"github.com/brokerpath/brokerpath/transports/rest"
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
@@ -85,7 +89,7 @@ func run() error {
 	for i, rg := range b.Regions() {
 		cfg.Endpoints = append(cfg.Endpoints, pathdialer.Endpoint{
 			Name: rg.Name(), Region: rg.Name(), Priority: 10 * i, Primary: i == 0,
-			Services: map[string]string{"rest": rg.RESTURL(), "probe": rg.ProbeURL(), "ws": rg.WSURL()},
+			Services: map[string]string{"rest": rg.RESTURL(), "probe": rg.ProbeURL(), "ws": rg.WSURL(), "fix": rg.FIXAddr()},
 		})
 	}
 	cfg.Probe = probe
@@ -94,9 +98,14 @@ func run() error {
 	cfg.Engine.MaxHealthAge = 2 * time.Second
 	cfg.InflightGrace = 200 * time.Millisecond
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
-		return reconcile(ctx, client, auth, r)
+	fixRec, err := fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: time.Second, RetryInterval: 200 * time.Millisecond})
+	if err != nil {
+		return err
 	}
+	cfg.Reconciler = pathdialer.ReconcileAll(func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+		return reconcile(ctx, client, auth, r)
+	}, fixRec.Reconcile)
+	cfg.ReconcileTimeout = 5 * time.Second
 	cfg.Logger = log
 	cfg.OnEvent = observe.Tee(m.OnEvent, rec.OnEvent)
 	path, err := pathdialer.New(cfg)
@@ -135,13 +144,37 @@ func run() error {
 	defer stream.Close()
 	m.WatchStream(stream)
 
+	settings := quickfix.NewSettings()
+	ss := quickfix.NewSessionSettings()
+	sid := b.FIXSessionID()
+	ss.Set(config.BeginString, sid.BeginString)
+	ss.Set(config.SenderCompID, sid.SenderCompID)
+	ss.Set(config.TargetCompID, sid.TargetCompID)
+	ss.Set(config.HeartBtInt, "1")
+	if sid, err = settings.AddSession(ss); err != nil {
+		return err
+	}
+	in, err := fix.NewInitiator(fixApp{}, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), path,
+		fix.Options{Sequence: fix.SequenceContinue, Reconciler: fixRec, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	m.WatchFIX(in)
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	err = in.WaitLoggedOn(lctx, sid, "")
+	lcancel()
+	if err != nil {
+		return fmt.Errorf("FIX logon: %w", err)
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", status.Handler(path, status.Options{Title: "brokerpath · simulated account", Refresh: 2 * time.Second,
-		Recorder: rec, REST: rt, Stream: stream, Ticks: ticks, MetricsURL: "/metrics"}))
+		Recorder: rec, REST: rt, FIX: in, Stream: stream, Ticks: ticks, MetricsURL: "/metrics"}))
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -181,7 +214,7 @@ func run() error {
 		case err := <-served:
 			return err
 		case <-outageC:
-			for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
+			for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS, simbroker.FIX} {
 				if err := b.SetFault("eu", svc, simbroker.Blackhole{}); err != nil {
 					return err
 				}
@@ -191,7 +224,11 @@ func run() error {
 			orders.Add(1)
 			go func(id string) {
 				defer orders.Done()
-				place(ctx, client, auth, id)
+				if n%2 == 0 {
+					place(ctx, client, auth, id)
+					return
+				}
+				placeFIX(ctx, in, sid, id)
 			}(fmt.Sprintf("statusdemo-%d", n))
 		}
 	}
@@ -214,11 +251,43 @@ func place(ctx context.Context, client *http.Client, auth http.Header, id string
 	}
 }
 
+// placeFIX sends one market order over FIX; the initiator counts it.
+func placeFIX(ctx context.Context, in *fix.Initiator, sid quickfix.SessionID, id string) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	nos := quickfix.NewMessage()
+	nos.Header.SetString(tag.MsgType, "D")
+	nos.Body.SetString(tag.ClOrdID, id)
+	nos.Body.SetString(tag.Symbol, "EURUSD")
+	nos.Body.SetString(tag.Side, "1")
+	nos.Body.SetString(tag.OrdType, "1")
+	nos.Body.SetString(tag.OrderQty, "1")
+	nos.Body.SetString(tag.HandlInst, "1")
+	_ = in.SendOrder(ctx, nos, sid)
+}
+
+// fixApp is a quickfix Application that needs nothing from the messages:
+// the initiator finishes each order's ticket on its answer.
+type fixApp struct{}
+
+func (fixApp) OnCreate(quickfix.SessionID)                       {}
+func (fixApp) OnLogon(quickfix.SessionID)                        {}
+func (fixApp) OnLogout(quickfix.SessionID)                       {}
+func (fixApp) ToAdmin(*quickfix.Message, quickfix.SessionID)     {}
+func (fixApp) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+func (fixApp) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+	return nil
+}
+func (fixApp) FromApp(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError { return nil }
+
 // reconcile settles REST orders by looking each up by client order ID
 // through the new path.
 func reconcile(ctx context.Context, client *http.Client, auth http.Header, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
 	for _, t := range r.Tickets {
+		if t.Service != pathdialer.ServiceREST {
+			continue // FIX orders: the FIX reconciler
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://broker.invalid/v1/orders/"+url.PathEscape(t.OrderID), nil)
 		if err != nil {
 			return out, err

@@ -395,7 +395,7 @@ func describe(e pathdialer.Event) string {
 	case pathdialer.EventReconcileSuccess:
 		fates := map[string]int{}
 		for _, st := range e.Settlements {
-			fates[st.Service+" "+strings.ToLower(st.Fate.String())]++
+			fates[st.Service+" "+strings.ReplaceAll(strings.ToLower(st.Fate.String()), "_", " ")]++
 		}
 		parts := []string{}
 		for _, k := range slices.Sorted(maps.Keys(fates)) {
