@@ -138,6 +138,8 @@ func ms(d time.Duration) string {
 	switch {
 	case d == NotMeasured:
 		return "—"
+	case d > 0 && d < time.Millisecond:
+		return "< 1 ms"
 	case d < time.Second:
 		return fmt.Sprintf("%d ms", d.Milliseconds())
 	case d < 10*time.Second:
