@@ -339,9 +339,8 @@ func (r *runner) verdict(sum orderflow.Summary, audit simbroker.AuditLog, pendin
 		byID[o.ClOrdID] = o
 	}
 	violations = append(violations, sum.Violations...)
-	staleN := len(r.c.InFlightLandings(audit, sum.Switches))
-	if staleN > 0 {
-		notes = append(notes, fmt.Sprintf("%d stale pre-fence landing(s): orders written before a fence, booked through the old region after it (in flight across the fence, or held by a blackhole and delivered on heal); not a second live path, never booked twice", staleN))
+	if rep, unrep := sum.LateReported(); rep+unrep > 0 {
+		notes = append(notes, fmt.Sprintf("%d late landing(s): orders written before a fence, booked through the old region after it (in flight across the fence, or held by a blackhole and delivered on heal): %d reported, %d unreported", rep+unrep, rep, unrep))
 	}
 	if len(pending) > 0 {
 		violations = append(violations, fmt.Sprintf("no lost order: %d order(s) still pending after drain: %v", len(pending), pending))
