@@ -55,7 +55,7 @@ type options struct {
 	progress          time.Duration
 	scheduleOnly      bool
 	verbose           bool
-	policies          []Policy
+	policies          []orderflow.BrokerPolicy
 }
 
 func run(ctx context.Context, args []string, w io.Writer) int {
@@ -70,12 +70,12 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	fs.DurationVar(&o.progress, "progress", 3*time.Second, "progress line interval")
 	fs.BoolVar(&o.scheduleOnly, "schedule", false, "print the schedule and exit")
 	fs.BoolVar(&o.verbose, "v", false, "print the timeline at the end")
-	pols := fs.String("policies", "matrix", "broker policies to run the schedule under, separated by ';' (each: dedup=across|open-only|none,fence=none|enforced,tokens=off|checked), or \"matrix\" for "+MatrixNames())
+	pols := fs.String("policies", "matrix", "broker policies to run the schedule under, separated by ';' (each: dedup=across|open-only|none,fence=none|enforced,tokens=off|checked), or \"matrix\" for "+orderflow.PolicyMatrixNames())
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	var err error
-	if o.policies, err = ParsePolicies(*pols); err != nil {
+	if o.policies, err = orderflow.ParsePolicies(*pols); err != nil {
 		fmt.Fprintln(w, "chaos:", err)
 		return 2
 	}
@@ -127,7 +127,7 @@ type injected struct {
 
 type runner struct {
 	o     options
-	pol   Policy
+	pol   orderflow.BrokerPolicy
 	w     io.Writer
 	sched plan.Schedule
 	b     *simbroker.Broker
@@ -139,7 +139,7 @@ type runner struct {
 	errs []string
 }
 
-func newRunner(ctx context.Context, o options, regions []string, sched plan.Schedule, w io.Writer, pol Policy) (*runner, error) {
+func newRunner(ctx context.Context, o options, regions []string, sched plan.Schedule, w io.Writer, pol orderflow.BrokerPolicy) (*runner, error) {
 	bcfg := simbroker.DefaultConfig()
 	bcfg.Regions = regions
 	bcfg.Seed = o.seed

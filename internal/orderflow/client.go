@@ -178,6 +178,15 @@ func New(cfg Config) (*Client, error) {
 		// The broker drops the old session when we log on through the new
 		// path: it fences for us.
 		pc.Engine.BrokerFences = true
+	} else if cfg.BrokerFence != nil {
+		// The broker's kill switch: after the local fence, the broker itself
+		// refuses the account's orders through the old region.
+		pc.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+			return cfg.BrokerFence(ctx, f.Endpoint.Region, true)
+		}
+		pc.Unfence = func(ctx context.Context, f pathdialer.Fence) error {
+			return cfg.BrokerFence(ctx, f.Endpoint.Region, false)
+		}
 	} else {
 		// Concurrent sessions: the broker does not fence, so nothing but this
 		// process's own fence stands between two live paths. It is the whole

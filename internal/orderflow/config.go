@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,13 @@ type Endpoint struct {
 	// FIX is the FIX acceptor's host:port.
 	FIX string `json:"fix,omitempty"`
 }
+
+// Where Config.FencingTokens writes the token: the REST header and the FIX
+// tag (a user-defined tag number) the simulated broker reads.
+const (
+	FencingTokenHeader = "X-Fencing-Token"
+	FencingTokenTag    = 9901
+)
 
 // Sequence models (Config.Sequence) and session policies (Config.SessionPolicy).
 const (
@@ -129,6 +137,19 @@ type Config struct {
 	// pathdialer.LocalFenceOnly) or PolicyOnePerCred (the broker fences:
 	// engine BrokerFences).
 	SessionPolicy string
+	// BrokerFence, optional, is the broker's kill switch for this account:
+	// called with a region and true when the Path fences the endpoint of that
+	// region (after its local fence), with false when the endpoint becomes
+	// active again. With it the broker itself refuses orders that reach a
+	// fenced region, so a NOT_RECEIVED found for an order sent there is final
+	// at once (pathdialer's FenceAtBroker). Nil: the client fences only
+	// itself.
+	BrokerFence func(ctx context.Context, region string, fenced bool) error
+	// FencingTokens writes each order's fencing token (its ticket's
+	// generation) into the order: the REST header FencingTokenHeader and the
+	// FIX tag FencingTokenTag, for a broker that rejects a token lower than
+	// the highest it has seen.
+	FencingTokens bool
 	// Streams are the market data streams to subscribe to (none: no stream).
 	Streams []string
 	// Symbol traded by the demo orders (default EURUSD).
