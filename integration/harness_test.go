@@ -74,6 +74,9 @@ type envOptions struct {
 	tune   func(*orderflow.Timing)
 	// inject replaces Scenario.Inject (nil: Scenario.Inject).
 	inject func(*env) error
+	// broker is the broker's policy (zero: deduplication across regions, no
+	// broker fence, no tokens).
+	broker orderflow.BrokerPolicy
 }
 
 // start runs the test in parallel (bounded by slots) and starts a broker with
@@ -91,6 +94,11 @@ func start(t *testing.T, o envOptions) *env {
 	bcfg.ReplayBuffer = 4096
 	bcfg.SessionPolicy = o.policy
 	bcfg.ClientCompID = fmt.Sprintf("ITEST%d", compIDs.Add(1))
+	if o.broker != (orderflow.BrokerPolicy{}) {
+		if err := o.broker.Apply(&bcfg); err != nil {
+			t.Fatalf("broker policy: %v", err)
+		}
+	}
 	b, err := simbroker.Start(context.Background(), bcfg)
 	if err != nil {
 		t.Fatalf("start broker: %v", err)

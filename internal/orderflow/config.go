@@ -67,8 +67,12 @@ type Timing struct {
 	DegradedLatency     time.Duration
 	MaxDegradedDuration time.Duration
 	InflightGrace       time.Duration
-	ReconcileTimeout    time.Duration
-	ReconcileAttempts   int
+	// Quarantine is how long a provisional NOT_RECEIVED (an order sent
+	// through an endpoint the broker did not fence) waits before the Path's
+	// re-query can make it final; until then the order is not re-sent.
+	Quarantine        time.Duration
+	ReconcileTimeout  time.Duration
+	ReconcileAttempts int
 	// OrderTimeout bounds one order from Acquire to its answer (REST) or to
 	// its hand-off to quickfix (FIX).
 	OrderTimeout time.Duration
@@ -98,6 +102,7 @@ func DefaultTiming() Timing {
 		DegradedLatency:          0,
 		MaxDegradedDuration:      0,
 		InflightGrace:            200 * time.Millisecond,
+		Quarantine:               3 * time.Second,
 		ReconcileTimeout:         3 * time.Second,
 		ReconcileAttempts:        40,
 		OrderTimeout:             1 * time.Second,
@@ -368,7 +373,7 @@ func applyTiming(t *Timing, m map[string]string) error {
 		"probe_interval": &t.ProbeInterval, "probe_timeout": &t.ProbeTimeout, "probe_jitter": &t.ProbeJitter,
 		"max_health_age": &t.MaxHealthAge, "cooldown": &t.Cooldown, "flap_window": &t.FlapWindow,
 		"degraded_latency": &t.DegradedLatency, "max_degraded_duration": &t.MaxDegradedDuration,
-		"inflight_grace": &t.InflightGrace, "reconcile_timeout": &t.ReconcileTimeout,
+		"inflight_grace": &t.InflightGrace, "quarantine": &t.Quarantine, "reconcile_timeout": &t.ReconcileTimeout,
 		"order_timeout": &t.OrderTimeout, "read_timeout": &t.ReadTimeout, "stream_backoff": &t.StreamBackoff,
 	}
 	ints := map[string]*int{
