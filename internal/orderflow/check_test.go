@@ -292,3 +292,20 @@ func TestCheckHistoryWithoutAudit(t *testing.T) {
 		}
 	}
 }
+
+// A copy the broker could not attribute to a relay connection ("direct:",
+// the relay having forgotten a connection whose client side the fence
+// closed) is judged by the attempt's time alone: sent before the fence, it
+// is a late landing, not a second live path.
+func TestCheckHistoryUnattributedConnectionIsJudgedByTheAttempt(t *testing.T) {
+	h := cleanHistory()
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R8", Transport: "rest", PlacedAt: at(940), AttemptAt: at(940),
+		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
+		Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+		Verdicts: []orderflow.Verdict{{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
+	bookIn(&h, 1500, "eu", "rest", "direct:127.0.0.1:40000", "R8", simbroker.OutcomeNew)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() || sum.TwoLivePaths != 0 || len(sum.LateLandings) != 1 {
+		t.Fatalf("violations %v, late landings %+v", sum.Violations, sum.LateLandings)
+	}
+}

