@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -95,10 +96,14 @@ func ParsePolicies(s string) ([]BrokerPolicy, error) {
 	return out, nil
 }
 
+// ErrPolicyNotOffered: the simulated broker cannot be configured with the
+// policy.
+var ErrPolicyNotOffered = errors.New("orderflow: broker policy not offered by the simulated broker")
+
 // Apply sets the policy on a simulated broker's configuration.
 func (p BrokerPolicy) Apply(c *simbroker.Config) error {
 	if p.Dedup != "across" || p.Fence != "none" || p.Tokens != "off" {
-		return fmt.Errorf("orderflow: policy %s: this simulated broker has no strict policies yet", p)
+		return fmt.Errorf("%w: %s", ErrPolicyNotOffered, p)
 	}
 	return nil
 }
