@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,12 +78,24 @@ type OrderRecord struct {
 	Acked, Rejected bool
 	AckedAt         time.Time
 	AckEndpoint     string
-	// Settled: reconciliation found its fate.
-	Settled   bool
-	Fate      pathdialer.Fate
-	SettledAt time.Time
+	// BookedRegion is the region the broker's answer says booked the order
+	// (the REST answer's region; the region of the endpoint the FIX session
+	// was logged on through when the ExecutionReport arrived).
+	BookedRegion string
+	// Settled: reconciliation found its fate (the latest verdict: Fate at
+	// SettledAt; Provisional when it is a NOT_RECEIVED not yet final).
+	Settled     bool
+	Fate        pathdialer.Fate
+	SettledAt   time.Time
+	Provisional bool
 	// Resent counts sends after reconciliation found it NOT_RECEIVED.
 	Resent int
+	// Attempts are every send, the first placement included; Verdicts every
+	// fate the library reported, in order.
+	Attempts []Attempt
+	Verdicts []Verdict
+
+	resending bool // a re-send is on its way
 }
 
 // Answered reports whether the order's fate is known to the client.
@@ -114,7 +127,7 @@ type Client struct {
 	orders   map[string]*OrderRecord
 	ids      []string
 	lastRead string
-	reads    struct{ ok, failed int }
+	reads    struct{ ok, failed, streak int }
 	// refusedHalt counts orders refused at once by the current halt.
 	refusedHalt int
 }
@@ -167,6 +180,15 @@ func New(cfg Config) (*Client, error) {
 		// The broker drops the old session when we log on through the new
 		// path: it fences for us.
 		pc.Engine.BrokerFences = true
+	} else if cfg.BrokerFence != nil {
+		// The broker's kill switch: after the local fence, the broker itself
+		// refuses the account's orders through the old region.
+		pc.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+			return cfg.BrokerFence(ctx, f.Endpoint.Region, true)
+		}
+		pc.Unfence = func(ctx context.Context, f pathdialer.Fence) error {
+			return cfg.BrokerFence(ctx, f.Endpoint.Region, false)
+		}
 	} else {
 		// Concurrent sessions: the broker does not fence, so nothing but this
 		// process's own fence stands between two live paths. It is the whole
@@ -282,7 +304,7 @@ func (c *Client) Start(ctx context.Context) error {
 	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path,
 		fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
 			OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
-				c.rec.Note(Info, "fix", "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
+				c.rec.NoteOrder(Info, "fix", id, "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
 			}})
 	if err != nil {
 		return err
@@ -334,7 +356,7 @@ func (c *Client) refused(transport, id, why string) {
 	first := c.refusedHalt == 1
 	c.mu.Unlock()
 	if first {
-		c.rec.Note(Info, transport, "order %s refused at once: trading halted (ErrTradingHalted, no wait, nothing sent)", id)
+		c.rec.NoteOrder(Info, transport, id, "order %s refused at once: trading halted (ErrTradingHalted, no wait, nothing sent)", id)
 	}
 }
 
@@ -352,22 +374,53 @@ func (c *Client) Orders() []OrderRecord {
 	defer c.mu.Unlock()
 	out := make([]OrderRecord, 0, len(c.ids))
 	for _, id := range c.ids {
-		out = append(out, *c.orders[id])
+		r := *c.orders[id]
+		r.Attempts = append([]Attempt(nil), r.Attempts...)
+		r.Verdicts = append([]Verdict(nil), r.Verdicts...)
+		out = append(out, r)
 	}
 	return out
 }
 
-// Pending returns the IDs of orders sent whose fate the client does not know
-// yet (no answer, no settlement), sorted.
+// attempt records the start of a send of id.
+func (c *Client) attempt(id string, resend bool) {
+	now := time.Now()
+	c.update(id, func(r *OrderRecord) {
+		r.AttemptAt = now
+		r.Attempts = append(r.Attempts, Attempt{At: now, Resend: resend})
+	})
+}
+
+// sent marks id's latest attempt as having left (or possibly left) the process.
+func sentAttempt(r *OrderRecord) {
+	r.Sent, r.NotSent = true, ""
+	if n := len(r.Attempts); n > 0 {
+		r.Attempts[n-1].Sent = true
+	}
+}
+
+// Pending returns, sorted, the IDs of orders sent whose fate the client
+// does not know yet (no answer, no settlement) and of orders found
+// NOT_RECEIVED that are not answered yet (their verdict is provisional, or
+// their re-send is on its way).
 func (c *Client) Pending() []string {
 	var out []string
 	for _, o := range c.Orders() {
-		if o.Sent && !o.Answered() {
+		notReceived := o.Settled && o.Fate == pathdialer.FateNotReceived && !o.Acked && !o.Rejected
+		if o.Sent && !o.Answered() || notReceived {
 			out = append(out, o.ClOrdID)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// kickResend wakes the resender.
+func (c *Client) kickResend() {
+	select {
+	case c.resend <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Client) spec(o OrderSpec) OrderSpec {
@@ -403,7 +456,7 @@ func (c *Client) Place(ctx context.Context, transport string, o OrderSpec) error
 	}
 	o = c.spec(o)
 	c.track(o, transport)
-	c.update(o.ClOrdID, func(r *OrderRecord) { r.AttemptAt = time.Now() })
+	c.attempt(o.ClOrdID, false)
 	switch transport {
 	case REST:
 		return c.placeREST(ctx, o)
@@ -447,8 +500,13 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	if err != nil {
 		var uo *rest.UnknownOutcomeError
 		if errors.As(err, &uo) {
-			c.update(o.ClOrdID, func(r *OrderRecord) { r.Sent, r.Unknown, r.NotSent = true, true, "" })
-			c.rec.Note(Info, "rest", "order %s: outcome UNKNOWN on %s (%s): handed to reconcile, never resent under a new ID", o.ClOrdID, uo.Endpoint, unknownWhy(uo))
+			c.update(o.ClOrdID, func(r *OrderRecord) {
+				sentAttempt(r)
+				// A new send of unknown fate supersedes an earlier verdict:
+				// reconcile judges it again.
+				r.Unknown, r.Settled, r.Provisional = true, false, false
+			})
+			c.rec.NoteOrder(Info, "rest", o.ClOrdID, "order %s: outcome UNKNOWN on %s (%s): handed to reconcile, never resent under a new ID", o.ClOrdID, uo.Endpoint, unknownWhy(uo))
 			return fmt.Errorf("%w: %s: %v", ErrUnknown, o.ClOrdID, rest.RedactError(err))
 		}
 		why := notSentWhy(err)
@@ -462,12 +520,15 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	var got restOrder
 	_ = json.Unmarshal(raw, &got)
 	ep := c.endpointOf(resp.Header.Get("X-Region"), got.Region)
+	c.update(o.ClOrdID, sentAttempt)
 	switch {
 	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
-		c.ack(o.ClOrdID, REST, ep, false)
+		// The body's region is where the order is booked (an order booked
+		// earlier and returned again keeps its region).
+		c.ack(o.ClOrdID, REST, ep, got.Region, false)
 		return nil
 	default:
-		c.ack(o.ClOrdID, REST, ep, true)
+		c.ack(o.ClOrdID, REST, ep, "", true)
 		return fmt.Errorf("%w: %s: HTTP %d", ErrRejected, o.ClOrdID, resp.StatusCode)
 	}
 }
@@ -490,6 +551,8 @@ func notSentWhy(err error) string {
 		return "held past its deadline"
 	case errors.Is(err, pathdialer.ErrClosed), errors.Is(err, context.Canceled):
 		return "client closing"
+	case errors.Is(err, pathdialer.ErrFenced):
+		return "its endpoint was fenced before it left"
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -512,7 +575,7 @@ func (c *Client) endpointOf(candidates ...string) string {
 
 // ack records an answer. The first acknowledgement on each endpoint per
 // transport is an Info note; the others are Debug.
-func (c *Client) ack(id, transport, endpoint string, rejected bool) {
+func (c *Client) ack(id, transport, endpoint, region string, rejected bool) {
 	c.mu.Lock()
 	r, ok := c.orders[id]
 	if !ok || r.Acked || r.Rejected {
@@ -532,6 +595,7 @@ func (c *Client) ack(id, transport, endpoint string, rejected bool) {
 		r.Rejected = true
 	} else {
 		r.Acked = true
+		r.BookedRegion = region
 	}
 	resent, settled, fate := r.Resent, r.Settled, r.Fate
 	c.mu.Unlock()
@@ -552,7 +616,7 @@ func (c *Client) ack(id, transport, endpoint string, rejected bool) {
 	} else if settled {
 		extra += fmt.Sprintf(" (late: reconcile had already found it %s)", fate)
 	}
-	c.rec.Note(level, transport, "order %s %s by %s%s", id, what, endpoint, extra)
+	c.rec.NoteOrder(level, transport, id, "order %s %s by %s%s", id, what, endpoint, extra)
 }
 
 // Account reads GET /v1/account (a read: never held, not gated).
@@ -564,33 +628,44 @@ func (c *Client) Account(ctx context.Context) (map[string]any, error) {
 		return nil, err
 	}
 	req.Header.Set(c.cfg.APIKeyHeader, c.cfg.APIKey)
+	readEP, _ := c.path.ReadEndpoint()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.readResult(false, "")
-		return nil, rest.RedactError(err)
+		err = rest.RedactError(err)
+		c.readResult(false, readEP.Name, shortErr(err))
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		c.readResult(false, "")
+		c.readResult(false, readEP.Name, fmt.Sprintf("HTTP %d", resp.StatusCode))
 		return nil, fmt.Errorf("orderflow: account: HTTP %d", resp.StatusCode)
 	}
 	var acct map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&acct); err != nil {
-		c.readResult(false, "")
+		c.readResult(false, readEP.Name, shortErr(err))
 		return nil, err
 	}
-	c.readResult(true, c.endpointOf(resp.Header.Get("X-Region")))
+	c.readResult(true, c.endpointOf(resp.Header.Get("X-Region")), "")
 	return acct, nil
 }
 
-func (c *Client) readResult(ok bool, endpoint string) {
+func (c *Client) readResult(ok bool, endpoint string, why string) {
 	c.mu.Lock()
 	if !ok {
 		c.reads.failed++
+		c.reads.streak++
+		first := c.reads.streak == 1
 		c.mu.Unlock()
+		if first {
+			c.rec.Note(Info, "rest", "account read failed on %s (%s): reads are never held, so a read sent to a failing endpoint fails", endpoint, why)
+		}
 		return
 	}
 	c.reads.ok++
+	if n := c.reads.streak; n > 0 {
+		c.reads.streak = 0
+		defer c.rec.Note(Info, "rest", "account reads ok again on %s (%d had failed)", endpoint, n)
+	}
 	changed := c.lastRead != "" && c.lastRead != endpoint
 	prev := c.lastRead
 	c.lastRead = endpoint
@@ -612,7 +687,7 @@ func (c *Client) Reads() (ok, failed int) {
 func (c *Client) onEvent(e pathdialer.Event) {
 	switch e.Kind {
 	case pathdialer.EventReconcileSuccess:
-		c.settle(e.Settlements)
+		c.settle(e.Settlements, "reconcile", func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
 	case pathdialer.EventRelease:
 		c.mu.Lock()
 		n := c.refusedHalt
@@ -628,16 +703,52 @@ func (c *Client) onEvent(e pathdialer.Event) {
 	}
 }
 
-func (c *Client) settle(ss []pathdialer.Settlement) {
+func (c *Client) settle(ss []pathdialer.Settlement, source string, final func(*OrderRecord, pathdialer.Settlement) bool) {
 	now := time.Now()
 	c.mu.Lock()
 	for _, s := range ss {
 		if r, ok := c.orders[s.OrderID]; ok {
-			r.Settled, r.Fate, r.SettledAt = true, s.Fate, now
+			v := verdictOf(s, now, source)
+			v.Final = final(r, s)
+			r.Settled, r.Fate, r.SettledAt, r.Provisional = true, s.Fate, now, !v.Final
+			r.Verdicts = append(r.Verdicts, v)
 		}
 	}
 	c.mu.Unlock()
 }
+
+// verdictOf turns a settlement into a Verdict: the region is read from its
+// detail ("booked through eu").
+func verdictOf(s pathdialer.Settlement, at time.Time, source string) Verdict {
+	v := Verdict{At: at, Fate: s.Fate, Source: source}
+	if i := strings.Index(s.Detail, "booked through "); i >= 0 {
+		v.Region = strings.TrimRight(strings.Fields(s.Detail[i+len("booked through "):] + " ")[0], ";,.)")
+	}
+	return v
+}
+
+// mayResendLocked: the library's latest verdict on r is a final NOT_RECEIVED
+// (and, where the Path judged it, the Path agrees). c.mu is held.
+func (c *Client) mayResendLocked(r *OrderRecord) bool {
+	n := len(r.Verdicts)
+	if n == 0 || r.Verdicts[n-1].Fate != pathdialer.FateNotReceived || !r.Verdicts[n-1].Final {
+		return false
+	}
+	// Once per verdict, and not while a re-send is on its way.
+	if r.resending {
+		return false
+	}
+	for _, a := range r.Attempts {
+		if a.Sent && !a.At.Before(r.Verdicts[n-1].At) {
+			return false
+		}
+	}
+	return c.pathAllowsResend(r.ClOrdID, r.Verdicts[n-1].Source)
+}
+
+// maxResends bounds the re-sends of one order (each after its own final
+// NOT_RECEIVED verdict).
+const maxResends = 3
 
 // resender sends again, with the same client order ID and over the same
 // transport, every order reconciliation found NOT_RECEIVED, once flow has been
@@ -654,22 +765,25 @@ func (c *Client) resender() {
 		c.mu.Lock()
 		for _, id := range c.ids {
 			r := c.orders[id]
-			if r.Settled && r.Fate == pathdialer.FateNotReceived && !r.Acked && !r.Rejected && r.Resent == 0 {
+			if r.Settled && r.Fate == pathdialer.FateNotReceived && !r.Acked && !r.Rejected && r.Resent < maxResends && c.mayResendLocked(r) {
 				r.Resent++
+				r.resending = true
 				todo = append(todo, *r)
 			}
 		}
 		c.mu.Unlock()
 		for _, r := range todo {
-			c.rec.Note(Info, r.Transport, "re-sending %s (reconcile: NOT_RECEIVED) with the same client order ID", r.ClOrdID)
+			c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-sending %s (NOT_RECEIVED, final) with the same client order ID", r.ClOrdID)
+			c.attempt(r.ClOrdID, true)
 			var err error
 			if r.Transport == REST {
 				err = c.placeREST(c.ctx, r.Spec)
 			} else {
 				err = c.placeFIX(c.ctx, r.Spec)
 			}
+			c.update(r.ClOrdID, func(x *OrderRecord) { x.resending = false })
 			if err != nil && !errors.Is(err, ErrRejected) {
-				c.rec.Note(Info, r.Transport, "re-send of %s: %v", r.ClOrdID, err)
+				c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-send of %s: %v", r.ClOrdID, err)
 				if errors.Is(err, ErrNotSent) {
 					c.update(r.ClOrdID, func(x *OrderRecord) { x.Resent-- })
 				}
@@ -687,10 +801,19 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 	if len(tickets) == 0 {
 		return nil, nil
 	}
+	// Orders never settled, and those an earlier in-place reconcile found
+	// NOT_RECEIVED at least Quarantine ago: the order was sent on an endpoint
+	// nobody fenced, so a copy could still land; a second "not received"
+	// after the quarantine makes the verdict final.
 	var todo []pathdialer.TicketInfo
+	now := time.Now()
 	c.mu.Lock()
 	for _, t := range tickets {
-		if r, ok := c.orders[t.OrderID]; ok && !r.Answered() {
+		r, ok := c.orders[t.OrderID]
+		if !ok || r.Acked || r.Rejected {
+			continue
+		}
+		if !r.Settled || r.Provisional && r.Fate == pathdialer.FateNotReceived && now.Sub(r.SettledAt) >= c.cfg.Timing.Quarantine {
 			todo = append(todo, t)
 		}
 	}
@@ -711,7 +834,11 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 		c.rec.Note(Info, "client", "in-place reconcile of %d order(s) failed: %v", len(todo), err)
 		return all, err
 	}
-	c.settle(all)
+	// The Path does not judge an in-place reconcile: a NOT_RECEIVED is
+	// provisional the first time, final when found again after the quarantine.
+	c.settle(all, "in-place reconcile", func(r *OrderRecord, st pathdialer.Settlement) bool {
+		return st.Fate != pathdialer.FateNotReceived || r.Settled && r.Provisional && r.Fate == pathdialer.FateNotReceived
+	})
 	c.rec.Note(Info, "client", "in-place reconcile on %s (no switch): %s", active.Name, settlementList(all))
 	select {
 	case c.resend <- struct{}{}:
