@@ -187,7 +187,8 @@ const (
 	FateFilled
 	// FateResting: the broker holds it open.
 	FateResting
-	// FateNotReceived: the broker has no record of it. Provisional: a copy may
+	// FateNotReceived: the broker has no record of it. Provisional (see
+	// Path.MayResend, which says when it is final): a copy may
 	// still be in the network (a healed partition delivers what it held), so
 	// send it again only under the SAME client order ID, which the broker's
 	// idempotency turns into one order; never under a new one.
@@ -217,6 +218,12 @@ type Settlement struct {
 	Service string `json:"service"`
 	Fate    Fate   `json:"fate"`
 	Detail  string `json:"detail,omitempty"`
+	// Final and Provisional are set by the Path (a Reconciler leaves them
+	// alone): Final when no later evidence can change the fate; Provisional
+	// for a NOT_RECEIVED found while the order's path could still deliver it
+	// (see Path.MayResend). An UNDETERMINED fate is neither.
+	Final       bool `json:"final"`
+	Provisional bool `json:"provisional,omitempty"`
 }
 
 // ReconcileFunc settles the orders in r against the broker's own view of the book,
@@ -346,6 +353,24 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+
+	// --- Late landings and decision validity ---
+
+	// FenceAtBroker declares that the Fencer's nil return means the broker
+	// itself confirmed the old endpoint can no longer book this account's
+	// orders (a kill switch, a one-session-per-credential logon, a fencing
+	// token advanced at the broker). A NOT_RECEIVED found for an order sent
+	// through an endpoint so fenced (and not unfenced since) is final at once.
+	// Leave it false when the Fencer only stops this side (the local fence, a
+	// process, a route): NOT_RECEIVED is then provisional until Quarantine
+	// passed and a re-query still finds nothing.
+	FenceAtBroker bool
+	// Quarantine is how long a provisional NOT_RECEIVED waits before the
+	// re-query that can make it final. It must cover the longest a copy
+	// written before the fence can take to be booked. Default
+	// DefaultQuarantine. > 0.
+	Quarantine time.Duration
+
 	// OnEvent, optional, receives every event in order, from one goroutine,
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
 	// Close, which waits for it. A slow hook delays later events, not the Path.
@@ -372,6 +397,7 @@ func DefaultConfig() Config {
 		SettleUnknown:     time.Second,
 		IdentityInterval:  time.Minute,
 		IdentityTimeout:   5 * time.Second,
+		Quarantine:        DefaultQuarantine,
 	}
 }
 
@@ -416,6 +442,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
 		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
+	case c.Quarantine <= 0:
+		return fmt.Errorf("%w: Quarantine is %v, must be > 0 (the wait before a provisional NOT_RECEIVED can become final; DefaultQuarantine is %v)", ErrInvalidConfig, c.Quarantine, DefaultQuarantine)
 	case c.SettleUnknown < 0:
 		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
 	}

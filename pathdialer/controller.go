@@ -54,6 +54,9 @@ type controller struct {
 	// the next release.
 	assign  *extReq
 	waiters []chan error
+	// re-query of provisional NOT_RECEIVED verdicts
+	requeryAttempt int
+	requeryRetryAt time.Time
 }
 
 func (p *Path) control(ctx context.Context) {
@@ -177,6 +180,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	}
 	if c.p.cfg.ExternalDecisions {
 		c.maybeSettle(ctx)
+		c.maybeRequery(ctx)
 		return
 	}
 	d, err := c.p.eng.EvaluateFailover(false)
@@ -186,6 +190,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	}
 	c.onFailover(ctx, d)
 	c.maybeSettle(ctx)
+	c.maybeRequery(ctx)
 }
 
 // maybeSettle hands unknown-outcome orders to the Reconciler while flow is open
@@ -233,6 +238,7 @@ func (c *controller) maybeSettle(ctx context.Context) {
 		return
 	}
 	c.settleAttempt = 0
+	settled = p.judge(r, settled, time.Now())
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
 }
 
@@ -430,6 +436,9 @@ func (c *controller) attemptFence(ctx context.Context) {
 		c.retryAt = time.Now().Add(p.cfg.FenceBackoff.delay(c.fenceAttempt))
 		return
 	}
+	if p.cfg.FenceAtBroker && p.cfg.Fencer != nil {
+		rt.brokerFenced.Store(true)
+	}
 	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal
@@ -497,7 +506,7 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 		return // closing: the tickets stay where they are
 	}
 	// Orders a failed settle reconcile still holds join this reconcile.
-	tickets := append(append(c.carry, c.settle...), p.takeTickets()...)
+	tickets := p.takeTicketsInto(append(c.carry, c.settle...))
 	c.settle, c.settleAttempt = nil, 0
 	c.carry = nil
 	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
@@ -511,10 +520,13 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 		return
 	}
 	// Orders that finished unknown since the last attempt join this one.
-	r.Tickets = append(r.Tickets, p.takeTickets()...)
+	r.Tickets = p.takeTicketsInto(r.Tickets)
+	p.setPending(r.Tickets[:len(r.Tickets):len(r.Tickets)])
 	r.Attempt++
-	// The event gets its own copy: the reconciler may reorder the slice it is given.
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(r.Tickets), Cause: r.Reason})
+	// The event shares r.Tickets, which is only ever appended to, never written
+	// in place (the capacity is cut so an append cannot reach the event's
+	// elements); the reconciler gets its own copy, which it may reorder.
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: r.Tickets[:len(r.Tickets):len(r.Tickets)], Cause: r.Reason})
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
 	var settled []Settlement
@@ -537,7 +549,8 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 		c.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(r.Attempt))
 		return
 	}
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled})
+	settled = p.judge(*r, settled, time.Now())
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)
 }
 
@@ -571,6 +584,7 @@ func (c *controller) unfenceActive(ctx context.Context) {
 	p := c.p
 	a := p.active.Load()
 	if a.rt.unfence() {
+		a.rt.brokerFenced.Store(false)
 		if p.cfg.Unfence != nil {
 			uctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
 			err := callHook(uctx, func(ctx context.Context) error {

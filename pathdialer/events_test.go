@@ -222,3 +222,56 @@ func TestStringers(t *testing.T) {
 		}
 	}
 }
+
+// Several goroutines report on one endpoint while probes run: every event is
+// numbered without a gap, Time never goes backwards, and each endpoint's
+// state-change events chain (PrevState equals the previous one's State).
+func TestEventsNumberedTimedAndChainedUnderConcurrentReports(t *testing.T) {
+	h := newHarness(t, func(c *pathdialer.Config) {
+		c.ProbeInterval = 2 * time.Millisecond
+		c.ProbeTimeout = time.Millisecond
+		c.Engine.FailureThreshold = 2
+		c.Engine.DegradedLatency = 50 * time.Microsecond
+	})
+	defer h.close()
+	h.start()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				var err error
+				lat := time.Duration(i%3) * 40 * time.Microsecond
+				if (i+w)%4 == 0 {
+					err = errReset
+				}
+				h.p.Report("us", 0, err, lat)
+			}
+		}()
+	}
+	wg.Wait()
+	_ = h.p.Close()
+	evs := h.rec.all()
+	last := map[string]pathdialer.Event{}
+	changes := 0
+	for i, e := range evs {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d has Seq %d (want %d): %v", i, e.Seq, i+1, e)
+		}
+		if i > 0 && e.Time.Before(evs[i-1].Time) {
+			t.Fatalf("event %d (%v) at %v is before event %d at %v", e.Seq, e, e.Time, evs[i-1].Seq, evs[i-1].Time)
+		}
+		if e.Kind != pathdialer.EventStateChange {
+			continue
+		}
+		changes++
+		if prev, ok := last[e.Endpoint]; ok && prev.State != e.PrevState {
+			t.Fatalf("state changes of %s do not chain: #%d %v→%v, then #%d %v→%v", e.Endpoint, prev.Seq, prev.PrevState, prev.State, e.Seq, e.PrevState, e.State)
+		}
+		last[e.Endpoint] = e
+	}
+	if changes < 20 {
+		t.Fatalf("only %d state changes: the test proves nothing", changes)
+	}
+}

@@ -220,3 +220,30 @@ func (c *controller) assigned(ctx context.Context) {
 	p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
 	c.switched(ctx, d, "assigned")
 }
+
+// Extend sets the instant until which the coordinator's current decision is
+// known to be valid (for coord/etcd: the follower's lease expiry as measured by
+// this process, minus a safety margin). From then on Acquire compares the
+// monotonic clock with it and refuses with ErrTicketExpired once it has passed,
+// without waiting for any goroutine to halt the gate, and every Ticket carries
+// it as ValidUntil for the transports' check right before an order is written.
+// The latest call wins (an earlier instant than before shortens the validity; a
+// past one lapses it at once). Until the first Extend a coordinated Path's
+// decisions do not expire. until is converted to this process's monotonic
+// clock when Extend is called, so a wall-clock step afterwards does not move
+// it. Errors: ErrNotExternal, ErrClosed.
+func (p *Path) Extend(until time.Time) error {
+	if !p.cfg.ExternalDecisions {
+		return ErrNotExternal
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	now := time.Now()
+	ns := int64(now.Sub(p.epoch) + until.Sub(now))
+	if ns <= 0 {
+		ns = 1 // 0 means "no deadline"
+	}
+	p.validNanos.Store(ns)
+	return nil
+}

@@ -3,6 +3,8 @@ package pathdialer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +83,10 @@ func (s TicketState) MarshalText() ([]byte, error) { return []byte(s.String()), 
 
 // Ticket is the permission to submit one order on one endpoint under one
 // generation. Submit on Endpoint only, then call Done or Unknown exactly once.
+//
+// A Ticket from Acquire is the caller's to keep. AcquireInto fills a Ticket the
+// caller owns (no allocation); it may be filled again once it finished with
+// Done, or after an Unknown was handed to reconciliation.
 type Ticket struct {
 	// OrderID is the client order ID the ticket was acquired for.
 	OrderID string
@@ -97,17 +103,28 @@ type Ticket struct {
 	Generation uint64
 	// ValidUntil is the instant (monotonic reading) after which the decision
 	// the ticket was granted under may have lapsed (a coordinated Path's lease
-	// minus a safety margin). The zero time means the decision does not expire.
-	// Transports call Valid immediately before the bytes of an order are
-	// written and do not send when it fails.
+	// minus a safety margin, as last given to Path.Extend). The zero time means
+	// the decision does not expire. Transports call Valid immediately before
+	// the bytes of an order are written and do not send when it fails.
 	ValidUntil time.Time
 
 	p         *Path
 	shard     *ticketShard
-	state     atomic.Int32
+	prev      *Ticket // the shard's list of tickets in flight
+	next      *Ticket
+	state     atomic.Int32 // a ticket* value
 	cause     error
 	unknownAt time.Time
 }
+
+// Internal ticket states; the zero value is a Ticket never acquired.
+const (
+	ticketFree int32 = iota
+	ticketInFlight
+	ticketDone
+	ticketUnknown
+	ticketHanded
+)
 
 // TicketInfo is a ticket as handed to reconciliation.
 type TicketInfo struct {
@@ -140,14 +157,22 @@ func (t *Ticket) info(st TicketState) TicketInfo {
 }
 
 // Done records that the broker answered the order definitively (accepted, filled
-// or rejected). Calls after the first finish are ignored, except that a finish
-// after the ticket was handed to reconciliation emits EventLateTicket.
+// or rejected), or that it was not sent. Calls after the first finish are
+// ignored, except that a finish after the ticket was handed to reconciliation
+// emits EventLateTicket.
 func (t *Ticket) Done() {
-	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketDone)) {
-		t.shard.remove(t)
+	if t.p == nil {
+		return
+	}
+	s := t.shard
+	s.mu.Lock()
+	if t.state.CompareAndSwap(ticketInFlight, ticketDone) {
+		s.unlink(t)
+		s.mu.Unlock()
 		t.p.inflightFinished()
 		return
 	}
+	s.mu.Unlock()
 	t.late("done")
 }
 
@@ -155,39 +180,70 @@ func (t *Ticket) Done() {
 // connection cut after the request was written, a 5xx). The ticket is handed to the
 // next reconciliation.
 func (t *Ticket) Unknown(cause error) {
+	if t.p == nil {
+		return
+	}
 	if cause == nil {
 		cause = ErrUnknownOutcome
 	}
-	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketUnknown)) {
+	// The move from "in flight" to "unknown" happens under the shard's lock,
+	// which takeTickets holds while it takes the shard: a reconcile finds the
+	// ticket either in flight or among the unknown ones, never in between, and
+	// inflightCount never counts it out before it is among the unknown ones.
+	s := t.shard
+	s.mu.Lock()
+	if t.state.CompareAndSwap(ticketInFlight, ticketUnknown) {
 		t.cause = cause
 		t.unknownAt = time.Now()
-		t.shard.remove(t)
+		s.unlink(t)
 		t.p.addUnknown(t)
+		s.mu.Unlock()
 		t.p.inflightFinished()
 		return
 	}
+	s.mu.Unlock()
 	t.late("unknown: " + cause.Error())
 }
 
 func (t *Ticket) late(what string) {
-	if TicketState(t.state.Load()) == TicketHanded {
-		t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation,
+	if t.state.Load() == ticketHanded {
+		t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation, OrderID: t.OrderID,
 			Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
 	}
 }
 
-const ticketShards = 16
+// ticketShards spreads tickets in flight over independently locked lists, so
+// submitters on different cores rarely meet on one lock.
+const ticketShards = 64
 
 type ticketShard struct {
-	mu sync.Mutex
-	m  map[*Ticket]struct{}
-	_  [64 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[*Ticket]struct{}(nil))]byte // one shard per cache line
+	mu   sync.Mutex
+	head *Ticket
+	n    int
+	_    [64 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof((*Ticket)(nil)) - unsafe.Sizeof(int(0))]byte // one shard per cache line
 }
 
-func (s *ticketShard) remove(t *Ticket) {
-	s.mu.Lock()
-	delete(s.m, t)
-	s.mu.Unlock()
+// link and unlink: the shard's lock is held.
+func (s *ticketShard) link(t *Ticket) {
+	t.prev, t.next = nil, s.head
+	if s.head != nil {
+		s.head.prev = t
+	}
+	s.head = t
+	s.n++
+}
+
+func (s *ticketShard) unlink(t *Ticket) {
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		s.head = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	}
+	t.prev, t.next = nil, nil
+	s.n--
 }
 
 // Acquire asks the gate for permission to submit one order (service names the
@@ -195,18 +251,46 @@ func (s *ticketShard) remove(t *Ticket) {
 // with a ticket for the active endpoint. While a fence or reconcile is pending it
 // waits until flow is released (then returns a ticket for the new endpoint) or ctx
 // ends. When trading is halted it returns ErrTradingHalted at once, wrapping the
-// cause; after Close, ErrClosed. Reads must not acquire tickets: they are never held.
+// cause; after Close, ErrClosed. On a coordinated Path whose decision lapsed
+// (the deadline last given to Extend passed) it returns ErrTicketExpired at
+// once. Reads must not acquire tickets: they are never held.
 func (p *Path) Acquire(ctx context.Context, service, orderID string) (*Ticket, error) {
+	t := new(Ticket)
+	if err := p.AcquireInto(ctx, t, service, orderID); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// AcquireInto is Acquire into a Ticket the caller owns: it allocates nothing on
+// an open gate. t must be a zero Ticket, or one that finished with Done, or one
+// finished with Unknown that a reconciliation has since taken; filling a ticket
+// still in flight or still waiting for reconciliation returns ErrInvalidConfig
+// and leaves it untouched. On error t is not a ticket (Done and Unknown on it
+// do nothing).
+func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID string) error {
 	if strings.TrimSpace(orderID) == "" {
-		return nil, fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
+		return fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
+	}
+	switch t.state.Load() {
+	case ticketInFlight:
+		return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still in flight; use another Ticket", ErrInvalidConfig, t.OrderID)
+	case ticketUnknown:
+		return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still waiting for reconciliation; use another Ticket", ErrInvalidConfig, t.OrderID)
 	}
 	for {
 		v := p.gate.Load()
 		switch v.state {
 		case GateOpen:
-			t := &Ticket{OrderID: orderID, Service: service, Endpoint: v.endpoint, Generation: v.gen, p: p}
-			s := &p.shards[p.ticketSeq.Add(1)%ticketShards]
-			t.shard = s
+			var until time.Time
+			if dl := p.validNanos.Load(); dl != 0 {
+				if now := int64(time.Since(p.epoch)); now >= dl {
+					return fmt.Errorf("%w: the decision for %q under token %d lapsed %v ago (no extension from the coordinator); order %q not granted",
+						ErrTicketExpired, v.endpoint, v.gen, time.Duration(now-dl).Round(time.Millisecond), orderID)
+				}
+				until = p.epoch.Add(time.Duration(dl))
+			}
+			s := &p.shards[rand.Uint32()%ticketShards]
 			// Register and re-check under the shard's lock. takeTickets locks every
 			// shard after the gate left this view, so either it finds the ticket
 			// (granted while the view was in force) or this re-check sees the new
@@ -214,23 +298,26 @@ func (p *Path) Acquire(ctx context.Context, service, orderID string) (*Ticket, e
 			// gate, and never handed to reconciliation unless it was granted.
 			s.mu.Lock()
 			if p.gate.Load() == v {
-				s.m[t] = struct{}{}
+				t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
+				t.p, t.shard, t.cause, t.unknownAt = p, s, nil, time.Time{}
+				t.state.Store(ticketInFlight)
+				s.link(t)
 				s.mu.Unlock()
-				return t, nil
+				return nil
 			}
 			s.mu.Unlock()
 		case GateHeld:
 			select {
 			case <-v.changed:
 			case <-ctx.Done():
-				return nil, fmt.Errorf("pathdialer: order %q waited while submissions were held (%v): %w", orderID, v.cause, ctx.Err())
+				return fmt.Errorf("pathdialer: order %q waited while submissions were held (%v): %w", orderID, v.cause, ctx.Err())
 			}
 		case GateHalted:
-			return nil, fmt.Errorf("%w: %w", ErrTradingHalted, v.cause)
+			return fmt.Errorf("%w: %w", ErrTradingHalted, v.cause)
 		case GateClosed:
-			return nil, ErrClosed
+			return ErrClosed
 		default:
-			return nil, ErrNotStarted
+			return ErrNotStarted
 		}
 	}
 }
@@ -255,6 +342,7 @@ func (p *Path) GateState() (GateState, error) {
 	return v.state, v.cause
 }
 
+// addUnknown: the ticket's shard lock is held (lock order: shard, then unknownMu).
 func (p *Path) addUnknown(t *Ticket) {
 	p.unknownMu.Lock()
 	p.unknown = append(p.unknown, t)
@@ -262,6 +350,9 @@ func (p *Path) addUnknown(t *Ticket) {
 }
 
 func (p *Path) inflightFinished() {
+	if !p.draining.Load() {
+		return
+	}
 	select {
 	case p.inflightWake <- struct{}{}:
 	default:
@@ -274,7 +365,7 @@ func (p *Path) inflightCount() int {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		n += len(s.m)
+		n += s.n
 		s.mu.Unlock()
 	}
 	return n
@@ -282,9 +373,11 @@ func (p *Path) inflightCount() int {
 
 // waitInflight waits until no ticket is in flight or grace passes.
 func (p *Path) waitInflight(ctx context.Context, grace time.Duration) {
-	if p.inflightCount() == 0 || grace <= 0 {
+	if grace <= 0 || p.inflightCount() == 0 {
 		return
 	}
+	p.draining.Store(true)
+	defer p.draining.Store(false)
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	for p.inflightCount() > 0 {
@@ -300,33 +393,56 @@ func (p *Path) waitInflight(ctx context.Context, grace time.Duration) {
 
 // takeTickets hands every in-flight ticket and every unknown-outcome ticket to
 // reconciliation. The gate is not open when this runs, so no new ticket appears.
+// It runs in time linear in the number of tickets, with one allocation.
 func (p *Path) takeTickets() []TicketInfo {
-	var out []TicketInfo
+	return p.takeTicketsInto(nil)
+}
+
+func (p *Path) takeTicketsInto(out []TicketInfo) []TicketInfo {
+	// Size the result once: the counts may only shrink (the gate is not open),
+	// except that unknown tickets come from the shards.
+	n := 0
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		for t := range s.m {
-			if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketHanded)) {
-				out = append(out, t.info(TicketInFlight))
-				delete(s.m, t)
-			}
-		}
+		n += s.n
 		s.mu.Unlock()
 	}
-	return append(out, p.takeUnknown()...)
+	p.unknownMu.Lock()
+	n += len(p.unknown)
+	p.unknownMu.Unlock()
+	out = slices.Grow(out, n)
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		for t := s.head; t != nil; {
+			next := t.next
+			if t.state.CompareAndSwap(ticketInFlight, ticketHanded) {
+				out = append(out, t.info(TicketInFlight))
+			}
+			t.prev, t.next = nil, nil
+			t = next
+		}
+		s.head, s.n = nil, 0
+		s.mu.Unlock()
+	}
+	return p.takeUnknownInto(out)
 }
 
 // takeUnknown hands every unknown-outcome ticket to reconciliation.
-func (p *Path) takeUnknown() []TicketInfo {
+func (p *Path) takeUnknown() []TicketInfo { return p.takeUnknownInto(nil) }
+
+func (p *Path) takeUnknownInto(out []TicketInfo) []TicketInfo {
 	p.unknownMu.Lock()
 	unknown := p.unknown
 	p.unknown = nil
-	p.unknownMu.Unlock()
-	out := make([]TicketInfo, 0, len(unknown))
+	out = slices.Grow(out, len(unknown))
 	for _, t := range unknown {
-		t.state.Store(int32(TicketHanded))
+		// Read first: once handed, the owner of a caller-owned Ticket may refill it.
 		out = append(out, t.info(TicketUnknown))
+		t.state.Store(ticketHanded)
 	}
+	p.unknownMu.Unlock()
 	return out
 }
 

@@ -76,3 +76,55 @@ func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 		}
 	}
 }
+
+// The hand-over from "in flight" to "unknown" is atomic with respect to what a
+// reconcile takes: an order that finishes Unknown while takeTickets runs is
+// either taken as in flight, or taken as unknown, never in neither set (which
+// would make it miss the switch's reconcile and surface in Unknown afterwards).
+func TestUnknownHandOverIsAtomicWithTakeTickets(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Endpoints = []Endpoint{
+		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
+	}
+	cfg.Probe = func(context.Context, Endpoint) error { return nil }
+	cfg.Fencer = LocalFenceOnly
+	cfg.Reconciler = NoReconcile
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const orders = 300
+	for round := range 200 {
+		p.setGate(GateOpen, "eu", uint64(round), nil)
+		tickets := make([]*Ticket, orders)
+		for i := range tickets {
+			tk, err := p.Acquire(context.Background(), ServiceFIX, "o-"+strconv.Itoa(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tickets[i] = tk
+		}
+		p.setGate(GateHeld, "", uint64(round), errors.New("switch in progress"))
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, tk := range tickets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				tk.Unknown(errors.New("cut"))
+			}()
+		}
+		close(start)
+		taken := p.takeTickets()
+		wg.Wait()
+		if left := p.Unknown(); len(left) != 0 || len(taken) != orders {
+			t.Fatalf("round %d: the reconcile took %d of %d orders; %d finished unknown outside it (missed the reconcile)", round, len(taken), orders, len(left))
+		}
+		if n := p.inflightCount(); n != 0 {
+			t.Fatalf("round %d: %d still in flight", round, n)
+		}
+	}
+}

@@ -314,3 +314,39 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 		t.Error("no ticket was ever in flight across a switch: the test proves nothing")
 	}
 }
+
+// The reproduction of the hand-over race through the public API: 300 orders in
+// flight on eu, each finishing Unknown as soon as the switch is seen, with no
+// in-flight grace. Every one of them must reach the switch's reconcile (as in
+// flight or as unknown), and none may be left in Unknown afterwards.
+func TestOrdersFinishingUnknownDuringASwitchReachItsReconcile(t *testing.T) {
+	for run := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, func(c *pathdialer.Config) { c.InflightGrace = 0 })
+			defer h.close()
+			h.start()
+			const n = 300
+			changed := h.p.ActiveChanged()
+			var wg sync.WaitGroup
+			for i := range n {
+				tk := mustAcquire(t, h.p, fmt.Sprintf("o-%d", i))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-changed
+					tk.Unknown(errReset)
+				}()
+			}
+			h.probes.set("eu", probeBlackhole)
+			h.await(pathdialer.EventRelease, nil)
+			wg.Wait()
+			recs := h.hooks.reconciliations()
+			if len(recs) == 0 {
+				t.Fatal("no reconciliation")
+			}
+			if got := len(recs[0].Tickets); got != n {
+				t.Errorf("run %d: the switch's reconcile got %d of %d orders; %d left in Unknown()", run, got, n, len(h.p.Unknown()))
+			}
+		})
+	}
+}

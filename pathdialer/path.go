@@ -34,10 +34,12 @@ type Path struct {
 	activeMu sync.Mutex
 
 	shards       [ticketShards]ticketShard
-	ticketSeq    atomic.Uint64
 	unknownMu    sync.Mutex
 	unknown      []*Ticket
 	inflightWake chan struct{}
+	draining     atomic.Bool  // a switch waits for tickets in flight: Done wakes it
+	validNanos   atomic.Int64 // Extend's deadline, monotonic ns since epoch; 0: none
+	verdicts     verdicts
 
 	epoch     time.Time // monotonic origin for per-endpoint timestamps
 	trigger   chan struct{}
@@ -137,9 +139,6 @@ func New(cfg Config) (*Path, error) {
 		return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
 	}
 	p.eng = eng
-	for i := range p.shards {
-		p.shards[i].m = make(map[*Ticket]struct{})
-	}
 	act, _ := eng.Active()
 	p.setActive(p.eps[act.Name], 0)
 	p.gate.Store(&gateView{state: GateNotStarted, changed: make(chan struct{})})
@@ -299,17 +298,17 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 // (not a passive report, which comes with every request) the probe event.
 func (p *Path) observe(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
 	rt := p.eps[endpoint]
+	// The events are emitted under the endpoint's lock, so the state changes of
+	// one endpoint are numbered in the order the engine made them, and chain.
 	rt.obsMu.Lock()
+	defer rt.obsMu.Unlock()
 	prev := engine.HealthState(rt.state.Load())
 	st, oerr := p.eng.Observe(endpoint, err, latency)
-	if oerr == nil {
-		rt.state.Store(int32(st.State))
-	}
-	rt.obsMu.Unlock()
 	if oerr != nil {
 		p.log.Error("pathdialer: observe failed", "endpoint", endpoint, "err", oerr)
 		return prev, false
 	}
+	rt.state.Store(int32(st.State))
 	a := p.active.Load()
 	if !passive {
 		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Generation: a.gen, State: st.State, Duration: latency, Err: err})

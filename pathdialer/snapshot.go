@@ -31,6 +31,12 @@ type Snapshot struct {
 	// ReadEndpoint is where reads go: the active endpoint, or another one in
 	// the degraded read-only mode.
 	ReadEndpoint string `json:"read_endpoint"`
+	// Provisional lists the NOT_RECEIVED verdicts not yet final (the order
+	// may still land; MayResend answers no for them), oldest first.
+	Provisional []Verdict `json:"provisional,omitempty"`
+	// ValidUntil is when the coordinator's decision lapses (the deadline last
+	// given to Extend); zero when it does not expire.
+	ValidUntil time.Time `json:"valid_until,omitzero"`
 }
 
 // EndpointSnapshot is one endpoint in a Snapshot.
@@ -84,6 +90,10 @@ func (p *Path) Snapshot() Snapshot {
 	}
 	if v.cause != nil {
 		s.GateCause = v.cause.Error()
+	}
+	s.Provisional = p.provisional()
+	if dl := p.validNanos.Load(); dl != 0 {
+		s.ValidUntil = p.epoch.Add(time.Duration(dl))
 	}
 	re, _ := p.ReadEndpoint()
 	s.ReadEndpoint = re.Name

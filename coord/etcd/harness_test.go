@@ -238,7 +238,7 @@ func waitActive(t *testing.T, h *history, ep string, trs ...*trader) rec {
 			return false
 		}
 		for _, tr := range trs {
-			if !gateOpenOn(tr.path, ep) || tr.f.Check(uint64(r.rev)) != nil {
+			if st := tr.f.State(); !gateOpenOn(tr.path, ep) || !st.Session || !st.Applied || st.Revision != r.rev {
 				return false
 			}
 		}
