@@ -157,3 +157,21 @@ func TestUserServerNameIsKept(t *testing.T) {
 		}
 	}
 }
+
+func TestDisableHTTP2SpeaksHTTP1ToAnHTTP2Server(t *testing.T) {
+	eu := newServer(t, "eu", true, nil)
+	us := newServer(t, "us", true, nil)
+	h := newHarness(t, eu.URL, us.URL, nil)
+	for _, off := range []bool{false, true} {
+		c, _ := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us), DisableHTTP2: off})
+		resp, err := c.Get("https://broker.invalid/v1/account")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := map[bool]string{false: "HTTP/2.0", true: "HTTP/1.1"}[off]
+		if resp.Proto != want {
+			t.Fatalf("DisableHTTP2=%v: %s, want %s", off, resp.Proto, want)
+		}
+	}
+}

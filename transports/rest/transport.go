@@ -43,6 +43,10 @@ type Options struct {
 	ReadIdleTimeout time.Duration
 	// PingTimeout: a ping unanswered this long closes the connection. Default 1 s.
 	PingTimeout time.Duration
+	// DisableHTTP2 speaks HTTP/1.1 only, even to a server that offers HTTP/2
+	// (for a gateway whose HTTP/2 misbehaves). Default false: HTTP/2 where
+	// offered.
+	DisableHTTP2 bool
 	// ResponseHeaderTimeout bounds the wait for response headers after the request
 	// is written; 0 means none (use request contexts).
 	ResponseHeaderTimeout time.Duration
@@ -175,7 +179,7 @@ func (t *Transport) newHTTPTransport(endpoint string) *http.Transport {
 	h1 := &http.Transport{
 		DialContext:           t.path.EndpointDialer(endpoint),
 		TLSClientConfig:       tlsCfg,
-		ForceAttemptHTTP2:     true,
+		ForceAttemptHTTP2:     !t.opts.DisableHTTP2,
 		MaxIdleConnsPerHost:   t.opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
@@ -187,7 +191,7 @@ func (t *Transport) newHTTPTransport(endpoint string) *http.Transport {
 	}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
-	protos.SetHTTP2(true)
+	protos.SetHTTP2(!t.opts.DisableHTTP2)
 	h1.Protocols = &protos
 	return h1
 }
