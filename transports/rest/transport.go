@@ -79,6 +79,9 @@ type Transport struct {
 	stats    Stats
 	hostToEP map[string]*endpointClient
 	tokenKey string // canonical Options.TokenHeader
+	// acquire is path.Acquire; tests wrap it to hand out tickets whose
+	// decision has lapsed.
+	acquire func(ctx context.Context, service, orderID string) (*pathdialer.Ticket, error)
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -140,6 +143,7 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	if opts.TokenHeader != "" {
 		t.tokenKey = textproto.CanonicalMIMEHeaderKey(opts.TokenHeader)
 	}
+	t.acquire = path.Acquire
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
@@ -343,7 +347,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, RedactURL(req.URL))
 	}
 	t.stats.Submissions.Add(1)
-	ticket, err := t.path.Acquire(req.Context(), t.service, orderID)
+	ticket, err := t.acquire(req.Context(), t.service, orderID)
 	if err != nil {
 		closeBody(r3)
 		if errors.Is(err, pathdialer.ErrTradingHalted) {
