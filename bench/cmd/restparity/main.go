@@ -44,6 +44,13 @@ import (
 
 const childEnv = "BROKERPATH_RESTPARITY_CHILD"
 
+// bareTracked gives the bare transport the Path's tracked dialer (to tell the
+// transport's cost from the tracked connection's).
+var bareTracked bool
+
+// profileSide, when set, runs only one side of each round (for profiling).
+var profileSide string
+
 type serverAddrs struct {
 	H1, H2 string // base URLs
 	Cert   string // base64 DER of the (shared) test certificate
@@ -58,6 +65,8 @@ func main() {
 	phase := flag.Duration("phase", 400*time.Millisecond, "duration of one phase of a round")
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
+	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
 	flag.Parse()
 	if *prof != "" {
 		f, err := os.Create(*prof)
@@ -245,6 +254,9 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 		return bare, bp, nil, err
 	}
 	defer func() { _ = path.Close() }()
+	if bareTracked {
+		bareRT.DialContext = path.EndpointDialer("eu")
+	}
 	bpRT, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle})
 	if err != nil {
 		return bare, bp, nil, err
@@ -261,6 +273,9 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	for range rounds {
 		var rb, rp sample
 		for _, which := range []bool{false, true, true, false} {
+			if (profileSide == "bare" && which) || (profileSide == "brokerpath" && !which) {
+				continue
+			}
 			rt := http.RoundTripper(bareRT)
 			if which {
 				rt = bpRT
@@ -274,6 +289,9 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			} else {
 				rb.add(s)
 			}
+		}
+		if profileSide != "" {
+			rb, rp = sample{cpu: 1, reqs: 1}, sample{cpu: 1, reqs: 1}
 		}
 		ratios = append(ratios, rb.cpuPerReq()/rp.cpuPerReq())
 		bare.add(rb)
