@@ -15,16 +15,19 @@
 //     verifies the endpoint's own host name, or TLSConfig.ServerName when set
 //     (an endpoint dialled by IP address, verified as the broker's host name);
 //     verification is never skipped (NewTransport refuses InsecureSkipVerify).
-//   - HTTP/2 where the server offers it (HTTP/1.1 otherwise), with a ping after
+//   - HTTP/2 where the server offers it (HTTP/1.1 otherwise, or always with
+//     Options.DisableHTTP2), with a ping after
 //     Options.ReadIdleTimeout of silence and Options.PingTimeout to answer, so a
 //     silently dead connection is found in about a second.
 //   - Submissions (by default every method but GET, HEAD and OPTIONS; see
 //     Options.IsSubmission and WithSubmission) take a ticket from the Path's gate:
 //     they wait while a switch is held, fail at once with
 //     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.
-//     A submission is never retried, by this package or by net/http (its body is
-//     made non-replayable). When its outcome is unknown — a timeout, reset or EOF
-//     after the request was written, or any 5xx answer (502, 503 and 504 above all) — RoundTrip returns an
+//     A submission is never retried, by this package or by net/http (it goes
+//     out without GetBody, so neither the HTTP/1.1 nor the HTTP/2 transport can
+//     send its body twice, Idempotency-Key header or not). When its outcome is
+//     unknown — a timeout, reset or EOF after the request was written, or any
+//     5xx answer (502, 503 and 504 above all) — RoundTrip returns an
 //     *UnknownOutcomeError and hands the order to reconciliation.
 //   - Fencing: immediately before a submission is handed to net/http (after
 //     any wait for the gate) the ticket's validity is checked
