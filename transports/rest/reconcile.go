@@ -80,13 +80,13 @@ func DefaultFates() map[string]pathdialer.Fate {
 	}
 }
 
-// AlpacaOrderLookup returns ReconcileOptions for Alpaca's Trading API, as
-// documented at https://docs.alpaca.markets/reference/getorderbyclientorderid
-// ("Retrieves a single order specified by the client order id"):
-// GET {base}/v2/orders:by_client_order_id?client_order_id=…, 404 when there is
-// no such order, the order's "status" among the values listed in
-// https://docs.alpaca.markets/docs/orders-at-alpaca (Order Lifecycle). Set
-// Header to the APCA-API-KEY-ID and APCA-API-SECRET-KEY headers.
+// AlpacaOrderLookup returns ReconcileOptions for Alpaca's Trading API, whose
+// Orders reference (https://docs.alpaca.markets/reference/orders) says an
+// order "can be queried using the client-side order ID": the "Get Order by
+// Client Order ID" call, GET {base}/v2/orders:by_client_order_id?client_order_id=…,
+// answers the order object (its "client_order_id" and "status") or 404 when
+// there is no such order. Set Header to the APCA-API-KEY-ID and
+// APCA-API-SECRET-KEY headers.
 //
 // Mapping: filled → filled; new, accepted, pending_new, accepted_for_bidding,
 // partially_filled, done_for_day, pending_cancel, pending_replace, stopped,
@@ -110,10 +110,10 @@ func AlpacaOrderLookup(base string) ReconcileOptions {
 }
 
 // BinanceSpotOrderLookup returns ReconcileOptions for Binance's Spot API
-// "Query order (USER_DATA)", as documented at
-// https://developers.binance.com/docs/binance-spot-api-docs/rest-api/trading-endpoints
-// (GET /api/v3/order with symbol and origClientOrderId; errors in
-// https://developers.binance.com/docs/binance-spot-api-docs/errors):
+// "Query order (USER_DATA)" (https://developers.binance.com/docs/binance-spot-api-docs,
+// REST API, trading endpoints: GET /api/v3/order, "Check an order's status",
+// with symbol and either orderId or origClientOrderId; error codes in the
+// same documentation):
 // GET {base}/api/v3/order?symbol=SYMBOL&origClientOrderId=…; an unknown order
 // is HTTP 400 with {"code":-2013,"msg":"Order does not exist."}. The endpoint
 // is SIGNED: set Header to X-MBX-APIKEY and Sign to add timestamp and
