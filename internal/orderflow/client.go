@@ -196,6 +196,12 @@ func New(cfg Config) (*Client, error) {
 		pc.Fencer = pathdialer.LocalFenceOnly
 	}
 	pc.InflightGrace = t.InflightGrace
+	// A NOT_RECEIVED for an order sent through an endpoint the broker fenced
+	// is final at once; otherwise provisional until the quarantine's re-query.
+	pc.FenceAtBroker = cfg.BrokerFence != nil || cfg.SessionPolicy == PolicyOnePerCred
+	if t.Quarantine > 0 {
+		pc.Quarantine = t.Quarantine
+	}
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.ReconcileTimeout = t.ReconcileTimeout
@@ -216,7 +222,11 @@ func New(cfg Config) (*Client, error) {
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
-	if c.rt, err = rest.NewTransport(c.path, rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}); err != nil {
+	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}
+	if cfg.FencingTokens {
+		ropts.TokenHeader = FencingTokenHeader
+	}
+	if c.rt, err = rest.NewTransport(c.path, ropts); err != nil {
 		return nil, err
 	}
 	c.http = &http.Client{Transport: c.rt}
@@ -301,11 +311,14 @@ func (c *Client) Start(ctx context.Context) error {
 	if c.cfg.RootCAs != nil && c.usesTLSForFIX() {
 		tlsCfg = &tls.Config{RootCAs: c.cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	}
-	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path,
-		fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
-			OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
-				c.rec.NoteOrder(Info, "fix", id, "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
-			}})
+	fopts := fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
+		OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
+			c.rec.NoteOrder(Info, "fix", id, "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
+		}}
+	if c.cfg.FencingTokens {
+		fopts.TokenTag = FencingTokenTag
+	}
+	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path, fopts)
 	if err != nil {
 		return err
 	}
@@ -687,7 +700,14 @@ func (c *Client) Reads() (ok, failed int) {
 func (c *Client) onEvent(e pathdialer.Event) {
 	switch e.Kind {
 	case pathdialer.EventReconcileSuccess:
-		c.settle(e.Settlements, "reconcile", func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
+		source := "reconcile"
+		if e.Cause == pathdialer.ReasonRequery {
+			source = "re-query"
+		}
+		c.settle(e.Settlements, source, func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
+		c.kickResend() // a re-query may have made NOT_RECEIVED verdicts final
+	case pathdialer.EventLateLanding:
+		c.settle(e.Settlements, "late landing", func(*OrderRecord, pathdialer.Settlement) bool { return true })
 	case pathdialer.EventRelease:
 		c.mu.Lock()
 		n := c.refusedHalt

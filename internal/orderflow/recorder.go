@@ -187,6 +187,9 @@ func (r *Recorder) timeline(verbose bool) []tline {
 			if m == nil {
 				break
 			}
+			if ev.OrderID != "" {
+				m[1] = ev.OrderID
+			}
 			if lateSeen[m[1]] {
 				continue
 			}
@@ -363,6 +366,9 @@ func describe(e pathdialer.Event) string {
 	case pathdialer.EventSwitch:
 		return fmt.Sprintf("SWITCHED %s → %s (generation %d)", e.From, e.To, e.Generation)
 	case pathdialer.EventReconcileStart:
+		if e.Cause == pathdialer.ReasonRequery {
+			return fmt.Sprintf("re-query on %s of %d provisional NOT_RECEIVED order(s), their quarantine over%s", e.To, len(e.Tickets), ticketList(e.Tickets))
+		}
 		return fmt.Sprintf("reconcile start %s→%s: %d order(s) of unknown fate%s", e.From, e.To, len(e.Tickets), ticketList(e.Tickets))
 	case pathdialer.EventReconcileSuccess:
 		return fmt.Sprintf("reconcile OK in %s: %s", human(e.Duration), settlementList(e.Settlements))
@@ -382,6 +388,13 @@ func describe(e pathdialer.Event) string {
 		return fmt.Sprintf("unfence %s (active again)", e.Endpoint)
 	case pathdialer.EventLateTicket:
 		return fmt.Sprintf("late finish of an order already handed to reconciliation: %s", e.String())
+	case pathdialer.EventLateLanding:
+		fate := "booked"
+		if len(e.Settlements) > 0 {
+			fate = e.Settlements[0].Fate.String()
+		}
+		return fmt.Sprintf("LATE LANDING: order %s, sent through %s (region %s) and found NOT_RECEIVED there provisionally, was booked after all (%s); reported, never re-sent",
+			e.OrderID, e.Endpoint, e.Region, fate)
 	}
 	return e.String()
 }
@@ -418,6 +431,19 @@ func ticketList(ts []pathdialer.TicketInfo) string {
 	return " [" + strings.Join(parts, " ") + "]"
 }
 
+// finality marks a NOT_RECEIVED settlement "(provisional)" or "(final)".
+func finality(s pathdialer.Settlement) string {
+	switch {
+	case s.Fate != pathdialer.FateNotReceived:
+		return ""
+	case s.Provisional:
+		return " (provisional)"
+	case s.Final:
+		return " (final)"
+	}
+	return ""
+}
+
 func settlementList(ss []pathdialer.Settlement) string {
 	if len(ss) == 0 {
 		return "nothing to settle"
@@ -428,7 +454,7 @@ func settlementList(ss []pathdialer.Settlement) string {
 		if _, ok := by[s.Fate]; !ok {
 			order = append(order, s.Fate)
 		}
-		by[s.Fate] = append(by[s.Fate], s.Service+"/"+s.OrderID)
+		by[s.Fate] = append(by[s.Fate], s.Service+"/"+s.OrderID+finality(s))
 	}
 	parts := make([]string, 0, len(order))
 	for _, f := range order {
