@@ -244,6 +244,10 @@ func (r *runner) row(sum orderflow.Summary, violations []string) Row {
 	row := Row{Policy: r.pol, Orders: len(r.c.Orders()), Duplicates: sum.Duplicates, Allowed: sum.DuplicatesAllowed,
 		Losses: sum.Losses, TwoLive: sum.TwoLivePaths, LateReported: rep, LateUnreported: unrep, Halts: sum.Halts,
 		Repeats: sum.Repeats, Violations: len(violations), Result: "OK"}
+	for _, t := range sum.Transports {
+		row.NotSent += t.NotSent
+		row.Refused += t.Rejected
+	}
 	r.mu.Lock()
 	row.Faults = len(r.inj)
 	r.mu.Unlock()

@@ -10,26 +10,56 @@ import (
 
 // Row is one policy's line of the matrix.
 type Row struct {
-	Policy                       orderflow.BrokerPolicy
-	Orders, Faults               int
-	Duplicates, Allowed          int
-	Losses, TwoLive              int
-	LateReported, LateUnreported int
-	Halts, Repeats, Violations   int
-	Result                       string
+	Policy orderflow.BrokerPolicy
+	// Orders placed; NotSent never left the process (halted, held past
+	// their deadline); Refused answered with a rejection by the broker (a
+	// fenced region, a stale or missing token, a partial fault).
+	Orders, NotSent, Refused, Faults int
+	Duplicates, Allowed              int
+	Losses, TwoLive                  int
+	LateReported, LateUnreported     int
+	Halts, Repeats, Violations       int
+	Result                           string
 }
 
-// WriteTable prints the matrix.
+// WriteTable prints the matrix as a Markdown table.
 func WriteTable(w io.Writer, rows []Row) {
-	fmt.Fprintf(w, "| %-9s | %-8s | %-7s | %6s | %6s | %-20s | %6s | %13s | %-23s | %5s | %7s | %s\n",
-		"dedup", "fence", "tokens", "orders", "faults", "duplicates (allowed)", "losses", "two live path", "late landings rep/unrep", "halts", "repeats", "result")
-	fmt.Fprintf(w, "|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s\n", dash(11), dash(10), dash(9), dash(8), dash(8), dash(21), dash(8), dash(15), dash(25), dash(7), dash(9), dash(12))
+	head := []string{"dedup", "fence", "tokens", "orders", "not sent", "refused", "faults", "duplicates (after allowed re-send)",
+		"losses", "two live paths", "late landings reported / unreported", "halts", "repeats", "result"}
+	cells := [][]string{head}
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %-9s | %-8s | %-7s | %6d | %6d | %-20s | %6d | %13d | %-23s | %5d | %7d | %s (%d violations)\n",
-			r.Policy.Dedup, r.Policy.Fence, r.Policy.Tokens, r.Orders, r.Faults,
-			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), r.Losses, r.TwoLive,
-			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), r.Halts, r.Repeats, r.Result, r.Violations)
+		cells = append(cells, []string{r.Policy.Dedup, r.Policy.Fence, r.Policy.Tokens,
+			fmt.Sprint(r.Orders), fmt.Sprint(r.NotSent), fmt.Sprint(r.Refused), fmt.Sprint(r.Faults),
+			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), fmt.Sprint(r.Losses), fmt.Sprint(r.TwoLive),
+			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
+			fmt.Sprintf("%s (%d violations)", r.Result, r.Violations)})
+	}
+	width := make([]int, len(head))
+	for _, row := range cells {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range row {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i < 3 || i == len(row)-1 {
+				b.WriteString(" " + c + pad + " |")
+			} else {
+				b.WriteString(" " + pad + c + " |")
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(head)
+	sep := make([]string, len(head))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+	}
+	fmt.Fprintln(w, "|-"+strings.Join(sep, "-|-")+"-|")
+	for _, row := range cells[1:] {
+		line(row)
 	}
 }
-
-func dash(n int) string { return strings.Repeat("-", n) }

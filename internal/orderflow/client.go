@@ -742,7 +742,7 @@ func (c *Client) settle(ss []pathdialer.Settlement, source string, final func(*O
 func verdictOf(s pathdialer.Settlement, at time.Time, source string) Verdict {
 	v := Verdict{At: at, Fate: s.Fate, Source: source}
 	if i := strings.Index(s.Detail, "booked through "); i >= 0 {
-		v.Region = strings.Fields(s.Detail[i+len("booked through "):] + " ")[0]
+		v.Region = strings.TrimRight(strings.Fields(s.Detail[i+len("booked through "):] + " ")[0], ";,.)")
 	}
 	return v
 }
