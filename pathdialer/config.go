@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +56,11 @@ func (e Endpoint) HostPort(service string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: endpoint %q has no %q address", ErrUnknownService, e.Name, service)
 	}
-	return hostPort(a)
+	hp, err := hostPort(a)
+	if err != nil {
+		return "", fmt.Errorf("pathdialer: endpoint %q service %q: %w", e.Name, service, err)
+	}
+	return hp, nil
 }
 
 // hostPort never repeats the address in its errors: addresses may carry
@@ -175,6 +181,10 @@ type Reconciliation struct {
 	Tickets []TicketInfo
 	// Attempt counts from 1.
 	Attempt int
+	// Service, with Config.Reconcilers, is the service whose tickets these
+	// are ("" for every service without its own reconciler, and always
+	// without Reconcilers).
+	Service string
 }
 
 // Fate is what reconciliation found for one order.
@@ -245,7 +255,7 @@ func ReconcileAll(fns ...ReconcileFunc) ReconcileFunc {
 			s, err := fn(ctx, r)
 			all = append(all, s...)
 			if err != nil {
-				return all, fmt.Errorf("reconciler %d of %d: %w", i+1, len(fns), err)
+				return all, fmt.Errorf("pathdialer: reconciler %d of %d: %w", i+1, len(fns), err)
 			}
 		}
 		return all, nil
@@ -370,6 +380,14 @@ type Config struct {
 	// written before the fence can take to be booked. Default
 	// DefaultQuarantine. > 0.
 	Quarantine time.Duration
+	// Reconcilers, optional, reconcile and release services independently:
+	// after a switch each service named here is settled by its own function,
+	// concurrently with the others, and its submissions are released as soon
+	// as its own reconcile succeeded (a REST order does not wait for a FIX
+	// logon). Services not named here are settled by Reconciler and released
+	// when every reconcile succeeded. See the package documentation for the
+	// exact rules.
+	Reconcilers map[string]ReconcileFunc
 
 	// OnEvent, optional, receives every event in order, from one goroutine,
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
@@ -442,10 +460,19 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
 		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
+	case slices.ContainsFunc(slices.Collect(maps.Keys(c.Reconcilers)), func(s string) bool { return strings.TrimSpace(s) == "" || c.Reconcilers[s] == nil }):
+		return fmt.Errorf("%w: Reconcilers has a blank service name or a nil function", ErrInvalidConfig)
 	case c.Quarantine <= 0:
 		return fmt.Errorf("%w: Quarantine is %v, must be > 0 (the wait before a provisional NOT_RECEIVED can become final; DefaultQuarantine is %v)", ErrInvalidConfig, c.Quarantine, DefaultQuarantine)
 	case c.SettleUnknown < 0:
 		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
+	}
+	// The engine's own thresholds, checked as New will (with the Probe New
+	// installs).
+	ecfg := c.Engine
+	ecfg.Probe = func(context.Context, engine.Endpoint) error { return nil }
+	if err := ecfg.Validate(); err != nil {
+		return fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
 	}
 	if err := c.FenceBackoff.validate("FenceBackoff"); err != nil {
 		return err
@@ -456,17 +483,72 @@ func (c Config) Validate() error {
 	if len(c.Endpoints) < 2 {
 		return fmt.Errorf("%w: %d endpoint(s) configured; need at least two to fail over", ErrInvalidConfig, len(c.Endpoints))
 	}
-	for i, ep := range c.Endpoints {
-		if len(ep.Services) == 0 {
+	return validateEndpoints(c.Endpoints)
+}
+
+// validateEndpoints checks what New and the engine would refuse, so Validate
+// and New agree: blank Name or Region, a duplicate name, not exactly one
+// primary, no service, and each service address (well formed, and for the
+// transports' own services the scheme they need: "rest" an http(s) URL, "ws"
+// a ws(s) or http(s) URL, "fix" host:port).
+func validateEndpoints(eps []Endpoint) error {
+	seen := make(map[string]bool, len(eps))
+	primaries := 0
+	for i, ep := range eps {
+		switch {
+		case strings.TrimSpace(ep.Name) == "":
+			return fmt.Errorf("%w: Endpoints[%d]: %w: Name is blank", ErrInvalidConfig, i, engine.ErrBlankField)
+		case strings.TrimSpace(ep.Region) == "":
+			return fmt.Errorf("%w: Endpoints[%d] (%q): %w: Region is blank", ErrInvalidConfig, i, ep.Name, engine.ErrBlankField)
+		case seen[ep.Name]:
+			return fmt.Errorf("%w: Endpoints[%d]: %w: %q", ErrInvalidConfig, i, engine.ErrDuplicateEndpoint, ep.Name)
+		case len(ep.Services) == 0:
 			return fmt.Errorf("%w: Endpoints[%d] (%q) has no service addresses", ErrInvalidConfig, i, ep.Name)
+		}
+		seen[ep.Name] = true
+		if ep.Primary {
+			primaries++
+			if primaries > 1 {
+				return fmt.Errorf("%w: Endpoints[%d] (%q): %w: only one endpoint may be Primary", ErrInvalidConfig, i, ep.Name, engine.ErrSecondPrimary)
+			}
 		}
 		for svc, addr := range ep.Services {
 			if strings.TrimSpace(svc) == "" {
 				return fmt.Errorf("%w: Endpoints[%d] (%q) has a blank service name", ErrInvalidConfig, i, ep.Name)
 			}
-			if _, err := hostPort(addr); err != nil {
+			if err := checkServiceAddress(svc, addr); err != nil {
 				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, svc, err)
 			}
+		}
+	}
+	if primaries == 0 && len(eps) > 0 {
+		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, engine.ErrNoPrimary)
+	}
+	return nil
+}
+
+// checkServiceAddress never repeats the address (it may carry credentials).
+func checkServiceAddress(svc, addr string) error {
+	if _, err := hostPort(addr); err != nil {
+		return err
+	}
+	isURL := strings.Contains(addr, "://")
+	scheme := ""
+	if isURL {
+		scheme = strings.ToLower(addr[:strings.Index(addr, "://")])
+	}
+	switch svc {
+	case ServiceREST:
+		if scheme != "http" && scheme != "https" {
+			return errors.New("a \"rest\" address must be an http:// or https:// URL")
+		}
+	case ServiceWS:
+		if scheme != "ws" && scheme != "wss" && scheme != "http" && scheme != "https" {
+			return errors.New("a \"ws\" address must be a ws://, wss://, http:// or https:// URL")
+		}
+	case ServiceFIX:
+		if isURL {
+			return errors.New("a \"fix\" address must be host:port, not a URL")
 		}
 	}
 	return nil

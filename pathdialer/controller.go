@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
@@ -57,11 +58,19 @@ type controller struct {
 	// re-query of provisional NOT_RECEIVED verdicts
 	requeryAttempt int
 	requeryRetryAt time.Time
+	// Config.Reconcilers: the switch's reconcile split by service, its
+	// results, and the goroutines running the reconcilers.
+	multi    *multiRec
+	multiSeq uint64
+	results  chan svcResult
+	hooks    sync.WaitGroup
 }
 
 func (p *Path) control(ctx context.Context) {
 	defer close(p.ctlDone)
-	c := &controller{p: p, lastFbOut: engine.NoAction}
+	c := &controller{p: p, lastFbOut: engine.NoAction, results: make(chan svcResult)}
+	defer c.hooks.Wait()
+	defer c.endMulti()
 	// Probe rounds and identity checks run in their own goroutine (monitor), so
 	// a fence or reconcile in progress here never pauses the health evidence,
 	// and each completed round asks for an evaluation through the trigger.
@@ -94,6 +103,8 @@ func (p *Path) control(ctx context.Context) {
 			c.step(ctx, true)
 		case r := <-p.extCh:
 			c.onExternal(ctx, r)
+		case res := <-c.results:
+			c.onMultiResult(ctx, res)
 		}
 	}
 }
@@ -166,11 +177,20 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		if c.p.cfg.ExternalDecisions {
 			// The coordinator decides; keep reconciling.
 		} else if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome != engine.NoAction {
-			c.carry = append(c.carry, c.rec.Tickets...)
+			if c.multi != nil {
+				c.carry = append(c.carry, c.multiUnsettled()...)
+				c.endMulti()
+			} else {
+				c.carry = append(c.carry, c.rec.Tickets...)
+			}
 			c.rec = nil
 			c.retryAt = time.Time{}
 			c.phase = phaseNormal
 			c.onFailover(ctx, d)
+			return
+		}
+		if c.multi != nil {
+			c.attemptMulti()
 			return
 		}
 		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
@@ -223,7 +243,7 @@ func (c *controller) maybeSettle(ctx context.Context) {
 	var settled []Settlement
 	err := callHook(rctx, func(ctx context.Context) error {
 		var err error
-		settled, err = p.cfg.Reconciler(ctx, r)
+		settled, err = p.reconcileAny(ctx, r)
 		return err
 	})
 	cancel()
@@ -510,6 +530,13 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 	c.settle, c.settleAttempt = nil, 0
 	c.carry = nil
 	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
+	if len(p.cfg.Reconcilers) > 0 {
+		c.endMulti()
+		p.setPending(tickets[:len(tickets):len(tickets)])
+		c.beginMulti(ctx)
+		c.multiProgress(ctx)
+		return
+	}
 	c.attemptReconcile(ctx)
 }
 
@@ -569,6 +596,7 @@ func (c *controller) release(ctx context.Context) {
 	c.halted = false
 	c.phase = phaseNormal
 	c.rec = nil
+	c.endMulti()
 	c.retryAt = time.Time{}
 	c.lastFbOut = engine.NoAction
 	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: held})

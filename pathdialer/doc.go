@@ -92,6 +92,32 @@
 // transports check Ticket.Valid immediately before the bytes of an order are
 // written. A Path that decides by itself has no such deadline.
 //
+// # Services released independently
+//
+// With one Reconciler, every service waits for the whole reconcile. With
+// Config.Reconcilers, a switch reconciles each named service with its own
+// function, concurrently, and releases it as soon as its own reconcile
+// succeeded:
+//
+//   - every ticket in flight or of unknown outcome is taken once, when the
+//     reconcile begins, and grouped by service; a service named in Reconcilers
+//     is settled by its own function (Reconciliation.Service set, only its
+//     tickets; a service with none is reconciled at once, without a call), the
+//     tickets of every other service by Config.Reconciler;
+//   - a named service is released (Acquire grants its tickets on the new
+//     endpoint; EventRelease with Service set; Snapshot.Released) when its own
+//     reconcile succeeded; the other services only when every reconcile
+//     succeeded (the gate opens: EventRelease with Service "");
+//   - each reconcile retries on its own; ReconcileAttempts failures in a row of
+//     any one halt the whole gate (released services too) until all succeed;
+//   - a switch abandoned while a service is released holds it again; its orders
+//     on the new endpoint go to the next reconcile with the rest.
+//
+// Guarantee 2 then holds per service: no order of a service is granted on the
+// new path before that service's reconcile succeeded. What a released service
+// may not know: the fate of the other services' orders still being reconciled
+// (a FIX order of unknown fate may yet be filled while REST orders flow).
+//
 // # Tickets and the cost of the gate
 //
 // Acquire allocates one Ticket; AcquireInto fills a Ticket the caller owns and

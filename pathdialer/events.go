@@ -113,6 +113,11 @@ type Event struct {
 	OrderID string `json:"order_id,omitempty"`
 	// Region of Endpoint (EventLateLanding).
 	Region string `json:"region,omitempty"`
+	// Service concerned, with Config.Reconcilers: the reconcile events of one
+	// service ("" for the services without their own), and EventRelease of one
+	// service released while others are still held ("" when the whole gate
+	// opens).
+	Service string `json:"service,omitempty"`
 	// Tickets handed to reconciliation (EventReconcileStart).
 	Tickets []TicketInfo `json:"tickets,omitempty"`
 	// Settlements found (EventReconcileSuccess / Failure).

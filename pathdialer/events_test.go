@@ -275,3 +275,29 @@ func TestEventsNumberedTimedAndChainedUnderConcurrentReports(t *testing.T) {
 		t.Fatalf("only %d state changes: the test proves nothing", changes)
 	}
 }
+
+// Snapshot never shows credentials carried in a service address.
+func TestSnapshotRedactsAddresses(t *testing.T) {
+	h := newHarness(t, func(c *pathdialer.Config) {
+		eu := epEU
+		eu.Services = map[string]string{"rest": "https://key:s3cret@api-eu.broker.example/v1?token=s3cret#s3cret", "ws": "wss://stream-eu.broker.example/ws?token=s3cret", "fix": "fix-eu.broker.example:9878"}
+		c.Endpoints = []pathdialer.Endpoint{eu, epUS}
+	})
+	defer h.close()
+	b, err := json.Marshal(h.p.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cret") {
+		t.Fatalf("snapshot leaks a credential: %s", b)
+	}
+	for _, want := range []string{"https://REDACTED@api-eu.broker.example/v1?REDACTED", "wss://stream-eu.broker.example/ws?REDACTED", "fix-eu.broker.example:9878"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("snapshot does not show %q: %s", want, b)
+		}
+	}
+	// The Path itself keeps the addresses as configured, for the transports.
+	if ep, _ := h.p.Endpoint("eu"); !strings.Contains(ep.Services["ws"], "token=s3cret") {
+		t.Errorf("Endpoint(eu) lost its configured address")
+	}
+}

@@ -190,7 +190,10 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 // carryAbandon drops a switch in progress, keeping its tickets for the next
 // reconcile.
 func (c *controller) carryAbandon() {
-	if c.rec != nil {
+	if c.multi != nil {
+		c.carry = append(c.carry, c.multiUnsettled()...)
+		c.endMulti()
+	} else if c.rec != nil {
 		c.carry = append(c.carry, c.rec.Tickets...)
 	}
 	c.rec, c.assign = nil, nil

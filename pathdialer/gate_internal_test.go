@@ -128,3 +128,43 @@ func TestUnknownHandOverIsAtomicWithTakeTickets(t *testing.T) {
 		}
 	}
 }
+
+// The switch's hand-off with 100,000 orders in flight: hold the gate, take
+// every ticket for reconciliation. Target: well under 10 ms.
+func BenchmarkSwitchHandOff100k(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Endpoints = []Endpoint{
+		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
+	}
+	cfg.Probe = func(context.Context, Endpoint) error { return nil }
+	cfg.Fencer = LocalFenceOnly
+	cfg.Reconciler = NoReconcile
+	p, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	const n = 100_000
+	tickets := make([]Ticket, n)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "o-" + strconv.Itoa(i)
+	}
+	b.ReportAllocs()
+	for gen := uint64(0); b.Loop(); gen++ {
+		b.StopTimer()
+		p.setGate(GateOpen, "eu", gen, nil)
+		for i := range tickets {
+			tickets[i] = Ticket{}
+			if err := p.AcquireInto(context.Background(), &tickets[i], ServiceFIX, ids[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		p.setGate(GateHeld, "", gen, errors.New("switch"))
+		if got := len(p.takeTickets()); got != n {
+			b.Fatalf("took %d of %d", got, n)
+		}
+	}
+}

@@ -350,3 +350,29 @@ func TestOrdersFinishingUnknownDuringASwitchReachItsReconcile(t *testing.T) {
 		})
 	}
 }
+
+// A switch waits for the tickets in flight only until the last one finishes,
+// not for the whole InflightGrace.
+func TestSwitchWaitsForInflightOnlyUntilTheyFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.InflightGrace = time.Minute })
+		defer h.close()
+		h.start()
+		tk := mustAcquire(t, h.p, "o-1")
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventSwitch, nil)
+		synctest.Wait()
+		if n := len(h.hooks.reconciliations()); n != 0 {
+			t.Fatalf("reconciled while a ticket was in flight and the grace runs")
+		}
+		finished := time.Now()
+		tk.Done()
+		rel := h.await(pathdialer.EventRelease, nil)
+		if d := rel.Time.Sub(finished); d > time.Second {
+			t.Fatalf("released %v after the last ticket finished", d)
+		}
+		if recs := h.hooks.reconciliations(); len(recs) != 1 || len(recs[0].Tickets) != 0 {
+			t.Fatalf("reconciliations %+v: the finished ticket is not in doubt", recs)
+		}
+	})
+}

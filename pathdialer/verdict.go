@@ -320,7 +320,7 @@ func (p *Path) findTicket(orderID string) (TicketInfo, string, bool) {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		for t := s.head; t != nil; t = t.next {
+		for _, t := range s.ts {
 			if t.OrderID == orderID {
 				ti := t.info(TicketInFlight)
 				s.mu.Unlock()
@@ -364,7 +364,7 @@ func (c *controller) maybeRequery(ctx context.Context) {
 	var settled []Settlement
 	err := callHook(rctx, func(ctx context.Context) error {
 		var err error
-		settled, err = p.cfg.Reconciler(ctx, r)
+		settled, err = p.reconcileAny(ctx, r)
 		return err
 	})
 	cancel()
