@@ -101,10 +101,11 @@ drill:
 # --- bench-compare ---
 # bench-compare: brokerpath against the peers a user would pick instead
 # (quickfix multi-host failover, net/http, failsafe-go, go-retryablehttp,
-# seed 001's WebSocket reconnect loop) on the simulated broker, median of 5
+# a WebSocket reconnect loop) on the simulated broker, median of 5
 # runs per row, one table on stdout, also written to bench/RESULTS.md.
 # Its own module (bench/), so the peers stay out of the library's
-# dependencies. Takes about 6–7 minutes; NOT part of `make test`.
+# dependencies. Takes about 9 minutes; NOT part of `make test`. What each row
+# measures: bench/README.md.
 .PHONY: bench-compare
 bench-compare:
 	cd bench && $(GO) run ./cmd/compare -runs 5 -out RESULTS.md

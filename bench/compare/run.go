@@ -228,7 +228,7 @@ func Run(o Options) (*Report, error) {
 		bp           bool
 		t, miss, dup sample
 	}
-	wrows := []*wsRow{{name: "seed 001 reconnect loop (same URL, 10 % jitter, resubscribe; B after 3 failures)"}, {name: "brokerpath ws.Stream", bp: true}}
+	wrows := []*wsRow{{name: "reconnect loop with exponential backoff (same URL, 10 % jitter, resubscribe; B after 3 failures)"}, {name: "brokerpath ws.Stream", bp: true}}
 	for _, row := range wrows {
 		o.progress("WebSocket: %s, %d runs", row.name, o.Runs)
 		for r := range o.Runs {
@@ -284,7 +284,7 @@ func notes(peers []restPeer) string {
 	sb.WriteString("- Every run starts its own simulated broker (two regions `eu`, `us`, one shared book, concurrent session policy: the broker does not fence). " +
 		"The fault is `SetFault(eu, svc, Blackhole{})` on rest, probe, ws and fix at once: connections accepted, then silence.\n")
 	fmt.Fprintf(&sb, "- brokerpath rows: `pathdialer.DefaultConfig()` with `rest.Probe` on each region's ProbeURL `/v1/account` with the API key, ProbeInterval %s, ProbeTimeout %s, FailureThreshold %d, InflightGrace %s, `LocalFenceOnly`. "+
-		"Reconciler: REST — a REST reconciler (GET /v1/orders/{id} over the new path); FIX — `fix.Reconciler` (OrderStatusRequest), `SequenceContinue`; WebSocket — `NoReconcile` (no orders).\n",
+		"Reconciler: REST — `rest.Reconciler` (GET /v1/orders/{client_order_id} over the new path); FIX — `fix.Reconciler` (OrderStatusRequest), `SequenceContinue`; WebSocket — `NoReconcile` (no orders).\n",
 		ProbeInterval, ProbeTimeout, FailureThreshold, InflightGrace)
 	fmt.Fprintf(&sb, "- REST rows: every library twice, over HTTP/2 and over HTTP/1.1 (the same `http.Transport` settings with the broker's CA; × bp compares with brokerpath on the same protocol). "+
 		"Detection budget: the peers that fail over get %s per attempt, the ProbeTimeout brokerpath's probes have (go-retryablehttp also waits %s–%s between attempts instead of its 1–30 s default), "+
@@ -317,9 +317,9 @@ func notes(peers []restPeer) string {
 		"The broker does not fence, so its acceptor refuses a logon through us until the blackholed session has timed out (about two heartbeat intervals): every FIX row waits for that. The 30 s rows run concurrently (each waits ~30 s; CPU idle). "+
 		"quickfix v0.9.10 leaks a goroutine or two per Stop (see transports/fix tests); a benchmark program tolerates them.\n", fixHeartBtInt)
 	fmt.Fprintf(&sb, "- WebSocket: ticks every %s; both clients declare a connection dead after %s of silence and give one connect %s. "+
-		"Seed 001's client as written has no read timeout and does not reconnect after on_close, so it would never notice a blackhole; "+
+		"A reconnect loop as usually written has no read timeout and does not reconnect after the socket closes, so it would never notice a blackhole; "+
 		"ours adds both and keeps its backoff (base 1 s ×2^attempts, cap 30 s, +0–10 %% jitter, same URL) and switches to B after %d failed connects "+
-		"(the seed says 10, ≈ 170 s more of backoff; ws.Stream's FailuresBeforeFallback is 3). ws.Stream: DefaultStreamConfig (full jitter 1–60 s) with the same timeouts, following the Path. "+
+		"(such loops commonly wait for 10, ≈ 170 s more of backoff; ws.Stream's FailuresBeforeFallback is 3). ws.Stream: DefaultStreamConfig (full jitter 1–60 s) with the same timeouts, following the Path. "+
 		"Missed = tick sequence numbers between the first and last received that were never delivered; a snapshot is not a tick. Time = first message (snapshot or tick) from us.\n",
 		wsTick, wsSilence, wsDialLimit, seedAttempts)
 	return sb.String()

@@ -61,8 +61,8 @@ func main() {
 		serve()
 		return
 	}
-	rounds := flag.Int("rounds", 10, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
-	phase := flag.Duration("phase", 400*time.Millisecond, "duration of one phase of a round")
+	rounds := flag.Int("rounds", 16, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
+	phase := flag.Duration("phase", 300*time.Millisecond, "duration of one phase of a round")
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
