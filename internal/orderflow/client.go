@@ -217,6 +217,12 @@ func New(cfg Config) (*Client, error) {
 		recs = append(recs, c.fixRec.Reconcile)
 	}
 	pc.Reconciler = pathdialer.ReconcileAll(recs...)
+	// Each transport is reconciled and released on its own: a REST order
+	// does not wait for the FIX session to log on through the new endpoint.
+	pc.Reconcilers = map[string]pathdialer.ReconcileFunc{REST: c.reconcileREST}
+	if c.fixRec != nil {
+		pc.Reconcilers[FIX] = c.fixRec.Reconcile
+	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
 	if c.path, err = pathdialer.New(pc); err != nil {

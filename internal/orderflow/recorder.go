@@ -371,10 +371,16 @@ func describe(e pathdialer.Event) string {
 		}
 		return fmt.Sprintf("reconcile start %s→%s: %d order(s) of unknown fate%s", e.From, e.To, len(e.Tickets), ticketList(e.Tickets))
 	case pathdialer.EventReconcileSuccess:
+		if e.Service != "" {
+			return fmt.Sprintf("reconcile %s OK in %s: %s", e.Service, human(e.Duration), settlementList(e.Settlements))
+		}
 		return fmt.Sprintf("reconcile OK in %s: %s", human(e.Duration), settlementList(e.Settlements))
 	case pathdialer.EventReconcileFailure:
 		return fmt.Sprintf("reconcile failed (attempt %d, retrying)%s", e.Attempt, errSuffix(e))
 	case pathdialer.EventRelease:
+		if e.Service != "" {
+			return fmt.Sprintf("RELEASE %s: %s orders flow on %s (held %s)", e.Service, e.Service, e.Endpoint, human(e.Duration))
+		}
 		return fmt.Sprintf("RELEASE: submissions flow on %s (orders held %s)", e.Endpoint, human(e.Duration))
 	case pathdialer.EventHalt:
 		return "HALT: trading halted, orders refused at once: " + e.Cause
