@@ -17,6 +17,12 @@
 //	go run ./integration/chaos -seed 12345              # replay: same schedule
 //	go run ./integration/chaos -seed 12345 -policies dedup=none,fence=none   # one cell
 //	go run ./integration/chaos -seed 12345 -schedule    # print the schedule and exit
+//
+// A seed fixes the schedule, not the network: which orders are on the wire
+// when a fault begins, how many a blackholed relay holds, whether a probe on
+// a loaded machine times out. Orders, halts and late landings vary between
+// runs of one seed; a violation is a finding in any run (see package
+// integration).
 package main
 
 import (

@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -33,7 +34,7 @@ var invariantNames = map[int]string{
 	InvLateLandings: "late landings (sent before a fence, booked after it) reported, none after a final NOT_RECEIVED",
 	InvClientBook:   "the client's record of whether and where each order was booked matches the broker's book",
 	InvRepeats:      "repeated submissions are re-sends the client made, never replays or automatic retries",
-	InvHalt:         "halt exactly when no target is eligible",
+	InvHalt:         "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete)",
 	InvStream:       "every price once and in order, none missed",
 	InvFIXSeq:       "FIX sequence numbers continuous",
 	InvScenario:     "the scenario's expectations (failover, failback, halt)",
@@ -724,13 +725,25 @@ func (ck *checker) repeats() {
 func (ck *checker) halts() {
 	events := ck.h.Events
 	var lastDecision *engine.Decision
-	for _, e := range events {
+	var lastReconcileFailure *pathdialer.Event
+	for i, e := range events {
 		switch e.Kind {
 		case pathdialer.EventDecision:
 			lastDecision = e.Decision
+		case pathdialer.EventReconcileFailure:
+			lastReconcileFailure = &events[i]
+		case pathdialer.EventReconcileSuccess, pathdialer.EventRelease:
+			lastReconcileFailure = nil
 		case pathdialer.EventHalt:
 			ck.sum.Halts++
-			if lastDecision == nil || lastDecision.Outcome != engine.NoTargetAvailable {
+			switch {
+			case lastDecision != nil && lastDecision.Outcome == engine.NoTargetAvailable:
+			case lastReconcileFailure != nil && strings.Contains(e.Cause, "reconcile"):
+				// The Path halts, loudly, when it cannot settle the orders of
+				// unknown fate: a halt for a named cause, not an eligibility
+				// halt. Reported, not a violation.
+				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("halt at %s because the reconcile kept failing (%s)", fmtDur(ck.rel(e.Time)), shortErr(errors.New(e.Cause))))
+			default:
 				ck.violate(InvHalt, "", "HALT at %s without a NO_TARGET_AVAILABLE decision (cause: %s)", fmtDur(ck.rel(e.Time)), e.Cause)
 			}
 		}

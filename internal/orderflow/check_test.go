@@ -218,6 +218,12 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 		{"halt without NO_TARGET_AVAILABLE", func(h *orderflow.History) {
 			h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "test"})
 		}, orderflow.InvHalt, "", "HALT at", func(s orderflow.Summary) int { return s.Halts }},
+		{"halt after a reconcile failure without the word", func(h *orderflow.History) {
+			// A halt after a reconcile failure whose cause does not say so is
+			// still unexplained.
+			h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(1900), Attempt: 40},
+				pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "operator"})
+		}, orderflow.InvHalt, "", "HALT at", nil},
 		{"FIX sequence went back", func(h *orderflow.History) {
 			h.FIX.Backward = 1
 		}, orderflow.InvFIXSeq, "", "went back", nil},
@@ -307,5 +313,17 @@ func TestCheckHistoryUnattributedConnectionIsJudgedByTheAttempt(t *testing.T) {
 	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
 	if !sum.OK() || sum.TwoLivePaths != 0 || len(sum.LateLandings) != 1 {
 		t.Fatalf("violations %v, late landings %+v", sum.Violations, sum.LateLandings)
+	}
+}
+
+// A halt the Path declares because the reconcile keeps failing is loud and
+// named: a note, not a violation.
+func TestCheckHistoryReconcileHaltIsNamed(t *testing.T) {
+	h := cleanHistory()
+	h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(1900), Attempt: 40},
+		pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "reconcile of fix on \"us\" failed 40 times in a row"})
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() || sum.Halts != 1 || !strings.Contains(strings.Join(sum.Notes, "\n"), "reconcile kept failing") {
+		t.Fatalf("violations %v, halts %d, notes %v", sum.Violations, sum.Halts, sum.Notes)
 	}
 }
