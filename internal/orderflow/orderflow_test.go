@@ -283,3 +283,16 @@ func TestTimelineSaysEachThingOnce(t *testing.T) {
 		t.Errorf("RELEASE does not name the hold's cause:\n%s", out)
 	}
 }
+
+// A 503 fault is described for a reader: how long, and Retry-After, never a
+// raw timestamp.
+func TestScenarioDescribes503ForAReader(t *testing.T) {
+	sc, err := orderflow.NewScenario("503", "eu", "us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sc.Describe()
+	if !strings.Contains(d, "503 (until recovered, Retry-After 1 s)") || strings.Contains(d, "until=") {
+		t.Errorf("503 described as %q", d)
+	}
+}

@@ -168,8 +168,12 @@ func describeFault(f simbroker.Fault) string {
 		if f.N > 0 {
 			parts = append(parts, fmt.Sprintf("the next %d requests", f.N))
 		}
-		if !f.Until.IsZero() {
-			parts = append(parts, "for "+human(time.Until(f.Until).Round(time.Second)))
+		switch left := time.Until(f.Until); {
+		case f.Until.IsZero():
+		case left > 10*time.Minute:
+			parts = append(parts, "until recovered")
+		default:
+			parts = append(parts, "for "+human(left.Round(time.Second)))
 		}
 		if f.RetryAfter > 0 {
 			parts = append(parts, "Retry-After "+human(f.RetryAfter))

@@ -24,6 +24,8 @@ func human(d time.Duration) string {
 		return "—"
 	case d < time.Second:
 		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute && d%time.Second == 0:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
 	case d < time.Minute:
 		return fmt.Sprintf("%.2f s", d.Seconds())
 	case d < time.Hour:
