@@ -214,14 +214,14 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, c.fixRec.Reconcile)
+		recs = append(recs, c.reconcileFIX)
 	}
 	pc.Reconciler = pathdialer.ReconcileAll(recs...)
 	// Each transport is reconciled and released on its own: a REST order
 	// does not wait for the FIX session to log on through the new endpoint.
 	pc.Reconcilers = map[string]pathdialer.ReconcileFunc{REST: c.reconcileREST}
 	if c.fixRec != nil {
-		pc.Reconcilers[FIX] = c.fixRec.Reconcile
+		pc.Reconcilers[FIX] = c.reconcileFIX
 	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
@@ -878,9 +878,26 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 // order's status, 404 → NOT_RECEIVED. Anything else fails the reconcile, so
 // the Path keeps holding and retries.
 func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	return c.reconcileBook(ctx, r, REST)
+}
+
+// reconcileFIX settles the "fix" tickets over the FIX session
+// (OrderStatusRequest), except on the Path's re-query of provisional
+// verdicts: the FIX reconciler has forgotten those orders' side and symbol
+// by then, and the account's one book answers for every order by its client
+// order ID through the REST lookup.
+func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	if r.Reason == pathdialer.ReasonRequery {
+		return c.reconcileBook(ctx, r, FIX)
+	}
+	return c.fixRec.Reconcile(ctx, r)
+}
+
+// reconcileBook settles the tickets of service by GET /v1/orders/{id}.
+func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
 	for _, t := range r.Tickets {
-		if t.Service != REST {
+		if t.Service != service {
 			continue
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/v1/orders/"+url.PathEscape(t.OrderID), nil)
@@ -890,7 +907,7 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 		req.Header.Set(c.cfg.APIKeyHeader, c.cfg.APIKey)
 		resp, err := c.http.Do(req)
 		if err != nil {
-			return out, fmt.Errorf("rest reconcile %s: %w", t.OrderID, rest.RedactError(err))
+			return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, rest.RedactError(err))
 		}
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
@@ -898,7 +915,7 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 		case http.StatusOK:
 			var o restOrder
 			if err := json.Unmarshal(raw, &o); err != nil {
-				return out, fmt.Errorf("rest reconcile %s: %w", t.OrderID, err)
+				return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, err)
 			}
 			fate := pathdialer.FateUndetermined
 			switch o.Status {
@@ -912,13 +929,13 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 				fate = pathdialer.FateRejected
 			}
 			if fate == pathdialer.FateUndetermined {
-				return out, fmt.Errorf("rest reconcile %s: unknown status %q", t.OrderID, o.Status)
+				return out, fmt.Errorf("orderflow: book lookup of %s: unknown status %q", t.OrderID, o.Status)
 			}
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: REST, Fate: fate, Detail: "booked through " + o.Region})
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: service, Fate: fate, Detail: "booked through " + o.Region})
 		case http.StatusNotFound:
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: REST, Fate: pathdialer.FateNotReceived})
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: service, Fate: pathdialer.FateNotReceived})
 		default:
-			return out, fmt.Errorf("rest reconcile %s: HTTP %d", t.OrderID, resp.StatusCode)
+			return out, fmt.Errorf("orderflow: book lookup of %s: HTTP %d", t.OrderID, resp.StatusCode)
 		}
 	}
 	return out, nil
