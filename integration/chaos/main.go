@@ -29,6 +29,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -112,6 +113,12 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 		}
 		fmt.Fprintf(w, "\n=== policy %s\n", p)
 		r, err := newRunner(ctx, o, regions, sched, w, p)
+		if errors.Is(err, orderflow.ErrPolicyNotOffered) {
+			fmt.Fprintln(w, "chaos:", err)
+			rows = append(rows, Row{Policy: p, Result: "not run: the simulated broker does not offer it"})
+			code = 1
+			continue
+		}
 		if err != nil {
 			fmt.Fprintln(w, "chaos:", err)
 			return 1

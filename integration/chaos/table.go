@@ -32,7 +32,7 @@ func WriteTable(w io.Writer, rows []Row) {
 			fmt.Sprint(r.Orders), fmt.Sprint(r.NotSent), fmt.Sprint(r.Refused), fmt.Sprint(r.Faults),
 			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), fmt.Sprint(r.Losses), fmt.Sprint(r.TwoLive),
 			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
-			fmt.Sprintf("%s (%d violations)", r.Result, r.Violations)})
+			result(r)})
 	}
 	width := make([]int, len(head))
 	for _, row := range cells {
@@ -62,4 +62,11 @@ func WriteTable(w io.Writer, rows []Row) {
 	for _, row := range cells[1:] {
 		line(row)
 	}
+}
+
+func result(r Row) string {
+	if r.Result == "OK" || r.Result == "FAILED" || r.Result == "interrupted" {
+		return fmt.Sprintf("%s (%d violations)", r.Result, r.Violations)
+	}
+	return r.Result
 }

@@ -890,7 +890,17 @@ func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) 
 	if r.Reason == pathdialer.ReasonRequery {
 		return c.reconcileBook(ctx, r, FIX)
 	}
-	return c.fixRec.Reconcile(ctx, r)
+	ss, err := c.fixRec.Reconcile(ctx, r)
+	if err == nil {
+		return ss, nil
+	}
+	// The FIX session could not tell (an order it cannot ask about, a
+	// session not logged on yet): the account's book can, by client order ID.
+	if bs, berr := c.reconcileBook(ctx, r, FIX); berr == nil {
+		c.rec.Note(Info, "fix", "FIX reconcile could not settle every order (%s): settled through the account's order lookup instead", shortErr(err))
+		return bs, nil
+	}
+	return ss, err
 }
 
 // reconcileBook settles the tickets of service by GET /v1/orders/{id}.

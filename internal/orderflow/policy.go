@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -94,6 +95,10 @@ func ParsePolicies(s string) ([]BrokerPolicy, error) {
 	}
 	return out, nil
 }
+
+// ErrPolicyNotOffered: the simulated broker cannot be configured with the
+// policy.
+var ErrPolicyNotOffered = errors.New("orderflow: broker policy not offered by the simulated broker")
 
 // Apply sets the policy on a simulated broker's configuration.
 func (p BrokerPolicy) Apply(c *simbroker.Config) error {
