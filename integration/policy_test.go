@@ -19,6 +19,8 @@ import (
 // be reported and no order re-sent before its NOT_RECEIVED is final.
 func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 	sc := scenario(t, "blackhole")
+	sc.Failback = orderflow.May // the point here is the book, not the failback
+	sc.Halt = orderflow.May     // finish() checks each halt against eligibility
 	e := start(t, envOptions{broker: p})
 	began := time.Now()
 	e.tradingOn(e.primary, began, 10*time.Second)
