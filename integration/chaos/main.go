@@ -629,7 +629,18 @@ func (r *runner) report(sum orderflow.Summary, violations, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
-	fmt.Fprintf(w, "  invariants checked: %s; plus every booking known to the client, ws seq count, halts vs all-down windows\n", strings.Join(sum.Checked, "; "))
+	var inv []string
+	for _, i := range sum.Invariants {
+		switch {
+		case !i.Checked:
+			inv = append(inv, fmt.Sprintf("I%d not checked", i.ID))
+		case i.Violations > 0:
+			inv = append(inv, fmt.Sprintf("I%d VIOLATED %d", i.ID, i.Violations))
+		default:
+			inv = append(inv, fmt.Sprintf("I%d held", i.ID))
+		}
+	}
+	fmt.Fprintf(w, "  invariants (orderflow.InvariantName): %s; plus ws sequence count, halts vs all-down windows\n", strings.Join(inv, ", "))
 	if len(violations) == 0 {
 		fmt.Fprintln(w, "  RESULT: OK — every invariant held")
 		return
