@@ -172,6 +172,10 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 	cfg.Timing.FlapLimit = 12
 	cfg.Timing.FlapWindow = 30 * time.Second
 	cfg.Timing.Cooldown = 2 * time.Second
+	// A copy written before a fence can be held as long as the fault that
+	// holds it lasts: a provisional NOT_RECEIVED must not become final (and
+	// be re-sent) before then. Twice the schedule's longest fault.
+	cfg.Timing.Quarantine = 2 * sched.LongestFault()
 	c, err := orderflow.New(cfg)
 	if err != nil {
 		_ = b.Close()

@@ -69,7 +69,12 @@ type Timing struct {
 	InflightGrace       time.Duration
 	// Quarantine is how long a provisional NOT_RECEIVED (an order sent
 	// through an endpoint the broker did not fence) waits before the Path's
-	// re-query can make it final; until then the order is not re-sent.
+	// re-query can make it final; until then the order is not re-sent. It
+	// must exceed the longest a copy written before the fence can be held
+	// on the way (3 s by default, for the demo's short faults; a run whose
+	// faults hold connections longer needs more: the chaos run uses twice
+	// its longest fault). Too short, and a broker without deduplication
+	// books the re-send and the late copy both (the checker's I1 and I4).
 	Quarantine        time.Duration
 	ReconcileTimeout  time.Duration
 	ReconcileAttempts int
