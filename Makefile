@@ -122,14 +122,29 @@ drill:
 # --- bench-compare ---
 # bench-compare: brokerpath against the peers a user would pick instead
 # (quickfix multi-host failover, net/http, failsafe-go, go-retryablehttp,
-# seed 001's WebSocket reconnect loop) on the simulated broker, median of 5
+# a WebSocket reconnect loop) on the simulated broker, median of 5
 # runs per row, one table on stdout, also written to bench/RESULTS.md.
 # Its own module (bench/), so the peers stay out of the library's
-# dependencies. Takes about 6–7 minutes; NOT part of `make test`.
+# dependencies. Takes about 9 minutes; NOT part of `make test`. What each row
+# measures: bench/README.md.
 .PHONY: bench-compare
 bench-compare:
 	cd bench && $(GO) run ./cmd/compare -runs 5 -out RESULTS.md
 # --- end bench-compare ---
+
+# --- bench-rest ---
+# bench-rest: rest.Transport against a bare, identically configured
+# http.Transport: client CPU time per request (getrusage; the servers run in a
+# child process) and allocations per request, for {HTTP/1.1, HTTP/2} × {1, 32
+# clients} × {POST order, GET read}, interleaved rounds (bare, brokerpath,
+# brokerpath, bare). Prints a table; about 2.5 minutes. NOT part of `make test`.
+# BENCH_REST_ARGS e.g. '-rounds 4 -phase 200ms' or '-cell "h1 POST"'.
+BENCH_REST_ARGS ?=
+
+.PHONY: bench-rest
+bench-rest:
+	cd bench && $(GO) run ./cmd/restparity $(BENCH_REST_ARGS)
+# --- end bench-rest ---
 
 # --- chaos ---
 # chaos: the randomized run (integration/chaos) over a matrix of simulated-

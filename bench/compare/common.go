@@ -30,8 +30,23 @@ const (
 	ProbeTimeout     = 150 * time.Millisecond
 	FailureThreshold = 3
 	InflightGrace    = 200 * time.Millisecond
-	// AttemptTimeout bounds one request attempt for every REST client.
+	// AttemptTimeout bounds one brokerpath order (its context): brokerpath
+	// does not detect a dead path by timing orders out, its probes do.
 	AttemptTimeout = 2 * time.Second
+	// PeerAttemptTimeout bounds one attempt of every peer: the detection
+	// budget brokerpath's probes have (ProbeTimeout).
+	PeerAttemptTimeout = ProbeTimeout
+	// PeerRetryWaitMin and PeerRetryWaitMax bound go-retryablehttp's wait
+	// between attempts (its defaults, 1–30 s, would make it slow for no
+	// reason of its own): brokerpath's probe cadence.
+	PeerRetryWaitMin = 50 * time.Millisecond
+	PeerRetryWaitMax = ProbeInterval
+	// ThroughputRun is one healthy-path run of one row (5 runs per row,
+	// rotated): long enough that a row's median reproduces.
+	ThroughputRun = 3 * time.Second
+	// SlowDelay is the delay each way of the slow-primary scenario, longer
+	// than PeerAttemptTimeout: a slow broker, not a dead one.
+	SlowDelay = 200 * time.Millisecond
 )
 
 // Options control a comparison run.

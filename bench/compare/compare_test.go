@@ -34,10 +34,17 @@ func TestQuickComparison(t *testing.T) {
 		}
 		return v
 	}
-	must("rest/brokerpath rest.Transport/failover_s")
-	must("rest/brokerpath rest.Transport/rps")
-	if v := must("rest/brokerpath rest.Transport/unknown_resent"); v != 0 {
-		t.Errorf("brokerpath resent %v orders of unknown outcome", v)
+	for _, proto := range []string{"HTTP/2", "HTTP/1.1"} {
+		row := "rest/brokerpath rest.Transport (" + proto + ")"
+		must(row + "/failover_s")
+		must(row + "/rps")
+		must(row + "/cpu_us")
+		if v := must(row + "/unknown_resent"); v != 0 {
+			t.Errorf("brokerpath (%s) resent %v orders of unknown outcome", proto, v)
+		}
+		if v := must(row + "/slow_resent"); v != 0 {
+			t.Errorf("brokerpath (%s) resent %v orders to a slow primary", proto, v)
+		}
 	}
 	must("fix/brokerpath transports/fix/ack_s")
 	if v := must("ws/brokerpath ws.Stream/missed"); v != 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,15 +31,20 @@ func tlsConfig(caPEM []byte) *tls.Config {
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
-// h2Transport is the inner transport every REST peer gets: HTTP/2 over TLS,
-// 16 idle connections per host, as a user would configure it.
-func h2Transport(caPEM []byte) *http.Transport {
-	return &http.Transport{
+// innerTransport is the transport every REST peer gets: TLS with the broker's
+// CA, 16 idle connections per host, HTTP/2 (h1 false) or HTTP/1.1 only.
+func innerTransport(caPEM []byte, h1 bool) *http.Transport {
+	t := &http.Transport{
 		TLSClientConfig:     tlsConfig(caPEM),
-		ForceAttemptHTTP2:   true,
+		ForceAttemptHTTP2:   !h1,
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(!h1)
+	t.Protocols = &protos
+	return t
 }
 
 // restClient places one order and says which region booked it (X-Region).
@@ -49,11 +53,16 @@ type restClient struct {
 	close func()
 }
 
+// restPeer is one row of the REST table: a client library on one protocol.
 type restPeer struct {
-	name   string
+	name   string // the library, e.g. "failsafe-go failsafehttp v0.9.8"
+	proto  string // "HTTP/2" or "HTTP/1.1"
+	bp     bool   // brokerpath's row (the × bp reference for its protocol)
 	config string
 	build  func(a brokerAddrs) (*restClient, error)
 }
+
+func (p restPeer) row() string { return p.name + " (" + p.proto + ")" }
 
 func orderBody(id string) string {
 	return `{"client_order_id":"` + id + `","symbol":"EURUSD","side":"buy","qty":"1","type":"market"}`
@@ -88,67 +97,82 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
+// restPeers returns every row: each library over HTTP/2 and over HTTP/1.1.
+// The peers that fail over get the detection budget brokerpath's probes
+// have: PeerAttemptTimeout per attempt.
 func restPeers() []restPeer {
-	return []restPeer{
-		{
-			name:   "net/http bare Transport",
-			config: "one base URL (primary); http.Client.Timeout 2 s; h2; no retry",
-			build: func(a brokerAddrs) (*restClient, error) {
-				tr := h2Transport(a.CAPEM)
-				c := &http.Client{Transport: tr, Timeout: AttemptTimeout}
-				base := a.Regions[0].REST
-				return &restClient{
-					order: func(ctx context.Context, id string) (string, error) { return doOrder(ctx, c, base, a.APIKey, id) },
-					close: tr.CloseIdleConnections,
-				}, nil
+	var out []restPeer
+	for _, h1 := range []bool{false, true} {
+		proto := map[bool]string{false: "HTTP/2", true: "HTTP/1.1"}[h1]
+		out = append(out,
+			restPeer{
+				name:   "net/http bare Transport",
+				proto:  proto,
+				config: fmt.Sprintf("one base URL (primary); http.Client.Timeout %s; no retry", PeerAttemptTimeout),
+				build: func(a brokerAddrs) (*restClient, error) {
+					tr := innerTransport(a.CAPEM, h1)
+					c := &http.Client{Transport: tr, Timeout: PeerAttemptTimeout}
+					base := a.Regions[0].REST
+					return &restClient{
+						order: func(ctx context.Context, id string) (string, error) { return doOrder(ctx, c, base, a.APIKey, id) },
+						close: tr.CloseIdleConnections,
+					}, nil
+				},
 			},
-		},
-		{
-			name: "failsafe-go failsafehttp v0.9.8",
-			config: "NewRoundTripper(h2, Fallback→backup URL, RetryPolicy (failsafehttp defaults: 2 retries, Retry-After), " +
-				"CircuitBreaker (3 failures, 5 s open), Timeout 2 s per attempt)",
-			build: buildFailsafe,
-		},
-		{
-			name: "hashicorp/go-retryablehttp v0.7.8",
-			config: "NewClient defaults (RetryMax 4, wait 1–30 s, DefaultRetryPolicy); HTTPClient h2 with Timeout 2 s; " +
-				"PrepareRetry rewrites every retry to the backup URL",
-			build: func(a brokerAddrs) (*restClient, error) {
-				tr := h2Transport(a.CAPEM)
-				rc := retryablehttp.NewClient()
-				rc.HTTPClient = &http.Client{Transport: tr, Timeout: AttemptTimeout}
-				rc.Logger = nil
-				backup := hostOf(a.Regions[1].REST)
-				rc.PrepareRetry = func(r *http.Request) error {
-					r.URL.Host, r.Host = backup, ""
-					return nil
-				}
-				base := a.Regions[0].REST
-				return &restClient{
-					order: func(ctx context.Context, id string) (string, error) {
-						req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/orders", strings.NewReader(orderBody(id)))
-						if err != nil {
-							return "", err
-						}
-						req.Header.Set("X-API-Key", a.APIKey)
-						req.Header.Set("Content-Type", "application/json")
-						resp, err := rc.Do(req)
-						if err != nil {
-							return "", err
-						}
-						return finish(resp)
-					},
-					close: tr.CloseIdleConnections,
-				}, nil
+			restPeer{
+				name:  "failsafe-go failsafehttp v0.9.8",
+				proto: proto,
+				config: fmt.Sprintf("NewRoundTripper(Fallback→backup URL, RetryPolicy (failsafehttp defaults: 2 retries, no delay, Retry-After), "+
+					"CircuitBreaker (3 failures, 5 s open), Timeout %s per attempt)", PeerAttemptTimeout),
+				build: func(a brokerAddrs) (*restClient, error) { return buildFailsafe(a, h1) },
 			},
-		},
-		{
-			name: "brokerpath rest.Transport",
-			config: "Path over both regions (rest.Probe on ProbeURL/v1/account with the key, every 200 ms, DOWN after 3, " +
-				"LocalFenceOnly, REST reconciler GET /v1/orders/{id}); per-order context 2 s; orders never retried",
-			build: buildBrokerpathREST,
-		},
+			restPeer{
+				name:  "hashicorp/go-retryablehttp v0.7.8",
+				proto: proto,
+				config: fmt.Sprintf("NewClient (RetryMax 4, DefaultRetryPolicy) with waits %s–%s between attempts; HTTPClient Timeout %s per attempt; "+
+					"PrepareRetry rewrites every retry to the backup URL", PeerRetryWaitMin, PeerRetryWaitMax, PeerAttemptTimeout),
+				build: func(a brokerAddrs) (*restClient, error) {
+					tr := innerTransport(a.CAPEM, h1)
+					rc := retryablehttp.NewClient()
+					rc.HTTPClient = &http.Client{Transport: tr, Timeout: PeerAttemptTimeout}
+					rc.RetryWaitMin, rc.RetryWaitMax = PeerRetryWaitMin, PeerRetryWaitMax
+					rc.Logger = nil
+					backup := hostOf(a.Regions[1].REST)
+					rc.PrepareRetry = func(r *http.Request) error {
+						r.URL.Host, r.Host = backup, ""
+						return nil
+					}
+					base := a.Regions[0].REST
+					return &restClient{
+						order: func(ctx context.Context, id string) (string, error) {
+							req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/orders", strings.NewReader(orderBody(id)))
+							if err != nil {
+								return "", err
+							}
+							req.Header.Set("X-API-Key", a.APIKey)
+							req.Header.Set("Content-Type", "application/json")
+							resp, err := rc.Do(req)
+							if err != nil {
+								return "", err
+							}
+							return finish(resp)
+						},
+						close: tr.CloseIdleConnections,
+					}, nil
+				},
+			},
+			restPeer{
+				name:  "brokerpath rest.Transport",
+				proto: proto,
+				bp:    true,
+				config: fmt.Sprintf("Path over both regions (rest.Probe on ProbeURL/v1/account with the key, every %s, timeout %s, DOWN after %d, "+
+					"LocalFenceOnly, rest.Reconciler GET /v1/orders/{client_order_id}); per-order context %s; orders never retried",
+					ProbeInterval, ProbeTimeout, FailureThreshold, AttemptTimeout),
+				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, h1) },
+			},
+		)
 	}
+	return out
 }
 
 type origReqKey struct{}
@@ -156,15 +180,15 @@ type origReqKey struct{}
 // buildFailsafe: failsafehttp's RoundTripper with a Fallback that re-issues
 // the request to the backup base URL. Fallback functions do not receive the
 // request, so a thin wrapper puts it in the context (what a user has to write).
-func buildFailsafe(a brokerAddrs) (*restClient, error) {
-	inner := h2Transport(a.CAPEM)
+func buildFailsafe(a brokerAddrs, h1 bool) (*restClient, error) {
+	inner := innerTransport(a.CAPEM, h1)
 	backup := hostOf(a.Regions[1].REST)
 	fb := fallback.NewWithFunc(func(exec failsafe.Execution[*http.Response]) (*http.Response, error) {
 		orig, _ := exec.Context().Value(origReqKey{}).(*http.Request)
 		if orig == nil {
 			return nil, errors.New("fallback: no request")
 		}
-		ctx, cancel := context.WithTimeout(orig.Context(), AttemptTimeout)
+		ctx, cancel := context.WithTimeout(orig.Context(), PeerAttemptTimeout)
 		r := orig.Clone(ctx)
 		r.URL.Host, r.Host = backup, ""
 		if orig.GetBody != nil {
@@ -187,7 +211,7 @@ func buildFailsafe(a brokerAddrs) (*restClient, error) {
 	cb := circuitbreaker.NewBuilder[*http.Response]().
 		HandleIf(func(r *http.Response, err error) bool { return err != nil || (r != nil && r.StatusCode >= 500) }).
 		WithFailureThreshold(3).WithDelay(5 * time.Second).Build()
-	to := timeout.New[*http.Response](AttemptTimeout)
+	to := timeout.New[*http.Response](PeerAttemptTimeout)
 	fs := failsafehttp.NewRoundTripper(inner, fb, rp, cb, to)
 	c := &http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
 		return fs.RoundTrip(r.WithContext(context.WithValue(r.Context(), origReqKey{}, r)))
@@ -210,64 +234,32 @@ type cancelBody struct {
 
 func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); return err }
 
-func buildBrokerpathREST(a brokerAddrs) (*restClient, error) {
+func buildBrokerpathREST(a brokerAddrs, h1 bool) (*restClient, error) {
 	cfg, err := pathConfig(a, func(r regionAddrs) map[string]string { return map[string]string{"rest": r.REST} })
 	if err != nil {
 		return nil, err
 	}
-	var (
-		mu sync.Mutex
-		hc *http.Client
-	)
-	// The REST reconciler: ask the new path for every unknown order (reads
-	// are never held by the gate).
-	cfg.Reconciler = func(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
-		mu.Lock()
-		c := hc
-		mu.Unlock()
-		var out []pathdialer.Settlement
-		for _, t := range rec.Tickets {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Regions[0].REST+"/v1/orders/"+url.PathEscape(t.OrderID), nil)
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("X-API-Key", a.APIKey)
-			resp, err := c.Do(req)
-			if err != nil {
-				return nil, err
-			}
-			var o simbroker.Order
-			_ = json.NewDecoder(resp.Body).Decode(&o)
-			resp.Body.Close()
-			fate := pathdialer.FateUndetermined
-			switch {
-			case resp.StatusCode == http.StatusNotFound:
-				fate = pathdialer.FateNotReceived
-			case resp.StatusCode == http.StatusOK && o.Status == simbroker.StatusFilled:
-				fate = pathdialer.FateFilled
-			case resp.StatusCode == http.StatusOK && o.Status == simbroker.StatusCanceled:
-				fate = pathdialer.FateCanceled
-			case resp.StatusCode == http.StatusOK:
-				fate = pathdialer.FateResting
-			default:
-				return nil, fmt.Errorf("reconcile %s: status %d", t.OrderID, resp.StatusCode)
-			}
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: fate})
-		}
-		return out, nil
+	// The REST reconciler: look every unknown order up by client order ID
+	// through the new path (reads are never held by the gate).
+	rec, err := rest.NewReconciler(rest.ReconcileOptions{
+		URL:     a.Regions[0].REST + "/v1/orders/" + rest.OrderIDPlaceholder,
+		Header:  http.Header{"X-API-Key": {a.APIKey}},
+		IDField: "client_order_id",
+	})
+	if err != nil {
+		return nil, err
 	}
+	cfg.Reconciler = rec.Reconcile
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsConfig(a.CAPEM)})
+	tr, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsConfig(a.CAPEM), DisableHTTP2: h1})
 	if err != nil {
 		return nil, err
 	}
+	rec.Bind(tr)
 	c := &http.Client{Transport: tr}
-	mu.Lock()
-	hc = c
-	mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.Start(ctx); err != nil {
@@ -434,6 +426,38 @@ func restUnknownOutcome(p restPeer) (repeated, doubleBooked int, err error) {
 	for i := range 10 {
 		_, _ = c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, i))
 	}
+	repeated, doubleBooked = countRepeats(b.Audit())
+	return repeated, doubleBooked, nil
+}
+
+// ---- scenario: slow primary (a slow broker, not a dead one) ----
+
+// restSlowPrimary sends 5 orders one at a time while the primary's trading
+// relay delays everything by SlowDelay each way (its probe relay stays fast),
+// then waits for late deliveries and counts what the broker received twice.
+func restSlowPrimary(p restPeer) (repeated, doubleBooked int, err error) {
+	b, err := startBroker(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer b.Close()
+	a := addrsOf(b)
+	c, err := p.build(a)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.close()
+	prefix := uniq("sp")
+	if _, err := c.order(context.Background(), prefix+"-warm"); err != nil {
+		return 0, 0, fmt.Errorf("warm-up order: %w", err)
+	}
+	if err := b.SetFault(a.Regions[0].Name, simbroker.REST, simbroker.Latency{Delay: SlowDelay}); err != nil {
+		return 0, 0, err
+	}
+	for i := range 5 {
+		_, _ = c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, i))
+	}
+	time.Sleep(4 * SlowDelay) // attempts still on the slow wire land
 	repeated, doubleBooked = countRepeats(b.Audit())
 	return repeated, doubleBooked, nil
 }

@@ -45,42 +45,50 @@ func Run(o Options) (*Report, error) {
 
 	// ---------- REST ----------
 	peers := restPeers()
-	bpIdx := len(peers) - 1
-	rps := make([]sample, len(peers))
-	allocs := make([]sample, len(peers))
-	fo := make([]sample, len(peers))
-	foRep := make([]sample, len(peers))
-	uoRep := make([]sample, len(peers))
-	uoDup := make([]sample, len(peers))
+	bpOf := func(i int) int { // brokerpath's row on the same protocol
+		for j, p := range peers {
+			if p.bp && p.proto == peers[i].proto {
+				return j
+			}
+		}
+		return i
+	}
+	n := len(peers)
+	rps, cpu, allocs, tpFail := make([]sample, n), make([]sample, n), make([]sample, n), make([]sample, n)
+	fo, foRep := make([]sample, n), make([]sample, n)
+	uoRep, uoDup := make([]sample, n), make([]sample, n)
+	spRep, spDup := make([]sample, n), make([]sample, n)
 
-	tpDur := 1 * time.Second
+	tpDur := ThroughputRun
 	if o.Quick {
 		tpDur = 300 * time.Millisecond
 	}
-	o.progress("REST healthy path: %d peers × %d runs × %s, 8 workers, broker in a child process", len(peers), o.Runs, tpDur)
+	o.progress("REST healthy path: %d rows × %d runs × %s, 8 workers, broker in a child process", n, o.Runs, tpDur)
 	if a, stop, err := childBroker(); err != nil {
 		fail("child broker", err)
 	} else {
-		clients := make([]*restClient, len(peers))
+		clients := make([]*restClient, n)
 		for i, p := range peers {
 			if clients[i], err = p.build(a); err != nil {
-				fail(p.name, err)
+				fail(p.row(), err)
 			}
 		}
 		for r := range o.Runs {
 			for k := range peers {
-				i := (k + r) % len(peers) // rotate the order between runs
+				i := (k + r) % n // rotate the order between runs
 				if clients[i] == nil {
 					continue
 				}
-				v, al, err := throughput(clients[i], uniq("tp"), 8, tpDur)
+				v, c, al, bad, err := throughput(clients[i], uniq("tp"), 8, tpDur)
 				if err != nil {
-					fail(peers[i].name+" throughput", err)
+					fail(peers[i].row()+" throughput", err)
 					continue
 				}
 				rps[i].add(v)
+				cpu[i].add(c)
 				allocs[i].add(al)
-				o.progress("  run %d %-36s %8.0f orders/s %6.1f allocs/order", r+1, peers[i].name, v, al)
+				tpFail[i].add(float64(bad))
+				o.progress("  run %d %-46s %8.0f orders/s %6.1f µs CPU/order %6.1f allocs/order %d failed", r+1, peers[i].row(), v, c, al, bad)
 			}
 		}
 		for _, c := range clients {
@@ -95,12 +103,12 @@ func Run(o Options) (*Report, error) {
 	if o.Quick {
 		restBound = 8 * time.Second
 	}
-	o.progress("REST failover (blackhole of the primary region, bound %s) and unknown outcome (3 of 10 orders booked then cut)", restBound)
+	o.progress("REST failover (blackhole of the primary region, bound %s), unknown outcome (3 of 10 orders booked then cut), slow primary (%s each way)", restBound, SlowDelay)
 	for r := range o.Runs {
 		for i, p := range peers {
 			res, err := restFailover(p, restBound)
 			if err != nil {
-				fail(p.name+" failover", err)
+				fail(p.row()+" failover", err)
 				continue
 			}
 			if res.firstOnBackup < 0 {
@@ -111,24 +119,42 @@ func Run(o Options) (*Report, error) {
 			foRep[i].add(float64(res.repeated))
 			rp, dup, err := restUnknownOutcome(p)
 			if err != nil {
-				fail(p.name+" unknown outcome", err)
+				fail(p.row()+" unknown outcome", err)
 				continue
 			}
 			uoRep[i].add(float64(rp))
 			uoDup[i].add(float64(dup))
-			o.progress("  run %d %-36s first on backup %-8s resent in failover %d; unknown outcome: resent %d, double-booked %d",
-				r+1, p.name, durStr(res.firstOnBackup), res.repeated, rp, dup)
+			srp, sdup, err := restSlowPrimary(p)
+			if err != nil {
+				fail(p.row()+" slow primary", err)
+				continue
+			}
+			spRep[i].add(float64(srp))
+			spDup[i].add(float64(sdup))
+			o.progress("  run %d %-46s first on backup %-8s resent in failover %d; unknown outcome: resent %d, double-booked %d; slow primary: resent %d, double-booked %d",
+				r+1, p.row(), durStr(res.firstOnBackup), res.repeated, rp, dup, srp, sdup)
 		}
 	}
 
-	rt := &table{header: []string{"REST client", "first order accepted on backup after blackhole", "× bp", "orders resent (failover / unknown-outcome)", "would-be duplicate orders (unknown-outcome run)", "healthy orders/s", "× bp", "allocs/order", "× bp"}}
+	rt := &table{header: []string{"REST client", "first order accepted on backup after blackhole", "× bp",
+		"orders resent (failover / unknown outcome / slow primary)", "would-be duplicate orders (unknown outcome / slow primary)",
+		"healthy orders/s", "× bp", "client CPU µs/order", "× bp", "allocs/order", "× bp"}}
 	for i, p := range peers {
-		rep.put("rest/"+p.name+"/failover_s", &fo[i])
-		rep.put("rest/"+p.name+"/unknown_resent", &uoRep[i])
-		rep.put("rest/"+p.name+"/rps", &rps[i])
-		rt.add(p.name, fmtDur(&fo[i]), ratio(&fo[i], &fo[bpIdx]),
-			fmtNum(&foRep[i], "")+" / "+fmtNum(&uoRep[i], ""), fmtNum(&uoDup[i], ""),
-			fmtNum(&rps[i], ""), ratio(&rps[i], &rps[bpIdx]), fmtNum(&allocs[i], ""), ratio(&allocs[i], &allocs[bpIdx]))
+		b := bpOf(i)
+		key := "rest/" + p.row()
+		rep.put(key+"/failover_s", &fo[i])
+		rep.put(key+"/unknown_resent", &uoRep[i])
+		rep.put(key+"/slow_resent", &spRep[i])
+		rep.put(key+"/rps", &rps[i])
+		rep.put(key+"/cpu_us", &cpu[i])
+		okCell := fmtNum(&rps[i], "")
+		if m, ok := tpFail[i].median(); ok && m > 0 {
+			okCell += fmt.Sprintf(" (%.0f failed)", m)
+		}
+		rt.add(p.row(), fmtDur(&fo[i]), ratio(&fo[i], &fo[b]),
+			fmtNum(&foRep[i], "")+" / "+fmtNum(&uoRep[i], "")+" / "+fmtNum(&spRep[i], ""),
+			fmtNum(&uoDup[i], "")+" / "+fmtNum(&spDup[i], ""),
+			okCell, ratio(&rps[i], &rps[b]), fmtNum(&cpu[i], ""), ratio(&cpu[i], &cpu[b]), fmtNum(&allocs[i], ""), ratio(&allocs[i], &allocs[b]))
 	}
 
 	// ---------- FIX ----------
@@ -202,7 +228,7 @@ func Run(o Options) (*Report, error) {
 		bp           bool
 		t, miss, dup sample
 	}
-	wrows := []*wsRow{{name: "seed 001 reconnect loop (same URL, 10 % jitter, resubscribe; B after 3 failures)"}, {name: "brokerpath ws.Stream", bp: true}}
+	wrows := []*wsRow{{name: "reconnect loop with exponential backoff (same URL, 10 % jitter, resubscribe; B after 3 failures)"}, {name: "brokerpath ws.Stream", bp: true}}
 	for _, row := range wrows {
 		o.progress("WebSocket: %s, %d runs", row.name, o.Runs)
 		for r := range o.Runs {
@@ -258,20 +284,32 @@ func notes(peers []restPeer) string {
 	sb.WriteString("- Every run starts its own simulated broker (two regions `eu`, `us`, one shared book, concurrent session policy: the broker does not fence). " +
 		"The fault is `SetFault(eu, svc, Blackhole{})` on rest, probe, ws and fix at once: connections accepted, then silence.\n")
 	fmt.Fprintf(&sb, "- brokerpath rows: `pathdialer.DefaultConfig()` with `rest.Probe` on each region's ProbeURL `/v1/account` with the API key, ProbeInterval %s, ProbeTimeout %s, FailureThreshold %d, InflightGrace %s, `LocalFenceOnly`. "+
-		"Reconciler: REST — a REST reconciler (GET /v1/orders/{id} over the new path); FIX — `fix.Reconciler` (OrderStatusRequest), `SequenceContinue`; WebSocket — `NoReconcile` (no orders).\n",
+		"Reconciler: REST — `rest.Reconciler` (GET /v1/orders/{client_order_id} over the new path); FIX — `fix.Reconciler` (OrderStatusRequest), `SequenceContinue`; WebSocket — `NoReconcile` (no orders).\n",
 		ProbeInterval, ProbeTimeout, FailureThreshold, InflightGrace)
-	sb.WriteString("- REST peers (every one over the same HTTP/2 `http.Transport` with the broker's CA, 2 s per attempt):\n")
+	fmt.Fprintf(&sb, "- REST rows: every library twice, over HTTP/2 and over HTTP/1.1 (the same `http.Transport` settings with the broker's CA; × bp compares with brokerpath on the same protocol). "+
+		"Detection budget: the peers that fail over get %s per attempt, the ProbeTimeout brokerpath's probes have (go-retryablehttp also waits %s–%s between attempts instead of its 1–30 s default), "+
+		"so the failover column compares detection, not timeouts. brokerpath's own orders have a %s context: it detects with probes (every %s, DOWN after %d), never by timing orders out.\n",
+		PeerAttemptTimeout, PeerRetryWaitMin, PeerRetryWaitMax, AttemptTimeout, ProbeInterval, FailureThreshold)
 	for _, p := range peers {
-		fmt.Fprintf(&sb, "  - %s: %s.\n", p.name, p.config)
+		if p.proto == "HTTP/2" {
+			fmt.Fprintf(&sb, "  - %s: %s.\n", p.name, p.config)
+		}
 	}
-	sb.WriteString("- REST failover: one order at a time, 10 ms apart, a new client order ID each; \"first order accepted on backup\" = first 201/200 answered with `X-Region: us` after the blackhole. " +
+	sb.WriteString("- First order accepted on backup: one order at a time, 10 ms apart, a new client order ID each; the time from the blackhole to the first 201/200 answered with `X-Region: us`. " +
 		"\"never\" = not within the bound (a client that knows one URL cannot fail over).\n")
-	sb.WriteString("- Orders resent: client order IDs the broker received more than once (`Audit().Submissions()`), in the failover run / in the unknown-outcome run " +
-		"(healthy primary, `UnknownOutcome{N: 3}`: 3 of 10 orders booked, then the HTTP/2 stream reset before the answer). " +
-		"Would-be duplicate orders: resends that reached the broker after the order was already booked (audit outcome `duplicate`); " +
-		"the simulated broker is idempotent on client_order_id, a broker that is not books each of them as a second order.\n")
-	sb.WriteString("- Healthy path: 8 goroutines placing orders for 1 s per run against region eu of a broker in a child process, peers rotated between runs; " +
-		"allocs/order = this process's heap allocations (runtime.MemStats.Mallocs) ÷ orders, so the broker's own are not counted; brokerpath's includes its probe monitor.\n")
+	fmt.Fprintf(&sb, "- Orders resent: client order IDs the broker received more than once (`Audit().Submissions()`), in three runs: the failover run; "+
+		"the unknown-outcome run (healthy primary, `UnknownOutcome{N: 3}`: 3 of 10 orders booked, then the connection cut before the answer); "+
+		"the slow-primary run (5 orders while the primary's trading relay delays every chunk %s each way and its probe relay stays fast: a slow broker, not a dead one). "+
+		"Would-be duplicate orders: resends that reached the broker after the order was already booked (audit outcome `duplicate`); "+
+		"the simulated broker is idempotent on client_order_id, a broker that is not books each of them as a second order.\n", SlowDelay)
+	fmt.Fprintf(&sb, "- Healthy path: 8 goroutines placing orders for %s per run against region eu of a broker in a child process, rows rotated between runs; "+
+		"client CPU µs/order = this process's user+system CPU time (getrusage) ÷ orders, the figure that does not depend on how busy the shared machine is; "+
+		"allocs/order = this process's heap allocations (runtime.MemStats.Mallocs) ÷ orders; the broker's own are not counted; brokerpath's include its probe monitor (5 probes a second). "+
+		"\"failed\" = orders that ended in an error (a peer's %s attempt timeout under load).\n", ThroughputRun, PeerAttemptTimeout)
+	sb.WriteString("- Why brokerpath wins where it does: it finds a dead path by probing it (an authenticated request on the trade path) and switches every order at once, instead of each order discovering the failure by timing out; " +
+		"and it never sends an order twice: an order whose outcome is unknown (timeout, cut, 5xx) is handed to reconciliation, which asks the broker by client order ID. " +
+		"A peer tuned to fail over as fast resends on every timeout, so a merely slow broker gets the same order twice (the slow-primary column), whatever timeout is chosen: " +
+		"shorter timeouts fail over sooner and duplicate more. On the healthy path brokerpath costs about what net/http costs (see `make bench-rest` for the exact per-request overhead).\n")
 	fmt.Fprintf(&sb, "- FIX: HeartBtInt %s s for every row (quickfix's detection of the silent connection depends on it, and so does the acceptor's release of the blackholed session); "+
 		"quickfix peers: `SocketConnectHost/Port` = eu relay, `SocketConnectHost1/Port1` = us relay, memory store. An order every 50 ms while logged on; "+
 		"time = first ExecutionReport for an order booked through us. Orders resent = orders the broker received with PossDupFlag=Y or twice "+
@@ -279,9 +317,9 @@ func notes(peers []restPeer) string {
 		"The broker does not fence, so its acceptor refuses a logon through us until the blackholed session has timed out (about two heartbeat intervals): every FIX row waits for that. The 30 s rows run concurrently (each waits ~30 s; CPU idle). "+
 		"quickfix v0.9.10 leaks a goroutine or two per Stop (see transports/fix tests); a benchmark program tolerates them.\n", fixHeartBtInt)
 	fmt.Fprintf(&sb, "- WebSocket: ticks every %s; both clients declare a connection dead after %s of silence and give one connect %s. "+
-		"Seed 001's client as written has no read timeout and does not reconnect after on_close, so it would never notice a blackhole; "+
+		"A reconnect loop as usually written has no read timeout and does not reconnect after the socket closes, so it would never notice a blackhole; "+
 		"ours adds both and keeps its backoff (base 1 s ×2^attempts, cap 30 s, +0–10 %% jitter, same URL) and switches to B after %d failed connects "+
-		"(the seed says 10, ≈ 170 s more of backoff; ws.Stream's FailuresBeforeFallback is 3). ws.Stream: DefaultStreamConfig (full jitter 1–60 s) with the same timeouts, following the Path. "+
+		"(such loops commonly wait for 10, ≈ 170 s more of backoff; ws.Stream's FailuresBeforeFallback is 3). ws.Stream: DefaultStreamConfig (full jitter 1–60 s) with the same timeouts, following the Path. "+
 		"Missed = tick sequence numbers between the first and last received that were never delivered; a snapshot is not a tick. Time = first message (snapshot or tick) from us.\n",
 		wsTick, wsSilence, wsDialLimit, seedAttempts)
 	return sb.String()

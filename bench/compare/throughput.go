@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/simbroker"
@@ -73,44 +74,51 @@ func childBroker() (brokerAddrs, func(), error) {
 }
 
 // throughput places orders with Workers goroutines for d and returns
-// orders/s and heap allocations per order in this process (the broker runs in
-// another one; brokerpath's own probe monitor is included in its count).
-func throughput(c *restClient, prefix string, workers int, d time.Duration) (rps, allocs float64, err error) {
+// orders/s, this process's CPU time per order (getrusage: the broker runs in
+// another process), heap allocations per order (brokerpath's include its probe
+// monitor) and the orders that failed (a peer's attempt timeout under load).
+func throughput(c *restClient, prefix string, workers int, d time.Duration) (rps, cpuPerOrder, allocs float64, failed int, err error) {
 	// warm up: connections, TLS, h2 settings
 	for i := range workers {
 		if _, err := c.order(context.Background(), fmt.Sprintf("%s-w%d", prefix, i)); err != nil {
-			return 0, 0, fmt.Errorf("warm-up: %w", err)
+			return 0, 0, 0, 0, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	var (
-		n       atomic.Uint64
-		failure atomic.Pointer[error]
-		wg      sync.WaitGroup
+		n, bad atomic.Uint64
+		wg     sync.WaitGroup
 	)
+	cpu0 := cpuTime()
 	start := time.Now()
 	end := start.Add(d)
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; time.Now().Before(end); i++ {
 				if _, err := c.order(context.Background(), fmt.Sprintf("%s-%d-%d", prefix, w, i)); err != nil {
-					failure.CompareAndSwap(nil, &err)
-					return
+					bad.Add(1)
+					continue
 				}
 				n.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	el := time.Since(start)
+	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&ms1)
-	if e := failure.Load(); e != nil {
-		return 0, 0, *e
-	}
 	cnt := float64(n.Load())
-	return cnt / el.Seconds(), float64(ms1.Mallocs-ms0.Mallocs) / cnt, nil
+	if cnt == 0 {
+		return 0, 0, 0, int(bad.Load()), errors.New("no order succeeded")
+	}
+	return cnt / el.Seconds(), float64(cpu.Microseconds()) / cnt, float64(ms1.Mallocs-ms0.Mallocs) / cnt, int(bad.Load()), nil
+}
+
+// cpuTime is this process's user + system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

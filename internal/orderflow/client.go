@@ -196,6 +196,12 @@ func New(cfg Config) (*Client, error) {
 		pc.Fencer = pathdialer.LocalFenceOnly
 	}
 	pc.InflightGrace = t.InflightGrace
+	// A NOT_RECEIVED for an order sent through an endpoint the broker fenced
+	// is final at once; otherwise provisional until the quarantine's re-query.
+	pc.FenceAtBroker = cfg.BrokerFence != nil || cfg.SessionPolicy == PolicyOnePerCred
+	if t.Quarantine > 0 {
+		pc.Quarantine = t.Quarantine
+	}
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.ReconcileTimeout = t.ReconcileTimeout
@@ -208,15 +214,25 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, c.fixRec.Reconcile)
+		recs = append(recs, c.reconcileFIX)
 	}
 	pc.Reconciler = pathdialer.ReconcileAll(recs...)
+	// Each transport is reconciled and released on its own: a REST order
+	// does not wait for the FIX session to log on through the new endpoint.
+	pc.Reconcilers = map[string]pathdialer.ReconcileFunc{REST: c.reconcileREST}
+	if c.fixRec != nil {
+		pc.Reconcilers[FIX] = c.reconcileFIX
+	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
-	if c.rt, err = rest.NewTransport(c.path, rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}); err != nil {
+	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}
+	if cfg.FencingTokens {
+		ropts.TokenHeader = FencingTokenHeader
+	}
+	if c.rt, err = rest.NewTransport(c.path, ropts); err != nil {
 		return nil, err
 	}
 	c.http = &http.Client{Transport: c.rt}
@@ -301,11 +317,14 @@ func (c *Client) Start(ctx context.Context) error {
 	if c.cfg.RootCAs != nil && c.usesTLSForFIX() {
 		tlsCfg = &tls.Config{RootCAs: c.cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	}
-	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path,
-		fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
-			OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
-				c.rec.NoteOrder(Info, "fix", id, "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
-			}})
+	fopts := fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
+		OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
+			c.rec.NoteOrder(Info, "fix", id, "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
+		}}
+	if c.cfg.FencingTokens {
+		fopts.TokenTag = FencingTokenTag
+	}
+	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path, fopts)
 	if err != nil {
 		return err
 	}
@@ -687,7 +706,14 @@ func (c *Client) Reads() (ok, failed int) {
 func (c *Client) onEvent(e pathdialer.Event) {
 	switch e.Kind {
 	case pathdialer.EventReconcileSuccess:
-		c.settle(e.Settlements, "reconcile", func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
+		source := "reconcile"
+		if e.Cause == pathdialer.ReasonRequery {
+			source = "re-query"
+		}
+		c.settle(e.Settlements, source, func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
+		c.kickResend() // a re-query may have made NOT_RECEIVED verdicts final
+	case pathdialer.EventLateLanding:
+		c.settle(e.Settlements, "late landing", func(*OrderRecord, pathdialer.Settlement) bool { return true })
 	case pathdialer.EventRelease:
 		c.mu.Lock()
 		n := c.refusedHalt
@@ -852,9 +878,36 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 // order's status, 404 → NOT_RECEIVED. Anything else fails the reconcile, so
 // the Path keeps holding and retries.
 func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	return c.reconcileBook(ctx, r, REST)
+}
+
+// reconcileFIX settles the "fix" tickets over the FIX session
+// (OrderStatusRequest), except on the Path's re-query of provisional
+// verdicts: the FIX reconciler has forgotten those orders' side and symbol
+// by then, and the account's one book answers for every order by its client
+// order ID through the REST lookup.
+func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	if r.Reason == pathdialer.ReasonRequery {
+		return c.reconcileBook(ctx, r, FIX)
+	}
+	ss, err := c.fixRec.Reconcile(ctx, r)
+	if err == nil {
+		return ss, nil
+	}
+	// The FIX session could not tell (an order it cannot ask about, a
+	// session not logged on yet): the account's book can, by client order ID.
+	if bs, berr := c.reconcileBook(ctx, r, FIX); berr == nil {
+		c.rec.Note(Info, "fix", "FIX reconcile could not settle every order (%s): settled through the account's order lookup instead", shortErr(err))
+		return bs, nil
+	}
+	return ss, err
+}
+
+// reconcileBook settles the tickets of service by GET /v1/orders/{id}.
+func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
 	for _, t := range r.Tickets {
-		if t.Service != REST {
+		if t.Service != service {
 			continue
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/v1/orders/"+url.PathEscape(t.OrderID), nil)
@@ -864,7 +917,7 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 		req.Header.Set(c.cfg.APIKeyHeader, c.cfg.APIKey)
 		resp, err := c.http.Do(req)
 		if err != nil {
-			return out, fmt.Errorf("rest reconcile %s: %w", t.OrderID, rest.RedactError(err))
+			return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, rest.RedactError(err))
 		}
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
@@ -872,7 +925,7 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 		case http.StatusOK:
 			var o restOrder
 			if err := json.Unmarshal(raw, &o); err != nil {
-				return out, fmt.Errorf("rest reconcile %s: %w", t.OrderID, err)
+				return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, err)
 			}
 			fate := pathdialer.FateUndetermined
 			switch o.Status {
@@ -886,13 +939,13 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 				fate = pathdialer.FateRejected
 			}
 			if fate == pathdialer.FateUndetermined {
-				return out, fmt.Errorf("rest reconcile %s: unknown status %q", t.OrderID, o.Status)
+				return out, fmt.Errorf("orderflow: book lookup of %s: unknown status %q", t.OrderID, o.Status)
 			}
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: REST, Fate: fate, Detail: "booked through " + o.Region})
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: service, Fate: fate, Detail: "booked through " + o.Region})
 		case http.StatusNotFound:
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: REST, Fate: pathdialer.FateNotReceived})
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: service, Fate: pathdialer.FateNotReceived})
 		default:
-			return out, fmt.Errorf("rest reconcile %s: HTTP %d", t.OrderID, resp.StatusCode)
+			return out, fmt.Errorf("orderflow: book lookup of %s: HTTP %d", t.OrderID, resp.StatusCode)
 		}
 	}
 	return out, nil

@@ -210,6 +210,16 @@ func FromSimBroker(b *simbroker.Broker) Config {
 		cfg.SessionPolicy = PolicyOnePerCred
 	}
 	cfg.Streams = append([]string(nil), bc.Streams...)
+	if bc.Fence == simbroker.FenceEnforced {
+		// The broker's kill switch for the account, per region.
+		cfg.BrokerFence = func(_ context.Context, region string, fenced bool) error {
+			if fenced {
+				return b.FenceRegion(region)
+			}
+			return b.UnfenceRegion(region)
+		}
+	}
+	cfg.FencingTokens = bc.Tokens == simbroker.TokensChecked
 	return cfg
 }
 

@@ -96,12 +96,16 @@ func (c *Client) History(audit simbroker.AuditLog) History {
 // settlementFinal reports whether the library called a settlement final: a
 // NOT_RECEIVED is final unless the settlement says it is provisional.
 func settlementFinal(s pathdialer.Settlement) bool {
-	return true
+	return !s.Provisional
 }
 
 // pathAllowsResend asks the Path whether an order it judged may be re-sent.
 func (c *Client) pathAllowsResend(id, source string) bool {
-	return true
+	if source == "in-place reconcile" {
+		return true // judged by the client (ReconcileUnknown), not the Path
+	}
+	r, err := c.path.MayResend(id)
+	return err == nil && r.Allowed
 }
 
 // regionOfEndpoint returns the region of an endpoint name ("" if unknown).

@@ -154,7 +154,9 @@ func TestBlackholeFailoverKeepsInvariants(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if p := c.Drain(ctx); len(p) > 0 {
-		t.Fatalf("pending after drain: %v", p)
+		var w bytes.Buffer
+		c.Recorder().WriteTimeline(&w, false)
+		t.Fatalf("pending after drain: %v\n%s", p, w.String())
 	}
 	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
 	var w bytes.Buffer

@@ -102,8 +102,31 @@ var ErrPolicyNotOffered = errors.New("orderflow: broker policy not offered by th
 
 // Apply sets the policy on a simulated broker's configuration.
 func (p BrokerPolicy) Apply(c *simbroker.Config) error {
-	if p.Dedup != "across" || p.Fence != "none" || p.Tokens != "off" {
-		return fmt.Errorf("%w: %s", ErrPolicyNotOffered, p)
+	switch p.Dedup {
+	case "across", "":
+		c.Dedup = simbroker.DedupAcrossRegions
+	case "open-only":
+		c.Dedup = simbroker.DedupOpenOnly
+	case "none":
+		c.Dedup = simbroker.DedupNone
+	default:
+		return fmt.Errorf("%w: policy %s: dedup=%s", ErrInvalidConfig, p, p.Dedup)
+	}
+	switch p.Fence {
+	case "none", "":
+		c.Fence = simbroker.FenceNone
+	case "enforced":
+		c.Fence = simbroker.FenceEnforced
+	default:
+		return fmt.Errorf("%w: policy %s: fence=%s", ErrInvalidConfig, p, p.Fence)
+	}
+	switch p.Tokens {
+	case "off", "":
+		c.Tokens = simbroker.TokensOff
+	case "checked":
+		c.Tokens = simbroker.TokensChecked
+	default:
+		return fmt.Errorf("%w: policy %s: tokens=%s", ErrInvalidConfig, p, p.Tokens)
 	}
 	return nil
 }

@@ -187,6 +187,9 @@ func (r *Recorder) timeline(verbose bool) []tline {
 			if m == nil {
 				break
 			}
+			if ev.OrderID != "" {
+				m[1] = ev.OrderID
+			}
 			if lateSeen[m[1]] {
 				continue
 			}
@@ -363,12 +366,21 @@ func describe(e pathdialer.Event) string {
 	case pathdialer.EventSwitch:
 		return fmt.Sprintf("SWITCHED %s → %s (generation %d)", e.From, e.To, e.Generation)
 	case pathdialer.EventReconcileStart:
+		if e.Cause == pathdialer.ReasonRequery {
+			return fmt.Sprintf("re-query on %s of %d provisional NOT_RECEIVED order(s), their quarantine over%s", e.To, len(e.Tickets), ticketList(e.Tickets))
+		}
 		return fmt.Sprintf("reconcile start %s→%s: %d order(s) of unknown fate%s", e.From, e.To, len(e.Tickets), ticketList(e.Tickets))
 	case pathdialer.EventReconcileSuccess:
+		if e.Service != "" {
+			return fmt.Sprintf("reconcile %s OK in %s: %s", e.Service, human(e.Duration), settlementList(e.Settlements))
+		}
 		return fmt.Sprintf("reconcile OK in %s: %s", human(e.Duration), settlementList(e.Settlements))
 	case pathdialer.EventReconcileFailure:
 		return fmt.Sprintf("reconcile failed (attempt %d, retrying)%s", e.Attempt, errSuffix(e))
 	case pathdialer.EventRelease:
+		if e.Service != "" {
+			return fmt.Sprintf("RELEASE %s: %s orders flow on %s (held %s)", e.Service, e.Service, e.Endpoint, human(e.Duration))
+		}
 		return fmt.Sprintf("RELEASE: submissions flow on %s (orders held %s)", e.Endpoint, human(e.Duration))
 	case pathdialer.EventHalt:
 		return "HALT: trading halted, orders refused at once: " + e.Cause
@@ -382,6 +394,13 @@ func describe(e pathdialer.Event) string {
 		return fmt.Sprintf("unfence %s (active again)", e.Endpoint)
 	case pathdialer.EventLateTicket:
 		return fmt.Sprintf("late finish of an order already handed to reconciliation: %s", e.String())
+	case pathdialer.EventLateLanding:
+		fate := "booked"
+		if len(e.Settlements) > 0 {
+			fate = e.Settlements[0].Fate.String()
+		}
+		return fmt.Sprintf("LATE LANDING: order %s, sent through %s (region %s) and found NOT_RECEIVED there provisionally, was booked after all (%s); reported, never re-sent",
+			e.OrderID, e.Endpoint, e.Region, fate)
 	}
 	return e.String()
 }
@@ -418,6 +437,19 @@ func ticketList(ts []pathdialer.TicketInfo) string {
 	return " [" + strings.Join(parts, " ") + "]"
 }
 
+// finality marks a NOT_RECEIVED settlement "(provisional)" or "(final)".
+func finality(s pathdialer.Settlement) string {
+	switch {
+	case s.Fate != pathdialer.FateNotReceived:
+		return ""
+	case s.Provisional:
+		return " (provisional)"
+	case s.Final:
+		return " (final)"
+	}
+	return ""
+}
+
 func settlementList(ss []pathdialer.Settlement) string {
 	if len(ss) == 0 {
 		return "nothing to settle"
@@ -428,7 +460,7 @@ func settlementList(ss []pathdialer.Settlement) string {
 		if _, ok := by[s.Fate]; !ok {
 			order = append(order, s.Fate)
 		}
-		by[s.Fate] = append(by[s.Fate], s.Service+"/"+s.OrderID)
+		by[s.Fate] = append(by[s.Fate], s.Service+"/"+s.OrderID+finality(s))
 	}
 	parts := make([]string, 0, len(order))
 	for _, f := range order {

@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"path"
+	"reflect"
 	"strings"
 )
 
@@ -43,8 +44,12 @@ type OrderIDFunc func(r *http.Request) (string, error)
 
 // HeaderOrderID reads the client order ID from a request header.
 func HeaderOrderID(name string) OrderIDFunc {
+	key := textproto.CanonicalMIMEHeaderKey(name) // once, not per order
 	return func(r *http.Request) (string, error) {
-		return r.Header.Get(name), nil
+		if v := r.Header[key]; len(v) > 0 {
+			return v[0], nil
+		}
+		return "", nil
 	}
 }
 
@@ -76,11 +81,12 @@ func JSONOrderID(field string) OrderIDFunc {
 // application/x-www-form-urlencoded body field (Binance's newClientOrderId style).
 func FormOrderID(field string) OrderIDFunc {
 	return func(r *http.Request) (string, error) {
-		if v := r.URL.Query().Get(field); v != "" {
-			return v, nil
+		if q := r.URL.RawQuery; q != "" && strings.Contains(q, field) {
+			if v := r.URL.Query().Get(field); v != "" {
+				return v, nil
+			}
 		}
-		ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if ct != "application/x-www-form-urlencoded" {
+		if !isFormBody(r) {
 			return "", nil
 		}
 		b, err := peekBody(r)
@@ -93,6 +99,22 @@ func FormOrderID(field string) OrderIDFunc {
 		}
 		return q.Get(field), nil
 	}
+}
+
+// isFormBody reports whether the Content-Type is application/x-www-form-urlencoded
+// (parameters and case ignored), without parsing the media type.
+func isFormBody(r *http.Request) bool {
+	v := r.Header["Content-Type"]
+	if len(v) == 0 {
+		return false
+	}
+	const form = "application/x-www-form-urlencoded"
+	ct := strings.TrimLeft(v[0], " \t")
+	if len(ct) < len(form) || !strings.EqualFold(ct[:len(form)], form) {
+		return false
+	}
+	rest := ct[len(form):]
+	return rest == "" || rest[0] == ';' || rest[0] == ' ' || rest[0] == '\t'
 }
 
 // PathOrderID takes the client order ID from the last path segment for the given
@@ -131,6 +153,9 @@ func FirstOrderID(fns ...OrderIDFunc) OrderIDFunc {
 // DefaultOrderID is FirstOrderID of: the X-Client-Order-ID header; the JSON body
 // fields client_order_id, clientOrderId and newClientOrderId; the same names as
 // query or form fields; and, for DELETE, the last path segment.
+//
+// A JSON body is not validated: an ID found in a malformed body is used as it
+// is, and the broker refuses the body itself.
 var DefaultOrderID = FirstOrderID(
 	HeaderOrderID("X-Client-Order-ID"),
 	defaultJSONOrderID,
@@ -138,16 +163,23 @@ var DefaultOrderID = FirstOrderID(
 	PathOrderID(http.MethodDelete),
 )
 
-// defaultJSONOrderID decodes the body once for the three common field names.
+// scanBufSize bounds the bodies scanned on the stack (no allocation; small,
+// so the client goroutines' stacks need not grow for it).
+const scanBufSize = 512
+
+// defaultJSONOrderID finds the three common field names in one pass.
 func defaultJSONOrderID(r *http.Request) (string, error) {
-	if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct == "application/x-www-form-urlencoded" {
+	if r.Body == nil || r.Body == http.NoBody || isFormBody(r) {
 		return "", nil
 	}
+	if id, ok := scanInMemory(r.Body); ok {
+		return id, nil
+	}
 	b, err := peekBody(r)
-	if err != nil || len(b) == 0 || b[0] != '{' {
+	if err != nil || len(b) == 0 || firstNonWS(b) != '{' {
 		return "", err
 	}
-	if id, ok := scanOrderID(b); ok && json.Valid(b) {
+	if id, ok := scanOrderID(b); ok {
 		return id, nil
 	}
 	var v struct {
@@ -167,13 +199,83 @@ func defaultJSONOrderID(r *http.Request) (string, error) {
 	return v.C, nil
 }
 
-// peekBody reads the whole body and puts an identical reader back.
+// scanInMemory is the fast path: an in-memory body is scanned where it lies (or
+// copied to the stack), without consuming it, so net/http still sees the
+// caller's in-memory reader and writes headers and body in one go. ok is false
+// when the body is not in memory, too large, or not simple enough to scan.
+func scanInMemory(body io.ReadCloser) (id string, ok bool) {
+	var stack [scanBufSize]byte
+	var b []byte
+	switch src := inMemory(body).(type) {
+	case *bytes.Buffer:
+		b = src.Bytes()
+	case *bytes.Reader:
+		if n := src.Len(); n <= len(stack) {
+			m, _ := src.ReadAt(stack[:n], src.Size()-int64(n))
+			b = stack[:m]
+		}
+	case *strings.Reader:
+		if n := src.Len(); n <= len(stack) {
+			m, _ := src.ReadAt(stack[:n], src.Size()-int64(n))
+			b = stack[:m]
+		}
+	}
+	if b == nil {
+		return "", false
+	}
+	if firstNonWS(b) != '{' {
+		return "", true // not a JSON object: no JSON order ID
+	}
+	return scanOrderID(b)
+}
+
+func firstNonWS(b []byte) byte {
+	if i := skipWS(b, 0); i < len(b) {
+		return b[i]
+	}
+	return 0
+}
+
+// The types io.NopCloser returns (http.NewRequest wraps in-memory bodies in
+// them); read-only after initialisation.
+var (
+	nopCloserType         = reflect.TypeOf(io.NopCloser(nil))
+	nopCloserWriterToType = reflect.TypeOf(io.NopCloser(strings.NewReader("")))
+)
+
+// inMemory returns the *bytes.Buffer, *bytes.Reader or *strings.Reader behind
+// body (as http.NewRequest wraps them), or nil.
+func inMemory(body io.ReadCloser) io.Reader {
+	var r io.Reader = body
+	if t := reflect.TypeOf(r); t == nopCloserType || t == nopCloserWriterToType {
+		r, _ = reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+	}
+	switch r.(type) {
+	case *bytes.Buffer, *bytes.Reader, *strings.Reader:
+		return r
+	}
+	return nil
+}
+
+// peekBody returns the bytes the body will send and leaves r.Body readable from
+// the same point. An in-memory body is left in place; any other is read and
+// replaced by an in-memory reader (which net/http writes with the headers).
+// The returned slice must not be modified.
 func peekBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
-	if gb, ok := r.Body.(*guardedBody); ok { // already read by an earlier extractor
-		return gb.b, nil
+	switch src := inMemory(r.Body).(type) {
+	case *bytes.Buffer:
+		return src.Bytes(), nil
+	case *bytes.Reader:
+		b := make([]byte, src.Len())
+		n, _ := src.ReadAt(b, src.Size()-int64(len(b)))
+		return b[:n], nil
+	case *strings.Reader:
+		b := make([]byte, src.Len())
+		n, _ := src.ReadAt(b, src.Size()-int64(len(b)))
+		return b[:n], nil
 	}
 	var b []byte
 	var err error
@@ -187,22 +289,11 @@ func peekBody(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rest: reading the submission body to find its order ID: %w", err)
 	}
-	gb := &guardedBody{b: b}
-	gb.r.Reset(b)
-	r.Body = gb
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	r.ContentLength = int64(len(b))
 	r.GetBody = nil
 	return b, nil
 }
-
-// guardedBody is a submission body read into memory. Its type is neither nil nor
-// http.NoBody and the request's GetBody is nil, so net/http can never replay it.
-type guardedBody struct {
-	b []byte
-	r bytes.Reader
-}
-
-func (g *guardedBody) Read(p []byte) (int, error) { return g.r.Read(p) }
-func (g *guardedBody) Close() error               { return nil }
 
 // scanOrderID reads the default order-ID fields of a flat JSON object without
 // decoding it: on the hot path of every submission it is an order of magnitude

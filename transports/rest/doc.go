@@ -12,19 +12,29 @@
 //     active endpoint's "rest" address, whatever host the application wrote. Every
 //     endpoint has its own connection pool, dialed through the Path's tracked
 //     dialer, so the fence really closes the old endpoint's connections. TLS
-//     verifies the endpoint's own host name; verification is never skipped
-//     (NewTransport refuses InsecureSkipVerify).
-//   - HTTP/2 where the server offers it (HTTP/1.1 otherwise), with a ping after
+//     verifies the endpoint's own host name, or TLSConfig.ServerName when set
+//     (an endpoint dialled by IP address, verified as the broker's host name);
+//     verification is never skipped (NewTransport refuses InsecureSkipVerify).
+//   - HTTP/2 where the server offers it (HTTP/1.1 otherwise, or always with
+//     Options.DisableHTTP2), with a ping after
 //     Options.ReadIdleTimeout of silence and Options.PingTimeout to answer, so a
 //     silently dead connection is found in about a second.
 //   - Submissions (by default every method but GET, HEAD and OPTIONS; see
 //     Options.IsSubmission and WithSubmission) take a ticket from the Path's gate:
 //     they wait while a switch is held, fail at once with
 //     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.
-//     A submission is never retried, by this package or by net/http (its body is
-//     made non-replayable). When its outcome is unknown — a timeout, reset or EOF
-//     after the request was written, or any 5xx answer (502, 503 and 504 above all) — RoundTrip returns an
+//     A submission is never retried, by this package or by net/http (it goes
+//     out without GetBody, so neither the HTTP/1.1 nor the HTTP/2 transport can
+//     send its body twice, Idempotency-Key header or not). When its outcome is
+//     unknown — a timeout, reset or EOF after the request was written, or any
+//     5xx answer (502, 503 and 504 above all) — RoundTrip returns an
 //     *UnknownOutcomeError and hands the order to reconciliation.
+//   - Fencing: immediately before a submission is handed to net/http (after
+//     any wait for the gate) the ticket's validity is checked
+//     (pathdialer.Ticket.Valid); an order whose decision has lapsed is not sent
+//     and RoundTrip returns ErrNotSent wrapping pathdialer.ErrTicketExpired.
+//     With Options.TokenHeader each order carries the ticket's fencing token,
+//     so a broker or gateway that checks tokens refuses a stale writer.
 //   - Idempotent reads go through a circuit breaker per endpoint
 //     (sony/gobreaker): a tripped breaker fails reads fast with ErrBreakerOpen. The
 //     breaker never switches paths; only the engine does.
@@ -33,6 +43,15 @@
 //     failures.
 //   - Errors and logs never contain credentials: API-key and authorization headers
 //     and key/token/signature query parameters are masked (see Redact).
+//
+// Cost: an order or read leaves as net/http would send it for a bare
+// http.Transport (an in-memory body stays in memory, so HTTP/1.1 writes headers
+// and body in one go; a request already aimed at the endpoint is not copied);
+// a submission adds a request copy, its order ID and its ticket.
+//
+// Reconciler is a ready pathdialer.ReconcileFunc that looks orders up by client
+// order ID through a URL template and maps the broker's status field to a fate,
+// with presets for Alpaca's and Binance's order queries.
 //
 // Probe returns a ready pathdialer.ProbeFunc that performs an authenticated request
 // of your choice on every endpoint, the trade path, not a status page.

@@ -10,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/textproto"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,7 +26,9 @@ import (
 // publicly trusted certificate.
 type Options struct {
 	// TLSConfig is the base TLS configuration (RootCAs, client certificates). It is
-	// cloned per endpoint; the server name comes from the endpoint's URL.
+	// cloned per endpoint. Its ServerName, when set, is the name every endpoint's
+	// certificate is verified against (an endpoint dialled by IP address, verified
+	// as the broker's host name); when empty, each endpoint's URL host is.
 	// InsecureSkipVerify is refused.
 	TLSConfig *tls.Config
 	// Service is the endpoint service whose address requests go to ("rest").
@@ -39,6 +43,10 @@ type Options struct {
 	ReadIdleTimeout time.Duration
 	// PingTimeout: a ping unanswered this long closes the connection. Default 1 s.
 	PingTimeout time.Duration
+	// DisableHTTP2 speaks HTTP/1.1 only, even to a server that offers HTTP/2
+	// (for a gateway whose HTTP/2 misbehaves). Default false: HTTP/2 where
+	// offered.
+	DisableHTTP2 bool
 	// ResponseHeaderTimeout bounds the wait for response headers after the request
 	// is written; 0 means none (use request contexts).
 	ResponseHeaderTimeout time.Duration
@@ -48,6 +56,13 @@ type Options struct {
 	// except ReadyToTrip, which defaults to 5 consecutive failures, and Timeout,
 	// which defaults to 5 s.
 	Breaker gobreaker.Settings
+	// TokenHeader, when set, names a header that carries the fencing token of
+	// the ticket each submission was granted under (pathdialer.Ticket.Generation,
+	// in decimal), so a broker or gateway that checks tokens refuses a writer
+	// whose decision has been superseded. For example "X-Fencing-Token", the
+	// header the simulated broker's token mode reads. Empty: no header.
+	// Reads never carry it.
+	TokenHeader string
 	// Logger for request failures (URLs and headers redacted). Nil discards.
 	Logger *slog.Logger
 }
@@ -63,6 +78,10 @@ type Transport struct {
 	eps      map[string]*endpointClient
 	stats    Stats
 	hostToEP map[string]*endpointClient
+	tokenKey string // canonical Options.TokenHeader
+	// acquire is path.Acquire; tests wrap it to hand out tickets whose
+	// decision has lapsed.
+	acquire func(ctx context.Context, service, orderID string) (*pathdialer.Ticket, error)
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
@@ -108,6 +127,9 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	if opts.MaxIdleConnsPerHost == 0 {
 		opts.MaxIdleConnsPerHost = 16
 	}
+	if opts.TokenHeader != "" && !validHeaderName(opts.TokenHeader) {
+		return nil, fmt.Errorf("%w: TokenHeader %q is not a valid HTTP header name", ErrInvalidOptions, opts.TokenHeader)
+	}
 	t := &Transport{
 		path:     path,
 		opts:     opts,
@@ -118,6 +140,10 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		eps:      make(map[string]*endpointClient),
 		hostToEP: make(map[string]*endpointClient),
 	}
+	if opts.TokenHeader != "" {
+		t.tokenKey = textproto.CanonicalMIMEHeaderKey(opts.TokenHeader)
+	}
+	t.acquire = path.Acquire
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
@@ -152,11 +178,12 @@ func (t *Transport) newHTTPTransport(endpoint string) *http.Transport {
 	} else {
 		tlsCfg = &tls.Config{}
 	}
-	tlsCfg.ServerName = "" // net/http sets it from the endpoint URL's host
+	// An empty ServerName is set by net/http from the endpoint URL's host; a
+	// user-supplied one is kept (verification is never skipped either way).
 	h1 := &http.Transport{
 		DialContext:           t.path.EndpointDialer(endpoint),
 		TLSClientConfig:       tlsCfg,
-		ForceAttemptHTTP2:     true,
+		ForceAttemptHTTP2:     !t.opts.DisableHTTP2,
 		MaxIdleConnsPerHost:   t.opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
@@ -168,7 +195,7 @@ func (t *Transport) newHTTPTransport(endpoint string) *http.Transport {
 	}
 	var protos http.Protocols
 	protos.SetHTTP1(true)
-	protos.SetHTTP2(true)
+	protos.SetHTTP2(!t.opts.DisableHTTP2)
 	h1.Protocols = &protos
 	return h1
 }
@@ -220,17 +247,22 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.read(req)
 }
 
-// route returns a shallow copy of req aimed at the endpoint. The application may
-// have written any endpoint's URL (its base path is then stripped) or a logical host.
-func (t *Transport) route(req *http.Request, ec *endpointClient) *http.Request {
-	r2 := new(http.Request)
-	*r2 = *req
-	t.aim(r2, ec)
-	return r2
+// aimed reports whether r already goes to the endpoint exactly as aim would
+// send it (the application wrote the endpoint's own URL): no copy is needed.
+func aimed(r *http.Request, ec *endpointClient) bool {
+	u := r.URL
+	return u.Host == ec.base.Host && u.Scheme == ec.base.Scheme && u.User == nil && u.RawPath == "" &&
+		(r.Host == "" || r.Host == u.Host) && strings.HasPrefix(u.Path, ec.base.Path)
 }
 
-// aim points r (the transport's own copy) at the endpoint.
+// aim points r (the transport's own copy) at the endpoint. The application may
+// have written any endpoint's URL (its base path is then stripped) or a logical
+// host.
 func (t *Transport) aim(r *http.Request, ec *endpointClient) {
+	if aimed(r, ec) {
+		r.Host = ""
+		return
+	}
 	p := r.URL.Path
 	if src, ok := t.hostToEP[strings.ToLower(r.URL.Host)]; ok && src.base.Path != "" {
 		p = strings.TrimPrefix(p, src.base.Path)
@@ -248,7 +280,12 @@ func (t *Transport) aim(r *http.Request, ec *endpointClient) {
 func (t *Transport) read(req *http.Request) (*http.Response, error) {
 	ep, gen := t.path.ReadEndpoint() // the active endpoint, or the degraded mode's read endpoint
 	ec := t.eps[ep.Name]
-	r2 := t.route(req, ec)
+	r2 := req // net/http does not modify it; copied only when it must be re-aimed
+	if !aimed(req, ec) {
+		r2 = new(http.Request)
+		*r2 = *req
+		t.aim(r2, ec)
+	}
 	t.stats.Reads.Add(1)
 	start := time.Now()
 	resp, err := ec.breaker.Execute(func() (*http.Response, error) {
@@ -287,43 +324,59 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 
 var errServerStatus = errors.New("rest: server error status")
 
-// noReplayBody hides a submission's body from net/http's replay logic: with
-// GetBody nil and a body that is neither nil nor http.NoBody, neither the HTTP/1
-// transport (Request.isReplayable) nor the HTTP/2 transport can send it twice.
+// noReplayBody stands in for an absent submission body: net/http replays a
+// request without a body (Request.isReplayable, and HTTP/2's retry) when it
+// carries an Idempotency-Key header, never one with a body and no GetBody.
 type noReplayBody struct{ io.ReadCloser }
 
 func (t *Transport) submit(req *http.Request) (*http.Response, error) {
-	r2 := new(http.Request)
-	*r2 = *req
-	orderID, err := t.orderID(r2)
+	// Our own copy: GetBody cleared, so that neither net/http's HTTP/1 nor its
+	// HTTP/2 transport can send the body twice. The body itself is passed on as
+	// the caller made it (an in-memory reader stays one, so HTTP/1 writes
+	// headers and body together).
+	r3 := new(http.Request)
+	*r3 = *req
+	r3.GetBody = nil
+	orderID, err := t.orderID(r3)
 	if err != nil {
-		closeBody(r2)
+		closeBody(r3)
 		return nil, err
 	}
 	if strings.TrimSpace(orderID) == "" {
-		closeBody(r2)
+		closeBody(r3)
 		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, RedactURL(req.URL))
 	}
 	t.stats.Submissions.Add(1)
-	ticket, err := t.path.Acquire(req.Context(), t.service, orderID)
+	ticket, err := t.acquire(req.Context(), t.service, orderID)
 	if err != nil {
-		closeBody(r2)
+		closeBody(r3)
 		if errors.Is(err, pathdialer.ErrTradingHalted) {
 			t.stats.Halted.Add(1)
 		}
 		return nil, err
 	}
 	ec := t.eps[ticket.Endpoint]
-	r3 := r2 // our own copy
 	t.aim(r3, ec)
-	if _, guarded := r3.Body.(*guardedBody); !guarded {
-		body := r3.Body
-		if body == nil {
-			body = http.NoBody
-		}
-		r3.Body = noReplayBody{body}
+	r3.GetBody = nil // an OrderIDFunc may have set it
+	if r3.Body == nil || r3.Body == http.NoBody {
+		r3.Body = noReplayBody{http.NoBody}
 	}
-	r3.GetBody = nil
+	if t.tokenKey != "" {
+		r3.Header = r3.Header.Clone()
+		if r3.Header == nil {
+			r3.Header = make(http.Header, 1)
+		}
+		r3.Header[t.tokenKey] = []string{strconv.FormatUint(ticket.Generation, 10)}
+	}
+	// The last moment before the request is handed to net/http: a decision
+	// that lapsed while we waited (a paused process, an expired lease) must
+	// not write an order.
+	if err := ticket.Valid(); err != nil {
+		ticket.Done()
+		closeBody(r3)
+		t.stats.NotSent.Add(1)
+		return nil, fmt.Errorf("%w: order %q on endpoint %q: %w", ErrNotSent, orderID, ec.name, err)
+	}
 	start := time.Now()
 	resp, err := ec.t1.RoundTrip(r3)
 	lat := time.Since(start)
@@ -387,4 +440,19 @@ func closeBody(r *http.Request) {
 	if r.Body != nil {
 		_ = r.Body.Close()
 	}
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
 }

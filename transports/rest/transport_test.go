@@ -191,59 +191,103 @@ func bookThenCut(s **server) http.HandlerFunc {
 	}
 }
 
-func TestCutAfterBookingIsNotResentAndReachesReconcile(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "http1", true: "http2"}[h2], func(t *testing.T) {
-			var eu *server
-			eu = newServer(t, "eu", h2, bookThenCut(&eu))
-			us := newServer(t, "us", h2, nil)
-			h := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 50 })
-			c, _ := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us)})
-			// Warm a connection so the POST goes out on a reused one: that is
-			// where net/http would silently retry a replayable request.
-			resp, err := c.Get("https://broker.invalid/v1/account")
-			if err != nil {
-				t.Fatal(err)
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
+// opaqueReader is a body net/http cannot recognise as in memory.
+type opaqueReader struct{ r io.Reader }
 
-			body := `{"client_order_id":"o-cut","qty":1}`
-			req, _ := http.NewRequest(http.MethodPost, "https://broker.invalid/v1/orders", bytes.NewReader([]byte(body)))
-			req.Header.Set("Idempotency-Key", "o-cut") // makes it replayable to a bare net/http
-			_, err = c.Do(req)
-			var uerr *rest.UnknownOutcomeError
-			if !errors.As(err, &uerr) || !errors.Is(err, pathdialer.ErrUnknownOutcome) {
-				t.Fatalf("err = %v, want *UnknownOutcomeError", err)
-			}
-			if uerr.OrderID != "o-cut" || uerr.Endpoint != "eu" {
-				t.Fatalf("unknown outcome names order %q endpoint %q", uerr.OrderID, uerr.Endpoint)
-			}
-			eu.mu.Lock()
-			booked := eu.orders[body]
-			eu.mu.Unlock()
-			if booked != 1 {
-				t.Fatalf("the server booked the order %d times, want exactly 1", booked)
-			}
-			unknown := h.path.Unknown()
-			if len(unknown) != 1 || unknown[0].OrderID != "o-cut" {
-				t.Fatalf("path's unknown tickets = %+v", unknown)
-			}
-			// The next reconcile gets it.
-			h.down["eu"].Store(true)
-			h.path.Report("eu", 0, errors.New("x"), 0) // speed the DOWN verdict
-			for range 60 {
-				h.path.Report("eu", 0, errors.New("x"), 0)
-			}
-			r := <-h.reconcile
-			found := false
-			for _, tk := range r.Tickets {
-				found = found || (tk.OrderID == "o-cut" && tk.State == pathdialer.TicketUnknown)
-			}
-			if !found {
-				t.Fatalf("reconcile tickets %+v lack o-cut", r.Tickets)
-			}
-		})
+func (o *opaqueReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+func TestCutAfterBookingIsNotResentAndReachesReconcile(t *testing.T) {
+	// Every way a body reaches the transport: scanned in place (an in-memory
+	// reader, passed on untouched), not inspected at all (order ID in a header),
+	// or read and replaced (a reader of unknown type); each to a logical host
+	// (request copied and re-aimed) and to the endpoint's own URL.
+	type variant struct {
+		name      string
+		endpoint  bool // URL written as the endpoint's own
+		headerID  bool // Options.OrderID = HeaderOrderID, body never inspected
+		opaque    bool // body of a type net/http does not know
+		bodyBytes bool // *bytes.Buffer body
+	}
+	variants := []variant{
+		{name: "logical-host"},
+		{name: "endpoint-url", endpoint: true},
+		{name: "header-id", endpoint: true, headerID: true},
+		{name: "opaque-body", opaque: true},
+		{name: "bytes-buffer", endpoint: true, bodyBytes: true},
+	}
+	for _, h2 := range []bool{false, true} {
+		for _, v := range variants {
+			t.Run(map[bool]string{false: "http1", true: "http2"}[h2]+"/"+v.name, func(t *testing.T) {
+				var eu *server
+				eu = newServer(t, "eu", h2, bookThenCut(&eu))
+				us := newServer(t, "us", h2, nil)
+				h := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 50 })
+				opts := rest.Options{TLSConfig: rootsOf(eu, us)}
+				if v.headerID {
+					opts.OrderID = rest.HeaderOrderID("X-Client-Order-ID")
+				}
+				c, _ := newClient(t, h, opts)
+				base := "https://broker.invalid"
+				if v.endpoint {
+					base = eu.URL
+				}
+				// Warm a connection so the POST goes out on a reused one: that is
+				// where net/http would silently retry a replayable request.
+				resp, err := c.Get(base + "/v1/account")
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+
+				body := `{"client_order_id":"o-cut","qty":1}`
+				var rd io.Reader = bytes.NewReader([]byte(body))
+				switch {
+				case v.opaque:
+					rd = &opaqueReader{strings.NewReader(body)}
+				case v.bodyBytes:
+					rd = bytes.NewBufferString(body)
+				}
+				req, _ := http.NewRequest(http.MethodPost, base+"/v1/orders", rd)
+				if v.opaque {
+					req.ContentLength = int64(len(body))
+					req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+				}
+				req.Header.Set("Idempotency-Key", "o-cut") // makes it replayable to a bare net/http
+				req.Header.Set("X-Client-Order-ID", "o-cut")
+				_, err = c.Do(req)
+				var uerr *rest.UnknownOutcomeError
+				if !errors.As(err, &uerr) || !errors.Is(err, pathdialer.ErrUnknownOutcome) {
+					t.Fatalf("err = %v, want *UnknownOutcomeError", err)
+				}
+				if uerr.OrderID != "o-cut" || uerr.Endpoint != "eu" {
+					t.Fatalf("unknown outcome names order %q endpoint %q", uerr.OrderID, uerr.Endpoint)
+				}
+				eu.mu.Lock()
+				booked := eu.orders[body]
+				eu.mu.Unlock()
+				if booked != 1 {
+					t.Fatalf("the server booked the order %d times, want exactly 1", booked)
+				}
+				unknown := h.path.Unknown()
+				if len(unknown) != 1 || unknown[0].OrderID != "o-cut" {
+					t.Fatalf("path's unknown tickets = %+v", unknown)
+				}
+				// The next reconcile gets it.
+				h.down["eu"].Store(true)
+				for range 60 {
+					h.path.Report("eu", 0, errors.New("x"), 0) // speed the DOWN verdict
+				}
+				r := <-h.reconcile
+				found := false
+				for _, tk := range r.Tickets {
+					found = found || (tk.OrderID == "o-cut" && tk.State == pathdialer.TicketUnknown)
+				}
+				if !found {
+					t.Fatalf("reconcile tickets %+v lack o-cut", r.Tickets)
+				}
+			})
+		}
 	}
 }
 

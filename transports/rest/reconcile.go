@@ -1,0 +1,340 @@
+package rest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// ErrReconcileIncomplete: the fate of some orders could not be learned (the
+// broker answered something other than the order or a not-found, or did not
+// answer). The Path keeps holding submissions and retries the reconcile.
+var ErrReconcileIncomplete = errors.New("rest: reconcile incomplete")
+
+// OrderIDPlaceholder is where a lookup URL template takes the client order ID.
+const OrderIDPlaceholder = "{client_order_id}"
+
+// ReconcileOptions configures a Reconciler: one GET per order, by client order
+// ID, through a URL template; the broker's status field mapped to a Fate.
+// Start from AlpacaOrderLookup, BinanceSpotOrderLookup or fill it for your
+// broker's shape.
+type ReconcileOptions struct {
+	// URL is the lookup template, an absolute http(s) URL containing
+	// OrderIDPlaceholder once, in the path or the query, e.g.
+	// "https://broker.example/v1/orders/{client_order_id}". The ID is escaped
+	// for where it stands. Sent through a rest.Transport (see Bind), the host
+	// is rewritten to the endpoint the Path releases flow on. Required.
+	URL string
+	// Header is sent with every lookup (the credentials). Never logged.
+	Header http.Header
+	// Sign, optional, prepares each lookup before it is sent: signs it
+	// (HMAC-style APIs) or adds parameters the broker needs that only the
+	// application knows, such as the order's symbol.
+	Sign func(req *http.Request, order pathdialer.TicketInfo) error
+	// StatusField is the top-level JSON field holding the order's status.
+	// Default "status".
+	StatusField string
+	// IDField, optional, is the top-level JSON field holding the client order
+	// ID; when set, an answer naming another order is not trusted.
+	IDField string
+	// Fates maps the broker's status values (compared case-insensitively) to
+	// fates. Nil means DefaultFates(). A status not in the map leaves the
+	// order's fate undetermined.
+	Fates map[string]pathdialer.Fate
+	// NotFound tells a not-found answer (the broker has no record of the
+	// order) from other failures; nil means HTTP 404. Such an order is
+	// settled as pathdialer.FateNotReceived, which is provisional: a copy may
+	// still arrive, so it may be sent again only under the same client order ID.
+	NotFound func(status int, body []byte) bool
+	// Service: the reconciler settles the tickets of this service only (so it
+	// combines with others in pathdialer.ReconcileAll). Default "rest".
+	Service string
+	// Parallel bounds the lookups in flight at once. Default 8.
+	Parallel int
+	// AcceptUndetermined releases flow even when some orders' fate could not
+	// be learned (they are reported as FateUndetermined). Default false: the
+	// reconcile fails with ErrReconcileIncomplete, the Path keeps holding,
+	// retries, and halts after pathdialer.Config.ReconcileAttempts.
+	AcceptUndetermined bool
+}
+
+// DefaultFates maps the status words common to broker REST APIs (and the
+// simulated broker's new, filled, canceled) to fates: new, open, accepted,
+// pending_new and partially_filled are resting; filled is filled; canceled,
+// cancelled and expired are canceled; rejected is rejected.
+func DefaultFates() map[string]pathdialer.Fate {
+	return map[string]pathdialer.Fate{
+		"new": pathdialer.FateResting, "open": pathdialer.FateResting, "accepted": pathdialer.FateResting,
+		"pending_new": pathdialer.FateResting, "partially_filled": pathdialer.FateResting,
+		"filled":   pathdialer.FateFilled,
+		"canceled": pathdialer.FateCanceled, "cancelled": pathdialer.FateCanceled, "expired": pathdialer.FateCanceled,
+		"rejected": pathdialer.FateRejected,
+	}
+}
+
+// AlpacaOrderLookup returns ReconcileOptions for Alpaca's Trading API, whose
+// Orders reference (https://docs.alpaca.markets/reference/orders) says an
+// order "can be queried using the client-side order ID": the "Get Order by
+// Client Order ID" call, GET {base}/v2/orders:by_client_order_id?client_order_id=…,
+// answers the order object (its "client_order_id" and "status") or 404 when
+// there is no such order. Set Header to the APCA-API-KEY-ID and
+// APCA-API-SECRET-KEY headers.
+//
+// Mapping: filled → filled; new, accepted, pending_new, accepted_for_bidding,
+// partially_filled, done_for_day, pending_cancel, pending_replace, stopped,
+// suspended, calculated, held → resting (the broker has the order);
+// canceled, expired, replaced → canceled; rejected → rejected.
+func AlpacaOrderLookup(base string) ReconcileOptions {
+	f := map[string]pathdialer.Fate{"filled": pathdialer.FateFilled, "rejected": pathdialer.FateRejected}
+	for _, s := range []string{"new", "accepted", "pending_new", "accepted_for_bidding", "partially_filled", "done_for_day",
+		"pending_cancel", "pending_replace", "stopped", "suspended", "calculated", "held"} {
+		f[s] = pathdialer.FateResting
+	}
+	for _, s := range []string{"canceled", "expired", "replaced"} {
+		f[s] = pathdialer.FateCanceled
+	}
+	return ReconcileOptions{
+		URL:         strings.TrimSuffix(base, "/") + "/v2/orders:by_client_order_id?client_order_id=" + OrderIDPlaceholder,
+		StatusField: "status",
+		IDField:     "client_order_id",
+		Fates:       f,
+	}
+}
+
+// BinanceSpotOrderLookup returns ReconcileOptions for Binance's Spot API
+// "Query order (USER_DATA)" (https://developers.binance.com/docs/binance-spot-api-docs,
+// REST API, trading endpoints: GET /api/v3/order, "Check an order's status",
+// with symbol and either orderId or origClientOrderId; error codes in the
+// same documentation):
+// GET {base}/api/v3/order?symbol=SYMBOL&origClientOrderId=…; an unknown order
+// is HTTP 400 with {"code":-2013,"msg":"Order does not exist."}. The endpoint
+// is SIGNED: set Header to X-MBX-APIKEY and Sign to add timestamp and
+// signature (Sign may also replace symbol when the account trades several).
+//
+// Mapping: FILLED → filled; NEW, PENDING_NEW, PARTIALLY_FILLED,
+// PENDING_CANCEL → resting; CANCELED, EXPIRED, EXPIRED_IN_MATCH → canceled;
+// REJECTED → rejected. Any other 400 (a bad signature, a missing parameter)
+// is not a not-found: the fate stays undetermined.
+func BinanceSpotOrderLookup(base, symbol string) ReconcileOptions {
+	return ReconcileOptions{
+		URL:         strings.TrimSuffix(base, "/") + "/api/v3/order?symbol=" + url.QueryEscape(symbol) + "&origClientOrderId=" + OrderIDPlaceholder,
+		StatusField: "status",
+		IDField:     "clientOrderId",
+		Fates: map[string]pathdialer.Fate{
+			"FILLED": pathdialer.FateFilled,
+			"NEW":    pathdialer.FateResting, "PENDING_NEW": pathdialer.FateResting, "PARTIALLY_FILLED": pathdialer.FateResting, "PENDING_CANCEL": pathdialer.FateResting,
+			"CANCELED": pathdialer.FateCanceled, "EXPIRED": pathdialer.FateCanceled, "EXPIRED_IN_MATCH": pathdialer.FateCanceled,
+			"REJECTED": pathdialer.FateRejected,
+		},
+		NotFound: func(status int, body []byte) bool {
+			if status != http.StatusBadRequest {
+				return false
+			}
+			var e struct {
+				Code int `json:"code"`
+			}
+			return json.Unmarshal(body, &e) == nil && e.Code == -2013
+		},
+	}
+}
+
+// Reconciler is a ready pathdialer.ReconcileFunc for REST orders: it looks up
+// every in-flight or unknown order of its service by client order ID and
+// reports each one's fate. Create it before the Path (pass Reconcile as
+// pathdialer.Config.Reconciler, or inside pathdialer.ReconcileAll), then Bind
+// it to the rest.Transport built on that Path: lookups are reads, never held
+// by the gate, and go to the endpoint flow is about to be released on.
+type Reconciler struct {
+	opts   ReconcileOptions
+	fates  map[string]pathdialer.Fate // keys lower-cased
+	prefix string                     // template before the placeholder
+	suffix string                     // after it
+	query  bool                       // the placeholder is in the query
+
+	mu     sync.Mutex
+	client *http.Client
+}
+
+// NewReconciler validates opts and returns an unbound Reconciler.
+func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
+	if strings.Count(opts.URL, OrderIDPlaceholder) != 1 {
+		return nil, fmt.Errorf("%w: ReconcileOptions.URL must contain %s exactly once", ErrInvalidOptions, OrderIDPlaceholder)
+	}
+	u, err := url.Parse(strings.Replace(opts.URL, OrderIDPlaceholder, "x", 1))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("%w: ReconcileOptions.URL must be an absolute http(s) URL", ErrInvalidOptions)
+	}
+	if opts.Parallel < 0 {
+		return nil, fmt.Errorf("%w: ReconcileOptions.Parallel is negative", ErrInvalidOptions)
+	}
+	if opts.Parallel == 0 {
+		opts.Parallel = 8
+	}
+	if opts.StatusField == "" {
+		opts.StatusField = "status"
+	}
+	if opts.Service == "" {
+		opts.Service = pathdialer.ServiceREST
+	}
+	if opts.Fates == nil {
+		opts.Fates = DefaultFates()
+	}
+	if opts.NotFound == nil {
+		opts.NotFound = func(status int, _ []byte) bool { return status == http.StatusNotFound }
+	}
+	r := &Reconciler{opts: opts, fates: make(map[string]pathdialer.Fate, len(opts.Fates))}
+	for k, v := range opts.Fates {
+		r.fates[strings.ToLower(k)] = v
+	}
+	i := strings.Index(opts.URL, OrderIDPlaceholder)
+	r.prefix, r.suffix = opts.URL[:i], opts.URL[i+len(OrderIDPlaceholder):]
+	r.query = strings.Contains(r.prefix, "?")
+	return r, nil
+}
+
+// Bind sets the RoundTripper lookups are sent with: the rest.Transport on the
+// Path this Reconciler settles for (or any RoundTripper that reaches the
+// broker). Until it is bound, Reconcile fails.
+func (r *Reconciler) Bind(rt http.RoundTripper) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.client = &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// lookupURL fills the template for one order.
+func (r *Reconciler) lookupURL(orderID string) string {
+	esc := url.PathEscape(orderID)
+	if r.query {
+		esc = url.QueryEscape(orderID)
+	}
+	return r.prefix + esc + r.suffix
+}
+
+// Reconcile is the pathdialer.ReconcileFunc. Every order of the service gets a
+// settlement; an order the broker has no record of is FateNotReceived
+// (provisional). When some fates stay undetermined it returns them with
+// ErrReconcileIncomplete, unless AcceptUndetermined.
+func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	var tickets []pathdialer.TicketInfo
+	for _, t := range rec.Tickets {
+		if t.Service == r.opts.Service {
+			tickets = append(tickets, t)
+		}
+	}
+	if len(tickets) == 0 {
+		return nil, nil
+	}
+	r.mu.Lock()
+	client := r.client
+	r.mu.Unlock()
+	if client == nil {
+		return nil, errors.New("rest: reconciler is not bound to a transport (call Reconciler.Bind)")
+	}
+	out := make([]pathdialer.Settlement, len(tickets))
+	sem := make(chan struct{}, r.opts.Parallel)
+	var wg sync.WaitGroup
+	for i, t := range tickets {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return nil, ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i] = r.lookup(ctx, client, t)
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, s := range out {
+		if s.Fate == pathdialer.FateUndetermined {
+			missing = append(missing, fmt.Sprintf("%q (%s)", s.OrderID, s.Detail))
+		}
+	}
+	if len(missing) > 0 && !r.opts.AcceptUndetermined {
+		return out, fmt.Errorf("%w: fate unknown for %s", ErrReconcileIncomplete, strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// lookup asks the broker for one order.
+func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdialer.TicketInfo) pathdialer.Settlement {
+	s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
+	req, err := http.NewRequestWithContext(WithSubmission(ctx, false), http.MethodGet, r.lookupURL(t.OrderID), nil)
+	if err != nil {
+		s.Detail = "building the lookup: " + RedactError(err).Error()
+		return s
+	}
+	for k, v := range r.opts.Header {
+		req.Header[k] = v
+	}
+	if r.opts.Sign != nil {
+		if err := r.opts.Sign(req, t); err != nil {
+			s.Detail = "signing the lookup: " + err.Error()
+			return s
+		}
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		s.Detail = "lookup failed: " + RedactError(err).Error()
+		return s
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	if err != nil {
+		s.Detail = "reading the answer: " + err.Error()
+		return s
+	}
+	if r.opts.NotFound(resp.StatusCode, body) {
+		s.Fate = pathdialer.FateNotReceived
+		s.Detail = fmt.Sprintf("the broker has no record of it (HTTP %d; provisional)", resp.StatusCode)
+		return s
+	}
+	if resp.StatusCode != http.StatusOK {
+		s.Detail = fmt.Sprintf("lookup answered HTTP %d", resp.StatusCode)
+		return s
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		s.Detail = "the answer is not a JSON object"
+		return s
+	}
+	if r.opts.IDField != "" {
+		if id := jsonString(m[r.opts.IDField]); id != t.OrderID {
+			s.Detail = fmt.Sprintf("the answer names order %q in %q, not this one", id, r.opts.IDField)
+			return s
+		}
+	}
+	status := jsonString(m[r.opts.StatusField])
+	fate, ok := r.fates[strings.ToLower(status)]
+	if !ok {
+		s.Detail = fmt.Sprintf("status %q in %q is not mapped to a fate", status, r.opts.StatusField)
+		return s
+	}
+	s.Fate, s.Detail = fate, "broker status "+status
+	return s
+}
+
+// jsonString renders a raw JSON string or scalar as text ("" when absent).
+func jsonString(raw json.RawMessage) string {
+	if raw == nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return strings.Trim(string(raw), `"`)
+}
