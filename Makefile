@@ -174,12 +174,13 @@ integration:
 
 # --- core ---
 # jepsen: the process-level test of the shared decision (coord/etcd/cmd/coordjepsen):
-# three etcd members, a broker that audits every order (tokens checked, then
-# off), three observers, two deciders and two traders, each its own process;
-# traders paused across their lease's expiry during switches, the etcd leader
-# and the leading decider killed, quorum lost and restored; checked from the
-# broker's audit; prints one table. A short version (4 iterations a mode) runs
-# in make test through test-coord. JEPSEN_ITERATIONS / JEPSEN_SEED to vary.
+# eleven processes, three etcd members, the simulated broker (cmd/simbroker,
+# built on the fly; tokens checked, then off), three observers, two deciders
+# and two traders (transports/rest with the token header); traders paused
+# across their lease's expiry during switches, the etcd leader and the leading
+# decider killed, quorum lost and restored; checked from the broker's audit;
+# prints one table. A short version (4 iterations a mode) runs in make test
+# through test-coord. JEPSEN_ITERATIONS / JEPSEN_SEED to vary.
 JEPSEN_ITERATIONS ?= 20
 JEPSEN_SEED       ?= 1
 .PHONY: jepsen bench-gate

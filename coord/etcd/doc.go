@@ -41,10 +41,21 @@
 //     So no follower is still granting on the old endpoint when any follower
 //     is granted on the new one.
 //   - A follower computes its own session deadline from the time it SENT the
-//     last successful keep-alive plus the TTL granted, minus a safety margin:
-//     that is before the server can expire its lease (and remove its
-//     acknowledgement). At that deadline it holds or halts, even with no
+//     last successful keep-alive plus the TTL granted, minus a safety margin
+//     (FollowerConfig.Margin): that is before the server can expire its lease
+//     (and remove its acknowledgement). It gives that deadline to
+//     Target.Extend after every keep-alive (and a past instant when the
+//     session ends), so the Path refuses tickets once it has passed and every
+//     ticket carries it as Ticket.ValidUntil, which the transports check
+//     right before an order is written: a process paused past its lease does
+//     not write on the stale decision, without waiting for any goroutine to
+//     notice. At that deadline the follower also holds or halts, even with no
 //     network at all.
+//   - The token reaches the broker: Ticket.Generation is the token, and
+//     transports/rest (Options.TokenHeader) and transports/fix
+//     (Options.TokenTag) write it into every order, so a broker or gateway
+//     that checks tokens refuses a write that left before the deadline and
+//     landed after a newer one.
 //
 // # Key layout
 //

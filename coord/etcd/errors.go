@@ -15,8 +15,6 @@ var (
 	// ErrNotAssigned: no Assignment has been applied yet, or the current one
 	// does not let flow through (fencing, halted).
 	ErrNotAssigned = errors.New("etcdcoord: no active assignment")
-	// ErrStaleToken: a ticket's generation is not the current fencing token.
-	ErrStaleToken = errors.New("etcdcoord: stale fencing token")
 	// ErrDeposed: the decider lost its leadership while writing.
 	ErrDeposed = errors.New("etcdcoord: decider is no longer the leader")
 )

@@ -1,36 +1,46 @@
 // Command coordjepsen is the process-level test of brokerpath's shared decision
-// on etcd: three etcd members, a broker that audits every order (and, in one
-// of the two modes, rejects an order whose fencing token is lower than the
-// highest it has seen), three observers, two deciders and two traders, each a
-// separate process. A seeded schedule pauses traders (SIGSTOP) across their
-// lease's expiry during switches, kills the etcd leader and the leading
-// decider (SIGKILL, then restarts them), and takes etcd's quorum away and back;
-// every iteration also fails the active region's health checks (it still
-// books what reaches it, as in a gray failure or an observer partition), so
-// each fault falls during a switch, and an iteration has recovered when both
-// traders book through the new region.
-// The verdict comes from the broker's audit, and a table is printed:
+// on etcd. Eleven processes: three etcd members, the simulated broker
+// (cmd/simbroker, built from the brokerpath module, with one shared book and
+// fencing tokens checked in one mode and off in the other), three observers,
+// two deciders and two traders. A seeded schedule pauses traders (SIGSTOP)
+// across their lease's expiry during switches, kills the etcd leader and the
+// leading decider (SIGKILL, then restarts them), and takes etcd's quorum away
+// and back; every iteration also partitions the monitors from the active
+// region (the broker's probe relay blackholed: the region still books what
+// reaches it, as in a gray failure), so each fault falls during a switch, and
+// an iteration has recovered when both traders book through the new region.
+// The verdict comes from the broker's audit (GET /audit on its admin API),
+// and a table is printed:
 //
 //	coordjepsen -iterations 20 -seed 1
 //
+// Traders submit through transports/rest, which acquires the ticket, checks
+// its validity right before the request is handed to net/http and writes the
+// ticket's token in X-Fencing-Token. Each order's client order ID records when
+// the transport asked for it (right before acquiring the ticket), when its
+// body was first read (after the validity check), and the trader's lease
+// deadline at that read (the latest given to Path.Extend: the lease's expiry
+// minus the margin, never earlier than the deadline the ticket carried), so
+// the broker's audit carries all three.
 // Checked, per token mode:
 //
 //   - tokens checked: no order booked through a region after an order under a
-//     newer token was booked (the broker refuses the stale writer; refusals are
-//     counted);
-//   - tokens off: no booked order whose ticket was granted after its
-//     decision's deadline (Ticket.ValidUntil, the lease minus the margin), and
-//     every booked order from a writer whose token was already superseded is
-//     reported (a write that left before the deadline and landed after it: only
-//     a broker that checks tokens can refuse it).
+//     newer token was booked (the broker refuses the stale writer:
+//     rejected-stale-token, counted);
+//   - tokens off: no booked order whose ticket was acquired after its lease
+//     deadline; every booked order written after it, and every booked order
+//     from a writer whose token was already superseded, is reported (writes
+//     that left before the deadline and landed late: only a broker that
+//     checks tokens can refuse them).
 //
-// trader-2 writes each order 50 ms after its ticket's validity check (a slow
-// write path), so a pause usually falls between the check and the write: the
-// one case only a broker that checks tokens can refuse. With tokens checked it
-// shows as refused, with tokens off as a stale booking, reported.
+// trader-2 hands over each order's bytes 50 ms after its body is first read (a
+// slow write path), so a pause usually falls between the validity check and
+// the write: the one case only a broker that checks tokens can refuse. With
+// tokens checked it shows as refused, with tokens off as a stale booking,
+// reported.
 //
-// Every process is this same binary in another -role; run only -role run by
-// hand.
+// Every process but the broker is this same binary in another -role; run only
+// -role run by hand (-simbroker PATH to use an already built cmd/simbroker).
 package main
 
 import (
@@ -50,17 +60,19 @@ func main() { os.Exit(Main(os.Args[1:])) }
 func Main(args []string) int {
 	fs := flag.NewFlagSet("coordjepsen", flag.ContinueOnError)
 	var o opts
-	fs.StringVar(&o.role, "role", "run", "run | etcd | broker | observer | decider | trader")
+	fs.StringVar(&o.role, "role", "run", "run | etcd | observer | decider | trader")
 	fs.StringVar(&o.name, "name", "", "process name")
 	fs.StringVar(&o.etcd, "etcd", "", "comma-separated etcd client addresses")
 	fs.StringVar(&o.cluster, "cluster", "", "etcd: initial cluster (name=http://host:port,...)")
 	fs.StringVar(&o.client, "client", "", "etcd: client listen host:port")
 	fs.StringVar(&o.peer, "peer", "", "etcd: peer listen host:port")
 	fs.StringVar(&o.dir, "dir", "", "etcd: data directory")
-	fs.StringVar(&o.eu, "eu", "", "broker: eu listen address; others: eu base URL")
-	fs.StringVar(&o.us, "us", "", "broker: us listen address; others: us base URL")
-	fs.StringVar(&o.admin, "admin", "", "broker: admin listen address")
-	fs.BoolVar(&o.tokens, "tokens", false, "broker: reject orders under a token lower than the highest seen")
+	fs.StringVar(&o.eu, "eu", "", "eu REST base URL")
+	fs.StringVar(&o.us, "us", "", "us REST base URL")
+	fs.StringVar(&o.euProbe, "eu-probe", "", "eu probe base URL (the broker's probe relay)")
+	fs.StringVar(&o.usProbe, "us-probe", "", "us probe base URL (the broker's probe relay)")
+	fs.StringVar(&o.ca, "ca", "", "CA file the broker's certificate is verified against")
+	fs.StringVar(&o.simbroker, "simbroker", "", "run: a built cmd/simbroker (default: go build it from the brokerpath module)")
 	fs.DurationVar(&o.stall, "stall", 0, "trader: wait this long between the ticket's validity check and the write (a slow write path, so a pause can fall in between)")
 	fs.StringVar(&o.prefix, "prefix", "/brokerpath/jepsen/", "etcd key prefix")
 	fs.DurationVar(&o.ttl, "ttl", 2*time.Second, "lease TTL of every role (whole seconds)")
@@ -86,8 +98,6 @@ func Main(args []string) int {
 		}
 	case "etcd":
 		err = runEtcd(ctx, o)
-	case "broker":
-		err = runBroker(ctx, o)
 	case "observer", "decider", "trader":
 		err = runCoord(ctx, o)
 	default:
@@ -102,8 +112,7 @@ func Main(args []string) int {
 
 type opts struct {
 	role, name, etcd, cluster, client, peer, dir string
-	eu, us, admin                                string
-	tokens                                       bool
+	eu, us, euProbe, usProbe, ca, simbroker      string
 	stall                                        time.Duration
 	prefix                                       string
 	ttl                                          time.Duration

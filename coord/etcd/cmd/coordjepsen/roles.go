@@ -2,17 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,6 +21,7 @@ import (
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/rest"
 )
 
 // --- etcd member ---
@@ -56,140 +57,55 @@ func runEtcd(ctx context.Context, o opts) error {
 	}
 }
 
-// --- broker ---
-
-// Record is one order as the broker saw it.
-type Record struct {
-	Seq        int       `json:"seq"`
-	Time       time.Time `json:"time"`
-	Region     string    `json:"region"`
-	Trader     string    `json:"trader"`
-	Order      string    `json:"order"`
-	Token      uint64    `json:"token"`
-	Granted    time.Time `json:"granted"`
-	ValidUntil time.Time `json:"valid_until"`
-	Accepted   bool      `json:"accepted"`
-	Reason     string    `json:"reason,omitempty"`
-}
-
-type broker struct {
-	tokens bool
-	mu     sync.Mutex
-	down   map[string]bool
-	max    uint64
-	audit  []Record
-}
-
-func (b *broker) region(name string) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		down := b.down[name]
-		b.mu.Unlock()
-		if down {
-			http.Error(w, "region down", http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
-	mux.HandleFunc("POST /order", func(w http.ResponseWriter, r *http.Request) {
-		tok, _ := strconv.ParseUint(r.Header.Get("X-Fencing-Token"), 10, 64)
-		rec := Record{Region: name, Trader: r.Header.Get("X-Trader"), Order: r.Header.Get("X-Order-ID"), Token: tok}
-		rec.Granted, _ = time.Parse(time.RFC3339Nano, r.Header.Get("X-Granted"))
-		rec.ValidUntil, _ = time.Parse(time.RFC3339Nano, r.Header.Get("X-Valid-Until"))
-		b.mu.Lock()
-		rec.Time = time.Now()
-		rec.Seq = len(b.audit) + 1
-		// A region "down" fails its health checks only: it still books orders
-		// that reach it (a gray failure, or observers partitioned from it),
-		// the case in which a stale writer does damage.
-		switch {
-		case b.tokens && tok < b.max:
-			rec.Reason = fmt.Sprintf("stale token %d < %d", tok, b.max)
-		default:
-			rec.Accepted = true
-			b.max = max(b.max, tok)
-		}
-		b.audit = append(b.audit, rec)
-		b.mu.Unlock()
-		switch {
-		case rec.Accepted:
-			w.WriteHeader(http.StatusCreated)
-		default:
-			http.Error(w, rec.Reason, http.StatusConflict)
-		}
-	})
-	return mux
-}
-
-func (b *broker) adminHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /down", func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		b.down[r.URL.Query().Get("region")] = r.URL.Query().Get("v") == "1"
-		b.mu.Unlock()
-	})
-	mux.HandleFunc("GET /audit", func(w http.ResponseWriter, r *http.Request) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		_ = json.NewEncoder(w).Encode(b.audit)
-	})
-	return mux
-}
-
-func runBroker(ctx context.Context, o opts) error {
-	b := &broker{tokens: o.tokens, down: map[string]bool{}}
-	var srvs []*http.Server
-	errc := make(chan error, 3)
-	for _, s := range []struct {
-		addr string
-		h    http.Handler
-	}{{o.eu, b.region("eu")}, {o.us, b.region("us")}, {o.admin, b.adminHandler()}} {
-		ln, err := net.Listen("tcp", s.addr)
-		if err != nil {
-			return err
-		}
-		srv := &http.Server{Handler: s.h, ReadHeaderTimeout: 5 * time.Second}
-		srvs = append(srvs, srv)
-		go func() { errc <- srv.Serve(ln) }()
-	}
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		return err
-	}
-	for _, s := range srvs {
-		_ = s.Close()
-	}
-	return nil
-}
-
 // --- observers, deciders, traders ---
+
+// The simulated broker's REST API (cmd/simbroker): the header its token mode
+// reads, and the credentials header.
+const (
+	tokenHeader  = "X-Fencing-Token"
+	apiKeyHeader = "X-API-Key"
+	// APIKeyEnv passes the simulator's API key to every process (never a flag:
+	// command lines are visible to every user of the machine).
+	APIKeyEnv = "COORDJEPSEN_API_KEY"
+	// serviceProbe is the endpoint service that monitors probe: the broker's
+	// probe relay, in front of the same REST server as trading.
+	serviceProbe = "probe"
+)
 
 func endpoints(o opts) []pathdialer.Endpoint {
 	return []pathdialer.Endpoint{
-		{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{pathdialer.ServiceREST: o.eu}},
-		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{pathdialer.ServiceREST: o.us}},
+		{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{pathdialer.ServiceREST: o.eu, serviceProbe: o.euProbe}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{pathdialer.ServiceREST: o.us, serviceProbe: o.usProbe}},
 	}
 }
 
-func healthProbe(ctx context.Context, ep pathdialer.Endpoint) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Services[pathdialer.ServiceREST]+"/health", nil)
+// brokerTLS trusts the simulated broker's throw-away CA.
+func brokerTLS(caFile string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("-ca %s: no certificate", caFile)
 	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: HTTP %d", resp.StatusCode)
-	}
-	return nil
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 func runCoord(ctx context.Context, o opts) error {
+	tlsCfg, err := brokerTLS(o.ca)
+	if err != nil {
+		return err
+	}
+	key := os.Getenv(APIKeyEnv)
+	// The probe is an authenticated GET /v1/account on the probe relay: a
+	// monitor-only partition (the harness blackholes the relay) fails it while
+	// the region still books what reaches it.
+	probe, err := rest.Probe(rest.ProbeOptions{Path: "/v1/account", Header: http.Header{apiKeyHeader: {key}},
+		TLSConfig: tlsCfg, Service: serviceProbe, KeepAlive: true})
+	if err != nil {
+		return err
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: strings.Split(o.etcd, ","), DialTimeout: 2 * time.Second,
 		DialKeepAliveTime: 500 * time.Millisecond, DialKeepAliveTimeout: 500 * time.Millisecond,
@@ -204,7 +120,7 @@ func runCoord(ctx context.Context, o opts) error {
 	switch o.role {
 	case "observer":
 		cfg := etcdcoord.DefaultObserverConfig()
-		cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints, cfg.Probe, cfg.Logger = cli, o.prefix, o.name, o.name, eps, healthProbe, log
+		cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints, cfg.Probe, cfg.Logger = cli, o.prefix, o.name, o.name, eps, probe, log
 		cfg.Interval, cfg.ProbeTimeout, cfg.TTL = 200*time.Millisecond, 150*time.Millisecond, o.ttl
 		cfg.Engine.FailureThreshold, cfg.Engine.MaxHealthAge = 2, time.Second
 		ob, err := etcdcoord.NewObserver(cfg)
@@ -225,7 +141,7 @@ func runCoord(ctx context.Context, o opts) error {
 	}
 	// trader
 	pc := pathdialer.DefaultConfig()
-	pc.Endpoints, pc.Probe, pc.Logger = eps, healthProbe, log
+	pc.Endpoints, pc.Probe, pc.Logger = eps, probe, log
 	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 200*time.Millisecond, 150*time.Millisecond, 0
@@ -237,64 +153,127 @@ func runCoord(ctx context.Context, o opts) error {
 		return err
 	}
 	defer p.Close()
+	// Orders go through the REST transport, which acquires the ticket, checks
+	// its validity right before the request is handed to net/http, and writes
+	// the ticket's token into the header the broker's token mode reads.
+	tr, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsCfg, TokenHeader: tokenHeader,
+		OrderID: orderID, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	dt := &deadlineTarget{Path: p}
 	fc := etcdcoord.DefaultFollowerConfig()
-	fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, o.prefix, o.name, p, log
+	fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, o.prefix, o.name, dt, log
 	fc.TTL, fc.Margin = o.ttl, 400*time.Millisecond
 	f, err := etcdcoord.NewFollower(fc)
 	if err != nil {
 		return err
 	}
-	go trade(ctx, p, o)
-	return f.Run(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		trade(ctx, &http.Client{Transport: tr, Timeout: 2 * time.Second}, dt, o, key)
+	}()
+	err = f.Run(ctx)
+	<-done
+	return err
 }
 
-// trade submits an order every 10 ms through the gate: Acquire, check the
-// ticket's validity right before writing, write the token with the order.
-func trade(ctx context.Context, p *pathdialer.Path, o opts) {
-	clients := map[string]*http.Client{}
-	for _, ep := range p.Endpoints() {
-		clients[ep.Name] = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: p.EndpointDialer(ep.Name), MaxIdleConnsPerHost: 2}}
+// deadlineTarget is the trader's Path as its follower drives it, remembering
+// the latest lease deadline given to Extend (the lease's expiry as this
+// process measures it, minus the margin) so every order can carry it to the
+// broker's audit. It keeps the latest of the instants given, not the last:
+// when the follower cannot prove its session alive it cuts the Path's
+// validity at once with Extend(now), which is earlier than the lease's
+// expiry, and a ticket checked just before that cut is one granted before
+// the lease expired.
+type deadlineTarget struct {
+	*pathdialer.Path
+	until atomic.Int64 // Unix microseconds; 0: no deadline yet
+}
+
+func (d *deadlineTarget) Extend(until time.Time) error {
+	u := until.UnixMicro()
+	for {
+		old := d.until.Load()
+		if u <= old || d.until.CompareAndSwap(old, u) {
+			break
+		}
 	}
+	return d.Path.Extend(until)
+}
+
+// orderBody is a place-order body whose client order ID carries timestamps
+// for the broker's audit: when the transport asked for the order's ID (right
+// before it acquires the ticket), when net/http first read the body (after the
+// ticket's validity was checked), and the trader's lease deadline at that
+// read, which is never earlier than the deadline the ticket was granted
+// under. So the audit shows whether an order's ticket was acquired after its
+// lease had expired (asked after that deadline), and which writes landed late
+// (written after it). With a stall it then waits before handing over the
+// bytes: a slow write path, so a pause falls between the check and the write.
+type orderBody struct {
+	id    string
+	dt    *deadlineTarget
+	stall time.Duration
+	asked int64 // Unix microseconds
+	r     *strings.Reader
+}
+
+// orderID is the transport's OrderIDFunc: it stamps the body.
+func orderID(r *http.Request) (string, error) {
+	b, ok := r.Body.(*orderBody)
+	if !ok {
+		return "", fmt.Errorf("coordjepsen: not a trader's order")
+	}
+	if b.asked == 0 {
+		b.asked = time.Now().UnixMicro()
+	}
+	return b.id, nil
+}
+
+func (b *orderBody) Read(p []byte) (int, error) {
+	if b.r == nil {
+		written, until := time.Now().UnixMicro(), b.dt.until.Load()
+		// At most 64 characters (the broker's limit): the instant asked in
+		// base 36, the others as offsets from it in µs (deadline "n": none).
+		dl := "n"
+		if until != 0 {
+			dl = strconv.FormatInt(until-b.asked, 10)
+		}
+		coid := fmt.Sprintf("%s.a%s.w%d.d%s", b.id, strconv.FormatInt(b.asked, 36), written-b.asked, dl)
+		b.r = strings.NewReader(`{"client_order_id":"` + coid + `","symbol":"EURUSD","side":"buy","qty":"1","type":"market"}`)
+		if b.stall > 0 {
+			time.Sleep(b.stall) // a pause here is one only a token-checking broker can catch
+		}
+	}
+	return b.r.Read(p)
+}
+
+func (b *orderBody) Close() error { return nil }
+
+// trade submits an order every 10 ms through the REST transport.
+func trade(ctx context.Context, client *http.Client, dt *deadlineTarget, o opts, key string) {
+	defer client.CloseIdleConnections()
 	for n := 0; ctx.Err() == nil; n++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
-		id := fmt.Sprintf("%s-%d-%d", o.name, os.Getpid(), n)
-		actx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		tk, err := p.Acquire(actx, pathdialer.ServiceREST, id)
-		cancel()
+		id := fmt.Sprintf("%s-%d", o.name, n) // traders are paused, never restarted
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.eu+"/v1/orders", &orderBody{id: id, dt: dt, stall: o.stall})
 		if err != nil {
-			continue
+			return
 		}
-		granted := time.Now()
-		ep, _ := p.Endpoint(tk.Endpoint)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ep.Services[pathdialer.ServiceREST]+"/order", nil)
-		req.Header.Set("X-Fencing-Token", strconv.FormatUint(tk.Generation, 10))
-		req.Header.Set("X-Trader", o.name)
-		req.Header.Set("X-Order-ID", id)
-		req.Header.Set("X-Granted", granted.Format(time.RFC3339Nano))
-		if !tk.ValidUntil.IsZero() {
-			req.Header.Set("X-Valid-Until", tk.ValidUntil.Format(time.RFC3339Nano))
-		}
-		if tk.Valid() != nil {
-			tk.Done() // not sent
-			continue
-		}
-		if o.stall > 0 {
-			time.Sleep(o.stall) // a pause here is one only a token-checking broker can catch
-		}
-		resp, err := clients[tk.Endpoint].Do(req)
+		req.Header.Set(apiKeyHeader, key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
 		if err != nil {
-			if errors.Is(err, pathdialer.ErrFenced) || errors.Is(err, pathdialer.ErrSwitched) {
-				tk.Done()
-			} else {
-				tk.Unknown(err)
-			}
-			continue
+			continue // not sent, halted, or unknown: the transport settled the ticket
 		}
+		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
-		tk.Done()
 	}
 }
