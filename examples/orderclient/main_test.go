@@ -140,7 +140,7 @@ func TestDemoReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	for _, want := range []string{"<svg", "SWITCHED", "peak handshakes/s at us", "resumed from sequence", "95% of 20 WS clients on us", "Error rates", "held "} {
+	for _, want := range []string{"<svg", "SWITCHED", "· seed 7 ·", "peak handshakes/s at us", "resumed from sequence", "95% of 20 WS clients on us", "Error rates", "held "} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -156,7 +156,7 @@
 //	        region B fences the region of the previous logon, before its session
 //	        is reset.
 //	Tokens  off (default): tokens are ignored (audited when sent).
-//	        checked: every order carries a positive integer token, REST header
+//	        checked: every order carries a non-negative integer token, REST header
 //	        X-Fencing-Token (TokenHeader), FIX tag 9901 (TokenTag). The broker
 //	        keeps ONE highest token for the account (the book is one, so the
 //	        check is account-wide, not per region) and rejects a lower token
