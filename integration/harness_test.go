@@ -53,15 +53,14 @@ type env struct {
 	backup  string
 }
 
-// testTiming is demo timing made a little more tolerant of a loaded machine
-// (-race, tests in parallel): probes every 200 ms with a 150 ms timeout,
-// DOWN after 2 failures, failback after a 1.5 s cooldown and 3 successes.
+// testTiming is demo timing (probes every 300 ms, 250 ms timeout, DOWN after
+// 2 failures) with failback after a 1.5 s cooldown and 3 successes.
 func testTiming() orderflow.Timing {
 	tm := orderflow.DefaultTiming()
-	tm.ProbeInterval = 200 * time.Millisecond
-	tm.ProbeTimeout = 170 * time.Millisecond
+	tm.ProbeInterval = 300 * time.Millisecond
+	tm.ProbeTimeout = 250 * time.Millisecond
 	tm.ProbeJitter = 20 * time.Millisecond
-	tm.MaxHealthAge = 1500 * time.Millisecond
+	tm.MaxHealthAge = 2 * time.Second
 	tm.Cooldown = 1500 * time.Millisecond
 	tm.FailbackSuccessThreshold = 3
 	tm.FlapLimit = 6

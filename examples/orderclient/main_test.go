@@ -14,11 +14,9 @@ import (
 
 func testOptions(fault string) options {
 	// Demo timing made tolerant of a loaded machine (-race, other tests):
-	// a 170 ms probe timeout instead of 110 ms, failback after 3 successes.
+	// failback after 3 successes.
 	tm := orderflow.DefaultTiming()
 	tm.Cooldown = 2 * time.Second
-	tm.ProbeInterval, tm.ProbeTimeout = 200*time.Millisecond, 170*time.Millisecond
-	tm.MaxHealthAge = 1500 * time.Millisecond
 	tm.FailbackSuccessThreshold = 3
 	return options{fault: fault, seed: 7, phase: 1500 * time.Millisecond, timing: &tm, apiKey: "demo-secret-key-0123456789"}
 }
