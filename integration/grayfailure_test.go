@@ -60,10 +60,30 @@ func grayFailure(t *testing.T, kind string, why string) {
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu")
 
 	// The claim: zero orders sent to eu while it was still broken, after the
-	// first failover. (Orders in flight at the switch were sent before it.)
+	// first failover. A copy sent before the switch that reaches eu after it
+	// (held on the way: a late landing, which finish() checks) was not sent
+	// after the failover: a booking attempt on eu counts when its order had
+	// an attempt sent after the switch and before the booking (or is not the
+	// client's at all).
+	attempts := map[string][]orderflow.Attempt{}
+	for _, o := range e.c.Orders() {
+		attempts[o.ClOrdID] = o.Attempts
+	}
+	sentAfterSwitch := func(r simbroker.Record) bool {
+		as, ok := attempts[r.ClientOrderID]
+		if !ok {
+			return true
+		}
+		for _, a := range as {
+			if a.Sent && a.At.After(firstSwitch) && !a.At.After(r.Time) {
+				return true
+			}
+		}
+		return false
+	}
 	var onEU simbroker.AuditLog
 	for _, r := range e.b.Audit().Orders() {
-		if r.Region == e.primary && r.Time.After(firstSwitch) && r.Time.Before(recoverAt) {
+		if r.Region == e.primary && r.Time.After(firstSwitch) && r.Time.Before(recoverAt) && sentAfterSwitch(r) {
 			onEU = append(onEU, r)
 		}
 	}
