@@ -79,16 +79,17 @@ type broker struct {
 	relays   map[string]*faultnet.Relay // region → relay
 	probes   map[string]quickfix.SessionID
 
-	mu        sync.Mutex
-	book      map[string]string // ClOrdID → OrdStatus
-	audit     []received
-	logons    []received // MsgType "A", PossDup = ResetSeqNumFlag
-	connOf    map[quickfix.SessionID]net.Conn
-	regionOf  map[quickfix.SessionID]string
-	loggedOn  map[quickfix.SessionID]bool
-	changed   chan struct{}
-	onOrder   func(b *broker, sym string) // called under no lock before answering
-	resendReq atomic.Int64
+	mu         sync.Mutex
+	book       map[string]string // ClOrdID → OrdStatus
+	statusReqs map[string]int    // ClOrdID → OrderStatusRequests received
+	audit      []received
+	logons     []received // MsgType "A", PossDup = ResetSeqNumFlag
+	connOf     map[quickfix.SessionID]net.Conn
+	regionOf   map[quickfix.SessionID]string
+	loggedOn   map[quickfix.SessionID]bool
+	changed    chan struct{}
+	onOrder    func(b *broker, sym string) // called under no lock before answering
+	resendReq  atomic.Int64
 	// rejectLogon, when it holds a non-empty string, refuses every logon
 	// with a Logout carrying that text.
 	rejectLogon atomic.Value
@@ -106,7 +107,7 @@ func newBroker(t *testing.T, clients map[string]string) *broker {
 func newBrokerTLS(t *testing.T, clients map[string]string, serverTLS, clientTLS *tls.Config) *broker {
 	t.Helper()
 	b := &broker{t: t, relays: map[string]*faultnet.Relay{}, probes: map[string]quickfix.SessionID{},
-		book: map[string]string{}, connOf: map[quickfix.SessionID]net.Conn{}, regionOf: map[quickfix.SessionID]string{},
+		book: map[string]string{}, statusReqs: map[string]int{}, connOf: map[quickfix.SessionID]net.Conn{}, regionOf: map[quickfix.SessionID]string{},
 		loggedOn: map[quickfix.SessionID]bool{}, changed: make(chan struct{})}
 	port := freePort(t)
 	st := quickfix.NewSettings()
@@ -279,6 +280,13 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		}
 		b.mu.Lock()
 		b.audit = append(b.audit, received{ClOrdID: clOrdID, MsgType: mt, Region: region, PossDup: possDup, Token: token})
+		if strings.HasPrefix(sym, "STUCK") {
+			// STUCK…: held in the broker's gateway, neither booked nor
+			// answered (until the test books it: a late landing).
+			b.notify()
+			b.mu.Unlock()
+			return nil
+		}
 		b.book[clOrdID] = status
 		hook := b.onOrder
 		b.notify()
@@ -291,6 +299,7 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		}
 	case "H":
 		b.mu.Lock()
+		b.statusReqs[clOrdID]++
 		status, ok := b.book[clOrdID]
 		b.mu.Unlock()
 		if !ok {
@@ -328,6 +337,20 @@ func (b *broker) execReport(sid quickfix.SessionID, clOrdID, ordStatus, rejReaso
 	if err := quickfix.SendToTarget(m, sid); err != nil {
 		b.t.Logf("broker: exec report: %v", err)
 	}
+}
+
+// bookLate books an order the gateway held (a late landing).
+func (b *broker) bookLate(clOrdID, ordStatus string) {
+	b.mu.Lock()
+	b.book[clOrdID] = ordStatus
+	b.mu.Unlock()
+}
+
+// statusRequests counts the OrderStatusRequests the broker received for clOrdID.
+func (b *broker) statusRequests(clOrdID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.statusReqs[clOrdID]
 }
 
 // orders returns what the broker received for clOrdID.
@@ -390,6 +413,7 @@ type harnessOpts struct {
 	tls       bool
 	recOpts   fix.ReconcileOptions
 	opts      fix.Options // merged over the harness's own (Sequence, Reconciler, StopGrace, TLSConfig)
+	cfg       func(*pathdialer.Config)
 }
 
 func newHarness(t *testing.T, ho harnessOpts) *harness {
@@ -442,6 +466,9 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		return s, err
 	}
 	cfg.OnEvent = h.events.Hook
+	if ho.cfg != nil {
+		ho.cfg(&cfg)
+	}
 	p := pathtest.Start(t, cfg)
 	h.path = p
 

@@ -88,7 +88,9 @@ type Initiator struct {
 	waiters map[string]chan answer            // by ClOrdID: reconcile waiting for a status answer
 	mass    map[string]chan *quickfix.Message // by MassStatusReqID: reconcile waiting for a mass status
 	recent  recentAnswers                     // last answers, for orders answered after they were handed over
-	refs    sentRefs                          // (session, MsgSeqNum) of sent orders and status requests
+	// provisional: orders settled NOT_RECEIVED, kept for the Path's re-query
+	provisional provisionalOrders
+	refs        sentRefs // (session, MsgSeqNum) of sent orders and status requests
 	// unsupported: sessions (on an endpoint) whose counterparty answered an
 	// OrderStatusRequest with "unsupported message type".
 	unsupported map[unsupportedKey]string
