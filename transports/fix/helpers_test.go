@@ -399,6 +399,7 @@ type harness struct {
 	down   map[string]*atomic.Bool
 	events *pathtest.Events
 	recs   chan []pathdialer.Settlement
+	rec    *fix.Reconciler
 
 	fixMu  sync.Mutex
 	fixEvs []string // the Initiator's events, for failure reports
@@ -454,6 +455,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	}
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second
+	h.rec = rec
 	rf := pathdialer.ReconcileFunc(rec.Reconcile)
 	if ho.reconcile != nil {
 		rf = ho.reconcile(rec)

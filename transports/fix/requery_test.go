@@ -2,12 +2,15 @@ package fix_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/fix"
 )
 
 // An order the broker's gateway holds (neither booked nor answered) is cut
@@ -80,5 +83,50 @@ func TestProvisionalNotReceivedIsRequeried(t *testing.T) {
 				t.Fatalf("MayResend after the re-query = %+v", r)
 			}
 		})
+	}
+}
+
+// The Reconciler's side of a re-query, called directly (the Path's own
+// re-query is an hour away): it asks again about an order it settled
+// NOT_RECEIVED, finds a late booking, waits for a logon no longer than
+// AnswerTimeout (a re-query runs while flow is open and is retried later), and
+// forgets the order once a re-query settled it.
+func TestReconcilerRequery(t *testing.T) {
+	h := newHarness(t, harnessOpts{
+		cfg:     func(c *pathdialer.Config) { c.Quarantine = time.Hour },
+		recOpts: fix.ReconcileOptions{AnswerTimeout: 500 * time.Millisecond},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := uniq("stuck-")
+	if err := h.in.SendOrder(ctx, order(id, "STUCK"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the order at the broker's gateway", func() bool { return len(h.b.received(id)) == 1 })
+	if err := h.b.relays["eu"].SetFault(faultnet.Reset()); err != nil {
+		t.Fatal(err)
+	}
+	if s := settlementsByID(h.waitReconcile(t))[id]; s.Fate != pathdialer.FateNotReceived {
+		t.Fatalf("settle reconcile: %+v, want NOT_RECEIVED", s)
+	}
+	h.waitLogon(t, "eu", 5*time.Second)
+	requery := func(to string) ([]pathdialer.Settlement, error) {
+		return h.rec.Reconcile(ctx, pathdialer.Reconciliation{From: to, To: to, Reason: pathdialer.ReasonRequery, Service: pathdialer.ServiceFIX,
+			Tickets: []pathdialer.TicketInfo{{OrderID: id, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded}}})
+	}
+	// The session is not on "us": the re-query gives up after AnswerTimeout,
+	// long before its context ends, and keeps the order.
+	if _, err := requery("us"); !errors.Is(err, fix.ErrReconcileIncomplete) || ctx.Err() != nil {
+		t.Fatalf("re-query through an endpoint the session is not on: %v (ctx %v)", err, ctx.Err())
+	}
+	h.b.bookLate(id, "2")
+	s, err := requery("eu")
+	if err != nil || len(s) != 1 || s[0].Fate != pathdialer.FateFilled {
+		t.Fatalf("re-query after the late booking = %+v, %v, want FILLED", s, err)
+	}
+	// Settled by a re-query: the record is gone (bounded memory).
+	s, err = requery("eu")
+	if err == nil || len(s) != 1 || s[0].Fate != pathdialer.FateUndetermined || !strings.Contains(s[0].Detail, "no record") {
+		t.Fatalf("re-query of an order already settled by a re-query = %+v, %v", s, err)
 	}
 }
