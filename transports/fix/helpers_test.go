@@ -74,7 +74,7 @@ type received struct {
 // broker is a real quickfix acceptor (one shared book and session state) behind
 // one faultnet relay per region: a broker that shares its session across regions.
 type broker struct {
-	t        *testing.T
+	t        testing.TB
 	acceptor *quickfix.Acceptor
 	relays   map[string]*faultnet.Relay // region → relay
 	probes   map[string]quickfix.SessionID
@@ -97,14 +97,14 @@ type broker struct {
 
 // newBroker starts an acceptor for the given initiator-side sessions (their
 // SenderCompIDs, with the BeginString) and one probe session per region.
-func newBroker(t *testing.T, clients map[string]string) *broker {
+func newBroker(t testing.TB, clients map[string]string) *broker {
 	t.Helper()
 	return newBrokerTLS(t, clients, nil, nil)
 }
 
 // newBrokerTLS is newBroker with a TLS acceptor (serverTLS) and the client
 // configuration the warm-up probe uses.
-func newBrokerTLS(t *testing.T, clients map[string]string, serverTLS, clientTLS *tls.Config) *broker {
+func newBrokerTLS(t testing.TB, clients map[string]string, serverTLS, clientTLS *tls.Config) *broker {
 	t.Helper()
 	b := &broker{t: t, relays: map[string]*faultnet.Relay{}, probes: map[string]quickfix.SessionID{},
 		book: map[string]string{}, statusReqs: map[string]int{}, connOf: map[quickfix.SessionID]net.Conn{}, regionOf: map[quickfix.SessionID]string{},
@@ -175,7 +175,7 @@ func newBrokerTLS(t *testing.T, clients map[string]string, serverTLS, clientTLS 
 	return b
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -417,7 +417,7 @@ type harnessOpts struct {
 	cfg       func(*pathdialer.Config)
 }
 
-func newHarness(t *testing.T, ho harnessOpts) *harness {
+func newHarness(t testing.TB, ho harnessOpts) *harness {
 	t.Helper()
 	if ho.begin == "" {
 		ho.begin = "FIX.4.4"
@@ -506,7 +506,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	return h
 }
 
-func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
+func (h *harness) waitLogon(t testing.TB, endpoint string, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -521,13 +521,13 @@ func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
 }
 
 // waitEvent waits (bounded) for an event of kind.
-func (h *harness) waitEvent(t *testing.T, kind pathdialer.EventKind) pathdialer.Event {
+func (h *harness) waitEvent(t testing.TB, kind pathdialer.EventKind) pathdialer.Event {
 	t.Helper()
 	return h.events.Wait(t, h.path, kind)
 }
 
 // eventually polls cond every 5 ms for up to d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -575,7 +575,7 @@ func (nopApp) FromApp(*quickfix.Message, quickfix.SessionID) quickfix.MessageRej
 
 // testTLS returns a server configuration with a fresh self-signed certificate
 // for 127.0.0.1 and a client configuration that trusts only it.
-func testTLS(t *testing.T) (server, client *tls.Config) {
+func testTLS(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -615,7 +615,7 @@ func logFactory() quickfix.LogFactory {
 
 // waitReconcile waits (bounded) for a successful reconcile and returns its
 // settlements; on timeout it reports the Path's recent events.
-func (h *harness) waitReconcile(t *testing.T) []pathdialer.Settlement {
+func (h *harness) waitReconcile(t testing.TB) []pathdialer.Settlement {
 	t.Helper()
 	select {
 	case s := <-h.recs:
@@ -631,7 +631,7 @@ func (h *harness) waitReconcile(t *testing.T) []pathdialer.Settlement {
 
 // idlePathFor is a started Path over the broker's two regions whose probes
 // always succeed.
-func idlePathFor(t *testing.T, b *broker) *pathdialer.Path {
+func idlePathFor(t testing.TB, b *broker) *pathdialer.Path {
 	t.Helper()
 	cfg := pathtest.FastConfig([]pathdialer.Endpoint{
 		{Name: "eu", Region: "eu-west", Primary: true, Services: map[string]string{"fix": b.relays["eu"].Addr()}},
