@@ -39,7 +39,11 @@ import (
 const DefaultQuarantine = 10 * time.Second
 
 // ReasonRequery is Reconciliation.Reason for the Path's own re-query of
-// provisional NOT_RECEIVED verdicts.
+// provisional NOT_RECEIVED verdicts. With Config.Reconcilers each service's
+// function is re-queried on its own, with only its service's orders and
+// Reconciliation.Service set, and with its own backoff: one that fails keeps
+// only its own verdicts provisional. The re-query also runs while a switch's
+// reconcile is still retrying, for the services whose own reconcile succeeded.
 const ReasonRequery = "re-query provisional not-received"
 
 // ErrOrderNotTracked: MayResend was asked about an order the Path holds no

@@ -117,6 +117,15 @@ func (r *Reconciler) unbind(in *Initiator) {
 // logged on to rec.To, or, unless AcceptUndetermined, while any order's fate
 // is still unknown at the deadline. Status requests are sent directly: they are
 // never held by the gate.
+//
+// Re-queries: the orders it settles NOT_RECEIVED are remembered (their
+// session, symbol and side; at most 65536, oldest forgotten first) so that
+// the Path's own re-query of a provisional verdict after Config.Quarantine
+// (rec.Reason pathdialer.ReasonRequery) asks the broker about them again and
+// finds a late booking. A re-query forgets the orders it settles (the Path's
+// verdict is then final), and waits at most AnswerTimeout for the session to
+// be logged on to rec.To: it runs while flow is open, and the Path retries a
+// failed one later.
 func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var tickets []pathdialer.TicketInfo
 	for _, t := range rec.Tickets {
