@@ -44,6 +44,10 @@ import (
 
 const childEnv = "BROKERPATH_RESTPARITY_CHILD"
 
+// postsAsReads sends brokerpath's POSTs down the read path (no order ID, no
+// ticket), to tell the submission path's cost from the rest.
+var postsAsReads bool
+
 // bareTracked gives the bare transport the Path's tracked dialer (to tell the
 // transport's cost from the tracked connection's).
 var bareTracked bool
@@ -65,6 +69,7 @@ func main() {
 	phase := flag.Duration("phase", 300*time.Millisecond, "duration of one phase of a round")
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&postsAsReads, "posts-as-reads", false, "treat brokerpath's POSTs as reads (isolates the submission path's cost)")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
 	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
 	flag.Parse()
@@ -257,7 +262,11 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	if bareTracked {
 		bareRT.DialContext = path.EndpointDialer("eu")
 	}
-	bpRT, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle})
+	bpOpts := rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle}
+	if postsAsReads {
+		bpOpts.IsSubmission = func(*http.Request) bool { return false }
+	}
+	bpRT, err := rest.NewTransport(path, bpOpts)
 	if err != nil {
 		return bare, bp, nil, err
 	}
