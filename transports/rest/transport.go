@@ -260,8 +260,7 @@ func aimed(r *http.Request, ec *endpointClient) bool {
 // host.
 func (t *Transport) aim(r *http.Request, ec *endpointClient) {
 	if aimed(r, ec) {
-		r.Host = ""
-		return
+		return // r.Host is empty or the endpoint's own: the same Host header
 	}
 	p := r.URL.Path
 	if src, ok := t.hostToEP[strings.ToLower(r.URL.Host)]; ok && src.base.Path != "" {
