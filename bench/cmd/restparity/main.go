@@ -65,8 +65,8 @@ func main() {
 		serve()
 		return
 	}
-	rounds := flag.Int("rounds", 16, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
-	phase := flag.Duration("phase", 300*time.Millisecond, "duration of one phase of a round")
+	rounds := flag.Int("rounds", 48, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
+	phase := flag.Duration("phase", 100*time.Millisecond, "duration of one phase of a round")
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&postsAsReads, "posts-as-reads", false, "treat brokerpath's POSTs as reads (isolates the submission path's cost)")
@@ -294,7 +294,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	var seq atomic.Uint64
 	// warm up: connections, TLS sessions, pools
 	for _, rt := range []http.RoundTripper{bareRT, bpRT} {
-		if _, err := load(c, rt, base, &seq, phase/2); err != nil {
+		if _, err := load(c, rt, base, &seq, max(phase, 200*time.Millisecond)); err != nil {
 			return bare, bp, nil, err
 		}
 	}
