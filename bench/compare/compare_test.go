@@ -40,6 +40,9 @@ func TestQuickComparison(t *testing.T) {
 		if v := must(row + "/unknown_resent"); v != 0 {
 			t.Errorf("brokerpath (%s) resent %v orders of unknown outcome", proto, v)
 		}
+		if v := must("rest/brokerpath rest.Transport, 150ms per order (" + proto + ")/unknown_resent"); v != 0 {
+			t.Errorf("brokerpath with 150 ms orders (%s) resent %v orders of unknown outcome", proto, v)
+		}
 		if v := must(row + "/slow_resent"); v != 0 {
 			t.Errorf("brokerpath (%s) resent %v orders to a slow primary", proto, v)
 		}
