@@ -17,6 +17,20 @@ import (
 // to Admit.
 var ErrIdentityMismatch = errors.New("engine: endpoint identity mismatch")
 
+// ErrJurisdiction marks an endpoint refused because it lies outside
+// Config.TargetJurisdictions (Assign), and a jurisdiction written so that it
+// could never match (Register, SetJurisdiction: leading or trailing white space).
+var ErrJurisdiction = errors.New("engine: jurisdiction rule")
+
+// checkJurisdiction refuses a jurisdiction that could never compare equal to a
+// valid rule entry: one with leading or trailing white space. Blank means none.
+func checkJurisdiction(j string) error {
+	if strings.TrimSpace(j) != j {
+		return fmt.Errorf("%w: jurisdiction %q has leading or trailing white space; jurisdictions are compared exactly as written", ErrJurisdiction, j)
+	}
+	return nil
+}
+
 // Admit records the result of an identity check of the named endpoint (run by
 // the caller, e.g. an authenticated account query compared with the expected
 // account):
@@ -49,26 +63,106 @@ func (m *Manager) Admit(name string, result error) (Status, error) {
 }
 
 // SetJurisdiction records the jurisdiction an endpoint lies in (for example "EU",
-// "UK", "US"). With Config.TargetJurisdictions set, a failover target must lie in
-// one of them; the primary is always a valid failback target.
+// "UK", "US"), replacing Endpoint.Jurisdiction. With Config.TargetJurisdictions
+// set, a failover target must lie in one of them (compared exactly as written);
+// the primary is always a valid failback target. It refuses a jurisdiction with
+// leading or trailing white space (ErrJurisdiction).
 func (m *Manager) SetJurisdiction(name, jurisdiction string) error {
+	if err := checkJurisdiction(jurisdiction); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	es, ok := m.byName[name]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
 	}
-	es.jurisdiction = strings.TrimSpace(jurisdiction)
+	es.jurisdiction = jurisdiction
 	return nil
 }
 
-// admittedLocked: not proven to front another account, and verified when
-// verification is required.
+// validateJurisdictionsLocked: every rule entry names a jurisdiction some
+// endpoint lies in, every backup has a jurisdiction, and one backup satisfies
+// the rule.
+func (m *Manager) validateJurisdictionsLocked() error {
+	rule := m.cfg.TargetJurisdictions
+	if len(rule) == 0 {
+		return nil
+	}
+	for _, j := range rule {
+		if !slices.ContainsFunc(m.eps, func(es *endpointState) bool { return es.jurisdiction == j }) {
+			return fmt.Errorf("%w: TargetJurisdictions names %q, which no registered endpoint lies in (jurisdictions are compared exactly as written)", ErrInvalidConfig, j)
+		}
+	}
+	ok := false
+	for _, es := range m.eps {
+		if es == m.primary {
+			continue
+		}
+		if es.jurisdiction == "" {
+			return fmt.Errorf("%w: backup %q has no jurisdiction, but TargetJurisdictions %v is set: it could never be a target", ErrInvalidConfig, es.ep.Name, rule)
+		}
+		ok = ok || slices.Contains(rule, es.jurisdiction)
+	}
+	if !ok {
+		return fmt.Errorf("%w: no backup lies in the allowed jurisdictions %v: failover could never happen", ErrInvalidConfig, rule)
+	}
+	return nil
+}
+
+// verifiedLocked: verified, and not longer ago than VerificationMaxAge.
+func (m *Manager) verifiedLocked(es *endpointState, now time.Time) bool {
+	if !es.verified {
+		return false
+	}
+	return m.cfg.VerificationMaxAge <= 0 || now.Sub(es.verifiedAt) < m.cfg.VerificationMaxAge
+}
+
+// admittedLocked: not proven to front another account, and verified (within
+// VerificationMaxAge) when verification is required.
 func (m *Manager) admittedLocked(es *endpointState) bool {
 	if es.mismatch {
 		return false
 	}
-	return es.verified || !m.cfg.RequireAdmission
+	return !m.cfg.RequireAdmission || m.verifiedLocked(es, m.clock.Now())
+}
+
+// switchVerifiedLocked: admission proved recently enough to switch to it.
+func (m *Manager) switchVerifiedLocked(es *endpointState, now time.Time) bool {
+	if !m.cfg.RequireAdmission || m.cfg.SwitchVerificationAge <= 0 {
+		return true
+	}
+	return m.verifiedLocked(es, now) && now.Sub(es.verifiedAt) < m.cfg.SwitchVerificationAge
+}
+
+// refusalLocked says why name may not carry orders (for Assign): it fronts
+// another account, or lies outside the allowed jurisdictions. nil otherwise.
+func (m *Manager) refusalLocked(es *endpointState) error {
+	if es.mismatch {
+		return fmt.Errorf("%w: %q was found fronting another account: %v", ErrIdentityMismatch, es.ep.Name, es.identityErr)
+	}
+	if !m.jurisdictionOKLocked(es) {
+		j := es.jurisdiction
+		if j == "" {
+			j = "(none)"
+		}
+		return fmt.Errorf("%w: %q lies in %s, outside the allowed %v", ErrJurisdiction, es.ep.Name, j, m.cfg.TargetJurisdictions)
+	}
+	return nil
+}
+
+// Admissible returns nil when name may carry orders as far as admission goes,
+// or an error wrapping ErrIdentityMismatch (the last conclusive identity check
+// found another account) or ErrJurisdiction (outside Config.TargetJurisdictions),
+// or ErrUnknownEndpoint. It says nothing about health.
+func (m *Manager) Admissible(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	return m.refusalLocked(es)
 }
 
 // jurisdictionOKLocked: the primary always; others when no rule is set or their
@@ -101,17 +195,23 @@ func (m *Manager) admissionNoteLocked(es *endpointState) string {
 	switch {
 	case es.mismatch:
 		return fmt.Sprintf("HEALTHY but identity mismatch: %v", es.identityErr)
-	case m.cfg.RequireAdmission && !es.verified:
-		if es.identityErr != nil {
-			return fmt.Sprintf("HEALTHY but identity never verified (last check: %v)", es.identityErr)
+	case m.cfg.RequireAdmission && !m.verifiedLocked(es, m.clock.Now()):
+		what := "never verified"
+		if es.verified {
+			what = fmt.Sprintf("verified %v ago, longer than VerificationMaxAge %v", m.clock.Now().Sub(es.verifiedAt), m.cfg.VerificationMaxAge)
 		}
-		return "HEALTHY but identity never verified"
+		if es.identityErr != nil {
+			return fmt.Sprintf("HEALTHY but identity %s (last check: %v)", what, es.identityErr)
+		}
+		return "HEALTHY but identity " + what
 	case !m.jurisdictionOKLocked(es):
 		j := es.jurisdiction
 		if j == "" {
 			j = "(none)"
 		}
 		return fmt.Sprintf("HEALTHY but jurisdiction %s is outside the allowed %v", j, m.cfg.TargetJurisdictions)
+	case !m.switchVerifiedLocked(es, m.clock.Now()):
+		return fmt.Sprintf("HEALTHY but identity verified %v ago: a switch needs a verification younger than %v (re-check it)", m.clock.Now().Sub(es.verifiedAt), m.cfg.SwitchVerificationAge)
 	}
 	return ""
 }

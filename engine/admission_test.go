@@ -94,12 +94,12 @@ func TestActiveIdentityMismatchWarrantsFailover(t *testing.T) {
 // chosen; the EU one is; with only the US healthy, the halt says so and names the
 // read-only candidate for a degraded mode. The primary is always a failback target.
 func TestJurisdictionPairs(t *testing.T) {
-	epEU2 := engine.Endpoint{Name: "eu2", Address: "https://eu2.broker.example", Region: "eu-central-1", Priority: 20}
-	m, _, pt := fixture(t, func(c *engine.Config) { c.TargetJurisdictions = []string{"EU"} }, epEU, epUS, epEU2)
-	for name, j := range map[string]string{"eu": "EU", "us": "US", "eu2": "EU"} {
-		if err := m.SetJurisdiction(name, j); err != nil {
-			t.Fatal(err)
-		}
+	epEU2 := engine.Endpoint{Name: "eu2", Address: "https://eu2.broker.example", Region: "eu-central-1", Priority: 20, Jurisdiction: "EU"}
+	eu, us := epEU, epUS
+	eu.Jurisdiction, us.Jurisdiction = "EU", "US"
+	m, _, pt := fixture(t, func(c *engine.Config) { c.TargetJurisdictions = []string{"EU"} }, eu, us, epEU2)
+	if st, _ := m.Status("us"); st.Jurisdiction != "US" {
+		t.Fatalf("registered jurisdiction not kept: %q", st.Jurisdiction)
 	}
 	mustProbe(t, m, "us")
 	mustProbe(t, m, "eu2")

@@ -8,8 +8,11 @@ import (
 // Assign records a switch decided elsewhere — by a coordinator that runs its own
 // Manager on a quorum's view and hands out generations as fencing tokens — and
 // makes name the active endpoint under generation. It does not check health: the
-// coordinator already did. It refuses an unknown endpoint (ErrUnknownEndpoint)
-// and a generation that does not move forward (ErrStaleGeneration). Assigning the
+// coordinator already did. It refuses an unknown endpoint (ErrUnknownEndpoint),
+// a generation that does not move forward (ErrStaleGeneration), and an endpoint
+// this Manager knows cannot carry the account's orders: found fronting another
+// account (ErrIdentityMismatch) or outside Config.TargetJurisdictions
+// (ErrJurisdiction). A refused Assign changes nothing. Assigning the
 // active endpoint again with a higher generation only advances the generation
 // (no switch is recorded). A recorded switch counts towards cooldown and the flap
 // limiter like any other and appears in History with Outcome Switched.
@@ -25,6 +28,9 @@ func (m *Manager) Assign(name string, generation uint64, note string) (Decision,
 	}
 	if generation <= m.gen {
 		return Decision{}, fmt.Errorf("%w: generation %d is not after the current %d", ErrStaleGeneration, generation, m.gen)
+	}
+	if err := m.refusalLocked(es); err != nil {
+		return Decision{}, fmt.Errorf("engine: Assign refused: %w", err)
 	}
 	now := m.clock.Now()
 	d := Decision{At: now, From: m.active.ep.Name, To: name}

@@ -107,3 +107,15 @@ func BenchmarkParallel_ProbeObserveEvaluate(b *testing.B) {
 		}
 	})
 }
+
+// A live-traffic report (what every order's outcome costs the engine when the
+// runtime does not coalesce it). Target: no allocation.
+func BenchmarkObserveTraffic(b *testing.B) {
+	m := benchManager(b, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.ObserveTraffic("us", nil, time.Millisecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -23,6 +23,10 @@ type Endpoint struct {
 	// Primary marks the preferred endpoint: active at start and the failback target.
 	// Exactly one endpoint must be primary.
 	Primary bool
+	// Jurisdiction the endpoint lies in ("EU", "UK", "US"), compared with
+	// Config.TargetJurisdictions exactly as written (case-sensitive). Optional;
+	// Register refuses one with leading or trailing white space.
+	Jurisdiction string
 }
 
 // ProbeFunc checks one endpoint over the path orders actually take (authenticated,
@@ -77,16 +81,65 @@ type Config struct {
 	// excludes an endpoint.
 	RequireAdmission bool
 	// TargetJurisdictions, when set, lists the jurisdictions a failover target
-	// may lie in (Manager.SetJurisdiction); the primary is always a valid
-	// failback target. Empty means any.
+	// may lie in (Endpoint.Jurisdiction or Manager.SetJurisdiction); the primary
+	// is always a valid failback target. Empty means any. Entries are compared
+	// exactly as written: blank or white-space-padded entries are refused, and
+	// Manager.Validate refuses a rule that names a jurisdiction no registered
+	// endpoint lies in, a backup without a jurisdiction, and a rule no backup
+	// satisfies.
 	TargetJurisdictions []string
+
+	// --- evidence freshness for admission (identity) ---
+
+	// VerificationMaxAge: a verification (Manager.Admit with nil) older than
+	// this no longer counts: with RequireAdmission the endpoint is not a target
+	// until it is verified again (Status.VerificationExpired). 0 = verifications
+	// never expire. Must be >= 0.
+	VerificationMaxAge time.Duration
+	// SwitchVerificationAge: with RequireAdmission, a switch (failover,
+	// failback) makes an endpoint active only if its verification is younger
+	// than this. An older one is stale evidence: the decision lists the
+	// endpoint in Decision.Stale so the caller re-checks it before switching.
+	// 0 = no extra requirement. Must be >= 0.
+	SwitchVerificationAge time.Duration
+
+	// --- gray failures and bounces ---
+
+	// BounceWindow: a failover away from an endpoint within this long after a
+	// failback to it is a bounce. Every bounce within FlapWindow multiplies
+	// the endpoint's failback cooldown by BounceFactor (at most
+	// MaxFailbackCooldown). 0 = bounces are not counted. Must be >= 0.
+	BounceWindow time.Duration
+	// BounceFactor multiplies the failback cooldown per bounce. Must be >= 1
+	// when BounceWindow is set.
+	BounceFactor int
+	// MaxFailbackCooldown bounds the multiplied cooldown; a bound below
+	// Cooldown leaves Cooldown unmultiplied. Must be >= 0.
+	MaxFailbackCooldown time.Duration
+	// FlapBounces bounces of one endpoint within FlapWindow trip the flap
+	// limiter whatever FlapLimit says. 0 = off. Must be >= 0.
+	FlapBounces int
+	// GrayFailbackWait: an endpoint taken DOWN by live-traffic evidence while
+	// its probe passed (a gray failure: the probe cannot see what breaks the
+	// orders) comes back only on trade-path evidence (ObserveTradePath,
+	// or live traffic succeeding), or after this wait times the number of
+	// times it was taken out that way (at most MaxGrayFailbackWait), counted
+	// from when it was taken out. 0 = no wait: the next probe success clears
+	// it. Must be >= 0.
+	GrayFailbackWait time.Duration
+	// MaxGrayFailbackWait bounds the growing wait. Must be >= GrayFailbackWait.
+	MaxGrayFailbackWait time.Duration
 }
 
 // DefaultConfig returns a configuration in which every field but Probe is sane for a
 // monitor probing about once a second: Down after 3 consecutive failures, fresh for
 // 5 s, failback after 60 s of cooldown and 5 consecutive primary successes, at most
-// 3 switches in 10 minutes before failback is suppressed, a client-side fence
-// required, latency awareness off.
+// 3 switches in 10 minutes (or a second bounce) before failback is suppressed,
+// a failback cooldown doubled by every bounce up to 30 minutes, an endpoint
+// that failed on live traffic while its probe passed kept out for 5 minutes
+// per such failure (up to 1 hour) unless trade-path evidence clears it, a
+// client-side fence required, latency awareness off, verifications that never
+// expire.
 func DefaultConfig() Config {
 	return Config{
 		FailureThreshold:         3,
@@ -95,6 +148,12 @@ func DefaultConfig() Config {
 		FailbackSuccessThreshold: 5,
 		FlapLimit:                3,
 		FlapWindow:               10 * time.Minute,
+		BounceWindow:             5 * time.Minute,
+		BounceFactor:             2,
+		MaxFailbackCooldown:      30 * time.Minute,
+		FlapBounces:              2,
+		GrayFailbackWait:         5 * time.Minute,
+		MaxGrayFailbackWait:      time.Hour,
 	}
 }
 
@@ -121,6 +180,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: DegradedLatency is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.DegradedLatency)
 	case slices.ContainsFunc(c.TargetJurisdictions, func(j string) bool { return strings.TrimSpace(j) == "" }):
 		return fmt.Errorf("%w: TargetJurisdictions has a blank entry", ErrInvalidConfig)
+	case slices.ContainsFunc(c.TargetJurisdictions, func(j string) bool { return strings.TrimSpace(j) != j }):
+		return fmt.Errorf("%w: TargetJurisdictions has an entry with leading or trailing white space (%q); jurisdictions are compared exactly as written", ErrInvalidConfig, c.TargetJurisdictions)
+	case c.VerificationMaxAge < 0:
+		return fmt.Errorf("%w: VerificationMaxAge is %v, must be >= 0 (0 = never expires)", ErrInvalidConfig, c.VerificationMaxAge)
+	case c.SwitchVerificationAge < 0:
+		return fmt.Errorf("%w: SwitchVerificationAge is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SwitchVerificationAge)
+	case c.BounceWindow < 0:
+		return fmt.Errorf("%w: BounceWindow is %v, must be >= 0 (0 = bounces not counted)", ErrInvalidConfig, c.BounceWindow)
+	case c.BounceWindow > 0 && c.BounceFactor < 1:
+		return fmt.Errorf("%w: BounceFactor is %d, must be >= 1 when BounceWindow is set", ErrInvalidConfig, c.BounceFactor)
+	case c.MaxFailbackCooldown < 0:
+		return fmt.Errorf("%w: MaxFailbackCooldown is %v, must be >= 0", ErrInvalidConfig, c.MaxFailbackCooldown)
+	case c.FlapBounces < 0:
+		return fmt.Errorf("%w: FlapBounces is %d, must be >= 0 (0 = off)", ErrInvalidConfig, c.FlapBounces)
+	case c.GrayFailbackWait < 0:
+		return fmt.Errorf("%w: GrayFailbackWait is %v, must be >= 0", ErrInvalidConfig, c.GrayFailbackWait)
+	case c.MaxGrayFailbackWait < c.GrayFailbackWait:
+		return fmt.Errorf("%w: MaxGrayFailbackWait (%v) must be >= GrayFailbackWait (%v)", ErrInvalidConfig, c.MaxGrayFailbackWait, c.GrayFailbackWait)
 	case c.MaxDegradedDuration < 0:
 		return fmt.Errorf("%w: MaxDegradedDuration is %v, must be >= 0 (0 = never)", ErrInvalidConfig, c.MaxDegradedDuration)
 	}

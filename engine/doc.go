@@ -44,6 +44,27 @@
 //     step (NTP) neither releases nor extends a gate.
 //   - A Manager is safe for concurrent use. The probe runs outside the Manager's
 //     lock, so a slow probe never blocks an evaluation.
+//   - Probe evidence ([Manager.Probe], [Manager.Observe]) and live-traffic evidence
+//     ([Manager.ObserveTraffic], [Manager.ObserveTradePath]) are counted apart: a
+//     probe success never resets failed orders, an order success never cancels
+//     failed probes. Either count at the threshold makes the endpoint Down. A probe
+//     that never succeeded, or fails while live traffic succeeds, is reported as
+//     Status.BrokenProbe.
+//   - An endpoint taken Down by live traffic while its probe passed (a gray
+//     failure) is not brought back by probe successes: it needs trade-path evidence
+//     or a wait of Config.GrayFailbackWait per gray failure (bounded). Each bounce
+//     (a failover within Config.BounceWindow of a failback) multiplies the failback
+//     cooldown by Config.BounceFactor (bounded), and Config.FlapBounces bounces trip
+//     the flap limiter.
+//   - A decision that finds no target (or no failback) only because candidates'
+//     evidence is stale — not because anything failed — names them in
+//     Decision.Stale, so the caller can probe them at once instead of halting.
+//   - Admission: an endpoint found fronting another account ([Manager.Admit] with
+//     [ErrIdentityMismatch]) is never a target and is refused by [Manager.Assign];
+//     with Config.RequireAdmission it must be verified (within
+//     Config.VerificationMaxAge, and within Config.SwitchVerificationAge for a
+//     switch). With Config.TargetJurisdictions a failover target must lie in an
+//     allowed jurisdiction (Endpoint.Jurisdiction), compared exactly as written.
 //
 // Every switch increments the generation (Decision.Generation, [Manager.Generation]);
 // results that started under an older generation can be recognised and dropped by

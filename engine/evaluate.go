@@ -38,6 +38,10 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 	target := m.bestTargetLocked(now)
 	if target == nil {
 		d.Notes = append([]string{reason}, m.ineligibleNotesLocked(now)...)
+		d.Stale = m.staleCandidatesLocked(now)
+		if len(d.Stale) > 0 {
+			d.Notes = append(d.Notes, fmt.Sprintf("excluded only by stale evidence (not by a failure): %v; probe them at once before halting", d.Stale))
+		}
 		if act.state != Down && !act.mismatch {
 			d.Outcome = NoAction
 			d.Notes = append(d.Notes, fmt.Sprintf("no eligible target: staying on DEGRADED %q, which still answers", act.ep.Name))
@@ -85,9 +89,13 @@ func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 	}
 	d.To = prim.ep.Name
 	if m.switched {
-		if since := now.Sub(m.lastSwitch); since < m.cfg.Cooldown {
+		cool := m.failbackCooldownLocked(prim, now)
+		if since := now.Sub(m.lastSwitch); since < cool {
 			d.Outcome = CooldownActive
-			d.Notes = []string{fmt.Sprintf("cooldown: %v of %v since the last switch", since, m.cfg.Cooldown)}
+			d.Notes = []string{fmt.Sprintf("cooldown: %v of %v since the last switch", since, cool)}
+			if b := m.bouncesLocked(prim, now); b > 0 {
+				d.Notes = append(d.Notes, fmt.Sprintf("the cooldown is %v (Cooldown %v multiplied by %d per bounce, at most %v) because %q bounced %d time(s) within %v: failed over again within %v of a failback", cool, m.cfg.Cooldown, m.cfg.BounceFactor, m.cfg.MaxFailbackCooldown, prim.ep.Name, b, m.cfg.FlapWindow, m.cfg.BounceWindow))
+			}
 			return d, nil
 		}
 	}
@@ -96,9 +104,18 @@ func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 		d.Notes = []string{fmt.Sprintf("flap limiter tripped: %d switches within %v (limit %d); the primary %q is oscillating, a human should look at it", n, m.cfg.FlapWindow, m.cfg.FlapLimit, prim.ep.Name)}
 		return d, nil
 	}
-	if !m.eligibleLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {
+	if b := m.bouncesLocked(prim, now); m.cfg.FlapBounces > 0 && b >= m.cfg.FlapBounces {
+		d.Outcome = FlapSuppressed
+		d.Notes = []string{fmt.Sprintf("flap limiter tripped: the primary %q bounced %d times within %v (limit %d): failed over again within %v of a failback; a human should look at it", prim.ep.Name, b, m.cfg.FlapWindow, m.cfg.FlapBounces, m.cfg.BounceWindow)}
+		return d, nil
+	}
+	if !m.eligibleLocked(prim, now) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {
 		d.Outcome = PrimaryNotStable
 		d.Notes = []string{fmt.Sprintf("primary %q not yet stable: %s, %d of %d consecutive successes", prim.ep.Name, m.describeLocked(prim, now), prim.consecSucc, m.cfg.FailbackSuccessThreshold)}
+		if m.staleOnlyLocked(prim, now) && (prim.consecSucc >= m.cfg.FailbackSuccessThreshold || prim.state == Unknown || now.Sub(prim.lastSuccess) >= m.cfg.MaxHealthAge) {
+			d.Stale = []string{prim.ep.Name}
+			d.Notes = append(d.Notes, fmt.Sprintf("%q is held back only by stale evidence: probe it at once", prim.ep.Name))
+		}
 		return d, nil
 	}
 	if !m.cfg.BrokerFences && !fenceConfirmed {
@@ -111,6 +128,7 @@ func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 }
 
 func (m *Manager) switchLocked(target *endpointState, now time.Time, d *Decision) {
+	m.noteSwitchLocked(m.active, target, now)
 	m.active = target
 	m.gen++
 	m.lastSwitch = now
@@ -150,7 +168,13 @@ func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string
 	}
 	switch act.state {
 	case Down:
-		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (last: %v)", act.ep.Name, act.consecFail, act.lastErr)
+		if note := m.grayNoteLocked(act, now); note != "" {
+			return fmt.Sprintf("active endpoint %q is %s", act.ep.Name, note)
+		}
+		if act.trafficFail == 0 {
+			return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (last: %v)", act.ep.Name, act.consecFail, act.lastErr)
+		}
+		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (probe %d, live traffic %d; last: %v)", act.ep.Name, max(act.consecFail, act.trafficFail), act.consecFail, act.trafficFail, act.lastErr)
 	case Degraded:
 		if m.cfg.MaxDegradedDuration > 0 && now.Sub(act.lastResult) < m.cfg.MaxHealthAge {
 			if d := now.Sub(act.degradedSince); d >= m.cfg.MaxDegradedDuration {
@@ -165,7 +189,7 @@ func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string
 // than the active one, or nil.
 func (m *Manager) bestTargetLocked(now time.Time) *endpointState {
 	for _, es := range m.ranked {
-		if es != m.active && m.eligibleLocked(es, now) {
+		if es != m.active && m.eligibleLocked(es, now) && m.switchVerifiedLocked(es, now) {
 			return es
 		}
 	}
@@ -182,7 +206,7 @@ func (m *Manager) activeNotesLocked(act *endpointState, now time.Time) []string 
 		notes = append(notes, fmt.Sprintf("health of active endpoint %q is stale: last result %v ago (max %v); the monitor may have stalled; not acting on staleness", act.ep.Name, age, m.cfg.MaxHealthAge))
 	}
 	if act.state == Degraded {
-		notes = append(notes, fmt.Sprintf("active endpoint %q is DEGRADED (%d of %d failures, last latency %v); no failover below the threshold", act.ep.Name, act.consecFail, m.cfg.FailureThreshold, act.lastLatency))
+		notes = append(notes, fmt.Sprintf("active endpoint %q is DEGRADED (%d of %d failures, last latency %v); no failover below the threshold", act.ep.Name, max(act.consecFail, act.trafficFail), m.cfg.FailureThreshold, act.lastLatency))
 		if m.cfg.MaxDegradedDuration > 0 {
 			notes = append(notes, fmt.Sprintf("DEGRADED for %v of the %v that warrant failover", now.Sub(act.degradedSince), m.cfg.MaxDegradedDuration))
 		}
@@ -208,8 +232,10 @@ func (m *Manager) describeLocked(es *endpointState, now time.Time) string {
 	switch {
 	case es.state == Unknown:
 		return "UNKNOWN (never probed)"
+	case es.gray:
+		return m.grayNoteLocked(es, now)
 	case es.state != Healthy:
-		return fmt.Sprintf("%v (%d consecutive failures, last error: %v)", es.state, es.consecFail, es.lastErr)
+		return fmt.Sprintf("%v (%d consecutive failures, last error: %v)", es.state, max(es.consecFail, es.trafficFail), es.lastErr)
 	case now.Sub(es.lastSuccess) >= m.cfg.MaxHealthAge:
 		return fmt.Sprintf("HEALTHY but last success %v ago (max %v)", now.Sub(es.lastSuccess), m.cfg.MaxHealthAge)
 	}

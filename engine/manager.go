@@ -37,10 +37,45 @@ type Status struct {
 	IdentityError error
 	// VerifiedAt is when it was last verified (zero if never).
 	VerifiedAt time.Time
-	// Jurisdiction, as set with SetJurisdiction.
+	// VerificationExpired: it was verified, but longer ago than
+	// Config.VerificationMaxAge; Verified is then false.
+	VerificationExpired bool
+	// Jurisdiction, as registered (Endpoint.Jurisdiction) or set with
+	// SetJurisdiction.
 	Jurisdiction string
 	// Eligible: a failover target right now (healthy, fresh, admitted, allowed).
+	// A switch to it may first need its identity re-checked
+	// (Config.SwitchVerificationAge).
 	Eligible bool
+	// ProbeFailures and TrafficFailures are the consecutive failures of each
+	// kind of evidence, counted apart so that one never masks the other:
+	// probe results (Probe, Observe) and live traffic (ObserveTraffic,
+	// ObserveTradePath). ConsecutiveFailures is the larger of the two.
+	ProbeFailures, TrafficFailures int
+	// LastTrafficSuccess is when live traffic last succeeded (zero if never).
+	LastTrafficSuccess time.Time
+	// ProbeNeverSucceeded: probe results were recorded, none a success.
+	ProbeNeverSucceeded bool
+	// BrokenProbe: the probe is failing (or has never succeeded) while live
+	// traffic on the endpoint succeeds: the probe, not the endpoint, is
+	// suspect. Reported, never acted on by itself.
+	BrokenProbe bool
+	// GrayFailure: taken DOWN by live-traffic evidence while its probe passed.
+	// It comes back only on trade-path evidence (ObserveTradePath or live
+	// traffic succeeding) or after GrayWaitUntil.
+	GrayFailure bool
+	// GrayWaitUntil is when a GrayFailure ends without trade-path evidence
+	// (at the first probe success from then on). Zero when not GrayFailure.
+	GrayWaitUntil time.Time
+	// GrayFailures counts the times it was taken out that way.
+	GrayFailures int
+	// Bounces counts failovers away from it within Config.BounceWindow of a
+	// failback to it, within Config.FlapWindow.
+	Bounces int
+	// FailbackCooldown is the cooldown a failback to it must wait since the
+	// last switch: Config.Cooldown multiplied by Config.BounceFactor per
+	// bounce, at most Config.MaxFailbackCooldown.
+	FailbackCooldown time.Duration
 }
 
 // Decision is the verdict of one evaluation.
@@ -65,6 +100,15 @@ type Decision struct {
 	// endpoint excluded only by Config.TargetJurisdictions: a degraded mode may
 	// read through it while submissions stay halted. Empty otherwise.
 	ReadOnlyTarget string
+	// Stale, when there is no target (NoTargetAvailable, or NoAction on a
+	// DEGRADED active endpoint) or the primary is not yet a failback target
+	// (PrimaryNotStable), names the candidates excluded only by stale evidence:
+	// never probed, a last success older than Config.MaxHealthAge, or an
+	// identity verification missing, expired or older than
+	// Config.SwitchVerificationAge — not by a failure. The caller should probe
+	// (and re-check) them at once and evaluate again before halting.
+	// Nil otherwise (and in the steady state).
+	Stale []string
 }
 
 type endpointState struct {
@@ -83,6 +127,21 @@ type endpointState struct {
 	identityErr  error
 	verifiedAt   time.Time
 	jurisdiction string
+	// evidence kept apart (see evidence.go)
+	trafficFail        int
+	lastTrafficResult  time.Time
+	lastTrafficSuccess time.Time
+	lastTrafficFailure time.Time
+	lastProbeFailure   time.Time
+	probeResults       int
+	probeOK            bool // a probe has succeeded at least once
+	lastProbeSuccess   time.Time
+	slow               bool
+	gray               bool
+	graySince          time.Time
+	grayCount          int
+	failbackAt         time.Time   // last failback to it
+	bounces            []time.Time // bounce times within FlapWindow
 }
 
 // Manager holds the endpoints, their counted health and the active endpoint, and
@@ -128,6 +187,9 @@ func (m *Manager) Register(ep Endpoint) error {
 			return fmt.Errorf("%w: Endpoint.%s is blank (endpoint %q)", ErrBlankField, f.name, ep.Name)
 		}
 	}
+	if err := checkJurisdiction(ep.Jurisdiction); err != nil {
+		return fmt.Errorf("%w (endpoint %q)", err, ep.Name)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, dup := m.byName[ep.Name]; dup {
@@ -136,7 +198,7 @@ func (m *Manager) Register(ep Endpoint) error {
 	if ep.Primary && m.primary != nil {
 		return fmt.Errorf("%w: %q is primary, cannot also make %q primary", ErrSecondPrimary, m.primary.ep.Name, ep.Name)
 	}
-	es := &endpointState{ep: ep}
+	es := &endpointState{ep: ep, jurisdiction: ep.Jurisdiction}
 	m.eps = append(m.eps, es)
 	m.byName[ep.Name] = es
 	i, _ := slices.BinarySearchFunc(m.ranked, ep.Priority, func(e *endpointState, p int) int {
@@ -155,9 +217,12 @@ func (m *Manager) Register(ep Endpoint) error {
 	return nil
 }
 
-// Validate refuses a configuration that could never act: no primary, or nothing to
-// fail over to. Call it before the probe loop starts; such a configuration never
-// errors at run time, it silently never fails over.
+// Validate refuses a configuration that could never act: no primary, nothing to
+// fail over to, or a jurisdiction rule (Config.TargetJurisdictions) that names a
+// jurisdiction no registered endpoint lies in, leaves a backup without a
+// jurisdiction, or that no backup satisfies (ErrInvalidConfig). Call it before
+// the probe loop starts; such a configuration never errors at run time, it
+// silently never fails over.
 func (m *Manager) Validate() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -167,7 +232,7 @@ func (m *Manager) Validate() error {
 	if len(m.eps) < 2 {
 		return fmt.Errorf("%w: only %q is registered", ErrNothingToFailOver, m.eps[0].ep.Name)
 	}
-	return nil
+	return m.validateJurisdictionsLocked()
 }
 
 // Active returns the endpoint carrying the flow; false before a primary is registered.
@@ -248,10 +313,10 @@ func (m *Manager) History() []Decision {
 }
 
 func (m *Manager) statusLocked(es *endpointState) Status {
-	return Status{
+	st := Status{
 		Endpoint:             es.ep,
 		State:                es.state,
-		ConsecutiveFailures:  es.consecFail,
+		ConsecutiveFailures:  max(es.consecFail, es.trafficFail),
 		ConsecutiveSuccesses: es.consecSucc,
 		LastProbeError:       es.lastErr,
 		LastSuccess:          es.lastSuccess,
@@ -259,13 +324,17 @@ func (m *Manager) statusLocked(es *endpointState) Status {
 		LastResult:           es.lastResult,
 		DegradedSince:        es.degradedSince,
 		Active:               es == m.active,
-		Verified:             es.verified,
 		IdentityMismatch:     es.mismatch,
 		IdentityError:        es.identityErr,
 		VerifiedAt:           es.verifiedAt,
 		Jurisdiction:         es.jurisdiction,
-		Eligible:             m.eligibleLocked(es, m.clock.Now()),
 	}
+	now := m.clock.Now()
+	m.evidenceStatusLocked(es, now, &st)
+	st.Verified = m.verifiedLocked(es, now)
+	st.VerificationExpired = es.verified && !st.Verified
+	st.Eligible = m.eligibleLocked(es, now)
+	return st
 }
 
 // eligibleLocked: Healthy with a success younger than MaxHealthAge. (Healthy is only

@@ -51,14 +51,17 @@ func (m *Manager) Probe(ctx context.Context, name string) (Status, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.recordLocked(es, err, latency)
+	m.recordLocked(es, err, latency, srcProbe)
 	return m.statusLocked(es), nil
 }
 
-// Observe records a result measured elsewhere (live traffic, an external monitor)
-// as if it came from a probe: a nil result is a success with the given latency, any
-// other result a failure. The caller filters out its own cancellations; Observe
-// counts what it is given. An unknown name returns ErrUnknownEndpoint.
+// Observe records a probe result measured elsewhere (an external monitor, a
+// runtime that runs its own probes, a quorum's verdict) as if it came from
+// Probe: a nil result is a success with the given latency, any other result a
+// failure. Live-traffic results go to ObserveTraffic instead, so that the two
+// kinds of evidence never mask each other. The caller filters out its own
+// cancellations; Observe counts what it is given. An unknown name returns
+// ErrUnknownEndpoint.
 func (m *Manager) Observe(name string, result error, latency time.Duration) (Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -66,7 +69,7 @@ func (m *Manager) Observe(name string, result error, latency time.Duration) (Sta
 	if !ok {
 		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
 	}
-	m.recordLocked(es, result, latency)
+	m.recordLocked(es, result, latency, srcProbe)
 	return m.statusLocked(es), nil
 }
 
@@ -81,40 +84,4 @@ func (m *Manager) callProbe(ctx context.Context, ep Endpoint) (err error) {
 		}
 	}()
 	return m.cfg.Probe(ctx, ep)
-}
-
-func (m *Manager) recordLocked(es *endpointState, err error, latency time.Duration) {
-	now := m.clock.Now()
-	prev := es.state
-	es.lastResult = now
-	es.lastLatency = latency
-	if err != nil {
-		es.consecFail++
-		es.consecSucc = 0
-		es.lastErr = err
-		if es.consecFail >= m.cfg.FailureThreshold {
-			es.state = Down
-		} else {
-			es.state = Degraded
-		}
-	} else {
-		es.consecFail = 0
-		es.lastErr = nil
-		es.lastSuccess = now
-		if m.cfg.DegradedLatency > 0 && latency > m.cfg.DegradedLatency {
-			// Answering, but too slowly to trade on: Degraded evidence, and no
-			// progress towards failback stability.
-			es.consecSucc = 0
-			es.state = Degraded
-		} else {
-			es.consecSucc++
-			es.state = Healthy
-		}
-	}
-	switch {
-	case es.state != Degraded:
-		es.degradedSince = time.Time{}
-	case prev != Degraded:
-		es.degradedSince = now
-	}
 }

@@ -643,6 +643,8 @@ func TestFailbackGatesInOrder(t *testing.T) {
 		c.FlapLimit = 3
 		c.FlapWindow = 10 * time.Minute
 		c.MaxHealthAge = 5 * time.Second
+		c.BounceWindow = 0 // the bounce rules have their own tests
+		c.FlapBounces = 0
 	}, epEU, epUS)
 
 	// Primary active: failback has nothing to do.
@@ -728,6 +730,7 @@ func TestFailbackGatesInOrder(t *testing.T) {
 func TestFailoverIsNeverGated(t *testing.T) {
 	m, _, pt := fixture(t, func(c *engine.Config) {
 		c.Cooldown = time.Hour
+		c.MaxFailbackCooldown = 2 * time.Hour
 		c.FlapLimit = 1
 		c.FlapWindow = 24 * time.Hour
 	}, epEU, epUS, epAP)
@@ -770,6 +773,7 @@ func TestHistoryGrowsOnlyOnSwitched(t *testing.T) {
 		c.Cooldown = 0
 		c.FailbackSuccessThreshold = 1
 		c.FlapLimit = 100
+		c.FlapBounces = 0
 	}, epEU, epUS)
 	var want []engine.Decision
 	check := func(d engine.Decision) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
 )
@@ -56,10 +58,111 @@ func (want Identity) Match(got Identity) error {
 
 // IdentityFunc asks one endpoint who it fronts (for example an authenticated
 // account query, rest.IdentityCheck). An error means the question could not be
-// answered; the previous verdict stands.
+// answered; the previous verdict stands (until it expires). It should honour
+// ctx; the Path bounds it with Config.IdentityTimeout either way.
 type IdentityFunc func(ctx context.Context, ep Endpoint) (Identity, error)
 
+// The comparison rule, one for every value (ExpectedIdentity's account,
+// entity, entitlements and Extra values, endpoint jurisdictions and
+// Engine.TargetJurisdictions): values are compared exactly as written, case
+// included, and nothing is trimmed. New refuses a configured value that could
+// never compare as meant: blank where a value is required (an Extra value, an
+// entitlement, a jurisdiction rule entry) or with leading or trailing white
+// space. What an endpoint answers is compared as it answered: a padded answer
+// is a mismatch, which keeps the endpoint out, loudly.
+
+const (
+	defaultStartWait             = 10 * time.Second
+	defaultVerificationMaxAge    = 3 * time.Minute
+	defaultSwitchVerificationAge = 5 * time.Second
+)
+
+// withAdmissionDefaults sets the engine's identity freshness for a Path: a
+// verification expires after three missed checks at the default interval, and
+// a switch re-checks a target not verified within the last 5 s.
+func (c Config) withAdmissionDefaults() Config {
+	c.Engine.VerificationMaxAge = defaultVerificationMaxAge
+	c.Engine.SwitchVerificationAge = defaultSwitchVerificationAge
+	return c
+}
+
+// admissionEngineConfig is the engine configuration a Path runs: with an
+// Identity check, admission is required.
+func admissionEngineConfig(c Config) engine.Config {
+	e := c.Engine
+	if c.Identity != nil {
+		e.RequireAdmission = true
+	}
+	return e
+}
+
+// validateAdmission refuses expectations and jurisdictions that cannot compare.
+func (c Config) validateAdmission() error {
+	padded := func(v string) bool { return strings.TrimSpace(v) != v }
+	for i, ep := range c.Endpoints {
+		if padded(ep.Jurisdiction) {
+			return fmt.Errorf("%w: Endpoints[%d] (%q) Jurisdiction %q has leading or trailing white space; jurisdictions are compared exactly as written", ErrInvalidConfig, i, ep.Name, ep.Jurisdiction)
+		}
+	}
+	if c.StartWait < 0 {
+		return fmt.Errorf("%w: StartWait is %v, must be >= 0 (0 = do not wait)", ErrInvalidConfig, c.StartWait)
+	}
+	if c.Identity == nil {
+		return nil
+	}
+	want := c.ExpectedIdentity
+	for _, f := range [...]struct{ name, v string }{{"Account", want.Account}, {"Entity", want.Entity}} {
+		if padded(f.v) {
+			return fmt.Errorf("%w: ExpectedIdentity.%s %q has leading or trailing white space (or is only white space); identities are compared exactly as written", ErrInvalidConfig, f.name, f.v)
+		}
+	}
+	for i, e := range want.Entitlements {
+		if strings.TrimSpace(e) == "" || padded(e) {
+			return fmt.Errorf("%w: ExpectedIdentity.Entitlements[%d] is %q: blank or padded entitlements never compare as meant", ErrInvalidConfig, i, e)
+		}
+	}
+	keys := slices.Sorted(maps.Keys(want.Extra))
+	for _, k := range keys {
+		v := want.Extra[k]
+		switch {
+		case strings.TrimSpace(k) == "" || padded(k):
+			return fmt.Errorf("%w: ExpectedIdentity.Extra has a blank or padded key %q", ErrInvalidConfig, k)
+		case strings.TrimSpace(v) == "":
+			return fmt.Errorf("%w: ExpectedIdentity.Extra[%q] is blank: it would compare nothing (an empty answer matches it); give the value to expect or remove the key", ErrInvalidConfig, k)
+		case padded(v):
+			return fmt.Errorf("%w: ExpectedIdentity.Extra[%q] %q has leading or trailing white space; identities are compared exactly as written", ErrInvalidConfig, k, v)
+		}
+	}
+	return nil
+}
+
+// admission is the Path's bookkeeping for identity checks and evidence
+// reports; only its own methods touch it.
+type admission struct {
+	mu           sync.Mutex
+	checking     map[string]chan struct{} // endpoint -> closed when its check returns
+	expired      map[string]bool          // expiry announced
+	brokenProbe  map[string]bool          // broken probe announced
+	gray         map[string]bool          // gray failure announced
+	lastOnDemand map[string]time.Time
+	probeStart   map[string]time.Time // when the running probe of an endpoint started
+	startHalt    string               // the halt kind Start left the gate in ("" = none)
+}
+
+func (a *admission) init() {
+	if a.checking == nil {
+		a.checking = map[string]chan struct{}{}
+		a.expired = map[string]bool{}
+		a.brokenProbe = map[string]bool{}
+		a.gray = map[string]bool{}
+		a.lastOnDemand = map[string]time.Time{}
+		a.probeStart = map[string]time.Time{}
+	}
+}
+
 // checkIdentities asks every endpoint concurrently and records the verdicts.
+// Every check is bounded by IdentityTimeout, so one hung check delays nothing
+// else beyond that.
 func (p *Path) checkIdentities(ctx context.Context) {
 	if p.cfg.Identity == nil {
 		return
@@ -69,42 +172,150 @@ func (p *Path) checkIdentities(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, p.cfg.IdentityTimeout)
-			defer cancel()
+			p.checkIdentity(ctx, rt, false)
+		}()
+	}
+	wg.Wait()
+}
+
+type identityResult struct {
+	id  Identity
+	err error
+}
+
+// checkIdentity runs one identity check of rt, bounded by IdentityTimeout
+// whatever the IdentityFunc does, records the verdict, and announces a change.
+// A check of rt still running from before (it ignores its context) is not
+// started again: a periodic check counts that as inconclusive; an on-demand
+// one waits for it (at most IdentityTimeout) and takes its verdict.
+func (p *Path) checkIdentity(ctx context.Context, rt *endpointRT, onDemand bool) {
+	name := rt.ep.Name
+	p.adm.mu.Lock()
+	p.adm.init()
+	running := p.adm.checking[name]
+	var done chan struct{}
+	if running == nil {
+		done = make(chan struct{})
+		p.adm.checking[name] = done
+	}
+	p.adm.mu.Unlock()
+	var verdict error
+	if running != nil {
+		if onDemand {
+			t := time.NewTimer(p.cfg.IdentityTimeout)
+			defer t.Stop()
+			select {
+			case <-running:
+				return // its verdict is recorded
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		verdict = fmt.Errorf("identity check of %q could not be made: the previous check has not returned (it ignores its context): %w", name, context.DeadlineExceeded)
+	} else {
+		cctx, cancel := context.WithTimeout(ctx, p.cfg.IdentityTimeout)
+		defer cancel()
+		res := make(chan identityResult, 1)
+		p.probeWG.Add(1)
+		go func() {
+			defer p.probeWG.Done()
+			defer func() {
+				p.adm.mu.Lock()
+				delete(p.adm.checking, name)
+				p.adm.mu.Unlock()
+				close(done)
+			}()
 			var got Identity
 			err := callHook(cctx, func(ctx context.Context) error {
 				var err error
 				got, err = p.cfg.Identity(ctx, rt.ep)
 				return err
 			})
-			if ctx.Err() != nil {
-				return
-			}
-			var verdict error
-			if err != nil {
-				verdict = fmt.Errorf("identity check of %q could not be made: %w", rt.ep.Name, err)
-			} else {
-				verdict = p.cfg.ExpectedIdentity.Match(got)
-			}
-			prev, _ := p.eng.Status(rt.ep.Name)
-			st, aerr := p.eng.Admit(rt.ep.Name, verdict)
-			if aerr != nil {
-				return
-			}
-			changed := prev.Verified != st.Verified || prev.IdentityMismatch != st.IdentityMismatch
-			if changed || errors.Is(verdict, engine.ErrIdentityMismatch) && !prev.IdentityMismatch {
-				cause := "identity verified"
-				if verdict != nil {
-					cause = verdict.Error()
-				}
-				p.events.emit(Event{Kind: EventIdentity, Endpoint: rt.ep.Name, Generation: p.active.Load().gen, Err: verdict, Cause: cause})
-			}
-			if st.IdentityMismatch && st.Active {
-				p.kick() // the active endpoint fronts another account: evaluate now
-			}
+			res <- identityResult{got, err}
 		}()
+		t := time.NewTimer(p.cfg.IdentityTimeout)
+		defer t.Stop()
+		var r identityResult
+		select {
+		case r = <-res:
+		case <-t.C:
+			r.err = fmt.Errorf("no answer within IdentityTimeout %v: %w", p.cfg.IdentityTimeout, context.DeadlineExceeded)
+		case <-ctx.Done():
+			return // closing, or Start's context ended: not evidence
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if r.err != nil {
+			verdict = fmt.Errorf("identity check of %q could not be made: %w", name, r.err)
+		} else {
+			verdict = p.cfg.ExpectedIdentity.Match(r.id)
+		}
 	}
-	wg.Wait()
+	p.admit(rt, verdict)
+}
+
+// admit records a verdict and announces a change of it.
+func (p *Path) admit(rt *endpointRT, verdict error) {
+	prev, _ := p.eng.Status(rt.ep.Name)
+	st, aerr := p.eng.Admit(rt.ep.Name, verdict)
+	if aerr != nil {
+		return
+	}
+	if st.Verified {
+		p.adm.mu.Lock()
+		p.adm.init()
+		delete(p.adm.expired, rt.ep.Name)
+		p.adm.mu.Unlock()
+	}
+	changed := prev.Verified != st.Verified || prev.IdentityMismatch != st.IdentityMismatch
+	if changed || errors.Is(verdict, engine.ErrIdentityMismatch) && !prev.IdentityMismatch {
+		cause := "identity verified"
+		if verdict != nil {
+			cause = verdict.Error()
+		}
+		p.events.emit(Event{Kind: EventIdentity, Endpoint: rt.ep.Name, Generation: p.active.Load().gen, Err: verdict, Cause: cause})
+	}
+	if st.IdentityMismatch && st.Active {
+		p.kick() // the active endpoint fronts another account: evaluate now
+	}
+}
+
+// noteExpiries announces, once each, verifications that expired
+// (Engine.VerificationMaxAge) because no later check verified the endpoint.
+func (p *Path) noteExpiries() {
+	if p.cfg.Identity == nil {
+		return
+	}
+	for _, st := range p.eng.Statuses() {
+		if !st.VerificationExpired {
+			continue
+		}
+		name := st.Endpoint.Name
+		p.adm.mu.Lock()
+		p.adm.init()
+		seen := p.adm.expired[name]
+		p.adm.expired[name] = true
+		p.adm.mu.Unlock()
+		if seen {
+			continue
+		}
+		cause := fmt.Sprintf("identity verification of %q expired: verified %v ago, longer than Engine.VerificationMaxAge %v, and no check since verified it; it is not a target until one does", name, time.Since(st.VerifiedAt).Round(time.Millisecond), p.cfg.Engine.VerificationMaxAge)
+		if st.IdentityError != nil {
+			cause += fmt.Sprintf(" (last check: %v)", st.IdentityError)
+		}
+		p.events.emit(Event{Kind: EventIdentity, Endpoint: name, Generation: p.active.Load().gen, Err: st.IdentityError, Cause: cause})
+	}
+}
+
+// admissible refuses, for Assign, a target this process found fronting
+// another account or outside Engine.TargetJurisdictions.
+func (p *Path) admissible(endpoint string) error {
+	if err := p.eng.Admissible(endpoint); err != nil {
+		return fmt.Errorf("pathdialer: Assign to %q refused: %w", endpoint, err)
+	}
+	return nil
 }
 
 // ReadEndpoint returns the endpoint reads go to and its generation: the active

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +56,11 @@ func (e Endpoint) HostPort(service string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: endpoint %q has no %q address", ErrUnknownService, e.Name, service)
 	}
-	return hostPort(a)
+	hp, err := hostPort(a)
+	if err != nil {
+		return "", fmt.Errorf("pathdialer: endpoint %q service %q: %w", e.Name, service, err)
+	}
+	return hp, nil
 }
 
 // hostPort never repeats the address in its errors: addresses may carry
@@ -175,6 +181,10 @@ type Reconciliation struct {
 	Tickets []TicketInfo
 	// Attempt counts from 1.
 	Attempt int
+	// Service, with Config.Reconcilers, is the service whose tickets these
+	// are ("" for every service without its own reconciler, and always
+	// without Reconcilers).
+	Service string
 }
 
 // Fate is what reconciliation found for one order.
@@ -187,7 +197,8 @@ const (
 	FateFilled
 	// FateResting: the broker holds it open.
 	FateResting
-	// FateNotReceived: the broker has no record of it. Provisional: a copy may
+	// FateNotReceived: the broker has no record of it. Provisional (see
+	// Path.MayResend, which says when it is final): a copy may
 	// still be in the network (a healed partition delivers what it held), so
 	// send it again only under the SAME client order ID, which the broker's
 	// idempotency turns into one order; never under a new one.
@@ -217,6 +228,12 @@ type Settlement struct {
 	Service string `json:"service"`
 	Fate    Fate   `json:"fate"`
 	Detail  string `json:"detail,omitempty"`
+	// Final and Provisional are set by the Path (a Reconciler leaves them
+	// alone): Final when no later evidence can change the fate; Provisional
+	// for a NOT_RECEIVED found while the order's path could still deliver it
+	// (see Path.MayResend). An UNDETERMINED fate is neither.
+	Final       bool `json:"final"`
+	Provisional bool `json:"provisional,omitempty"`
 }
 
 // ReconcileFunc settles the orders in r against the broker's own view of the book,
@@ -238,7 +255,7 @@ func ReconcileAll(fns ...ReconcileFunc) ReconcileFunc {
 			s, err := fn(ctx, r)
 			all = append(all, s...)
 			if err != nil {
-				return all, fmt.Errorf("reconciler %d of %d: %w", i+1, len(fns), err)
+				return all, fmt.Errorf("pathdialer: reconciler %d of %d: %w", i+1, len(fns), err)
 			}
 		}
 		return all, nil
@@ -323,17 +340,25 @@ type Config struct {
 	// halts only through Assign, Hold, Halt and Resume.
 	ExternalDecisions bool
 	// Identity, optional, asks every endpoint who it fronts, at Start and every
-	// IdentityInterval; the answer is compared with ExpectedIdentity. A mismatch
-	// makes the endpoint ineligible as a target whatever its health (and an
-	// active one warrants failover); with Engine.RequireAdmission an endpoint
-	// never verified is not a target either. Required with RequireAdmission.
+	// IdentityInterval; the answer is compared with ExpectedIdentity. With
+	// Identity set, admission is required (the Path sets
+	// Engine.RequireAdmission): an endpoint is a target only after a check
+	// verified it, within Engine.VerificationMaxAge, and a switch re-checks a
+	// target whose verification is older than Engine.SwitchVerificationAge,
+	// under the hold, before it becomes active. A mismatch makes the endpoint
+	// ineligible whatever its health (an active one warrants failover, and the
+	// gate never opens on it). See admission.go for the comparison rule.
 	Identity IdentityFunc
 	// ExpectedIdentity is what every endpoint must front; with Identity set it
-	// must name something to compare (empty fields are not compared).
+	// must name something to compare (empty fields are not compared). Values
+	// are compared exactly as written: New refuses blank Extra values and
+	// values with leading or trailing white space.
 	ExpectedIdentity Identity
 	// IdentityInterval between identity checks. Default 1 min.
 	IdentityInterval time.Duration
-	// IdentityTimeout bounds one identity check. Default 5 s.
+	// IdentityTimeout bounds one identity check, whatever the IdentityFunc
+	// does with its context: a check still running then is inconclusive.
+	// Default 5 s.
 	IdentityTimeout time.Duration
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them
@@ -346,16 +371,61 @@ type Config struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+
+	// --- Late landings and decision validity ---
+
+	// FenceAtBroker declares that the Fencer's nil return means the broker
+	// itself confirmed the old endpoint can no longer book this account's
+	// orders (a kill switch, a one-session-per-credential logon, a fencing
+	// token advanced at the broker). A NOT_RECEIVED found for an order sent
+	// through an endpoint so fenced (and not unfenced since) is final at once.
+	// Leave it false when the Fencer only stops this side (the local fence, a
+	// process, a route): NOT_RECEIVED is then provisional until Quarantine
+	// passed and a re-query still finds nothing.
+	FenceAtBroker bool
+	// Quarantine is how long a provisional NOT_RECEIVED waits before the
+	// re-query that can make it final. It must cover the longest a copy
+	// written before the fence can take to be booked. Default
+	// DefaultQuarantine. > 0.
+	Quarantine time.Duration
+	// Reconcilers, optional, reconcile and release services independently:
+	// after a switch each service named here is settled by its own function,
+	// concurrently with the others, and its submissions are released as soon
+	// as its own reconcile succeeded (a REST order does not wait for a FIX
+	// logon). Services not named here are settled by Reconciler and released
+	// when every reconcile succeeded. See the package documentation for the
+	// exact rules.
+	Reconcilers map[string]ReconcileFunc
+
 	// OnEvent, optional, receives every event in order, from one goroutine,
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
 	// Close, which waits for it. A slow hook delays later events, not the Path.
 	OnEvent func(Event)
+
+	// --- admission, evidence and start (see admission.go, ondemand.go, gray.go) ---
+
+	// TradePathCheck, optional, checks the path orders take (an authenticated
+	// order-status query, a test order the broker rejects in a known way). It
+	// runs every probe round, bounded by ProbeTimeout, on each endpoint taken
+	// out by a gray failure (DOWN on live-traffic evidence while its probe
+	// passed): its success is the evidence that lets the endpoint back (see
+	// engine.Config.GrayFailbackWait for the wait without it).
+	TradePathCheck ProbeFunc
+	// StartWait: Start waits (probing every ProbeInterval) until at least one
+	// endpoint is eligible, at most this long, then returns an error wrapping
+	// ErrNoEligibleEndpoint with the gate halted (the Path keeps running and
+	// resumes when an endpoint becomes eligible). 0 = Start opens the gate
+	// after one probe round whatever it found. >= 0.
+	StartWait time.Duration
 }
 
 // DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
 // and Reconciler is set: probes every 1 s with a 500 ms timeout, the engine's
 // defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
-// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row.
+// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
+// verifications that expire after 3 minutes and are re-checked at a switch when
+// older than 5 s; Start waiting up to 10 s for an eligible endpoint (a desk would
+// rather hear at once that nothing can carry an order than open a gate onto it).
 func DefaultConfig() Config {
 	return Config{
 		Engine:            engine.DefaultConfig(),
@@ -372,7 +442,9 @@ func DefaultConfig() Config {
 		SettleUnknown:     time.Second,
 		IdentityInterval:  time.Minute,
 		IdentityTimeout:   5 * time.Second,
-	}
+		Quarantine:        DefaultQuarantine,
+		StartWait:         defaultStartWait,
+	}.withAdmissionDefaults()
 }
 
 // Validate checks every field as written and names the first that cannot work.
@@ -416,8 +488,22 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
 		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
+	case slices.ContainsFunc(slices.Collect(maps.Keys(c.Reconcilers)), func(s string) bool { return strings.TrimSpace(s) == "" || c.Reconcilers[s] == nil }):
+		return fmt.Errorf("%w: Reconcilers has a blank service name or a nil function", ErrInvalidConfig)
+	case c.Quarantine <= 0:
+		return fmt.Errorf("%w: Quarantine is %v, must be > 0 (the wait before a provisional NOT_RECEIVED can become final; DefaultQuarantine is %v)", ErrInvalidConfig, c.Quarantine, DefaultQuarantine)
 	case c.SettleUnknown < 0:
 		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
+	}
+	// The engine's own thresholds, checked as New will (with the Probe New
+	// installs).
+	ecfg := c.Engine
+	ecfg.Probe = func(context.Context, engine.Endpoint) error { return nil }
+	if err := ecfg.Validate(); err != nil {
+		return fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
+	}
+	if err := c.validateAdmission(); err != nil {
+		return err
 	}
 	if err := c.FenceBackoff.validate("FenceBackoff"); err != nil {
 		return err
@@ -428,17 +514,72 @@ func (c Config) Validate() error {
 	if len(c.Endpoints) < 2 {
 		return fmt.Errorf("%w: %d endpoint(s) configured; need at least two to fail over", ErrInvalidConfig, len(c.Endpoints))
 	}
-	for i, ep := range c.Endpoints {
-		if len(ep.Services) == 0 {
+	return validateEndpoints(c.Endpoints)
+}
+
+// validateEndpoints checks what New and the engine would refuse, so Validate
+// and New agree: blank Name or Region, a duplicate name, not exactly one
+// primary, no service, and each service address (well formed, and for the
+// transports' own services the scheme they need: "rest" an http(s) URL, "ws"
+// a ws(s) or http(s) URL, "fix" host:port).
+func validateEndpoints(eps []Endpoint) error {
+	seen := make(map[string]bool, len(eps))
+	primaries := 0
+	for i, ep := range eps {
+		switch {
+		case strings.TrimSpace(ep.Name) == "":
+			return fmt.Errorf("%w: Endpoints[%d]: %w: Name is blank", ErrInvalidConfig, i, engine.ErrBlankField)
+		case strings.TrimSpace(ep.Region) == "":
+			return fmt.Errorf("%w: Endpoints[%d] (%q): %w: Region is blank", ErrInvalidConfig, i, ep.Name, engine.ErrBlankField)
+		case seen[ep.Name]:
+			return fmt.Errorf("%w: Endpoints[%d]: %w: %q", ErrInvalidConfig, i, engine.ErrDuplicateEndpoint, ep.Name)
+		case len(ep.Services) == 0:
 			return fmt.Errorf("%w: Endpoints[%d] (%q) has no service addresses", ErrInvalidConfig, i, ep.Name)
+		}
+		seen[ep.Name] = true
+		if ep.Primary {
+			primaries++
+			if primaries > 1 {
+				return fmt.Errorf("%w: Endpoints[%d] (%q): %w: only one endpoint may be Primary", ErrInvalidConfig, i, ep.Name, engine.ErrSecondPrimary)
+			}
 		}
 		for svc, addr := range ep.Services {
 			if strings.TrimSpace(svc) == "" {
 				return fmt.Errorf("%w: Endpoints[%d] (%q) has a blank service name", ErrInvalidConfig, i, ep.Name)
 			}
-			if _, err := hostPort(addr); err != nil {
+			if err := checkServiceAddress(svc, addr); err != nil {
 				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, svc, err)
 			}
+		}
+	}
+	if primaries == 0 && len(eps) > 0 {
+		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, engine.ErrNoPrimary)
+	}
+	return nil
+}
+
+// checkServiceAddress never repeats the address (it may carry credentials).
+func checkServiceAddress(svc, addr string) error {
+	if _, err := hostPort(addr); err != nil {
+		return err
+	}
+	isURL := strings.Contains(addr, "://")
+	scheme := ""
+	if isURL {
+		scheme = strings.ToLower(addr[:strings.Index(addr, "://")])
+	}
+	switch svc {
+	case ServiceREST:
+		if scheme != "http" && scheme != "https" {
+			return errors.New("a \"rest\" address must be an http:// or https:// URL")
+		}
+	case ServiceWS:
+		if scheme != "ws" && scheme != "wss" && scheme != "http" && scheme != "https" {
+			return errors.New("a \"ws\" address must be a ws://, wss://, http:// or https:// URL")
+		}
+	case ServiceFIX:
+		if isURL {
+			return errors.New("a \"fix\" address must be host:port, not a URL")
 		}
 	}
 	return nil

@@ -78,6 +78,11 @@ func TestNewValidation(t *testing.T) {
 		{name: "no primary", edit: withEndpoints(func() pathdialer.Endpoint { e := epEU; e.Primary = false; return e }(), us), want: "Primary", wantIs: engine.ErrNoPrimary},
 		{name: "duplicate name", edit: withEndpoints(epEU, func() pathdialer.Endpoint { e := us; e.Name = "eu"; return e }()), want: "Endpoints[1]", wantIs: engine.ErrDuplicateEndpoint},
 		{name: "blank name", edit: withEndpoints(epEU, func() pathdialer.Endpoint { e := us; e.Name = " "; return e }()), want: "Endpoints[1]", wantIs: engine.ErrBlankField},
+		{name: "rest address not http(s)", edit: withEndpoints(epEU, pathdialer.Endpoint{Name: "us", Region: "us", Services: svc("ftp://api-us.broker.example:21/?key=s3cret")}), want: `service "rest"`, leak: "s3cret"},
+		{name: "rest address host:port", edit: withEndpoints(epEU, pathdialer.Endpoint{Name: "us", Region: "us", Services: svc("api-us.broker.example:443")}), want: "http"},
+		{name: "fix address a URL", edit: withEndpoints(epEU, pathdialer.Endpoint{Name: "us", Region: "us", Services: map[string]string{"fix": "https://fix-us.example:9878"}}), want: "host:port"},
+		{name: "ws address not ws", edit: withEndpoints(epEU, pathdialer.Endpoint{Name: "us", Region: "us", Services: map[string]string{"ws": "ftp://s.example:21"}}), want: "ws://"},
+		{name: "no primary", edit: withEndpoints(func() pathdialer.Endpoint { e := epEU; e.Primary = false; return e }(), us), want: "Primary", wantIs: engine.ErrNoPrimary},
 		{name: "blank region", edit: withEndpoints(epEU, func() pathdialer.Endpoint { e := us; e.Region = ""; return e }()), want: "Region", wantIs: engine.ErrBlankField},
 		{name: "engine threshold", edit: func(c *pathdialer.Config) { c.Engine.FailureThreshold = 0 }, want: "FailureThreshold", wantIs: engine.ErrInvalidConfig},
 		{name: "engine flap window", edit: func(c *pathdialer.Config) { c.Engine.FlapWindow = 0 }, want: "FlapWindow", wantIs: engine.ErrInvalidConfig},
@@ -86,6 +91,10 @@ func TestNewValidation(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := validConfig()
 			c.edit(&cfg)
+			// Validate and New agree: whatever New refuses, Validate refuses.
+			if verr := cfg.Validate(); verr == nil {
+				t.Errorf("Validate accepted a config New refuses")
+			}
 			p, err := pathdialer.New(cfg)
 			if err == nil {
 				_ = p.Close()

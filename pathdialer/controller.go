@@ -2,10 +2,10 @@ package pathdialer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
@@ -54,11 +54,23 @@ type controller struct {
 	// the next release.
 	assign  *extReq
 	waiters []chan error
+	// re-query of provisional NOT_RECEIVED verdicts
+	requeryAttempt int
+	requeryRetryAt time.Time
+	// Config.Reconcilers: the switch's reconcile split by service, its
+	// results, and the goroutines running the reconcilers.
+	multi    *multiRec
+	multiSeq uint64
+	results  chan svcResult
+	hooks    sync.WaitGroup
 }
 
 func (p *Path) control(ctx context.Context) {
 	defer close(p.ctlDone)
-	c := &controller{p: p, lastFbOut: engine.NoAction}
+	c := &controller{p: p, lastFbOut: engine.NoAction, results: make(chan svcResult)}
+	defer c.hooks.Wait()
+	defer c.endMulti()
+	c.adoptStartGate() // a halt Start made (guard.go)
 	// Probe rounds and identity checks run in their own goroutine (monitor), so
 	// a fence or reconcile in progress here never pauses the health evidence,
 	// and each completed round asks for an evaluation through the trigger.
@@ -91,6 +103,8 @@ func (p *Path) control(ctx context.Context) {
 			c.step(ctx, true)
 		case r := <-p.extCh:
 			c.onExternal(ctx, r)
+		case res := <-c.results:
+			c.onMultiResult(ctx, res)
 		}
 	}
 }
@@ -163,11 +177,20 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		if c.p.cfg.ExternalDecisions {
 			// The coordinator decides; keep reconciling.
 		} else if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome != engine.NoAction {
-			c.carry = append(c.carry, c.rec.Tickets...)
+			if c.multi != nil {
+				c.carry = append(c.carry, c.multiUnsettled()...)
+				c.endMulti()
+			} else {
+				c.carry = append(c.carry, c.rec.Tickets...)
+			}
 			c.rec = nil
 			c.retryAt = time.Time{}
 			c.phase = phaseNormal
 			c.onFailover(ctx, d)
+			return
+		}
+		if c.multi != nil {
+			c.attemptMulti()
 			return
 		}
 		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
@@ -177,15 +200,17 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	}
 	if c.p.cfg.ExternalDecisions {
 		c.maybeSettle(ctx)
+		c.maybeRequery(ctx)
 		return
 	}
-	d, err := c.p.eng.EvaluateFailover(false)
+	d, err := c.evaluate(ctx, false, false) // probes stale candidates at once (ondemand.go)
 	if err != nil {
 		c.p.log.Error("pathdialer: evaluate failover", "err", err)
 		return
 	}
 	c.onFailover(ctx, d)
 	c.maybeSettle(ctx)
+	c.maybeRequery(ctx)
 }
 
 // maybeSettle hands unknown-outcome orders to the Reconciler while flow is open
@@ -218,7 +243,7 @@ func (c *controller) maybeSettle(ctx context.Context) {
 	var settled []Settlement
 	err := callHook(rctx, func(ctx context.Context) error {
 		var err error
-		settled, err = p.cfg.Reconciler(ctx, r)
+		settled, err = p.reconcileAny(ctx, r)
 		return err
 	})
 	cancel()
@@ -233,6 +258,7 @@ func (c *controller) maybeSettle(ctx context.Context) {
 		return
 	}
 	c.settleAttempt = 0
+	settled = p.judge(r, settled, time.Now())
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
 }
 
@@ -251,23 +277,7 @@ func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 		}
 		c.evaluateFailback(ctx)
 	case engine.NoTargetAvailable:
-		// One decision event per halt: the notes carry failure counts and ages
-		// that change every round, and repeating them would flood the events
-		// (and push the halt out of Snapshot.Events).
-		if c.halted && c.haltKind == haltNoTarget {
-			return
-		}
-		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
-		cause := "no eligible target: " + strings.Join(d.Notes, "; ")
-		if p.cfg.DegradedReads && d.ReadOnlyTarget != "" {
-			// Degraded mode: reads through the healthy endpoint the jurisdiction
-			// rule excludes; orders stay halted with the rule named.
-			cause = fmt.Sprintf("degraded mode: no target inside the allowed jurisdictions %v; reads go to %q, submissions are halted (%s)",
-				p.cfg.Engine.TargetJurisdictions, d.ReadOnlyTarget, strings.Join(d.Notes, "; "))
-			p.setReadView(p.eps[d.ReadOnlyTarget])
-			p.events.emit(Event{Kind: EventDegraded, Endpoint: d.ReadOnlyTarget, Generation: d.Generation, Cause: cause})
-		}
-		c.halt(haltNoTarget, errors.New(cause))
+		c.onNoTarget(d) // halt; degraded reads kept current during it (guard.go)
 	case engine.FenceRequired, engine.Switched:
 		c.startSwitch(ctx, d, false)
 	}
@@ -298,7 +308,7 @@ func (c *controller) evaluateFailback(ctx context.Context) {
 	if time.Now().Before(c.noFailbackUntil) {
 		return
 	}
-	d, err := p.eng.EvaluateFailback(false)
+	d, err := c.evaluate(ctx, true, false)
 	if err != nil {
 		p.log.Error("pathdialer: evaluate failback", "err", err)
 		return
@@ -430,6 +440,9 @@ func (c *controller) attemptFence(ctx context.Context) {
 		c.retryAt = time.Now().Add(p.cfg.FenceBackoff.delay(c.fenceAttempt))
 		return
 	}
+	if p.cfg.FenceAtBroker && p.cfg.Fencer != nil {
+		rt.brokerFenced.Store(true)
+	}
 	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal
@@ -438,11 +451,7 @@ func (c *controller) attemptFence(ctx context.Context) {
 		return
 	}
 	var d engine.Decision
-	if c.failback {
-		d, err = p.eng.EvaluateFailback(true)
-	} else {
-		d, err = p.eng.EvaluateFailover(true)
-	}
+	d, err = c.evaluate(ctx, c.failback, true)
 	if err != nil {
 		p.log.Error("pathdialer: evaluate with fence confirmed", "err", err)
 		return
@@ -456,8 +465,7 @@ func (c *controller) attemptFence(ctx context.Context) {
 		}
 		c.switched(ctx, d, reason)
 	case engine.NoTargetAvailable:
-		p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
-		c.halt(haltNoTarget, errors.New("no eligible target after the fence: "+strings.Join(d.Notes, "; ")))
+		c.noTargetAfterFence(ctx, d)
 	default:
 		// The switch is no longer warranted (the active endpoint recovered, or a
 		// failback gate closed). Its connections were cut by the fence, so flow
@@ -497,10 +505,17 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 		return // closing: the tickets stay where they are
 	}
 	// Orders a failed settle reconcile still holds join this reconcile.
-	tickets := append(append(c.carry, c.settle...), p.takeTickets()...)
+	tickets := p.takeTicketsInto(append(c.carry, c.settle...))
 	c.settle, c.settleAttempt = nil, 0
 	c.carry = nil
 	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
+	if len(p.cfg.Reconcilers) > 0 {
+		c.endMulti()
+		p.setPending(tickets[:len(tickets):len(tickets)])
+		c.beginMulti(ctx)
+		c.multiProgress(ctx)
+		return
+	}
 	c.attemptReconcile(ctx)
 }
 
@@ -511,10 +526,13 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 		return
 	}
 	// Orders that finished unknown since the last attempt join this one.
-	r.Tickets = append(r.Tickets, p.takeTickets()...)
+	r.Tickets = p.takeTicketsInto(r.Tickets)
+	p.setPending(r.Tickets[:len(r.Tickets):len(r.Tickets)])
 	r.Attempt++
-	// The event gets its own copy: the reconciler may reorder the slice it is given.
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(r.Tickets), Cause: r.Reason})
+	// The event shares r.Tickets, which is only ever appended to, never written
+	// in place (the capacity is cut so an append cannot reach the event's
+	// elements); the reconciler gets its own copy, which it may reorder.
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: r.Tickets[:len(r.Tickets):len(r.Tickets)], Cause: r.Reason})
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
 	var settled []Settlement
@@ -537,13 +555,18 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 		c.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(r.Attempt))
 		return
 	}
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled})
+	settled = p.judge(*r, settled, time.Now())
+	p.setPending(nil)
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)
 }
 
 // release opens the gate on the active endpoint.
 func (c *controller) release(ctx context.Context) {
 	p := c.p
+	if c.refuseRelease() { // never on an endpoint known to front another account (guard.go)
+		return
+	}
 	a := p.active.Load()
 	c.unfenceActive(ctx)
 	if p.readView.Load() != nil {
@@ -556,6 +579,7 @@ func (c *controller) release(ctx context.Context) {
 	c.halted = false
 	c.phase = phaseNormal
 	c.rec = nil
+	c.endMulti()
 	c.retryAt = time.Time{}
 	c.lastFbOut = engine.NoAction
 	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: held})
@@ -571,6 +595,7 @@ func (c *controller) unfenceActive(ctx context.Context) {
 	p := c.p
 	a := p.active.Load()
 	if a.rt.unfence() {
+		a.rt.brokerFenced.Store(false)
 		if p.cfg.Unfence != nil {
 			uctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
 			err := callHook(uctx, func(ctx context.Context) error {

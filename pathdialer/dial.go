@@ -19,10 +19,13 @@ type endpointRT struct {
 	fenced bool
 	conns  map[*Conn]struct{}
 
-	fencedFlag atomic.Bool  // mirrors fenced, for the lock-free passive-report path
-	obsMu      sync.Mutex   // serialises observe for this endpoint (exact state-change events)
-	state      atomic.Int32 // the engine's HealthState after the last observe
-	lastOK     atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
+	fencedFlag atomic.Bool // mirrors fenced, for the lock-free passive-report path
+	obsMu      sync.Mutex  // serialises observe for this endpoint (exact state-change events)
+	// brokerFenced: the Fencer confirmed (with Config.FenceAtBroker) that the
+	// broker fenced this endpoint; cleared when it is unfenced.
+	brokerFenced atomic.Bool
+	state        atomic.Int32 // the engine's HealthState after the last observe
+	lastOK       atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
 
 	probing chan struct{} // non-nil while a probe goroutine of this endpoint runs
 }
@@ -71,6 +74,11 @@ func (rt *endpointRT) fence() int {
 	}
 	rt.mu.Unlock()
 	for _, c := range conns {
+		// Abort rather than close: bytes of an order still in this host's send
+		// buffer are discarded, not flushed to the broker after the fence.
+		if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
+			_ = tc.SetLinger(0)
+		}
 		_ = c.Close()
 	}
 	return len(conns)

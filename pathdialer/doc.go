@@ -39,9 +39,93 @@
 //     switch finishes under the old generation, and its passive reports no longer
 //     count.
 //  7. Events are delivered in order, from one goroutine, never under a lock; none
-//     is dropped.
+//     is dropped. Event.Seq numbers them from 1 without a gap, Event.Time never
+//     goes backwards, and each endpoint's state-change events chain.
 //  8. Close stops every goroutine the Path started, fails waiting Acquires with
 //     ErrClosed, and closes every tracked connection.
+//
+// # What each promise relies on
+//
+// The runtime closes this process's side of the old path. What happens to an
+// order already on its way depends on the broker; the table says which promise
+// holds with which broker, and Path.MayResend answers the only question a
+// client must ask before sending an order again.
+//
+//	promise                             holds when                                   does not hold when
+//	one path submits at a time          always for this process (local fence:        another process or host trades the
+//	(this process)                      conns aborted, dials refused, gate held)     account and the Fencer does not stop it
+//	no order booked through the old     the broker fences (FenceAtBroker: kill       only the local fence: an order already
+//	path after the switch               switch, one session per credential, token    in a proxy, the network or the broker's
+//	                                    advance), or checks fencing tokens           gateway can still be booked (a late
+//	                                    (Ticket.Generation written on each order)    landing; reported, see below)
+//	no order lost                       the Reconciler reads the broker's book;      the Reconciler guesses, or the broker
+//	                                    every unknown outcome is handed to it        loses orders it acknowledged
+//	NOT_RECEIVED is final               FenceAtBroker and the Fencer succeeded for   the broker gives no fence and a copy
+//	                                    the order's endpoint (final at once); or     is delayed longer than Quarantine
+//	                                    Quarantine passed and a re-query found       (then it is booked late: reported as
+//	                                    nothing                                      EventLateLanding, after a final verdict)
+//	no order booked twice               the client resends only when MayResend       the client resends on its own, under a
+//	                                    says Allowed (a final NOT_RECEIVED), under   new ID, while a verdict is provisional
+//	                                    the same client order ID; safest where the   or unknown; a broker that does not
+//	                                    broker also deduplicates client order IDs    deduplicate then books both copies
+//	every late landing is reported      the re-query runs (Reconciler succeeds       the Path is closed before the
+//	                                    within Quarantine + retries)                 quarantine ends (Snapshot.Provisional
+//	                                                                                 shows what was still pending)
+//	a paused process never books on a   the transport checks Ticket.Valid right      the pause falls between that check and
+//	stale decision (coordinated Path)   before writing, Acquire refuses once the     the bytes leaving the host: only a
+//	                                    deadline given to Extend has passed, and     broker that checks fencing tokens
+//	                                    the monotonic clock runs during the pause    rejects that write
+//
+// Settlement.Final and Settlement.Provisional, the reconcile events (whose
+// String lists each order's fate and whether it is final), Snapshot.Provisional
+// and MayResend all show the same verdicts.
+//
+// # Decision validity
+//
+// A coordinated Path's decisions last only as long as the coordinator's lease:
+// Path.Extend sets the instant (monotonic) until which the current decision is
+// known valid, and coord/etcd's Follower moves it forward with every lease
+// keep-alive (the lease's expiry as measured here, minus a margin). Acquire
+// compares the clock with it, with no allocation, and refuses (ErrTicketExpired)
+// once it has passed, even if no goroutine has yet run to halt the gate (a
+// paused or starved process); every Ticket carries it as ValidUntil, and the
+// transports check Ticket.Valid immediately before the bytes of an order are
+// written. A Path that decides by itself has no such deadline.
+//
+// # Services released independently
+//
+// With one Reconciler, every service waits for the whole reconcile. With
+// Config.Reconcilers, a switch reconciles each named service with its own
+// function, concurrently, and releases it as soon as its own reconcile
+// succeeded:
+//
+//   - every ticket in flight or of unknown outcome is taken once, when the
+//     reconcile begins, and grouped by service; a service named in Reconcilers
+//     is settled by its own function (Reconciliation.Service set, only its
+//     tickets; a service with none is reconciled at once, without a call), the
+//     tickets of every other service by Config.Reconciler;
+//   - a named service is released (Acquire grants its tickets on the new
+//     endpoint; EventRelease with Service set; Snapshot.Released) when its own
+//     reconcile succeeded; the other services only when every reconcile
+//     succeeded (the gate opens: EventRelease with Service "");
+//   - each reconcile retries on its own; ReconcileAttempts failures in a row of
+//     any one halt the whole gate (released services too) until all succeed;
+//   - a switch abandoned while a service is released holds it again; its orders
+//     on the new endpoint go to the next reconcile with the rest.
+//
+// Guarantee 2 then holds per service: no order of a service is granted on the
+// new path before that service's reconcile succeeded. What a released service
+// may not know: the fate of the other services' orders still being reconciled
+// (a FIX order of unknown fate may yet be filled while REST orders flow).
+//
+// # Tickets and the cost of the gate
+//
+// Acquire allocates one Ticket; AcquireInto fills a Ticket the caller owns and
+// allocates nothing. On an open gate either costs a few tens of nanoseconds: an
+// atomic load of the gate, a lock of one of 64 independently locked shards
+// chosen at random, and (on a coordinated Path) one reading of the monotonic
+// clock. A switch takes every ticket in flight in time linear in their number,
+// with one allocation.
 //
 // With Config.ExternalDecisions a coordinator (coord/etcd: a quorum of observers
 // and one elected decider) makes the switches instead of this process; the Path

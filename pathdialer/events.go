@@ -56,6 +56,22 @@ const (
 	// EventDegraded: the degraded read-only mode began (Endpoint = where reads
 	// go) or ended (Endpoint empty).
 	EventDegraded
+	// EventLateLanding: an order reconciliation had found NOT_RECEIVED
+	// (provisionally) was found booked by the re-query: OrderID, Endpoint and
+	// Region it was sent through, Settlements[0] the fate found; Time is when
+	// it was found.
+	EventLateLanding
+	// EventOnDemand: candidates excluded only by stale evidence were probed
+	// (and re-checked) at once before a halt or switch was decided (Cause
+	// names them, what was found, and the outcome).
+	EventOnDemand
+	// EventBrokenProbe: an endpoint's probe has never succeeded, or fails
+	// while live traffic on it succeeds (Cause); or it works again (Cause
+	// says so). The probe, not the endpoint, is suspect.
+	EventBrokenProbe
+	// EventGray: an endpoint was taken DOWN by live-traffic evidence while its
+	// probe passed (a gray failure), or came back (Cause says how).
+	EventGray
 )
 
 var eventNames = [...]string{
@@ -65,6 +81,8 @@ var eventNames = [...]string{
 	EventReconcileFailure: "reconcile-failed", EventRelease: "release", EventHalt: "halt",
 	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
 	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
+	EventLateLanding: "late-landing",
+	EventOnDemand: "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -80,7 +98,14 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 
 // Event is one thing that happened on a Path. Fields not relevant to the Kind are
 // zero.
+//
+// Events are numbered and delivered in the order they happened: Seq counts from
+// 1 with no gap, Time never goes backwards from one event to the next, and for
+// each endpoint the state-change events chain (one's PrevState is the previous
+// one's State).
 type Event struct {
+	// Seq numbers the Path's events from 1, strictly increasing, none skipped.
+	Seq        uint64             `json:"seq"`
 	Kind       EventKind          `json:"kind"`
 	Time       time.Time          `json:"time"`
 	Endpoint   string             `json:"endpoint,omitempty"`
@@ -96,6 +121,15 @@ type Event struct {
 	// Error is Err's text (for JSON).
 	Error string `json:"error,omitempty"`
 	Cause string `json:"cause,omitempty"`
+	// OrderID is the order concerned (EventLateTicket, EventLateLanding).
+	OrderID string `json:"order_id,omitempty"`
+	// Region of Endpoint (EventLateLanding).
+	Region string `json:"region,omitempty"`
+	// Service concerned, with Config.Reconcilers: the reconcile events of one
+	// service ("" for the services without their own), and EventRelease of one
+	// service released while others are still held ("" when the whole gate
+	// opens).
+	Service string `json:"service,omitempty"`
 	// Tickets handed to reconciliation (EventReconcileStart).
 	Tickets []TicketInfo `json:"tickets,omitempty"`
 	// Settlements found (EventReconcileSuccess / Failure).
@@ -127,8 +161,27 @@ func (e Event) String() string {
 	if e.Duration > 0 {
 		s += " " + e.Duration.String()
 	}
+	if e.OrderID != "" {
+		s += " order=" + e.OrderID
+	}
 	if len(e.Tickets) > 0 {
 		s += fmt.Sprintf(" tickets=%d", len(e.Tickets))
+	}
+	if len(e.Settlements) > 0 {
+		s += " settled:"
+		for i, st := range e.Settlements {
+			if i == maxSettlementsShown {
+				s += fmt.Sprintf(" (+%d more)", len(e.Settlements)-i)
+				break
+			}
+			s += " " + st.OrderID + "=" + st.Fate.String()
+			switch {
+			case st.Final:
+				s += "(final)"
+			case st.Provisional:
+				s += "(provisional)"
+			}
+		}
 	}
 	if e.Cause != "" {
 		s += ": " + e.Cause
@@ -146,6 +199,7 @@ type dispatcher struct {
 	hook func(Event)
 
 	mu      sync.Mutex
+	seq     uint64
 	queue   []Event
 	wake    chan struct{}
 	history []Event // the last historyLen events, for Snapshot
@@ -153,18 +207,25 @@ type dispatcher struct {
 
 const historyLen = 64
 
+// maxSettlementsShown bounds the settlements Event.String lists.
+const maxSettlementsShown = 20
+
 func newDispatcher(log *slog.Logger, hook func(Event)) *dispatcher {
 	return &dispatcher{log: log, hook: hook, wake: make(chan struct{}, 1)}
 }
 
+// emit numbers, stamps and queues one event. The number and the time are
+// taken under one lock, so the order of Seq is the order of Time and of
+// delivery; callers that must order events among themselves (the state changes
+// of one endpoint) emit under their own lock.
 func (d *dispatcher) emit(e Event) {
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
 	if e.Err != nil && e.Error == "" {
 		e.Error = e.Err.Error()
 	}
 	d.mu.Lock()
+	d.seq++
+	e.Seq = d.seq
+	e.Time = time.Now()
 	d.queue = append(d.queue, e)
 	if e.Kind != EventProbe {
 		if len(d.history) == historyLen {
@@ -219,7 +280,7 @@ func (d *dispatcher) deliver(e Event) {
 	switch e.Kind {
 	case EventProbe:
 		level = slog.LevelDebug
-	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded:
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding, EventBrokenProbe, EventGray:
 		level = slog.LevelWarn
 	}
 	if d.log.Enabled(context.Background(), level) {

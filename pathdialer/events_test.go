@@ -222,3 +222,82 @@ func TestStringers(t *testing.T) {
 		}
 	}
 }
+
+// Several goroutines report on one endpoint while probes run: every event is
+// numbered without a gap, Time never goes backwards, and each endpoint's
+// state-change events chain (PrevState equals the previous one's State).
+func TestEventsNumberedTimedAndChainedUnderConcurrentReports(t *testing.T) {
+	h := newHarness(t, func(c *pathdialer.Config) {
+		c.ProbeInterval = 2 * time.Millisecond
+		c.ProbeTimeout = time.Millisecond
+		c.Engine.FailureThreshold = 2
+		c.Engine.DegradedLatency = 50 * time.Microsecond
+	})
+	defer h.close()
+	h.start()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 3000 {
+				var err error
+				lat := time.Duration(i%3) * 40 * time.Microsecond
+				if (i+w)%4 == 0 {
+					err = errReset
+				}
+				h.p.Report("us", 0, err, lat)
+			}
+		}()
+	}
+	wg.Wait()
+	_ = h.p.Close()
+	evs := h.rec.all()
+	last := map[string]pathdialer.Event{}
+	changes := 0
+	for i, e := range evs {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("event %d has Seq %d (want %d): %v", i, e.Seq, i+1, e)
+		}
+		if i > 0 && e.Time.Before(evs[i-1].Time) {
+			t.Fatalf("event %d (%v) at %v is before event %d at %v", e.Seq, e, e.Time, evs[i-1].Seq, evs[i-1].Time)
+		}
+		if e.Kind != pathdialer.EventStateChange {
+			continue
+		}
+		changes++
+		if prev, ok := last[e.Endpoint]; ok && prev.State != e.PrevState {
+			t.Fatalf("state changes of %s do not chain: #%d %v→%v, then #%d %v→%v", e.Endpoint, prev.Seq, prev.PrevState, prev.State, e.Seq, e.PrevState, e.State)
+		}
+		last[e.Endpoint] = e
+	}
+	if changes < 20 {
+		t.Fatalf("only %d state changes: the test proves nothing", changes)
+	}
+}
+
+// Snapshot never shows credentials carried in a service address.
+func TestSnapshotRedactsAddresses(t *testing.T) {
+	h := newHarness(t, func(c *pathdialer.Config) {
+		eu := epEU
+		eu.Services = map[string]string{"rest": "https://key:s3cret@api-eu.broker.example/v1?token=s3cret#s3cret", "ws": "wss://stream-eu.broker.example/ws?token=s3cret", "fix": "fix-eu.broker.example:9878"}
+		c.Endpoints = []pathdialer.Endpoint{eu, epUS}
+	})
+	defer h.close()
+	b, err := json.Marshal(h.p.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cret") {
+		t.Fatalf("snapshot leaks a credential: %s", b)
+	}
+	for _, want := range []string{"https://REDACTED@api-eu.broker.example/v1?REDACTED", "wss://stream-eu.broker.example/ws?REDACTED", "fix-eu.broker.example:9878"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("snapshot does not show %q: %s", want, b)
+		}
+	}
+	// The Path itself keeps the addresses as configured, for the transports.
+	if ep, _ := h.p.Endpoint("eu"); !strings.Contains(ep.Services["ws"], "token=s3cret") {
+		t.Errorf("Endpoint(eu) lost its configured address")
+	}
+}

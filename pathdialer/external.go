@@ -82,11 +82,17 @@ func (p *Path) external(ctx context.Context, r extReq) error {
 // the new token) and, when submissions are held or halted (a Path with
 // ExternalDecisions starts held until its first Assign), releases them through
 // reconciliation. A Halt while a switch is in progress makes its Assign return
-// ErrTradingHalted. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
+// ErrTradingHalted. It refuses, before anything changes, an endpoint this
+// process found fronting another account (engine.ErrIdentityMismatch) or lying
+// outside Engine.TargetJurisdictions (engine.ErrJurisdiction): the coordinator
+// should choose another target. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
 // ErrSwitchInProgress, ErrClosed, or ctx's.
 func (p *Path) Assign(ctx context.Context, endpoint string, token uint64) error {
 	if _, ok := p.eps[endpoint]; !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, endpoint)
+	}
+	if err := p.admissible(endpoint); err != nil {
+		return err
 	}
 	return p.external(ctx, extReq{kind: extAssign, endpoint: endpoint, token: token})
 }
@@ -190,7 +196,10 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 // carryAbandon drops a switch in progress, keeping its tickets for the next
 // reconcile.
 func (c *controller) carryAbandon() {
-	if c.rec != nil {
+	if c.multi != nil {
+		c.carry = append(c.carry, c.multiUnsettled()...)
+		c.endMulti()
+	} else if c.rec != nil {
 		c.carry = append(c.carry, c.rec.Tickets...)
 	}
 	c.rec, c.assign = nil, nil
@@ -219,4 +228,31 @@ func (c *controller) assigned(ctx context.Context) {
 	}
 	p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
 	c.switched(ctx, d, "assigned")
+}
+
+// Extend sets the instant until which the coordinator's current decision is
+// known to be valid (for coord/etcd: the follower's lease expiry as measured by
+// this process, minus a safety margin). From then on Acquire compares the
+// monotonic clock with it and refuses with ErrTicketExpired once it has passed,
+// without waiting for any goroutine to halt the gate, and every Ticket carries
+// it as ValidUntil for the transports' check right before an order is written.
+// The latest call wins (an earlier instant than before shortens the validity; a
+// past one lapses it at once). Until the first Extend a coordinated Path's
+// decisions do not expire. until is converted to this process's monotonic
+// clock when Extend is called, so a wall-clock step afterwards does not move
+// it. Errors: ErrNotExternal, ErrClosed.
+func (p *Path) Extend(until time.Time) error {
+	if !p.cfg.ExternalDecisions {
+		return ErrNotExternal
+	}
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	now := time.Now()
+	ns := int64(now.Sub(p.epoch) + until.Sub(now))
+	if ns <= 0 {
+		ns = 1 // 0 means "no deadline"
+	}
+	p.validNanos.Store(ns)
+	return nil
 }

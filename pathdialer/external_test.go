@@ -173,3 +173,64 @@ func TestHaltDuringAssignedSwitchEndsTheAssign(t *testing.T) {
 		}
 	})
 }
+
+// The pause case: the coordinator's decision is valid until the deadline given
+// to Extend. When the process is paused past it (here: nothing runs to halt the
+// gate, as in a stopped process whose watchdog has not fired yet), Acquire
+// refuses by comparing the clock, with no watchdog, and a ticket granted before
+// the pause fails its Valid check, so the transport does not send it.
+func TestAcquireRefusesOnceTheDecisionLapsed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.ExternalDecisions = true })
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		if err := h.p.Assign(ctx, "eu", 3); err != nil {
+			t.Fatal(err)
+		}
+		// Before the first Extend, decisions do not expire.
+		if tk := mustAcquire(t, h.p, "o-0"); !tk.ValidUntil.IsZero() || tk.Valid() != nil {
+			t.Fatalf("ticket before Extend: ValidUntil %v, Valid %v", tk.ValidUntil, tk.Valid())
+		}
+		until := time.Now().Add(5 * time.Second)
+		if err := h.p.Extend(until); err != nil {
+			t.Fatal(err)
+		}
+		granted := mustAcquire(t, h.p, "o-1")
+		if !granted.ValidUntil.Equal(until) || granted.Valid() != nil || granted.Generation != 3 {
+			t.Fatalf("ticket: ValidUntil %v (want %v), Valid %v, Generation %d", granted.ValidUntil, until, granted.Valid(), granted.Generation)
+		}
+		if s := h.p.Snapshot(); !s.ValidUntil.Equal(until) {
+			t.Errorf("Snapshot.ValidUntil = %v, want %v", s.ValidUntil, until)
+		}
+		time.Sleep(5 * time.Second) // the pause: the lease lapses, no one halts
+		if st, _ := h.p.GateState(); st != pathdialer.GateOpen {
+			t.Fatalf("gate %v: the test must show the refusal without a halt", st)
+		}
+		if _, err := h.p.Acquire(ctx, pathdialer.ServiceREST, "o-2"); !errors.Is(err, pathdialer.ErrTicketExpired) {
+			t.Fatalf("Acquire after the deadline: %v, want ErrTicketExpired", err)
+		}
+		if err := granted.Valid(); !errors.Is(err, pathdialer.ErrTicketExpired) {
+			t.Fatalf("Valid of a ticket granted before the pause: %v", err)
+		}
+		granted.Done()
+		// A keep-alive moves the deadline forward: trading goes on.
+		if err := h.p.Extend(time.Now().Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		mustAcquire(t, h.p, "o-3").Done()
+		// A past deadline lapses at once.
+		_ = h.p.Extend(time.Now().Add(-time.Second))
+		if _, err := h.p.Acquire(ctx, pathdialer.ServiceREST, "o-4"); !errors.Is(err, pathdialer.ErrTicketExpired) {
+			t.Fatalf("Acquire after a past Extend: %v", err)
+		}
+	})
+}
+
+func TestExtendOnlyOnACoordinatedPath(t *testing.T) {
+	h := newHarness(t, nil)
+	defer h.close()
+	if err := h.p.Extend(time.Now().Add(time.Minute)); !errors.Is(err, pathdialer.ErrNotExternal) {
+		t.Fatalf("Extend on a self-deciding Path: %v", err)
+	}
+}

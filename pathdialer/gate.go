@@ -3,6 +3,8 @@ package pathdialer
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +52,10 @@ type gateView struct {
 	cause    error
 	since    time.Time
 	changed  chan struct{}
+	// released (GateHeld only, with Config.Reconcilers): services whose own
+	// reconcile succeeded; their tickets are granted on endpoint while the
+	// others still wait.
+	released map[string]bool
 }
 
 // TicketState says where a ticket stands.
@@ -81,6 +87,10 @@ func (s TicketState) MarshalText() ([]byte, error) { return []byte(s.String()), 
 
 // Ticket is the permission to submit one order on one endpoint under one
 // generation. Submit on Endpoint only, then call Done or Unknown exactly once.
+//
+// A Ticket from Acquire is the caller's to keep. AcquireInto fills a Ticket the
+// caller owns (no allocation); it may be filled again once it finished with
+// Done, or after an Unknown was handed to reconciliation.
 type Ticket struct {
 	// OrderID is the client order ID the ticket was acquired for.
 	OrderID string
@@ -97,17 +107,28 @@ type Ticket struct {
 	Generation uint64
 	// ValidUntil is the instant (monotonic reading) after which the decision
 	// the ticket was granted under may have lapsed (a coordinated Path's lease
-	// minus a safety margin). The zero time means the decision does not expire.
-	// Transports call Valid immediately before the bytes of an order are
-	// written and do not send when it fails.
+	// minus a safety margin, as last given to Path.Extend). The zero time means
+	// the decision does not expire. Transports call Valid immediately before
+	// the bytes of an order are written and do not send when it fails.
 	ValidUntil time.Time
 
 	p         *Path
 	shard     *ticketShard
-	state     atomic.Int32
+	idx       int          // position in the shard's lists of tickets in flight
+	epoch     uint64       // the shard's epoch when granted: a later one means handed
+	state     atomic.Int32 // a ticket* value
 	cause     error
 	unknownAt time.Time
 }
+
+// Internal ticket states; the zero value is a Ticket never acquired.
+const (
+	ticketFree int32 = iota
+	ticketInFlight
+	ticketDone
+	ticketUnknown
+	ticketHanded
+)
 
 // TicketInfo is a ticket as handed to reconciliation.
 type TicketInfo struct {
@@ -140,54 +161,124 @@ func (t *Ticket) info(st TicketState) TicketInfo {
 }
 
 // Done records that the broker answered the order definitively (accepted, filled
-// or rejected). Calls after the first finish are ignored, except that a finish
-// after the ticket was handed to reconciliation emits EventLateTicket.
+// or rejected), or that it was not sent. Calls after the first finish are
+// ignored, except that a finish after the ticket was handed to reconciliation
+// emits EventLateTicket.
 func (t *Ticket) Done() {
-	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketDone)) {
-		t.shard.remove(t)
+	if t.p == nil {
+		return
+	}
+	s := t.shard
+	s.mu.Lock()
+	if s.holds(t) {
+		t.state.Store(ticketDone)
+		s.unlink(t)
+		s.mu.Unlock()
 		t.p.inflightFinished()
 		return
 	}
-	t.late("done")
+	handed := s.handed(t)
+	s.mu.Unlock()
+	if handed {
+		t.late("done")
+	}
 }
 
 // Unknown records that the order's fate is unknown (cause says why: a timeout, a
 // connection cut after the request was written, a 5xx). The ticket is handed to the
 // next reconciliation.
 func (t *Ticket) Unknown(cause error) {
+	if t.p == nil {
+		return
+	}
 	if cause == nil {
 		cause = ErrUnknownOutcome
 	}
-	if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketUnknown)) {
+	// The move from "in flight" to "unknown" happens under the shard's lock,
+	// which takeTickets holds while it takes the shard: a reconcile finds the
+	// ticket either in flight or among the unknown ones, never in between, and
+	// inflightCount never counts it out before it is among the unknown ones.
+	s := t.shard
+	s.mu.Lock()
+	if s.holds(t) {
+		t.state.Store(ticketUnknown)
 		t.cause = cause
 		t.unknownAt = time.Now()
-		t.shard.remove(t)
+		s.unlink(t)
 		t.p.addUnknown(t)
+		s.mu.Unlock()
 		t.p.inflightFinished()
 		return
 	}
-	t.late("unknown: " + cause.Error())
-}
-
-func (t *Ticket) late(what string) {
-	if TicketState(t.state.Load()) == TicketHanded {
-		t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation,
-			Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
+	handed := s.handed(t)
+	s.mu.Unlock()
+	if handed {
+		t.late("unknown: " + cause.Error())
 	}
 }
 
-const ticketShards = 16
-
-type ticketShard struct {
-	mu sync.Mutex
-	m  map[*Ticket]struct{}
-	_  [64 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(map[*Ticket]struct{}(nil))]byte // one shard per cache line
+// late reports a finish after the ticket was handed to reconciliation.
+func (t *Ticket) late(what string) {
+	t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation, OrderID: t.OrderID,
+		Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
 }
 
-func (s *ticketShard) remove(t *Ticket) {
-	s.mu.Lock()
-	delete(s.m, t)
-	s.mu.Unlock()
+// ticketShards spreads tickets in flight over independently locked lists, so
+// submitters on different cores rarely meet on one lock.
+const ticketShards = 64
+
+// ticketShard holds its tickets in flight as values (what reconciliation
+// needs of each) in one slice, beside their owners: handing them all over is
+// one bulk copy and an epoch step, without touching a ticket; a ticket whose
+// epoch is older than its shard's was handed. Removal swaps the last one in.
+type ticketShard struct {
+	mu     sync.Mutex
+	epoch  uint64
+	infos  []shardEntry
+	owners []*Ticket
+	_      [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(uint64(0)) - unsafe.Sizeof([]shardEntry(nil)) - unsafe.Sizeof([]*Ticket(nil))]byte // shards on separate cache lines
+}
+
+// shardEntry is what reconciliation needs of a ticket in flight, kept small:
+// the endpoint and generation come from the gate view it was granted under.
+type shardEntry struct {
+	orderID, service string
+	view             *gateView
+}
+
+func (e *shardEntry) info() TicketInfo {
+	return TicketInfo{OrderID: e.orderID, Service: e.service, Endpoint: e.view.endpoint, Generation: e.view.gen, State: TicketInFlight}
+}
+
+// The shard's lock is held for all of these. The slices keep their capacity,
+// so a steady flow of orders allocates nothing.
+
+func (s *ticketShard) link(t *Ticket, v *gateView) {
+	t.idx, t.epoch = len(s.infos), s.epoch
+	s.infos = append(s.infos, shardEntry{orderID: t.OrderID, service: t.Service, view: v})
+	s.owners = append(s.owners, t)
+}
+
+func (s *ticketShard) unlink(t *Ticket) {
+	last := len(s.infos) - 1
+	if i := t.idx; i != last {
+		m := s.owners[last]
+		s.infos[i], s.owners[i], m.idx = s.infos[last], m, i
+	}
+	s.infos[last], s.owners[last] = shardEntry{}, nil
+	s.infos, s.owners = s.infos[:last], s.owners[:last]
+}
+
+// holds: t is in flight in this shard (granted, not finished, not handed).
+func (s *ticketShard) holds(t *Ticket) bool {
+	return t.state.Load() == ticketInFlight && t.epoch == s.epoch
+}
+
+// handed: t was handed to reconciliation (with every ticket of its shard, or
+// alone: by service, or after finishing unknown).
+func (s *ticketShard) handed(t *Ticket) bool {
+	st := t.state.Load()
+	return st == ticketHanded || st == ticketInFlight && t.epoch != s.epoch
 }
 
 // Acquire asks the gate for permission to submit one order (service names the
@@ -195,18 +286,56 @@ func (s *ticketShard) remove(t *Ticket) {
 // with a ticket for the active endpoint. While a fence or reconcile is pending it
 // waits until flow is released (then returns a ticket for the new endpoint) or ctx
 // ends. When trading is halted it returns ErrTradingHalted at once, wrapping the
-// cause; after Close, ErrClosed. Reads must not acquire tickets: they are never held.
+// cause; after Close, ErrClosed. On a coordinated Path whose decision lapsed
+// (the deadline last given to Extend passed) it returns ErrTicketExpired at
+// once. Reads must not acquire tickets: they are never held.
 func (p *Path) Acquire(ctx context.Context, service, orderID string) (*Ticket, error) {
+	t := new(Ticket)
+	if err := p.AcquireInto(ctx, t, service, orderID); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// AcquireInto is Acquire into a Ticket the caller owns: it allocates nothing on
+// an open gate. t must be a zero Ticket, or one that finished with Done, or one
+// finished with Unknown that a reconciliation has since taken; filling a ticket
+// still in flight or still waiting for reconciliation returns ErrInvalidConfig
+// and leaves it untouched. On error t is not a ticket (Done and Unknown on it
+// do nothing).
+func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID string) error {
 	if strings.TrimSpace(orderID) == "" {
-		return nil, fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
+		return fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
+	}
+	switch t.state.Load() {
+	case ticketInFlight:
+		s := t.shard
+		s.mu.Lock()
+		inFlight := s.holds(t)
+		s.mu.Unlock()
+		if inFlight {
+			return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still in flight; use another Ticket", ErrInvalidConfig, t.OrderID)
+		}
+	case ticketUnknown:
+		return fmt.Errorf("%w: AcquireInto: the ticket for order %q is still waiting for reconciliation; use another Ticket", ErrInvalidConfig, t.OrderID)
 	}
 	for {
 		v := p.gate.Load()
-		switch v.state {
+		state := v.state
+		if state == GateHeld && v.released[service] {
+			state = GateOpen // this service's reconcile is done: its flow is released
+		}
+		switch state {
 		case GateOpen:
-			t := &Ticket{OrderID: orderID, Service: service, Endpoint: v.endpoint, Generation: v.gen, p: p}
-			s := &p.shards[p.ticketSeq.Add(1)%ticketShards]
-			t.shard = s
+			var until time.Time
+			if dl := p.validNanos.Load(); dl != 0 {
+				if now := int64(time.Since(p.epoch)); now >= dl {
+					return fmt.Errorf("%w: the decision for %q under token %d lapsed %v ago (no extension from the coordinator); order %q not granted",
+						ErrTicketExpired, v.endpoint, v.gen, time.Duration(now-dl).Round(time.Millisecond), orderID)
+				}
+				until = p.epoch.Add(time.Duration(dl))
+			}
+			s := &p.shards[rand.Uint32()%ticketShards]
 			// Register and re-check under the shard's lock. takeTickets locks every
 			// shard after the gate left this view, so either it finds the ticket
 			// (granted while the view was in force) or this re-check sees the new
@@ -214,36 +343,45 @@ func (p *Path) Acquire(ctx context.Context, service, orderID string) (*Ticket, e
 			// gate, and never handed to reconciliation unless it was granted.
 			s.mu.Lock()
 			if p.gate.Load() == v {
-				s.m[t] = struct{}{}
+				t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
+				t.p, t.shard, t.cause, t.unknownAt = p, s, nil, time.Time{}
+				t.state.Store(ticketInFlight)
+				s.link(t, v)
 				s.mu.Unlock()
-				return t, nil
+				return nil
 			}
 			s.mu.Unlock()
 		case GateHeld:
 			select {
 			case <-v.changed:
 			case <-ctx.Done():
-				return nil, fmt.Errorf("pathdialer: order %q waited while submissions were held (%v): %w", orderID, v.cause, ctx.Err())
+				return fmt.Errorf("pathdialer: order %q waited while submissions were held (%v): %w", orderID, v.cause, ctx.Err())
 			}
 		case GateHalted:
-			return nil, fmt.Errorf("%w: %w", ErrTradingHalted, v.cause)
+			return fmt.Errorf("%w: %w", ErrTradingHalted, v.cause)
 		case GateClosed:
-			return nil, ErrClosed
+			return ErrClosed
 		default:
-			return nil, ErrNotStarted
+			return ErrNotStarted
 		}
 	}
 }
 
 // setGate publishes a new gate view and wakes everyone waiting on the old one.
 func (p *Path) setGate(state GateState, endpoint string, gen uint64, cause error) *gateView {
+	return p.setGateReleased(state, endpoint, gen, cause, nil)
+}
+
+// setGateReleased is setGate with, for a held gate, the services already
+// released on endpoint (the map is not modified afterwards).
+func (p *Path) setGateReleased(state GateState, endpoint string, gen uint64, cause error, released map[string]bool) *gateView {
 	p.gateMu.Lock()
 	defer p.gateMu.Unlock()
 	old := p.gate.Load()
 	if old.state == GateClosed {
 		return old
 	}
-	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{})}
+	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{}), released: released}
 	p.gate.Store(v)
 	close(old.changed)
 	return v
@@ -255,6 +393,7 @@ func (p *Path) GateState() (GateState, error) {
 	return v.state, v.cause
 }
 
+// addUnknown: the ticket's shard lock is held (lock order: shard, then unknownMu).
 func (p *Path) addUnknown(t *Ticket) {
 	p.unknownMu.Lock()
 	p.unknown = append(p.unknown, t)
@@ -262,6 +401,9 @@ func (p *Path) addUnknown(t *Ticket) {
 }
 
 func (p *Path) inflightFinished() {
+	if !p.draining.Load() {
+		return
+	}
 	select {
 	case p.inflightWake <- struct{}{}:
 	default:
@@ -274,7 +416,7 @@ func (p *Path) inflightCount() int {
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		n += len(s.m)
+		n += len(s.infos)
 		s.mu.Unlock()
 	}
 	return n
@@ -282,7 +424,14 @@ func (p *Path) inflightCount() int {
 
 // waitInflight waits until no ticket is in flight or grace passes.
 func (p *Path) waitInflight(ctx context.Context, grace time.Duration) {
-	if p.inflightCount() == 0 || grace <= 0 {
+	if grace <= 0 {
+		return
+	}
+	// Announce the wait before counting: a ticket finishing after the count
+	// then always wakes it.
+	p.draining.Store(true)
+	defer p.draining.Store(false)
+	if p.inflightCount() == 0 {
 		return
 	}
 	timer := time.NewTimer(grace)
@@ -300,32 +449,90 @@ func (p *Path) waitInflight(ctx context.Context, grace time.Duration) {
 
 // takeTickets hands every in-flight ticket and every unknown-outcome ticket to
 // reconciliation. The gate is not open when this runs, so no new ticket appears.
+// It runs in time linear in the number of tickets, with one allocation.
 func (p *Path) takeTickets() []TicketInfo {
-	var out []TicketInfo
+	return p.takeTicketsInto(nil)
+}
+
+func (p *Path) takeTicketsInto(out []TicketInfo) []TicketInfo {
+	return p.takeServiceInto(out, "")
+}
+
+// takeServiceInto takes the tickets of one service only (every service when
+// service is ""): with Config.Reconcilers, a service still held must not take
+// the tickets of one already released, which are ordinary flow.
+func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
+	// Size the result once: the counts may only shrink (the gate is not open),
+	// except that unknown tickets come from the shards.
+	n := 0
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()
-		for t := range s.m {
-			if t.state.CompareAndSwap(int32(TicketInFlight), int32(TicketHanded)) {
-				out = append(out, t.info(TicketInFlight))
-				delete(s.m, t)
+		n += len(s.infos)
+		s.mu.Unlock()
+	}
+	p.unknownMu.Lock()
+	n += len(p.unknown)
+	p.unknownMu.Unlock()
+	out = slices.Grow(out, n)
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		// Every ticket in the list is in flight: Done and Unknown take it out
+		// under this lock before they change its state.
+		if service == "" {
+			// Every ticket at once: read the entries, step the epoch.
+			for i := range s.infos {
+				out = append(out, s.infos[i].info())
+			}
+			s.epoch++
+			clear(s.infos)
+			clear(s.owners)
+			s.infos, s.owners = s.infos[:0], s.owners[:0]
+		} else {
+			for i := 0; i < len(s.infos); {
+				if s.infos[i].service != service {
+					i++
+					continue
+				}
+				out = append(out, s.infos[i].info())
+				t := s.owners[i]
+				t.state.Store(ticketHanded)
+				s.unlink(t) // swaps the last one into i
 			}
 		}
 		s.mu.Unlock()
 	}
-	return append(out, p.takeUnknown()...)
+	return p.takeUnknownService(out, service)
 }
 
 // takeUnknown hands every unknown-outcome ticket to reconciliation.
-func (p *Path) takeUnknown() []TicketInfo {
+func (p *Path) takeUnknown() []TicketInfo { return p.takeUnknownService(nil, "") }
+
+func (p *Path) takeUnknownService(out []TicketInfo, service string) []TicketInfo {
 	p.unknownMu.Lock()
+	defer p.unknownMu.Unlock()
 	unknown := p.unknown
-	p.unknown = nil
-	p.unknownMu.Unlock()
-	out := make([]TicketInfo, 0, len(unknown))
+	if service == "" {
+		p.unknown = nil
+	} else {
+		p.unknown = nil
+		var keep []*Ticket
+		for _, t := range unknown {
+			if t.Service != service {
+				keep = append(keep, t)
+			}
+		}
+		p.unknown = keep
+	}
+	out = slices.Grow(out, len(unknown))
 	for _, t := range unknown {
-		t.state.Store(int32(TicketHanded))
+		if service != "" && t.Service != service {
+			continue
+		}
+		// Read first: once handed, the owner of a caller-owned Ticket may refill it.
 		out = append(out, t.info(TicketUnknown))
+		t.state.Store(ticketHanded)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -313,4 +314,117 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 	if inflightHanded == 0 {
 		t.Error("no ticket was ever in flight across a switch: the test proves nothing")
 	}
+}
+
+// The reproduction of the hand-over race through the public API: 300 orders in
+// flight on eu, each finishing Unknown as soon as the switch is seen, with no
+// in-flight grace. Every one of them must reach the switch's reconcile (as in
+// flight or as unknown), and none may be left in Unknown afterwards.
+func TestOrdersFinishingUnknownDuringASwitchReachItsReconcile(t *testing.T) {
+	for run := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, func(c *pathdialer.Config) { c.InflightGrace = 0 })
+			defer h.close()
+			h.start()
+			const n = 300
+			changed := h.p.ActiveChanged()
+			var wg sync.WaitGroup
+			for i := range n {
+				tk := mustAcquire(t, h.p, fmt.Sprintf("o-%d", i))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-changed
+					tk.Unknown(errReset)
+				}()
+			}
+			h.probes.set("eu", probeBlackhole)
+			h.await(pathdialer.EventRelease, nil)
+			wg.Wait()
+			recs := h.hooks.reconciliations()
+			if len(recs) == 0 {
+				t.Fatal("no reconciliation")
+			}
+			if got := len(recs[0].Tickets); got != n {
+				t.Errorf("run %d: the switch's reconcile got %d of %d orders; %d left in Unknown()", run, got, n, len(h.p.Unknown()))
+			}
+		})
+	}
+}
+
+// A switch waits for the tickets in flight only until the last one finishes,
+// not for the whole InflightGrace.
+func TestSwitchWaitsForInflightOnlyUntilTheyFinish(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) { c.InflightGrace = time.Minute })
+		defer h.close()
+		h.start()
+		tk := mustAcquire(t, h.p, "o-1")
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventSwitch, nil)
+		synctest.Wait()
+		if n := len(h.hooks.reconciliations()); n != 0 {
+			t.Fatalf("reconciled while a ticket was in flight and the grace runs")
+		}
+		finished := time.Now()
+		tk.Done()
+		rel := h.await(pathdialer.EventRelease, nil)
+		if d := rel.Time.Sub(finished); d > time.Second {
+			t.Fatalf("released %v after the last ticket finished", d)
+		}
+		if recs := h.hooks.reconciliations(); len(recs) != 1 || len(recs[0].Tickets) != 0 {
+			t.Fatalf("reconciliations %+v: the finished ticket is not in doubt", recs)
+		}
+	})
+}
+
+// AcquireInto fills a caller-owned Ticket: refused while that ticket is in
+// flight or waiting for reconciliation, allowed again after Done, and after a
+// switch handed it to reconciliation (a late Done then reports it as late).
+func TestAcquireIntoReuse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, nil)
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		var tk pathdialer.Ticket
+		tk.Done() // a zero Ticket: nothing happens
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-1"); err != nil || tk.Endpoint != "eu" || tk.OrderID != "o-1" {
+			t.Fatalf("AcquireInto: %v, %+v", err, &tk)
+		}
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-2"); !errors.Is(err, pathdialer.ErrInvalidConfig) || tk.OrderID != "o-1" {
+			t.Fatalf("refill while in flight: %v (order %s)", err, tk.OrderID)
+		}
+		tk.Done()
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-2"); err != nil || tk.OrderID != "o-2" {
+			t.Fatalf("refill after Done: %v", err)
+		}
+		tk.Unknown(errReset)
+		if err := h.p.AcquireInto(ctx, &tk, pathdialer.ServiceREST, "o-3"); !errors.Is(err, pathdialer.ErrInvalidConfig) {
+			t.Fatalf("refill while waiting for reconciliation: %v", err)
+		}
+		var inflight pathdialer.Ticket
+		if err := h.p.AcquireInto(ctx, &inflight, pathdialer.ServiceREST, "o-4"); err != nil {
+			t.Fatal(err)
+		}
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventRelease, nil)
+		recs := h.hooks.reconciliations()
+		if len(recs) != 1 || !slices.Equal(orderIDs(recs[0].Tickets), []string{"o-2", "o-4"}) {
+			t.Fatalf("reconciliation %+v", recs)
+		}
+		inflight.Done() // handed with its shard's epoch: a late finish
+		if late := h.await(pathdialer.EventLateTicket, nil); late.OrderID != "o-4" {
+			t.Fatalf("late ticket event %v", late)
+		}
+		for _, x := range []*pathdialer.Ticket{&tk, &inflight} {
+			if err := h.p.AcquireInto(ctx, x, pathdialer.ServiceREST, "again-"+x.OrderID); err != nil || x.Endpoint != "us" {
+				t.Fatalf("refill after the hand-over: %v, %+v", err, x)
+			}
+			x.Done()
+		}
+		if n := countKind(h.rec.all(), pathdialer.EventLateTicket); n != 1 {
+			t.Errorf("%d late tickets, want 1 (refilled tickets finished normally are not late)", n)
+		}
+	})
 }

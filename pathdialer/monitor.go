@@ -22,12 +22,17 @@ func (p *Path) probeRound(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.probeOne(ctx, rt)
+			p.probeOne(ctx, rt, false)
 		}()
 	}
 	wg.Wait()
 	now := time.Now()
 	p.lastRound.Store(&now)
+	if ctx.Err() == nil {
+		p.tradePathChecks(ctx)
+		p.noteEvidence()
+		p.noteExpiries()
+	}
 }
 
 type probeResult struct {
@@ -35,8 +40,13 @@ type probeResult struct {
 	latency time.Duration
 }
 
-func (p *Path) probeOne(ctx context.Context, rt *endpointRT) {
-	if j := p.cfg.ProbeJitter; j > 0 {
+// probeOne probes rt once, bounded by ProbeTimeout, and records the result. A
+// round's probe starts after its jitter, and counts a probe of rt still running
+// from before as timed out; an on-demand probe starts at once, and when a probe
+// of rt is already running it waits for that one (at most ProbeTimeout)
+// instead of starting another.
+func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
+	if j := p.cfg.ProbeJitter; j > 0 && !onDemand {
 		t := time.NewTimer(rand.N(j))
 		select {
 		case <-t.C:
@@ -48,20 +58,44 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT) {
 	if ctx.Err() != nil {
 		return
 	}
-	rt.mu.Lock()
-	busy := rt.probing != nil
-	rt.mu.Unlock()
-	if busy {
-		p.observe(rt.ep.Name, fmt.Errorf("%w: the previous probe of %q has not returned yet (it ignores its context): %w", ErrProbeTimeout, rt.ep.Name, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
-		return
-	}
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
 	done := make(chan probeResult, 1)
+	// Claim the endpoint's probe slot, or find the probe that holds it.
 	rt.mu.Lock()
-	rt.probing = make(chan struct{})
 	running := rt.probing
+	var started time.Time
+	if running == nil {
+		rt.probing = make(chan struct{})
+		p.setProbeStart(rt.ep.Name, time.Now())
+	} else {
+		started = p.probeStart(rt.ep.Name)
+	}
+	mine := rt.probing
 	rt.mu.Unlock()
+	if running != nil {
+		// A probe of rt is running. Within its ProbeTimeout (an on-demand probe,
+		// or one of another round), wait for it and take its result; past it
+		// (it ignores its context), a round counts it as timed out again.
+		left := p.cfg.ProbeTimeout - time.Since(started)
+		if onDemand || left > 0 {
+			t := time.NewTimer(max(left, 0))
+			defer t.Stop()
+			select {
+			case <-running:
+				return
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+			if onDemand {
+				return
+			}
+		}
+		p.observe(rt.ep.Name, fmt.Errorf("%w: the previous probe of %q has not returned yet (it ignores its context): %w", ErrProbeTimeout, rt.ep.Name, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
+		return
+	}
+	running = mine
 	p.probeWG.Add(1)
 	go func() {
 		defer p.probeWG.Done()

@@ -34,10 +34,12 @@ type Path struct {
 	activeMu sync.Mutex
 
 	shards       [ticketShards]ticketShard
-	ticketSeq    atomic.Uint64
 	unknownMu    sync.Mutex
 	unknown      []*Ticket
 	inflightWake chan struct{}
+	draining     atomic.Bool  // a switch waits for tickets in flight: Done wakes it
+	validNanos   atomic.Int64 // Extend's deadline, monotonic ns since epoch; 0: none
+	verdicts     verdicts
 
 	epoch     time.Time // monotonic origin for per-endpoint timestamps
 	trigger   chan struct{}
@@ -53,6 +55,8 @@ type Path struct {
 	ctlDone  chan struct{}
 	evDone   chan struct{}
 	probeWG  sync.WaitGroup
+
+	adm admission // identity checks and evidence announcements (admission.go)
 
 	stats struct {
 		droppedReports atomic.Uint64
@@ -85,7 +89,7 @@ func New(cfg Config) (*Path, error) {
 	if p.dial == nil {
 		p.dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 15 * time.Second}).DialContext
 	}
-	ecfg := cfg.Engine
+	ecfg := admissionEngineConfig(cfg)
 	ecfg.Probe = func(ctx context.Context, ep engine.Endpoint) error {
 		rt, ok := p.eps[ep.Name]
 		if !ok {
@@ -116,7 +120,7 @@ func New(cfg Config) (*Path, error) {
 				break
 			}
 		}
-		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: addr, Region: ep.Region, Priority: ep.Priority, Primary: ep.Primary}); err != nil {
+		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: addr, Region: ep.Region, Priority: ep.Priority, Primary: ep.Primary, Jurisdiction: ep.Jurisdiction}); err != nil {
 			return nil, fmt.Errorf("%w: Endpoints[%d]: %w", ErrInvalidConfig, i, err)
 		}
 		rt := &endpointRT{ep: ep, conns: make(map[*Conn]struct{}), hostPorts: make(map[string]string, len(svc))}
@@ -137,9 +141,6 @@ func New(cfg Config) (*Path, error) {
 		return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
 	}
 	p.eng = eng
-	for i := range p.shards {
-		p.shards[i].m = make(map[*Ticket]struct{})
-	}
 	act, _ := eng.Active()
 	p.setActive(p.eps[act.Name], 0)
 	p.gate.Store(&gateView{state: GateNotStarted, changed: make(chan struct{})})
@@ -184,9 +185,14 @@ func (p *Path) Fenced(endpoint string) bool {
 	return ok && rt.isFenced()
 }
 
-// Start runs one probe round (bounded by ctx and Config.ProbeTimeout), opens the
-// gate on the active endpoint, and starts the monitor, which runs until Close.
-// It returns an error if the Path was already started or closed.
+// Start checks identities (Config.Identity), runs one probe round (bounded by ctx
+// and Config.ProbeTimeout), opens the gate on the active endpoint, and starts the
+// monitor, which runs until Close. With Config.StartWait it first waits for an
+// eligible endpoint; when none is, the gate is halted and Start returns an error
+// wrapping ErrNoEligibleEndpoint, though the Path runs on and resumes by itself
+// (Close it if you give up). The gate never opens on an active endpoint found
+// fronting another account: it halts and the monitor fails over. It returns an
+// error if the Path was already started or closed.
 func (p *Path) Start(ctx context.Context) error {
 	p.lifeMu.Lock()
 	defer p.lifeMu.Unlock()
@@ -208,15 +214,17 @@ func (p *Path) Start(ctx context.Context) error {
 	p.checkIdentities(ctx)
 	p.probeRound(ctx)
 	a := p.active.Load()
+	var startErr error
 	if p.cfg.ExternalDecisions {
 		// No ticket before the coordinator's first word.
 		p.setGate(GateHeld, "", a.gen, errors.New("waiting for the coordinator's first assignment"))
 	} else {
-		p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+		// Opens the gate, or halts it (see openAtStart); the Path runs either way.
+		startErr = p.openAtStart(ctx, a)
 	}
 	p.running.Store(true)
 	go p.control(runCtx)
-	return nil
+	return startErr
 }
 
 // Close stops the monitor, fails waiting and future Acquires with ErrClosed,
@@ -299,17 +307,17 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 // (not a passive report, which comes with every request) the probe event.
 func (p *Path) observe(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
 	rt := p.eps[endpoint]
+	// The events are emitted under the endpoint's lock, so the state changes of
+	// one endpoint are numbered in the order the engine made them, and chain.
 	rt.obsMu.Lock()
+	defer rt.obsMu.Unlock()
 	prev := engine.HealthState(rt.state.Load())
-	st, oerr := p.eng.Observe(endpoint, err, latency)
-	if oerr == nil {
-		rt.state.Store(int32(st.State))
-	}
-	rt.obsMu.Unlock()
+	st, oerr := p.record(endpoint, err, latency, passive)
 	if oerr != nil {
 		p.log.Error("pathdialer: observe failed", "endpoint", endpoint, "err", oerr)
 		return prev, false
 	}
+	rt.state.Store(int32(st.State))
 	a := p.active.Load()
 	if !passive {
 		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Generation: a.gen, State: st.State, Duration: latency, Err: err})

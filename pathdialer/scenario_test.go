@@ -638,8 +638,9 @@ func TestAbandonedSwitchReconcilesOnSameEndpoint(t *testing.T) {
 }
 
 // The target dies while the fence is being confirmed: after the fence, the engine
-// finds nowhere to go and trading halts on the fenced primary; when the backup
-// answers again the switch goes ahead.
+// finds nowhere to go and trading halts on the primary, which is still active and
+// so not fenced (reads and dials reach it; submissions are halted); when the
+// backup answers again the switch goes ahead, through a new fence.
 func TestTargetDiesDuringFence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil)
@@ -664,8 +665,13 @@ func TestTargetDiesDuringFence(t *testing.T) {
 		if _, err := h.p.Acquire(context.Background(), pathdialer.ServiceREST, "o-1"); !errors.Is(err, pathdialer.ErrTradingHalted) {
 			t.Fatalf("Acquire: %v", err)
 		}
-		if !h.p.Fenced("eu") {
-			t.Error("eu unfenced while halted")
+		if h.p.Fenced("eu") {
+			t.Error("eu, still the active endpoint, stays fenced after a no-target halt")
+		}
+		if c, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX); err != nil || c.Endpoint() != "eu" {
+			t.Errorf("reads' dial to the still-active eu while halted: %v", err)
+		} else {
+			_ = c.Close()
 		}
 		h.probes.set("us", probeOK)
 		sw := h.await(pathdialer.EventSwitch, nil)

@@ -1,14 +1,17 @@
 package pathdialer
 
 import (
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
 )
 
 // Snapshot is a consistent-enough picture of a Path for status pages and logs. It
-// marshals to JSON and holds no credentials (service addresses are shown as
-// configured: keep secrets out of them).
+// marshals to JSON and holds no credentials: service addresses are shown
+// without user information, query or fragment (a ?token= in a stream URL is
+// replaced by "?REDACTED").
 type Snapshot struct {
 	Time       time.Time          `json:"time"`
 	Active     string             `json:"active"`
@@ -31,7 +34,21 @@ type Snapshot struct {
 	// ReadEndpoint is where reads go: the active endpoint, or another one in
 	// the degraded read-only mode.
 	ReadEndpoint string `json:"read_endpoint"`
+	// Provisional lists the NOT_RECEIVED verdicts not yet final (the order
+	// may still land; MayResend answers no for them), oldest first, at most
+	// maxSnapshotProvisional of them; ProvisionalCount counts them all.
+	Provisional      []Verdict `json:"provisional,omitempty"`
+	ProvisionalCount int       `json:"provisional_count"`
+	// Released lists the services whose submissions flow again while the
+	// gate is still held for others (Config.Reconcilers).
+	Released []string `json:"released,omitempty"`
+	// ValidUntil is when the coordinator's decision lapses (the deadline last
+	// given to Extend); zero when it does not expire.
+	ValidUntil time.Time `json:"valid_until,omitzero"`
 }
+
+// maxSnapshotProvisional bounds Snapshot.Provisional.
+const maxSnapshotProvisional = 256
 
 // EndpointSnapshot is one endpoint in a Snapshot.
 type EndpointSnapshot struct {
@@ -54,6 +71,9 @@ type EndpointSnapshot struct {
 	IdentityMismatch bool      `json:"identity_mismatch"`
 	IdentityError    string    `json:"identity_error,omitempty"`
 	VerifiedAt       time.Time `json:"verified_at"`
+	// Evidence: probe and live-traffic evidence apart, broken probe, gray
+	// failure, bounces (gray.go).
+	EndpointEvidence
 }
 
 // MonitorSnapshot says whether the monitor itself is alive.
@@ -85,6 +105,17 @@ func (p *Path) Snapshot() Snapshot {
 	if v.cause != nil {
 		s.GateCause = v.cause.Error()
 	}
+	s.Provisional = p.provisional()
+	s.ProvisionalCount = len(s.Provisional)
+	if len(s.Provisional) > maxSnapshotProvisional {
+		s.Provisional = s.Provisional[:maxSnapshotProvisional]
+	}
+	if len(v.released) > 0 {
+		s.Released = sortedKeys(v.released)
+	}
+	if dl := p.validNanos.Load(); dl != 0 {
+		s.ValidUntil = p.epoch.Add(time.Duration(dl))
+	}
 	re, _ := p.ReadEndpoint()
 	s.ReadEndpoint = re.Name
 	p.unknownMu.Lock()
@@ -97,7 +128,7 @@ func (p *Path) Snapshot() Snapshot {
 	for _, st := range p.eng.Statuses() {
 		rt := p.eps[st.Endpoint.Name]
 		es := EndpointSnapshot{
-			Endpoint:             rt.ep,
+			Endpoint:             redactEndpoint(rt.ep),
 			State:                st.State,
 			Active:               rt == a.rt,
 			Eligible:             eligible[rt.ep.Name],
@@ -108,6 +139,7 @@ func (p *Path) Snapshot() Snapshot {
 			LastSuccessAge:       -1,
 			LastLatency:          st.LastLatency,
 			Conns:                rt.connCount(),
+			EndpointEvidence:     evidenceOf(st),
 		}
 		if st.LastProbeError != nil {
 			es.LastProbeError = st.LastProbeError.Error()
@@ -125,6 +157,38 @@ func (p *Path) Snapshot() Snapshot {
 	if t := p.lastRound.Load(); t != nil {
 		s.Monitor.LastRound = *t
 		s.Monitor.Stale = now.Sub(*t) > 3*p.cfg.ProbeInterval
+	}
+	return s
+}
+
+// redactEndpoint returns ep with every URL address stripped of what may carry
+// a credential: user information, query and fragment.
+func redactEndpoint(ep Endpoint) Endpoint {
+	svc := make(map[string]string, len(ep.Services))
+	for name, addr := range ep.Services {
+		svc[name] = redactAddress(addr)
+	}
+	ep.Services = svc
+	return ep
+}
+
+func redactAddress(addr string) string {
+	if !strings.Contains(addr, "://") {
+		if i := strings.LastIndex(addr, "@"); i >= 0 {
+			return "REDACTED@" + addr[i+1:]
+		}
+		return addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return "REDACTED"
+	}
+	s := safeURL(u)
+	if u.RawQuery != "" || u.ForceQuery {
+		s += "?REDACTED"
+	}
+	if u.User != nil {
+		s = strings.Replace(s, "://", "://REDACTED@", 1)
 	}
 	return s
 }

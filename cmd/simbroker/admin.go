@@ -60,9 +60,49 @@ func newAdmin(b *simbroker.Broker) http.Handler {
 		if records == nil {
 			records = []simbroker.Record{}
 		}
+		spans := log.FenceSpans()
+		if spans == nil {
+			spans = []simbroker.FenceSpan{}
+		}
+		rejected := map[simbroker.Outcome]int{}
+		for _, r := range log.Rejected() {
+			rejected[r.Outcome]++
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
 			"records": records, "booked_by_region": booked, "duplicates": dups, "submissions": log.Submissions(),
+			"fence_spans": spans, "rejected": rejected, "highest_token": b.HighestToken(),
+			"policies": b.Config().Policies(),
 		})
+	})
+	fence := func(on bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			region := r.URL.Query().Get("region")
+			var err error
+			if on {
+				err = b.FenceRegion(region)
+			} else {
+				err = b.UnfenceRegion(region)
+			}
+			if err != nil {
+				adminError(w, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]any{"region": region, "fenced": on, "fenced_regions": b.FencedRegions()})
+		}
+	}
+	mux.HandleFunc("POST /fence", fence(true))
+	mux.HandleFunc("POST /unfence", fence(false))
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		v, err := strconv.ParseUint(r.URL.Query().Get("value"), 10, 64)
+		if err != nil {
+			adminError(w, fmt.Errorf("%w: value: want a positive integer", errBadParam))
+			return
+		}
+		if err := b.RaiseToken(v); err != nil {
+			adminError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"highest_token": b.HighestToken()})
 	})
 	mux.HandleFunc("GET /book", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"orders": b.Book()})
@@ -202,8 +242,11 @@ func parseFault(kind string, q url.Values) (simbroker.Fault, error) {
 
 func adminError(w http.ResponseWriter, err error) {
 	code := http.StatusBadRequest
-	if errors.Is(err, simbroker.ErrClosed) {
+	switch {
+	case errors.Is(err, simbroker.ErrClosed):
 		code = http.StatusServiceUnavailable
+	case errors.Is(err, simbroker.ErrFenceNotOffered):
+		code = http.StatusNotImplemented
 	}
 	writeJSON(w, code, map[string]string{"error": err.Error()})
 }

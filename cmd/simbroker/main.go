@@ -7,8 +7,13 @@
 // and the admin endpoint, which switches faults at run time:
 //
 //	go run ./cmd/simbroker -tick 250ms -lag us=2s -budget 20 -session-policy one-per-credential
+//	go run ./cmd/simbroker -dedup none -fence enforced -tokens checked   # a strict broker
 //	curl -X POST '127.0.0.1:PORT/fault?region=eu&service=rest&kind=blackhole'
+//	curl -X POST '127.0.0.1:PORT/fence?region=eu'
 //	curl 127.0.0.1:PORT/audit
+//
+// The start-up output also lists the REST order API with a ready curl line
+// to place an order, one to probe, and one for the broker's kill switch.
 //
 // It stops cleanly on SIGINT or SIGTERM.
 package main
@@ -61,6 +66,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&cfg.HandshakeBurst, "burst", 0, "handshake burst (0: same as -budget)")
 	fs.IntVar(&cfg.ReplayBuffer, "replay", cfg.ReplayBuffer, "ticks kept per stream per region for resume")
 	policy := fs.String("session-policy", cfg.SessionPolicy.String(), "concurrent | one-per-credential")
+	dedup := fs.String("dedup", cfg.Dedup.String(), "book deduplication of client order IDs: across-regions | open-only | none")
+	fence := fs.String("fence", cfg.Fence.String(), "broker-side fence (kill switch): none | enforced")
+	tokens := fs.String("tokens", cfg.Tokens.String(), "fencing tokens on orders: off | checked")
 	streams := fs.String("streams", strings.Join(cfg.Streams, ","), "comma-separated market data streams")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "API key (empty: random)")
 	fs.StringVar(&cfg.AccountID, "account", cfg.AccountID, "account ID")
@@ -82,6 +90,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return options{}, err
 	}
 	cfg.SessionPolicy = p
+	if cfg.Dedup, err = simbroker.ParseDedupPolicy(*dedup); err != nil {
+		return options{}, err
+	}
+	if cfg.Fence, err = simbroker.ParseFencePolicy(*fence); err != nil {
+		return options{}, err
+	}
+	if cfg.Tokens, err = simbroker.ParseTokenPolicy(*tokens); err != nil {
+		return options{}, err
+	}
 	cfg.ReplicationLag = map[string]time.Duration{}
 	for _, kv := range splitList(*lag) {
 		name, val, ok := strings.Cut(kv, "=")
@@ -150,7 +167,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func printEndpoints(w io.Writer, b *simbroker.Broker, admin string) {
 	cfg := b.Config()
 	sid := b.FIXSessionID()
-	fmt.Fprintf(w, "simbroker: %d regions, session policy %s, ticks every %v\n", len(b.Regions()), cfg.SessionPolicy, cfg.TickInterval)
+	first, last := b.Regions()[0], b.Regions()[len(b.Regions())-1]
+	fmt.Fprintf(w, "simbroker: %d regions over ONE shared account book, ticks every %v\n", len(b.Regions()), cfg.TickInterval)
+	fmt.Fprintf(w, "policies  dedup %s · fence %s · tokens %s · session %s\n", cfg.Dedup, cfg.Fence, cfg.Tokens, cfg.SessionPolicy)
+	fmt.Fprintf(w, "services per region (each behind its own fault relay; the -fault service names):\n")
+	fmt.Fprintf(w, "  rest   order API (HTTPS, HTTP/2 and HTTP/1.1)\n")
+	fmt.Fprintf(w, "  probe  the same REST server through a second relay: point health monitors here\n")
+	fmt.Fprintf(w, "  ws     WebSocket market data (wss, path /ws)\n")
+	fmt.Fprintf(w, "  fix    FIX 4.4 acceptor (one session for the account, shared by every region)\n")
 	for _, rg := range b.Regions() {
 		fmt.Fprintf(w, "region %s\n", rg.Name())
 		fmt.Fprintf(w, "  REST   %s\n", rg.RESTURL())
@@ -166,12 +190,33 @@ func printEndpoints(w io.Writer, b *simbroker.Broker, admin string) {
 	fmt.Fprintf(w, "streams   %s   replication lag %v   handshake budget %v/s\n", strings.Join(cfg.Streams, ","), lags, cfg.HandshakesPerSecond)
 	fmt.Fprintf(w, "CA file   %s\n", b.CAFile())
 	fmt.Fprintf(w, "API key   %s   (header X-API-Key; a simulator key, printed on purpose)\n", b.APIKey())
+
+	tokHdr, tokNote := "", ""
+	if cfg.Tokens == simbroker.TokensChecked {
+		tokHdr = fmt.Sprintf(" -H '%s: 1'", simbroker.TokenHeader)
+		tokNote = fmt.Sprintf(" (tokens checked: every order needs header %s or FIX tag %d; lower than the highest seen is rejected 409)", simbroker.TokenHeader, simbroker.TokenTag)
+	}
+	curl := fmt.Sprintf("curl -sS --cacert %s -H 'X-API-Key: %s'", b.CAFile(), b.APIKey())
+	fmt.Fprintf(w, "REST order API (JSON; every /v1 call needs X-API-Key)%s\n", tokNote)
+	fmt.Fprintf(w, "  POST   /v1/orders                    body {\"client_order_id\",\"symbol\",\"side\":\"buy|sell\",\"qty\",\"type\":\"market|limit\",\"price\"}\n")
+	fmt.Fprintf(w, "                                       201 booked; 200 existing order (repeat, dedup %s); 400 invalid;\n", cfg.Dedup)
+	fmt.Fprintf(w, "                                       403 region fenced; 409 stale token; 428 missing token\n")
+	fmt.Fprintf(w, "  GET    /v1/orders/{client_order_id}  200 order | 404      GET /v1/orders?status=open|all\n")
+	fmt.Fprintf(w, "  DELETE /v1/orders/{client_order_id}  cancel: 200 | 409 not open | 404\n")
+	fmt.Fprintf(w, "  GET    /v1/account                   the probe (authenticated, cheap)\n")
+	fmt.Fprintf(w, "  POST   /v1/account/fence   {\"region\"}   kill switch, on any region (fence %s; 501 when none)\n", cfg.Fence)
+	fmt.Fprintf(w, "  POST   /v1/account/unfence {\"region\"}   GET /v1/account/fence: fenced regions, highest token\n")
+	fmt.Fprintf(w, "  place an order:\n    %s%s -H 'Content-Type: application/json' \\\n      -d '{\"client_order_id\":\"hello-1\",\"symbol\":\"EURUSD\",\"side\":\"buy\",\"qty\":\"1000\",\"type\":\"market\"}' %s/v1/orders\n",
+		curl, tokHdr, first.RESTURL())
+	fmt.Fprintf(w, "  probe:\n    %s %s/v1/account\n", curl, first.ProbeURL())
+	fmt.Fprintf(w, "  fence %s (through %s):\n    %s -d '{\"region\":\"%s\"}' %s/v1/account/fence\n", first.Name(), last.Name(), curl, first.Name(), last.RESTURL())
 	fmt.Fprintf(w, "admin     %s\n", admin)
 	fmt.Fprintf(w, "  curl -X POST '%s/fault?region=%s&service=rest&kind=blackhole'\n", admin, cfg.Regions[0])
 	fmt.Fprintf(w, "    service: rest | probe | ws | fix\n")
 	fmt.Fprintf(w, "    kind:    none | down | blackhole | latency&delay=200ms&jitter=50ms | reset |\n")
 	fmt.Fprintf(w, "             503&n=10 (or &for=30s, &retry_after=2s) | partial | unknown&n=1 |\n")
 	fmt.Fprintf(w, "             flap&period=2s[&fault=down|blackhole|reset] | partition (probe blackhole; service ignored)\n")
+	fmt.Fprintf(w, "  curl -X POST '%s/fence?region=%s'   '%s/unfence?region=%s'   '%s/token?value=7'\n", admin, cfg.Regions[0], admin, cfg.Regions[0], admin)
 	fmt.Fprintf(w, "  curl %s/audit   %s/book   %s/faults   %s/stats   %s/endpoints\n", admin, admin, admin, admin, admin)
 	fmt.Fprintf(w, "  curl -X POST '%s/tick?stream=%s'   curl -X POST '%s/lag?region=%s&lag=2s'\n", admin, cfg.Streams[0], admin, cfg.Regions[len(cfg.Regions)-1])
 	fmt.Fprintln(w, "Ctrl-C to stop.")

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -238,6 +241,9 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-lag", "us"},
 		{"-lag", "us=soon"},
 		{"-session-policy", "both"},
+		{"-dedup", "sometimes"},
+		{"-fence", "maybe"},
+		{"-tokens", "lax"},
 		{"-regions", "eu"},
 		{"extra"},
 	} {
@@ -245,5 +251,133 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		if err := run(context.Background(), args, &out, &errOut); err == nil {
 			t.Errorf("run(%v) succeeded", args)
 		}
+	}
+}
+
+// The start-up output names the policies and services, documents the REST
+// order API, and its ready curl lines work as printed (run here through Go's
+// client, with the same CA, key, header, URL and body).
+func TestRunPrintsPoliciesAndWorkingCurlLines(t *testing.T) {
+	client, broker := uniqueCompIDs()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-tick", "0", "-dedup", "none", "-fence", "enforced", "-tokens", "checked",
+			"-client-compid", client, "-broker-compid", broker, "-api-key", "drill-key-123"}, &out, &errOut)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(out.String(), "Ctrl-C") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no endpoint listing; stdout %q stderr %q", out.String(), errOut.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned early: %v (stderr %q)", err, errOut.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	text := out.String()
+	for _, want := range []string{"policies  dedup none · fence enforced · tokens checked · session concurrent",
+		"  rest   order API", "  probe  the same REST server", "  ws     WebSocket", "  fix    FIX 4.4",
+		"POST   /v1/orders", "GET    /v1/orders/{client_order_id}", "POST   /v1/account/fence", "X-Fencing-Token"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	placeRE := regexp.MustCompile(`curl -sS --cacert (\S+) -H 'X-API-Key: (\S+)' -H '(X-Fencing-Token): (\d+)' -H 'Content-Type: application/json' \\\n\s+-d '(\{[^']*\})' (https://\S+/v1/orders)\n`)
+	m := placeRE.FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no order curl line in:\n%s", text)
+	}
+	probeRE := regexp.MustCompile(`curl -sS --cacert \S+ -H 'X-API-Key: \S+' (https://\S+/v1/account)\n`)
+	pm := probeRE.FindStringSubmatch(text)
+	if pm == nil {
+		t.Fatalf("no probe curl line in:\n%s", text)
+	}
+	fenceRE := regexp.MustCompile(`curl -sS --cacert \S+ -H 'X-API-Key: \S+' -d '(\{"region":"eu"\})' (https://\S+/v1/account/fence)\n`)
+	fm := fenceRE.FindStringSubmatch(text)
+	if fm == nil {
+		t.Fatalf("no fence curl line in:\n%s", text)
+	}
+	pem, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 5 * time.Second}
+	defer hc.CloseIdleConnections()
+	call := func(method, url, body string, hdr ...string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req.Header.Set("X-API-Key", m[2])
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := call("POST", m[6], m[5], m[3], m[4], "Content-Type", "application/json"); code != 201 {
+		t.Fatalf("printed order line: %d", code)
+	}
+	if code := call("GET", pm[1], ""); code != 200 {
+		t.Fatalf("printed probe line: %d", code)
+	}
+	if code := call("POST", fm[2], fm[1]); code != 200 {
+		t.Fatalf("printed fence line: %d", code)
+	}
+	if code := call("POST", m[6], strings.Replace(m[5], "hello-1", "hello-2", 1), m[3], m[4]); code != http.StatusForbidden {
+		t.Fatalf("order on the fenced region: %d, want 403", code)
+	}
+	admin := regexp.MustCompile(`admin\s+(http://127\.0\.0\.1:\d+)`).FindStringSubmatch(text)
+	if code, body := post(t, admin[1]+"/unfence?region=eu"); code != 200 || body["fenced"] != false {
+		t.Fatalf("admin unfence: %d %v", code, body)
+	}
+	if code, body := post(t, admin[1]+"/token?value=7"); code != 200 || body["highest_token"] != float64(7) {
+		t.Fatalf("admin token: %d %v", code, body)
+	}
+	var audit struct {
+		FenceSpans []simbroker.FenceSpan `json:"fence_spans"`
+		Policies   string
+	}
+	if get(t, admin[1]+"/audit", &audit); len(audit.FenceSpans) != 1 || audit.FenceSpans[0].Until.IsZero() || !strings.Contains(audit.Policies, "fence=enforced") {
+		t.Fatalf("admin audit: %+v", audit)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not stop after cancel")
+	}
+}
+
+func TestAdminFenceOnFenceNone(t *testing.T) {
+	cfg := simbroker.DefaultConfig()
+	cfg.TickInterval = 0
+	cfg.ClientCompID, cfg.BrokerCompID = uniqueCompIDs()
+	b, err := simbroker.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	srv := httptest.NewServer(newAdmin(b))
+	defer srv.Close()
+	defer http.DefaultClient.CloseIdleConnections()
+	if code, body := post(t, srv.URL+"/fence?region=eu"); code != http.StatusNotImplemented || !strings.Contains(fmt.Sprint(body["error"]), "offers no fence") {
+		t.Fatalf("fence on FenceNone: %d %v", code, body)
+	}
+	if code, _ := post(t, srv.URL+"/token?value=x"); code != 400 {
+		t.Fatalf("token x: %d", code)
 	}
 }

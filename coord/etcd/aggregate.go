@@ -30,7 +30,25 @@ type Observation struct {
 	LastError            string        `json:"last_error,omitempty"`
 	// Round counts the observer's publications (for humans and drills).
 	Round uint64 `json:"round"`
+	// Identity is the observer's verdict on who the endpoint fronts:
+	// IdentityVerified (its last conclusive check, within its IdentityMaxAge,
+	// matched), IdentityMismatch (it fronts another account), or "" (never
+	// checked, inconclusive, or expired). IdentityError is its last check's
+	// error.
+	Identity      string `json:"identity,omitempty"`
+	IdentityError string `json:"identity_error,omitempty"`
+	// Jurisdiction of the endpoint as the observer is configured.
+	Jurisdiction string `json:"jurisdiction,omitempty"`
 }
+
+// Identity verdicts in Observation.Identity and Verdict.Identity.
+const (
+	IdentityVerified = "VERIFIED"
+	IdentityMismatch = "MISMATCH"
+	// IdentityUnproven (Verdict only): fewer than Quorum live observers
+	// verified it, and none found a mismatch.
+	IdentityUnproven = "UNPROVEN"
+)
 
 // VerdictState is the quorum's conclusion about one endpoint.
 type VerdictState int
@@ -77,6 +95,15 @@ type Verdict struct {
 	// DownBy and HealthyBy name the observers (sorted).
 	DownBy    []string `json:"down_by,omitempty"`
 	HealthyBy []string `json:"healthy_by,omitempty"`
+	// Identity: IdentityMismatch when any live observer found the endpoint
+	// fronting another account (one proof is enough to keep it out);
+	// otherwise IdentityVerified when at least Quorum live observers verified
+	// it; otherwise IdentityUnproven. VerifiedBy and MismatchBy name them;
+	// IdentityError is one mismatch's detail.
+	Identity      string   `json:"identity"`
+	VerifiedBy    []string `json:"verified_by,omitempty"`
+	MismatchBy    []string `json:"mismatch_by,omitempty"`
+	IdentityError string   `json:"identity_error,omitempty"`
 }
 
 // Aggregate turns the live observations (those whose lease has not expired)
@@ -116,9 +143,28 @@ func Aggregate(obs []Observation, quorum int) map[string]Verdict {
 				v.HealthyBy = append(v.HealthyBy, o.Observer)
 				lat = append(lat, o.Latency)
 			}
+			switch o.Identity {
+			case IdentityVerified:
+				v.VerifiedBy = append(v.VerifiedBy, o.Observer)
+			case IdentityMismatch:
+				v.MismatchBy = append(v.MismatchBy, o.Observer)
+				if v.IdentityError == "" || o.Observer < v.MismatchBy[0] {
+					v.IdentityError = o.IdentityError
+				}
+			}
 		}
 		sort.Strings(v.DownBy)
 		sort.Strings(v.HealthyBy)
+		sort.Strings(v.VerifiedBy)
+		sort.Strings(v.MismatchBy)
+		switch {
+		case len(v.MismatchBy) > 0:
+			v.Identity = IdentityMismatch
+		case len(v.VerifiedBy) >= quorum:
+			v.Identity = IdentityVerified
+		default:
+			v.Identity = IdentityUnproven
+		}
 		if len(lat) > 0 {
 			slices.Sort(lat)
 			v.Latency = lat[len(lat)/2]

@@ -85,3 +85,35 @@ func TestObservationJSONRoundTrip(t *testing.T) {
 		t.Fatal("an unknown state was accepted")
 	}
 }
+
+// Identity by quorum: one live observer's mismatch keeps an endpoint out; a
+// quorum of live verifications admits it; stale observers count for nothing.
+func TestAggregateIdentity(t *testing.T) {
+	id := func(observer, verdict string, stale bool) Observation {
+		o := ob(observer, "us", engine.Healthy, true, stale)
+		o.Identity = verdict
+		if verdict == IdentityMismatch {
+			o.IdentityError = "account \"X\", expected \"ACC-1\""
+		}
+		return o
+	}
+	for _, tt := range []struct {
+		name string
+		obs  []Observation
+		want string
+	}{
+		{"quorum verified", []Observation{id("a", IdentityVerified, false), id("b", IdentityVerified, false), id("c", "", false)}, IdentityVerified},
+		{"one verification is not a quorum", []Observation{id("a", IdentityVerified, false), id("b", "", false), id("c", "", false)}, IdentityUnproven},
+		{"one mismatch outweighs a quorum", []Observation{id("a", IdentityVerified, false), id("b", IdentityVerified, false), id("c", IdentityMismatch, false)}, IdentityMismatch},
+		{"stale verifications do not count", []Observation{id("a", IdentityVerified, true), id("b", IdentityVerified, false), id("c", "", false)}, IdentityUnproven},
+		{"stale mismatch does not count", []Observation{id("a", IdentityMismatch, true), id("b", IdentityVerified, false), id("c", IdentityVerified, false)}, IdentityVerified},
+	} {
+		v := Aggregate(tt.obs, 2)["us"]
+		if v.Identity != tt.want {
+			t.Errorf("%s: %s (%+v), want %s", tt.name, v.Identity, v, tt.want)
+		}
+		if tt.want == IdentityMismatch && (len(v.MismatchBy) != 1 || v.IdentityError == "") {
+			t.Errorf("%s: mismatch not named: %+v", tt.name, v)
+		}
+	}
+}

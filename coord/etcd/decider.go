@@ -47,6 +47,13 @@ type DeciderConfig struct {
 	// OnWrite, optional, is called after every Assignment the decider wrote,
 	// with its revision.
 	OnWrite func(a Assignment, revision int64)
+	// RequireIdentity: an endpoint is a target only while at least Quorum live
+	// observers agree it fronts the account (their Identity checks verified
+	// it). Whatever it says, an endpoint any live observer found fronting
+	// another account is never a target, and an active one is failed over.
+	// Jurisdiction rules are Engine.TargetJurisdictions against the
+	// Endpoints' Jurisdiction.
+	RequireIdentity bool
 }
 
 // DefaultDeciderConfig returns a configuration deciding every 500 ms, on a
@@ -133,12 +140,20 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 func newDecisionEngine(cfg DeciderConfig) (*engine.Manager, error) {
 	ecfg := cfg.Engine
 	ecfg.Probe = func(context.Context, engine.Endpoint) error { return errRecordedOnly }
+	if cfg.RequireIdentity {
+		ecfg.RequireAdmission = true
+		if ecfg.VerificationMaxAge == 0 {
+			// The quorum's agreement is re-read every Interval; without it for
+			// MaxHealthAge, the verification no longer counts.
+			ecfg.VerificationMaxAge = ecfg.MaxHealthAge
+		}
+	}
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
 	}
 	for _, ep := range cfg.Endpoints {
-		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: ep.Name, Region: nonBlank(ep.Region), Priority: ep.Priority, Primary: ep.Primary}); err != nil {
+		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: ep.Name, Region: nonBlank(ep.Region), Priority: ep.Priority, Primary: ep.Primary, Jurisdiction: ep.Jurisdiction}); err != nil {
 			return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
 		}
 	}
@@ -323,18 +338,26 @@ func (l *leader) write(ctx context.Context, a Assignment) error {
 }
 
 // feed gives the engine the quorum's verdicts: Down is a failure, fresh-Healthy
-// a success, anything else nothing at all.
+// a success, anything else nothing at all; identity: a mismatch seen by any
+// live observer excludes the endpoint, a quorum's verification admits it.
 func (l *leader) feed() bool {
 	v := l.d.agg.Verdicts()
 	if v == nil {
 		return false
 	}
 	for _, ep := range l.d.cfg.Endpoints {
-		switch vd := v[ep.Name]; vd.State {
+		vd := v[ep.Name]
+		switch vd.State {
 		case VerdictDown:
 			_, _ = l.eng.Observe(ep.Name, fmt.Errorf("%w (%s)", ErrQuorumDown, strings.Join(vd.DownBy, ",")), 0)
 		case VerdictHealthy:
 			_, _ = l.eng.Observe(ep.Name, nil, vd.Latency)
+		}
+		switch vd.Identity {
+		case IdentityMismatch:
+			_, _ = l.eng.Admit(ep.Name, fmt.Errorf("%w: observers %s found it fronting another account: %s", engine.ErrIdentityMismatch, strings.Join(vd.MismatchBy, ","), vd.IdentityError))
+		case IdentityVerified:
+			_, _ = l.eng.Admit(ep.Name, nil)
 		}
 	}
 	return true

@@ -23,6 +23,10 @@ type Target interface {
 	Hold(cause error) error
 	Halt(cause error) error
 	Resume(ctx context.Context) error
+	// Extend sets the instant until which the decision is known valid: the
+	// follower passes its lease's deadline (see FollowerConfig.Margin) after
+	// every keep-alive, and a past instant when the session ends.
+	Extend(until time.Time) error
 }
 
 var _ Target = (*pathdialer.Path)(nil)
@@ -42,7 +46,12 @@ type FollowerConfig struct {
 	// partition from etcd stops trading within TTL.
 	TTL time.Duration
 	// Margin is subtracted from the lease's deadline as measured by this
-	// process (send time of the last successful keep-alive + TTL granted).
+	// process (send time of the last successful keep-alive + TTL granted, on
+	// the monotonic clock). The result is given to Target.Extend after every
+	// keep-alive, so the Target refuses tickets once it passes even when this
+	// process was paused and no goroutine ran to halt it. Margin covers the
+	// clock-rate difference between this host and etcd's leader and the time
+	// an order takes from the transport's validity check to the wire.
 	// >= 0 and below TTL/2.
 	Margin time.Duration
 	// Logger; nil discards.
@@ -100,12 +109,13 @@ type Follower struct {
 	keys Keys
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	st      State
-	lease   clientv3.LeaseID
-	wake    chan struct{} // buffered 1: the applier has something new
-	opStop  context.CancelFunc
-	changed chan struct{}
+	mu       sync.Mutex
+	st       State
+	lease    clientv3.LeaseID
+	deadline time.Time     // the lease's, minus Margin; zero without a session
+	wake     chan struct{} // buffered 1: the applier has something new
+	opStop   context.CancelFunc
+	changed  chan struct{}
 }
 
 // NewFollower validates cfg and returns a Follower.
@@ -135,20 +145,22 @@ func (f *Follower) Changed() <-chan struct{} {
 	return f.changed
 }
 
-// Check returns nil when a ticket granted under generation may be used: the
-// session is alive, the Assignment is active and applied, and generation is
-// its token. Otherwise ErrSessionLost, ErrNotAssigned or ErrStaleToken.
-func (f *Follower) Check(generation uint64) error {
-	st := f.State()
+// setDeadline records the session's deadline (zero: no session) and passes it
+// to the Target when the Target carries out the State in force: a Target not
+// (yet) applying the current Assignment gets no extension, so its validity
+// lapses rather than outlive what it was granted for. Without a session the
+// Target's validity lapses at once.
+func (f *Follower) setDeadline(d time.Time) {
+	f.mu.Lock()
+	f.deadline = d
+	applied := f.st.Applied && f.st.Session
+	f.mu.Unlock()
 	switch {
-	case !st.Session:
-		return ErrSessionLost
-	case st.Assignment.Phase != PhaseActive || !st.Applied:
-		return ErrNotAssigned
-	case uint64(st.Revision) != generation:
-		return fmt.Errorf("%w: ticket generation %d, token %d", ErrStaleToken, generation, st.Revision)
+	case d.IsZero():
+		_ = f.cfg.Target.Extend(time.Now())
+	case applied:
+		_ = f.cfg.Target.Extend(d)
 	}
-	return nil
 }
 
 // update changes the state under the lock, wakes the applier and interrupts
@@ -210,6 +222,11 @@ func (f *Follower) session(ctx context.Context) {
 		return
 	}
 	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
+	// Whatever ends this session, the Target's decision lapses now: the halt
+	// the applier sends may come later (or, in a paused process, after the
+	// lease is long gone).
+	defer f.setDeadline(time.Time{})
+	f.setDeadline(deadline)
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		_, _ = c.Revoke(rctx, g.ID)
@@ -276,6 +293,7 @@ func (f *Follower) session(ctx context.Context) {
 				continue // the watchdog decides
 			}
 			deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)
+			f.setDeadline(deadline)
 			watchdog.Reset(time.Until(deadline))
 			// Backstop for a watch that lags: a linearizable read.
 			_, _ = f.readAssignment(sctx, true)
@@ -392,6 +410,17 @@ func (f *Follower) applyOne(ctx context.Context, st State) error {
 			return err
 		}
 	case PhaseActive:
+		// Before the gate opens under this Assignment, its validity is the
+		// session's deadline (a Path never extended would not expire).
+		f.mu.Lock()
+		dl := f.deadline
+		f.mu.Unlock()
+		if dl.IsZero() {
+			return t.Halt(ErrSessionLost)
+		}
+		if err := t.Extend(dl); err != nil {
+			return err
+		}
 		ep, gen := t.Active()
 		tok := uint64(st.Revision)
 		if ep.Name != a.Endpoint || gen < tok {
@@ -425,11 +454,18 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 		return fmt.Errorf("acknowledge: %w", err)
 	}
 	f.mu.Lock()
+	var extend time.Time
 	if f.st.Assignment == st.Assignment && f.st.Revision == st.Revision && f.st.Session {
 		f.st.Applied = true
+		extend = f.deadline
 		close(f.changed)
 		f.changed = make(chan struct{})
 	}
 	f.mu.Unlock()
+	if !extend.IsZero() {
+		// The Target now carries out the Assignment in force: its decision is
+		// valid until the session's deadline.
+		_ = f.cfg.Target.Extend(extend)
+	}
 	return nil
 }

@@ -27,8 +27,8 @@ func TestMain(m *testing.M) {
 const prefix = "/brokerpath/acct-test/"
 
 var endpoints = []pathdialer.Endpoint{
-	{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{"rest": "127.0.0.1:1"}},
-	{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": "127.0.0.1:2"}},
+	{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{"rest": "https://127.0.0.1:1"}},
+	{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": "https://127.0.0.1:2"}},
 }
 
 // reach is a fake network: whether an observer reaches an endpoint.
@@ -238,7 +238,7 @@ func waitActive(t *testing.T, h *history, ep string, trs ...*trader) rec {
 			return false
 		}
 		for _, tr := range trs {
-			if !gateOpenOn(tr.path, ep) || tr.f.Check(uint64(r.rev)) != nil {
+			if st := tr.f.State(); !gateOpenOn(tr.path, ep) || !st.Session || !st.Applied || st.Revision != r.rev {
 				return false
 			}
 		}

@@ -45,16 +45,37 @@ type ObserverConfig struct {
 	TTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+
+	// --- identity (who each endpoint fronts) ---
+
+	// Identity, optional: when set, Run asks every endpoint who it fronts every
+	// IdentityInterval (bounded by IdentityTimeout) and publishes the verdict
+	// against ExpectedIdentity. Without it, verdicts come from RecordIdentity
+	// (for example a Path's EventIdentity events through RecordEvent).
+	Identity pathdialer.IdentityFunc
+	// ExpectedIdentity is what every endpoint must front (see
+	// pathdialer.Identity.Match). Required with Identity.
+	ExpectedIdentity pathdialer.Identity
+	// IdentityInterval between identity checks (> 0 with Identity).
+	IdentityInterval time.Duration
+	// IdentityTimeout bounds one identity check (> 0 with Identity).
+	IdentityTimeout time.Duration
+	// IdentityMaxAge: a verification older than this is no longer published
+	// as VERIFIED. > 0.
+	IdentityMaxAge time.Duration
 }
 
 // DefaultObserverConfig returns a configuration for a monitor publishing every
 // second under a 5 s lease, with the engine's defaults.
 func DefaultObserverConfig() ObserverConfig {
 	return ObserverConfig{
-		Engine:       engine.DefaultConfig(),
-		Interval:     time.Second,
-		ProbeTimeout: 500 * time.Millisecond,
-		TTL:          5 * time.Second,
+		Engine:           engine.DefaultConfig(),
+		Interval:         time.Second,
+		ProbeTimeout:     500 * time.Millisecond,
+		TTL:              5 * time.Second,
+		IdentityInterval: time.Minute,
+		IdentityTimeout:  5 * time.Second,
+		IdentityMaxAge:   3 * time.Minute,
 	}
 }
 
@@ -92,6 +113,18 @@ func (c ObserverConfig) Validate() error {
 	if c.Engine.Probe != nil || c.Engine.Clock != nil {
 		return fmt.Errorf("%w: Engine.Probe and Engine.Clock must be nil", ErrInvalidConfig)
 	}
+	if c.IdentityMaxAge <= 0 {
+		return fmt.Errorf("%w: IdentityMaxAge must be > 0", ErrInvalidConfig)
+	}
+	if c.Identity != nil {
+		w := c.ExpectedIdentity
+		if w.Account == "" && w.Entity == "" && len(w.Entitlements) == 0 && len(w.Extra) == 0 {
+			return fmt.Errorf("%w: ExpectedIdentity is empty: an Identity check needs something to compare", ErrInvalidConfig)
+		}
+		if c.IdentityInterval <= 0 || c.IdentityTimeout <= 0 {
+			return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
+		}
+	}
 	return nil
 }
 
@@ -116,12 +149,13 @@ func NewObserver(cfg ObserverConfig) (*Observer, error) {
 	keys, _ := NewKeys(cfg.Prefix)
 	ecfg := cfg.Engine
 	ecfg.Probe = func(context.Context, engine.Endpoint) error { return errRecordedOnly }
+	ecfg.VerificationMaxAge = cfg.IdentityMaxAge
 	eng, err := engine.New(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
 	}
 	for _, ep := range cfg.Endpoints {
-		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: ep.Name, Region: nonBlank(ep.Region), Priority: ep.Priority}); err != nil {
+		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: ep.Name, Region: nonBlank(ep.Region), Priority: ep.Priority, Jurisdiction: ep.Jurisdiction}); err != nil {
 			return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
 		}
 	}
@@ -148,12 +182,71 @@ func (o *Observer) Record(endpoint string, err error, latency time.Duration) {
 	_, _ = o.eng.Observe(endpoint, err, latency)
 }
 
-// RecordEvent feeds a pathdialer EventProbe to Record; other events are
+// RecordIdentity records an identity verdict about endpoint: nil when it was
+// verified to front the expected account, an error wrapping
+// engine.ErrIdentityMismatch when it fronts another; any other error is an
+// inconclusive check (the previous verdict stands until IdentityMaxAge).
+// Unknown endpoints are ignored.
+func (o *Observer) RecordIdentity(endpoint string, verdict error) {
+	_, _ = o.eng.Admit(endpoint, verdict)
+}
+
+// RecordEvent feeds a pathdialer EventProbe to Record and an EventIdentity
+// verdict (verified, or a mismatch) to RecordIdentity; other events are
 // ignored. Chain it into pathdialer.Config.OnEvent.
 func (o *Observer) RecordEvent(ev pathdialer.Event) {
-	if ev.Kind == pathdialer.EventProbe {
+	switch ev.Kind {
+	case pathdialer.EventProbe:
 		o.Record(ev.Endpoint, ev.Err, ev.Duration)
+	case pathdialer.EventIdentity:
+		switch {
+		case errors.Is(ev.Err, engine.ErrIdentityMismatch):
+			o.RecordIdentity(ev.Endpoint, ev.Err)
+		case ev.Err == nil && ev.Cause == "identity verified":
+			o.RecordIdentity(ev.Endpoint, nil)
+		}
 	}
+}
+
+// checkIdentities asks every endpoint who it fronts, concurrently, each check
+// bounded by IdentityTimeout (a check that ignores its context is abandoned
+// and counts as inconclusive).
+func (o *Observer) checkIdentities(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, ep := range o.cfg.Endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, o.cfg.IdentityTimeout)
+			defer cancel()
+			type res struct {
+				id  pathdialer.Identity
+				err error
+			}
+			ch := make(chan res, 1)
+			go func() {
+				id, err := o.cfg.Identity(cctx, ep)
+				ch <- res{id, err}
+			}()
+			var r res
+			select {
+			case r = <-ch:
+			case <-cctx.Done():
+				r.err = cctx.Err()
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			verdict := error(nil)
+			if r.err != nil {
+				verdict = fmt.Errorf("identity check of %q could not be made: %w", ep.Name, r.err)
+			} else {
+				verdict = o.cfg.ExpectedIdentity.Match(r.id)
+			}
+			o.RecordIdentity(ep.Name, verdict)
+		}()
+	}
+	wg.Wait()
 }
 
 // Observations returns what the observer would publish now.
@@ -172,9 +265,19 @@ func (o *Observer) Observations() []Observation {
 			Stale:               st.LastResult.IsZero() || now.Sub(st.LastResult) > maxAge,
 			ConsecutiveFailures: st.ConsecutiveFailures, ConsecutiveSuccesses: st.ConsecutiveSuccesses,
 			Latency: st.LastLatency, Round: round,
+			Jurisdiction: st.Jurisdiction,
 		}
 		if st.LastProbeError != nil {
 			ob.LastError = st.LastProbeError.Error()
+		}
+		switch {
+		case st.IdentityMismatch:
+			ob.Identity = IdentityMismatch
+		case st.Verified:
+			ob.Identity = IdentityVerified
+		}
+		if st.IdentityError != nil {
+			ob.IdentityError = st.IdentityError.Error()
 		}
 		out = append(out, ob)
 	}
@@ -195,7 +298,12 @@ func (o *Observer) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
+	var lastID time.Time
 	for {
+		if o.cfg.Identity != nil && (lastID.IsZero() || time.Since(lastID) >= o.cfg.IdentityInterval) {
+			lastID = time.Now()
+			o.checkIdentities(ctx)
+		}
 		if o.cfg.Probe != nil {
 			o.probeRound(ctx)
 		}

@@ -43,10 +43,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/brokerpath/brokerpath/internal/drillflow"
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/observe/drill"
-	"github.com/brokerpath/brokerpath/observe/drill/drillflow"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 

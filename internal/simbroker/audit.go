@@ -16,6 +16,16 @@ const (
 	KindLogout  RecordKind = "logout"  // a FIX session ended (logout or disconnect)
 	KindFence   RecordKind = "fence"   // the broker dropped a session for a newer logon (one-per-credential)
 	KindRefused RecordKind = "refused" // a FIX logon refused (session busy, unknown path, closing)
+	// KindRegionFenced: a region was fenced for the account (FenceEnforced):
+	// from this record's Seq on, every order through it is rejected. Detail
+	// says by what (go api, rest kill switch through a region, FIX logon).
+	KindRegionFenced RecordKind = "region-fenced"
+	// KindRegionUnfenced: a fenced region takes the account's orders again.
+	KindRegionUnfenced RecordKind = "region-unfenced"
+	// KindToken: the account's highest fencing token was raised without an
+	// order (RaiseToken or the token header on the REST kill switch); Token
+	// is the new highest.
+	KindToken RecordKind = "token"
 )
 
 // Outcome is what the broker did with a submission.
@@ -28,11 +38,22 @@ const (
 	// OutcomeCut: booked now, then the connection was cut before the answer
 	// (UnknownOutcome fault). The order exists; the client cannot know.
 	OutcomeCut Outcome = "cut"
-	// OutcomeDuplicate: the client order ID was already booked; the existing
-	// order was returned and nothing was booked.
+	// OutcomeDuplicate (deduplicated): the dedup policy mapped the client
+	// order ID to an order already booked; that order was returned and
+	// nothing was booked. Record.OrderID names the existing order.
 	OutcomeDuplicate Outcome = "duplicate"
-	// OutcomeRejected: invalid request; nothing booked.
+	// OutcomeRejected: invalid request (or an unparsable fencing token);
+	// nothing booked.
 	OutcomeRejected Outcome = "rejected"
+	// OutcomeFenced: the region was fenced for the account (FenceEnforced);
+	// nothing booked.
+	OutcomeFenced Outcome = "rejected-fenced"
+	// OutcomeStaleToken: the order's fencing token was lower than the highest
+	// the account had seen (TokensChecked); nothing booked. Detail names both.
+	OutcomeStaleToken Outcome = "rejected-stale-token"
+	// OutcomeMissingToken: TokensChecked and the order carried no token;
+	// nothing booked.
+	OutcomeMissingToken Outcome = "rejected-missing-token"
 	// OutcomeUnavailable: refused by a 503 burst or a Partial fault; nothing booked.
 	OutcomeUnavailable Outcome = "unavailable"
 	// OutcomeOK: a non-order record that succeeded (cancel, logon, ...).
@@ -52,9 +73,15 @@ type Record struct {
 	Service       string     `json:"service"`           // rest | probe | fix
 	ConnID        string     `json:"conn_id,omitempty"` // "<region>/<service>/<relay conn ID>"
 	ClientOrderID string     `json:"client_order_id,omitempty"`
-	Outcome       Outcome    `json:"outcome"`
-	PossDup       bool       `json:"poss_dup,omitempty"` // FIX PossDupFlag=Y on the message
-	Detail        string     `json:"detail,omitempty"`
+	// OrderID is the broker's order ID: the order booked (new, cut) or the
+	// existing order a duplicate was mapped to. Empty when nothing matched.
+	OrderID string `json:"order_id,omitempty"`
+	// Token is the fencing token the submission carried (0: none), or for
+	// KindToken the account's new highest token.
+	Token   uint64  `json:"token,omitempty"`
+	Outcome Outcome `json:"outcome"`
+	PossDup bool    `json:"poss_dup,omitempty"` // FIX PossDupFlag=Y on the message
+	Detail  string  `json:"detail,omitempty"`
 }
 
 // AuditLog is an ordered copy of audit records with counting helpers.
@@ -91,9 +118,10 @@ func (l AuditLog) AcceptedThrough(region string, since time.Time) AuditLog {
 }
 
 // Duplicates returns the client order IDs booked more than once, in order of
-// their second booking. The book is idempotent, so this stays empty; a
-// non-empty result is a broker bug. Repeated submissions are counted by
-// Submissions instead.
+// their second booking. With DedupAcrossRegions it stays empty (a non-empty
+// result is a broker bug); with DedupOpenOnly or DedupNone a resend the
+// broker did not recognise shows up here. Repeated submissions are counted
+// by Submissions instead.
 func (l AuditLog) Duplicates() []string {
 	n := map[string]int{}
 	var out []string
@@ -114,6 +142,85 @@ func (l AuditLog) Submissions() map[string]int {
 		out[r.ClientOrderID]++
 	}
 	return out
+}
+
+// Rejected returns the order submissions refused by a strict-broker
+// policy: OutcomeFenced, OutcomeStaleToken and OutcomeMissingToken.
+func (l AuditLog) Rejected() AuditLog {
+	return l.Filter(func(r Record) bool {
+		return r.Kind == KindOrder && (r.Outcome == OutcomeFenced || r.Outcome == OutcomeStaleToken || r.Outcome == OutcomeMissingToken)
+	})
+}
+
+// FenceSpan is one interval during which a region was fenced for the
+// account by the broker (FenceEnforced).
+type FenceSpan struct {
+	Region string `json:"region"`
+	// From is when the fence began; FromSeq the Seq of its KindRegionFenced
+	// record. Every order record through Region with a higher Seq (and below
+	// UntilSeq) was decided under the fence.
+	From    time.Time `json:"from"`
+	FromSeq uint64    `json:"from_seq"`
+	// Until is when it was lifted, zero while it holds; UntilSeq likewise 0.
+	Until    time.Time `json:"until,omitzero"`
+	UntilSeq uint64    `json:"until_seq,omitempty"`
+	// Cause is the fence record's Detail (what fenced the region).
+	Cause string `json:"cause,omitempty"`
+}
+
+// Covers reports whether the span holds at audit sequence number seq.
+func (s FenceSpan) Covers(seq uint64) bool {
+	return seq > s.FromSeq && (s.UntilSeq == 0 || seq < s.UntilSeq)
+}
+
+// FenceSpans returns every interval in which a region was fenced by the
+// broker, in the order they began (from KindRegionFenced and
+// KindRegionUnfenced records).
+func (l AuditLog) FenceSpans() []FenceSpan {
+	var out []FenceSpan
+	open := map[string]int{} // region → index in out
+	for _, r := range l {
+		switch r.Kind {
+		case KindRegionFenced:
+			if _, ok := open[r.Region]; ok {
+				continue
+			}
+			open[r.Region] = len(out)
+			out = append(out, FenceSpan{Region: r.Region, From: r.Time, FromSeq: r.Seq, Cause: r.Detail})
+		case KindRegionUnfenced:
+			if i, ok := open[r.Region]; ok {
+				out[i].Until, out[i].UntilSeq = r.Time, r.Seq
+				delete(open, r.Region)
+			}
+		}
+	}
+	return out
+}
+
+// FencedAt reports whether region was fenced by the broker at audit
+// sequence number seq (use a Record's Seq: records are totally ordered).
+func (l AuditLog) FencedAt(region string, seq uint64) bool {
+	for _, s := range l.FenceSpans() {
+		if s.Region == region && s.Covers(seq) {
+			return true
+		}
+	}
+	return false
+}
+
+// BookedWhileFenced returns booked submissions decided while their region
+// was fenced by the broker. With FenceEnforced it stays empty (a non-empty
+// result is a broker bug).
+func (l AuditLog) BookedWhileFenced() AuditLog {
+	spans := l.FenceSpans()
+	return l.Booked().Filter(func(r Record) bool {
+		for _, s := range spans {
+			if s.Region == r.Region && s.Covers(r.Seq) {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // audit is the broker's append-only log.

@@ -19,20 +19,22 @@ const (
 // Order is one order in the shared account book, as every region sees it.
 // Decimal quantities and prices are strings, exactly as booked.
 type Order struct {
-	OrderID       string    `json:"order_id"`
-	ClientOrderID string    `json:"client_order_id"`
-	Symbol        string    `json:"symbol"`
-	Side          string    `json:"side"` // buy | sell
-	Type          string    `json:"type"` // market | limit
-	Qty           string    `json:"qty"`
-	Price         string    `json:"price,omitempty"` // limit price
-	Status        string    `json:"status"`          // new | filled | canceled
-	FilledQty     string    `json:"filled_qty"`
-	AvgPrice      string    `json:"avg_price,omitempty"`
-	Region        string    `json:"region"`  // region that booked it
-	Service       string    `json:"service"` // rest | probe | fix: path that booked it
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	OrderID       string `json:"order_id"`
+	ClientOrderID string `json:"client_order_id"`
+	Symbol        string `json:"symbol"`
+	Side          string `json:"side"` // buy | sell
+	Type          string `json:"type"` // market | limit
+	Qty           string `json:"qty"`
+	Price         string `json:"price,omitempty"` // limit price
+	Status        string `json:"status"`          // new | filled | canceled
+	FilledQty     string `json:"filled_qty"`
+	AvgPrice      string `json:"avg_price,omitempty"`
+	Region        string `json:"region"`  // region that booked it
+	Service       string `json:"service"` // rest | probe | fix: path that booked it
+	// FencingToken is the token the booking submission carried (0: none).
+	FencingToken uint64    `json:"fencing_token,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // Open reports whether the order can still be canceled or filled.
@@ -54,16 +56,17 @@ var (
 	errNotOpen      = errors.New("order is not open")
 )
 
-// book is the one account book shared by every region. Placement is
-// idempotent on the client order ID.
+// book is the one account book shared by every region. Whether a repeated
+// client order ID books a new order is the DedupPolicy's call.
 type book struct {
 	mu     sync.Mutex
-	orders map[string]*Order
-	order  []string // client order IDs in booking order
+	dedup  DedupPolicy
+	byCID  map[string][]*Order // every booking of a client order ID, oldest first
+	all    []*Order            // booking order
 	nextID uint64
 }
 
-func newBook() *book { return &book{orders: make(map[string]*Order)} }
+func newBook(dedup DedupPolicy) *book { return &book{dedup: dedup, byCID: make(map[string][]*Order)} }
 
 func (r orderRequest) validate() (qty, price decimal.Decimal, err error) {
 	bad := func(format string, a ...any) error {
@@ -100,14 +103,35 @@ func (r orderRequest) validate() (qty, price decimal.Decimal, err error) {
 	return qty, price, nil
 }
 
-// place books req unless an order with the same client order ID exists, in
-// which case that order is returned and created is false. Market orders fill
-// at once at fillPrice(symbol) (or the request's price, or 100 if neither).
-func (b *book) place(req orderRequest, region, service string, fillPrice func(symbol string) string, now time.Time) (o Order, created bool, err error) {
+// existingLocked returns the order a repeat of clientOrderID maps to under
+// the dedup policy, or nil when the submission must book.
+func (b *book) existingLocked(clientOrderID string) *Order {
+	prev := b.byCID[clientOrderID]
+	if len(prev) == 0 {
+		return nil
+	}
+	last := prev[len(prev)-1]
+	switch b.dedup {
+	case DedupAcrossRegions:
+		return prev[0]
+	case DedupOpenOnly:
+		if last.Open() {
+			return last
+		}
+	}
+	return nil
+}
+
+// place books req unless the dedup policy maps it to an existing order,
+// which is then returned with created false. Market orders fill at once at
+// fillPrice(symbol) (or the request's price, or 100 if neither).
+func (b *book) place(req orderRequest, region, service string, token uint64, fillPrice func(symbol string) string, now time.Time) (o Order, created bool, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ex, ok := b.orders[req.ClientOrderID]; ok && req.ClientOrderID != "" {
-		return *ex, false, nil
+	if req.ClientOrderID != "" {
+		if ex := b.existingLocked(req.ClientOrderID); ex != nil {
+			return *ex, false, nil
+		}
 	}
 	qty, price, err := req.validate()
 	if err != nil {
@@ -125,6 +149,7 @@ func (b *book) place(req orderRequest, region, service string, fillPrice func(sy
 		FilledQty:     "0",
 		Region:        region,
 		Service:       service,
+		FencingToken:  token,
 		CreatedAt:     now,
 		UpdatedAt:     now,
 	}
@@ -145,28 +170,40 @@ func (b *book) place(req orderRequest, region, service string, fillPrice func(sy
 		ord.FilledQty = ord.Qty
 		ord.AvgPrice = px
 	}
-	b.orders[ord.ClientOrderID] = ord
-	b.order = append(b.order, ord.ClientOrderID)
+	b.byCID[ord.ClientOrderID] = append(b.byCID[ord.ClientOrderID], ord)
+	b.all = append(b.all, ord)
 	return *ord, true, nil
 }
 
+// get returns the latest booking of clientOrderID.
 func (b *book) get(clientOrderID string) (Order, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o, ok := b.orders[clientOrderID]
-	if !ok {
+	prev := b.byCID[clientOrderID]
+	if len(prev) == 0 {
 		return Order{}, false
 	}
-	return *o, true
+	return *prev[len(prev)-1], true
+}
+
+// bookings returns every booking of clientOrderID, oldest first.
+func (b *book) bookings(clientOrderID string) []Order {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prev := b.byCID[clientOrderID]
+	out := make([]Order, len(prev))
+	for i, o := range prev {
+		out[i] = *o
+	}
+	return out
 }
 
 // list returns orders in booking order; openOnly keeps status new only.
 func (b *book) list(openOnly bool) []Order {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]Order, 0, len(b.order))
-	for _, id := range b.order {
-		o := b.orders[id]
+	out := make([]Order, 0, len(b.all))
+	for _, o := range b.all {
 		if openOnly && !o.Open() {
 			continue
 		}
@@ -175,12 +212,21 @@ func (b *book) list(openOnly bool) []Order {
 	return out
 }
 
+// cancel cancels the latest open booking of clientOrderID (the latest
+// booking when none is open, which yields errNotOpen).
 func (b *book) cancel(clientOrderID string, now time.Time) (Order, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	o, ok := b.orders[clientOrderID]
-	if !ok {
+	prev := b.byCID[clientOrderID]
+	if len(prev) == 0 {
 		return Order{}, errUnknownOrder
+	}
+	o := prev[len(prev)-1]
+	for i := len(prev) - 1; i >= 0; i-- {
+		if prev[i].Open() {
+			o = prev[i]
+			break
+		}
 	}
 	if !o.Open() {
 		return *o, errNotOpen

@@ -33,8 +33,13 @@ type Broker struct {
 	book    *book
 	audit   audit
 	orderMu sync.Mutex // orders: book + audit decided together, in one order
-	gen     *generator
-	fix     *fixServer
+	// Strict-broker state, under orderMu: fenced regions (since when), the
+	// account's highest fencing token, the region of the last FIX logon.
+	fenced       map[string]time.Time
+	highestToken uint64
+	lastLogon    *Region
+	gen          *generator
+	fix          *fixServer
 
 	regions []*Region
 	byName  map[string]*Region
@@ -71,7 +76,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		cfg:    cfg,
 		log:    log,
 		apiKey: cfg.APIKey,
-		book:   newBook(),
+		book:   newBook(cfg.Dedup),
+		fenced: map[string]time.Time{},
 		gen:    newGenerator(cfg.Streams, cfg.Seed),
 		byName: map[string]*Region{},
 		flaps:  map[string]*faultnet.Schedule{},
@@ -87,9 +93,11 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if b.pki, err = newPKI(); err != nil {
 		return nil, err
 	}
-	if b.fix, err = startFIX(b); err != nil {
-		_ = b.Close()
-		return nil, err
+	if cfg.Listen == nil {
+		if b.fix, err = startFIX(b); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
 	}
 	initial := b.gen.initial()
 	for i, name := range cfg.Regions {
@@ -110,7 +118,8 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		b.tickDone = make(chan struct{})
 		go b.runTicker(cfg.TickInterval)
 	}
-	b.log.Info("simbroker started", "regions", cfg.Regions, "policy", cfg.SessionPolicy.String())
+	b.log.Info("simbroker started", "regions", cfg.Regions, "dedup", cfg.Dedup.String(), "fence", cfg.Fence.String(),
+		"tokens", cfg.Tokens.String(), "session", cfg.SessionPolicy.String())
 	return b, nil
 }
 
@@ -234,8 +243,13 @@ func (b *Broker) Audit() AuditLog { return b.audit.snapshot() }
 // Book returns every order of the shared book, in booking order.
 func (b *Broker) Book() []Order { return b.book.list(false) }
 
-// Order returns the order with the client order ID, if booked.
+// Order returns the order with the client order ID, if booked: the latest
+// booking when the dedup policy let it be booked more than once.
 func (b *Broker) Order(clientOrderID string) (Order, bool) { return b.book.get(clientOrderID) }
+
+// Bookings returns every order booked under the client order ID, oldest
+// first (more than one only with DedupOpenOnly or DedupNone).
+func (b *Broker) Bookings(clientOrderID string) []Order { return b.book.bookings(clientOrderID) }
 
 // PublishTick publishes the next tick of stream from the central generator
 // and returns it. Each region receives it after its replication lag (at once
@@ -293,6 +307,10 @@ func (b *Broker) SetFault(region string, svc Service, f Fault) error {
 	}
 
 	relay := rg.relays[svc]
+	if relay == nil && (isNet || isFlap) {
+		return fmt.Errorf("%w: %s on %s/%s: the broker serves on injected listeners (Config.Listen); set network faults on that network",
+			ErrFaultNotSupported, f, region, svc)
+	}
 	switch f := f.(type) {
 	case None:
 		rg.app.clear(svc)
@@ -352,7 +370,8 @@ func (b *Broker) Faults() map[string]map[Service][]string {
 			if _, ok := flaps[rg.name+"/"+string(s)]; ok {
 				d = append(d, "flap")
 			}
-			if f := rg.relays[s].Fault(); f.Kind != faultnet.KindNone {
+			if r := rg.relays[s]; r != nil && r.Fault().Kind != faultnet.KindNone {
+				f := r.Fault()
 				d = append(d, f.String())
 			}
 			d = append(d, rg.app.describe(s)...)
@@ -365,10 +384,13 @@ func (b *Broker) Faults() map[string]map[Service][]string {
 	return out
 }
 
-// placeOrder books req (idempotently) and audits the submission, deciding
-// both under one lock so audit order is booking order. cut reports that the
-// caller must cut the connection instead of answering (UnknownOutcome).
-func (b *Broker) placeOrder(rg *Region, svc Service, connID string, req orderRequest, possDup bool) (o Order, out Outcome, cut bool, err error) {
+// placeOrder applies the fence and token policies, books req (or maps it to
+// an existing order, per the dedup policy) and audits the submission,
+// deciding all of it under one lock so audit order is decision order. cut
+// reports that the caller must cut the connection instead of answering
+// (UnknownOutcome). err is non-nil exactly when nothing was booked or
+// matched; out then says why.
+func (b *Broker) placeOrder(rg *Region, svc Service, connID string, req orderRequest, possDup bool, tok subToken) (o Order, out Outcome, cut bool, err error) {
 	b.orderMu.Lock()
 	defer b.orderMu.Unlock()
 	now := time.Now()
@@ -376,23 +398,26 @@ func (b *Broker) placeOrder(rg *Region, svc Service, connID string, req orderReq
 	if svc == Probe {
 		faultSvc = REST
 	}
-	o, created, err := b.book.place(req, rg.name, string(svc), b.fillPrice, now)
-	switch {
-	case err != nil:
-		out = OutcomeRejected
-	case !created:
-		out = OutcomeDuplicate
-	case rg.app.takeUnknown(faultSvc):
-		out, cut = OutcomeCut, true
-	default:
-		out = OutcomeNew
+	var created bool
+	if out, err = b.admitLocked(rg, tok); err == nil {
+		o, created, err = b.book.place(req, rg.name, string(svc), tok.value, b.fillPrice, now)
+		switch {
+		case err != nil:
+			out = OutcomeRejected
+		case !created:
+			out = OutcomeDuplicate
+		case rg.app.takeUnknown(faultSvc):
+			out, cut = OutcomeCut, true
+		default:
+			out = OutcomeNew
+		}
 	}
 	detail := ""
 	if err != nil {
 		detail = err.Error()
 	}
 	b.audit.add(Record{Time: now, Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: connID,
-		ClientOrderID: req.ClientOrderID, Outcome: out, PossDup: possDup, Detail: detail})
+		ClientOrderID: req.ClientOrderID, OrderID: o.OrderID, Token: tok.value, Outcome: out, PossDup: possDup, Detail: detail})
 	return o, out, cut, err
 }
 
@@ -407,7 +432,11 @@ func connID(region string, svc Service, id uint64) string {
 // remote address belongs to, among the relays of svcs.
 func (rg *Region) lookupConn(remote string, svcs ...Service) (Service, string, bool) {
 	for _, s := range svcs {
-		if info, ok := rg.relays[s].LookupUpstream(remote); ok {
+		r := rg.relays[s]
+		if r == nil {
+			continue
+		}
+		if info, ok := r.LookupUpstream(remote); ok {
 			return s, connID(rg.name, s, info.ID), true
 		}
 	}

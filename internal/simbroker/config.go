@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -116,6 +117,28 @@ type Config struct {
 	// FenceTimeout bounds how long a one-per-credential FIX logon waits for
 	// the old session to drop before it is refused.
 	FenceTimeout time.Duration
+	// Dedup is when a repeated client order ID books nothing (default
+	// DedupAcrossRegions: never twice).
+	Dedup DedupPolicy
+	// Fence is whether the broker offers a per-region fence (a kill switch)
+	// that rejects the account's orders (default FenceNone).
+	Fence FencePolicy
+	// Tokens is whether orders must carry a fencing token, checked
+	// account-wide (default TokensOff).
+	Tokens TokenPolicy
+	// Listen, optional, makes the broker serve on listeners it is given
+	// instead of 127.0.0.1 sockets behind faultnet relays: it is called once
+	// per region for REST, Probe and WS (Probe is served by the same REST
+	// server). Meant for simulations over an in-memory network
+	// (faultnet.MemNetwork under testing/synctest): the broker then opens no
+	// socket and starts no FIX acceptor (quickfix listens by itself and
+	// cannot take a listener), network faults are the injected network's
+	// business (SetFault refuses them with ErrFaultNotSupported; application
+	// faults work), and URLs use the listeners' addresses.
+	Listen func(region string, svc Service) (net.Listener, error)
+	// PlainHTTP serves REST and WebSocket without TLS (http://, ws://;
+	// HTTP/1.1 only). Only with Listen.
+	PlainHTTP bool
 	// Seed makes prices and latency jitter reproducible.
 	Seed uint64
 	// Logger receives the broker's logs; nil discards them. FIXVerbose also
@@ -126,7 +149,8 @@ type Config struct {
 
 // DefaultConfig returns a two-region ("eu", "us") broker configuration that
 // publishes ticks every 250ms, has no replication lag, no handshake budget,
-// and concurrent sessions.
+// concurrent sessions, and the forgiving policies: deduplication across
+// regions, no broker fence, no fencing tokens.
 func DefaultConfig() Config {
 	return Config{
 		Regions:        []string{"eu", "us"},
@@ -142,6 +166,9 @@ func DefaultConfig() Config {
 		PingInterval:   5 * time.Second,
 		SessionPolicy:  SessionsConcurrent,
 		FenceTimeout:   5 * time.Second,
+		Dedup:          DedupAcrossRegions,
+		Fence:          FenceNone,
+		Tokens:         TokensOff,
 		Seed:           1,
 	}
 }
@@ -229,6 +256,18 @@ func (c Config) Validate() error {
 	}
 	if c.FenceTimeout <= 0 {
 		return bad("FenceTimeout %v must be positive", c.FenceTimeout)
+	}
+	if c.Dedup < DedupAcrossRegions || c.Dedup > DedupNone {
+		return bad("Dedup %d is unknown", int(c.Dedup))
+	}
+	if c.Fence != FenceNone && c.Fence != FenceEnforced {
+		return bad("Fence %d is unknown", int(c.Fence))
+	}
+	if c.PlainHTTP && c.Listen == nil {
+		return bad("PlainHTTP needs Listen (the relayed loopback broker always serves TLS)")
+	}
+	if c.Tokens != TokensOff && c.Tokens != TokensChecked {
+		return bad("Tokens %d is unknown", int(c.Tokens))
 	}
 	return nil
 }

@@ -35,15 +35,25 @@
 //	POST   /v1/orders                    place; body {"client_order_id","symbol","side":"buy|sell",
 //	                                     "qty","type":"market|limit","price"} (qty/price as JSON
 //	                                     strings or numbers). 201 + order when booked; 200 + the
-//	                                     EXISTING order when client_order_id was already booked
-//	                                     (idempotent: never a second order); 400 invalid.
-//	GET    /v1/orders/{client_order_id}  200 order, 404 if never booked
+//	                                     EXISTING order when the dedup policy maps the
+//	                                     client_order_id to one (default: always, never a second
+//	                                     order); 400 invalid (code invalid_order or invalid_token);
+//	                                     403 region_fenced; 409 stale_token; 428 missing_token.
+//	                                     Header X-Fencing-Token carries the order's token.
+//	GET    /v1/orders/{client_order_id}  200 order (the latest booking), 404 if never booked
 //	GET    /v1/orders?status=open        {"orders":[...]} (status=all or absent: every order)
 //	DELETE /v1/orders/{client_order_id}  200 canceled order; 409 {"error","order"} if not open; 404
 //	GET    /v1/account                   {"account_id","entity","entitlements":[...],"region"}:
 //	                                     authenticated and cheap, the probe to use
 //	GET    /status                       public, ALWAYS 200 {"status":"ok","region"}, even when
 //	                                     trading is broken: it shows why it is a bad probe
+//	POST   /v1/account/fence             kill switch, on every region: body {"region":"eu"} fences
+//	                                     that region for the account; 200 {"region","fenced":true,
+//	                                     "since"}; 501 fence_not_offered with FenceNone; 400
+//	                                     unknown_region. With TokensChecked an X-Fencing-Token header
+//	                                     also raises the account's highest token.
+//	POST   /v1/account/unfence           body {"region":"eu"}: lifts it; 200 {"region","fenced":false}
+//	GET    /v1/account/fence             {"fence","tokens","dedup","fenced":{region:since},"highest_token"}
 //
 // An order is {"order_id","client_order_id","symbol","side","type","qty","price",
 // "status":"new|filled|canceled","filled_qty","avg_price","region","service",
@@ -51,7 +61,8 @@
 // orders fill at once (at the last price of stream px.SYMBOL when there is
 // one); limit orders rest. Errors are {"error": "..."}; a missing or wrong
 // key gets 401 and the body never echoes a key. Every response carries
-// X-Region. 503 answers carry Retry-After (seconds).
+// X-Region. 503 answers carry Retry-After (seconds). Refusals by a
+// strict-broker policy are {"error": "...", "code": "..."}; none books anything.
 //
 // # WebSocket market data (wss://127.0.0.1:PORT/ws, header X-API-Key)
 //
@@ -126,6 +137,37 @@
 // SessionOnePerCredential: a FIX logon through any region resets the
 // connection holding the session first (audit kind "fence"), then accepts.
 //
+// # Strict-broker policies
+//
+// Real brokers differ, so the book and the gate in front of it are chosen per
+// run (Config.Dedup, Config.Fence, Config.Tokens; Config.Policies prints them):
+//
+//	Dedup   across-regions (default): a client order ID books once, ever.
+//	        open-only: a repeat maps to the first order only while it is open;
+//	        once filled (market orders fill at once) or canceled, it books anew.
+//	        none: every accepted submission books.
+//	Fence   none (default): no kill switch; FenceRegion and POST /v1/account/fence
+//	        answer ErrFenceNotOffered / 501.
+//	        enforced: FenceRegion(region) / UnfenceRegion, or the REST kill switch
+//	        on any region; a fenced region rejects the account's orders and
+//	        cancels on REST (403, code region_fenced) and FIX (ExecutionReport
+//	        OrdStatus=REJECTED, Text "rejected-fenced: region eu is fenced ...");
+//	        reads keep working. With SessionOnePerCredential, a FIX logon through
+//	        region B fences the region of the previous logon, before its session
+//	        is reset.
+//	Tokens  off (default): tokens are ignored (audited when sent).
+//	        checked: every order carries a positive integer token, REST header
+//	        X-Fencing-Token (TokenHeader), FIX tag 9901 (TokenTag). The broker
+//	        keeps ONE highest token for the account (the book is one, so the
+//	        check is account-wide, not per region) and rejects a lower token
+//	        (409 stale_token / FIX reject); equal is accepted, higher raises it.
+//	        No token: 428 missing_token / FIX reject. RaiseToken, or the header
+//	        on the kill switch request, raises it without an order.
+//
+// An order passes the fence first, then the token check, then the book
+// (validation and deduplication), all decided under one lock with its audit
+// record.
+//
 // # Faults
 //
 // SetFault(region, service, fault) with service rest, probe, ws or fix:
@@ -148,13 +190,30 @@
 //
 // # Audit
 //
-// Audit returns every decision in order: order submissions (outcome new,
-// cut, duplicate, rejected, unavailable) with region, service, ConnID,
-// time and PossDup; cancels; FIX logons, logouts, fences and refusals.
+// Audit returns every decision in order, numbered by Seq: order submissions
+// (outcome new, cut, duplicate, rejected, unavailable, rejected-fenced,
+// rejected-stale-token, rejected-missing-token) with region, service,
+// ConnID, time, client order ID, the broker's OrderID (booked, or the one a
+// duplicate was mapped to), the token carried, and PossDup; cancels; FIX
+// logons, logouts, session fences and refusals; region fences and unfences
+// (region-fenced, region-unfenced, with what fenced it) and token raises.
 // AuditLog.AcceptedThrough(region, since) counts orders booked through a
 // region after a switch ("two live paths"); Duplicates lists client order
-// IDs booked twice (always empty: placement is idempotent); Submissions
-// counts raw submissions so tests can see repeats.
+// IDs booked more than once (empty with DedupAcrossRegions); Submissions
+// counts raw submissions so tests can see repeats; FenceSpans, FencedAt and
+// BookedWhileFenced give the broker's fences as intervals of Seq and time;
+// Rejected lists the policy refusals. Bookings(clientOrderID) lists every
+// order booked under one ID.
+//
+// # Injected listeners (simulation)
+//
+// With Config.Listen the broker serves REST, probe and WebSocket on the
+// listeners it is given (for example faultnet.MemNetwork's, inside a
+// testing/synctest bubble) and opens no socket; Config.PlainHTTP drops TLS.
+// No FIX acceptor runs then (quickfix listens by itself), network faults
+// belong to the injected network (SetFault refuses them), application
+// faults (Fault503, Partial, UnknownOutcome) and every policy work as
+// usual. internal/dst runs the whole client stack against it this way.
 //
 // # Lifecycle
 //

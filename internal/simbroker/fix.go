@@ -212,6 +212,11 @@ func (fs *fixServer) Validate(conn net.Conn, _ quickfix.SessionID) error {
 		fs.mu.Unlock()
 		return errFIXClosing
 	}
+	if fs.b.cfg.SessionPolicy == SessionOnePerCredential {
+		// The credential moves to rg: with FenceEnforced the region of the
+		// previous logon is fenced before its session is reset.
+		fs.b.fenceForLogon(rg, nc.id)
+	}
 	if old := fs.cur; old != nil {
 		if fs.b.cfg.SessionPolicy != SessionOnePerCredential {
 			fs.mu.Unlock()
@@ -428,16 +433,18 @@ func (fs *fixServer) onNewOrderSingle(msg newordersingle.NewOrderSingle, sid qui
 			req.Price = p.String()
 		}
 	}
+	tokStr, _ := msg.Body.GetString(TokenTag)
+	tok := parseToken(tokStr)
 	if fc.rg.app.isPartial(FIX) {
 		fs.b.audit.add(Record{Kind: KindOrder, Region: fc.rg.name, Service: string(FIX), ConnID: fc.id,
-			ClientOrderID: clOrdID, Outcome: OutcomeUnavailable, PossDup: possDup, Detail: "partial: order path broken"})
+			ClientOrderID: clOrdID, Token: tok.value, Outcome: OutcomeUnavailable, PossDup: possDup, Detail: "partial: order path broken"})
 		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, "order entry unavailable"), sid)
 		return nil
 	}
-	o, out, cut, err := fs.b.placeOrder(fc.rg, FIX, fc.id, req, possDup)
+	o, out, cut, err := fs.b.placeOrder(fc.rg, FIX, fc.id, req, possDup, tok)
 	switch {
 	case err != nil:
-		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, err.Error()), sid)
+		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, string(out)+": "+err.Error()), sid)
 	case cut:
 		// Booked; cut the connection before any answer.
 		fc.rg.relays[FIX].ResetConn(fc.relayID)

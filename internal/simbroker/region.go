@@ -21,6 +21,8 @@ type Region struct {
 	name string
 
 	relays map[Service]*faultnet.Relay
+	urls   map[Service]string // injected listeners (Config.Listen) only
+	addrs  map[Service]string
 	app    *appFaults
 	feed   *feed
 	budget *tokenBucket
@@ -49,6 +51,9 @@ func startRegion(b *Broker, name string, idx int, initial map[string]Tick) (*Reg
 	}
 	rg.feed = newFeed(initial, b.cfg.ReplayBuffer, b.cfg.ReplicationLag[name], &rg.ws)
 
+	if b.cfg.Listen != nil {
+		return rg, rg.startInjected()
+	}
 	restLn, err := listenLoopback()
 	if err != nil {
 		return rg, fmt.Errorf("simbroker: region %s: rest listener: %w", name, err)
@@ -103,11 +108,49 @@ func newHTTPServer(b *Broker, h http.Handler, h2 bool) *http.Server {
 	}
 }
 
+// startInjected serves on listeners from Config.Listen: no relays, no FIX.
+func (rg *Region) startInjected() error {
+	lns := map[Service]net.Listener{}
+	for _, s := range []Service{REST, Probe, WS} {
+		ln, err := rg.b.cfg.Listen(rg.name, s)
+		if err == nil && ln == nil {
+			err = errors.New("Listen returned no listener")
+		}
+		if err != nil {
+			for _, l := range lns {
+				_ = l.Close()
+			}
+			return fmt.Errorf("simbroker: region %s: %s listener: %w", rg.name, s, err)
+		}
+		lns[s] = ln
+	}
+	scheme, wsScheme := "https://", "wss://"
+	if rg.b.cfg.PlainHTTP {
+		scheme, wsScheme = "http://", "ws://"
+	}
+	rg.urls = map[Service]string{
+		REST:  scheme + lns[REST].Addr().String(),
+		Probe: scheme + lns[Probe].Addr().String(),
+		WS:    wsScheme + lns[WS].Addr().String() + "/ws",
+	}
+	rg.addrs = map[Service]string{REST: lns[REST].Addr().String(), Probe: lns[Probe].Addr().String(), WS: lns[WS].Addr().String()}
+	rg.restSrv = newHTTPServer(rg.b, rg.track(rg.restHandler()), !rg.b.cfg.PlainHTTP)
+	rg.serve(rg.restSrv, lns[REST])
+	rg.serve(rg.restSrv, lns[Probe])
+	rg.wsSrv = newHTTPServer(rg.b, rg.track(rg.wsHandler()), false)
+	rg.serve(rg.wsSrv, lns[WS])
+	return nil
+}
+
 func (rg *Region) serve(srv *http.Server, ln net.Listener) {
 	rg.servers.Add(1)
 	go func() {
 		defer rg.servers.Done()
-		if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return srv.ServeTLS(ln, "", "") }
+		if rg.b.cfg.PlainHTTP {
+			serve = func() error { return srv.Serve(ln) }
+		}
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			rg.b.log.Error("server stopped", "region", rg.name, "err", err)
 		}
 	}()
@@ -174,24 +217,48 @@ func (rg *Region) closeServers() error {
 func (rg *Region) Name() string { return rg.name }
 
 // RESTURL returns the trading base URL, "https://127.0.0.1:PORT" (rest relay).
-func (rg *Region) RESTURL() string { return "https://" + rg.relays[REST].Addr() }
+func (rg *Region) RESTURL() string {
+	if rg.urls != nil {
+		return rg.urls[REST]
+	}
+	return "https://" + rg.relays[REST].Addr()
+}
 
 // ProbeURL returns the monitoring base URL, "https://127.0.0.1:PORT": the
 // same REST server as RESTURL through the probe relay. Health monitors must
 // probe ProbeURL + "/v1/account" so that a monitor-only partition
 // (PartitionMonitor) reaches them and not the trading traffic.
-func (rg *Region) ProbeURL() string { return "https://" + rg.relays[Probe].Addr() }
+func (rg *Region) ProbeURL() string {
+	if rg.urls != nil {
+		return rg.urls[Probe]
+	}
+	return "https://" + rg.relays[Probe].Addr()
+}
 
 // WSURL returns the market data URL, "wss://127.0.0.1:PORT/ws" (TLS with the broker's CA).
-func (rg *Region) WSURL() string { return "wss://" + rg.relays[WS].Addr() + "/ws" }
+func (rg *Region) WSURL() string {
+	if rg.urls != nil {
+		return rg.urls[WS]
+	}
+	return "wss://" + rg.relays[WS].Addr() + "/ws"
+}
 
-// FIXAddr returns the host:port a FIX initiator connects to for this region.
-func (rg *Region) FIXAddr() string { return rg.relays[FIX].Addr() }
+// FIXAddr returns the host:port a FIX initiator connects to for this
+// region; "" when the broker serves on injected listeners (no FIX).
+func (rg *Region) FIXAddr() string {
+	if r := rg.relays[FIX]; r != nil {
+		return r.Addr()
+	}
+	return ""
+}
 
 // Addr returns the relay address (host:port) of svc, "" for an unknown service.
 func (rg *Region) Addr(svc Service) string {
 	if r, ok := rg.relays[svc]; ok {
 		return r.Addr()
+	}
+	if a, ok := rg.addrs[svc]; ok {
+		return a
 	}
 	return ""
 }

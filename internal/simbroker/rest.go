@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -73,6 +74,9 @@ func (rg *Region) restHandler() http.Handler {
 	mux.Handle("GET /v1/orders", rg.guard(http.HandlerFunc(rg.handleList)))
 	mux.Handle("GET /v1/orders/{id}", rg.guard(http.HandlerFunc(rg.handleGet)))
 	mux.Handle("DELETE /v1/orders/{id}", rg.guard(http.HandlerFunc(rg.handleCancel)))
+	mux.Handle("GET /v1/account/fence", rg.guard(http.HandlerFunc(rg.handleFenceState)))
+	mux.Handle("POST /v1/account/fence", rg.guard(rg.fenceHandler(true)))
+	mux.Handle("POST /v1/account/unfence", rg.guard(rg.fenceHandler(false)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Region", rg.name)
 		mux.ServeHTTP(w, r)
@@ -100,7 +104,8 @@ func (rg *Region) guard(h http.Handler) http.Handler {
 				var body placeBody
 				_ = json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body)
 				rg.b.audit.add(Record{Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: id,
-					ClientOrderID: body.ClientOrderID, Outcome: OutcomeUnavailable, Detail: "503 burst"})
+					ClientOrderID: body.ClientOrderID, Token: parseToken(r.Header.Get(TokenHeader)).value,
+					Outcome: OutcomeUnavailable, Detail: "503 burst"})
 			}
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(ra)))
 			writeError(w, http.StatusServiceUnavailable, "service unavailable")
@@ -127,6 +132,7 @@ func (rg *Region) handleAccount(w http.ResponseWriter, _ *http.Request) {
 
 func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
 	svc, id := rg.source(r)
+	tok := parseToken(r.Header.Get(TokenHeader))
 	var body placeBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil {
 		rg.b.audit.add(Record{Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: id,
@@ -136,7 +142,7 @@ func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
 	}
 	if rg.app.isPartial(REST) {
 		rg.b.audit.add(Record{Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: id,
-			ClientOrderID: body.ClientOrderID, Outcome: OutcomeUnavailable, Detail: "partial: order path broken"})
+			ClientOrderID: body.ClientOrderID, Token: tok.value, Outcome: OutcomeUnavailable, Detail: "partial: order path broken"})
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "order entry unavailable")
 		return
@@ -145,10 +151,10 @@ func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
 		ClientOrderID: body.ClientOrderID, Symbol: body.Symbol, Side: body.Side,
 		Type: body.Type, Qty: string(body.Qty), Price: string(body.Price),
 	}
-	o, out, cut, err := rg.b.placeOrder(rg, svc, id, req, false)
+	o, out, cut, err := rg.b.placeOrder(rg, svc, id, req, false, tok)
 	switch {
 	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
+		writeReject(w, out, err)
 	case cut:
 		cutHTTP(w, r)
 	case out == OutcomeDuplicate:
@@ -205,6 +211,12 @@ func (rg *Region) handleCancel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "order entry unavailable")
 		return
 	}
+	if err := rg.b.cancelAllowed(rg); err != nil {
+		rec.Outcome, rec.Detail = OutcomeFailed, err.Error()
+		rg.b.audit.add(rec)
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": err.Error(), "code": "region_fenced"})
+		return
+	}
 	o, err := rg.b.book.cancel(coid, time.Now())
 	switch {
 	case errors.Is(err, errUnknownOrder):
@@ -220,4 +232,92 @@ func (rg *Region) handleCancel(w http.ResponseWriter, r *http.Request) {
 		rg.b.audit.add(rec)
 		writeJSON(w, http.StatusOK, o)
 	}
+}
+
+// writeReject answers an order that booked nothing: 403 region_fenced, 409
+// stale_token, 428 missing_token, else 400 (invalid order or token).
+func writeReject(w http.ResponseWriter, out Outcome, err error) {
+	code, status := "invalid_order", http.StatusBadRequest
+	switch out {
+	case OutcomeFenced:
+		code, status = "region_fenced", http.StatusForbidden
+	case OutcomeStaleToken:
+		code, status = "stale_token", http.StatusConflict
+	case OutcomeMissingToken:
+		code, status = "missing_token", http.StatusPreconditionRequired
+	default:
+		if errors.Is(err, errBadToken) {
+			code = "invalid_token"
+		}
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error(), "code": code})
+}
+
+// fenceBody is the body of POST /v1/account/fence and /v1/account/unfence.
+type fenceBody struct {
+	Region string `json:"region"`
+}
+
+// fenceHandler serves the kill switch: fence (on) or unfence a region for
+// the account, through any region. A TokenHeader on the request also raises
+// the account's highest token (TokensChecked), so a new leader can fence
+// the old path and retire its token in one call.
+func (rg *Region) fenceHandler(on bool) http.Handler {
+	verb := "unfence"
+	if on {
+		verb = "fence"
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body fenceBody
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&body); err != nil || body.Region == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": `body must be {"region":"<name>"}`, "code": "invalid_request"})
+			return
+		}
+		var raised uint64
+		if h := r.Header.Get(TokenHeader); h != "" && rg.b.cfg.Tokens == TokensChecked {
+			tok := parseToken(h)
+			if tok.raw != "" {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("%s %q: want a positive integer", TokenHeader, tok.raw), "code": "invalid_token"})
+				return
+			}
+			var err error
+			if raised, err = rg.b.raiseToken(tok.value, "rest "+verb+" through "+rg.name); err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error(), "code": "invalid_token"})
+				return
+			}
+		}
+		since, err := rg.b.setFence(body.Region, on, "rest "+verb+" through "+rg.name)
+		switch {
+		case errors.Is(err, ErrFenceNotOffered):
+			writeJSON(w, http.StatusNotImplemented, map[string]string{"error": "this broker offers no fence (fence policy none)", "code": "fence_not_offered"})
+			return
+		case errors.Is(err, ErrUnknownRegion):
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("unknown region %q", body.Region), "code": "unknown_region"})
+			return
+		case err != nil:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": err.Error(), "code": "unavailable"})
+			return
+		}
+		out := map[string]any{"region": body.Region, "fenced": on}
+		if on {
+			out["since"] = since.UTC()
+		}
+		if raised > 0 {
+			out["highest_token"] = raised
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// handleFenceState answers GET /v1/account/fence: the policies, the fenced
+// regions and the highest token.
+func (rg *Region) handleFenceState(w http.ResponseWriter, _ *http.Request) {
+	fenced := map[string]time.Time{}
+	for r, t := range rg.b.FencedRegions() {
+		fenced[r] = t.UTC()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"fence": rg.b.cfg.Fence.String(), "tokens": rg.b.cfg.Tokens.String(), "dedup": rg.b.cfg.Dedup.String(),
+		"fenced": fenced, "highest_token": rg.b.HighestToken(),
+	})
 }

@@ -143,14 +143,14 @@ func TestTokenBucket(t *testing.T) {
 }
 
 func TestBookIdempotencyAndValidation(t *testing.T) {
-	bk := newBook()
+	bk := newBook(DedupAcrossRegions)
 	now := time.Now()
 	px := func(string) string { return "1.2345" }
-	o, created, err := bk.place(orderRequest{ClientOrderID: "a", Symbol: "X", Side: "buy", Type: "market", Qty: "1"}, "eu", "rest", px, now)
+	o, created, err := bk.place(orderRequest{ClientOrderID: "a", Symbol: "X", Side: "buy", Type: "market", Qty: "1"}, "eu", "rest", 0, px, now)
 	if err != nil || !created || o.AvgPrice != "1.2345" || o.Status != StatusFilled {
 		t.Fatalf("place = %+v %v %v", o, created, err)
 	}
-	o2, created, err := bk.place(orderRequest{ClientOrderID: "a", Symbol: "Y", Side: "sell", Type: "limit", Qty: "9", Price: "2"}, "us", "fix", px, now)
+	o2, created, err := bk.place(orderRequest{ClientOrderID: "a", Symbol: "Y", Side: "sell", Type: "limit", Qty: "9", Price: "2"}, "us", "fix", 0, px, now)
 	if err != nil || created || o2.OrderID != o.OrderID || o2.Region != "eu" {
 		t.Fatalf("repeat = %+v %v %v; want the existing order", o2, created, err)
 	}
@@ -161,7 +161,7 @@ func TestBookIdempotencyAndValidation(t *testing.T) {
 		{ClientOrderID: "b", Symbol: "X", Side: "buy", Type: "limit", Qty: "1"},
 		{ClientOrderID: "b", Symbol: "X", Side: "buy", Type: "stop", Qty: "1"},
 	} {
-		if _, _, err := bk.place(bad, "eu", "rest", px, now); !errors.Is(err, errInvalidOrder) {
+		if _, _, err := bk.place(bad, "eu", "rest", 0, px, now); !errors.Is(err, errInvalidOrder) {
 			t.Errorf("place(%+v) = %v, want invalid", bad, err)
 		}
 	}

@@ -1,7 +1,12 @@
 // Package drill turns one game day — a region outage played against a Path —
-// into a self-contained HTML report: an SVG timeline (probe results per
-// endpoint, health states, verdicts, fence, reconcile, hold and release,
-// halts) and the figures seed 002's drill asks for: time until flow landed on
+// into a self-contained HTML report. It leads with what on-call asks first:
+// time to detect (fault → endpoint declared down), time to switch, how long
+// orders were held and why, orders refused, unknown and settled per
+// transport, ticks missed and the longest silence of the price stream; then
+// the invariants checked (and any broken), the date, seed and commit of the
+// run, an SVG timeline (probe results per endpoint, health states, verdicts,
+// fence, reconcile, hold and release, halts, order errors by kind) and the
+// game-day figures: time until flow landed on
 // the surviving endpoint, the peak handshake rate there against its budget,
 // the fraction of reconnecting WebSocket clients that resumed from a sequence
 // versus fetched a snapshot, error rates before, during and after the fault,
@@ -16,9 +21,6 @@
 //	... run the scenario ...
 //	in.Samples, in.Population = smp.Stop(), pop.Stats()
 //	err := drill.WriteHTML(f, in)
-//
-// Package drill/drillflow fills an Input from an internal/orderflow client
-// and reads the simulated broker's per-region WebSocket counters.
 //
 // # What it guarantees
 //

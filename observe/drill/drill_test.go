@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -263,5 +264,76 @@ func TestSampler(t *testing.T) {
 func TestNewPopulationRefuses(t *testing.T) {
 	if _, err := NewPopulation(nil, 3, ws.DefaultStreamConfig()); !errors.Is(err, ErrInvalidPopulation) {
 		t.Errorf("nil path: %v", err)
+	}
+}
+
+// The report leads with what on-call asks: time to detect (fault → DOWN),
+// time to switch (DOWN → switch), held and why, orders per transport
+// including those only reconciliation saw (a FIX order in flight at the
+// switch), ticks missed; the header names date, seed and commit; the
+// invariants are listed; the legend names the order-error ticks as what they
+// are.
+func TestOnCallFigures(t *testing.T) {
+	in := synthetic("eu", "us")
+	for i, e := range in.Events {
+		switch e.Kind {
+		case pathdialer.EventReconcileStart:
+			in.Events[i].Tickets = []pathdialer.TicketInfo{{OrderID: "F0", Service: "fix"}, {OrderID: "R0", Service: "rest"}}
+		case pathdialer.EventReconcileSuccess:
+			in.Events[i].Settlements = []pathdialer.Settlement{{OrderID: "F0", Service: "fix", Fate: pathdialer.FateNotReceived},
+				{OrderID: "R0", Service: "rest", Fate: pathdialer.FateFilled}}
+		}
+	}
+	i := slices.IndexFunc(in.Events, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventReconcileSuccess })
+	in.Events = slices.Insert(in.Events, i, pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(2500 * time.Millisecond),
+		Error: "fix: reconcile incomplete: not logged on to us", Attempt: 1})
+	in.Stream = &StreamSeen{Messages: 80, Missed: 3, Snapshots: 1, LongestSilence: 1500 * time.Millisecond}
+	in.Seed, in.Commit = "42", "abc1234"
+	in.Checked = []string{"no order booked twice", "no order lost"}
+
+	oc := Compute(in).OnCall
+	if oc.Endpoint != "eu" || oc.To != "us" || oc.Detect != 300*time.Millisecond || oc.Switch != 100*time.Millisecond || oc.Held != 300*time.Millisecond {
+		t.Errorf("on-call times: %+v", oc)
+	}
+	if want := []string{"failover: fencing eu", "cutting eu off took 100 ms", "checking 2 order(s) with the broker on us took 200 ms (1 failed attempt(s): fix: reconcile incomplete: not logged on to us)"}; !slices.Equal(oc.HeldBecause, want) {
+		t.Errorf("held because %q", oc.HeldBecause)
+	}
+	byT := map[string]TransportOrders{}
+	for _, o := range oc.Orders {
+		byT[o.Transport] = o
+	}
+	if r := byT["rest"]; r.Placed != 3 || r.Answered != 2 || r.Refused != 1 || r.Unknown != 0 || r.Checked != 1 || r.Settled["filled"] != 1 {
+		t.Errorf("rest: %+v", r)
+	}
+	if f := byT["fix"]; f.Placed != 2 || f.Answered != 1 || f.Refused != 0 || f.Unknown != 1 || f.Checked != 1 || f.Settled["not received"] != 1 {
+		t.Errorf("fix: %+v", f)
+	}
+
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	oncall := html[strings.Index(html, `id="oncall"`):strings.Index(html, "Drill figures")]
+	for _, want := range []string{"time to detect", "<b>300 ms</b>", "time to switch", "<b>100 ms</b>", "orders held around the switch",
+		"ticks missed", "<b>3</b>", "longest silence", "<b>1.50 s</b>", "failover: fencing eu",
+		"<td>fix</td><td class=\"n\">2</td><td class=\"n\">1</td><td class=\"n\">0</td><td class=\"n\">1</td><td class=\"n\">1</td><td class=\"small\">1 not received</td>"} {
+		if !strings.Contains(oncall, want) {
+			t.Errorf("the on-call section lacks %q", want)
+		}
+	}
+	for _, want := range []string{"seed 42", "commit abc1234", "date 2025-01-02 14:02 UTC", "<li>no order booked twice</li>", "<li>no order lost</li>",
+		"order: outcome unknown", "order: not sent", `stroke="` + colOrderUnknown + `"`, `stroke="` + colOrderNotSent + `"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"FENCE_REQUIRED / hold", "halt / not sent"} {
+		if strings.Contains(html, bad) {
+			t.Errorf("legend still says %q", bad)
+		}
+	}
+	if strings.Index(html, `id="oncall"`) > strings.Index(html, "<h2>Timeline</h2>") {
+		t.Error("the on-call figures do not lead the report")
 	}
 }

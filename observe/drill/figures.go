@@ -16,10 +16,14 @@ import (
 // NotMeasured marks a duration figure the Input cannot give.
 const NotMeasured time.Duration = -1
 
-// Figures are the drill's numbers (seed 002's game-day metrics, and the
-// Path's own: holds, halts, switches). Durations relative to the fault are
+// Figures are the drill's numbers (what on-call asks first, the game-day
+// metrics of a WebSocket reconnect wave, and the Path's own: holds, halts,
+// switches). Durations relative to the fault are
 // NotMeasured when there was no fault or nothing landed.
 type Figures struct {
+	// OnCall: time to detect, to switch, held and why, orders per transport,
+	// ticks missed: what the report leads with.
+	OnCall OnCall
 	// Landing: per transport, from the fault to the first success on the
 	// survivor.
 	Landing []Landing
@@ -144,9 +148,12 @@ type Hold struct {
 	// Held is the time held as the Path reported it at release.
 	Held time.Duration
 	// Orders placed during the hold, per transport; Answered those answered
-	// afterwards; MaxWait the longest from placement to answer.
+	// afterwards; Refused those that never left (their caller stopped
+	// waiting, or trading halted); MaxWait the longest from placement to
+	// answer.
 	Orders   map[string]int
 	Answered int
+	Refused  int
 	MaxWait  time.Duration
 }
 
@@ -210,6 +217,7 @@ func (in Input) rel(t time.Time) time.Duration { return t.Sub(in.Start) }
 // Compute derives the Figures from in.
 func Compute(in Input) Figures {
 	var f Figures
+	f.OnCall = onCall(in)
 	f.Landing = landing(in)
 	f.Wave = wave(in)
 	f.Handshakes = handshakes(in, in.Survivor)
@@ -559,6 +567,9 @@ func holds(in Input) ([]Hold, []Span) {
 				continue
 			}
 			h.Orders[o.Transport]++
+			if o.NotSent && !o.Acked {
+				h.Refused++
+			}
 			if o.Acked && !o.AckedAt.IsZero() {
 				h.Answered++
 				h.MaxWait = max(h.MaxWait, o.AckedAt.Sub(o.PlacedAt))

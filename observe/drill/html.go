@@ -19,7 +19,14 @@ type view struct {
 	Duration   string
 	OK         bool
 	Checked    int
+	Invariants []string
 	Violations []string
+	Seed       string
+	Date       string
+	Commit     string
+	OnCall     []kv
+	HeldWhy    []string
+	Orders     [][]string
 	Headline   []kv
 	Timeline   svgDoc
 	Charts     []svgDoc
@@ -75,14 +82,42 @@ func buildView(in Input, f Figures) view {
 	if v.Title == "" {
 		v.Title = "brokerpath drill"
 	}
-	// Headline tiles: the four seed-002 figures and the holds.
+	v.Invariants = in.Checked
+	v.Seed, v.Commit = orNotRecorded(in.Seed), orNotRecorded(in.Commit)
+	if !in.Start.IsZero() {
+		v.Date = in.Start.UTC().Format("2006-01-02 15:04 UTC")
+	}
+	// What on-call asks first: how fast the fault was seen and acted on, how
+	// long orders waited and why, what happened to the orders, what the
+	// market data consumer lost.
+	oc := f.OnCall
+	down := orDash(oc.Endpoint)
+	v.OnCall = append(v.OnCall,
+		kv{K: "time to detect (fault → " + down + " declared down)", V: ms(oc.Detect), Class: timeClass(oc.Detect)},
+		kv{K: "time to switch (declared down → orders go to " + orDash(oc.To) + ")", V: ms(oc.Switch), Class: timeClass(oc.Switch)},
+		kv{K: "orders held around the switch", V: ms(oc.Held), Class: timeClass(oc.Held)})
+	v.HeldWhy = oc.HeldBecause
+	for _, t := range oc.Orders {
+		v.Orders = append(v.Orders, []string{t.Transport, fmt.Sprint(t.Placed), fmt.Sprint(t.Answered), fmt.Sprint(t.Refused),
+			fmt.Sprint(t.Unknown), fmt.Sprint(t.Checked), settledText(t.Settled)})
+	}
+	if st := oc.Stream; st != nil {
+		c := "good"
+		if st.Missed > 0 {
+			c = "bad"
+		}
+		v.OnCall = append(v.OnCall, kv{K: fmt.Sprintf("ticks missed (%d delivered, %d snapshots)", st.Messages, st.Snapshots), V: fmt.Sprint(st.Missed), Class: c},
+			kv{K: "longest silence of the price stream", V: ms(st.LongestSilence)})
+	} else {
+		v.OnCall = append(v.OnCall, kv{K: "ticks missed", V: "no stream recorded"})
+	}
 	land := NotMeasured
 	for _, l := range f.Landing {
 		if l.Transport == "submission gate" {
 			land = l.After
 		}
 	}
-	v.Headline = append(v.Headline, kv{K: "order flow released on " + orDash(in.Survivor), V: afterFault(land)})
+	v.Headline = append(v.Headline, kv{K: "orders flow again on " + orDash(in.Survivor), V: afterFault(land)})
 	if f.Wave.Size > 0 {
 		v.Headline = append(v.Headline, kv{K: fmt.Sprintf("95%% of %d WS clients on %s", f.Wave.Size, in.Survivor), V: afterFault(f.Wave.P95)})
 	}
@@ -119,15 +154,20 @@ func buildView(in Input, f Figures) view {
 		}
 		v.Headline = append(v.Headline, kv{K: "orders with an error", V: fmt.Sprintf("%d / %d (%s)", failed, total, pct(float64(failed)/float64(total))), Class: c})
 	}
-	held := 0
+	held, refused, answered := 0, 0, 0
 	var longest time.Duration
 	for _, h := range f.Holds {
 		for _, n := range h.Orders {
 			held += n
 		}
+		refused += h.Refused
+		answered += h.Answered
 		longest = max(longest, h.MaxWait)
 	}
-	v.Headline = append(v.Headline, kv{K: "orders held", V: fmt.Sprintf("%d, longest wait %s", held, ms(longest))})
+	if held > 0 {
+		v.Headline = append(v.Headline, kv{K: "orders placed while held",
+			V: fmt.Sprintf("%d: %d answered after release (longest wait %s), %d refused", held, answered, ms(longest), refused)})
+	}
 
 	v.Timeline = timeline(in, f)
 	v.Charts = charts(in)
@@ -199,7 +239,7 @@ func buildView(in Input, f Figures) view {
 			end = rels(h.End)
 		}
 		v.Holds = append(v.Holds, []string{rels(h.Start), end, ms(h.Held), orDash(h.Endpoint), orDash(strings.Join(parts, ", ")),
-			fmt.Sprintf("%d, longest %s", h.Answered, ms(h.MaxWait)), redact(h.Cause)})
+			fmt.Sprintf("%d, longest wait %s", h.Answered, ms(h.MaxWait)), fmt.Sprint(h.Refused), redact(h.Cause)})
 	}
 	for _, h := range f.Halts {
 		end := "still halted"
@@ -230,6 +270,37 @@ func buildView(in Input, f Figures) view {
 		v.Gaps = append(v.Gaps, "No fault was injected: times to land are not measured.")
 	}
 	return v
+}
+
+func timeClass(d time.Duration) string {
+	if d == NotMeasured {
+		return ""
+	}
+	return "good"
+}
+
+func orNotRecorded(s string) string {
+	if s == "" {
+		return "not recorded"
+	}
+	return s
+}
+
+// settledText renders {"filled": 2, "not received": 1} as "2 filled, 1 not received".
+func settledText(m map[string]int) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func afterFault(d time.Duration) string {
@@ -352,11 +423,26 @@ svg .bold{font:700 12px system-ui,sans-serif}
 <header>
 <h1>{{.Title}} {{if .OK}}<span class="badge good">invariants OK</span>{{else}}<span class="badge bad">INVARIANTS BROKEN</span>{{end}}</h1>
 <div class="sub">fault: {{if .Fault}}{{.Fault}}{{else}}none{{end}} · primary {{if .Primary}}{{.Primary}}{{else}}—{{end}} · survivor {{if .Survivor}}{{.Survivor}}{{else}}—{{end}} · run {{.Duration}} · {{.Checked}} invariants checked</div>
+<div class="sub" id="provenance">date {{if .Date}}{{.Date}}{{else}}—{{end}} · seed {{.Seed}} · commit {{.Commit}}</div>
 </header>
 <main>
 <section>
+<h2>For on-call</h2>
+<div class="tiles" id="oncall">{{range .OnCall}}<div class="tile {{.Class}}"><span>{{.K}}</span><b>{{.V}}</b></div>{{end}}</div>
+{{if .HeldWhy}}<p class="small">held because: {{range $i, $w := .HeldWhy}}{{if $i}}; then {{end}}<span class="mono">{{$w}}</span>{{end}}</p>{{end}}
+{{if .Orders}}<h3>Orders per transport</h3>
+<table id="orders"><tr><th>transport</th><th>placed</th><th>answered</th><th>refused (not sent)</th><th>outcome unknown</th><th>checked with the broker</th><th>found</th></tr>
+{{range .Orders}}<tr><td>{{index . 0}}</td><td class="n">{{index . 1}}</td><td class="n">{{index . 2}}</td><td class="n">{{index . 3}}</td><td class="n">{{index . 4}}</td><td class="n">{{index . 5}}</td><td class="small">{{index . 6}}</td></tr>{{end}}</table>
+<p class="small">Checked with the broker: orders whose outcome was unknown, or that were still in flight when the old path was cut off, looked up on the new path before orders were released.</p>{{end}}
+</section>
+<section>
+<h2>Drill figures</h2>
 <div class="tiles">{{range .Headline}}<div class="tile {{.Class}}"><span>{{.K}}</span><b>{{.V}}</b></div>{{end}}</div>
-{{if .Violations}}<h3>Violations</h3><ul>{{range .Violations}}<li>{{.}}</li>{{end}}</ul>{{end}}
+</section>
+<section id="invariants">
+<h2>Invariants {{if .OK}}<span class="badge good">all held</span>{{else}}<span class="badge bad">{{len .Violations}} broken</span>{{end}}</h2>
+{{if .Violations}}<h3>Broken</h3><ul>{{range .Violations}}<li class="bad">{{.}}</li>{{end}}</ul>{{end}}
+{{if .Invariants}}<h3>Checked</h3><ol class="small">{{range .Invariants}}<li>{{.}}</li>{{end}}</ol>{{else}}<p class="small">none checked</p>{{end}}
 </section>
 <section>
 <h2>Timeline</h2>
@@ -386,8 +472,8 @@ svg .bold{font:700 12px system-ui,sans-serif}
 </section>
 <section>
 <h2>Orders held</h2>
-{{if .Holds}}<table><tr><th>hold</th><th>release</th><th>held</th><th>released on</th><th>orders placed while held</th><th>answered after</th><th>cause</th></tr>
-{{range .Holds}}<tr><td class="n">{{index . 0}}</td><td class="n">{{index . 1}}</td><td class="n">{{index . 2}}</td><td>{{index . 3}}</td><td>{{index . 4}}</td><td class="n">{{index . 5}}</td><td class="small">{{index . 6}}</td></tr>{{end}}</table>{{else}}<p class="small">no hold</p>{{end}}
+{{if .Holds}}<table><tr><th>hold</th><th>release</th><th>held</th><th>released on</th><th>orders placed while held</th><th>answered after</th><th>refused</th><th>cause</th></tr>
+{{range .Holds}}<tr><td class="n">{{index . 0}}</td><td class="n">{{index . 1}}</td><td class="n">{{index . 2}}</td><td>{{index . 3}}</td><td>{{index . 4}}</td><td class="n">{{index . 5}}</td><td class="n">{{index . 6}}</td><td class="small">{{index . 7}}</td></tr>{{end}}</table>{{else}}<p class="small">no hold</p>{{end}}
 {{if .Halts}}<h3>Halts</h3><table><tr><th>halt</th><th>end</th><th>cause</th></tr>{{range .Halts}}<tr><td class="n">{{index . 0}}</td><td class="n">{{index . 1}}</td><td class="small">{{index . 2}}</td></tr>{{end}}</table>{{end}}
 {{if .Switches}}<h3>Switches</h3><table><tr><th>at</th><th>switch</th><th>kind</th></tr>{{range .Switches}}<tr><td class="n">{{index . 0}}</td><td>{{index . 1}}</td><td>{{index . 2}}</td></tr>{{end}}</table>{{end}}
 </section>

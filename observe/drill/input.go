@@ -40,6 +40,22 @@ type Input struct {
 	// Checked and Violations are the invariants the driver checked and those
 	// that broke.
 	Checked, Violations []string
+	// Stream is what the market data consumer saw (nil: no stream).
+	Stream *StreamSeen
+	// Seed and Commit reproduce the run: the simulated broker's seed and the
+	// source revision. Empty: not recorded (the report says so).
+	Seed, Commit string
+}
+
+// StreamSeen is what the market data consumer saw over the run.
+type StreamSeen struct {
+	// Messages delivered; Missed: ticks never delivered (a snapshot stood in
+	// for them); Snapshots after the first message.
+	Messages  int
+	Missed    uint64
+	Snapshots int
+	// LongestSilence between two messages of one stream.
+	LongestSilence time.Duration
 }
 
 // Note is one line the driver recorded.

@@ -15,7 +15,7 @@ import (
 var ErrInvalidPopulation = errors.New("drill: invalid population")
 
 // Population is a crowd of ws.Streams on one Path: the other clients of a
-// region whose reconnect wave the surviving region must absorb (seed 002).
+// region whose reconnect wave the surviving region must absorb.
 // Each stream is a full ws.Stream (jittered reconnect, endpoint fallback,
 // resume from sequence), so the wave has the shape real clients give it.
 type Population struct {

@@ -84,6 +84,11 @@ const (
 	colGrid      = "#e6e8ec"
 	colText      = "#1d2330"
 	colMuted     = "#6b7385"
+	// Order-error ticks have colours of their own, so the legend cannot
+	// confuse them with the hold and halt spans.
+	colOrderUnknown  = "#e8590c"
+	colOrderNotSent  = "#862e9c"
+	colOrderRejected = "#c2255c"
 )
 
 const (
@@ -126,15 +131,19 @@ func decisionColor(o engine.Outcome) string {
 	case engine.NoTargetAvailable:
 		return colHalt
 	}
-	return colReconcile
+	return colFail // FLAP_SUPPRESSED: a human should look
 }
 
 func ms(d time.Duration) string {
 	switch {
 	case d == NotMeasured:
 		return "—"
-	case d < 10*time.Second:
+	case d > 0 && d < time.Millisecond:
+		return "< 1 ms"
+	case d < time.Second:
 		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < 10*time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
 	}
 	return fmt.Sprintf("%.1f s", d.Seconds())
 }
@@ -386,11 +395,11 @@ func timeline(in Input, f Figures) svgDoc {
 		kind, col := "never answered", colMuted
 		switch {
 		case o.NotSent:
-			kind, col = "not sent", colHalt
+			kind, col = "not sent", colOrderNotSent
 		case o.Unknown:
-			kind, col = "unknown outcome", colHold
+			kind, col = "unknown outcome", colOrderUnknown
 		case o.Rejected:
-			kind, col = "rejected", colFail
+			kind, col = "rejected", colOrderRejected
 		}
 		doc.Lines = append(doc.Lines, svgLine{X1: x, Y1: oy + 3, X2: x, Y2: oy + small - 9, Stroke: col, Width: 1.5,
 			Title: fmt.Sprintf("%s %s order: %s", rels(at), o.Transport, kind)})
@@ -412,8 +421,11 @@ func timeline(in Input, f Figures) svgDoc {
 	vline(in.FaultAt, colFault, "FAULT")
 	vline(in.RecoverAt, colRecover, "RECOVER")
 	doc.Legend = []legendItem{{colHealthy, "HEALTHY"}, {colDegraded, "DEGRADED"}, {colDown, "DOWN"}, {colUnknown, "UNKNOWN"},
-		{colOK, "probe OK"}, {colFail, "probe failed"}, {colActive, "active endpoint / SWITCHED"}, {colHold, "FENCE_REQUIRED / hold"},
-		{colHalt, "NO_TARGET_AVAILABLE / halt / not sent"}, {colFence, "fence"}, {colReconcile, "reconcile"}}
+		{colOK, "probe OK"}, {colFail, "probe, fence or reconcile failed / FLAP_SUPPRESSED"}, {colActive, "active endpoint / SWITCHED"},
+		{colHold, "FENCE_REQUIRED / orders held"}, {colHalt, "halt / NO_TARGET_AVAILABLE"},
+		{colFence, "fence"}, {colReconcile, "reconcile"},
+		{colOrderUnknown, "order: outcome unknown"}, {colOrderNotSent, "order: not sent"}, {colOrderRejected, "order: rejected"},
+		{colMuted, "order: never answered"}}
 	return doc
 }
 

@@ -1,7 +1,7 @@
 // Package metrics exports a brokerpath Path and its transports to Prometheus
-// (client_golang): the failover system watched from outside, as seed 001 §7.1
-// asks (state transitions, health-check staleness, reconnection rate) and seed
-// 002's drill measures (resumes versus snapshots, gaps).
+// (client_golang): the failover system watched from outside (state
+// transitions, health-check staleness, reconnection rate) and what a game day
+// measures (resumes versus snapshots, gaps).
 //
 // A Metrics value is one prometheus.Collector with two halves:
 //

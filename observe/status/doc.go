@@ -1,23 +1,44 @@
-// Package status serves a Path's state to humans and scripts: a small,
-// self-contained HTML page (no external assets, no JavaScript) and the same
-// data as JSON. It imports no metrics library.
+// Package status serves a Path's state to the people on call and to scripts:
+// a small, self-contained HTML page (no external assets, no JavaScript) and
+// the same figures as JSON. It imports no metrics library.
 //
-//	mux.Handle("/status/", http.StripPrefix("/status", status.Handler(path, status.Options{})))
+//	rec := status.NewRecorder()
+//	cfg.OnEvent = observe.Tee(rec.OnEvent, ...) // before pathdialer.New
+//	...
+//	mux.Handle("/status/", http.StripPrefix("/status", status.Handler(path, status.Options{
+//		Recorder: rec, REST: restTransport, FIX: initiator, Stream: stream, Ticks: ticks,
+//		MetricsURL: "/metrics",
+//	})))
+//
+// # What the page leads with
+//
+//   - Where orders go now, whether they flow, are held or are refused, for
+//     how long and why; and where the way back to the primary stands, in
+//     words ("waiting for eu to recover (DOWN)").
+//   - The last switch: time to detect (first failed probe → endpoint declared
+//     down), time to switch (declared down → orders go to the new path), how
+//     long orders were held and every reason they were held, and how many
+//     orders per transport had to be checked with the broker and what was
+//     found (needs a Recorder).
+//   - Orders per transport: sent, answered, refused (not sent), outcome
+//     unknown now, checked after a switch (needs the transports).
+//   - The market data stream: ticks missed, longest silence, reconnects
+//     (needs a Stream and a Ticks).
+//   - Then every endpoint, recent switches, and recent events in plain words.
 //
 // # What it guarantees
 //
 //   - JSON at "/status.json", or at any path with "?format=json" or
-//     "Accept: application/json": the Path's Snapshot, health, gate and
-//     ticket states as strings ("HEALTHY", "HELD").
-//   - HTML otherwise: the active endpoint and generation, the gate's state,
-//     cause and age, the monitor's staleness, every endpoint with its state and
-//     the age of its last success, the recent switches, decisions and events.
-//     Everything is escaped by html/template.
-//   - The ticket and settlement lists of reconciliation events (client order
-//     IDs) are left out unless Options.ShowOrderIDs; the page shows their
-//     count. The HTML shows service names, not addresses; the JSON carries
-//     the Snapshot's addresses as configured (keep credentials out of them,
-//     as pathdialer requires). Causes and errors are shown as the Path reports
-//     them (the transports redact credentials from theirs).
+//     "Accept: application/json": snake_case keys, every duration in
+//     milliseconds under a key ending in _ms, times in RFC 3339, a time that
+//     was never set left out, states as upper-case strings ("HEALTHY",
+//     "HELD"), events most recent first.
+//   - HTML otherwise, with human durations ("68 ms", "2.2 s", "1 m") and links
+//     to the JSON and (Options.MetricsURL) the metrics. Everything is escaped
+//     by html/template.
+//   - Client order IDs are left out unless Options.ShowOrderIDs; the page
+//     shows counts. Neither output shows endpoint addresses, only names and
+//     service names. Causes and errors are shown as the Path reports them
+//     (the transports redact credentials from theirs).
 //   - Read-only: only GET and HEAD are answered; the page never acts on the Path.
 package status

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,7 +25,7 @@ const (
 
 // newPath returns a started Path whose primary "eu" fails while euDown is set,
 // and whose backup has a hostile name.
-func newPath(t *testing.T, euDown *atomic.Bool) *pathdialer.Path {
+func newPath(t *testing.T, euDown *atomic.Bool, onEvent ...func(pathdialer.Event)) *pathdialer.Path {
 	t.Helper()
 	cfg := pathdialer.DefaultConfig()
 	cfg.Endpoints = []pathdialer.Endpoint{
@@ -41,6 +43,9 @@ func newPath(t *testing.T, euDown *atomic.Bool) *pathdialer.Path {
 	cfg.Engine.MaxHealthAge = time.Second
 	cfg.Fencer = pathdialer.LocalFenceOnly
 	cfg.Reconciler = pathdialer.NoReconcile
+	if len(onEvent) > 0 {
+		cfg.OnEvent = onEvent[0]
+	}
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +73,8 @@ func get(t *testing.T, h http.Handler, target, accept string) *httptest.Response
 // jsonStatus is how a script reads the JSON: states are strings.
 type jsonStatus struct {
 	Active     string `json:"active"`
-	Generation uint64 `json:"generation"`
-	Gate       string `json:"gate"`
+	Generation uint64 `json:"switches"`
+	Gate       string `json:"order_flow"`
 	Endpoints  []struct {
 		Name   string `json:"name"`
 		State  string `json:"state"`
@@ -117,13 +122,14 @@ func TestJSONStatesAreStrings(t *testing.T) {
 func TestHTMLShowsActiveAndEscapes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var down atomic.Bool
-		p := newPath(t, &down)
+		rec := status.NewRecorder()
+		p := newPath(t, &down, rec.OnEvent)
 		defer p.Close()
-		h := status.Handler(p, status.Options{Title: "acct <main>", Refresh: 5 * time.Second})
+		h := status.Handler(p, status.Options{Title: "acct <main>", Refresh: 5 * time.Second, Recorder: rec, MetricsURL: "/metrics"})
 
 		body := get(t, h, "/", "").Body.String()
-		if !strings.Contains(body, `<b id="active">eu</b>`) || !strings.Contains(body, ">OPEN<") {
-			t.Errorf("HTML does not show eu active and the gate open:\n%s", body)
+		if !strings.Contains(body, `<b id="active">eu</b>`) || !strings.Contains(body, ">orders flowing<") {
+			t.Errorf("HTML does not show eu active and orders flowing:\n%s", body)
 		}
 
 		if _, err := p.Acquire(context.Background(), pathdialer.ServiceREST, orderID); err != nil {
@@ -138,8 +144,8 @@ func TestHTMLShowsActiveAndEscapes(t *testing.T) {
 		}
 		synctest.Wait()
 
-		rec := get(t, h, "/", "")
-		body = rec.Body.String()
+		resp := get(t, h, "/", "")
+		body = resp.Body.String()
 		if strings.Contains(body, "<script") || strings.Contains(body, "acct <main>") || !strings.Contains(body, "acct &lt;main&gt;") {
 			t.Errorf("hostile text rendered as markup:\n%s", body)
 		}
@@ -147,12 +153,17 @@ func TestHTMLShowsActiveAndEscapes(t *testing.T) {
 		if !strings.Contains(body, `<b id="active">`+escaped+`</b>`) {
 			t.Errorf("HTML does not show the escaped hostile endpoint as active:\n%s", body)
 		}
-		for _, want := range []string{"DOWN", "FENCED", "switch", "FENCE_REQUIRED", "tickets=1", `http-equiv="refresh" content="5"`} {
+		for _, want := range []string{"DOWN", "CUT OFF", "cutting eu off first", "asking the broker about 1 order(s)",
+			`http-equiv="refresh" content="5"`, `<a href="status.json">JSON</a>`, `<a href="/metrics">metrics</a>`,
+			`id="time-to-detect"`, "waiting for eu to recover (DOWN)", `id="reconciled">rest 1<`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("HTML lacks %q", want)
 			}
 		}
-		if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		if os.Getenv("STATUS_DUMP") != "" {
+			t.Log(body)
+		}
+		if csp := resp.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
 			t.Errorf("CSP %q", csp)
 		}
 		js := get(t, h, "/status.json", "").Body.String()
@@ -162,6 +173,20 @@ func TestHTMLShowsActiveAndEscapes(t *testing.T) {
 			}
 			if strings.Contains(out, "broker.example") && out == body {
 				t.Errorf("HTML shows an endpoint address")
+			}
+		}
+		var tree any
+		if err := json.Unmarshal([]byte(js), &tree); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys(tree) {
+			if !regexp.MustCompile(`^[a-z][a-z0-9_]*$`).MatchString(k) {
+				t.Errorf("JSON key %q is not snake_case", k)
+			}
+		}
+		for _, bad := range []string{`"verified_at"`, `"0001-01-01`, `"last_success_age"`, `"interval"`} {
+			if strings.Contains(js, bad) {
+				t.Errorf("JSON contains %s:\n%s", bad, js)
 			}
 		}
 		var s jsonStatus
@@ -189,4 +214,20 @@ func TestOnlyGetAndHead(t *testing.T) {
 			t.Fatalf("POST: %d %v", rec.Code, rec.Header())
 		}
 	})
+}
+
+// keys returns every object key in a decoded JSON value.
+func keys(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			out = append(append(out, k), keys(e)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, keys(e)...)
+		}
+	}
+	return out
 }

@@ -2,11 +2,10 @@ package status
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 // view is what the HTML template renders: strings ready to print.
@@ -14,17 +13,25 @@ type view struct {
 	Title          string
 	RefreshSeconds int
 	Now            string
+	JSONURL        string
+	MetricsURL     string
 
-	Active     string
-	Generation uint64
-	Gate       string
-	GateClass  string
-	GateCause  string
-	GateAge    string
-	InFlight   int
-	Unknown    int
-	Halts      uint64
-	Dropped    uint64
+	Active      string
+	Switches    uint64
+	Flow        string // "orders flowing", "orders held", "trading halted"
+	FlowClass   string
+	FlowFor     string
+	FlowCause   string
+	Failback    string
+	FailbackCls string
+
+	Last      *incidentView
+	Incidents []incidentView
+	Orders    []ordersView
+	Stream    *streamView
+
+	InFlight, Unknown int
+	Halts, Dropped    uint64
 
 	MonitorInterval string
 	MonitorAge      string
@@ -32,29 +39,41 @@ type view struct {
 	MaxHealthAge    string
 
 	Endpoints []endpointView
-	Switches  []decisionView
-	Decisions []decisionView
 	Events    []eventView
+}
+
+type incidentView struct {
+	Title, Kind, At      string
+	InProgress, Halted   bool
+	Detect, Switch, Held string
+	DetectFrom           string
+	Why                  []string
+	Reconciled           string
+}
+
+type ordersView struct {
+	Transport                        string
+	Sent, Answered, Refused, Unknown string
+	Reconciled                       string
+	Settled                          string
+}
+
+type streamView struct {
+	Endpoint, Messages, Missed, Silence, Reconnects, Resumes, Snapshots, Disconnected string
 }
 
 type endpointView struct {
 	Name, Region        string
-	Priority            int
-	Primary, Active     bool
-	Eligible, Fenced    bool
+	Active              bool
 	State, StateClass   string
 	Failures, Successes int
 	Age                 string
 	Stale               bool
 	Latency             string
 	Conns               int
-	Services            string
+	Notes               []string
+	Fenced              bool
 	LastError           string
-}
-
-type decisionView struct {
-	At, Kind, Outcome, OutcomeClass, From, To, Notes string
-	Generation                                       uint64
 }
 
 type eventView struct {
@@ -63,132 +82,180 @@ type eventView struct {
 
 const clock = "15:04:05.000"
 
-func newView(opts Options, s pathdialer.Snapshot, maxHealthAge time.Duration, texts []string) view {
+func newView(opts Options, r report, maxHealthAge time.Duration) view {
 	v := view{
-		Title:          opts.Title,
-		RefreshSeconds: int(opts.Refresh.Round(time.Second) / time.Second),
-		Now:            s.Time.UTC().Format("2006-01-02 15:04:05.000 UTC"),
-		Active:         s.Active,
-		Generation:     s.Generation,
-		Gate:           s.Gate.String(),
-		GateClass:      gateClass(s.Gate),
-		GateCause:      s.GateCause,
-		InFlight:       s.InFlight,
-		Unknown:        s.Unknown,
-		Halts:          s.Halts,
-		Dropped:        s.DroppedReports,
-		MonitorStale:   s.Monitor.Stale,
-		MaxHealthAge:   age(maxHealthAge),
+		Title: opts.Title, RefreshSeconds: int(opts.Refresh.Round(time.Second) / time.Second),
+		JSONURL: r.Links["json"], MetricsURL: r.Links["metrics"],
+		Active: r.Active, Switches: r.Switches, FlowCause: r.OrderFlowWhy,
+		Failback: r.Failback.Text, FailbackCls: failbackClass(r.Failback.State),
+		InFlight: r.InFlight, Unknown: r.Unknown, Halts: r.Halts, Dropped: r.DroppedReports,
+		MonitorStale: r.Monitor.Stale, MonitorInterval: humanMS(r.Monitor.IntervalMS), MaxHealthAge: human(maxHealthAge),
 	}
+	now, _ := time.Parse(time.RFC3339Nano, r.Time)
+	v.Now = now.Format("2006-01-02 15:04:05 UTC")
 	if opts.Refresh > 0 && v.RefreshSeconds == 0 {
 		v.RefreshSeconds = 1
 	}
-	if !s.GateSince.IsZero() {
-		v.GateAge = age(s.Time.Sub(s.GateSince))
+	switch r.OrderFlow {
+	case "OPEN":
+		v.Flow, v.FlowClass = "orders flowing", "good"
+	case "HELD":
+		v.Flow, v.FlowClass = "orders held", "warn"
+	case "HALTED":
+		v.Flow, v.FlowClass = "trading halted: orders refused", "bad"
+	case "NOT_STARTED":
+		v.Flow, v.FlowClass = "not started", "muted"
+	default:
+		v.Flow, v.FlowClass = "closed", "muted"
 	}
-	v.MonitorInterval = age(s.Monitor.Interval)
-	if s.Monitor.LastRound.IsZero() {
-		v.MonitorAge = "never"
+	if r.OrderFlowForMS != nil {
+		v.FlowFor = humanMS(*r.OrderFlowForMS)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, r.Monitor.LastRound); err == nil {
+		v.MonitorAge = human(now.Sub(t)) + " ago"
 	} else {
-		v.MonitorAge = age(s.Time.Sub(s.Monitor.LastRound)) + " ago"
+		v.MonitorAge = "never"
 	}
-	for _, e := range s.Endpoints {
-		ev := endpointView{
-			Name: e.Name, Region: e.Region, Priority: e.Priority, Primary: e.Primary,
-			Active: e.Active, Eligible: e.Eligible, Fenced: e.Fenced,
-			State: e.State.String(), StateClass: strings.ToLower(e.State.String()),
-			Failures: e.ConsecutiveFailures, Successes: e.ConsecutiveSuccesses,
-			Latency: age(e.LastLatency), Conns: e.Conns, LastError: e.LastProbeError,
+	if r.LastSwitch != nil {
+		iv := newIncidentView(*r.LastSwitch)
+		v.Last = &iv
+	}
+	for _, in := range r.Incidents {
+		v.Incidents = append(v.Incidents, newIncidentView(in))
+	}
+	for _, o := range r.Orders {
+		ov := ordersView{Transport: o.Transport, Sent: count(o.Sent), Answered: count(o.Answered), Refused: count(o.Refused),
+			Unknown: fmt.Sprint(o.UnknownNow), Reconciled: fmt.Sprint(o.Reconciled), Settled: fates(o.Settled)}
+		v.Orders = append(v.Orders, ov)
+	}
+	if s := r.Stream; s != nil {
+		sv := &streamView{Endpoint: s.Endpoint, Messages: fmt.Sprint(s.Messages), Missed: count(s.TicksMissed), Silence: "—",
+			Reconnects: fmt.Sprint(s.Reconnects), Resumes: fmt.Sprint(s.Resumes), Snapshots: fmt.Sprint(s.Snapshots),
+			Disconnected: humanMS(s.DisconnectedMS)}
+		if s.LongestSilenceMS != nil {
+			sv.Silence = humanMS(*s.LongestSilenceMS)
 		}
-		if e.LastSuccess.IsZero() || e.LastSuccessAge < 0 {
+		if sv.Endpoint == "" {
+			sv.Endpoint = "not connected"
+		}
+		v.Stream = sv
+	}
+	for _, e := range r.Endpoints {
+		ev := endpointView{
+			Name: e.Name, Region: e.Region, Active: e.Active, State: e.State, StateClass: strings.ToLower(e.State),
+			Failures: e.ConsecutiveFailures, Successes: e.ConsecutiveSuccesses, Latency: humanMS(e.LastLatencyMS),
+			Conns: e.Connections, Fenced: e.Fenced, LastError: e.LastProbeError,
+		}
+		if e.LastSuccessAgeMS == nil {
 			ev.Age, ev.Stale = "never", true
 		} else {
-			ev.Age = age(e.LastSuccessAge) + " ago"
-			ev.Stale = maxHealthAge > 0 && e.LastSuccessAge > maxHealthAge
+			ev.Age = humanMS(*e.LastSuccessAgeMS) + " ago"
+			ev.Stale = maxHealthAge > 0 && *e.LastSuccessAgeMS > ms(maxHealthAge)
 		}
-		names := make([]string, 0, len(e.Services))
-		for name := range e.Services {
-			names = append(names, name)
+		if e.Primary {
+			ev.Notes = append(ev.Notes, "primary")
 		}
-		slices.Sort(names)
-		ev.Services = strings.Join(names, ", ")
+		if e.Eligible {
+			ev.Notes = append(ev.Notes, "can take orders")
+		}
+		if e.Verified {
+			ev.Notes = append(ev.Notes, "account verified")
+		}
+		if e.IdentityMismatch {
+			ev.Notes = append(ev.Notes, "WRONG ACCOUNT")
+		}
 		v.Endpoints = append(v.Endpoints, ev)
 	}
-	for i := len(s.Switches) - 1; i >= 0 && len(v.Switches) < 10; i-- {
-		d := s.Switches[i]
-		v.Switches = append(v.Switches, decisionView{
-			At: d.At.UTC().Format(clock), Kind: kind(d.Failback), Outcome: d.Outcome.String(), OutcomeClass: "switched",
-			From: d.From, To: d.To, Notes: strings.Join(d.Notes, "; "), Generation: d.Generation,
-		})
-	}
-	for i := len(s.Events) - 1; i >= 0; i-- {
-		e := s.Events[i]
-		if e.Kind == pathdialer.EventDecision && e.Decision != nil && len(v.Decisions) < 10 {
-			d := e.Decision
-			v.Decisions = append(v.Decisions, decisionView{
-				At: e.Time.UTC().Format(clock), Kind: kind(d.Failback), Outcome: d.Outcome.String(),
-				OutcomeClass: outcomeClass(d.RequiresTradingHalt, d.Outcome.String()),
-				From:         d.From, To: d.To, Notes: strings.Join(d.Notes, "; "), Generation: d.Generation,
-			})
-		}
-		v.Events = append(v.Events, eventView{Time: e.Time.UTC().Format(clock), Kind: e.Kind.String(), Class: eventClass(e.Kind), Text: texts[i]})
+	for _, e := range r.Events {
+		t, _ := time.Parse(time.RFC3339Nano, e.Time)
+		v.Events = append(v.Events, eventView{Time: t.Format(clock), Kind: e.Kind, Class: eventClass(e.Kind), Text: e.Text})
 	}
 	return v
 }
 
-func kind(failback bool) string {
-	if failback {
-		return "failback"
+func newIncidentView(in incidentReport) incidentView {
+	iv := incidentView{Kind: in.Kind, InProgress: in.InProgress, Halted: in.Halted, Why: in.HeldWhy,
+		Detect: "—", Switch: "—", Held: "—"}
+	switch in.Kind {
+	case "halt":
+		iv.Title = "trading halted on " + in.From
+	default:
+		iv.Title = fmt.Sprintf("%s from %s to %s", in.Kind, in.From, in.To)
 	}
-	return "failover"
-}
-
-func gateClass(g pathdialer.GateState) string {
-	switch g {
-	case pathdialer.GateOpen:
-		return "good"
-	case pathdialer.GateHeld:
-		return "warn"
-	case pathdialer.GateHalted:
-		return "bad"
+	for _, at := range []string{in.TroubleAt, in.DownAt, in.HeldAt, in.SwitchedAt} {
+		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
+			iv.At = t.Format(clock)
+			break
+		}
 	}
-	return "muted"
-}
-
-func outcomeClass(halt bool, outcome string) string {
+	if in.TimeToDetect != nil {
+		iv.Detect = humanMS(*in.TimeToDetect)
+	} else if in.Kind == "failback" {
+		iv.Detect = "not a fault"
+	}
+	if in.TimeToSwitch != nil {
+		iv.Switch = humanMS(*in.TimeToSwitch)
+	}
 	switch {
-	case halt:
-		return "bad"
-	case outcome == "SWITCHED":
+	case in.Held != nil:
+		iv.Held = humanMS(*in.Held)
+	case in.InProgress:
+		iv.Held = "still held"
+	}
+	var parts []string
+	for _, svc := range slices.Sorted(maps.Keys(in.Reconciled)) {
+		p := fmt.Sprintf("%s %d", svc, in.Reconciled[svc])
+		if f := fates(in.Settled[svc]); f != "—" {
+			p += " (" + f + ")"
+		}
+		parts = append(parts, p)
+	}
+	iv.Reconciled = strings.Join(parts, "; ")
+	if iv.Reconciled == "" {
+		iv.Reconciled = "none"
+	}
+	return iv
+}
+
+// fates renders {"FILLED": 2, "NOT_RECEIVED": 1} as "2 filled, 1 not received".
+func fates(m map[string]int) string {
+	if len(m) == 0 {
+		return "—"
+	}
+	var parts []string
+	for _, f := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[f], strings.ReplaceAll(strings.ToLower(f), "_", " ")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func count(p *uint64) string {
+	if p == nil {
+		return "—"
+	}
+	return fmt.Sprint(*p)
+}
+
+func humanMS(v float64) string { return human(time.Duration(v * float64(time.Millisecond))) }
+
+func failbackClass(state string) string {
+	switch state {
+	case "none":
 		return "good"
+	case "suppressed":
+		return "bad"
 	}
 	return "warn"
 }
 
-func eventClass(k pathdialer.EventKind) string {
-	switch k {
-	case pathdialer.EventHalt, pathdialer.EventFenceFailure, pathdialer.EventReconcileFailure,
-		pathdialer.EventFlapSuppressed, pathdialer.EventMonitorStale, pathdialer.EventLateTicket:
+func eventClass(kind string) string {
+	switch kind {
+	case "halt", "fence-failed", "reconcile-failed", "flap-suppressed", "monitor-stale", "late-ticket":
 		return "bad"
-	case pathdialer.EventHold, pathdialer.EventDecision, pathdialer.EventStateChange:
+	case "hold", "decision", "state":
 		return "warn"
-	case pathdialer.EventSwitch, pathdialer.EventRelease, pathdialer.EventResume:
+	case "switch", "release", "resume":
 		return "good"
 	}
 	return "muted"
-}
-
-// age renders a duration for humans: 3ms, 1.25s, 2m05s.
-func age(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "0s"
-	case d < time.Second:
-		return d.Round(100 * time.Microsecond).String()
-	case d < time.Minute:
-		return d.Round(10 * time.Millisecond).String()
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
-	}
-	return d.Round(time.Minute).String()
 }

@@ -8,7 +8,7 @@
 // arguments (application, store factory, settings, log factory) plus the Path,
 // and returns a started initiator:
 //
-//	rec, _ := fix.NewReconciler(fix.ReconcileOptions{})
+//	rec, _ := fix.NewReconciler(fix.ReconcileOptions{Fallback: restReconcile}) // see below
 //	cfg.Reconciler = rec.Reconcile // or pathdialer.ReconcileAll(restRec, rec.Reconcile)
 //	path, _ := pathdialer.New(cfg)
 //	_ = path.Start(ctx)
@@ -21,10 +21,14 @@
 //
 //   - Routing: every session connects to a relay of its own on 127.0.0.1, and
 //     every connection quickfix opens there is spliced to the active endpoint's
-//     "fix" address through the Path's tracked dial. The settings name no
-//     address (SocketConnectHost/Port are overwritten; ReconnectInterval comes
-//     from Options, 100 ms by default). TLS, when Options.TLSConfig is set, is
-//     done by the relay toward the endpoint with the endpoint's host name.
+//     "fix" address through the Path's tracked dial. quickfix v0.9.10 cannot be
+//     given a dialer; it reaches its relay as a SOCKS5 proxy (ProxyType=socks)
+//     with a random password that only its own rewritten settings hold, so any
+//     other local client of the relay is refused before anything is dialed.
+//     The settings name no address (SocketConnectHost/Port are overwritten;
+//     ReconnectInterval comes from Options, 100 ms by default). TLS, when
+//     Options.TLSConfig is set, is done by the relay toward the endpoint with
+//     the endpoint's host name.
 //   - Switch: the Path's local fence closes the relay's connections to the old
 //     endpoint, so quickfix reconnects at once and lands on the new endpoint
 //     (about 0.1 s from the switch to logon in this package's tests, with the
@@ -49,14 +53,62 @@
 //   - Reconciler settles those orders after logon on the new path with
 //     OrderStatusRequest and their ExecutionReports (FateOf), within a deadline;
 //     it plugs into pathdialer.Config.Reconciler and composes with
-//     pathdialer.ReconcileAll.
+//     pathdialer.ReconcileAll. Rejects are matched to what they refer to by
+//     RefSeqNum (45) and RefMsgType (372), or BusinessRejectRefID (379), and
+//     classified by reason: "unknown ID" (380=1) is FateNotReceived, any
+//     other reason is no verdict. A counterparty that answers "unsupported
+//     message type" (380=3, as quickfix does for an application that handles
+//     NewOrderSingle only) is asked once: one EventStatusUnsupported, then
+//     ReconcileOptions.MassStatus asks once with OrderMassStatusRequest, then
+//     ReconcileOptions.Fallback (for example a REST reconciler) settles the
+//     rest, or AcceptUndetermined releases flow with them undetermined; with
+//     none of these, the reconcile fails at once with ErrStatusUnsupported,
+//     whose text names the options, until the Path halts. An "unknown order"
+//     from a region whose session cannot see the order's (the models with a
+//     session per region, unless ReconcileOptions.SharedBook) is no verdict.
+//   - Each order is handed to reconciliation once, however often its session
+//     drops, and a late answer finishes it once.
+//   - Logons: a refused or unanswered logon is diagnosed (Options.OnEvent,
+//     EventLogonFailed with a LogonCause: the counterparty's numbers too low,
+//     ours refused, credentials, rejected, no answer) and the next connection
+//     waits a full-jitter backoff (Options.LogonBackoff, at most 5 s by
+//     default). After Options.LogonFailureLimit failures in a row (10), the
+//     last refused with a reason (sequence numbers, credentials, a Logout),
+//     the session stops connecting and SendOrder fails at once with
+//     ErrLogonHalted (wrapping pathdialer.ErrTradingHalted) naming the cause
+//     and the SequenceModel to choose, until Initiator.Resume or until the
+//     Path moves to another endpoint. Unanswered logons back off, never halt.
+//   - Fencing tokens: with Options.TokenTag set, every order carries the
+//     ticket's generation (the coordinator's fencing token) in that tag, and
+//     the ticket's validity (pathdialer.Ticket.Valid) is checked immediately
+//     before quickfix stores and sends the order: an expired ticket is not
+//     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).
+//   - Credentials: the log factory given to NewInitiator is wrapped
+//     (MaskedLogFactory) so Password (554), NewPassword (925) and RawData (96)
+//     never reach quickfix's logs.
 //   - Probe is a logon-level probe: a FIX Logon must be answered. A TCP connect
 //     proves nothing (QuickFIX/J users who treated it as success never failed
 //     over).
 //
 // # Sequence numbers: choose the broker's model
 //
-// Options.Sequence has no default.
+// Options.Sequence has no default. What the broker must offer for each model:
+//
+//	model                  broker's sessions                logon          reconcile needs
+//	SequenceContinue       one session shared by regions    no reset       OrderStatusRequest, or a Fallback
+//	SequenceResetOnSwitch  one per region, numbers kept     141=Y when     OrderStatusRequest answered from a
+//	                       across reconnects to a region    region changes book every region sees (SharedBook),
+//	                                                                       or a Fallback
+//	SequenceResetOnLogon   resets at every logon            141=Y always   as SequenceResetOnSwitch
+//	                       (acceptor ResetOnLogon=Y)
+//
+// A broker that implements NewOrderSingle only (OrderStatusRequest answered
+// "unsupported message type") needs ReconcileOptions.MassStatus (if it
+// answers OrderMassStatusRequest), ReconcileOptions.Fallback, typically its
+// REST API looked up by client order ID, or AcceptUndetermined (flow resumes
+// and the orders are reported undetermined). The wrong model shows as logons
+// refused with a sequence-number diagnosis (EventLogonFailed) and, after
+// LogonFailureLimit, a halt whose reason names the model to choose.
 //
 // SequenceContinue is for a broker that keeps one session across its regions
 // (one sequence space, shared state). The session logs on to the new region with
@@ -77,6 +129,29 @@
 // orders) is the only source of truth, and fills that happened in the old
 // region during the cut are learned only through it. The first logon after a
 // process start follows the store as configured.
+//
+// SequenceResetOnLogon is for a broker whose acceptor resets at every logon
+// (ResetOnLogon=Y; many crypto and gateway FIX APIs require 141=Y on every
+// Logon): every logon carries ResetSeqNumFlag=Y on any endpoint. Nothing is
+// ever recovered by resend; orders unanswered when a connection ends are
+// reconciled.
+//
+// # Time to trade again on the new region
+//
+// Where the broker fences (the old region's connection is closed, or the
+// region is gone), FIX logs on to the new region about 0.1 s after the switch.
+// In this package's compatibility tests (an executor-style acceptor in its own
+// process per region, killed with an order in flight; probes every 150 ms)
+// the first fill on the surviving region came 0.1–0.4 s after the kill, the
+// in-flight order settled by the configured fallback and nothing resent.
+// Where the broker does not fence (one session across regions, the old
+// connection silently held), it refuses the session on the new region until
+// it times the old connection out (quickfix acceptors: about 2.4 × HeartBtInt);
+// FIX then trades within that release plus at most one logon backoff
+// (Options.LogonBackoff.Max). Measured with HeartBtInt 1 s and LogonBackoff
+// {100 ms, 800 ms}: 2.9–3.2 s from the cut to the first fill, with 6–7 refused
+// logons meanwhile. A smaller LogonBackoff.Max shortens the tail at the cost
+// of more refused logons.
 //
 // # quickfix specifics
 //

@@ -27,11 +27,11 @@ var (
 	// logged on to the ticket's endpoint, or quickfix or the application's ToApp
 	// refused it). It is safe to send again with the same ClOrdID.
 	ErrNotSent = errors.New("fix: order not sent")
-	// ErrResendRefused is the cause recorded on an order's ticket when the
 	// ErrSessionLost: the FIX session ended (logout or lost connection) before
 	// the order was answered; its fate is unknown and it is handed to
 	// reconciliation (pathdialer settles it even without a switch).
 	ErrSessionLost = errors.New("fix: session ended before the order was answered")
+	// ErrResendRefused is the cause recorded on an order's ticket when the
 	// counterparty asked for it to be resent and it was gap-filled instead.
 	ErrResendRefused = errors.New("fix: resend of an order refused (gap-filled); outcome unknown")
 	// ErrReconcileIncomplete: the reconciler did not learn every order's fate
@@ -39,6 +39,19 @@ var (
 	ErrReconcileIncomplete = errors.New("fix: reconcile incomplete")
 	// ErrClosed: the Initiator was closed.
 	ErrClosed = errors.New("fix: initiator closed")
+	// ErrNoInitiator: a method was called on a nil *Initiator (NewInitiator
+	// failed and its error was not checked).
+	ErrNoInitiator = errors.New("fix: nil Initiator (NewInitiator returned an error)")
+	// ErrLogonHalted: Options.LogonFailureLimit consecutive logons failed; the
+	// session no longer reconnects and SendOrder refuses orders at once until
+	// Initiator.Resume. It is returned wrapped together with
+	// pathdialer.ErrTradingHalted and names the diagnosis and what to change.
+	ErrLogonHalted = errors.New("fix: logons keep failing; FIX halted")
+	// ErrStatusUnsupported: the counterparty does not support
+	// OrderStatusRequest (it answered "unsupported message type") and the
+	// Reconciler has no fallback configured (ReconcileOptions.Fallback or
+	// AcceptUndetermined).
+	ErrStatusUnsupported = errors.New("fix: counterparty does not support OrderStatusRequest (35=H)")
 )
 
 // notSent wraps ErrNotSent with the order and the reason.

@@ -183,7 +183,8 @@ func TestHaltedReturnsErrTradingHalted(t *testing.T) {
 // (ResetSeqNumFlag=Y); nothing from region A is resent; an order lost in A is
 // settled as not received by reconcile.
 func TestSequenceResetOnSwitch(t *testing.T) {
-	h := newHarness(t, harnessOpts{seq: fix.SequenceResetOnSwitch})
+	// One book behind both regions' sessions: "unknown order" from us is a verdict.
+	h := newHarness(t, harnessOpts{seq: fix.SequenceResetOnSwitch, recOpts: fix.ReconcileOptions{SharedBook: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := h.in.SendOrder(ctx, order("r-ok", "FILL"), h.sid); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +34,14 @@ const (
 	tagAccount             quickfix.Tag = 1
 	tagSenderCompID        quickfix.Tag = 49
 	tagTargetCompID        quickfix.Tag = 56
+	tagMsgSeqNum           quickfix.Tag = 34
+	tagRefSeqNum           quickfix.Tag = 45
+	tagRefMsgType          quickfix.Tag = 372
+	tagBusinessRejectRsn   quickfix.Tag = 380
+	tagSessionRejectRsn    quickfix.Tag = 373
+	tagMassStatusReqID     quickfix.Tag = 584
+	tagMassStatusReqType   quickfix.Tag = 585
+	tagLastRptRequested    quickfix.Tag = 912
 
 	msgTypeLogon              = "A"
 	msgTypeNewOrderSingle     = "D"
@@ -43,6 +53,9 @@ const (
 	msgTypeOrderCancelReject  = "9"
 	msgTypeBusinessReject     = "j"
 	msgTypeOrderStatusRequest = "H"
+	msgTypeMassStatusRequest  = "AF"
+	msgTypeLogout             = "5"
+	msgTypeReject             = "3"
 )
 
 // IsOrder reports whether a FIX MsgType is an order the package gates, never
@@ -71,11 +84,18 @@ type Initiator struct {
 	rec      *Reconciler
 
 	mu      sync.Mutex
-	orders  map[string]*order      // by ClOrdID: sent, answer pending
-	waiters map[string]chan answer // by ClOrdID: reconcile waiting for a status answer
-	recent  recentAnswers          // last answers, for orders answered after they were handed over
+	orders  map[string]*order                 // by ClOrdID: sent, answer pending
+	waiters map[string]chan answer            // by ClOrdID: reconcile waiting for a status answer
+	mass    map[string]chan *quickfix.Message // by MassStatusReqID: reconcile waiting for a mass status
+	recent  recentAnswers                     // last answers, for orders answered after they were handed over
+	refs    sentRefs                          // (session, MsgSeqNum) of sent orders and status requests
+	// unsupported: sessions (on an endpoint) whose counterparty answered an
+	// OrderStatusRequest with "unsupported message type".
+	unsupported map[unsupportedKey]string
 
 	stats     Stats
+	massSeq   atomic.Uint64
+	onAcquire func(*pathdialer.Ticket) // tests only: sees each ticket as granted
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -106,8 +126,10 @@ type order struct {
 	symbol     string
 	side       string
 	ticket     *pathdialer.Ticket
-	submitting bool // SendOrder's SendToTarget call is in progress
-	early      bool // answered while submitting: finish when SendToTarget returns
+	submitting bool  // SendOrder's SendToTarget call is in progress
+	early      bool  // answered while submitting: finish when SendToTarget returns
+	unknown    bool  // handed to reconciliation (Ticket.Unknown called once)
+	expired    error // ToApp refused it because the ticket's decision lapsed
 }
 
 // sessionState is what the package knows of one session's connection.
@@ -119,6 +141,17 @@ type sessionState struct {
 	resetNext     bool
 	changed       chan struct{} // closed and replaced on every change
 	lastLogonTime time.Time
+
+	// Logon attempts: attempting is set when a Logon is sent and cleared by
+	// the logon's success or when the relay concludes it failed.
+	attempting  bool
+	attemptOn   string // endpoint the pending Logon was sent to
+	cause       LogonCause
+	causeDetail string
+	failures    int    // consecutive failed logons
+	failOn      string // endpoint of those failures
+	halted      error  // non-nil: logons halted (ErrLogonHalted)
+	resume      chan struct{}
 }
 
 func (s *sessionState) notify() {
@@ -159,27 +192,34 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		user:     app,
 		orders:   make(map[string]*order),
 		waiters:  make(map[string]chan answer),
+		mass:     make(map[string]chan *quickfix.Message),
 		recent:   recentAnswers{m: make(map[string]*quickfix.Message)},
+		refs:     sentRefs{m: make(map[refKey]refVal)},
+
+		unsupported: make(map[unsupportedKey]string),
 	}
 	closeRelays := func() {
 		for _, r := range in.relays {
 			r.close()
 		}
 	}
-	qs, err := rewriteSettings(settings, &in.opts, func(sid quickfix.SessionID) (string, error) {
+	qs, err := rewriteSettings(settings, &in.opts, func(sid quickfix.SessionID) (string, string, string, error) {
 		r, err := newRelay(path, in.opts.Service, in.opts.TLSConfig, in.opts.DialTimeout, in.log.With("session", sid.String()))
 		if err != nil {
-			return "", err
+			return "", "", "", err
 		}
+		r.before = func(ctx context.Context) error { return in.beforeDial(ctx, sid) }
 		in.relays[sid] = r
-		in.sessions[sid] = &sessionState{changed: make(chan struct{})}
-		return r.addr(), nil
+		in.sessions[sid] = &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
+		return r.addr(), r.user, r.pass, nil
 	})
 	if err != nil {
 		closeRelays()
 		return nil, err
 	}
-	qi, err := quickfix.NewInitiator(&guardApp{in: in}, lockedStoreFactory{storeFactory}, qs, logFactory)
+	lf := MaskedLogFactory(logFactory).(maskedLogFactory)
+	lf.incoming = in.sawIncoming
+	qi, err := quickfix.NewInitiator(&guardApp{in: in}, lockedStoreFactory{storeFactory}, qs, lf)
 	if err != nil {
 		closeRelays()
 		return nil, fmt.Errorf("fix: quickfix initiator: %w", err)
@@ -205,6 +245,9 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 // global registry. Orders still awaiting an answer keep their tickets in flight
 // (the Path hands them to reconciliation). Close is idempotent.
 func (in *Initiator) Close() error {
+	if in == nil {
+		return ErrNoInitiator
+	}
 	in.closeOnce.Do(func() {
 		in.closed.Store(true)
 		if in.rec != nil {
@@ -231,6 +274,9 @@ func (in *Initiator) Close() error {
 
 // SessionIDs returns the Initiator's sessions.
 func (in *Initiator) SessionIDs() []quickfix.SessionID {
+	if in == nil {
+		return nil
+	}
 	ids := make([]quickfix.SessionID, 0, len(in.sessions))
 	for sid := range in.sessions {
 		ids = append(ids, sid)
@@ -240,6 +286,9 @@ func (in *Initiator) SessionIDs() []quickfix.SessionID {
 
 // LoggedOn reports whether a session is logged on, and on which endpoint.
 func (in *Initiator) LoggedOn(sessionID quickfix.SessionID) (endpoint string, ok bool) {
+	if in == nil {
+		return "", false
+	}
 	s := in.sessions[sessionID]
 	if s == nil {
 		return "", false
@@ -252,6 +301,9 @@ func (in *Initiator) LoggedOn(sessionID quickfix.SessionID) (endpoint string, ok
 // WaitLoggedOn waits until the session is logged on to endpoint (any endpoint
 // when endpoint is "") or ctx ends.
 func (in *Initiator) WaitLoggedOn(ctx context.Context, sessionID quickfix.SessionID, endpoint string) error {
+	if in == nil {
+		return ErrNoInitiator
+	}
 	return in.waitLoggedOn(ctx, sessionID, endpoint, nil)
 }
 
@@ -284,13 +336,21 @@ func (in *Initiator) waitLoggedOn(ctx context.Context, sessionID quickfix.Sessio
 	}
 }
 
-// Stats returns the Initiator's counters.
-func (in *Initiator) Stats() *Stats { return &in.stats }
+// Stats returns the Initiator's counters (zero counters for a nil Initiator).
+func (in *Initiator) Stats() *Stats {
+	if in == nil {
+		return new(Stats)
+	}
+	return &in.stats
+}
 
 // Send sends a message that is not an order (a status request, a quote, a
 // market-data request) at once, without the submission gate: it is never held.
 // Orders are refused with ErrNotOrder: send them with SendOrder.
 func (in *Initiator) Send(msg quickfix.Messagable, sessionID quickfix.SessionID) error {
+	if in == nil {
+		return ErrNoInitiator
+	}
 	m := msg.ToMessage()
 	mt, _ := m.Header.GetString(tagMsgType)
 	if IsOrder(mt) {
@@ -317,6 +377,9 @@ func (in *Initiator) Send(msg quickfix.Messagable, sessionID quickfix.SessionID)
 // error wrapping ErrNotSent means the order did not leave: send it again with
 // the same ClOrdID. The order is never resent by this package or by quickfix.
 func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, sessionID quickfix.SessionID) error {
+	if in == nil {
+		return ErrNoInitiator
+	}
 	if in.closed.Load() {
 		return ErrClosed
 	}
@@ -339,20 +402,34 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	if dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateClOrdID, clOrdID)
 	}
+	if err := s.haltErr(); err != nil {
+		in.stats.Orders.Add(1)
+		in.stats.NotSent.Add(1)
+		return fmt.Errorf("fix: order %q: %w", clOrdID, err)
+	}
 	in.stats.Orders.Add(1)
 	t, err := in.path.Acquire(ctx, in.opts.Service, clOrdID)
 	if err != nil {
 		in.stats.NotSent.Add(1)
 		return fmt.Errorf("fix: order %q: %w", clOrdID, err)
 	}
+	if in.onAcquire != nil {
+		in.onAcquire(t)
+	}
 	fail := func(cause error) error {
 		in.stats.NotSent.Add(1)
 		t.Done() // nothing left the process: withdraw the ticket
 		return notSent(clOrdID, cause)
 	}
-	switched := func() bool { _, gen := in.path.Active(); return gen != t.Generation }
+	switched := func() bool { _, gen := in.path.Active(); return gen != t.Generation || s.haltErr() != nil }
 	if err := in.waitLoggedOn(ctx, sessionID, t.Endpoint, switched); err != nil {
+		if herr := s.haltErr(); herr != nil {
+			err = herr
+		}
 		return fail(err)
+	}
+	if in.opts.TokenTag != 0 {
+		m.Body.SetString(in.opts.TokenTag, strconv.FormatUint(t.Generation, 10))
 	}
 	symbol, _ := m.Body.GetString(tagSymbol)
 	side, _ := m.Body.GetString(tagSide)
@@ -364,10 +441,22 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	}
 	in.orders[clOrdID] = o
 	in.mu.Unlock()
+	// The decision the ticket was granted under must still hold when the
+	// order is handed to the session (checked again in ToApp, the last point
+	// before quickfix stores and writes it).
+	if err := t.Valid(); err != nil {
+		in.mu.Lock()
+		delete(in.orders, clOrdID)
+		in.mu.Unlock()
+		return fail(err)
+	}
 	err = quickfix.SendToTarget(m, sessionID)
 	in.mu.Lock()
 	o.submitting = false
 	early := o.early
+	if o.expired != nil {
+		err = o.expired
+	}
 	if err != nil || early {
 		delete(in.orders, clOrdID)
 	}
@@ -444,6 +533,28 @@ func (in *Initiator) deliver(clOrdID string, msg *quickfix.Message) {
 	}
 }
 
+// deliverRef hands a reject to whoever waits for what it refers to.
+func (in *Initiator) deliverRef(ref refVal, msg *quickfix.Message) {
+	if ref.msgType == msgTypeMassStatusRequest {
+		in.deliverMass(ref.clOrdID, msg)
+		return
+	}
+	in.deliver(ref.clOrdID, msg)
+}
+
+// deliverMass hands one mass-status answer to the waiting reconcile.
+func (in *Initiator) deliverMass(reqID string, msg *quickfix.Message) {
+	in.mu.Lock()
+	ch := in.mass[reqID]
+	in.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- msg:
+		default:
+		}
+	}
+}
+
 // guardApp wraps the user's Application: it gates and guards orders, tracks
 // logons and endpoints, applies the sequence model and routes answers.
 type guardApp struct{ in *Initiator }
@@ -458,6 +569,7 @@ func (a *guardApp) OnLogon(sid quickfix.SessionID) {
 		ep, _, _ := in.relays[sid].current()
 		s.mu.Lock()
 		s.loggedOn, s.endpoint, s.lastEndpoint, s.lastLogonTime = true, ep, ep, time.Now()
+		s.attempting, s.failures, s.cause, s.causeDetail = false, 0, 0, ""
 		s.notify()
 		s.mu.Unlock()
 		in.stats.Logons.Add(1)
@@ -478,10 +590,12 @@ func (a *guardApp) OnLogout(sid quickfix.SessionID) {
 	// reached the broker: hand them to reconciliation now, so they are settled
 	// even when the session logs on again on the same endpoint (no switch). The
 	// records stay: reconcile asks about them, and a late answer is recognised.
+	// Each order is handed over once, however often the session drops.
 	in.mu.Lock()
 	var lost []*order
 	for _, o := range in.orders {
-		if o.sessionID == sid && !o.submitting {
+		if o.sessionID == sid && !o.submitting && !o.unknown {
+			o.unknown = true
 			lost = append(lost, o)
 		}
 	}
@@ -494,23 +608,52 @@ func (a *guardApp) OnLogout(sid quickfix.SessionID) {
 
 func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
 	in := a.in
-	if in.opts.Sequence == SequenceResetOnSwitch {
-		if mt, _ := msg.Header.GetString(tagMsgType); mt == msgTypeLogon {
-			if s := in.sessions[sid]; s != nil {
-				active, _ := in.path.Active()
-				s.mu.Lock()
-				reset := s.lastEndpoint != "" && s.lastEndpoint != active.Name
-				s.mu.Unlock()
-				if reset {
-					// quickfix resets the store and renumbers this logon to 1.
-					msg.Body.SetField(tagResetSeqNumFlag, quickfix.FIXBoolean(true))
-					in.stats.Resets.Add(1)
-					in.log.Info("fix: logon resets sequence numbers (endpoint changed)", "session", sid.String(), "to", active.Name)
-				}
-			}
+	mt, _ := msg.Header.GetString(tagMsgType)
+	s := in.sessions[sid]
+	switch {
+	case s == nil:
+	case mt == msgTypeLogon:
+		reset := in.opts.Sequence == SequenceResetOnLogon
+		if in.opts.Sequence == SequenceResetOnSwitch {
+			active, _ := in.path.Active()
+			s.mu.Lock()
+			reset = s.lastEndpoint != "" && s.lastEndpoint != active.Name
+			s.mu.Unlock()
 		}
+		if reset {
+			// quickfix resets the store and renumbers this logon to 1.
+			msg.Body.SetField(tagResetSeqNumFlag, quickfix.FIXBoolean(true))
+			in.stats.Resets.Add(1)
+			in.log.Info("fix: logon resets sequence numbers", "session", sid.String(), "model", in.opts.Sequence.String())
+		}
+		ep, _, _ := in.relays[sid].current()
+		s.mu.Lock()
+		s.attempting, s.attemptOn, s.cause, s.causeDetail = true, ep, 0, ""
+		s.mu.Unlock()
+	case mt == msgTypeLogout:
+		// quickfix refuses the counterparty's Logon answer (e.g. "MsgSeqNum too
+		// low, expecting 7 but received 1"): the counterparty restarted.
+		text, _ := msg.Body.GetString(tagText)
+		s.mu.Lock()
+		if s.attempting && s.cause == 0 && strings.Contains(strings.ToLower(text), "msgseqnum too low") {
+			s.cause, s.causeDetail = LogonSeqTooLow, "we logged out: "+text
+		}
+		s.mu.Unlock()
 	}
 	in.user.ToAdmin(msg, sid)
+}
+
+// diagnoseLogout classifies the counterparty's Logout sent in answer to a Logon.
+func diagnoseLogout(text string) LogonCause {
+	l := strings.ToLower(text)
+	switch {
+	case strings.Contains(l, "msgseqnum") || strings.Contains(l, "sequence") || strings.Contains(l, "seqnum"):
+		return LogonSeqTooHigh
+	case strings.Contains(l, "passw") || strings.Contains(l, "credential") || strings.Contains(l, "auth") ||
+		strings.Contains(l, "user") || strings.Contains(l, "login failed") || strings.Contains(l, "logon failed"):
+		return LogonCredentials
+	}
+	return LogonRejected
 }
 
 func isPossDup(msg *quickfix.Message) bool {
@@ -543,9 +686,29 @@ func (a *guardApp) ToApp(msg *quickfix.Message, sid quickfix.SessionID) error {
 			if ep != o.ticket.Endpoint {
 				return fmt.Errorf("%w: session is on endpoint %q, ticket is for %q", quickfix.ErrDoNotSend, ep, o.ticket.Endpoint)
 			}
+			if err := o.ticket.Valid(); err != nil {
+				in.mu.Lock()
+				o.expired = err
+				in.mu.Unlock()
+				return fmt.Errorf("%w: %w", quickfix.ErrDoNotSend, err)
+			}
 		}
 	}
-	return in.user.ToApp(msg, sid)
+	if err := in.user.ToApp(msg, sid); err != nil {
+		return err
+	}
+	if IsOrder(mt) || mt == msgTypeOrderStatusRequest || mt == msgTypeMassStatusRequest {
+		if seq, err := msg.Header.GetInt(tagMsgSeqNum); err == nil {
+			clOrdID, _ := msg.Body.GetString(tagClOrdID)
+			if mt == msgTypeMassStatusRequest {
+				clOrdID, _ = msg.Body.GetString(tagMassStatusReqID)
+			}
+			in.mu.Lock()
+			in.refs.put(refKey{sid, seq}, refVal{clOrdID: clOrdID, msgType: mt})
+			in.mu.Unlock()
+		}
+	}
+	return nil
 }
 
 func (in *Initiator) refuseResend(sid quickfix.SessionID, clOrdID, mt string) {
@@ -553,8 +716,12 @@ func (in *Initiator) refuseResend(sid quickfix.SessionID, clOrdID, mt string) {
 	// The record stays: reconcile needs its symbol and side to ask about it.
 	in.mu.Lock()
 	o := in.orders[clOrdID]
+	hand := o != nil && !o.submitting && !o.unknown
+	if hand {
+		o.unknown = true
+	}
 	in.mu.Unlock()
-	if o != nil && !o.submitting {
+	if hand {
 		o.ticket.Unknown(resendRefused(clOrdID, mt))
 	}
 	in.log.Warn("fix: resend of an order refused; gap-filled and handed to reconciliation", "session", sid.String(), "clordid", clOrdID, "msgtype", mt)
@@ -564,7 +731,47 @@ func (in *Initiator) refuseResend(sid quickfix.SessionID, clOrdID, mt string) {
 }
 
 func (a *guardApp) FromAdmin(msg *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
-	return a.in.user.FromAdmin(msg, sid)
+	in := a.in
+	mt, _ := msg.Header.GetString(tagMsgType)
+	switch mt {
+	case msgTypeLogout:
+		if s := in.sessions[sid]; s != nil {
+			text, _ := msg.Body.GetString(tagText)
+			s.mu.Lock()
+			if s.attempting && s.cause == 0 {
+				s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+text
+			}
+			s.mu.Unlock()
+		}
+	case msgTypeReject:
+		// A session-level Reject of one of our status requests or orders.
+		if ref, ok := in.refOf(msg, sid); ok {
+			in.deliverRef(ref, msg)
+			if IsOrder(ref.msgType) {
+				in.answered(ref.clOrdID, nil)
+			}
+		}
+	}
+	return in.user.FromAdmin(msg, sid)
+}
+
+// refOf finds what a reject refers to: RefSeqNum (45) among the messages this
+// Initiator sent on the session, checked against RefMsgType (372) when present.
+func (in *Initiator) refOf(msg *quickfix.Message, sid quickfix.SessionID) (refVal, bool) {
+	seq, err := msg.Body.GetInt(tagRefSeqNum)
+	if err != nil {
+		return refVal{}, false
+	}
+	in.mu.Lock()
+	v, ok := in.refs.m[refKey{sid, seq}]
+	in.mu.Unlock()
+	if !ok {
+		return refVal{}, false
+	}
+	if rmt, err := msg.Body.GetString(tagRefMsgType); err == nil && rmt != v.msgType {
+		return refVal{}, false
+	}
+	return v, true
 }
 
 func (a *guardApp) FromApp(msg *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
@@ -572,6 +779,9 @@ func (a *guardApp) FromApp(msg *quickfix.Message, sid quickfix.SessionID) quickf
 	mt, _ := msg.Header.GetString(tagMsgType)
 	switch mt {
 	case msgTypeExecutionReport:
+		if id, _ := msg.Body.GetString(tagMassStatusReqID); id != "" {
+			in.deliverMass(id, msg)
+		}
 		clOrdID, _ := msg.Body.GetString(tagClOrdID)
 		if clOrdID != "" {
 			in.deliver(clOrdID, msg)
@@ -584,9 +794,19 @@ func (a *guardApp) FromApp(msg *quickfix.Message, sid quickfix.SessionID) quickf
 			in.answered(clOrdID, nil)
 		}
 	case msgTypeBusinessReject:
-		if ref, _ := msg.Body.GetString(tagBusinessRejectRefID); ref != "" {
-			in.deliver(ref, msg)
-			in.answered(ref, msg)
+		// Match by RefSeqNum + RefMsgType (what every acceptor sends; quickfix
+		// itself sends no BusinessRejectRefID), else by BusinessRejectRefID.
+		refMT, _ := msg.Body.GetString(tagRefMsgType)
+		if ref, ok := in.refOf(msg, sid); ok {
+			in.deliverRef(ref, msg)
+			if IsOrder(ref.msgType) { // the order itself was rejected
+				in.answered(ref.clOrdID, msg)
+			}
+		} else if id, _ := msg.Body.GetString(tagBusinessRejectRefID); id != "" {
+			in.deliver(id, msg)
+			if refMT == "" || IsOrder(refMT) {
+				in.answered(id, msg)
+			}
 		}
 	}
 	return in.user.FromApp(msg, sid)
@@ -600,4 +820,32 @@ func isStatusReport(msg *quickfix.Message) bool {
 	}
 	tt, _ := msg.Body.GetString(tagExecTransType)
 	return tt == "3"
+}
+
+// refKey names one message this Initiator sent.
+type refKey struct {
+	sid quickfix.SessionID
+	seq int
+}
+
+type refVal struct{ clOrdID, msgType string }
+
+// sentRefs remembers the MsgSeqNum of the most recent orders and status
+// requests per session (bounded), so a reject that carries only RefSeqNum is
+// matched to its order.
+type sentRefs struct {
+	m    map[refKey]refVal
+	ring [recentAnswersMax]refKey
+	n    int
+}
+
+func (r *sentRefs) put(k refKey, v refVal) {
+	if _, ok := r.m[k]; !ok {
+		if r.n >= recentAnswersMax {
+			delete(r.m, r.ring[r.n%recentAnswersMax])
+		}
+		r.ring[r.n%recentAnswersMax] = k
+		r.n++
+	}
+	r.m[k] = v
 }

@@ -34,6 +34,12 @@ const (
 	// reconcile is the only way to learn what happened in the old region.
 	// Reconnects to the same endpoint keep their numbers.
 	SequenceResetOnSwitch
+	// SequenceResetOnLogon is for a broker that resets sequence numbers at
+	// every logon (its acceptor runs with ResetOnLogon=Y, as many crypto and
+	// gateway FIX APIs do): every logon carries ResetSeqNumFlag=Y and both
+	// sides start at 1, on any endpoint. Nothing is ever recovered by resend;
+	// orders unanswered when a connection ends are reconciled.
+	SequenceResetOnLogon
 )
 
 // String returns the model's name.
@@ -43,6 +49,8 @@ func (m SequenceModel) String() string {
 		return "continue"
 	case SequenceResetOnSwitch:
 		return "reset-on-switch"
+	case SequenceResetOnLogon:
+		return "reset-on-logon"
 	default:
 		return "unset"
 	}
@@ -84,6 +92,35 @@ type Options struct {
 	OnRefusedResend func(sessionID quickfix.SessionID, clOrdID, msgType string)
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
+	// TokenTag, when non-zero, is the FIX tag into which SendOrder writes the
+	// ticket's fencing token (pathdialer.Ticket.Generation, in decimal) on every
+	// order (the message given to SendOrder is modified; an existing value of
+	// the tag is replaced), so a broker or gateway that checks tokens rejects a writer whose
+	// decision is stale. It must be a user-defined tag (5000 or above); for
+	// example 9901, the tag the simulated broker checks in its token mode.
+	// Default 0: no token is written.
+	TokenTag quickfix.Tag
+	// OnEvent, optional, receives the Initiator's own events (logon failures
+	// and their diagnosis, the logon halt, a broker that does not support
+	// OrderStatusRequest). It is called outside locks, from quickfix's or the
+	// relay's goroutines: keep it short.
+	OnEvent func(Event)
+	// LogonBackoff bounds the wait before reconnecting after a failed logon:
+	// the n-th consecutive failure waits a uniformly random time in
+	// [0, min(Max, Initial·2ⁿ⁻¹)] (full jitter), so a broker refusing logons
+	// is not stormed. Default {Initial: 200 ms, Max: 5 s}.
+	LogonBackoff pathdialer.Backoff
+	// LogonFailureLimit: after this many consecutive failed logons of a
+	// session on one endpoint, the last refused with a reason (sequence
+	// numbers, credentials, a Logout), the Initiator halts FIX: the session
+	// stops reconnecting, SendOrder fails at once with ErrLogonHalted
+	// (wrapping pathdialer.ErrTradingHalted) whose text names the diagnosis
+	// and, for sequence-number refusals, the SequenceModel to choose.
+	// Resume, or the Path moving to another endpoint, lifts the halt.
+	// Logons that are never answered back off but do not halt (the Path's
+	// probes judge the endpoint's health). Default 10; negative means never
+	// halt.
+	LogonFailureLimit int
 }
 
 // forbiddenSettings are quickfix settings that cannot work through the relay.
@@ -99,6 +136,10 @@ var forbiddenSettings = []struct{ key, why string }{
 	{config.SocketServerName, "TLS is done by the relay, with each endpoint's host name"},
 	{config.SocketMinimumTLSVersion, "TLS is done by the relay: set Options.TLSConfig"},
 	{config.ProxyType, "the path dials the broker: plug a SOCKS dialer into pathdialer.Config.Dial"},
+	{config.ProxyHost, "the path dials the broker: plug a SOCKS dialer into pathdialer.Config.Dial"},
+	{config.ProxyPort, "the path dials the broker: plug a SOCKS dialer into pathdialer.Config.Dial"},
+	{config.ProxyUser, "the path dials the broker: plug a SOCKS dialer into pathdialer.Config.Dial"},
+	{config.ProxyPassword, "the path dials the broker: plug a SOCKS dialer into pathdialer.Config.Dial"},
 }
 
 // resetSettings must not be Y: sequence resets are governed by Options.Sequence.
@@ -106,9 +147,21 @@ var resetSettings = []string{config.ResetOnLogon, config.ResetOnLogout, config.R
 
 func (o *Options) validate() error {
 	switch o.Sequence {
-	case SequenceContinue, SequenceResetOnSwitch:
+	case SequenceContinue, SequenceResetOnSwitch, SequenceResetOnLogon:
 	default:
-		return fmt.Errorf("%w: Options.Sequence must be chosen: SequenceContinue (one session across regions) or SequenceResetOnSwitch (a session per region)", ErrInvalidOptions)
+		return fmt.Errorf("%w: Options.Sequence must be chosen: SequenceContinue (one session across regions), SequenceResetOnSwitch (a session per region) or SequenceResetOnLogon (the broker resets at every logon)", ErrInvalidOptions)
+	}
+	if o.TokenTag != 0 && o.TokenTag < 5000 {
+		return fmt.Errorf("%w: TokenTag %d is not a user-defined tag (5000 or above)", ErrInvalidOptions, o.TokenTag)
+	}
+	if o.LogonBackoff == (pathdialer.Backoff{}) {
+		o.LogonBackoff = pathdialer.Backoff{Initial: 200 * time.Millisecond, Max: 5 * time.Second}
+	}
+	if o.LogonBackoff.Initial <= 0 || o.LogonBackoff.Max < o.LogonBackoff.Initial {
+		return fmt.Errorf("%w: LogonBackoff is {Initial: %v, Max: %v}; need 0 < Initial <= Max", ErrInvalidOptions, o.LogonBackoff.Initial, o.LogonBackoff.Max)
+	}
+	if o.LogonFailureLimit == 0 {
+		o.LogonFailureLimit = 10
 	}
 	if o.Service == "" {
 		o.Service = pathdialer.ServiceFIX
@@ -150,7 +203,7 @@ func checkEndpoints(path *pathdialer.Path, service string) error {
 // rewriteSettings returns new settings in which every session of user connects
 // to its relay (addrs, by session ID), with Options.ReconnectInterval. The
 // user's settings are not modified.
-func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.SessionID) (string, error)) (*quickfix.Settings, error) {
+func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.SessionID) (addr, proxyUser, proxyPass string, err error)) (*quickfix.Settings, error) {
 	if user == nil {
 		return nil, fmt.Errorf("%w: settings are nil", ErrInvalidOptions)
 	}
@@ -177,11 +230,18 @@ func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.S
 		default:
 			return nil, fmt.Errorf("%w: session %v: BeginString %s is not supported (FIX.4.2 to FIX.4.4)", ErrInvalidOptions, sid, sid.BeginString)
 		}
-		addr, err := listen(sid)
+		addr, pu, pp, err := listen(sid)
 		if err != nil {
 			return nil, err
 		}
 		host, port := splitHostPort(addr)
+		// quickfix dials through its relay as a SOCKS5 proxy authenticated
+		// with the relay's own credentials; the target address is ignored.
+		s.Set(config.ProxyType, "socks")
+		s.Set(config.ProxyHost, host)
+		s.Set(config.ProxyPort, port)
+		s.Set(config.ProxyUser, pu)
+		s.Set(config.ProxyPassword, pp)
 		s.Set(config.SocketConnectHost, host)
 		s.Set(config.SocketConnectPort, port)
 		// quickfix cannot delete a setting: point every numbered address at the

@@ -116,8 +116,19 @@ func TestFateOf(t *testing.T) {
 		}
 		return m
 	}
-	bmr := quickfix.NewMessage()
-	bmr.Header.SetString(35, "j")
+	bmr := func(reason string) *quickfix.Message {
+		m := quickfix.NewMessage()
+		m.Header.SetString(35, "j")
+		m.Body.SetString(45, "7")
+		m.Body.SetString(372, "H")
+		if reason != "" {
+			m.Body.SetString(380, reason)
+		}
+		return m
+	}
+	sessionReject := quickfix.NewMessage()
+	sessionReject.Header.SetString(35, "3")
+	sessionReject.Body.SetString(373, "11")
 	cases := []struct {
 		msg  *quickfix.Message
 		want pathdialer.Fate
@@ -132,7 +143,12 @@ func TestFateOf(t *testing.T) {
 		{er("8", "5"), pathdialer.FateNotReceived},
 		{er("", ""), pathdialer.FateUndetermined},
 		{er("Z", ""), pathdialer.FateUndetermined},
-		{bmr, pathdialer.FateNotReceived},
+		{bmr("1"), pathdialer.FateNotReceived},  // unknown ID
+		{bmr("3"), pathdialer.FateUndetermined}, // unsupported message type: no verdict
+		{bmr("4"), pathdialer.FateUndetermined}, // application not available
+		{bmr("0"), pathdialer.FateUndetermined},
+		{bmr(""), pathdialer.FateUndetermined},
+		{sessionReject, pathdialer.FateUndetermined},
 	}
 	for i, tc := range cases {
 		if got, detail := fix.FateOf(tc.msg); got != tc.want {

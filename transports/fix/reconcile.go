@@ -32,6 +32,39 @@ type ReconcileOptions struct {
 	// BusinessMessageReject for the ClOrdID) to a fate; ok false falls back to
 	// the default classification (FateOf).
 	Classify func(msg *quickfix.Message) (fate pathdialer.Fate, detail string, ok bool)
+	// MassStatus: when the counterparty does not support OrderStatusRequest,
+	// ask it with one OrderMassStatusRequest (35=AF, MassStatusReqType 7: all
+	// orders) per session and settle the orders from the ExecutionReports it
+	// sends back (MassStatusReqID 584). An order absent from a list that the
+	// counterparty marks complete (LastRptRequested 912=Y) is FateNotReceived
+	// (subject to SharedBook, as for any "unknown order" answer). What the mass
+	// status does not settle goes to Fallback. FIX 4.3 and later.
+	MassStatus bool
+	// Fallback, optional, settles the orders FIX could not: the counterparty
+	// does not support OrderStatusRequest (it answers "unsupported message
+	// type", as an acceptor that implements NewOrderSingle only does), or its
+	// answers gave no verdict before the deadline. It is called with those
+	// tickets only (their Service is the FIX service: a REST reconciler used
+	// here must accept it), typically one that asks the broker's REST API by
+	// client order ID. Its settlements replace FIX's; its error fails the
+	// reconcile.
+	Fallback pathdialer.ReconcileFunc
+	// SharedBook says that a status request sent through one region's session
+	// is answered from the book of every region (the broker keeps one book
+	// visible from all its sessions). Without it, under SequenceResetOnSwitch
+	// or SequenceResetOnLogon, an "unknown order" answer from a region other
+	// than the one the order was sent to is no verdict (the order was sent
+	// through another session that region may not see): the order stays
+	// undetermined. Under SequenceContinue there is one session, and an
+	// answer from any region is a verdict.
+	SharedBook bool
+}
+
+// unsupportedKey is a session on an endpoint whose counterparty does not
+// support OrderStatusRequest.
+type unsupportedKey struct {
+	sid      quickfix.SessionID
+	endpoint string
 }
 
 // Reconciler is a ready pathdialer.ReconcileFunc for FIX orders: after the
@@ -100,10 +133,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	if in == nil {
 		return nil, fmt.Errorf("%w: no Initiator bound to the reconciler (Options.Reconciler)", ErrReconcileIncomplete)
 	}
-	return in.reconcile(ctx, rec.To, tickets, r.opts)
+	return in.reconcile(ctx, rec, tickets, r.opts)
 }
 
-func (in *Initiator) reconcile(ctx context.Context, to string, tickets []pathdialer.TicketInfo, opts ReconcileOptions) ([]pathdialer.Settlement, error) {
+func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliation, tickets []pathdialer.TicketInfo, opts ReconcileOptions) ([]pathdialer.Settlement, error) {
+	to := rec.To
 	got := make(map[string]*quickfix.Message, len(tickets))
 	ask := make(map[string]*order, len(tickets)) // unanswered, with what to ask
 	ans := make(chan answer, 4*len(tickets)+16)
@@ -126,6 +160,8 @@ func (in *Initiator) reconcile(ctx context.Context, to string, tickets []pathdia
 		}
 		in.mu.Unlock()
 	}()
+	unsupported := map[string]string{} // ClOrdID → why it was not asked
+	absent := map[string]string{}      // ClOrdID → absent from a complete mass status
 	if len(ask) > 0 {
 		// Log on over the new path first: requests queued before logon would
 		// be dropped by quickfix's logon.
@@ -138,22 +174,37 @@ func (in *Initiator) reconcile(ctx context.Context, to string, tickets []pathdia
 				return nil, fmt.Errorf("%w: %w", ErrReconcileIncomplete, err)
 			}
 		}
-		if err := in.awaitAnswers(ctx, ask, got, ans, opts); err != nil {
+		if err := in.awaitAnswers(ctx, to, ask, got, unsupported, ans, opts); err != nil {
 			return nil, err
+		}
+		if opts.MassStatus && len(unsupported) > 0 {
+			if err := in.massStatus(ctx, to, ask, got, unsupported, absent, opts); err != nil {
+				return nil, err
+			}
 		}
 	}
 	settled := make([]pathdialer.Settlement, 0, len(tickets))
-	var missing []string
+	var open []int // indexes of undetermined settlements
 	for _, t := range tickets {
 		s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
 		switch msg := got[t.OrderID]; {
-		case msg != nil:
+		case unsupported[t.OrderID] != "":
+			s.Detail = unsupported[t.OrderID]
+		case msg != nil || absent[t.OrderID] != "":
 			ok := false
-			if opts.Classify != nil {
+			if msg == nil {
+				s.Fate, s.Detail, ok = pathdialer.FateNotReceived, absent[t.OrderID], true
+			}
+			if !ok && opts.Classify != nil {
 				s.Fate, s.Detail, ok = opts.Classify(msg)
 			}
 			if !ok {
 				s.Fate, s.Detail = FateOf(msg)
+			}
+			if s.Fate == pathdialer.FateNotReceived && !opts.SharedBook && in.opts.Sequence != SequenceContinue && t.Endpoint != "" && t.Endpoint != to {
+				s.Fate = pathdialer.FateUndetermined
+				s.Detail = fmt.Sprintf("no verdict: %q answered %q, but the order was sent through %q, another session it may not see (%s); set ReconcileOptions.SharedBook if the broker's book is visible from every region",
+					to, s.Detail, t.Endpoint, in.opts.Sequence)
 			}
 		case ask[t.OrderID] == nil:
 			s.Detail = "no record of the order in this process (symbol and side unknown): cannot ask"
@@ -161,12 +212,52 @@ func (in *Initiator) reconcile(ctx context.Context, to string, tickets []pathdia
 			s.Detail = "no answer to OrderStatusRequest before the deadline"
 		}
 		if s.Fate == pathdialer.FateUndetermined {
-			missing = append(missing, t.OrderID)
+			open = append(open, len(settled))
 		}
 		settled = append(settled, s)
 	}
-	if len(missing) > 0 && !opts.AcceptUndetermined {
-		return settled, fmt.Errorf("%w: fate unknown for %s", ErrReconcileIncomplete, strings.Join(missing, ", "))
+	if len(open) > 0 && opts.Fallback != nil {
+		sub := rec
+		sub.Tickets = nil
+		byID := map[string]int{}
+		for _, i := range open {
+			byID[settled[i].OrderID] = i
+		}
+		for _, t := range tickets {
+			if _, ok := byID[t.OrderID]; ok {
+				sub.Tickets = append(sub.Tickets, t)
+			}
+		}
+		fs, err := opts.Fallback(ctx, sub)
+		if err != nil {
+			return settled, fmt.Errorf("%w: fallback reconciler: %w", ErrReconcileIncomplete, err)
+		}
+		for _, f := range fs {
+			if i, ok := byID[f.OrderID]; ok {
+				f.Detail = strings.TrimSpace("by fallback: " + f.Detail)
+				settled[i] = f
+			}
+		}
+		open = open[:0]
+		for i, s := range settled {
+			if s.Fate == pathdialer.FateUndetermined {
+				open = append(open, i)
+			}
+		}
+	}
+	if len(open) > 0 && !opts.AcceptUndetermined {
+		var ids, unsup []string
+		for _, i := range open {
+			ids = append(ids, fmt.Sprintf("%s (%s)", settled[i].OrderID, settled[i].Detail))
+			if unsupported[settled[i].OrderID] != "" {
+				unsup = append(unsup, settled[i].OrderID)
+			}
+		}
+		if len(unsup) > 0 {
+			return settled, fmt.Errorf("%w: the fate of orders %s cannot be learned over FIX on %q (it answers OrderStatusRequest with \"unsupported message type\"): set ReconcileOptions.Fallback (for example a REST reconciler by client order ID), ReconcileOptions.MassStatus if it answers OrderMassStatusRequest, or ReconcileOptions.AcceptUndetermined to release flow with them reported undetermined",
+				ErrStatusUnsupported, strings.Join(unsup, ", "), to)
+		}
+		return settled, fmt.Errorf("%w: fate unknown for %s", ErrReconcileIncomplete, strings.Join(ids, ", "))
 	}
 	in.mu.Lock()
 	for _, s := range settled {
@@ -178,15 +269,54 @@ func (in *Initiator) reconcile(ctx context.Context, to string, tickets []pathdia
 	return settled, nil
 }
 
+// isUnsupported reports whether an answer to a status request says the
+// counterparty does not support the message type: a BusinessMessageReject with
+// BusinessRejectReason 3, or a session Reject with SessionRejectReason 11.
+func isUnsupported(msg *quickfix.Message) bool {
+	mt, _ := msg.Header.GetString(tagMsgType)
+	switch mt {
+	case msgTypeBusinessReject:
+		r, _ := msg.Body.GetString(tagBusinessRejectRsn)
+		return r == "3"
+	case msgTypeReject:
+		r, _ := msg.Body.GetString(tagSessionRejectRsn)
+		return r == "11"
+	}
+	return false
+}
+
 // awaitAnswers sends an OrderStatusRequest for every order in ask and collects
 // the answers into got until all are in or AnswerTimeout passes. Unanswered
 // requests are repeated every RetryInterval: a status request is a read, and a
 // counterparty still repairing a sequence gap may hold requests it received
-// out of order until the next message arrives.
-func (in *Initiator) awaitAnswers(ctx context.Context, ask map[string]*order, got map[string]*quickfix.Message, ans chan answer, opts ReconcileOptions) error {
+// out of order until the next message arrives. A session whose counterparty
+// answers "unsupported message type" is not asked again (now or in later
+// reconciles on that endpoint): its orders go to unsupported.
+func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported map[string]string, ans chan answer, opts ReconcileOptions) error {
+	pending := len(ask)
+	markUnsupported := func(sid quickfix.SessionID) {
+		in.mu.Lock()
+		why := in.unsupported[unsupportedKey{sid, to}]
+		in.mu.Unlock()
+		for id, o := range ask {
+			if o.sessionID == sid && got[id] == nil && unsupported[id] == "" {
+				unsupported[id] = why
+				pending--
+			}
+		}
+	}
+	isUnsup := func(sid quickfix.SessionID) bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return in.unsupported[unsupportedKey{sid, to}] != ""
+	}
 	send := func() error {
 		for id, o := range ask {
-			if got[id] != nil {
+			if got[id] != nil || unsupported[id] != "" {
+				continue
+			}
+			if isUnsup(o.sessionID) {
+				markUnsupported(o.sessionID)
 				continue
 			}
 			if err := quickfix.SendToTarget(statusRequest(o), o.sessionID); err != nil {
@@ -202,13 +332,40 @@ func (in *Initiator) awaitAnswers(ctx context.Context, ask map[string]*order, go
 	defer deadline.Stop()
 	retry := time.NewTicker(opts.RetryInterval)
 	defer retry.Stop()
-	for n := 0; n < len(ask); {
+	for pending > 0 {
 		select {
 		case a := <-ans:
-			if _, ok := ask[a.clOrdID]; ok && got[a.clOrdID] == nil {
-				got[a.clOrdID] = a.msg
-				n++
+			o, ok := ask[a.clOrdID]
+			if !ok || got[a.clOrdID] != nil || unsupported[a.clOrdID] != "" {
+				continue
 			}
+			if isUnsupported(a.msg) {
+				text, _ := a.msg.Body.GetString(tagText)
+				why := fmt.Sprintf("%q does not support OrderStatusRequest (answered %s: %s)", to, describeReject(a.msg), text)
+				in.mu.Lock()
+				k := unsupportedKey{o.sessionID, to}
+				first := in.unsupported[k] == ""
+				if first {
+					in.unsupported[k] = why
+				}
+				in.mu.Unlock()
+				if first {
+					fb := "none configured: reconcile fails and the Path halts; set ReconcileOptions.MassStatus, Fallback or AcceptUndetermined"
+					switch {
+					case opts.MassStatus:
+						fb = "ReconcileOptions.MassStatus asks with OrderMassStatusRequest"
+					case opts.Fallback != nil:
+						fb = "ReconcileOptions.Fallback settles these orders"
+					case opts.AcceptUndetermined:
+						fb = "AcceptUndetermined: these orders are reported undetermined"
+					}
+					in.emit(Event{Kind: EventStatusUnsupported, Session: o.sessionID, Endpoint: to, Detail: why + "; not asked again; fallback: " + fb})
+				}
+				markUnsupported(o.sessionID)
+				continue
+			}
+			got[a.clOrdID] = a.msg
+			pending--
 		case <-retry.C:
 			if err := send(); err != nil {
 				return err
@@ -220,6 +377,93 @@ func (in *Initiator) awaitAnswers(ctx context.Context, ask map[string]*order, go
 		}
 	}
 	return nil
+}
+
+// massStatus asks each session whose counterparty does not support
+// OrderStatusRequest for an OrderMassStatusRequest and settles what it can:
+// reports move orders from unsupported to got; a complete list moves the
+// orders it lacks to absent. A counterparty that does not support mass status
+// either leaves its orders in unsupported (with both reasons).
+func (in *Initiator) massStatus(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported, absent map[string]string, opts ReconcileOptions) error {
+	sessions := map[quickfix.SessionID]bool{}
+	for id := range unsupported {
+		if o := ask[id]; o != nil {
+			sessions[o.sessionID] = true
+		}
+	}
+	for sid := range sessions {
+		reqID := fmt.Sprintf("bp-ms-%d", in.massSeq.Add(1))
+		ch := make(chan *quickfix.Message, 4096)
+		in.mu.Lock()
+		in.mass[reqID] = ch
+		in.mu.Unlock()
+		complete, why, err := in.collectMass(ctx, sid, reqID, ch, ask, got, unsupported, opts)
+		in.mu.Lock()
+		delete(in.mass, reqID)
+		in.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		for id, o := range ask {
+			if o.sessionID != sid || unsupported[id] == "" {
+				continue
+			}
+			switch {
+			case complete:
+				delete(unsupported, id)
+				absent[id] = fmt.Sprintf("absent from the complete OrderMassStatus answer of %q (unknown order)", to)
+			case why != "":
+				unsupported[id] += "; OrderMassStatusRequest: " + why
+			}
+		}
+	}
+	return nil
+}
+
+func (in *Initiator) collectMass(ctx context.Context, sid quickfix.SessionID, reqID string, ch chan *quickfix.Message, ask map[string]*order,
+	got map[string]*quickfix.Message, unsupported map[string]string, opts ReconcileOptions) (complete bool, why string, err error) {
+	m := quickfix.NewMessage()
+	m.Header.SetString(tagMsgType, msgTypeMassStatusRequest)
+	m.Body.SetString(tagMassStatusReqID, reqID)
+	m.Body.SetString(tagMassStatusReqType, "7")
+	if err := quickfix.SendToTarget(m, sid); err != nil {
+		return false, "", fmt.Errorf("%w: mass status request: %w", ErrReconcileIncomplete, err)
+	}
+	deadline := time.NewTimer(opts.AnswerTimeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case msg := <-ch:
+			mt, _ := msg.Header.GetString(tagMsgType)
+			if mt != msgTypeExecutionReport {
+				text, _ := msg.Body.GetString(tagText)
+				return false, describeReject(msg) + ": " + text, nil
+			}
+			if id, _ := msg.Body.GetString(tagClOrdID); id != "" {
+				if o := ask[id]; o != nil && o.sessionID == sid && unsupported[id] != "" {
+					got[id] = msg
+					delete(unsupported, id)
+				}
+			}
+			if last, err := msg.Body.GetBool(tagLastRptRequested); err == nil && last {
+				return true, "", nil
+			}
+		case <-deadline.C:
+			return false, "no complete answer before the deadline", nil
+		case <-ctx.Done():
+			return false, "", fmt.Errorf("%w: %w", ErrReconcileIncomplete, ctx.Err())
+		}
+	}
+}
+
+func describeReject(msg *quickfix.Message) string {
+	mt, _ := msg.Header.GetString(tagMsgType)
+	if mt == msgTypeBusinessReject {
+		r, _ := msg.Body.GetString(tagBusinessRejectRsn)
+		return "BusinessMessageReject 380=" + r
+	}
+	r, _ := msg.Body.GetString(tagSessionRejectRsn)
+	return "Reject 373=" + r
 }
 
 // statusRequest builds an OrderStatusRequest (35=H) for the order; the header
@@ -242,13 +486,25 @@ func statusRequest(o *order) *quickfix.Message {
 // Accepted for bidding, Suspended, Calculated → FateResting; Filled →
 // FateFilled; Canceled, DoneForDay, Expired → FateCanceled; Rejected →
 // FateRejected, except OrdRejReason=5 (unknown order) → FateNotReceived. A
-// BusinessMessageReject (the broker does not know the ClOrdID) →
-// FateNotReceived. Anything else is FateUndetermined.
+// BusinessMessageReject is classified by BusinessRejectReason (380): 1
+// (unknown ID: the broker does not know the ClOrdID) → FateNotReceived; any
+// other reason (3 unsupported message type, 4 application not available, 0
+// other, ...) says nothing about the order → FateUndetermined. A session
+// Reject (35=3) is FateUndetermined. Anything else is FateUndetermined.
 func FateOf(msg *quickfix.Message) (pathdialer.Fate, string) {
 	mt, _ := msg.Header.GetString(tagMsgType)
 	text, _ := msg.Body.GetString(tagText)
-	if mt == msgTypeBusinessReject {
-		return pathdialer.FateNotReceived, strings.TrimSpace("business reject: " + text)
+	switch mt {
+	case msgTypeBusinessReject:
+		r, _ := msg.Body.GetString(tagBusinessRejectRsn)
+		d := strings.TrimSpace("business reject 380=" + r + ": " + text)
+		if r == "1" {
+			return pathdialer.FateNotReceived, d + " (unknown ID)"
+		}
+		return pathdialer.FateUndetermined, d + " (no verdict on the order)"
+	case msgTypeReject:
+		r, _ := msg.Body.GetString(tagSessionRejectRsn)
+		return pathdialer.FateUndetermined, strings.TrimSpace("session reject 373=" + r + ": " + text + " (no verdict on the order)")
 	}
 	if mt != msgTypeExecutionReport {
 		return pathdialer.FateUndetermined, "unexpected answer MsgType " + mt

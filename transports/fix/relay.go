@@ -2,20 +2,28 @@ package fix
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
-// relay is one session's loopback listener. Every connection quickfix opens to
-// it is spliced to the active endpoint through the Path's tracked dial, so the
+// relay is one session's loopback listener. quickfix reaches it as a SOCKS5
+// proxy (quickfix's ProxyType=socks, the only way v0.9.10 lets an initiator
+// be given its connection) authenticated with a random per-relay password
+// that only this session's settings hold: a connection from any other client
+// is refused before anything is dialed. Every authenticated connection is
+// spliced to the active endpoint through the Path's tracked dial, so the
 // Path's local fence (closing the old endpoint's connections) cuts the session
 // and quickfix reconnects at once, landing on the new endpoint.
 type relay struct {
@@ -25,6 +33,10 @@ type relay struct {
 	tlsCfg  *tls.Config
 	timeout time.Duration
 	log     *slog.Logger
+	user    string
+	pass    string
+	before  func(ctx context.Context) error // runs before every upstream dial
+	refused atomic.Uint64
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -54,8 +66,14 @@ func newRelay(path *pathdialer.Path, service string, tlsCfg *tls.Config, timeout
 	if err != nil {
 		return nil, fmt.Errorf("fix: relay listen: %w", err)
 	}
+	var secret [24]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("fix: relay secret: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relay{ln: ln, path: path, service: service, tlsCfg: tlsCfg, timeout: timeout, log: log,
+		user: "brokerpath", pass: hex.EncodeToString(secret[:]),
 		ctx: ctx, cancel: cancel, splices: make(map[*splice]struct{})}
 	return r, nil
 }
@@ -141,8 +159,19 @@ func (r *relay) handle(sp *splice) {
 		}
 		r.mu.Unlock()
 	}()
+	if err := r.socksAccept(sp.down); err != nil {
+		r.refused.Add(1)
+		r.log.Warn("fix relay: refused a local connection that is not the session's own", "remote", sp.down.RemoteAddr().String(), "err", err)
+		return
+	}
+	if r.before != nil {
+		if err := r.before(r.ctx); err != nil {
+			return
+		}
+	}
 	up, pc, err := r.dialUp()
 	if err != nil {
+		_ = socksReply(sp.down, socksGeneralFailure)
 		r.log.Info("fix relay: no upstream, closing the session's connection", "err", err)
 		// A failed dial is a passive signal against the endpoint it was for
 		// (the Path drops it if that endpoint is fenced or the generation moved).
@@ -160,6 +189,9 @@ func (r *relay) handle(sp *splice) {
 	}
 	r.cur = sp
 	r.mu.Unlock()
+	if err := socksReply(sp.down, socksSucceeded); err != nil {
+		return
+	}
 	r.log.Debug("fix relay: spliced", "endpoint", sp.endpoint, "generation", sp.gen)
 	done := make(chan struct{}, 2)
 	upErr := make(chan error, 1)
@@ -217,4 +249,101 @@ func (r *relay) close() {
 	_ = r.ln.Close()
 	r.closeConns()
 	r.wg.Wait()
+}
+
+const (
+	socksSucceeded      = 0x00
+	socksGeneralFailure = 0x01
+)
+
+// socksAccept performs the server side of a SOCKS5 handshake (RFC 1928) that
+// requires username/password authentication (RFC 1929) with the relay's
+// credentials and a CONNECT command; the requested address is ignored (the
+// relay always dials the Path's active endpoint). The reply is sent by the
+// caller once the upstream connection is made.
+func (r *relay) socksAccept(c net.Conn) error {
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	defer func() { _ = c.SetDeadline(time.Time{}) }()
+	var hdr [2]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return fmt.Errorf("greeting: %w", err)
+	}
+	if hdr[0] != 5 {
+		return fmt.Errorf("not a SOCKS5 greeting (first byte %#x)", hdr[0])
+	}
+	methods := make([]byte, hdr[1])
+	if _, err := io.ReadFull(c, methods); err != nil {
+		return fmt.Errorf("greeting: %w", err)
+	}
+	ok := false
+	for _, m := range methods {
+		ok = ok || m == 0x02
+	}
+	if !ok {
+		_, _ = c.Write([]byte{5, 0xff})
+		return errors.New("client offers no username/password authentication")
+	}
+	if _, err := c.Write([]byte{5, 0x02}); err != nil {
+		return err
+	}
+	readField := func() ([]byte, error) {
+		var n [1]byte
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return nil, err
+		}
+		b := make([]byte, n[0])
+		_, err := io.ReadFull(c, b)
+		return b, err
+	}
+	var ver [1]byte
+	if _, err := io.ReadFull(c, ver[:]); err != nil || ver[0] != 1 {
+		return fmt.Errorf("bad authentication request (%v)", err)
+	}
+	user, err := readField()
+	if err != nil {
+		return err
+	}
+	pass, err := readField()
+	if err != nil {
+		return err
+	}
+	if subtle.ConstantTimeCompare(user, []byte(r.user))&subtle.ConstantTimeCompare(pass, []byte(r.pass)) != 1 {
+		_, _ = c.Write([]byte{1, 1})
+		return errors.New("wrong credentials")
+	}
+	if _, err := c.Write([]byte{1, 0}); err != nil {
+		return err
+	}
+	var req [4]byte
+	if _, err := io.ReadFull(c, req[:]); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	if req[0] != 5 || req[1] != 1 {
+		return fmt.Errorf("unsupported SOCKS request (version %d, command %d)", req[0], req[1])
+	}
+	var skip int
+	switch req[3] {
+	case 1:
+		skip = 4
+	case 4:
+		skip = 16
+	case 3:
+		var n [1]byte
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return err
+		}
+		skip = int(n[0])
+	default:
+		return fmt.Errorf("unsupported address type %d", req[3])
+	}
+	if _, err := io.ReadFull(c, make([]byte, skip+2)); err != nil {
+		return fmt.Errorf("request address: %w", err)
+	}
+	return nil
+}
+
+// socksReply sends the CONNECT reply (bound address 0.0.0.0:0).
+func socksReply(c net.Conn, code byte) error {
+	_, err := c.Write([]byte{5, code, 0, 1, 0, 0, 0, 0, 0, 0})
+	return err
 }

@@ -2,7 +2,7 @@ package ws
 
 import "time"
 
-// Backoff is a capped exponential backoff drawn with full jitter (seed 002): the
+// Backoff is a capped exponential backoff drawn with full jitter: the
 // delay before reconnect attempt n (counting from 0) is uniform in
 // [0, min(Cap, Base·2^n)). Full jitter spreads a population that lost its
 // connections at the same instant over the whole window instead of landing it
@@ -15,7 +15,7 @@ type Backoff struct {
 	Cap time.Duration
 }
 
-// DefaultBackoff is seed 002's: base 1 s, cap 60 s.
+// DefaultBackoff is base 1 s, cap 60 s.
 func DefaultBackoff() Backoff { return Backoff{Base: time.Second, Cap: time.Minute} }
 
 // Ceiling returns min(Cap, Base·2^attempt), the top of attempt's window. It never

@@ -159,7 +159,7 @@ func (d *Dialer) dial(ctx context.Context, endpoint string, header http.Header, 
 			}
 			return nil, resp, he
 		}
-		return nil, resp, fmt.Errorf("ws: dial endpoint %q: %w", ep.Name, err)
+		return nil, resp, sanitizeDial(ep.Name, err)
 	}
 	gen := uint64(0)
 	if pc != nil {

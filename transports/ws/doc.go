@@ -1,12 +1,18 @@
 // Package ws carries WebSocket market data over a pathdialer.Path with
 // gorilla/websocket: a Dialer that connects to an endpoint's "ws" address
 // through the Path's tracked dial, and a Stream client that survives
-// reconnects and region switches without losing or repeating a message
-// (seed 002: full jitter, endpoint fallback, resume from sequence).
+// reconnects and region switches without losing or repeating a message (full
+// jitter, endpoint fallback, resume from sequence), never stalls silently, and
+// survives a server that restarts its numbering.
 //
-//	s, err := ws.NewStream(path, cfg) // cfg from ws.DefaultStreamConfig()
-//	err = s.Start(ctx)
+//	cfg := ws.DefaultStreamConfig()
+//	cfg.Streams = []string{"px.EURUSD"}
+//	cfg.Handler = func(m ws.Message) { ... }
+//	s, err := ws.NewStream(path, cfg)
+//	if err != nil { ... }
+//	if err := s.Start(ctx); err != nil { ... }
 //	defer s.Close()
+//	... s.Health() == ws.HealthLive ...
 //
 // # What it guarantees
 //
@@ -29,6 +35,20 @@
 //     (seq <= last) are dropped; a gap is repaired by a resume on the same
 //     connection, and a resume the server cannot replay is answered with a
 //     snapshot that is handed over with Message.Snapshot set.
+//   - Never a silent stall: a stream that is broken (a gap, a subscription
+//     unanswered, a server behind the client) is repaired within a deadline
+//     that escalates (StreamConfig.GapTimeout, T): a gap is resumed at once
+//     and again at T/8, 3T/8 and 7T/8; at T a snapshot is asked for; at 2T
+//     the connection is dropped as a failure and the stream reconnects with
+//     backoff, falling back to other endpoints. Every rung is an event
+//     (OnEvent), counted (Stats), and shows in Health: LIVE, RECOVERING, then
+//     SUSPENDED after StreamConfig.SuspendAfter (treat the data as stale).
+//   - Restarts: a server whose numbering starts over (a new epoch in
+//     Frame.Epoch, or without epochs a message more than ReplayWindow below
+//     the last, or a requested snapshot still below it after T) is followed
+//     by a snapshot of the new numbering, handed over with Message.Restart
+//     set; nothing new is dropped as a duplicate of the old numbering, and
+//     no tick of the new numbering is handed over as if it continued the old.
 //   - Reconnect (ReconnectPolicy): in rounds. Before round n (rounds failed
 //     in a row) one full-jitter wait, rand(0, min(Cap, Base·2^n)) (1 s and
 //     60 s by default), or the largest Retry-After of the last round (capped
@@ -40,7 +60,10 @@
 //     population cut at one instant reaches the survivor uniformly over the
 //     first round's window. A 503/429 is not a path failure. A stream that
 //     landed on an endpoint other than the active one stays there until the
-//     Path switches.
+//     Path switches. A connection lost within HealthyAfter of its handshake
+//     counts as a failed round (so its first window is 2·Base, and so on);
+//     after a server's fault (a stall, bad or oversized frames) the next
+//     round tries that endpoint last.
 //   - Make-before-break: the Stream watches Path.ActiveChanged (no polling).
 //     When the active endpoint changes while it is connected elsewhere, its
 //     read-only connection stays up through the fence; it connects and resumes
@@ -49,15 +72,38 @@
 //     one has answered for every stream (or after MigrateTimeout). No gap.
 //   - Liveness: pings every PingInterval; a connection silent for
 //     PingInterval+PongTimeout is dead. Lost connections and failed dials are
-//     reported to the Path as passive signals (Path.Report).
-//   - Stats counts what seed 002's drill asks for: reconnects, resumes vs
-//     snapshots, messages, duplicates, gaps repaired, time disconnected.
+//     reported to the Path as passive signals (Path.Report); bad frames,
+//     oversized frames and stalls are the server's, not the path's, and are
+//     not. A connection that dies within HealthyAfter of its handshake counts
+//     as a failed round, so a server that accepts and drops meets the
+//     backoff up to its Cap, not a reconnect loop.
+//   - Bounded memory: a message over ReadLimit (1 MiB by default) is an
+//     error: counted (Stats.OversizedFrames), the connection replaced; its
+//     body is never read. At most QueueLength (16) messages wait for the
+//     Handler, plus one per connection being read (two during a
+//     make-before-break move) and the one being handled. Worst case per
+//     Stream, whatever the server sends: (QueueLength+3) × ReadLimit of
+//     message bytes, up to about 1.25× that as allocations round up (about
+//     24 MiB with the defaults), plus each connection's gorilla buffers
+//     (ReadBufferSize + WriteBufferSize of the Dialer, 4 KiB each by
+//     default) and, per subscribed stream, its name, position and epoch.
+//     Message.Data the Handler keeps is the application's.
+//   - Nothing the server wrote is logged or exported: error messages, close
+//     reasons and unreadable handshake responses are reduced to their length
+//     or type (Redact); errors keep the original for errors.Is/As. No
+//     address is printed with its credentials (RedactURL, for other
+//     packages that print a Path's ws addresses).
+//   - Stats counts what a failover drill asks for: reconnects, resumes vs
+//     snapshots, messages, duplicates, gaps repaired, time disconnected,
+//     restarts, escalations, bad and oversized frames, short-lived
+//     connections, and the Health.
 //   - The Handler runs on the Stream's loop: a slow Handler delays everything
-//     else and, after 64 queued frames, stops reading (see Handler).
+//     else and, after QueueLength queued frames, stops reading (see Handler).
 //   - Close (or the end of Start's context) stops every goroutine the Stream
 //     started and closes its connections. When the Path is closed the Stream
 //     stops by itself and Err wraps pathdialer.ErrClosed.
 //
-// The wire protocol is the Protocol interface; JSONProtocol is the one the
-// simulated broker speaks.
+// The wire protocol is the Protocol interface (with an optional epoch per
+// message); JSONProtocol is a ready one. Errors from this package start with
+// "ws:".
 package ws

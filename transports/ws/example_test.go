@@ -16,7 +16,7 @@ import (
 )
 
 // A Stream over a two-region Path: the handler gets the snapshot, then ticks in
-// order.
+// order, and the stream reports itself LIVE; after Close it is CLOSED.
 func Example() {
 	// A tiny server speaking the JSON protocol: a snapshot at 0, then ticks 1..3.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +66,6 @@ func Example() {
 	if err := s.Start(context.Background()); err != nil {
 		panic(err)
 	}
-	defer s.Close()
 	for range 4 {
 		select {
 		case m := <-got:
@@ -75,9 +74,36 @@ func Example() {
 			panic(errors.New("timed out"))
 		}
 	}
+	fmt.Println(s.Health())
+	_ = s.Close()
+	fmt.Println(s.Health())
 	// Output:
 	// px.EURUSD 0 true eu
 	// px.EURUSD 1 false eu
 	// px.EURUSD 2 false eu
 	// px.EURUSD 3 false eu
+	// LIVE
+	// CLOSED
+}
+
+// DefaultStreamConfig alone is not valid: the error says what to set.
+func ExampleStreamConfig_Validate() {
+	cfg := ws.DefaultStreamConfig()
+	fmt.Println(cfg.Validate())
+
+	cfg.Streams = []string{"px.EURUSD"}
+	cfg.Handler = func(m ws.Message) {}
+	fmt.Println(cfg.Validate())
+	// Output:
+	// ws: invalid stream config: Streams and Handler are not set: set Streams to the stream names to subscribe to (e.g. []string{"px.EURUSD"}) and Handler to a func(ws.Message) that receives them
+	// <nil>
+}
+
+// Addresses are printed without their credentials.
+func ExampleRedactURL() {
+	fmt.Println(ws.RedactURL("wss://md.example.com/v1/stream?apiKey=k-123&depth=5"))
+	fmt.Println(ws.RedactURL("wss://trader:hunter2@md.example.com/v1/stream"))
+	// Output:
+	// wss://md.example.com/v1/stream?apiKey=REDACTED&depth=REDACTED
+	// wss://md.example.com/v1/stream
 }

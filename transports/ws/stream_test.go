@@ -226,8 +226,10 @@ func TestMakeBeforeBreakReadOnlyOnProbeSwitch(t *testing.T) {
 	// on eu: the resume is always a replay, never a snapshot.
 	src := &source{regions: []*region{us, eu}}
 	h := newHarness(t, []*region{eu, us}, nil)
-	rec := &recorder{}
-	s := startStream(t, h.path, fastConfig(rec, px))
+	rec, ev := &recorder{}, &events{}
+	cfg := fastConfig(rec, px)
+	cfg.OnEvent = ev.hook
+	s := startStream(t, h.path, cfg)
 
 	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 20 })
 	before := s.Stats()
@@ -248,6 +250,11 @@ func TestMakeBeforeBreakReadOnlyOnProbeSwitch(t *testing.T) {
 	if st.Endpoint != "us" || st.Migrations != 1 || st.Reconnects != 0 || st.Gaps != 0 ||
 		st.Snapshots != 0 || st.Resumes != 1 || st.Disconnected != before.Disconnected {
 		t.Fatalf("stats %+v (before the switch %+v): want one migration, no reconnect, no gap, no time disconnected", st, before)
+	}
+	// The new connection's replay overlapping what eu delivered is no trouble:
+	// the stream stayed LIVE throughout.
+	if got := fmt.Sprint(ev.healths()); got != "[LIVE]" || st.Health != ws.HealthLive {
+		t.Fatalf("health transitions %s, now %v: want [LIVE] only", got, st.Health)
 	}
 	// Server-side order: the switch (and eu's fence), then us attaches with a
 	// resume, then eu sees the stream's connection close.

@@ -2,11 +2,14 @@ package ws_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/gorilla/websocket"
+
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
 
@@ -39,6 +42,12 @@ func TestJSONProtocol(t *testing.T) {
 	if m, _ := p.Resume(map[string]uint64{"px.A": 41}); string(m) != `{"type":"resume","streams":{"px.A":41}}` {
 		t.Errorf("resume %s", m)
 	}
+	if m, _ := p.ResumeEpochs(map[string]ws.Position{"px.A": {Seq: 41}}); string(m) != `{"type":"resume","streams":{"px.A":41}}` {
+		t.Errorf("resume without epochs %s: want Resume's message", m)
+	}
+	if m, _ := p.ResumeEpochs(map[string]ws.Position{"px.A": {Seq: 41, Epoch: "e1"}, "px.B": {Seq: 3}}); string(m) != `{"type":"resume","streams":{"px.A":41,"px.B":3},"epochs":{"px.A":"e1"}}` {
+		t.Errorf("resume with epochs %s", m)
+	}
 	if _, err := p.Subscribe(nil); err == nil {
 		t.Error("empty subscribe accepted")
 	}
@@ -49,6 +58,10 @@ func TestJSONProtocol(t *testing.T) {
 	}{
 		{`{"type":"tick","stream":"px.A","seq":42,"price":"1.0843"}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 42}, false},
 		{`{"type":"snapshot","stream":"px.A","seq":0}`, ws.Frame{Kind: ws.FrameSnapshot, Stream: "px.A", Seq: 0}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":"7f3a"}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 1, Epoch: "7f3a"}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":1700000000}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 1, Epoch: "1700000000"}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":null}`, ws.Frame{Kind: ws.FrameTick, Stream: "px.A", Seq: 1}, false},
+		{`{"type":"tick","stream":"px.A","seq":1,"epoch":true}`, ws.Frame{}, true},
 		{`{"type":"error","message":"unknown stream"}`, ws.Frame{Kind: ws.FrameError, Err: "unknown stream"}, false},
 		{`{"type":"pong"}`, ws.Frame{Kind: ws.FrameOther}, false},
 		{`{"type":"tick","stream":"px.A"}`, ws.Frame{}, true},
@@ -76,10 +89,20 @@ func TestStreamConfigValidate(t *testing.T) {
 		"no fallback":  func(c *ws.StreamConfig) { c.FailuresBeforeFallback = 0 },
 		"zero ping":    func(c *ws.StreamConfig) { c.PingInterval = 0 },
 		"zero timeout": func(c *ws.StreamConfig) { c.PongTimeout = 0 },
+		"zero gap":     func(c *ws.StreamConfig) { c.GapTimeout = 0 },
+		"zero suspend": func(c *ws.StreamConfig) { c.SuspendAfter = 0 },
+		"zero limit":   func(c *ws.StreamConfig) { c.ReadLimit = 0 },
+		"zero queue":   func(c *ws.StreamConfig) { c.QueueLength = 0 },
+		"huge queue":   func(c *ws.StreamConfig) { c.QueueLength = 1 << 20 },
+		"zero window":  func(c *ws.StreamConfig) { c.ReplayWindow = 0 },
+		"neg healthy":  func(c *ws.StreamConfig) { c.HealthyAfter = -1 },
+		"insecure": func(c *ws.StreamConfig) {
+			c.Dialer = &websocket.Dialer{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+		},
 	} {
 		c := ok
 		mut(&c)
-		if err := c.Validate(); !errors.Is(err, pathdialer.ErrInvalidConfig) {
+		if err := c.Validate(); !errors.Is(err, ws.ErrInvalidConfig) || !strings.HasPrefix(err.Error(), "ws: ") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -6,8 +6,12 @@
 package drillflow
 
 import (
+	"bytes"
 	"crypto/tls"
 	"net/http"
+	"os/exec"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -29,6 +33,9 @@ type Run struct {
 	Samples            []drill.Sample
 	Budget             drill.Budget
 	Population         []ws.Stats
+	// Seed of the simulated broker (empty: not recorded). Commit, when
+	// empty, is read from the build information or from git.
+	Seed, Commit string
 }
 
 // Input builds a drill.Input from the Client's Recorder (every Path event
@@ -41,6 +48,20 @@ func Input(c *orderflow.Client, r Run) drill.Input {
 		Primary: r.Primary, Survivor: r.Survivor,
 		Samples: r.Samples, Budget: r.Budget, Population: r.Population,
 		Checked: r.Summary.Checked, Violations: r.Summary.Violations,
+		Seed: r.Seed, Commit: r.Commit,
+	}
+	if in.Commit == "" {
+		in.Commit = commit()
+	}
+	if len(r.Summary.Streams) > 0 {
+		st := &drill.StreamSeen{}
+		for _, s := range r.Summary.Streams {
+			st.Messages += s.Messages
+			st.Missed += s.Missed
+			st.Snapshots += s.Snapshots
+			st.LongestSilence = max(st.LongestSilence, s.MaxStall)
+		}
+		in.Stream = st
 	}
 	for _, ep := range c.Path().Endpoints() {
 		in.Endpoints = append(in.Endpoints, ep.Name)
@@ -62,6 +83,40 @@ func Input(c *orderflow.Client, r Run) drill.Input {
 	return in
 }
 
+// commit names the source revision: the build's VCS stamp, else git's HEAD
+// (go run does not stamp), else "".
+func commit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += " (modified)"
+			}
+			return rev
+		}
+	}
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		rev += " (modified)"
+	}
+	return rev
+}
+
 // BrokerWS returns a drill.Sources.Broker reading every region's WSStats.
 func BrokerWS(b *simbroker.Broker, regions ...string) func() map[string]drill.RegionWS {
 	return func() map[string]drill.RegionWS {
@@ -80,7 +135,7 @@ func BrokerWS(b *simbroker.Broker, regions ...string) func() map[string]drill.Re
 }
 
 // StreamConfig returns the configuration of one population stream for the
-// broker cfg describes: its streams, credentials and TLS roots, seed 002's
+// broker cfg describes: its streams, credentials and TLS roots, a
 // full-jitter backoff with base (cap 20×), and the client's liveness timing.
 func StreamConfig(cfg orderflow.Config, base time.Duration) ws.StreamConfig {
 	sc := ws.DefaultStreamConfig()

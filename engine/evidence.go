@@ -1,0 +1,285 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Evidence. The engine keeps two kinds of health evidence apart, so that one
+// never masks the other:
+//
+//   - probe results (Probe, Observe): a synthetic check the caller chose;
+//   - live traffic (ObserveTraffic) and trade-path checks (ObserveTradePath):
+//     what the orders themselves met.
+//
+// Each kind counts its own consecutive failures; an endpoint is DOWN when
+// either count reaches Config.FailureThreshold, DEGRADED while either is above
+// zero (or the last success was slower than Config.DegradedLatency), HEALTHY
+// otherwise. A live-traffic success never clears probe failures, and a probe
+// success clears live-traffic failures only when the probe has shown it can
+// see them — it failed too, after the last failed order (an ordinary outage
+// that the orders noticed first) — or when they are stale: below the threshold
+// and older than Config.MaxHealthAge (an endpoint that carries no traffic any
+// more would otherwise stay DEGRADED for ever).
+//
+// A gray failure is an endpoint taken DOWN by live traffic while its probe
+// passed (and the probe does not fail afterwards: a probe failure turns it
+// into an ordinary outage): the probe cannot see what breaks the orders, so
+// probe successes alone do not bring it back. It stays DOWN until trade-path evidence says it
+// works (ObserveTradePath or ObserveTraffic with a nil result), or, without
+// it, until Config.GrayFailbackWait times the number of gray failures of that
+// endpoint (at most Config.MaxGrayFailbackWait) has passed and a probe
+// succeeds.
+
+type source int
+
+const (
+	srcProbe source = iota
+	srcTraffic
+	srcTradePath
+)
+
+// ObserveTraffic records the result of live traffic (an order, an
+// authenticated read) on the named endpoint: nil is a success with the given
+// latency, anything else a failure. It is counted apart from probe results
+// (see Status.ProbeFailures and Status.TrafficFailures). The caller filters
+// out its own cancellations. An unknown name returns ErrUnknownEndpoint.
+func (m *Manager) ObserveTraffic(name string, result error, latency time.Duration) (Status, error) {
+	return m.observe(name, result, latency, srcTraffic)
+}
+
+// ObserveTradePath records the result of a trade-path check (for example an
+// authenticated order-status query, or a test order the broker rejects in a
+// known way): evidence about the path orders take, stronger than a probe. A
+// success ends a gray failure at once; a failure counts as a live-traffic
+// failure. An unknown name returns ErrUnknownEndpoint.
+func (m *Manager) ObserveTradePath(name string, result error) (Status, error) {
+	return m.observe(name, result, 0, srcTradePath)
+}
+
+func (m *Manager) observe(name string, result error, latency time.Duration, src source) (Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	m.recordLocked(es, result, latency, src)
+	return m.statusLocked(es), nil
+}
+
+func (m *Manager) recordLocked(es *endpointState, err error, latency time.Duration, src source) {
+	now := m.clock.Now()
+	prev := es.state
+	thr := m.cfg.FailureThreshold
+	es.lastResult = now
+	es.lastLatency = latency
+	if err != nil {
+		es.lastErr = err
+		es.consecSucc = 0
+		if src == srcProbe {
+			es.probeResults++
+			es.consecFail++
+			es.lastProbeFailure = now
+			if es.gray {
+				// The probe sees the failure after all: an ordinary outage
+				// that live traffic noticed first, not a gray failure.
+				es.gray = false
+				es.grayCount--
+			}
+		} else {
+			es.trafficFail++
+			es.lastTrafficResult = now
+			es.lastTrafficFailure = now
+		}
+	} else {
+		es.lastSuccess = now
+		es.slow = m.cfg.DegradedLatency > 0 && latency > m.cfg.DegradedLatency
+		if src == srcProbe {
+			es.probeResults++
+			es.consecFail = 0
+			es.probeOK = true
+			es.lastProbeSuccess = now
+			switch {
+			case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure):
+				// The probe failed too, after the orders did: it sees this
+				// failure, so its success is evidence of recovery.
+				es.trafficFail = 0
+			case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
+				es.trafficFail = 0 // stale live-traffic failures below the threshold
+			}
+			if es.gray && !now.Before(m.grayUntilLocked(es)) {
+				es.gray = false // waited long enough without trade-path evidence
+				es.trafficFail = 0
+			}
+			if es.slow {
+				// Answering, but too slowly to trade on: Degraded evidence, and
+				// no progress towards failback stability.
+				es.consecSucc = 0
+			} else {
+				es.consecSucc++
+			}
+		} else {
+			es.trafficFail = 0
+			es.lastTrafficResult = now
+			es.lastTrafficSuccess = now
+			es.gray = false // the trade path works
+			if es.slow {
+				es.consecSucc = 0
+			} else {
+				es.consecSucc++
+			}
+		}
+		if es.consecFail == 0 && es.trafficFail == 0 {
+			es.lastErr = nil
+		}
+	}
+	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
+		es.gray = true
+		es.graySince = now
+		es.grayCount++
+	}
+	fails := max(es.consecFail, es.trafficFail)
+	switch {
+	case es.gray || fails >= thr:
+		es.state = Down
+	case fails > 0 || es.slow:
+		es.state = Degraded
+	default:
+		es.state = Healthy
+	}
+	switch {
+	case es.state != Degraded:
+		es.degradedSince = time.Time{}
+	case prev != Degraded:
+		es.degradedSince = now
+	}
+}
+
+// grayUntilLocked: when a gray failure ends without trade-path evidence.
+func (m *Manager) grayUntilLocked(es *endpointState) time.Time {
+	w := m.cfg.GrayFailbackWait * time.Duration(max(es.grayCount, 1))
+	if w > m.cfg.MaxGrayFailbackWait || w < 0 {
+		w = m.cfg.MaxGrayFailbackWait
+	}
+	return es.graySince.Add(w)
+}
+
+// brokenProbeLocked: the probe fails (or never succeeded) while live traffic
+// on the endpoint succeeds.
+func (m *Manager) brokenProbeLocked(es *endpointState, now time.Time) bool {
+	thr := m.cfg.FailureThreshold
+	if es.probeResults < thr {
+		return false
+	}
+	if !es.probeOK {
+		return true
+	}
+	return es.consecFail >= thr && es.lastTrafficSuccess.After(es.lastProbeSuccess) && now.Sub(es.lastTrafficSuccess) < m.cfg.MaxHealthAge
+}
+
+// noteSwitchLocked counts bounces: a failover away from an endpoint within
+// BounceWindow of a failback to it.
+func (m *Manager) noteSwitchLocked(from, to *endpointState, now time.Time) {
+	if m.cfg.BounceWindow > 0 && !from.failbackAt.IsZero() && now.Sub(from.failbackAt) < m.cfg.BounceWindow {
+		keep := from.bounces[:0]
+		for _, t := range from.bounces {
+			if now.Sub(t) < m.cfg.FlapWindow {
+				keep = append(keep, t)
+			}
+		}
+		from.bounces = append(keep, now)
+	}
+	from.failbackAt = time.Time{}
+	if to == m.primary {
+		to.failbackAt = now
+	}
+}
+
+func (m *Manager) bouncesLocked(es *endpointState, now time.Time) int {
+	n := 0
+	for _, t := range es.bounces {
+		if now.Sub(t) < m.cfg.FlapWindow {
+			n++
+		}
+	}
+	return n
+}
+
+// failbackCooldownLocked: Cooldown multiplied by BounceFactor per bounce of
+// es, at most MaxFailbackCooldown.
+func (m *Manager) failbackCooldownLocked(es *endpointState, now time.Time) time.Duration {
+	c := m.cfg.Cooldown
+	if m.cfg.BounceWindow <= 0 {
+		return c
+	}
+	bound := max(m.cfg.MaxFailbackCooldown, c)
+	for range m.bouncesLocked(es, now) {
+		c *= time.Duration(m.cfg.BounceFactor)
+		if c >= bound || c < 0 {
+			return bound
+		}
+	}
+	return c
+}
+
+// staleOnlyLocked: es is not a target only because its evidence is stale
+// (never probed, last success too old, identity verification missing, expired
+// or older than SwitchVerificationAge), not because anything failed.
+func (m *Manager) staleOnlyLocked(es *endpointState, now time.Time) bool {
+	if es == m.active || es.mismatch || es.gray || !m.jurisdictionOKLocked(es) {
+		return false
+	}
+	switch es.state {
+	case Unknown:
+		return true
+	case Healthy:
+	default:
+		return false
+	}
+	if now.Sub(es.lastSuccess) >= m.cfg.MaxHealthAge {
+		return true
+	}
+	return !m.admittedLocked(es) || !m.switchVerifiedLocked(es, now)
+}
+
+// staleCandidatesLocked lists, in priority order, the failover candidates
+// excluded only by stale evidence (nil when there is none).
+func (m *Manager) staleCandidatesLocked(now time.Time) []string {
+	var out []string
+	for _, es := range m.ranked {
+		if m.staleOnlyLocked(es, now) {
+			out = append(out, es.ep.Name)
+		}
+	}
+	return out
+}
+
+func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Status) {
+	st.ProbeFailures = es.consecFail
+	st.TrafficFailures = es.trafficFail
+	st.LastTrafficSuccess = es.lastTrafficSuccess
+	st.ProbeNeverSucceeded = es.probeResults > 0 && !es.probeOK
+	st.BrokenProbe = m.brokenProbeLocked(es, now)
+	st.GrayFailure = es.gray
+	if es.gray {
+		st.GrayWaitUntil = m.grayUntilLocked(es)
+	}
+	st.GrayFailures = es.grayCount
+	st.Bounces = m.bouncesLocked(es, now)
+	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
+}
+
+// grayNoteLocked explains a gray failure ("" when es has none).
+func (m *Manager) grayNoteLocked(es *endpointState, now time.Time) string {
+	if !es.gray {
+		return ""
+	}
+	until := m.grayUntilLocked(es)
+	left := until.Sub(now)
+	if left < 0 {
+		left = 0
+	}
+	return fmt.Sprintf("DOWN on live-traffic evidence while its probe passed (gray failure #%d, %d live-traffic failures, last: %v): the probe cannot see this failure, so it needs trade-path evidence to come back, or a wait of %v more (%v in all) and a probe success",
+		es.grayCount, es.trafficFail, es.lastErr, left, until.Sub(es.graySince))
+}

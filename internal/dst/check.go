@@ -1,0 +1,180 @@
+package dst
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// Invariant names, as they appear in violations.
+const (
+	InvDuplicate   = "no-duplicate-order"           // no client order ID booked twice (the client never resends)
+	InvLost        = "no-lost-order"                // every order the broker acknowledged is in the book
+	InvMismatch    = "client-matches-book"          // ...where the client recorded it
+	InvPhantom     = "no-phantom-order"             // every booking is an order the client sent
+	InvTwoPaths    = "no-order-through-fenced-path" // nothing sent after the client fenced a region is booked there
+	InvBrokerFence = "broker-fence-holds"           // nothing booked through a region the broker had fenced
+	InvUnknown     = "every-unknown-order-settled"  // each unknown outcome is settled by a reconcile
+	InvSettlement  = "settlement-matches-book"      // a settled fate other than NOT_RECEIVED is in the book
+	InvPending     = "nothing-pending-at-rest"      // after the quiet period the Path holds no unknown order
+	InvStream      = "ws-every-tick-once-in-order"
+	InvFlowResumes = "flow-resumes-after-heal" // with every fault healed, the gate is open again
+)
+
+func (w *world) check() *Result {
+	res := &Result{Scenario: w.s}
+	viol := func(inv, format string, a ...any) {
+		res.Violations = append(res.Violations, fmt.Sprintf("INVARIANT %s: %s", inv, fmt.Sprintf(format, a...)))
+	}
+	audit := w.b.Audit()
+	pending := w.path.Unknown()
+	gate, gateErr := w.path.GateState()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]string, 0, len(w.orders))
+	for id := range w.orders {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+
+	bookedAt := map[string][]simbroker.Record{}
+	for _, r := range audit.Booked() {
+		bookedAt[r.ClientOrderID] = append(bookedAt[r.ClientOrderID], r)
+		if w.orders[r.ClientOrderID] == nil {
+			viol(InvPhantom, "%s booked through %s but never sent", r.ClientOrderID, r.Region)
+		}
+	}
+	for _, id := range ids {
+		o := w.orders[id]
+		res.Stats.Orders++
+		bk := bookedAt[id]
+		switch o.outcome {
+		case "acked":
+			res.Stats.Acked++
+		case "rejected":
+			res.Stats.Rejected++
+		case "unknown":
+			res.Stats.Unknown++
+		case "halted":
+			res.Stats.Halted++
+		default:
+			res.Stats.NotSent++
+		}
+		if len(bk) > 0 {
+			res.Stats.Booked++
+		}
+		if len(bk) > 1 {
+			res.Stats.Duplicates++
+			viol(InvDuplicate, "%s booked %d times (%s at %v, %s at %v)", id, len(bk), bk[0].Region, w.off(bk[0].Time), bk[1].Region, w.off(bk[1].Time))
+		}
+		if o.outcome == "acked" {
+			if len(bk) == 0 {
+				viol(InvLost, "%s acknowledged by %s (HTTP %d) but not in the book", id, o.region, o.code)
+			} else if !bookedIn(bk, o.region) {
+				viol(InvMismatch, "%s recorded as booked in %s, the book says %s", id, o.region, bk[0].Region)
+			}
+		}
+		if o.outcome == "unknown" && len(o.settled) == 0 {
+			viol(InvUnknown, "%s finished unknown at %v and no reconcile settled it", id, w.off(o.end))
+		}
+		for _, f := range o.settled {
+			switch f {
+			case pathdialer.FateNotReceived:
+				// A late landing: the copy the reconcile did not find was
+				// booked after all (not the resend's own booking).
+				if (!o.resent && len(bk) > 0) || (o.resent && (len(bk) > 1 || (len(bk) == 1 && bk[0].Time.Before(o.start)))) {
+					res.Stats.LateLandings++
+					res.Notes = append(res.Notes, fmt.Sprintf("late landing: %s settled NOT_RECEIVED, booked through %s at %v", id, bk[0].Region, w.off(bk[0].Time)))
+				}
+			case pathdialer.FateUndetermined:
+			default:
+				if len(bk) == 0 {
+					viol(InvSettlement, "%s settled %s but never booked", id, f)
+				}
+			}
+			res.Stats.Settlements++
+		}
+		// Two live paths: booked through a region the client had fenced,
+		// although it was sent after the fence began.
+		for _, r := range bk {
+			for _, f := range w.fences {
+				if f.endpoint != r.Region || r.Time.Before(f.start) || (!f.end.IsZero() && !r.Time.Before(f.end)) {
+					continue
+				}
+				if o.first.After(f.start) {
+					viol(InvTwoPaths, "%s sent at %v, after %s was fenced at %v, booked there at %v", id, w.off(o.first), f.endpoint, w.off(f.start), w.off(r.Time))
+				} else {
+					res.Notes = append(res.Notes, fmt.Sprintf("late landing: %s sent at %v before the fence of %s at %v, booked there at %v", id, w.off(o.first), f.endpoint, w.off(f.start), w.off(r.Time)))
+				}
+			}
+		}
+	}
+	for _, r := range audit.BookedWhileFenced() {
+		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
+	}
+	for _, t := range pending {
+		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Generation)
+	}
+	for _, b := range w.wsBad {
+		viol(InvStream, "%s", b)
+	}
+	if gate != pathdialer.GateOpen {
+		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
+	}
+	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
+
+	for _, r := range audit {
+		switch r.Kind {
+		case simbroker.KindOrder:
+			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s via %s %s", r.ClientOrderID, r.Outcome, r.Region, r.Detail)})
+		case simbroker.KindRegionFenced, simbroker.KindRegionUnfenced:
+			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s: %s", r.Kind, r.Region, r.Detail)})
+		}
+	}
+	sort.SliceStable(w.trace, func(i, j int) bool {
+		if w.trace[i].at != w.trace[j].at {
+			return w.trace[i].at < w.trace[j].at
+		}
+		return w.trace[i].text < w.trace[j].text
+	})
+	res.Trace = append(res.Trace, splitLines(w.s.String())...)
+	for _, l := range w.trace {
+		res.Trace = append(res.Trace, fmt.Sprintf("%12s %s", l.at, l.text))
+	}
+	res.Trace = append(res.Trace, fmt.Sprintf("stats %+v", res.Stats))
+	sort.Strings(res.Notes)
+	for _, v := range res.Violations {
+		res.Trace = append(res.Trace, v)
+	}
+	return res
+}
+
+func bookedIn(bk []simbroker.Record, region string) bool {
+	for _, r := range bk {
+		if r.Region == region {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *world) off(t time.Time) time.Duration { return t.Sub(w.start) }
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}

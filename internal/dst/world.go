@@ -1,0 +1,641 @@
+package dst
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/rest"
+	"github.com/brokerpath/brokerpath/transports/ws"
+)
+
+const (
+	apiKey = "sim-key-0123456789"
+	stream = "px.EURUSD"
+)
+
+// wsBackoff is the Stream's reconnect window in the simulation: small, and
+// not so small that a round with no candidate spins without time passing.
+var wsBackoff = ws.Backoff{Base: time.Millisecond, Cap: time.Millisecond}
+
+// Options changes how a scenario runs (not what it is).
+type Options struct {
+	// DropSwitchUnknowns plants a defect for the checker to find: the
+	// reconciler silently drops the orders that finished with an unknown
+	// outcome after the fence of the endpoint being left began, as if they
+	// had slipped between "in flight" and "unknown" while the switch took
+	// its tickets (the runtime's unknown-at-switch race). A run with it must
+	// fail whenever such an order existed.
+	DropSwitchUnknowns bool
+	// ResendNotReceived resends an order once, under the same client order
+	// ID, when a reconcile settles it NOT_RECEIVED (what FateNotReceived's
+	// documentation allows). Against a broker that does not deduplicate,
+	// a late landing then books the order twice: no-duplicate-order fails.
+	ResendNotReceived bool
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Orders, Acked, Rejected, Unknown, NotSent, Halted int
+	Booked, Duplicates, LateLandings, Switches        int
+	Settlements, Ticks, Probes, Resends               int
+}
+
+// Result is one run: its trace, what the checker found and the counts.
+type Result struct {
+	Scenario   Scenario
+	Trace      []string // sorted by virtual time, then text: the same seed gives the same lines
+	Violations []string // broken invariants; empty is a pass
+	Notes      []string // reported, not violations (late landings)
+	Stats      Stats
+}
+
+// TraceText is the trace as one text, one line each.
+func (r *Result) TraceText() string { return strings.Join(r.Trace, "\n") + "\n" }
+
+// TraceHash is a 64-bit FNV-1a hash of TraceText.
+func (r *Result) TraceHash() uint64 {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, r.TraceText())
+	return h.Sum64()
+}
+
+// orderRec is the client's record of one order.
+type orderRec struct {
+	id       string
+	first    time.Time // first send (a resend keeps it)
+	start    time.Time // latest send
+	end      time.Time
+	outcome  string // acked | rejected | unknown | not-sent | halted
+	region   string // acked: the region that answered (X-Region)
+	code     int
+	errCode  string
+	settled  []pathdialer.Fate
+	ticketGn uint64
+	limit    bool
+	resent   bool
+}
+
+// world is one run's state.
+type world struct {
+	s     Scenario
+	o     Options
+	start time.Time
+	net   *faultnet.MemNetwork
+	b     *simbroker.Broker
+	path  *pathdialer.Path
+	rt    *rest.Transport
+	hc    *http.Client // orders and reads through the Path
+	dc    *http.Client // direct: probes and the broker's kill switch
+	strm  *ws.Stream
+
+	mu       sync.Mutex
+	trace    []tline
+	orders   map[string]*orderRec
+	fences   []fenceSpan // the client's fences, by endpoint
+	lastSeq  uint64
+	ticks    int
+	probes   int
+	switches int
+	wsBad    []string
+	wsPaceMu sync.Mutex
+	wsNext   time.Time
+	resends  sync.WaitGroup
+	resendN  int
+}
+
+type tline struct {
+	at   time.Duration
+	text string
+}
+
+type fenceSpan struct {
+	endpoint   string
+	start, end time.Time // end zero: still fenced
+}
+
+func (w *world) tracef(at time.Time, format string, a ...any) {
+	w.mu.Lock()
+	w.trace = append(w.trace, tline{at: at.Sub(w.start), text: fmt.Sprintf(format, a...)})
+	w.mu.Unlock()
+}
+
+func addr(region string, svc simbroker.Service) string {
+	return fmt.Sprintf("%s.%s.sim:80", region, svc)
+}
+
+// Run runs scenario s and checks it. It must be called inside a
+// testing/synctest bubble (synctest.Test): it starts the broker, the Path,
+// the REST transport and the WebSocket stream over an in-memory network,
+// drives the load and the faults in virtual time, stops everything, and
+// returns the checked Result. err is for a world that could not be built.
+func Run(s Scenario, o Options) (*Result, error) {
+	w := &world{s: s, o: o, start: time.Now(), net: faultnet.NewMemNetwork(s.Seed, s.BaseLatency), orders: map[string]*orderRec{}}
+	// Plain HTTP bytes are deterministic; WebSocket client frames are masked
+	// with random keys, so ws chunks draw by connection (ws dials are paced
+	// one at a time, so their connection numbers are deterministic).
+	w.net.SetBaseJitter(s.BaseLatency, func(a string) bool { return !strings.Contains(a, ".ws.") })
+	if err := w.build(); err != nil {
+		w.close()
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.path.Start(ctx); err != nil {
+		w.close()
+		return nil, fmt.Errorf("dst: path start: %w", err)
+	}
+	if err := w.strm.Start(ctx); err != nil {
+		w.close()
+		return nil, fmt.Errorf("dst: stream start: %w", err)
+	}
+	var wg sync.WaitGroup
+	for _, f := range s.Faults {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.runFault(f) }()
+	}
+	for i := 0; i < s.Traders; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.trade(i) }()
+	}
+	wg.Wait()
+	w.healAll()
+	time.Sleep(s.Quiet)
+	w.resends.Wait()
+	res := w.check()
+	w.close()
+	return res, nil
+}
+
+func (w *world) build() error {
+	s := w.s
+	bc := simbroker.DefaultConfig()
+	bc.Regions = append([]string(nil), s.Regions...)
+	bc.APIKey = apiKey
+	bc.Streams = []string{stream}
+	bc.TickInterval = s.TickEvery
+	bc.PingInterval = time.Second
+	bc.HandshakesPerSecond = 0
+	bc.Dedup, bc.Fence, bc.Tokens = s.Dedup, s.Fence, s.Tokens
+	bc.Seed = s.Seed
+	bc.PlainHTTP = true
+	bc.Listen = func(region string, svc simbroker.Service) (net.Listener, error) {
+		return w.net.Listen(addr(region, svc))
+	}
+	var err error
+	if w.b, err = simbroker.Start(context.Background(), bc); err != nil {
+		return fmt.Errorf("dst: broker: %w", err)
+	}
+	w.dc = &http.Client{Transport: &http.Transport{DialContext: w.net.Dial, DisableKeepAlives: true}}
+
+	pc := pathdialer.DefaultConfig()
+	for i, r := range s.Regions {
+		rg := w.b.Region(r)
+		pc.Endpoints = append(pc.Endpoints, pathdialer.Endpoint{Name: r, Region: r, Priority: i, Primary: i == 0,
+			Services: map[string]string{pathdialer.ServiceREST: rg.RESTURL(), "probe": rg.ProbeURL(), pathdialer.ServiceWS: rg.WSURL()}})
+	}
+	pc.Probe = w.probe
+	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = s.ProbeInterval, s.ProbeTimeout, 0
+	pc.Engine.FailureThreshold = s.FailureThreshold
+	pc.Engine.MaxHealthAge = s.MaxHealthAge
+	pc.Engine.Cooldown = s.Cooldown
+	pc.Engine.FailbackSuccessThreshold = s.FailbackSuccess
+	pc.Engine.FlapLimit = 50
+	pc.Fencer = pathdialer.LocalFenceOnly
+	if s.Fence == simbroker.FenceEnforced {
+		pc.Fencer = w.fence(true)
+		pc.Unfence = w.fence(false)
+	}
+	pc.FenceTimeout = time.Second
+	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
+	pc.ReconcileTimeout = 2 * time.Second
+	pc.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 500 * time.Millisecond}
+	pc.Reconciler = w.reconcile
+	pc.InflightGrace = s.InflightGrace
+	pc.SettleUnknown = s.SettleUnknown
+	pc.Dial = w.dial
+	pc.OnEvent = w.onEvent
+	if w.path, err = pathdialer.New(pc); err != nil {
+		return fmt.Errorf("dst: path: %w", err)
+	}
+	if w.rt, err = rest.NewTransport(w.path, rest.Options{}); err != nil {
+		return fmt.Errorf("dst: rest transport: %w", err)
+	}
+	w.hc = &http.Client{Transport: w.rt}
+	sc := ws.DefaultStreamConfig()
+	sc.Streams = []string{stream}
+	sc.Handler = w.onTick
+	sc.Dialer = &websocket.Dialer{HandshakeTimeout: time.Second}
+	sc.Header = http.Header{"X-API-Key": {apiKey}}
+	// The Stream's own full-jitter draw uses the process's random source,
+	// which no seed controls: keep its window below the dial grid of
+	// StreamPaced (see dial), which absorbs it.
+	sc.Backoff = wsBackoff
+	sc.FailuresBeforeFallback = 1
+	sc.DialTimeout = time.Second
+	sc.PingInterval, sc.PongTimeout = 500*time.Millisecond, 500*time.Millisecond
+	sc.MigrateTimeout = 2 * time.Second
+	sc.MaxRetryAfter = 2 * time.Second
+	if w.strm, err = ws.NewStream(w.path, sc); err != nil {
+		return fmt.Errorf("dst: stream: %w", err)
+	}
+	return nil
+}
+
+// dial is the Path's dialer: the in-memory network, with WebSocket dials
+// paced by the scenario (see build).
+func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
+	if strings.Contains(a, ".ws.") {
+		// WebSocket dials happen on a grid of StreamPaced from the start,
+		// at most one per point: the Stream's random wait before a round
+		// (under wsBackoff, below the grid step) is absorbed, so when the
+		// dial happens does not depend on the draw.
+		w.wsPaceMu.Lock()
+		now := time.Now()
+		p := w.s.StreamPaced
+		k := now.Sub(w.start)/p + 1
+		at := w.start.Add(k * p)
+		if !at.After(w.wsNext) {
+			at = w.wsNext.Add(p)
+		}
+		w.wsNext = at
+		w.wsPaceMu.Unlock()
+		t := time.NewTimer(at.Sub(now))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	return w.net.Dial(ctx, network, a)
+}
+
+func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
+	u, _ := ep.Address("probe")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/account", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-API-Key", apiKey)
+	resp, err := w.dc.Do(req)
+	if err != nil {
+		return fmt.Errorf("probe %s: %w", ep.Name, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("probe %s: HTTP %d", ep.Name, resp.StatusCode)
+	}
+	return nil
+}
+
+// fence returns the Fencer (on) or Unfence that calls the broker's kill
+// switch through the target endpoint's REST address (the old one may be
+// unreachable).
+func (w *world) fence(on bool) pathdialer.FenceFunc {
+	verb := "unfence"
+	if on {
+		verb = "fence"
+	}
+	return func(ctx context.Context, f pathdialer.Fence) error {
+		via := f.To
+		if !on || via == "" {
+			via = f.Endpoint.Name
+		}
+		body, _ := json.Marshal(map[string]string{"region": f.Endpoint.Region})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.b.Region(via).RESTURL()+"/v1/account/"+verb, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-API-Key", apiKey)
+		resp, err := w.dc.Do(req)
+		if err != nil {
+			return fmt.Errorf("kill switch %s %s via %s: %w", verb, f.Endpoint.Region, via, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("kill switch %s %s via %s: HTTP %d", verb, f.Endpoint.Region, via, resp.StatusCode)
+		}
+		return nil
+	}
+}
+
+// finishedDuringFence reports whether the order finished (unknown) after
+// the fence of endpoint began: the window of the unknown-at-switch race.
+func (w *world) finishedDuringFence(id, endpoint string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	o := w.orders[id]
+	if o == nil || o.end.IsZero() {
+		return false
+	}
+	for i := len(w.fences) - 1; i >= 0; i-- {
+		if f := w.fences[i]; f.endpoint == endpoint {
+			return !o.end.Before(f.start)
+		}
+	}
+	return false
+}
+
+// reconcile settles REST tickets by reading the order through the Path.
+func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	var out []pathdialer.Settlement
+	for _, t := range r.Tickets {
+		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
+			continue // the planted defect: this order missed the switch's reconcile
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://broker.invalid/v1/orders/"+url.PathEscape(t.OrderID), nil)
+		if err != nil {
+			return out, err
+		}
+		req.Header.Set("X-API-Key", apiKey)
+		req.Close = true // leave no idle connection for an order to race for
+		resp, err := w.hc.Do(req)
+		if err != nil {
+			return out, fmt.Errorf("reconcile %s: %w", t.OrderID, err)
+		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusOK:
+			var o simbroker.Order
+			if err := json.Unmarshal(raw, &o); err != nil {
+				return out, fmt.Errorf("reconcile %s: %w", t.OrderID, err)
+			}
+			fate := pathdialer.FateUndetermined
+			switch o.Status {
+			case simbroker.StatusFilled:
+				fate = pathdialer.FateFilled
+			case simbroker.StatusNew:
+				fate = pathdialer.FateResting
+			case simbroker.StatusCanceled:
+				fate = pathdialer.FateCanceled
+			}
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: fate, Detail: o.Region})
+		case http.StatusNotFound:
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateNotReceived})
+		default:
+			return out, fmt.Errorf("reconcile %s: HTTP %d", t.OrderID, resp.StatusCode)
+		}
+	}
+	return out, nil
+}
+
+func (w *world) onEvent(ev pathdialer.Event) {
+	switch ev.Kind {
+	case pathdialer.EventProbe:
+		w.mu.Lock()
+		w.probes++
+		w.mu.Unlock()
+		return
+	case pathdialer.EventFenceStart:
+		w.mu.Lock()
+		open := false
+		for _, f := range w.fences {
+			open = open || (f.endpoint == ev.Endpoint && f.end.IsZero())
+		}
+		if !open {
+			w.fences = append(w.fences, fenceSpan{endpoint: ev.Endpoint, start: ev.Time})
+		}
+		w.mu.Unlock()
+	case pathdialer.EventSwitch, pathdialer.EventUnfence:
+		to := ev.To
+		if ev.Kind == pathdialer.EventUnfence {
+			to = ev.Endpoint
+		}
+		w.mu.Lock()
+		if ev.Kind == pathdialer.EventSwitch {
+			w.switches++
+		}
+		for i := range w.fences {
+			if w.fences[i].endpoint == to && w.fences[i].end.IsZero() {
+				w.fences[i].end = ev.Time
+			}
+		}
+		w.mu.Unlock()
+	case pathdialer.EventReconcileSuccess:
+		w.mu.Lock()
+		for _, st := range ev.Settlements {
+			if o := w.orders[st.OrderID]; o != nil {
+				o.settled = append(o.settled, st.Fate)
+				if w.o.ResendNotReceived && st.Fate == pathdialer.FateNotReceived && !o.resent {
+					o.resent = true
+					w.resendN++
+					w.resends.Add(1)
+					go func(id string, limit bool) {
+						defer w.resends.Done()
+						w.place(id, limit)
+					}(o.id, o.limit)
+				}
+			}
+		}
+		w.mu.Unlock()
+	}
+	line := ev.Kind.String()
+	if ev.Endpoint != "" {
+		line += " " + ev.Endpoint
+	}
+	if ev.From != "" || ev.To != "" {
+		line += " " + ev.From + "->" + ev.To
+	}
+	switch ev.Kind {
+	case pathdialer.EventStateChange:
+		line += fmt.Sprintf(" %v->%v", ev.PrevState, ev.State)
+	case pathdialer.EventSwitch, pathdialer.EventRelease:
+		line += fmt.Sprintf(" gen=%d", ev.Generation)
+	case pathdialer.EventReconcileStart:
+		ids := make([]string, 0, len(ev.Tickets))
+		for _, t := range ev.Tickets {
+			ids = append(ids, t.OrderID+"/"+t.State.String())
+		}
+		sort.Strings(ids)
+		line += fmt.Sprintf(" %q tickets=%v", ev.Cause, ids)
+	case pathdialer.EventReconcileSuccess:
+		ss := make([]string, 0, len(ev.Settlements))
+		for _, st := range ev.Settlements {
+			ss = append(ss, st.OrderID+"="+st.Fate.String())
+		}
+		sort.Strings(ss)
+		line += fmt.Sprintf(" %v", ss)
+	}
+	if ev.Attempt > 0 {
+		line += fmt.Sprintf(" attempt=%d", ev.Attempt)
+	}
+	w.tracef(ev.Time, "path %s", line)
+}
+
+// onTick checks that ticks arrive once and in order (a snapshot restarts the
+// count).
+func (w *world) onTick(m ws.Message) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ticks++
+	if !m.Snapshot && w.lastSeq != 0 && m.Seq != w.lastSeq+1 {
+		w.wsBad = append(w.wsBad, fmt.Sprintf("tick %d after %d from %s at %v", m.Seq, w.lastSeq, m.Endpoint, time.Since(w.start)))
+	}
+	w.lastSeq = m.Seq
+}
+
+func (w *world) runFault(f ScheduledFault) {
+	time.Sleep(f.At)
+	w.tracef(time.Now(), "fault %s", f)
+	w.apply(f, false)
+	if f.For > 0 {
+		time.Sleep(f.For)
+		w.tracef(time.Now(), "heal %s on %s", f.Kind, f.Region)
+		w.apply(f, true)
+	}
+}
+
+func (w *world) apply(f ScheduledFault, heal bool) {
+	nf := f.netFault()
+	if heal {
+		nf = faultnet.None()
+	}
+	switch f.Kind {
+	case FaultUnknown:
+		_ = w.b.SetFault(f.Region, simbroker.REST, simbroker.UnknownOutcome{N: f.N})
+	case FaultPartition:
+		_ = w.net.SetFault(addr(f.Region, simbroker.Probe), nf)
+	default:
+		for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
+			_ = w.net.SetFault(addr(f.Region, svc), nf)
+		}
+	}
+}
+
+func (w *world) healAll() {
+	for _, r := range w.s.Regions {
+		for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
+			_ = w.net.SetFault(addr(r, svc), faultnet.None())
+		}
+		_ = w.b.SetFault(r, simbroker.REST, simbroker.None{})
+	}
+	w.tracef(time.Now(), "heal all; quiet for %v", w.s.Quiet)
+}
+
+func (w *world) trade(i int) {
+	end := w.start.Add(w.s.Duration)
+	// Traders are staggered so that no two orders start at one virtual
+	// instant: goroutines runnable at the same instant run in an order no
+	// seed controls.
+	time.Sleep(time.Duration(i)*w.s.OrderEvery/time.Duration(w.s.Traders) + time.Duration(i)*37*time.Microsecond)
+	tk := time.NewTicker(w.s.OrderEvery)
+	defer tk.Stop()
+	for k := 1; ; k++ {
+		<-tk.C
+		if !time.Now().Before(end) {
+			return
+		}
+		w.place(fmt.Sprintf("t%d-%d", i, k), k%w.s.LimitEvery == 0)
+	}
+}
+
+func (w *world) place(id string, limit bool) {
+	body := map[string]string{"client_order_id": id, "symbol": "EURUSD", "side": "buy", "qty": "1", "type": "market"}
+	if limit {
+		body["type"], body["price"] = "limit", "0.5"
+	}
+	raw, _ := json.Marshal(body)
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.OrderTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://broker.invalid/v1/orders", bytes.NewReader(raw))
+	req.Header.Set("X-API-Key", apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Client-Order-ID", id)
+	// A connection per order: which of two orders released at one instant
+	// gets a pooled connection is a scheduling race no seed controls.
+	req.Close = true
+	if w.s.Tokens == simbroker.TokensChecked {
+		// Without library support for tokens, the best a client can do: the
+		// generation it believes is active (+1, tokens are positive).
+		_, gen := w.path.Active()
+		req.Header.Set(simbroker.TokenHeader, strconv.FormatUint(gen+1, 10))
+	}
+	w.mu.Lock()
+	rec := w.orders[id]
+	if rec == nil {
+		rec = &orderRec{id: id, limit: limit, first: time.Now()}
+		w.orders[id] = rec
+	}
+	rec.start = time.Now()
+	w.mu.Unlock()
+	resp, err := w.hc.Do(req)
+	now := time.Now()
+	var line string
+	w.mu.Lock()
+	rec.end = now
+	var uo *rest.UnknownOutcomeError
+	switch {
+	case errors.As(err, &uo):
+		rec.outcome, rec.ticketGn = "unknown", uo.Generation
+		line = fmt.Sprintf("order %s unknown on %s gen=%d", id, uo.Endpoint, uo.Generation)
+	case errors.Is(err, pathdialer.ErrTradingHalted):
+		rec.outcome = "halted"
+	case err != nil:
+		rec.outcome = "not-sent"
+	default:
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		rec.code = resp.StatusCode
+		rec.region = resp.Header.Get("X-Region")
+		if resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK {
+			rec.outcome = "acked"
+			// Where the order is booked is the order's region, not the
+			// region that answered: a repeat answered 200 by us may name an
+			// order booked through eu.
+			var o simbroker.Order
+			if json.Unmarshal(raw, &o) == nil && o.Region != "" {
+				rec.region = o.Region
+			}
+		} else {
+			rec.outcome = "rejected"
+			var e struct{ Code string }
+			_ = json.Unmarshal(raw, &e)
+			rec.errCode = e.Code
+		}
+		line = fmt.Sprintf("order %s %s %d %s %s", id, rec.outcome, rec.code, rec.region, rec.errCode)
+	}
+	if line == "" {
+		line = fmt.Sprintf("order %s %s", id, rec.outcome)
+	}
+	w.mu.Unlock()
+	w.tracef(now, "%s (sent at +%v)", line, rec.start.Sub(w.start))
+}
+
+func (w *world) close() {
+	if w.strm != nil {
+		_ = w.strm.Close()
+	}
+	if w.path != nil {
+		_ = w.path.Close()
+	}
+	if w.rt != nil {
+		w.rt.CloseIdleConnections()
+	}
+	if w.b != nil {
+		_ = w.b.Close()
+	}
+	if w.dc != nil {
+		w.dc.CloseIdleConnections()
+	}
+}

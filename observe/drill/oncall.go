@@ -1,0 +1,181 @@
+package drill
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// OnCall are the figures the report leads with: what the person on call asks
+// first about the run's first failover.
+type OnCall struct {
+	// Endpoint is the endpoint that went down; To the one flow moved to.
+	Endpoint, To string
+	// Detect: from the fault (or, without one, the first failed probe of
+	// Endpoint) until Endpoint was declared DOWN.
+	Detect time.Duration
+	// Switch: from DOWN until orders went to To.
+	Switch time.Duration
+	// Held: how long orders were held around that switch, as the Path
+	// measured it at release; HeldBecause every cause it gave, in order.
+	Held        time.Duration
+	HeldBecause []string
+	// DownAt, SwitchAt and ReleaseAt are relative to the run's start
+	// (NotMeasured: it did not happen).
+	DownAt, SwitchAt, ReleaseAt time.Duration
+	// Orders per transport, over the whole run.
+	Orders []TransportOrders
+	// Stream is what the market data consumer lost (nil: no stream).
+	Stream *StreamSeen
+}
+
+// TransportOrders counts one transport's orders by outcome.
+type TransportOrders struct {
+	Transport string
+	// Placed by the driver; Answered by the broker (accepted or rejected).
+	Placed, Answered int
+	// Refused: never left the process (trading halted, held past the
+	// caller's deadline, ticket expired).
+	Refused int
+	// Unknown: the caller was told the outcome was unknown.
+	Unknown int
+	// Checked: orders handed to reconciliation (unknown, or in flight at a
+	// switch); Settled what the broker said about them, by fate.
+	Checked int
+	Settled map[string]int
+}
+
+func onCall(in Input) OnCall {
+	oc := OnCall{Detect: NotMeasured, Switch: NotMeasured, Held: NotMeasured,
+		DownAt: NotMeasured, SwitchAt: NotMeasured, ReleaseAt: NotMeasured, Stream: in.Stream}
+	var firstFail, down time.Time
+	for _, e := range in.Events {
+		if !in.FaultAt.IsZero() && e.Time.Before(in.FaultAt) {
+			continue
+		}
+		if in.Primary != "" && e.Endpoint != in.Primary && e.Kind != pathdialer.EventSwitch {
+			continue
+		}
+		if e.Kind == pathdialer.EventProbe && (e.Err != nil || e.Error != "") && firstFail.IsZero() {
+			firstFail = e.Time
+		}
+		if e.Kind == pathdialer.EventStateChange && e.State == engine.Down {
+			down, oc.Endpoint = e.Time, e.Endpoint
+			break
+		}
+	}
+	if !down.IsZero() {
+		oc.DownAt = in.rel(down)
+		from := in.FaultAt
+		if from.IsZero() {
+			from = firstFail
+		}
+		if !from.IsZero() {
+			oc.Detect = down.Sub(from)
+		}
+		switched := false
+		var fenceStart, recStart time.Time
+		var fenceTook, recTook time.Duration
+		recOrders, recFailures, recFailed := 0, 0, []string{}
+		for _, e := range in.Events {
+			if e.Time.Before(down) {
+				continue
+			}
+			switch e.Kind {
+			case pathdialer.EventFenceStart:
+				if fenceStart.IsZero() {
+					fenceStart = e.Time
+				}
+			case pathdialer.EventFenceSuccess:
+				if !fenceStart.IsZero() && fenceTook == 0 {
+					fenceTook = max(e.Time.Sub(fenceStart), time.Nanosecond)
+				}
+			case pathdialer.EventReconcileStart:
+				if switched && recStart.IsZero() {
+					recStart, recOrders = e.Time, len(e.Tickets)
+				}
+			case pathdialer.EventReconcileFailure:
+				if switched {
+					recFailures++
+				}
+				if msg := redact(e.Error); switched && msg != "" && !slices.Contains(recFailed, msg) {
+					recFailed = append(recFailed, msg)
+				}
+			case pathdialer.EventReconcileSuccess:
+				if !recStart.IsZero() && recTook == 0 {
+					recTook = max(e.Time.Sub(recStart), time.Nanosecond)
+				}
+			}
+			switch e.Kind {
+			case pathdialer.EventHold, pathdialer.EventHalt:
+				if e.Cause != "" && !slices.Contains(oc.HeldBecause, redact(e.Cause)) {
+					oc.HeldBecause = append(oc.HeldBecause, redact(e.Cause))
+				}
+			case pathdialer.EventSwitch:
+				if !switched && e.From == oc.Endpoint {
+					switched, oc.To = true, e.To
+					oc.SwitchAt, oc.Switch = in.rel(e.Time), e.Time.Sub(down)
+				}
+			case pathdialer.EventRelease:
+				if switched && oc.ReleaseAt == NotMeasured {
+					oc.ReleaseAt, oc.Held = in.rel(e.Time), e.Duration
+				}
+			}
+			if oc.ReleaseAt != NotMeasured {
+				break
+			}
+		}
+		// Where the held time went.
+		if fenceTook > 0 {
+			oc.HeldBecause = append(oc.HeldBecause, "cutting "+oc.Endpoint+" off took "+ms(fenceTook))
+		}
+		if recTook > 0 {
+			why := fmt.Sprintf("checking %d order(s) with the broker on %s took %s", recOrders, orDash(oc.To), ms(recTook))
+			if recFailures > 0 {
+				why += fmt.Sprintf(" (%d failed attempt(s): %s)", recFailures, strings.Join(recFailed, "; "))
+			}
+			oc.HeldBecause = append(oc.HeldBecause, why)
+		}
+	}
+
+	byT := map[string]*TransportOrders{}
+	row := func(t string) *TransportOrders {
+		if byT[t] == nil {
+			byT[t] = &TransportOrders{Transport: t, Settled: map[string]int{}}
+		}
+		return byT[t]
+	}
+	for _, o := range in.Orders {
+		r := row(o.Transport)
+		r.Placed++
+		switch {
+		case o.NotSent && !o.Acked:
+			r.Refused++
+		case o.Acked:
+			r.Answered++
+		}
+		if o.Unknown {
+			r.Unknown++
+		}
+	}
+	for _, e := range in.Events {
+		switch e.Kind {
+		case pathdialer.EventReconcileSuccess:
+			for _, s := range e.Settlements {
+				r := row(s.Service)
+				r.Checked++
+				r.Settled[strings.ReplaceAll(strings.ToLower(s.Fate.String()), "_", " ")]++
+			}
+		}
+	}
+	for _, r := range byT {
+		oc.Orders = append(oc.Orders, *r)
+	}
+	sort.Slice(oc.Orders, func(i, j int) bool { return oc.Orders[i].Transport < oc.Orders[j].Transport })
+	return oc
+}

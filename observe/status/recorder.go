@@ -1,0 +1,237 @@
+package status
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// maxIncidents is how many switches (and halts) a Recorder remembers.
+const maxIncidents = 20
+
+// Recorder remembers, from a Path's events, what one Snapshot cannot tell:
+// for every switch or halt, when the trouble was first seen (the first failed
+// probe), when the endpoint was declared down, when orders were held and why,
+// when the switch happened and when orders flowed again; and, per transport,
+// how many orders were handed to reconciliation and what it found.
+//
+// Chain OnEvent into pathdialer.Config.OnEvent (observe.Tee fans one hook
+// out) and pass the Recorder in Options.Recorder. It keeps the last 20
+// incidents and no client order ID; it is safe for concurrent use.
+type Recorder struct {
+	mu        sync.Mutex
+	firstFail map[string]time.Time // endpoint → first failed probe of its current failure streak
+	downAt    map[string]time.Time // endpoint → when it was last declared DOWN
+	cur       *incident            // the switch or halt not yet released
+	done      []incident           // oldest first, at most maxIncidents
+	handed    map[string]int       // service → orders handed to reconciliation
+	settled   map[string]map[string]int
+	failback  *engine.Decision // the last failback verdict
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{firstFail: map[string]time.Time{}, downAt: map[string]time.Time{},
+		handed: map[string]int{}, settled: map[string]map[string]int{}}
+}
+
+// incident is one switch (or halt) from the first sign of it to the release.
+type incident struct {
+	From, To   string
+	Failback   bool
+	TroubleAt  time.Time // first failed probe of From in the streak that took it down
+	DownAt     time.Time // From declared DOWN
+	DecidedAt  time.Time // first decision of the incident
+	HeldAt     time.Time // orders held (or halted) first
+	SwitchedAt time.Time
+	ReleasedAt time.Time
+	Held       time.Duration // as the Path measured it at release
+	Causes     []string      // why orders were held or halted, each once, in order
+	FenceAt    time.Time     // first fence attempt
+	FenceTook  time.Duration // first fence attempt → fence confirmed
+	RecAt      time.Time     // first reconciliation after the switch
+	RecTook    time.Duration // → its success
+	RecOrders  int
+	RecFailed  int
+	RecErrors  []string // distinct reconcile errors
+	Halted     bool
+	Handed     map[string]int            // service → orders handed to reconciliation
+	Settled    map[string]map[string]int // service → fate → orders
+}
+
+// OnEvent records one event. It never blocks on anything but the Recorder's
+// own lock.
+func (r *Recorder) OnEvent(e pathdialer.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Kind {
+	case pathdialer.EventProbe:
+		if e.Err == nil && e.Error == "" {
+			delete(r.firstFail, e.Endpoint)
+		} else if _, ok := r.firstFail[e.Endpoint]; !ok {
+			r.firstFail[e.Endpoint] = e.Time
+		}
+	case pathdialer.EventStateChange:
+		if e.State == engine.Down {
+			r.downAt[e.Endpoint] = e.Time
+		}
+	case pathdialer.EventDecision:
+		if e.Decision == nil {
+			return
+		}
+		d := *e.Decision
+		if d.Failback && d.Outcome != engine.FenceRequired && d.Outcome != engine.Switched {
+			r.failback = &d
+			return
+		}
+		in := r.open(e.Time, d.From)
+		if in.To == "" {
+			in.To, in.Failback = d.To, d.Failback
+		}
+		if in.DecidedAt.IsZero() {
+			in.DecidedAt = e.Time
+		}
+		if d.Failback {
+			r.failback = &d
+		}
+	case pathdialer.EventHold, pathdialer.EventHalt:
+		in := r.open(e.Time, e.Endpoint)
+		if in.HeldAt.IsZero() {
+			in.HeldAt = e.Time
+		}
+		in.Halted = in.Halted || e.Kind == pathdialer.EventHalt
+		if e.Cause != "" && !slices.Contains(in.Causes, e.Cause) {
+			in.Causes = append(in.Causes, e.Cause)
+		}
+	case pathdialer.EventFenceStart:
+		if r.cur != nil && r.cur.FenceAt.IsZero() {
+			r.cur.FenceAt = e.Time
+		}
+	case pathdialer.EventFenceSuccess:
+		if r.cur != nil && !r.cur.FenceAt.IsZero() && r.cur.FenceTook == 0 {
+			r.cur.FenceTook = max(e.Time.Sub(r.cur.FenceAt), time.Nanosecond)
+		}
+	case pathdialer.EventReconcileFailure:
+		if r.cur != nil {
+			r.cur.RecFailed++
+			if e.Error != "" && !slices.Contains(r.cur.RecErrors, e.Error) && len(r.cur.RecErrors) < 5 {
+				r.cur.RecErrors = append(r.cur.RecErrors, e.Error)
+			}
+		}
+	case pathdialer.EventSwitch:
+		in := r.open(e.Time, e.From)
+		in.To, in.SwitchedAt = e.To, e.Time
+	case pathdialer.EventReconcileStart:
+		if r.cur == nil {
+			return // settling unknown outcomes in place: no incident
+		}
+		if r.cur.RecAt.IsZero() {
+			r.cur.RecAt, r.cur.RecOrders = e.Time, len(e.Tickets)
+		}
+		for _, t := range e.Tickets {
+			if r.cur.Handed == nil {
+				r.cur.Handed = map[string]int{}
+			}
+			r.cur.Handed[t.Service]++
+			r.handed[t.Service]++
+		}
+	case pathdialer.EventReconcileSuccess:
+		if r.cur != nil && !r.cur.RecAt.IsZero() && r.cur.RecTook == 0 {
+			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), time.Nanosecond)
+		}
+		for _, s := range e.Settlements {
+			add(r.settled, s.Service, fateKey(s.Fate))
+			if r.cur != nil {
+				if r.cur.Settled == nil {
+					r.cur.Settled = map[string]map[string]int{}
+				}
+				add(r.cur.Settled, s.Service, fateKey(s.Fate))
+			}
+		}
+		if r.cur == nil {
+			for _, s := range e.Settlements {
+				r.handed[s.Service]++
+			}
+		}
+	case pathdialer.EventRelease:
+		if r.cur == nil {
+			return
+		}
+		r.cur.ReleasedAt, r.cur.Held = e.Time, e.Duration
+		r.done = append(r.done, *r.cur)
+		if len(r.done) > maxIncidents {
+			r.done = r.done[len(r.done)-maxIncidents:]
+		}
+		r.cur = nil
+	}
+}
+
+// open returns the incident in progress, starting one that leaves from.
+func (r *Recorder) open(at time.Time, from string) *incident {
+	if r.cur != nil {
+		return r.cur
+	}
+	in := &incident{From: from}
+	if down, ok := r.downAt[from]; ok && !down.After(at) && at.Sub(down) < time.Minute {
+		in.DownAt = down
+		if t, ok := r.firstFail[from]; ok && !t.After(down) {
+			in.TroubleAt = t
+		}
+	}
+	r.cur = in
+	return in
+}
+
+// view copies what the handler needs.
+func (r *Recorder) view() (incidents []incident, open *incident, handed map[string]int, settled map[string]map[string]int, failback *engine.Decision) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, in := range r.done {
+		incidents = append(incidents, in.clone())
+	}
+	if r.cur != nil {
+		c := r.cur.clone()
+		open = &c
+	}
+	handed = maps.Clone(r.handed)
+	settled = cloneCounts(r.settled)
+	if r.failback != nil {
+		d := *r.failback
+		failback = &d
+	}
+	return
+}
+
+func (in incident) clone() incident {
+	in.Causes = slices.Clone(in.Causes)
+	in.RecErrors = slices.Clone(in.RecErrors)
+	in.Handed = maps.Clone(in.Handed)
+	in.Settled = cloneCounts(in.Settled)
+	return in
+}
+
+func cloneCounts(m map[string]map[string]int) map[string]map[string]int {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]map[string]int, len(m))
+	for k, v := range m {
+		out[k] = maps.Clone(v)
+	}
+	return out
+}
+
+func add(m map[string]map[string]int, k, f string) {
+	if m[k] == nil {
+		m[k] = map[string]int{}
+	}
+	m[k][f]++
+}
+
+// fateKey is a fate as a JSON key: "filled", "not_received".
+func fateKey(f pathdialer.Fate) string { return strings.ToLower(f.String()) }

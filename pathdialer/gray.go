@@ -1,0 +1,153 @@
+package pathdialer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+)
+
+// Gray failures and broken probes. Probe results and live-traffic results
+// (Report) are counted apart by the engine (engine.Status.ProbeFailures and
+// TrafficFailures), so an order success never cancels probe failures and a
+// probe success never resets the count of failed orders. An endpoint taken
+// DOWN by live traffic while its probe passed is a gray failure: it comes back
+// on trade-path evidence (Config.TradePathCheck, run every probe round on such
+// an endpoint), or after engine.Config.GrayFailbackWait times the number of its
+// gray failures. A probe that has never succeeded, or fails while live traffic
+// succeeds, is reported as a broken probe (EventBrokenProbe,
+// EndpointSnapshot.BrokenProbe), not as the endpoint's health flapping.
+
+// record routes one result to the engine: probes as probe evidence, passive
+// reports as live-traffic evidence.
+func (p *Path) record(endpoint string, err error, latency time.Duration, passive bool) (engine.Status, error) {
+	if passive {
+		return p.eng.ObserveTraffic(endpoint, err, latency)
+	}
+	return p.eng.Observe(endpoint, err, latency)
+}
+
+// tradePathChecks runs Config.TradePathCheck, concurrently and bounded by
+// ProbeTimeout, on every endpoint in a gray failure.
+func (p *Path) tradePathChecks(ctx context.Context) {
+	if p.cfg.TradePathCheck == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, st := range p.eng.Statuses() {
+		if !st.GrayFailure {
+			continue
+		}
+		rt := p.eps[st.Endpoint.Name]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
+			defer cancel()
+			res := make(chan error, 1)
+			p.probeWG.Add(1)
+			go func() {
+				defer p.probeWG.Done()
+				res <- callProbe(cctx, p.cfg.TradePathCheck, rt.ep)
+			}()
+			var err error
+			select {
+			case err = <-res:
+				if err == nil && cctx.Err() != nil {
+					err = cctx.Err()
+				}
+			case <-cctx.Done():
+				err = cctx.Err()
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				err = fmt.Errorf("trade-path check of %q: %w", rt.ep.Name, err)
+			}
+			rt.obsMu.Lock()
+			st, oerr := p.eng.ObserveTradePath(rt.ep.Name, err)
+			if oerr == nil {
+				rt.state.Store(int32(st.State))
+			}
+			rt.obsMu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
+
+// noteEvidence announces, on change, broken probes and gray failures.
+func (p *Path) noteEvidence() {
+	gen := p.active.Load().gen
+	for _, st := range p.eng.Statuses() {
+		name := st.Endpoint.Name
+		p.adm.mu.Lock()
+		p.adm.init()
+		wasBroken, wasGray := p.adm.brokenProbe[name], p.adm.gray[name]
+		p.adm.brokenProbe[name], p.adm.gray[name] = st.BrokenProbe, st.GrayFailure
+		p.adm.mu.Unlock()
+		switch {
+		case st.BrokenProbe && !wasBroken:
+			cause := fmt.Sprintf("the probe of %q fails while live traffic on it succeeds (%d probe failures; last traffic success %v ago): the probe, not the endpoint, is suspect; last probe error: %v",
+				name, st.ProbeFailures, time.Since(st.LastTrafficSuccess).Round(time.Millisecond), st.LastProbeError)
+			if st.ProbeNeverSucceeded {
+				cause = fmt.Sprintf("the probe of %q has never succeeded (%d failures in a row): check its address and credentials; last error: %v", name, st.ProbeFailures, st.LastProbeError)
+			}
+			p.events.emit(Event{Kind: EventBrokenProbe, Endpoint: name, Generation: gen, Err: st.LastProbeError, Cause: cause})
+		case !st.BrokenProbe && wasBroken:
+			p.events.emit(Event{Kind: EventBrokenProbe, Endpoint: name, Generation: gen, Cause: fmt.Sprintf("the probe of %q agrees with live traffic again", name)})
+		}
+		switch {
+		case st.GrayFailure && !wasGray:
+			how := "no TradePathCheck is configured: it waits"
+			if p.cfg.TradePathCheck != nil {
+				how = "TradePathCheck runs every probe round; without a success it waits"
+			}
+			p.events.emit(Event{Kind: EventGray, Endpoint: name, Generation: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
+				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe successes alone do not bring it back; %s until %s (%v)",
+				name, st.GrayFailures, how, st.GrayWaitUntil.Format(time.RFC3339), time.Until(st.GrayWaitUntil).Round(time.Second))})
+		case !st.GrayFailure && wasGray:
+			p.events.emit(Event{Kind: EventGray, Endpoint: name, Generation: gen, Cause: fmt.Sprintf("%q is back from its gray failure (%v)", name, st.State)})
+		}
+	}
+}
+
+// EndpointEvidence is what the engine knows about an endpoint's evidence, as
+// shown in a Snapshot: probe and live-traffic failures counted apart, a broken
+// probe, a gray failure and its wait, bounces and the failback cooldown they
+// set.
+type EndpointEvidence struct {
+	// ProbeFailures and TrafficFailures: consecutive failures of each kind.
+	ProbeFailures   int `json:"probe_failures"`
+	TrafficFailures int `json:"traffic_failures"`
+	// BrokenProbe: the probe has never succeeded, or fails while live traffic
+	// succeeds. ProbeNeverSucceeded says which.
+	BrokenProbe         bool `json:"broken_probe"`
+	ProbeNeverSucceeded bool `json:"probe_never_succeeded"`
+	// GrayFailure: DOWN on live-traffic evidence while its probe passed; it
+	// needs trade-path evidence, or waits until GrayWaitUntil.
+	GrayFailure   bool      `json:"gray_failure"`
+	GrayWaitUntil time.Time `json:"gray_wait_until"`
+	GrayFailures  int       `json:"gray_failures"`
+	// Bounces: failovers within engine.Config.BounceWindow of a failback to
+	// it; FailbackCooldown the cooldown they set for a failback to it.
+	Bounces          int           `json:"bounces"`
+	FailbackCooldown time.Duration `json:"failback_cooldown"`
+	// VerificationExpired: verified once, longer ago than
+	// engine.Config.VerificationMaxAge.
+	VerificationExpired bool `json:"verification_expired"`
+	// Jurisdiction as the engine sees it.
+	EngineJurisdiction string `json:"engine_jurisdiction,omitempty"`
+}
+
+func evidenceOf(st engine.Status) EndpointEvidence {
+	return EndpointEvidence{
+		ProbeFailures: st.ProbeFailures, TrafficFailures: st.TrafficFailures,
+		BrokenProbe: st.BrokenProbe, ProbeNeverSucceeded: st.ProbeNeverSucceeded,
+		GrayFailure: st.GrayFailure, GrayWaitUntil: st.GrayWaitUntil, GrayFailures: st.GrayFailures,
+		Bounces: st.Bounces, FailbackCooldown: st.FailbackCooldown,
+		VerificationExpired: st.VerificationExpired, EngineJurisdiction: st.Jurisdiction,
+	}
+}

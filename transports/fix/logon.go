@@ -1,0 +1,171 @@
+package fix
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+var logoutMark = []byte("\x0135=5\x01")
+
+// sawIncoming reads the text of a Logout answering our Logon (quickfix does
+// not hand such a Logout to the application).
+func (in *Initiator) sawIncoming(sid quickfix.SessionID, b []byte) {
+	if !bytes.Contains(b, logoutMark) {
+		return
+	}
+	s := in.sessions[sid]
+	if s == nil {
+		return
+	}
+	m := quickfix.NewMessage()
+	if err := quickfix.ParseMessage(m, bytes.NewBuffer(append([]byte(nil), b...))); err != nil {
+		return
+	}
+	text, _ := m.Body.GetString(tagText)
+	s.mu.Lock()
+	if s.attempting && s.cause == 0 {
+		s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+text
+	}
+	s.mu.Unlock()
+}
+
+// haltErr returns the session's logon halt, if any.
+func (s *sessionState) haltErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.halted
+}
+
+// beforeDial runs in the session's relay before every connection to the
+// broker. It concludes the previous logon attempt (failed if quickfix sent a
+// Logon that was never accepted), reports the diagnosis, waits the backoff
+// (full jitter) and, while logons are halted, waits for Resume. It returns an
+// error only when ctx ends.
+func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) error {
+	s := in.sessions[sid]
+	if s == nil {
+		return nil
+	}
+	active, _ := in.path.Active()
+	var events []Event
+	var wait time.Duration
+	s.mu.Lock()
+	if s.failOn != active.Name {
+		// Another endpoint: earlier failures say nothing about this one, and a
+		// halt decided there is lifted (it is decided again here if need be).
+		s.failures, s.failOn = 0, active.Name
+		if s.halted != nil {
+			s.halted = nil
+			close(s.resume)
+			s.resume = make(chan struct{})
+			s.notify()
+			events = append(events, Event{Kind: EventLogonResumed, Session: sid, Endpoint: active.Name,
+				Detail: "the path moved to another endpoint: trying its logon"})
+		}
+	}
+	if s.attempting && s.attemptOn != active.Name {
+		// The pending Logon went to an endpoint the path has left (a switch
+		// cut it): it says nothing about this one, and costs no backoff.
+		s.attempting = false
+	}
+	if s.attempting {
+		s.attempting = false
+		s.failures++
+		cause, detail := s.cause, s.causeDetail
+		if cause == 0 {
+			cause, detail = LogonNoAnswer, "the connection ended before the counterparty accepted the Logon"
+		}
+		b := in.opts.LogonBackoff
+		ceil := b.Initial
+		for i := 1; i < s.failures && ceil < b.Max; i++ {
+			ceil *= 2
+		}
+		ceil = min(ceil, b.Max)
+		wait = rand.N(ceil + 1) // full jitter: uniform in [0, ceil]
+		events = append(events, Event{Kind: EventLogonFailed, Session: sid, Endpoint: active.Name, Cause: cause,
+			Attempt: s.failures, Backoff: wait, Detail: detail + "; " + cause.advice(in.opts.Sequence)})
+		// Halt only on a refusal the counterparty explained (sequence numbers,
+		// credentials, a Logout): that is configuration, and retrying cannot
+		// fix it. Silence keeps backing off: the Path's probes judge health.
+		if in.opts.LogonFailureLimit > 0 && s.failures >= in.opts.LogonFailureLimit && s.halted == nil && cause != LogonNoAnswer {
+			s.halted = fmt.Errorf("%w (%w): session %v on endpoint %q: %d consecutive logons failed, the last with %s (%s); %s; fix it, then call Initiator.Resume",
+				ErrLogonHalted, pathdialer.ErrTradingHalted, sid, active.Name, s.failures, cause, detail, cause.advice(in.opts.Sequence))
+			s.notify() // SendOrder waiting for a logon gives up
+			events = append(events, Event{Kind: EventLogonHalted, Session: sid, Endpoint: active.Name, Cause: cause,
+				Attempt: s.failures, Detail: s.halted.Error()})
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range events {
+		in.emit(e)
+	}
+	if wait > 0 {
+		// A switch ends the wait: the backoff was earned on the old endpoint.
+		moved := in.path.ActiveChanged()
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-moved:
+			t.Stop()
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	pathClosed := false
+	for {
+		var moved <-chan struct{}
+		if !pathClosed {
+			moved = in.path.ActiveChanged() // before reading Active: no lost wake-up
+		}
+		if a, _ := in.path.Active(); a.Name != active.Name {
+			return in.beforeDial(ctx, sid) // lifts a halt decided on the old endpoint
+		}
+		s.mu.Lock()
+		halted, resume := s.halted, s.resume
+		s.mu.Unlock()
+		if halted == nil {
+			return nil
+		}
+		select { // no connection to the broker at all while halted
+		case <-resume:
+		case <-moved:
+			if in.path.ActiveChanged() == moved {
+				pathClosed = true // closed, not switched: it will not move again
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Resume clears a logon halt (ErrLogonHalted) on every session: they
+// reconnect at once and SendOrder accepts orders again. It does nothing when
+// no session is halted.
+func (in *Initiator) Resume() error {
+	if in == nil {
+		return ErrNoInitiator
+	}
+	for sid, s := range in.sessions {
+		s.mu.Lock()
+		was := s.halted != nil
+		if was {
+			s.halted, s.failures, s.attempting = nil, 0, false
+			close(s.resume)
+			s.resume = make(chan struct{})
+			s.notify()
+		}
+		s.mu.Unlock()
+		if was {
+			in.emit(Event{Kind: EventLogonResumed, Session: sid})
+		}
+	}
+	return nil
+}
