@@ -149,20 +149,26 @@ bench-rest:
 # --- end bench-rest ---
 
 # --- chaos ---
-# chaos: the long randomized run (integration/chaos): 5,000 orders over REST,
-# FIX and a WebSocket stream against a three-region simulated broker while a
-# seeded schedule of 50 random faults runs. A fresh seed is printed first;
-# replay one with `make chaos SEED=n`. Not part of `make test`.
+# chaos: the randomized run (integration/chaos) over a matrix of simulated-
+# broker policies: REST, FIX and a WebSocket stream against a three-region
+# simulated broker while a seeded schedule of random faults runs, the same
+# schedule once per policy (book deduplication none / open-only / across,
+# broker-side fence none / enforced, fencing tokens off / checked). It prints
+# one table: per policy, orders, faults, duplicates, losses, two-live-path
+# orders, late landings (reported / unreported), halts. A fresh seed is
+# printed first; replay one with `make chaos SEED=n`; one cell with
+# CHAOS_POLICIES='dedup=none,fence=enforced'. Not part of `make test`.
 # integration: only the end-to-end tests (they also run in `make test`).
-SEED          ?= 0
-CHAOS_ORDERS  ?= 5000
-CHAOS_FAULTS  ?= 50
+SEED           ?= 0
+CHAOS_ORDERS   ?= 2000
+CHAOS_FAULTS   ?= 30
+CHAOS_POLICIES ?= matrix
 
 .PHONY: chaos integration
 chaos:
 	@seed=$(SEED); if [ "$$seed" = "0" ]; then seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); fi; \
 	echo "make chaos: seed $$seed"; \
-	$(GO) run ./integration/chaos -seed $$seed -orders $(CHAOS_ORDERS) -faults $(CHAOS_FAULTS)
+	$(GO) run ./integration/chaos -seed $$seed -orders $(CHAOS_ORDERS) -faults $(CHAOS_FAULTS) -policies '$(CHAOS_POLICIES)'
 
 integration:
 	$(GO) test -race -count=1 -timeout 5m ./integration/...

@@ -1,16 +1,24 @@
 // Package integration holds brokerpath's end-to-end tests: one test per fault
 // kind of internal/orderflow (plus the monitor-only partition), each against
 // its own simulated broker (real quickfix acceptor, gorilla WebSocket server,
-// net/http HTTP/2 server behind faultnet relays), asserting the invariants
-// through the broker's audit:
+// net/http HTTP/2 server behind faultnet relays). Each run ends with
+// orderflow's checker (CheckHistory), which takes the broker's audit as the
+// truth and checks ten numbered invariants — among them no order booked
+// twice, none lost, never two live paths, every late landing reported and
+// none after a final NOT_RECEIVED, the client's record matching the book —
+// and the tests assert the same from the audit directly where they can.
 //
-//   - no duplicate order (the audit books every client order ID at most once);
-//   - no lost order (every order sent was acknowledged or settled by reconcile);
-//   - no order accepted through the old region after its fence;
-//   - halt exactly when no target is eligible;
-//   - the WebSocket handler saw every sequence number once and in order;
-//   - FIX sequence numbers continuous.
+// The long randomized run lives in integration/chaos (make chaos): one
+// seeded fault schedule run once per broker policy of a matrix, one table.
+// Its fault schedule generator is integration/chaos/plan.
 //
-// The long randomized run lives in integration/chaos (make chaos); its fault
-// schedule generator is integration/chaos/plan.
+// What a seed fixes and what it does not: the seed fixes the fault schedule
+// (which faults, on which regions and services, when and for how long; the
+// digest printed first proves it) and the simulated broker's prices. It
+// cannot fix what real sockets and goroutines decide: which orders are on
+// the wire when a fault begins, how many are held by a blackholed relay,
+// whether a probe on a loaded machine times out (a halt, an extra switch),
+// how many orders are refused while held. So orders, halts, late landings and
+// not-sent counts vary from run to run of one seed; the invariants must not:
+// a violation count other than 0 is a finding whatever the run.
 package integration

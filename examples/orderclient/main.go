@@ -108,6 +108,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 // run is the whole demo; it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // -h: the usage was printed, as asked
+	}
 	if err != nil {
 		return 2
 	}

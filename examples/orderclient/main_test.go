@@ -13,8 +13,13 @@ import (
 )
 
 func testOptions(fault string) options {
+	// Demo timing made tolerant of a loaded machine (-race, other tests):
+	// a 170 ms probe timeout instead of 110 ms, failback after 3 successes.
 	tm := orderflow.DefaultTiming()
 	tm.Cooldown = 2 * time.Second
+	tm.ProbeInterval, tm.ProbeTimeout = 200*time.Millisecond, 170*time.Millisecond
+	tm.MaxHealthAge = 1500 * time.Millisecond
+	tm.FailbackSuccessThreshold = 3
 	return options{fault: fault, seed: 7, phase: 1500 * time.Millisecond, timing: &tm, apiKey: "demo-secret-key-0123456789"}
 }
 
@@ -52,8 +57,23 @@ func runDemo(t *testing.T, fault string, want ...string) string {
 }
 
 func TestDemoBlackhole(t *testing.T) {
-	runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE: submissions flow on us",
-		"stream px.EURUSD resumed on us", "FIX session logged on through us", "failback refused", "SWITCHED us → eu", "RESULT: OK")
+	out := runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE: submissions flow on us",
+		"stream px.EURUSD resumed on us", "FIX session logged on through us", "failback refused", "SWITCHED us → eu", "RESULT: OK",
+		"held by: ", "I1  no order booked twice", "I5  the client's record")
+	// An incident report says each thing once.
+	timeline := out[:strings.Index(out, "SUMMARY")]
+	if n := strings.Count(timeline, "SWITCHED eu → us"); n != 1 {
+		t.Errorf("%d SWITCHED eu → us lines, want 1", n)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(timeline, "\n") {
+		if i := strings.Index(line, "finished late"); i >= 0 {
+			if seen[line[i-20:]] {
+				t.Errorf("late finish repeated: %s", line)
+			}
+			seen[line[i-20:]] = true
+		}
+	}
 }
 
 func TestDemoBoth(t *testing.T) {
@@ -70,6 +90,10 @@ func TestParseFlags(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"-report", "x.html", "-drill-clients", "-1"}, &bytes.Buffer{}, &errb); code != 2 {
 		t.Fatalf("negative -drill-clients: exit %d", code)
+	} // -h prints the usage and succeeds: the user asked for it.
+	errb.Reset()
+	if code := run(context.Background(), []string{"-h"}, &bytes.Buffer{}, &errb); code != 0 || !strings.Contains(errb.String(), "-fault") {
+		t.Fatalf("-h: exit %d, usage %q", code, errb.String())
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,12 +78,24 @@ type OrderRecord struct {
 	Acked, Rejected bool
 	AckedAt         time.Time
 	AckEndpoint     string
-	// Settled: reconciliation found its fate.
-	Settled   bool
-	Fate      pathdialer.Fate
-	SettledAt time.Time
+	// BookedRegion is the region the broker's answer says booked the order
+	// (the REST answer's region; the region of the endpoint the FIX session
+	// was logged on through when the ExecutionReport arrived).
+	BookedRegion string
+	// Settled: reconciliation found its fate (the latest verdict: Fate at
+	// SettledAt; Provisional when it is a NOT_RECEIVED not yet final).
+	Settled     bool
+	Fate        pathdialer.Fate
+	SettledAt   time.Time
+	Provisional bool
 	// Resent counts sends after reconciliation found it NOT_RECEIVED.
 	Resent int
+	// Attempts are every send, the first placement included; Verdicts every
+	// fate the library reported, in order.
+	Attempts []Attempt
+	Verdicts []Verdict
+
+	resending bool // a re-send is on its way
 }
 
 // Answered reports whether the order's fate is known to the client.
@@ -114,7 +127,7 @@ type Client struct {
 	orders   map[string]*OrderRecord
 	ids      []string
 	lastRead string
-	reads    struct{ ok, failed int }
+	reads    struct{ ok, failed, streak int }
 	// refusedHalt counts orders refused at once by the current halt.
 	refusedHalt int
 }
@@ -167,6 +180,15 @@ func New(cfg Config) (*Client, error) {
 		// The broker drops the old session when we log on through the new
 		// path: it fences for us.
 		pc.Engine.BrokerFences = true
+	} else if cfg.BrokerFence != nil {
+		// The broker's kill switch: after the local fence, the broker itself
+		// refuses the account's orders through the old region.
+		pc.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+			return cfg.BrokerFence(ctx, f.Endpoint.Region, true)
+		}
+		pc.Unfence = func(ctx context.Context, f pathdialer.Fence) error {
+			return cfg.BrokerFence(ctx, f.Endpoint.Region, false)
+		}
 	} else {
 		// Concurrent sessions: the broker does not fence, so nothing but this
 		// process's own fence stands between two live paths. It is the whole
@@ -174,6 +196,12 @@ func New(cfg Config) (*Client, error) {
 		pc.Fencer = pathdialer.LocalFenceOnly
 	}
 	pc.InflightGrace = t.InflightGrace
+	// A NOT_RECEIVED for an order sent through an endpoint the broker fenced
+	// is final at once; otherwise provisional until the quarantine's re-query.
+	pc.FenceAtBroker = cfg.BrokerFence != nil || cfg.SessionPolicy == PolicyOnePerCred
+	if t.Quarantine > 0 {
+		pc.Quarantine = t.Quarantine
+	}
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.ReconcileTimeout = t.ReconcileTimeout
@@ -186,15 +214,25 @@ func New(cfg Config) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, c.fixRec.Reconcile)
+		recs = append(recs, c.reconcileFIX)
 	}
 	pc.Reconciler = pathdialer.ReconcileAll(recs...)
+	// Each transport is reconciled and released on its own: a REST order
+	// does not wait for the FIX session to log on through the new endpoint.
+	pc.Reconcilers = map[string]pathdialer.ReconcileFunc{REST: c.reconcileREST}
+	if c.fixRec != nil {
+		pc.Reconcilers[FIX] = c.reconcileFIX
+	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
-	if c.rt, err = rest.NewTransport(c.path, rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}); err != nil {
+	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}
+	if cfg.FencingTokens {
+		ropts.TokenHeader = FencingTokenHeader
+	}
+	if c.rt, err = rest.NewTransport(c.path, ropts); err != nil {
 		return nil, err
 	}
 	c.http = &http.Client{Transport: c.rt}
@@ -279,11 +317,14 @@ func (c *Client) Start(ctx context.Context) error {
 	if c.cfg.RootCAs != nil && c.usesTLSForFIX() {
 		tlsCfg = &tls.Config{RootCAs: c.cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	}
-	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path,
-		fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
-			OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
-				c.rec.Note(Info, "fix", "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
-			}})
+	fopts := fix.Options{Sequence: seq, Reconciler: c.fixRec, TLSConfig: tlsCfg, Logger: c.cfg.Logger,
+		OnRefusedResend: func(_ quickfix.SessionID, id, _ string) {
+			c.rec.NoteOrder(Info, "fix", id, "broker asked for order %s again: gap-filled, never replayed (it goes to reconcile)", id)
+		}}
+	if c.cfg.FencingTokens {
+		fopts.TokenTag = FencingTokenTag
+	}
+	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path, fopts)
 	if err != nil {
 		return err
 	}
@@ -334,7 +375,7 @@ func (c *Client) refused(transport, id, why string) {
 	first := c.refusedHalt == 1
 	c.mu.Unlock()
 	if first {
-		c.rec.Note(Info, transport, "order %s refused at once: trading halted (ErrTradingHalted, no wait, nothing sent)", id)
+		c.rec.NoteOrder(Info, transport, id, "order %s refused at once: trading halted (ErrTradingHalted, no wait, nothing sent)", id)
 	}
 }
 
@@ -352,22 +393,53 @@ func (c *Client) Orders() []OrderRecord {
 	defer c.mu.Unlock()
 	out := make([]OrderRecord, 0, len(c.ids))
 	for _, id := range c.ids {
-		out = append(out, *c.orders[id])
+		r := *c.orders[id]
+		r.Attempts = append([]Attempt(nil), r.Attempts...)
+		r.Verdicts = append([]Verdict(nil), r.Verdicts...)
+		out = append(out, r)
 	}
 	return out
 }
 
-// Pending returns the IDs of orders sent whose fate the client does not know
-// yet (no answer, no settlement), sorted.
+// attempt records the start of a send of id.
+func (c *Client) attempt(id string, resend bool) {
+	now := time.Now()
+	c.update(id, func(r *OrderRecord) {
+		r.AttemptAt = now
+		r.Attempts = append(r.Attempts, Attempt{At: now, Resend: resend})
+	})
+}
+
+// sent marks id's latest attempt as having left (or possibly left) the process.
+func sentAttempt(r *OrderRecord) {
+	r.Sent, r.NotSent = true, ""
+	if n := len(r.Attempts); n > 0 {
+		r.Attempts[n-1].Sent = true
+	}
+}
+
+// Pending returns, sorted, the IDs of orders sent whose fate the client
+// does not know yet (no answer, no settlement) and of orders found
+// NOT_RECEIVED that are not answered yet (their verdict is provisional, or
+// their re-send is on its way).
 func (c *Client) Pending() []string {
 	var out []string
 	for _, o := range c.Orders() {
-		if o.Sent && !o.Answered() {
+		notReceived := o.Settled && o.Fate == pathdialer.FateNotReceived && !o.Acked && !o.Rejected
+		if o.Sent && !o.Answered() || notReceived {
 			out = append(out, o.ClOrdID)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// kickResend wakes the resender.
+func (c *Client) kickResend() {
+	select {
+	case c.resend <- struct{}{}:
+	default:
+	}
 }
 
 func (c *Client) spec(o OrderSpec) OrderSpec {
@@ -403,7 +475,7 @@ func (c *Client) Place(ctx context.Context, transport string, o OrderSpec) error
 	}
 	o = c.spec(o)
 	c.track(o, transport)
-	c.update(o.ClOrdID, func(r *OrderRecord) { r.AttemptAt = time.Now() })
+	c.attempt(o.ClOrdID, false)
 	switch transport {
 	case REST:
 		return c.placeREST(ctx, o)
@@ -447,8 +519,13 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	if err != nil {
 		var uo *rest.UnknownOutcomeError
 		if errors.As(err, &uo) {
-			c.update(o.ClOrdID, func(r *OrderRecord) { r.Sent, r.Unknown, r.NotSent = true, true, "" })
-			c.rec.Note(Info, "rest", "order %s: outcome UNKNOWN on %s (%s): handed to reconcile, never resent under a new ID", o.ClOrdID, uo.Endpoint, unknownWhy(uo))
+			c.update(o.ClOrdID, func(r *OrderRecord) {
+				sentAttempt(r)
+				// A new send of unknown fate supersedes an earlier verdict:
+				// reconcile judges it again.
+				r.Unknown, r.Settled, r.Provisional = true, false, false
+			})
+			c.rec.NoteOrder(Info, "rest", o.ClOrdID, "order %s: outcome UNKNOWN on %s (%s): handed to reconcile, never resent under a new ID", o.ClOrdID, uo.Endpoint, unknownWhy(uo))
 			return fmt.Errorf("%w: %s: %v", ErrUnknown, o.ClOrdID, rest.RedactError(err))
 		}
 		why := notSentWhy(err)
@@ -462,12 +539,15 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	var got restOrder
 	_ = json.Unmarshal(raw, &got)
 	ep := c.endpointOf(resp.Header.Get("X-Region"), got.Region)
+	c.update(o.ClOrdID, sentAttempt)
 	switch {
 	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
-		c.ack(o.ClOrdID, REST, ep, false)
+		// The body's region is where the order is booked (an order booked
+		// earlier and returned again keeps its region).
+		c.ack(o.ClOrdID, REST, ep, got.Region, false)
 		return nil
 	default:
-		c.ack(o.ClOrdID, REST, ep, true)
+		c.ack(o.ClOrdID, REST, ep, "", true)
 		return fmt.Errorf("%w: %s: HTTP %d", ErrRejected, o.ClOrdID, resp.StatusCode)
 	}
 }
@@ -490,6 +570,8 @@ func notSentWhy(err error) string {
 		return "held past its deadline"
 	case errors.Is(err, pathdialer.ErrClosed), errors.Is(err, context.Canceled):
 		return "client closing"
+	case errors.Is(err, pathdialer.ErrFenced):
+		return "its endpoint was fenced before it left"
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -512,7 +594,7 @@ func (c *Client) endpointOf(candidates ...string) string {
 
 // ack records an answer. The first acknowledgement on each endpoint per
 // transport is an Info note; the others are Debug.
-func (c *Client) ack(id, transport, endpoint string, rejected bool) {
+func (c *Client) ack(id, transport, endpoint, region string, rejected bool) {
 	c.mu.Lock()
 	r, ok := c.orders[id]
 	if !ok || r.Acked || r.Rejected {
@@ -532,6 +614,7 @@ func (c *Client) ack(id, transport, endpoint string, rejected bool) {
 		r.Rejected = true
 	} else {
 		r.Acked = true
+		r.BookedRegion = region
 	}
 	resent, settled, fate := r.Resent, r.Settled, r.Fate
 	c.mu.Unlock()
@@ -552,7 +635,7 @@ func (c *Client) ack(id, transport, endpoint string, rejected bool) {
 	} else if settled {
 		extra += fmt.Sprintf(" (late: reconcile had already found it %s)", fate)
 	}
-	c.rec.Note(level, transport, "order %s %s by %s%s", id, what, endpoint, extra)
+	c.rec.NoteOrder(level, transport, id, "order %s %s by %s%s", id, what, endpoint, extra)
 }
 
 // Account reads GET /v1/account (a read: never held, not gated).
@@ -564,33 +647,44 @@ func (c *Client) Account(ctx context.Context) (map[string]any, error) {
 		return nil, err
 	}
 	req.Header.Set(c.cfg.APIKeyHeader, c.cfg.APIKey)
+	readEP, _ := c.path.ReadEndpoint()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		c.readResult(false, "")
-		return nil, rest.RedactError(err)
+		err = rest.RedactError(err)
+		c.readResult(false, readEP.Name, shortErr(err))
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		c.readResult(false, "")
+		c.readResult(false, readEP.Name, fmt.Sprintf("HTTP %d", resp.StatusCode))
 		return nil, fmt.Errorf("orderflow: account: HTTP %d", resp.StatusCode)
 	}
 	var acct map[string]any
 	if err := json.NewDecoder(resp.Body).Decode(&acct); err != nil {
-		c.readResult(false, "")
+		c.readResult(false, readEP.Name, shortErr(err))
 		return nil, err
 	}
-	c.readResult(true, c.endpointOf(resp.Header.Get("X-Region")))
+	c.readResult(true, c.endpointOf(resp.Header.Get("X-Region")), "")
 	return acct, nil
 }
 
-func (c *Client) readResult(ok bool, endpoint string) {
+func (c *Client) readResult(ok bool, endpoint string, why string) {
 	c.mu.Lock()
 	if !ok {
 		c.reads.failed++
+		c.reads.streak++
+		first := c.reads.streak == 1
 		c.mu.Unlock()
+		if first {
+			c.rec.Note(Info, "rest", "account read failed on %s (%s): reads are never held, so a read sent to a failing endpoint fails", endpoint, why)
+		}
 		return
 	}
 	c.reads.ok++
+	if n := c.reads.streak; n > 0 {
+		c.reads.streak = 0
+		defer c.rec.Note(Info, "rest", "account reads ok again on %s (%d had failed)", endpoint, n)
+	}
 	changed := c.lastRead != "" && c.lastRead != endpoint
 	prev := c.lastRead
 	c.lastRead = endpoint
@@ -612,7 +706,14 @@ func (c *Client) Reads() (ok, failed int) {
 func (c *Client) onEvent(e pathdialer.Event) {
 	switch e.Kind {
 	case pathdialer.EventReconcileSuccess:
-		c.settle(e.Settlements)
+		source := "reconcile"
+		if e.Cause == pathdialer.ReasonRequery {
+			source = "re-query"
+		}
+		c.settle(e.Settlements, source, func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
+		c.kickResend() // a re-query may have made NOT_RECEIVED verdicts final
+	case pathdialer.EventLateLanding:
+		c.settle(e.Settlements, "late landing", func(*OrderRecord, pathdialer.Settlement) bool { return true })
 	case pathdialer.EventRelease:
 		c.mu.Lock()
 		n := c.refusedHalt
@@ -628,16 +729,52 @@ func (c *Client) onEvent(e pathdialer.Event) {
 	}
 }
 
-func (c *Client) settle(ss []pathdialer.Settlement) {
+func (c *Client) settle(ss []pathdialer.Settlement, source string, final func(*OrderRecord, pathdialer.Settlement) bool) {
 	now := time.Now()
 	c.mu.Lock()
 	for _, s := range ss {
 		if r, ok := c.orders[s.OrderID]; ok {
-			r.Settled, r.Fate, r.SettledAt = true, s.Fate, now
+			v := verdictOf(s, now, source)
+			v.Final = final(r, s)
+			r.Settled, r.Fate, r.SettledAt, r.Provisional = true, s.Fate, now, !v.Final
+			r.Verdicts = append(r.Verdicts, v)
 		}
 	}
 	c.mu.Unlock()
 }
+
+// verdictOf turns a settlement into a Verdict: the region is read from its
+// detail ("booked through eu").
+func verdictOf(s pathdialer.Settlement, at time.Time, source string) Verdict {
+	v := Verdict{At: at, Fate: s.Fate, Source: source}
+	if i := strings.Index(s.Detail, "booked through "); i >= 0 {
+		v.Region = strings.TrimRight(strings.Fields(s.Detail[i+len("booked through "):] + " ")[0], ";,.)")
+	}
+	return v
+}
+
+// mayResendLocked: the library's latest verdict on r is a final NOT_RECEIVED
+// (and, where the Path judged it, the Path agrees). c.mu is held.
+func (c *Client) mayResendLocked(r *OrderRecord) bool {
+	n := len(r.Verdicts)
+	if n == 0 || r.Verdicts[n-1].Fate != pathdialer.FateNotReceived || !r.Verdicts[n-1].Final {
+		return false
+	}
+	// Once per verdict, and not while a re-send is on its way.
+	if r.resending {
+		return false
+	}
+	for _, a := range r.Attempts {
+		if a.Sent && !a.At.Before(r.Verdicts[n-1].At) {
+			return false
+		}
+	}
+	return c.pathAllowsResend(r.ClOrdID, r.Verdicts[n-1].Source)
+}
+
+// maxResends bounds the re-sends of one order (each after its own final
+// NOT_RECEIVED verdict).
+const maxResends = 3
 
 // resender sends again, with the same client order ID and over the same
 // transport, every order reconciliation found NOT_RECEIVED, once flow has been
@@ -654,22 +791,25 @@ func (c *Client) resender() {
 		c.mu.Lock()
 		for _, id := range c.ids {
 			r := c.orders[id]
-			if r.Settled && r.Fate == pathdialer.FateNotReceived && !r.Acked && !r.Rejected && r.Resent == 0 {
+			if r.Settled && r.Fate == pathdialer.FateNotReceived && !r.Acked && !r.Rejected && r.Resent < maxResends && c.mayResendLocked(r) {
 				r.Resent++
+				r.resending = true
 				todo = append(todo, *r)
 			}
 		}
 		c.mu.Unlock()
 		for _, r := range todo {
-			c.rec.Note(Info, r.Transport, "re-sending %s (reconcile: NOT_RECEIVED) with the same client order ID", r.ClOrdID)
+			c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-sending %s (NOT_RECEIVED, final) with the same client order ID", r.ClOrdID)
+			c.attempt(r.ClOrdID, true)
 			var err error
 			if r.Transport == REST {
 				err = c.placeREST(c.ctx, r.Spec)
 			} else {
 				err = c.placeFIX(c.ctx, r.Spec)
 			}
+			c.update(r.ClOrdID, func(x *OrderRecord) { x.resending = false })
 			if err != nil && !errors.Is(err, ErrRejected) {
-				c.rec.Note(Info, r.Transport, "re-send of %s: %v", r.ClOrdID, err)
+				c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-send of %s: %v", r.ClOrdID, err)
 				if errors.Is(err, ErrNotSent) {
 					c.update(r.ClOrdID, func(x *OrderRecord) { x.Resent-- })
 				}
@@ -687,10 +827,19 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 	if len(tickets) == 0 {
 		return nil, nil
 	}
+	// Orders never settled, and those an earlier in-place reconcile found
+	// NOT_RECEIVED at least Quarantine ago: the order was sent on an endpoint
+	// nobody fenced, so a copy could still land; a second "not received"
+	// after the quarantine makes the verdict final.
 	var todo []pathdialer.TicketInfo
+	now := time.Now()
 	c.mu.Lock()
 	for _, t := range tickets {
-		if r, ok := c.orders[t.OrderID]; ok && !r.Answered() {
+		r, ok := c.orders[t.OrderID]
+		if !ok || r.Acked || r.Rejected {
+			continue
+		}
+		if !r.Settled || r.Provisional && r.Fate == pathdialer.FateNotReceived && now.Sub(r.SettledAt) >= c.cfg.Timing.Quarantine {
 			todo = append(todo, t)
 		}
 	}
@@ -711,7 +860,11 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 		c.rec.Note(Info, "client", "in-place reconcile of %d order(s) failed: %v", len(todo), err)
 		return all, err
 	}
-	c.settle(all)
+	// The Path does not judge an in-place reconcile: a NOT_RECEIVED is
+	// provisional the first time, final when found again after the quarantine.
+	c.settle(all, "in-place reconcile", func(r *OrderRecord, st pathdialer.Settlement) bool {
+		return st.Fate != pathdialer.FateNotReceived || r.Settled && r.Provisional && r.Fate == pathdialer.FateNotReceived
+	})
 	c.rec.Note(Info, "client", "in-place reconcile on %s (no switch): %s", active.Name, settlementList(all))
 	select {
 	case c.resend <- struct{}{}:
@@ -725,9 +878,36 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 // order's status, 404 → NOT_RECEIVED. Anything else fails the reconcile, so
 // the Path keeps holding and retries.
 func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	return c.reconcileBook(ctx, r, REST)
+}
+
+// reconcileFIX settles the "fix" tickets over the FIX session
+// (OrderStatusRequest), except on the Path's re-query of provisional
+// verdicts: the FIX reconciler has forgotten those orders' side and symbol
+// by then, and the account's one book answers for every order by its client
+// order ID through the REST lookup.
+func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	if r.Reason == pathdialer.ReasonRequery {
+		return c.reconcileBook(ctx, r, FIX)
+	}
+	ss, err := c.fixRec.Reconcile(ctx, r)
+	if err == nil {
+		return ss, nil
+	}
+	// The FIX session could not tell (an order it cannot ask about, a
+	// session not logged on yet): the account's book can, by client order ID.
+	if bs, berr := c.reconcileBook(ctx, r, FIX); berr == nil {
+		c.rec.Note(Info, "fix", "FIX reconcile could not settle every order (%s): settled through the account's order lookup instead", shortErr(err))
+		return bs, nil
+	}
+	return ss, err
+}
+
+// reconcileBook settles the tickets of service by GET /v1/orders/{id}.
+func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
 	for _, t := range r.Tickets {
-		if t.Service != REST {
+		if t.Service != service {
 			continue
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/v1/orders/"+url.PathEscape(t.OrderID), nil)
@@ -737,7 +917,7 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 		req.Header.Set(c.cfg.APIKeyHeader, c.cfg.APIKey)
 		resp, err := c.http.Do(req)
 		if err != nil {
-			return out, fmt.Errorf("rest reconcile %s: %w", t.OrderID, rest.RedactError(err))
+			return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, rest.RedactError(err))
 		}
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
@@ -745,7 +925,7 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 		case http.StatusOK:
 			var o restOrder
 			if err := json.Unmarshal(raw, &o); err != nil {
-				return out, fmt.Errorf("rest reconcile %s: %w", t.OrderID, err)
+				return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, err)
 			}
 			fate := pathdialer.FateUndetermined
 			switch o.Status {
@@ -759,13 +939,13 @@ func (c *Client) reconcileREST(ctx context.Context, r pathdialer.Reconciliation)
 				fate = pathdialer.FateRejected
 			}
 			if fate == pathdialer.FateUndetermined {
-				return out, fmt.Errorf("rest reconcile %s: unknown status %q", t.OrderID, o.Status)
+				return out, fmt.Errorf("orderflow: book lookup of %s: unknown status %q", t.OrderID, o.Status)
 			}
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: REST, Fate: fate, Detail: "booked through " + o.Region})
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: service, Fate: fate, Detail: "booked through " + o.Region})
 		case http.StatusNotFound:
-			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: REST, Fate: pathdialer.FateNotReceived})
+			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: service, Fate: pathdialer.FateNotReceived})
 		default:
-			return out, fmt.Errorf("rest reconcile %s: HTTP %d", t.OrderID, resp.StatusCode)
+			return out, fmt.Errorf("orderflow: book lookup of %s: HTTP %d", t.OrderID, resp.StatusCode)
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,13 @@ type Endpoint struct {
 	FIX string `json:"fix,omitempty"`
 }
 
+// Where Config.FencingTokens writes the token: the REST header and the FIX
+// tag (a user-defined tag number) the simulated broker reads.
+const (
+	FencingTokenHeader = "X-Fencing-Token"
+	FencingTokenTag    = 9901
+)
+
 // Sequence models (Config.Sequence) and session policies (Config.SessionPolicy).
 const (
 	SequenceContinue      = "continue"
@@ -59,8 +67,17 @@ type Timing struct {
 	DegradedLatency     time.Duration
 	MaxDegradedDuration time.Duration
 	InflightGrace       time.Duration
-	ReconcileTimeout    time.Duration
-	ReconcileAttempts   int
+	// Quarantine is how long a provisional NOT_RECEIVED (an order sent
+	// through an endpoint the broker did not fence) waits before the Path's
+	// re-query can make it final; until then the order is not re-sent. It
+	// must exceed the longest a copy written before the fence can be held
+	// on the way (3 s by default, for the demo's short faults; a run whose
+	// faults hold connections longer needs more: the chaos run uses twice
+	// its longest fault). Too short, and a broker without deduplication
+	// books the re-send and the late copy both (the checker's I1 and I4).
+	Quarantine        time.Duration
+	ReconcileTimeout  time.Duration
+	ReconcileAttempts int
 	// OrderTimeout bounds one order from Acquire to its answer (REST) or to
 	// its hand-off to quickfix (FIX).
 	OrderTimeout time.Duration
@@ -90,6 +107,7 @@ func DefaultTiming() Timing {
 		DegradedLatency:          0,
 		MaxDegradedDuration:      0,
 		InflightGrace:            200 * time.Millisecond,
+		Quarantine:               3 * time.Second,
 		ReconcileTimeout:         3 * time.Second,
 		ReconcileAttempts:        40,
 		OrderTimeout:             1 * time.Second,
@@ -129,6 +147,19 @@ type Config struct {
 	// pathdialer.LocalFenceOnly) or PolicyOnePerCred (the broker fences:
 	// engine BrokerFences).
 	SessionPolicy string
+	// BrokerFence, optional, is the broker's kill switch for this account:
+	// called with a region and true when the Path fences the endpoint of that
+	// region (after its local fence), with false when the endpoint becomes
+	// active again. With it the broker itself refuses orders that reach a
+	// fenced region, so a NOT_RECEIVED found for an order sent there is final
+	// at once (pathdialer's FenceAtBroker). Nil: the client fences only
+	// itself.
+	BrokerFence func(ctx context.Context, region string, fenced bool) error
+	// FencingTokens writes each order's fencing token (its ticket's
+	// generation) into the order: the REST header FencingTokenHeader and the
+	// FIX tag FencingTokenTag, for a broker that rejects a token lower than
+	// the highest it has seen.
+	FencingTokens bool
 	// Streams are the market data streams to subscribe to (none: no stream).
 	Streams []string
 	// Symbol traded by the demo orders (default EURUSD).
@@ -179,6 +210,16 @@ func FromSimBroker(b *simbroker.Broker) Config {
 		cfg.SessionPolicy = PolicyOnePerCred
 	}
 	cfg.Streams = append([]string(nil), bc.Streams...)
+	if bc.Fence == simbroker.FenceEnforced {
+		// The broker's kill switch for the account, per region.
+		cfg.BrokerFence = func(_ context.Context, region string, fenced bool) error {
+			if fenced {
+				return b.FenceRegion(region)
+			}
+			return b.UnfenceRegion(region)
+		}
+	}
+	cfg.FencingTokens = bc.Tokens == simbroker.TokensChecked
 	return cfg
 }
 
@@ -347,7 +388,7 @@ func applyTiming(t *Timing, m map[string]string) error {
 		"probe_interval": &t.ProbeInterval, "probe_timeout": &t.ProbeTimeout, "probe_jitter": &t.ProbeJitter,
 		"max_health_age": &t.MaxHealthAge, "cooldown": &t.Cooldown, "flap_window": &t.FlapWindow,
 		"degraded_latency": &t.DegradedLatency, "max_degraded_duration": &t.MaxDegradedDuration,
-		"inflight_grace": &t.InflightGrace, "reconcile_timeout": &t.ReconcileTimeout,
+		"inflight_grace": &t.InflightGrace, "quarantine": &t.Quarantine, "reconcile_timeout": &t.ReconcileTimeout,
 		"order_timeout": &t.OrderTimeout, "read_timeout": &t.ReadTimeout, "stream_backoff": &t.StreamBackoff,
 	}
 	ints := map[string]*int{

@@ -12,11 +12,17 @@
 //   - Recorder: every Path event with its time, and the client's own notes
 //     (order acknowledged, stream resumed at sequence N, FIX logon on region
 //     X), printed as a timeline with relative times.
-//   - Check: the invariants (no duplicate order, no lost order, no order
-//     accepted through the old region after its fence, halt exactly when no
-//     target is eligible, every price once and in order, FIX sequence numbers
-//     continuous) over the client's own records and, when there is one, the
-//     broker's audit. It returns a Summary.
+//   - History and CheckHistory: a run as recorded (the client's record of
+//     every order, each attempt and each verdict the library gave; the
+//     Path's events; stream and FIX counters; the broker's audit) and the
+//     checker that judges it with the broker's book as the truth, against
+//     ten numbered invariants: no order booked twice, none lost, never two
+//     live paths, late landings reported and never after a final
+//     NOT_RECEIVED, the client's record matching the book, repeated
+//     submissions explained, halt exactly when no target is eligible, every
+//     price once, FIX sequence numbers continuous, the scenario's
+//     expectations. Client.Check runs it on the Client's own History; tests
+//     feed it recorded histories with violations planted.
 //   - Scenario: a scripted fault (blackhole, down, 503, latency, partial,
 //     unknown-outcome, flapping, both) applied to every service of a region of
 //     the simulated broker, and its recovery.

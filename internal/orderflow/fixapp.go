@@ -182,8 +182,31 @@ func (c *Client) fixAnswer(id, execType, ordStatus string) {
 		// rejected.
 		return
 	}
-	ep, _ := c.path.Active()
-	c.ack(id, FIX, ep.Name, ordStatus == "8")
+	// The answer came over the session, which is logged on through one
+	// endpoint: that endpoint answered (and, for an acceptance, booked) it.
+	ep, ok := "", false
+	if c.in != nil {
+		ep, ok = c.in.LoggedOn(c.sid)
+	}
+	if !ok {
+		a, _ := c.path.Active()
+		ep = a.Name
+	}
+	// An answer may come over another endpoint than the order (the broker
+	// resends missed ExecutionReports after a logon through the new region):
+	// the order is booked where it was sent.
+	booked := ep
+	c.mu.Lock()
+	if r := c.orders[id]; r != nil {
+		for i := len(r.Attempts) - 1; i >= 0; i-- {
+			if r.Attempts[i].Sent && r.Attempts[i].Endpoint != "" {
+				booked = r.Attempts[i].Endpoint
+				break
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.ack(id, FIX, ep, c.regionOfEndpoint(booked), ordStatus == "8")
 }
 
 func (c *Client) placeFIX(ctx context.Context, o OrderSpec) error {
@@ -212,7 +235,15 @@ func (c *Client) placeFIX(ctx context.Context, o OrderSpec) error {
 	msg.Body.SetField(tag.TransactTime, quickfix.FIXUTCTimestamp{Time: time.Now()})
 	err := c.in.SendOrder(ctx, msg, c.sid)
 	if err == nil {
-		c.update(o.ClOrdID, func(r *OrderRecord) { r.Sent, r.NotSent = true, "" })
+		// The session is on one connection: the order goes (and, if booked,
+		// is booked) through the endpoint it is logged on through now.
+		ep, _ := c.in.LoggedOn(c.sid)
+		c.update(o.ClOrdID, func(r *OrderRecord) {
+			sentAttempt(r)
+			if n := len(r.Attempts); n > 0 {
+				r.Attempts[n-1].Endpoint = ep
+			}
+		})
 		return nil
 	}
 	why := notSentWhy(err)

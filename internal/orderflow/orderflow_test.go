@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
@@ -153,7 +154,9 @@ func TestBlackholeFailoverKeepsInvariants(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if p := c.Drain(ctx); len(p) > 0 {
-		t.Fatalf("pending after drain: %v", p)
+		var w bytes.Buffer
+		c.Recorder().WriteTimeline(&w, false)
+		t.Fatalf("pending after drain: %v\n%s", p, w.String())
 	}
 	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
 	var w bytes.Buffer
@@ -223,12 +226,73 @@ func TestTimelineFoldsRepeats(t *testing.T) {
 	var w bytes.Buffer
 	r.WriteTimeline(&w, false)
 	out := w.String()
-	for _, want := range []string{"eu probe FAILED", "probe ok again (5 probes had failed)", "repeated 2 more times"} {
+	for _, want := range []string{"eu probe FAILED", "probe ok again (5 probes had failed)", "repeated 2 more time(s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "hidden") || strings.Count(out, "FAILED") != 1 {
 		t.Errorf("not folded:\n%s", out)
+	}
+}
+
+// The timeline says each thing once: one SWITCHED per switch (not the
+// decision too), one late finish per order however often the transport
+// reports it, one line for the same note about several orders, and a
+// RELEASE that names what held the orders.
+func TestTimelineSaysEachThingOnce(t *testing.T) {
+	r := orderflow.NewRecorder()
+	// Events from 2 s ago to 0.5 s ahead: the notes, stamped now, fall
+	// inside the reconcile.
+	now := time.Now().Add(-2 * time.Second)
+	ev := func(ms int, e pathdialer.Event) {
+		e.Time = now.Add(time.Duration(ms) * time.Millisecond)
+		r.OnEvent(e)
+	}
+	ev(0, pathdialer.Event{Kind: pathdialer.EventHold, Cause: "fencing"})
+	ev(1, pathdialer.Event{Kind: pathdialer.EventFenceStart, Endpoint: "eu", Attempt: 1})
+	ev(2, pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Endpoint: "eu", Duration: time.Millisecond})
+	ev(3, pathdialer.Event{Kind: pathdialer.EventDecision, Decision: &engine.Decision{Outcome: engine.Switched, From: "eu", To: "us"}})
+	ev(3, pathdialer.Event{Kind: pathdialer.EventSwitch, From: "eu", To: "us", Generation: 1})
+	ev(4, pathdialer.Event{Kind: pathdialer.EventReconcileStart, From: "eu", To: "us"})
+	for i := range 3 {
+		for _, id := range []string{"F1", "F2"} {
+			ev(10+100*i, pathdialer.Event{Kind: pathdialer.EventLateTicket, Endpoint: "eu",
+				Cause: `order "` + id + `" finished (unknown: fix: session ended before the order was answered: order "` + id + `") after it was handed to reconciliation`})
+		}
+	}
+	for _, id := range []string{"R1", "R2", "R3"} {
+		r.NoteOrder(orderflow.Info, "rest", id, "order %s: outcome UNKNOWN on eu (cut): handed to reconcile", id)
+	}
+	r.Note(orderflow.Info, "fix", "FIX session logged on through us (logon #2)")
+	ev(2500, pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Duration: 2496 * time.Millisecond})
+	ev(2500, pathdialer.Event{Kind: pathdialer.EventRelease, Endpoint: "us", Duration: 2500 * time.Millisecond})
+	var w bytes.Buffer
+	r.WriteTimeline(&w, false)
+	out := w.String()
+	if n := strings.Count(out, "SWITCHED"); n != 1 {
+		t.Errorf("%d SWITCHED lines, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "finished late"); n != 1 || !strings.Contains(out, "orders F1 F2 (2) finished late") {
+		t.Errorf("late finishes not one line for F1 and F2:\n%s", out)
+	}
+	if !strings.Contains(out, "orders R1 R2 R3 (3): outcome UNKNOWN on eu") {
+		t.Errorf("UNKNOWN notes not folded:\n%s", out)
+	}
+	if !strings.Contains(out, "waiting for the FIX session to log on through us") || !strings.Contains(out, "orders held 2.50 s") {
+		t.Errorf("RELEASE does not name the hold's cause:\n%s", out)
+	}
+}
+
+// A 503 fault is described for a reader: how long, and Retry-After, never a
+// raw timestamp.
+func TestScenarioDescribes503ForAReader(t *testing.T) {
+	sc, err := orderflow.NewScenario("503", "eu", "us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sc.Describe()
+	if !strings.Contains(d, "503 (until recovered, Retry-After 1 s)") || strings.Contains(d, "until=") {
+		t.Errorf("503 described as %q", d)
 	}
 }

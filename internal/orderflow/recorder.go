@@ -1,8 +1,10 @@
 package orderflow
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +33,8 @@ type Entry struct {
 	Note   string
 	Source string
 	Level  NoteLevel
+	// Order is the client order ID a note is about ("" for none).
+	Order string
 }
 
 // Recorder keeps every Path event with its time (not only the last 64 that a
@@ -60,6 +64,14 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 func (r *Recorder) Note(level NoteLevel, source, format string, a ...any) {
 	r.mu.Lock()
 	r.entries = append(r.entries, Entry{Time: time.Now(), Note: fmt.Sprintf(format, a...), Source: source, Level: level})
+	r.mu.Unlock()
+}
+
+// NoteOrder records a client note about one order: the timeline folds the
+// same note about several orders into one line.
+func (r *Recorder) NoteOrder(level NoteLevel, source, order, format string, a ...any) {
+	r.mu.Lock()
+	r.entries = append(r.entries, Entry{Time: time.Now(), Note: fmt.Sprintf(format, a...), Source: source, Level: level, Order: order})
 	r.mu.Unlock()
 }
 
@@ -96,56 +108,218 @@ func (r *Recorder) Rel(t time.Time) string {
 	return fmt.Sprintf("+%6.3fs", t.Sub(r.start).Seconds())
 }
 
-// WriteTimeline prints the timeline. Unless verbose, successful probes, Debug
-// notes and repeated identical lines are folded: a run of failed probes of one
-// endpoint shows its first failure and a count; a run of identical decisions
-// (COOLDOWN_ACTIVE every probe round) shows its first and a count.
+// WriteTimeline prints the timeline, one line per thing that happened.
+// Unless verbose, it folds what would repeat: successful probes and Debug
+// notes are left out; a run of failed probes of one endpoint shows its first
+// failure and, when the endpoint answers again, a count; the same note about
+// several orders within a short span (outcome UNKNOWN, re-sending) is one line
+// listing the orders; a late finish of an order already handed to
+// reconciliation is shown once per order; a decision to switch is shown by
+// its SWITCHED line; and a RELEASE names what held the orders and for how
+// long.
 func (r *Recorder) WriteTimeline(w io.Writer, verbose bool) {
+	for _, l := range r.timeline(verbose) {
+		fmt.Fprintf(w, "%s  %s\n", r.Rel(l.t), l.text)
+	}
+}
+
+type tline struct {
+	t    time.Time
+	text string
+	// tmpl is text with the order ID replaced by {id}; id the order.
+	tmpl, id string
+}
+
+// foldWindow is how close in time notes about different orders must be to be
+// folded into one line.
+const foldWindow = 300 * time.Millisecond
+
+var quotedOrderRE = regexp.MustCompile(`order "[^"]*"`)
+
+var lateOrderRE = regexp.MustCompile(`order "([^"]+)" finished \((.*)\) after it was handed to reconciliation`)
+
+func (r *Recorder) timeline(verbose bool) []tline {
 	entries := r.Entries()
+	var lines []tline
+	add := func(t time.Time, source, text, id string) {
+		l := tline{t: t, text: fmt.Sprintf("%-9s %s", source, text)}
+		if id != "" && !verbose {
+			l.tmpl, l.id = strings.Replace(l.text, id, "{id}", 1), id
+		}
+		lines = append(lines, l)
+	}
 	failing := map[string]int{} // endpoint → failed probes since the first shown
-	var lastLine string
-	var repeat int
-	var repeatAt time.Time
-	flush := func() {
-		if repeat > 0 {
-			fmt.Fprintf(w, "%s   … repeated %d more times, until %s\n", strings.Repeat(" ", 8), repeat, r.Rel(repeatAt))
-			repeat = 0
-		}
-	}
-	emit := func(t time.Time, line string) {
-		if line == lastLine && !verbose {
-			repeat++
-			repeatAt = t
-			return
-		}
-		flush()
-		lastLine = line
-		fmt.Fprintf(w, "%s  %s\n", r.Rel(t), line)
-	}
+	lateSeen := map[string]bool{}
+	hc := holdCauses{}
 	for _, e := range entries {
 		if e.Event == nil {
 			if e.Level == Debug && !verbose {
 				continue
 			}
-			emit(e.Time, fmt.Sprintf("%-9s %s", e.Source, e.Note))
+			hc.note(e)
+			add(e.Time, e.Source, e.Note, e.Order)
 			continue
 		}
 		ev := *e.Event
-		if ev.Kind == pathdialer.EventProbe && !verbose {
+		hc.event(ev)
+		if verbose {
+			add(ev.Time, "path", describe(ev), "")
+			continue
+		}
+		switch ev.Kind {
+		case pathdialer.EventProbe:
 			if ev.Err != nil {
 				if failing[ev.Endpoint] == 0 {
-					emit(ev.Time, fmt.Sprintf("%-9s %s probe FAILED: %s", "monitor", ev.Endpoint, shortErr(ev.Err)))
+					add(ev.Time, "monitor", fmt.Sprintf("%s probe FAILED: %s", ev.Endpoint, shortErr(ev.Err)), "")
 				}
 				failing[ev.Endpoint]++
 			} else if n := failing[ev.Endpoint]; n > 0 {
 				failing[ev.Endpoint] = 0
-				emit(ev.Time, fmt.Sprintf("%-9s %s probe ok again (%d probes had failed)", "monitor", ev.Endpoint, n))
+				add(ev.Time, "monitor", fmt.Sprintf("%s probe ok again (%d probes had failed)", ev.Endpoint, n), "")
 			}
 			continue
+		case pathdialer.EventDecision:
+			if ev.Decision != nil && ev.Decision.Outcome == engine.Switched {
+				continue // the SWITCHED event says it, with the generation
+			}
+		case pathdialer.EventLateTicket:
+			m := lateOrderRE.FindStringSubmatch(ev.Cause)
+			if m == nil {
+				break
+			}
+			if ev.OrderID != "" {
+				m[1] = ev.OrderID
+			}
+			if lateSeen[m[1]] {
+				continue
+			}
+			lateSeen[m[1]] = true
+			why := quotedOrderRE.ReplaceAllString(m[2], "the order")
+			add(ev.Time, "path", fmt.Sprintf("order %s finished late on %s (%s), after it was handed to reconciliation: reconcile decides its fate", m[1], ev.Endpoint, shortErr(errors.New(why))), m[1])
+			continue
+		case pathdialer.EventRelease:
+			add(ev.Time, "path", describe(ev)+hc.explain(ev), "")
+			continue
 		}
-		emit(ev.Time, fmt.Sprintf("%-9s %s", "path", describe(ev)))
+		add(ev.Time, "path", describe(ev), "")
 	}
-	flush()
+	if verbose {
+		return lines
+	}
+	// Fold: the same line about several orders within foldWindow.
+	used := make([]bool, len(lines))
+	var out []tline
+	for i, l := range lines {
+		if used[i] {
+			continue
+		}
+		used[i] = true
+		if l.id == "" {
+			out = append(out, l)
+			continue
+		}
+		ids := []string{l.id}
+		for j := i + 1; j < len(lines) && lines[j].t.Sub(l.t) <= foldWindow; j++ {
+			if !used[j] && lines[j].tmpl == l.tmpl {
+				used[j] = true
+				ids = append(ids, lines[j].id)
+			}
+		}
+		if len(ids) == 1 {
+			out = append(out, l)
+			continue
+		}
+		list := idList(ids)
+		text := strings.Replace(l.tmpl, "order {id}", "orders "+list, 1)
+		text = strings.Replace(text, "{id}", list, 1)
+		out = append(out, tline{t: l.t, text: text})
+	}
+	// Identical consecutive lines: the first and a count.
+	var folded []tline
+	for i := 0; i < len(out); {
+		j := i + 1
+		for j < len(out) && out[j].text == out[i].text {
+			j++
+		}
+		folded = append(folded, out[i])
+		if n := j - i - 1; n > 0 {
+			folded = append(folded, tline{t: out[j-1].t, text: fmt.Sprintf("%-9s … the line above repeated %d more time(s), until %s", "", n, r.Rel(out[j-1].t))})
+		}
+		i = j
+	}
+	return folded
+}
+
+// idList renders order IDs: all of them up to 12, then a count.
+func idList(ids []string) string {
+	if len(ids) <= 12 {
+		return strings.Join(ids, " ") + fmt.Sprintf(" (%d)", len(ids))
+	}
+	return strings.Join(ids[:12], " ") + fmt.Sprintf(" … (%d in all)", len(ids))
+}
+
+// holdCauses follows a hold from its start to its release, to say on the
+// RELEASE line what held the orders: the fence, the reconcile, and within
+// the reconcile the wait for the FIX session to log on through the new
+// endpoint (the FIX reconciler asks the broker over that session).
+type holdCauses struct {
+	holdAt, fenceAt, fenceOK, reconAt, reconOK time.Time
+	fixLogon                                   map[string]time.Time // endpoint → latest logon
+}
+
+func (h *holdCauses) event(e pathdialer.Event) {
+	switch e.Kind {
+	case pathdialer.EventHold, pathdialer.EventHalt:
+		if h.holdAt.IsZero() {
+			h.holdAt = e.Time
+		}
+	case pathdialer.EventFenceStart:
+		if h.fenceAt.IsZero() {
+			h.fenceAt = e.Time
+		}
+	case pathdialer.EventFenceSuccess:
+		h.fenceOK = e.Time
+	case pathdialer.EventReconcileStart:
+		if h.reconAt.IsZero() || !h.reconOK.IsZero() {
+			h.reconAt, h.reconOK = e.Time, time.Time{}
+		}
+	case pathdialer.EventReconcileSuccess:
+		h.reconOK = e.Time
+	}
+}
+
+func (h *holdCauses) note(e Entry) {
+	const p = "FIX session logged on through "
+	if e.Source == "fix" && strings.HasPrefix(e.Note, p) {
+		if h.fixLogon == nil {
+			h.fixLogon = map[string]time.Time{}
+		}
+		h.fixLogon[strings.Fields(e.Note[len(p):])[0]] = e.Time
+	}
+}
+
+// explain returns " — held by: ..." for a release, and forgets the hold.
+func (h *holdCauses) explain(rel pathdialer.Event) string {
+	defer func() { *h = holdCauses{fixLogon: h.fixLogon} }()
+	var parts []string
+	if !h.fenceAt.IsZero() && !h.fenceOK.IsZero() && !h.fenceOK.Before(h.fenceAt) {
+		parts = append(parts, "fence "+human(h.fenceOK.Sub(h.fenceAt)))
+	}
+	if !h.reconAt.IsZero() && !h.reconOK.IsZero() && !h.reconOK.Before(h.reconAt) {
+		s := "reconcile " + human(h.reconOK.Sub(h.reconAt))
+		if at, ok := h.fixLogon[rel.Endpoint]; ok && at.After(h.reconAt) && !at.After(h.reconOK) && at.Sub(h.reconAt) >= 100*time.Millisecond {
+			s += fmt.Sprintf(", of which %s waiting for the FIX session to log on through %s (the FIX reconciler asks the broker over that session)",
+				human(at.Sub(h.reconAt)), rel.Endpoint)
+		}
+		parts = append(parts, s)
+	}
+	if !h.holdAt.IsZero() && h.reconAt.IsZero() && h.fenceAt.IsZero() {
+		parts = append(parts, "waiting for an eligible endpoint")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " — held by: " + strings.Join(parts, "; ")
 }
 
 // describe renders a Path event for a human.
@@ -186,19 +360,28 @@ func describe(e pathdialer.Event) string {
 	case pathdialer.EventFenceStart:
 		return fmt.Sprintf("fence %s: start (attempt %d)", e.Endpoint, e.Attempt)
 	case pathdialer.EventFenceSuccess:
-		return fmt.Sprintf("fence %s: OK in %s (old connections closed, new dials refused)", e.Endpoint, e.Duration.Round(time.Millisecond))
+		return fmt.Sprintf("fence %s: OK in %s (old connections closed, new dials refused)", e.Endpoint, human(e.Duration))
 	case pathdialer.EventFenceFailure:
 		return fmt.Sprintf("fence %s: FAILED (attempt %d)%s", e.Endpoint, e.Attempt, errSuffix(e))
 	case pathdialer.EventSwitch:
 		return fmt.Sprintf("SWITCHED %s → %s (generation %d)", e.From, e.To, e.Generation)
 	case pathdialer.EventReconcileStart:
+		if e.Cause == pathdialer.ReasonRequery {
+			return fmt.Sprintf("re-query on %s of %d provisional NOT_RECEIVED order(s), their quarantine over%s", e.To, len(e.Tickets), ticketList(e.Tickets))
+		}
 		return fmt.Sprintf("reconcile start %s→%s: %d order(s) of unknown fate%s", e.From, e.To, len(e.Tickets), ticketList(e.Tickets))
 	case pathdialer.EventReconcileSuccess:
-		return fmt.Sprintf("reconcile OK in %s: %s", e.Duration.Round(time.Millisecond), settlementList(e.Settlements))
+		if e.Service != "" {
+			return fmt.Sprintf("reconcile %s OK in %s: %s", e.Service, human(e.Duration), settlementList(e.Settlements))
+		}
+		return fmt.Sprintf("reconcile OK in %s: %s", human(e.Duration), settlementList(e.Settlements))
 	case pathdialer.EventReconcileFailure:
 		return fmt.Sprintf("reconcile failed (attempt %d, retrying)%s", e.Attempt, errSuffix(e))
 	case pathdialer.EventRelease:
-		return fmt.Sprintf("RELEASE: submissions flow on %s (held %s)", e.Endpoint, e.Duration.Round(time.Millisecond))
+		if e.Service != "" {
+			return fmt.Sprintf("RELEASE %s: %s orders flow on %s (held %s)", e.Service, e.Service, e.Endpoint, human(e.Duration))
+		}
+		return fmt.Sprintf("RELEASE: submissions flow on %s (orders held %s)", e.Endpoint, human(e.Duration))
 	case pathdialer.EventHalt:
 		return "HALT: trading halted, orders refused at once: " + e.Cause
 	case pathdialer.EventResume:
@@ -211,6 +394,13 @@ func describe(e pathdialer.Event) string {
 		return fmt.Sprintf("unfence %s (active again)", e.Endpoint)
 	case pathdialer.EventLateTicket:
 		return fmt.Sprintf("late finish of an order already handed to reconciliation: %s", e.String())
+	case pathdialer.EventLateLanding:
+		fate := "booked"
+		if len(e.Settlements) > 0 {
+			fate = e.Settlements[0].Fate.String()
+		}
+		return fmt.Sprintf("LATE LANDING: order %s, sent through %s (region %s) and found NOT_RECEIVED there provisionally, was booked after all (%s); reported, never re-sent",
+			e.OrderID, e.Endpoint, e.Region, fate)
 	}
 	return e.String()
 }
@@ -247,6 +437,19 @@ func ticketList(ts []pathdialer.TicketInfo) string {
 	return " [" + strings.Join(parts, " ") + "]"
 }
 
+// finality marks a NOT_RECEIVED settlement "(provisional)" or "(final)".
+func finality(s pathdialer.Settlement) string {
+	switch {
+	case s.Fate != pathdialer.FateNotReceived:
+		return ""
+	case s.Provisional:
+		return " (provisional)"
+	case s.Final:
+		return " (final)"
+	}
+	return ""
+}
+
 func settlementList(ss []pathdialer.Settlement) string {
 	if len(ss) == 0 {
 		return "nothing to settle"
@@ -257,7 +460,7 @@ func settlementList(ss []pathdialer.Settlement) string {
 		if _, ok := by[s.Fate]; !ok {
 			order = append(order, s.Fate)
 		}
-		by[s.Fate] = append(by[s.Fate], s.Service+"/"+s.OrderID)
+		by[s.Fate] = append(by[s.Fate], s.Service+"/"+s.OrderID+finality(s))
 	}
 	parts := make([]string, 0, len(order))
 	for _, f := range order {

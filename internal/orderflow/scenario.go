@@ -92,8 +92,10 @@ func NewScenario(kind, primary, backup string) (Scenario, error) {
 			simbroker.REST: simbroker.UnknownOutcome{N: 3}, simbroker.FIX: simbroker.UnknownOutcome{N: 2},
 		}}
 		s.Failover, s.Failback = May, May
-		s.Explain = primary + " books the next 3 REST and 2 FIX orders and then cuts the connection before answering: the client cannot know. " +
-			"Those orders go to reconcile (at a switch, or in place), never resent under a new ID"
+		s.Explain = primary + " is armed to book up to the next 3 REST and 2 FIX orders and cut each connection before answering: the client cannot know. " +
+			"Each cut is also a failure the transports report to the Path, so FailureThreshold of them in a row take " + primary +
+			" DOWN and flow fails over, after which orders no longer reach the armed fault: fewer may be cut (the summary counts them). " +
+			"Every cut order goes to reconcile (at the switch, or in place) and is found booked; none is sent again"
 	case "flapping":
 		s.Faults = map[string]map[simbroker.Service]simbroker.Fault{primary: all(simbroker.Flap{Period: 700 * time.Millisecond, Fault: simbroker.Down{}})}
 		s.Failback = May
@@ -140,7 +142,7 @@ func (s Scenario) Describe() string {
 		var fs []string
 		for _, svc := range simbroker.Services {
 			if f, ok := s.Faults[region][svc]; ok {
-				fs = append(fs, fmt.Sprintf("%s=%s", svc, f))
+				fs = append(fs, fmt.Sprintf("%s=%s", svc, describeFault(f)))
 			}
 		}
 		parts = append(parts, region+": "+strings.Join(fs, " "))
@@ -156,4 +158,27 @@ func (s Scenario) Recover(b *simbroker.Broker, region string) error {
 		}
 	}
 	return nil
+}
+
+// describeFault renders a fault for a reader: a 503 burst with its
+// Retry-After and how long it lasts, not a raw timestamp.
+func describeFault(f simbroker.Fault) string {
+	if f, ok := f.(simbroker.Fault503); ok {
+		var parts []string
+		if f.N > 0 {
+			parts = append(parts, fmt.Sprintf("the next %d requests", f.N))
+		}
+		switch left := time.Until(f.Until); {
+		case f.Until.IsZero():
+		case left > 10*time.Minute:
+			parts = append(parts, "until recovered")
+		default:
+			parts = append(parts, "for "+human(left.Round(time.Second)))
+		}
+		if f.RetryAfter > 0 {
+			parts = append(parts, "Retry-After "+human(f.RetryAfter))
+		}
+		return "503 (" + strings.Join(parts, ", ") + ")"
+	}
+	return fmt.Sprint(f)
 }

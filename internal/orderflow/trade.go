@@ -96,7 +96,8 @@ func (t *Trader) Stop() {
 
 // Drain waits, bounded by ctx, until every order sent has been answered or
 // settled, reconciling in place (without a switch) the orders that ended with
-// an unknown outcome. It returns the IDs still pending.
+// an unknown outcome, and re-sending those found NOT_RECEIVED once their
+// verdict is final. It returns the IDs still pending.
 func (c *Client) Drain(ctx context.Context) []string {
 	tk := time.NewTicker(100 * time.Millisecond)
 	defer tk.Stop()
@@ -108,6 +109,7 @@ func (c *Client) Drain(ctx context.Context) []string {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, _ = c.ReconcileUnknown(rctx)
 		cancel()
+		c.kickResend() // verdicts that became final since the last release
 		select {
 		case <-ctx.Done():
 			return c.Pending()

@@ -296,3 +296,12 @@ func (s Schedule) End() time.Duration {
 	}
 	return end
 }
+
+// LongestFault returns the longest For of the schedule's faults.
+func (s Schedule) LongestFault() time.Duration {
+	var d time.Duration
+	for _, f := range s.Faults {
+		d = max(d, f.For)
+	}
+	return d
+}

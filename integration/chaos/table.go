@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+)
+
+// Row is one policy's line of the matrix.
+type Row struct {
+	Policy orderflow.BrokerPolicy
+	// Orders placed; NotSent never left the process (halted, held past
+	// their deadline); Refused answered with a rejection by the broker (a
+	// fenced region, a stale or missing token, a partial fault).
+	Orders, NotSent, Refused, Faults int
+	Duplicates, Allowed              int
+	Losses, TwoLive                  int
+	LateReported, LateUnreported     int
+	Halts, Repeats, Violations       int
+	Result                           string
+}
+
+// WriteTable prints the matrix as a Markdown table.
+func WriteTable(w io.Writer, rows []Row) {
+	head := []string{"dedup", "fence", "tokens", "orders", "not sent", "refused", "faults", "duplicates (after allowed re-send)",
+		"losses", "two live paths", "late landings reported / unreported", "halts", "repeats", "result"}
+	cells := [][]string{head}
+	for _, r := range rows {
+		cells = append(cells, []string{r.Policy.Dedup, r.Policy.Fence, r.Policy.Tokens,
+			fmt.Sprint(r.Orders), fmt.Sprint(r.NotSent), fmt.Sprint(r.Refused), fmt.Sprint(r.Faults),
+			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), fmt.Sprint(r.Losses), fmt.Sprint(r.TwoLive),
+			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
+			result(r)})
+	}
+	width := make([]int, len(head))
+	for _, row := range cells {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range row {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i < 3 || i == len(row)-1 {
+				b.WriteString(" " + c + pad + " |")
+			} else {
+				b.WriteString(" " + pad + c + " |")
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(head)
+	sep := make([]string, len(head))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+	}
+	fmt.Fprintln(w, "|-"+strings.Join(sep, "-|-")+"-|")
+	for _, row := range cells[1:] {
+		line(row)
+	}
+}
+
+func result(r Row) string {
+	if r.Result == "OK" || r.Result == "FAILED" || r.Result == "interrupted" {
+		return fmt.Sprintf("%s (%d violations)", r.Result, r.Violations)
+	}
+	return r.Result
+}

@@ -1,0 +1,329 @@
+package orderflow_test
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// t0 is the origin of every synthetic history; at(ms) a time after it.
+var t0 = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// cleanHistory is a recorded run with nothing wrong in it: trading on eu, a
+// blackhole, a failover to us at 1000 ms (fence of eu 950–960 ms), three
+// orders in flight at the switch (R2 settled FILLED — it was booked just
+// before the fence; R3 settled NOT_RECEIVED, final, and re-sent on us; F1
+// cut and settled RESTING), trading on us, a stream without gaps and a
+// continuous FIX session.
+func cleanHistory() orderflow.History {
+	h := orderflow.History{
+		Start: t0,
+		Endpoints: []orderflow.Endpoint{
+			{Name: "eu", Region: "eu", Primary: true},
+			{Name: "us", Region: "us", Priority: 10},
+		},
+		Streams:           []orderflow.StreamStats{{Stream: "px.EURUSD", First: 1, Last: 80, Messages: 80, Endpoints: []string{"eu", "us"}}},
+		StreamsConfigured: 1,
+		FIX:               &orderflow.FIXSeqStats{Logons: 2, LastIn: 40, Messages: 40, ExecReports: 20},
+		Sequence:          orderflow.SequenceContinue,
+	}
+	h.Events = []pathdialer.Event{
+		{Kind: pathdialer.EventDecision, Time: at(940), Decision: &engine.Decision{Outcome: engine.FenceRequired, From: "eu", To: "us"}},
+		{Kind: pathdialer.EventHold, Time: at(940), Cause: "fencing"},
+		{Kind: pathdialer.EventFenceStart, Time: at(950), Endpoint: "eu", Attempt: 1},
+		{Kind: pathdialer.EventFenceSuccess, Time: at(960), Endpoint: "eu", Duration: 10 * time.Millisecond},
+		{Kind: pathdialer.EventSwitch, Time: at(1000), From: "eu", To: "us", Generation: 1},
+		{Kind: pathdialer.EventReconcileStart, Time: at(1000), From: "eu", To: "us"},
+		{Kind: pathdialer.EventReconcileSuccess, Time: at(1100)},
+		{Kind: pathdialer.EventRelease, Time: at(1100), Endpoint: "us", Generation: 1},
+	}
+	acked := func(id, tr, ep string, sentMs, ackMs int) orderflow.OrderRecord {
+		return orderflow.OrderRecord{ClOrdID: id, Transport: tr, PlacedAt: at(sentMs), AttemptAt: at(sentMs), Sent: true,
+			Acked: true, AckedAt: at(ackMs), AckEndpoint: ep, BookedRegion: ep,
+			Attempts: []orderflow.Attempt{{At: at(sentMs), Sent: true}}}
+	}
+	r3 := orderflow.OrderRecord{ClOrdID: "R3", Transport: "rest", PlacedAt: at(920), AttemptAt: at(1150), Sent: true, Unknown: true,
+		Settled: true, Fate: pathdialer.FateNotReceived, SettledAt: at(1100), Resent: 1,
+		Acked: true, AckedAt: at(1160), AckEndpoint: "us", BookedRegion: "us",
+		Attempts: []orderflow.Attempt{{At: at(920), Sent: true}, {At: at(1150), Resend: true, Sent: true}},
+		Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Final: true, Source: "reconcile"}}}
+	h.Orders = []orderflow.OrderRecord{
+		acked("R1", "rest", "eu", 100, 110),
+		{ClOrdID: "R2", Transport: "rest", PlacedAt: at(900), AttemptAt: at(900), Sent: true, Unknown: true,
+			Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1100),
+			Attempts: []orderflow.Attempt{{At: at(900), Sent: true}},
+			Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "reconcile"}}},
+		r3,
+		{ClOrdID: "F1", Transport: "fix", PlacedAt: at(930), AttemptAt: at(930), Sent: true, Unknown: true,
+			Settled: true, Fate: pathdialer.FateResting, SettledAt: at(1100),
+			Attempts: []orderflow.Attempt{{At: at(930), Sent: true}},
+			Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateResting, Final: true, Source: "reconcile"}}},
+		acked("R4", "rest", "us", 1200, 1210),
+		acked("F2", "fix", "us", 1250, 1260),
+		// Refused at once during the hold: never sent.
+		{ClOrdID: "R5", Transport: "rest", PlacedAt: at(990), AttemptAt: at(990), NotSent: "held past its deadline",
+			Attempts: []orderflow.Attempt{{At: at(990)}}},
+	}
+	rec := func(seq int, ms int, region, svc, conn, id string, out simbroker.Outcome) simbroker.Record {
+		return simbroker.Record{Seq: uint64(seq), Time: at(ms), Kind: simbroker.KindOrder, Region: region, Service: svc,
+			ConnID: conn, ClientOrderID: id, Outcome: out}
+	}
+	h.Audit = simbroker.AuditLog{
+		rec(1, 105, "eu", "rest", "eu/rest/1", "R1", simbroker.OutcomeNew),
+		rec(2, 905, "eu", "rest", "eu/rest/1", "R2", simbroker.OutcomeCut),
+		rec(3, 935, "eu", "fix", "eu/fix/1", "F1", simbroker.OutcomeCut),
+		rec(4, 1155, "us", "rest", "us/rest/1", "R3", simbroker.OutcomeNew),
+		rec(5, 1205, "us", "rest", "us/rest/1", "R4", simbroker.OutcomeNew),
+		rec(6, 1255, "us", "fix", "us/fix/1", "F2", simbroker.OutcomeNew),
+	}
+	return h
+}
+
+// order returns a pointer to h's record of id.
+func orderIn(h *orderflow.History, id string) *orderflow.OrderRecord {
+	for i := range h.Orders {
+		if h.Orders[i].ClOrdID == id {
+			return &h.Orders[i]
+		}
+	}
+	panic("no order " + id)
+}
+
+func bookIn(h *orderflow.History, ms int, region, svc, conn, id string, out simbroker.Outcome) {
+	h.Audit = append(h.Audit, simbroker.Record{Seq: uint64(len(h.Audit) + 1), Time: at(ms), Kind: simbroker.KindOrder,
+		Region: region, Service: svc, ConnID: conn, ClientOrderID: id, Outcome: out})
+}
+
+func TestCheckHistoryCleanPasses(t *testing.T) {
+	sum := orderflow.CheckHistory(cleanHistory(), orderflow.CheckOptions{})
+	if !sum.OK() {
+		t.Fatalf("a clean history failed: %v", sum.Violations)
+	}
+	for _, inv := range sum.Invariants {
+		if inv.ID <= orderflow.InvFIXSeq && !inv.Checked {
+			t.Errorf("I%d not checked on a full history: %s", inv.ID, inv.NotChecked)
+		}
+	}
+	if len(sum.Switches) != 1 || sum.Switches[0].FenceBegan != 950*time.Millisecond || sum.Switches[0].FenceDone != 960*time.Millisecond {
+		t.Errorf("switches %+v, want one eu→us with the fence 950–960 ms", sum.Switches)
+	}
+	// R3 was submitted twice (original and re-send; the original never
+	// landed, so the broker saw one submission): nothing repeated.
+	if sum.Repeats != 0 || sum.Duplicates != 0 || sum.TwoLivePaths != 0 || len(sum.LateLandings) != 0 || sum.Losses != 0 {
+		t.Errorf("counts %+v", sum)
+	}
+	var out bytes.Buffer
+	sum.Write(&out)
+	for _, want := range []string{"I1 ", "I3 ", "I9 ", "RESULT: OK"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Each kind of violation planted in the clean history must be caught, under
+// its invariant, naming the order.
+func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
+	cases := []struct {
+		name  string
+		plant func(h *orderflow.History)
+		inv   int
+		order string
+		text  string
+		count func(orderflow.Summary) int
+	}{
+		{"duplicate", func(h *orderflow.History) {
+			// R4 booked a second time on us (a broker without deduplication
+			// and a replay below the client).
+			bookIn(h, 1300, "us", "rest", "us/rest/1", "R4", simbroker.OutcomeNew)
+		}, orderflow.InvNoDuplicate, "R4", "DUPLICATE", func(s orderflow.Summary) int { return s.Duplicates }},
+		{"duplicate after an allowed re-send", func(h *orderflow.History) {
+			// R3's original copy landed late on eu after its re-send booked
+			// it on us: booked twice, caused by a re-send the library allowed.
+			bookIn(h, 1170, "eu", "rest", "eu/rest/1", "R3", simbroker.OutcomeNew)
+		}, orderflow.InvNoDuplicate, "R3", "allowed by a final NOT_RECEIVED", func(s orderflow.Summary) int { return s.DuplicatesAllowed }},
+		{"loss: sent, never answered", func(h *orderflow.History) {
+			o := orderIn(h, "F2")
+			o.Acked, o.AckEndpoint, o.AckedAt, o.BookedRegion = false, "", time.Time{}, ""
+		}, orderflow.InvNoLoss, "F2", "LOST", func(s orderflow.Summary) int { return s.Losses }},
+		{"loss: acknowledged, never booked", func(h *orderflow.History) {
+			h.Audit = h.Audit.Filter(func(r simbroker.Record) bool { return r.ClientOrderID != "R4" })
+		}, orderflow.InvClientBook, "R4", "never booked", func(s orderflow.Summary) int { return s.Losses }},
+		{"two live paths", func(h *orderflow.History) {
+			// R6 placed at 1020 ms (after eu's fence began) and booked on eu.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R6", Transport: "rest", PlacedAt: at(1020), AttemptAt: at(1020),
+				Sent: true, Acked: true, AckedAt: at(1040), AckEndpoint: "eu", BookedRegion: "eu",
+				Attempts: []orderflow.Attempt{{At: at(1020), Sent: true}}})
+			bookIn(h, 1030, "eu", "rest", "eu/rest/1", "R6", simbroker.OutcomeNew)
+		}, orderflow.InvOneLivePath, "R6", "TWO LIVE PATHS", func(s orderflow.Summary) int { return s.TwoLivePaths }},
+		{"two live paths on a connection opened after the fence", func(h *orderflow.History) {
+			// R7's attempt began before the fence, but the copy that booked
+			// came on a connection the broker first saw after it: a new
+			// dial to a fenced region.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R7", Transport: "rest", PlacedAt: at(945), AttemptAt: at(945),
+				Sent: true, Acked: true, AckedAt: at(1060), AckEndpoint: "eu", BookedRegion: "eu",
+				Attempts: []orderflow.Attempt{{At: at(945), Sent: true}}})
+			bookIn(h, 1050, "eu", "rest", "eu/rest/9", "R7", simbroker.OutcomeNew)
+		}, orderflow.InvOneLivePath, "R7", "opened after the fence", func(s orderflow.Summary) int { return s.TwoLivePaths }},
+		{"unreported late landing", func(h *orderflow.History) {
+			// F3 written at 940 ms on eu's FIX connection, held by the
+			// blackhole, booked there at 1500 ms; the client's record still
+			// says the order is in flight to reconcile, provisional.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(940), AttemptAt: at(940),
+				Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateNotReceived, Provisional: true, SettledAt: at(1100),
+				Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+				Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Source: "reconcile"}}})
+			bookIn(h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
+		}, orderflow.InvLateLandings, "F3", "UNREPORTED LATE LANDING", func(s orderflow.Summary) int { _, u := s.LateReported(); return u }},
+		{"late landing after a final verdict", func(h *orderflow.History) {
+			// The same, but the library had called F3 NOT_RECEIVED, final,
+			// and later reported the landing: still a violation.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(940), AttemptAt: at(940),
+				Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
+				Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+				Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Final: true, Source: "reconcile"},
+					{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
+			bookIn(h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
+		}, orderflow.InvLateLandings, "F3", "AFTER A FINAL VERDICT", func(s orderflow.Summary) int { _, u := s.LateReported(); return u }},
+		{"client/book mismatch: booked elsewhere", func(h *orderflow.History) {
+			// R1 was booked through eu but the client recorded it as
+			// accepted by us (the endpoint active when the answer came).
+			o := orderIn(h, "R1")
+			o.AckEndpoint, o.BookedRegion = "us", "us"
+		}, orderflow.InvClientBook, "R1", "booked it through eu", nil},
+		{"client/book mismatch: recorded not sent, booked", func(h *orderflow.History) {
+			bookIn(h, 1300, "us", "rest", "us/rest/1", "R5", simbroker.OutcomeNew)
+		}, orderflow.InvClientBook, "R5", "not sent", nil},
+		{"unexplained repeat", func(h *orderflow.History) {
+			// R4 reached the broker twice (the second answered duplicate)
+			// though the client sent it once: an automatic retry.
+			bookIn(h, 1206, "us", "rest", "us/rest/2", "R4", simbroker.OutcomeDuplicate)
+		}, orderflow.InvRepeats, "R4", "REPEAT", func(s orderflow.Summary) int { return s.Repeats }},
+		{"replay with PossDup", func(h *orderflow.History) {
+			h.Audit = append(h.Audit, simbroker.Record{Seq: 99, Time: at(1400), Kind: simbroker.KindOrder, Region: "us", Service: "fix",
+				ClientOrderID: "F2", Outcome: simbroker.OutcomeDuplicate, PossDup: true})
+		}, orderflow.InvRepeats, "F2", "PossDupFlag", nil},
+		{"missed tick", func(h *orderflow.History) {
+			h.Streams[0].Gaps, h.Streams[0].Missed, h.Streams[0].Messages = 1, 3, 77
+		}, orderflow.InvStream, "", "tick(s) missed", nil},
+		{"halt without NO_TARGET_AVAILABLE", func(h *orderflow.History) {
+			h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "test"})
+		}, orderflow.InvHalt, "", "HALT at", func(s orderflow.Summary) int { return s.Halts }},
+		{"halt after a reconcile failure without the word", func(h *orderflow.History) {
+			// A halt after a reconcile failure whose cause does not say so is
+			// still unexplained.
+			h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(1900), Attempt: 40},
+				pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "operator"})
+		}, orderflow.InvHalt, "", "HALT at", nil},
+		{"FIX sequence went back", func(h *orderflow.History) {
+			h.FIX.Backward = 1
+		}, orderflow.InvFIXSeq, "", "went back", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanHistory()
+			tc.plant(&h)
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+			if sum.OK() {
+				t.Fatalf("planted %s: the checker found nothing", tc.name)
+			}
+			found := false
+			for _, f := range sum.Findings {
+				if f.Invariant == tc.inv && f.Order == tc.order && strings.Contains(f.Text, tc.text) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("planted %s: no I%d finding about %q containing %q; findings: %v", tc.name, tc.inv, tc.order, tc.text, sum.Violations)
+			}
+			if tc.count != nil && tc.count(sum) == 0 {
+				t.Errorf("planted %s: the Summary's count of it is 0", tc.name)
+			}
+			for _, inv := range sum.Invariants {
+				if inv.ID == tc.inv && inv.Violations == 0 {
+					t.Errorf("planted %s: I%d reports no violation", tc.name, tc.inv)
+				}
+			}
+			var out bytes.Buffer
+			sum.Write(&out)
+			if !strings.Contains(out.String(), "RESULT: FAILED") || !strings.Contains(out.String(), fmt.Sprintf("✗ I%d ", tc.inv)) {
+				t.Errorf("planted %s: the written summary does not show it:\n%s", tc.name, out.String())
+			}
+		})
+	}
+}
+
+// A late landing the library reported (a verdict that the order is booked
+// through the fenced region, never a final NOT_RECEIVED before it) is
+// counted, shown, and not a violation.
+func TestCheckHistoryReportedLateLandingIsNotAViolation(t *testing.T) {
+	h := cleanHistory()
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(940), AttemptAt: at(940),
+		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
+		Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+		Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Source: "reconcile"},
+			{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
+	bookIn(&h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() {
+		t.Fatalf("a reported late landing is not a violation: %v", sum.Violations)
+	}
+	rep, unrep := sum.LateReported()
+	if rep != 1 || unrep != 0 || sum.LateLandings[0].Order != "F3" || sum.LateLandings[0].Region != "eu" {
+		t.Errorf("late landings %+v, want F3 on eu reported", sum.LateLandings)
+	}
+}
+
+// Without a broker audit the checks that need it are not checked, and say so.
+func TestCheckHistoryWithoutAudit(t *testing.T) {
+	h := cleanHistory()
+	h.Audit = nil
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() {
+		t.Fatalf("violations: %v", sum.Violations)
+	}
+	for _, inv := range sum.Invariants {
+		want := inv.ID == orderflow.InvNoLoss || inv.ID == orderflow.InvHalt || inv.ID == orderflow.InvStream || inv.ID == orderflow.InvFIXSeq
+		if inv.Checked != want {
+			t.Errorf("I%d checked=%v (%s)", inv.ID, inv.Checked, inv.NotChecked)
+		}
+	}
+}
+
+// A copy the broker could not attribute to a relay connection ("direct:",
+// the relay having forgotten a connection whose client side the fence
+// closed) is judged by the attempt's time alone: sent before the fence, it
+// is a late landing, not a second live path.
+func TestCheckHistoryUnattributedConnectionIsJudgedByTheAttempt(t *testing.T) {
+	h := cleanHistory()
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R8", Transport: "rest", PlacedAt: at(940), AttemptAt: at(940),
+		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
+		Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+		Verdicts: []orderflow.Verdict{{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
+	bookIn(&h, 1500, "eu", "rest", "direct:127.0.0.1:40000", "R8", simbroker.OutcomeNew)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() || sum.TwoLivePaths != 0 || len(sum.LateLandings) != 1 {
+		t.Fatalf("violations %v, late landings %+v", sum.Violations, sum.LateLandings)
+	}
+}
+
+// A halt the Path declares because the reconcile keeps failing is loud and
+// named: a note, not a violation.
+func TestCheckHistoryReconcileHaltIsNamed(t *testing.T) {
+	h := cleanHistory()
+	h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(1900), Attempt: 40},
+		pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "reconcile of fix on \"us\" failed 40 times in a row"})
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() || sum.Halts != 1 || !strings.Contains(strings.Join(sum.Notes, "\n"), "reconcile kept failing") {
+		t.Fatalf("violations %v, halts %d, notes %v", sum.Violations, sum.Halts, sum.Notes)
+	}
+}

@@ -1,0 +1,167 @@
+package orderflow
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+func fmtDur(d time.Duration) string { return fmt.Sprintf("+%.3fs", d.Seconds()) }
+
+func fmtMs(d time.Duration) string {
+	if d < 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
+
+// human renders a duration for a reader: "850 ms", "2.05 s", "1 min 30 s".
+func human(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "—"
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute && d%time.Second == 0:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Minute:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// countList renders a map of counts, largest first: "8 trading halted, 2 held past its deadline".
+func countList(m map[string]int) string {
+	type kv struct {
+		k string
+		n int
+	}
+	var xs []kv
+	for k, n := range m {
+		if n > 0 {
+			xs = append(xs, kv{k, n})
+		}
+	}
+	sort.Slice(xs, func(i, j int) bool { return xs[i].n > xs[j].n || xs[i].n == xs[j].n && xs[i].k < xs[j].k })
+	parts := make([]string, 0, len(xs))
+	for _, x := range xs {
+		parts = append(parts, fmt.Sprintf("%d %s", x.n, x.k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var fateOrder = []string{"FILLED", "RESTING", "CANCELED", "REJECTED", "NOT_RECEIVED", "UNDETERMINED"}
+
+// Write prints the summary for a terminal: every figure with what it
+// counts, every invariant with its number and result.
+func (s Summary) Write(w io.Writer) {
+	fmt.Fprintln(w, "SUMMARY")
+	if s.Fault != "" {
+		fmt.Fprintf(w, "  fault            %s at %s\n", s.Fault, fmtDur(s.FaultAt))
+	}
+	for _, sw := range s.Switches {
+		kind := "failover"
+		if sw.Failback {
+			kind = "failback"
+		}
+		fence := fmt.Sprintf("fence of %s began %s, done %s", sw.From, fmtDur(sw.FenceBegan), fmtDur(sw.FenceDone))
+		if sw.FenceBegan == sw.At && sw.FenceDone == sw.At {
+			fence = "the broker fences: the switch is the fence"
+		}
+		held := "orders held until released: not released"
+		if sw.Held >= 0 {
+			held = fmt.Sprintf("orders held %s, of which reconcile %s (the RELEASE line in the timeline names the wait)", human(sw.Held), human(sw.Reconcile))
+		}
+		fmt.Fprintf(w, "  %-16s %s → %s at %s (%s; %s)\n", kind, sw.From, sw.To, fmtDur(sw.At), fence, held)
+	}
+	fmt.Fprintf(w, "  halts            %d (trading halts only when no endpoint is eligible)\n", s.Halts)
+	fmt.Fprintf(w, "  account reads    %d ok, %d failed (reads are never held: a read sent to a failing endpoint before the switch fails; see \"account read failed\" in the timeline)\n",
+		s.ReadsOK, s.ReadsFail)
+	fmt.Fprintln(w)
+	for _, t := range s.Transports {
+		fmt.Fprintf(w, "  %-4s placed %d: sent %d, not sent %d", t.Transport, t.Placed, t.Sent, t.NotSent)
+		if t.NotSent > 0 {
+			fmt.Fprintf(w, " (%s: never left the process, safe to place again)", countList(t.NotSentWhy))
+		}
+		fmt.Fprintln(w)
+		var by []string
+		for ep, n := range t.AckedBy {
+			by = append(by, fmt.Sprintf("%s %d", ep, n))
+		}
+		sort.Strings(by)
+		fmt.Fprintf(w, "       answered by the broker: %d accepted, %d rejected (by endpoint: %s)\n", t.Acked, t.Rejected, strings.Join(by, ", "))
+		var rec []string
+		total := 0
+		for _, f := range fateOrder {
+			if n := t.Reconciled[f]; n > 0 {
+				rec = append(rec, fmt.Sprintf("%s %d", strings.ToLower(f), n))
+				total += n
+			}
+		}
+		fmt.Fprintf(w, "       settled by reconcile: %d", total)
+		if total > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(rec, ", "))
+		}
+		fmt.Fprintf(w, " — the orders handed to reconciliation: in flight at a switch, or finished with an unknown outcome (%d of them)", t.Unknown)
+		if t.Provisional > 0 {
+			fmt.Fprintf(w, "; %d NOT_RECEIVED verdict(s) were provisional", t.Provisional)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "       re-sent with the same ID after NOT_RECEIVED %d; booked twice %d; lost %d; submitted more than once %d; first answer from the backup %s after the fault\n",
+			t.Resent, t.Duplicated, t.Lost, t.Repeats, fmtMs(t.FirstAckOnBackup))
+	}
+	fmt.Fprintln(w)
+	for _, st := range s.Streams {
+		fmt.Fprintf(w, "  ws %-11s seq %d..%d, %d delivered, %d duplicate, %d gap, %d snapshot after start, ticks missed %d, longest silence %s, via %s\n",
+			st.Stream, st.First, st.Last, st.Messages, st.Duplicates, st.Gaps, st.Snapshots, st.Missed, human(st.MaxStall), strings.Join(st.Endpoints, "→"))
+	}
+	if s.FIX.Logons > 0 {
+		fmt.Fprintf(w, "  fix seq          %d logons, %d resets, last incoming %d, %d gaps repaired by resend (%d PossDup, %d gap-fills), %d backwards\n",
+			s.FIX.Logons, s.FIX.Resets, s.FIX.LastIn, s.FIX.Gaps, s.FIX.PossDup, s.FIX.GapFills, s.FIX.Backward)
+	}
+	rep, unrep := s.LateReported()
+	fmt.Fprintf(w, "  broker's book    %d booked twice (%d after a re-send the library allowed), %d lost, %d on a second live path, late landings %d reported / %d unreported, %d submitted more than once\n",
+		s.Duplicates, s.DuplicatesAllowed, s.Losses, s.TwoLivePaths, rep, unrep, s.Repeats)
+	for _, l := range s.LateLandings {
+		status := "reported"
+		switch {
+		case l.AfterFinal:
+			status = "AFTER A FINAL NOT_RECEIVED"
+		case !l.Reported:
+			status = "UNREPORTED"
+		}
+		fmt.Fprintf(w, "    late landing %s: sent %s, fence of %s began %s, booked there %s (%s) — %s\n",
+			l.Order, fmtDur(l.SentAt), l.Region, fmtDur(l.FenceAt), fmtDur(l.BookedAt), l.Service, status)
+	}
+	for _, n := range s.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  INVARIANTS")
+	for _, inv := range s.Invariants {
+		res := "held"
+		switch {
+		case !inv.Checked:
+			res = "not checked: " + inv.NotChecked
+		case inv.Violations > 0:
+			res = fmt.Sprintf("VIOLATED %d time(s)", inv.Violations)
+		}
+		fmt.Fprintf(w, "    I%-2d %-s — %s\n", inv.ID, inv.Name, res)
+	}
+	if s.OK() {
+		fmt.Fprintln(w, "  RESULT: OK — every invariant checked held")
+		return
+	}
+	fmt.Fprintf(w, "  RESULT: FAILED — %d violation(s):\n", len(s.Findings))
+	for i, f := range s.Findings {
+		if i == 40 {
+			fmt.Fprintf(w, "    … %d more\n", len(s.Findings)-40)
+			break
+		}
+		fmt.Fprintf(w, "    ✗ %s\n", f)
+	}
+}
