@@ -27,7 +27,8 @@ type generator struct {
 	rng     *rand.Rand
 	streams map[string]*genStream
 	feeds   []*feed
-	epoch   string // the central sequence space, drawn at start
+	epoch   string     // the central sequence space, drawn at start
+	epochs  *rand.Rand // draws epochs, apart from rng so prices do not depend on them
 }
 
 type genStream struct {
@@ -36,7 +37,7 @@ type genStream struct {
 }
 
 func newGenerator(streams []string, seed uint64) *generator {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, seed+1)), streams: map[string]*genStream{}}
+	g := &generator{rng: rand.New(rand.NewPCG(seed, seed+1)), epochs: rand.New(rand.NewPCG(seed, ^seed)), streams: map[string]*genStream{}}
 	g.epoch = g.newEpochLocked()
 	for i, s := range streams {
 		g.streams[s] = &genStream{pips: 10850 + int64(i)*1500}
@@ -46,7 +47,7 @@ func newGenerator(streams []string, seed uint64) *generator {
 
 // newEpochLocked draws a random hex epoch from the broker's seeded source (so
 // a seeded broker's epochs repeat). g.mu held, or g not yet shared.
-func (g *generator) newEpochLocked() string { return fmt.Sprintf("%016x", g.rng.Uint64()) }
+func (g *generator) newEpochLocked() string { return fmt.Sprintf("%016x", g.epochs.Uint64()) }
 
 // newEpoch draws a random hex epoch.
 func (g *generator) newEpoch() string {
