@@ -106,6 +106,7 @@ type orderRec struct {
 	errCode  string
 	settled  []pathdialer.Fate
 	ticketGn uint64
+	settleSq uint64 // Seq of the first event that settled it (0: none)
 	limit    bool
 	resent   bool
 }
@@ -134,8 +135,14 @@ type world struct {
 	wsBad    []string
 	wsPaceMu sync.Mutex
 	wsNext   time.Time
+	releases []release // EventRelease, in order
 	resends  sync.WaitGroup
 	resendN  int
+}
+
+type release struct {
+	seq, gen uint64
+	at       time.Time
 }
 
 type tline struct {
@@ -474,6 +481,10 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			w.fences = append(w.fences, fenceSpan{endpoint: ev.Endpoint, start: ev.Time})
 		}
 		w.mu.Unlock()
+	case pathdialer.EventRelease:
+		w.mu.Lock()
+		w.releases = append(w.releases, release{seq: ev.Seq, gen: ev.Generation, at: ev.Time})
+		w.mu.Unlock()
 	case pathdialer.EventSwitch, pathdialer.EventUnfence:
 		to := ev.To
 		if ev.Kind == pathdialer.EventUnfence {
@@ -498,6 +509,9 @@ func (w *world) onEvent(ev pathdialer.Event) {
 				continue
 			}
 			o.settled = append(o.settled, st.Fate)
+			if o.settleSq == 0 {
+				o.settleSq = ev.Seq
+			}
 			if st.Fate != pathdialer.FateNotReceived || o.resent {
 				continue
 			}
