@@ -337,7 +337,11 @@ type Config struct {
 	// outcomes", From = To = the active endpoint). Submissions are not held for
 	// it: those orders are already out, and new orders are other orders. A
 	// failure is retried with ReconcileBackoff and never halts. 0 turns it off:
-	// unknown orders then wait for the next switch or resume. >= 0.
+	// unknown orders then wait for the next switch or resume. While trading is
+	// halted there is no path to settle them through: they are settled by the
+	// reconcile that precedes the resume (Unknown and Snapshot list them
+	// meanwhile; the same holds for the re-query of provisional verdicts).
+	// >= 0.
 	SettleUnknown time.Duration
 	// ExternalDecisions hands every switch to a coordinator (coord/etcd): the
 	// Path probes, reports and settles unknown outcomes, but switches, holds and
