@@ -223,15 +223,22 @@ func (m *Manager) failbackCooldownLocked(es *endpointState, now time.Time) time.
 	return c
 }
 
-// staleOnlyLocked: es is not a target only because its evidence is stale
-// (never probed, last success too old, identity verification missing, expired
-// or older than SwitchVerificationAge), not because anything failed.
+// staleOnlyLocked: es is not a target only because its evidence is stale or
+// inconclusive (never probed, last success too old, DEGRADED by failures below
+// FailureThreshold or by a slow answer, identity verification missing, expired
+// or older than SwitchVerificationAge), not because it was found DOWN, on
+// another account, outside the rules or in a gray failure.
 func (m *Manager) staleOnlyLocked(es *endpointState, now time.Time) bool {
 	if es == m.active || es.mismatch || es.gray || !m.jurisdictionOKLocked(es) {
 		return false
 	}
 	switch es.state {
 	case Unknown:
+		return true
+	case Degraded:
+		// Failures below FailureThreshold (one probe that timed out on a
+		// loaded host) or a slow answer: inconclusive, not a verdict. A halt
+		// must rest on fresh evidence, so the candidate is probed again first.
 		return true
 	case Healthy:
 	default:
