@@ -55,7 +55,7 @@ func runDemo(t *testing.T, fault string, want ...string) string {
 }
 
 func TestDemoBlackhole(t *testing.T) {
-	out := runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE: submissions flow on us",
+	out := runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile rest OK", "RELEASE: submissions flow on us",
 		"stream px.EURUSD resumed on us", "FIX session logged on through us", "failback refused", "SWITCHED us → eu", "RESULT: OK",
 		"held by: ", "I1  no order booked twice", "I5  the client's record")
 	// An incident report says each thing once.
