@@ -137,7 +137,9 @@ bench-compare:
 # http.Transport: client CPU time per request (getrusage; the servers run in a
 # child process) and allocations per request, for {HTTP/1.1, HTTP/2} × {1, 32
 # clients} × {POST order, GET read}, interleaved rounds (bare, brokerpath,
-# brokerpath, bare). Prints a table; about 2.5 minutes. NOT part of `make test`.
+# brokerpath, bare), and two control rows (bare vs bare) that show the
+# resolution the machine allows. Prints a table; about 3.5 minutes. NOT part of
+# `make test`.
 # BENCH_REST_ARGS e.g. '-rounds 4 -phase 200ms' or '-cell "h1 POST"'.
 BENCH_REST_ARGS ?=
 
@@ -212,4 +214,25 @@ sim:
 	@out=$$(mktemp); status=0; \
 	$(GO) test -count=1 -timeout 30m -run 'TestSimSeeds$$$$' ./internal/dst -v -args -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) $(SIM_ARGS) >$$out 2>&1 || status=$$?; \
 	grep -E -A14 'INVARIANT|replay:|dst:|^(ok|FAIL|panic)' $$out | grep -v -E '^(=== |    --- PASS|--- PASS)'; rm -f $$out; exit $$status
+# sim-defect: the same sweep against a build of pathdialer whose gate has its
+# old, split in-flight→unknown hand-over again (internal/dst/splitgate writes a
+# go build overlay; no file of the module changes). SIM_GAP is what runs
+# between the two steps: none (the defect exactly as it was), gosched (the
+# goroutine yields there, as a preempted one would) or a virtual duration.
+# Succeeds when the sweep FINDS the defect (unknown-settled-before-release).
+SIM_GAP ?= gosched
+
+.PHONY: sim-defect
+sim-defect:
+	@d=$$(mktemp -d); out=$$d/log; \
+	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || exit 2; \
+	$(GO) test -overlay=$$ov -count=1 -timeout 30m -run 'TestSimSeeds$$$$' ./internal/dst -v -args -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) $(SIM_ARGS) >$$out 2>&1; \
+	grep -E 'dst: [0-9]+ seeds' $$out; \
+	first=$$(grep -E -o 'seed [0-9]+ \(' $$out | grep -E -o '[0-9]+' | sort -n | head -1); \
+	if grep -q 'INVARIANT unknown-settled-before-release' $$out; then \
+	  echo "split hand-over (gap $(SIM_GAP)) found; lowest failing seed: $$first"; \
+	  grep -E -m1 -A1 "seed $$first \(" $$out; \
+	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
+	  rm -rf $$d; \
+	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---

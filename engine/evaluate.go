@@ -40,7 +40,7 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 		d.Notes = append([]string{reason}, m.ineligibleNotesLocked(now)...)
 		d.Stale = m.staleCandidatesLocked(now)
 		if len(d.Stale) > 0 {
-			d.Notes = append(d.Notes, fmt.Sprintf("excluded only by stale evidence (not by a failure): %v; probe them at once before halting", d.Stale))
+			d.Notes = append(d.Notes, fmt.Sprintf("excluded only by stale or inconclusive evidence (not found DOWN): %v; probe them at once before halting", d.Stale))
 		}
 		if act.state != Down && !act.mismatch {
 			d.Outcome = NoAction

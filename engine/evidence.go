@@ -81,9 +81,11 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 			es.probeResults++
 			es.consecFail++
 			es.lastProbeFailure = now
-			if es.gray {
-				// The probe sees the failure after all: an ordinary outage
-				// that live traffic noticed first, not a gray failure.
+			if es.gray && es.consecFail >= thr {
+				// The probe sees the failure after all (FailureThreshold
+				// failures in a row, not one late probe on a loaded host): an
+				// ordinary outage that live traffic noticed first, not a gray
+				// failure.
 				es.gray = false
 				es.grayCount--
 			}
@@ -108,8 +110,21 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 			case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
 				es.trafficFail = 0 // stale live-traffic failures below the threshold
 			}
-			if es.gray && !now.Before(m.grayUntilLocked(es)) {
-				es.gray = false // waited long enough without trade-path evidence
+			if es.trafficFail >= thr && !es.gray {
+				// DOWN on live traffic while an earlier probe failure hid the
+				// gray failure: the probe passes now while the orders failed,
+				// so it cannot vouch for recovery. Without this the endpoint
+				// would stay DOWN for good (an inactive endpoint gets no
+				// traffic to clear it).
+				es.gray = true
+				es.graySince = now
+				es.grayCount++
+			}
+			if es.gray && !now.Before(m.grayUntilLocked(es)) && now.Sub(es.lastTrafficFailure) >= m.cfg.MaxHealthAge {
+				// Waited long enough without trade-path evidence, and no
+				// trade-path check (or order) failed recently: a failing
+				// trade-path check keeps the endpoint out whatever the wait.
+				es.gray = false
 				es.trafficFail = 0
 			}
 			if es.slow {
@@ -223,15 +238,22 @@ func (m *Manager) failbackCooldownLocked(es *endpointState, now time.Time) time.
 	return c
 }
 
-// staleOnlyLocked: es is not a target only because its evidence is stale
-// (never probed, last success too old, identity verification missing, expired
-// or older than SwitchVerificationAge), not because anything failed.
+// staleOnlyLocked: es is not a target only because its evidence is stale or
+// inconclusive (never probed, last success too old, DEGRADED by failures below
+// FailureThreshold or by a slow answer, identity verification missing, expired
+// or older than SwitchVerificationAge), not because it was found DOWN, on
+// another account, outside the rules or in a gray failure.
 func (m *Manager) staleOnlyLocked(es *endpointState, now time.Time) bool {
 	if es == m.active || es.mismatch || es.gray || !m.jurisdictionOKLocked(es) {
 		return false
 	}
 	switch es.state {
 	case Unknown:
+		return true
+	case Degraded:
+		// Failures below FailureThreshold (one probe that timed out on a
+		// loaded host) or a slow answer: inconclusive, not a verdict. A halt
+		// must rest on fresh evidence, so the candidate is probed again first.
 		return true
 	case Healthy:
 	default:

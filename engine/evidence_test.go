@@ -470,6 +470,11 @@ func TestOutageNoticedFirstByTrafficIsNotGray(t *testing.T) {
 	}
 	clk.Advance(100 * time.Millisecond)
 	pt.fail("eu", errRefused)
+	// FailureThreshold probe failures in a row: the probe sees the outage (one
+	// late probe alone would not be enough, TestGrayFailureSurvivesOneLateProbe).
+	for range m.Config().FailureThreshold - 1 {
+		mustProbe(t, m, "eu")
+	}
 	if st := mustProbe(t, m, "eu"); st.GrayFailure || st.GrayFailures != 0 || st.State != engine.Down {
 		t.Fatalf("after the probe failed too: %+v", st)
 	}
@@ -477,5 +482,94 @@ func TestOutageNoticedFirstByTrafficIsNotGray(t *testing.T) {
 	pt.heal("eu")
 	if st := mustProbe(t, m, "eu"); st.State != engine.Healthy || st.TrafficFailures != 0 {
 		t.Fatalf("the probe's success after the outage: %v, traffic failures %d", st.State, st.TrafficFailures)
+	}
+}
+
+// One late probe during a gray failure (below FailureThreshold) is not the
+// probe seeing the outage: the gray failure stands, and probe successes after
+// it do not bring the endpoint back. FailureThreshold failures in a row do
+// turn it into an ordinary outage.
+func TestGrayFailureSurvivesOneLateProbe(t *testing.T) {
+	m, _, pt := fixture(t, func(c *engine.Config) {
+		c.GrayFailbackWait = time.Hour
+		c.MaxGrayFailbackWait = time.Hour
+	}, epEU, epUS)
+	mustProbe(t, m, "eu")
+	mustProbe(t, m, "us")
+	mustTraffic(t, m, "eu", errOrder)
+	if st := mustTraffic(t, m, "eu", errOrder); !st.GrayFailure {
+		t.Fatalf("not gray: %+v", st)
+	}
+	pt.fail("eu", errRefused)
+	if st := mustProbe(t, m, "eu"); !st.GrayFailure || st.State != engine.Down {
+		t.Fatalf("one failed probe cleared the gray failure: %+v", st)
+	}
+	pt.fail("eu", nil)
+	for range 3 {
+		if st := mustProbe(t, m, "eu"); !st.GrayFailure || st.State != engine.Down {
+			t.Fatalf("probe successes brought a gray endpoint back without trade-path evidence: %+v", st)
+		}
+	}
+	pt.fail("eu", errRefused)
+	mustProbe(t, m, "eu")
+	if st := mustProbe(t, m, "eu"); st.GrayFailure || st.State != engine.Down {
+		t.Fatalf("FailureThreshold probe failures: want an ordinary outage, got %+v", st)
+	}
+}
+
+// After the gray wait, a trade-path check that keeps failing keeps the
+// endpoint out: probe successes alone do not clear it.
+func TestFailingTradePathOutlastsTheGrayWait(t *testing.T) {
+	m, clk, _ := fixture(t, func(c *engine.Config) {
+		c.GrayFailbackWait = 10 * time.Second
+		c.MaxGrayFailbackWait = time.Minute
+	}, epEU, epUS)
+	mustProbe(t, m, "eu")
+	mustProbe(t, m, "us")
+	mustTraffic(t, m, "eu", errOrder)
+	mustTraffic(t, m, "eu", errOrder)
+	for range 4 {
+		clk.Advance(5 * time.Second)
+		if _, err := m.ObserveTradePath("eu", errOrder); err != nil {
+			t.Fatal(err)
+		}
+		if st := mustProbe(t, m, "eu"); !st.GrayFailure || st.State != engine.Down {
+			t.Fatalf("+%v: back while its trade-path check fails: %+v", 5*time.Second, st)
+		}
+	}
+	// The trade path stops failing (no result for MaxHealthAge) and the wait
+	// is over: probe successes may bring it back.
+	clk.Advance(6 * time.Second)
+	if st := mustProbe(t, m, "eu"); st.GrayFailure || st.State != engine.Healthy {
+		t.Fatalf("after the wait with no recent trade-path failure: %+v", st)
+	}
+}
+
+// A probe that failed once just before the orders took the endpoint DOWN hid
+// the gray failure; when the probe passes again the endpoint becomes a gray
+// failure (trade-path evidence or the wait brings it back) instead of staying
+// DOWN for good.
+func TestDownOnTrafficAfterAProbeFailureIsNotStuck(t *testing.T) {
+	m, clk, pt := fixture(t, func(c *engine.Config) {
+		c.GrayFailbackWait = time.Hour
+		c.MaxGrayFailbackWait = time.Hour
+	}, epEU, epUS)
+	mustProbe(t, m, "eu")
+	mustProbe(t, m, "us")
+	pt.fail("eu", errRefused)
+	mustProbe(t, m, "eu")
+	clk.Advance(100 * time.Millisecond)
+	mustTraffic(t, m, "eu", errOrder)
+	if st := mustTraffic(t, m, "eu", errOrder); st.GrayFailure || st.State != engine.Down {
+		t.Fatalf("%+v", st)
+	}
+	clk.Advance(time.Second)
+	pt.fail("eu", nil)
+	st := mustProbe(t, m, "eu")
+	if !st.GrayFailure || st.State != engine.Down {
+		t.Fatalf("probe passes while orders failed: want a gray failure, got %+v", st)
+	}
+	if st, _ := m.ObserveTradePath("eu", nil); st.GrayFailure || st.State != engine.Healthy {
+		t.Fatalf("trade-path success must bring it back: %+v", st)
 	}
 }

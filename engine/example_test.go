@@ -144,6 +144,6 @@ func ExampleManager_halt() {
 	// NO_TARGET_AVAILABLE halt: true
 	//   active endpoint "eu" is DOWN after 2 consecutive failures (last: connection reset by peer)
 	//   "us" not eligible: HEALTHY but last success 10s ago (max 5s)
-	//   excluded only by stale evidence (not by a failure): [us]; probe them at once before halting
+	//   excluded only by stale or inconclusive evidence (not found DOWN): [us]; probe them at once before halting
 	// active: eu
 }

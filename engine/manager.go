@@ -102,10 +102,11 @@ type Decision struct {
 	ReadOnlyTarget string
 	// Stale, when there is no target (NoTargetAvailable, or NoAction on a
 	// DEGRADED active endpoint) or the primary is not yet a failback target
-	// (PrimaryNotStable), names the candidates excluded only by stale evidence:
-	// never probed, a last success older than Config.MaxHealthAge, or an
-	// identity verification missing, expired or older than
-	// Config.SwitchVerificationAge — not by a failure. The caller should probe
+	// (PrimaryNotStable), names the candidates excluded only by stale or
+	// inconclusive evidence: never probed, a last success older than
+	// Config.MaxHealthAge, DEGRADED (failures below FailureThreshold, or a slow
+	// answer), or an identity verification missing, expired or older than
+	// Config.SwitchVerificationAge — not found DOWN. The caller should probe
 	// (and re-check) them at once and evaluate again before halting.
 	// Nil otherwise (and in the steady state).
 	Stale []string

@@ -53,15 +53,17 @@ type env struct {
 	backup  string
 }
 
-// testTiming is demo timing made a little more tolerant of a loaded machine
-// (-race, tests in parallel): probes every 200 ms with a 150 ms timeout,
-// DOWN after 2 failures, failback after a 1.5 s cooldown and 3 successes.
+// testTiming is demo timing made tolerant of a loaded machine (-race, up to
+// three brokers trading at once, other packages' tests): probes every 500 ms
+// with a 450 ms timeout (a healthy endpoint's probe late twice in a row is a
+// spurious failover, and a backup's one late probe a halt), DOWN after 2
+// failures, failback after a 1.5 s cooldown and 3 successes.
 func testTiming() orderflow.Timing {
 	tm := orderflow.DefaultTiming()
-	tm.ProbeInterval = 200 * time.Millisecond
-	tm.ProbeTimeout = 170 * time.Millisecond
+	tm.ProbeInterval = 500 * time.Millisecond
+	tm.ProbeTimeout = 450 * time.Millisecond
 	tm.ProbeJitter = 20 * time.Millisecond
-	tm.MaxHealthAge = 1500 * time.Millisecond
+	tm.MaxHealthAge = 3 * time.Second
 	tm.Cooldown = 1500 * time.Millisecond
 	tm.FailbackSuccessThreshold = 3
 	tm.FlapLimit = 6

@@ -21,7 +21,16 @@ func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 	sc := scenario(t, "blackhole")
 	sc.Failback = orderflow.May // the point here is the book, not the failback
 	sc.Halt = orderflow.May     // finish() checks each halt against eligibility
-	e := start(t, envOptions{broker: p})
+	// The quarantine must outlast the longest a copy can be held on the way:
+	// here from before the fault until the heal below, which waits for every
+	// service's reconcile (the FIX session's logon through us can take the
+	// broker's heartbeat timeout, ~3 s). With the 3 s default the heal came
+	// after the REST quarantine had ended, while its re-query was looking
+	// orders up one by one: a copy landed between its lookup (404) and the
+	// re-query's return, the verdict was made final, the client re-sent, and a
+	// broker without deduplication booked the order twice.
+	quarantine := 8 * time.Second
+	e := start(t, envOptions{broker: p, tune: func(tm *orderflow.Timing) { tm.Quarantine = quarantine }})
 	began := time.Now()
 	e.tradingOn(e.primary, began, 10*time.Second)
 
@@ -46,7 +55,7 @@ func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu: the copies its relay held are delivered now, after the fence")
 	// Let the quarantine pass (the re-query judges the provisional verdicts)
 	// while trading goes on, wherever it is.
-	q := testTiming().Quarantine + 2*time.Second
+	q := quarantine + 2*time.Second
 	e.waitFor(q+10*time.Second, "the quarantine to pass and orders answered after it", func() bool {
 		return time.Since(healAt) > q && e.ackedSince(orderflow.REST, e.active(), healAt.Add(q)) >= 3
 	})

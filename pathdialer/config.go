@@ -314,7 +314,11 @@ type Config struct {
 	// FenceAttempts failed fence attempts in a row turn the hold into a halt
 	// (attempts continue in the background). Must be >= 1.
 	FenceAttempts int
-	// Reconciler is required; choose NoReconcile explicitly to skip it.
+	// Reconciler settles the orders of every service not named in
+	// Reconcilers. Required unless Reconcilers is set; then, left nil, only the
+	// services named there may submit (Acquire refuses any other with
+	// ErrInvalidConfig, so no order can escape reconciliation). Choose
+	// NoReconcile explicitly to skip reconciliation.
 	Reconciler ReconcileFunc
 	// ReconcileTimeout bounds one Reconciler call. Must be > 0.
 	ReconcileTimeout time.Duration
@@ -333,7 +337,11 @@ type Config struct {
 	// outcomes", From = To = the active endpoint). Submissions are not held for
 	// it: those orders are already out, and new orders are other orders. A
 	// failure is retried with ReconcileBackoff and never halts. 0 turns it off:
-	// unknown orders then wait for the next switch or resume. >= 0.
+	// unknown orders then wait for the next switch or resume. While trading is
+	// halted there is no path to settle them through: they are settled by the
+	// reconcile that precedes the resume (Unknown and Snapshot list them
+	// meanwhile; the same holds for the re-query of provisional verdicts).
+	// >= 0.
 	SettleUnknown time.Duration
 	// ExternalDecisions hands every switch to a coordinator (coord/etcd): the
 	// Path probes, reports and settles unknown outcomes, but switches, holds and
@@ -472,8 +480,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: FenceTimeout is %v, must be > 0", ErrInvalidConfig, c.FenceTimeout)
 	case c.FenceAttempts < 1:
 		return fmt.Errorf("%w: FenceAttempts is %d, must be >= 1", ErrInvalidConfig, c.FenceAttempts)
-	case c.Reconciler == nil:
-		return fmt.Errorf("%w: Reconciler is required (choose NoReconcile explicitly to skip reconciliation)", ErrInvalidConfig)
+	case c.Reconciler == nil && len(c.Reconcilers) == 0:
+		return fmt.Errorf("%w: Reconciler is required unless Reconcilers names every service that submits orders (choose NoReconcile explicitly to skip reconciliation)", ErrInvalidConfig)
 	case c.ReconcileTimeout <= 0:
 		return fmt.Errorf("%w: ReconcileTimeout is %v, must be > 0", ErrInvalidConfig, c.ReconcileTimeout)
 	case c.ReconcileAttempts < 1:

@@ -54,9 +54,8 @@ type controller struct {
 	// the next release.
 	assign  *extReq
 	waiters []chan error
-	// re-query of provisional NOT_RECEIVED verdicts
-	requeryAttempt int
-	requeryRetryAt time.Time
+	// re-query of provisional NOT_RECEIVED verdicts, by reconciler key
+	requery map[string]*requeryState
 	// Config.Reconcilers: the switch's reconcile split by service, its
 	// results, and the goroutines running the reconcilers.
 	multi    *multiRec
@@ -191,6 +190,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		}
 		if c.multi != nil {
 			c.attemptMulti()
+			c.maybeRequery(ctx) // the services already reconciled
 			return
 		}
 		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {

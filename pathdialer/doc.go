@@ -29,8 +29,11 @@
 //     unknown outcome. After every switch, and before leaving a halt even on the
 //     same endpoint. A failing reconcile keeps holding, is retried with backoff,
 //     and halts after Config.ReconcileAttempts failures in a row.
-//  3. Halt is loud: while no endpoint is eligible, Acquire returns
-//     ErrTradingHalted at once, wrapping the reason; events say why.
+//  3. Halt is loud: when the active endpoint is DOWN or fronts another
+//     account and no other endpoint is eligible (after probing stale
+//     candidates at once, with orders held), Acquire returns ErrTradingHalted
+//     at once, wrapping the reason; events say why. A DEGRADED active endpoint
+//     that still answers keeps trading.
 //  4. A ticket is never granted while the gate is held or halted, and only ever for
 //     the endpoint that is active at that instant.
 //  5. A stalled monitor, or stale health of the active endpoint, is reported

@@ -82,7 +82,7 @@ var eventNames = [...]string{
 	EventResume: "resume", EventFlapSuppressed: "flap-suppressed", EventMonitorStale: "monitor-stale",
 	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
 	EventLateLanding: "late-landing",
-	EventOnDemand: "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
+	EventOnDemand:    "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
 }
 
 // String returns a short lower-case name such as "fence-ok".

@@ -3,6 +3,7 @@ package pathdialer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -307,6 +308,11 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 	if strings.TrimSpace(orderID) == "" {
 		return fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
 	}
+	if p.namedOnly {
+		if _, ok := p.cfg.Reconcilers[service]; !ok {
+			return fmt.Errorf("%w: service %q has no reconciler (Config.Reconcilers names %s and Reconciler is nil): its orders could not be settled after a switch", ErrInvalidConfig, service, p.reconcilerNames())
+		}
+	}
 	switch t.state.Load() {
 	case ticketInFlight:
 		s := t.shard
@@ -558,4 +564,10 @@ func (p *Path) Unknown() []TicketInfo {
 		out[i] = t.info(TicketUnknown)
 	}
 	return out
+}
+
+// reconcilerNames lists the services named in Config.Reconcilers, sorted.
+func (p *Path) reconcilerNames() string {
+	names := slices.Sorted(maps.Keys(p.cfg.Reconcilers))
+	return "[" + strings.Join(names, " ") + "]"
 }

@@ -79,7 +79,7 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 	if err != nil {
 		return d2, err
 	}
-	note := fmt.Sprintf("on-demand: %s excluded only by stale evidence, so probed at once (%v): %s; now %s",
+	note := fmt.Sprintf("on-demand: %s excluded only by stale or inconclusive evidence, so probed at once (%v): %s; now %s",
 		strings.Join(names, ", "), time.Since(start).Round(time.Millisecond), strings.Join(found, "; "), d2.Outcome)
 	d2.Notes = append(d2.Notes, note)
 	p.events.emit(Event{Kind: EventOnDemand, From: d2.From, To: d2.To, Generation: d2.Generation, Duration: time.Since(start), Cause: note})

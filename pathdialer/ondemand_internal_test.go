@@ -218,3 +218,38 @@ func TestOnDemandFailbackProbe(t *testing.T) {
 		_ = p.Close()
 	})
 }
+
+// The backup's last probe timed out once (DEGRADED, below FailureThreshold: a
+// late probe on a loaded host) at the moment the primary goes DOWN: that is
+// inconclusive evidence, not a verdict, so the controller probes it at once and
+// switches instead of halting.
+func TestOnDemandProbeOfDegradedBackupAvoidsHalt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newStalledPath(t, nil)
+		p := s.p
+		ctx := context.Background()
+		p.probeRound(ctx)
+		p.setGate(GateOpen, "eu", 0, nil)
+		s.set("us", ErrProbeTimeout)
+		p.probeOne(ctx, p.eps["us"], false)
+		if st, _ := p.eng.Status("us"); st.State != engine.Degraded {
+			t.Fatalf("us %v after one timed-out probe, want DEGRADED", st.State)
+		}
+		s.set("us", nil)
+		for range 3 {
+			p.observe("eu", errors.New("connection refused"), 0, true)
+		}
+		if d, _ := p.eng.EvaluateFailover(false); d.Outcome != engine.NoTargetAvailable || len(d.Stale) != 1 || d.Stale[0] != "us" {
+			t.Fatalf("the engine alone: %v, stale %v (a DEGRADED backup is inconclusive, not failed)", d.Outcome, d.Stale)
+		}
+		c := &controller{p: p, lastFbOut: engine.NoAction}
+		c.step(ctx, false)
+		if a, _ := p.Active(); a.Name != "us" {
+			t.Fatalf("active %q after the on-demand probe of the DEGRADED backup", a.Name)
+		}
+		if n := len(eventsOf(p, EventHalt)); n != 0 {
+			t.Fatalf("%d halts on one late probe", n)
+		}
+		_ = p.Close()
+	})
+}

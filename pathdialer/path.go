@@ -19,13 +19,16 @@ import (
 // endpoint. Create it with New, then Start; Close stops everything. All methods
 // are safe for concurrent use.
 type Path struct {
-	cfg    Config
-	eng    *engine.Manager
-	eps    map[string]*endpointRT
-	order  []*endpointRT
-	log    *slog.Logger
-	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
-	events *dispatcher
+	cfg Config
+	// namedOnly: Config.Reconciler was nil, so only services named in
+	// Config.Reconcilers may acquire tickets.
+	namedOnly bool
+	eng       *engine.Manager
+	eps       map[string]*endpointRT
+	order     []*endpointRT
+	log       *slog.Logger
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	events    *dispatcher
 
 	gate     atomic.Pointer[gateView]
 	gateMu   sync.Mutex
@@ -71,8 +74,15 @@ func New(cfg Config) (*Path, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// Reconcilers alone: only the services named there may submit; the
+	// catch-all reconcile then never has a ticket to settle.
+	namedOnly := cfg.Reconciler == nil
+	if namedOnly {
+		cfg.Reconciler = NoReconcile
+	}
 	p := &Path{
 		cfg:          cfg,
+		namedOnly:    namedOnly,
 		eps:          make(map[string]*endpointRT, len(cfg.Endpoints)),
 		log:          cfg.Logger,
 		dial:         cfg.Dial,

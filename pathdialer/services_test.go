@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -203,4 +204,39 @@ func TestAbandonedSwitchWithAServiceReleased(t *testing.T) {
 			t.Fatalf("FIX reconcile of the switch to eu: %+v (the abandoned one's tickets must carry over)", last)
 		}
 	})
+}
+
+// With Reconcilers and no catch-all Reconciler, New accepts the config and
+// only the named services may submit: an order of any other service is
+// refused with a clear error (it could never be reconciled after a switch).
+func TestReconcilersAloneRefuseUnnamedServices(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rest := &svcReconciler{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Reconciler = nil
+			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile}
+		})
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		tk, err := h.p.Acquire(ctx, pathdialer.ServiceREST, "o-rest")
+		if err != nil {
+			t.Fatalf("REST order refused: %v", err)
+		}
+		tk.Done()
+		_, err = h.p.Acquire(ctx, pathdialer.ServiceFIX, "o-fix")
+		if !errors.Is(err, pathdialer.ErrInvalidConfig) {
+			t.Fatalf("FIX order with no reconciler: err = %v, want ErrInvalidConfig", err)
+		}
+		if want := `service "fix" has no reconciler`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	})
+	cfg := baseConfig()
+	cfg.Probe = newProbes().probe
+	cfg.Fencer = pathdialer.LocalFenceOnly
+	cfg.Reconciler = nil
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Reconciler is required unless Reconcilers") {
+		t.Fatalf("no Reconciler and no Reconcilers: Validate = %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -38,7 +39,11 @@ import (
 const DefaultQuarantine = 10 * time.Second
 
 // ReasonRequery is Reconciliation.Reason for the Path's own re-query of
-// provisional NOT_RECEIVED verdicts.
+// provisional NOT_RECEIVED verdicts. With Config.Reconcilers each service's
+// function is re-queried on its own, with only its service's orders and
+// Reconciliation.Service set, and with its own backoff: one that fails keeps
+// only its own verdicts provisional. The re-query also runs while a switch's
+// reconcile is still retrying, for the services whose own reconcile succeeded.
 const ReasonRequery = "re-query provisional not-received"
 
 // ErrOrderNotTracked: MayResend was asked about an order the Path holds no
@@ -350,32 +355,90 @@ func (p *Path) findTicket(orderID string) (TicketInfo, string, bool) {
 	return TicketInfo{}, "", false
 }
 
+// requeryState is one reconciler's re-query backoff (key as in
+// Config.Reconcilers; "" for Config.Reconciler).
+type requeryState struct {
+	attempt int
+	retryAt time.Time
+}
+
+// reconcilerKey names the reconciler that settles service's orders: the
+// service itself when Config.Reconcilers has it, else "" (Config.Reconciler).
+func (p *Path) reconcilerKey(service string) string {
+	if _, ok := p.cfg.Reconcilers[service]; ok {
+		return service
+	}
+	return ""
+}
+
 // maybeRequery re-queries the provisional NOT_RECEIVED verdicts whose
-// quarantine ended, without holding submissions. Runs on the controller.
+// quarantine ended, without holding submissions, each reconciler on its own
+// (with Config.Reconcilers, one service's failing re-query neither delays nor
+// undoes another's) with its own backoff. It runs in the normal phase and,
+// with Config.Reconcilers, while a switch's reconcile is still under way, for
+// the services whose own reconcile already succeeded. Runs on the controller.
 func (c *controller) maybeRequery(ctx context.Context) {
 	p := c.p
-	if c.phase != phaseNormal || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		return
+	}
+	if c.phase != phaseNormal && (c.phase != phaseReconciling || c.multi == nil) {
 		return
 	}
 	now := time.Now()
-	if now.Before(c.requeryRetryAt) {
-		return
-	}
 	tickets := p.dueRequeries(now)
 	if len(tickets) == 0 {
-		c.requeryAttempt = 0
+		clear(c.requery)
 		return
 	}
+	groups := map[string][]TicketInfo{}
+	for _, t := range tickets {
+		k := p.reconcilerKey(t.Service)
+		groups[k] = append(groups[k], t)
+	}
+	for _, key := range slices.Sorted(maps.Keys(groups)) {
+		if c.multi != nil {
+			if g := c.multi.groups[key]; g == nil || !g.done {
+				continue // its own reconcile is still under way
+			}
+		}
+		if c.requery == nil {
+			c.requery = map[string]*requeryState{}
+		}
+		st := c.requery[key]
+		if st == nil {
+			st = &requeryState{}
+			c.requery[key] = st
+		}
+		if now.Before(st.retryAt) {
+			continue
+		}
+		c.requeryGroup(ctx, key, groups[key], st)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// requeryGroup re-queries one reconciler's due verdicts.
+func (c *controller) requeryGroup(ctx context.Context, key string, tickets []TicketInfo, st *requeryState) {
+	p := c.p
+	fn := p.cfg.Reconciler
+	if key != "" {
+		fn = p.cfg.Reconcilers[key]
+	}
 	a := p.active.Load()
-	c.requeryAttempt++
-	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: ReasonRequery, Tickets: tickets, Attempt: c.requeryAttempt}
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason})
+	st.attempt++
+	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: ReasonRequery, Tickets: tickets, Attempt: st.attempt, Service: key}
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason, Service: key})
 	start := time.Now()
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
 	var settled []Settlement
 	err := callHook(rctx, func(ctx context.Context) error {
+		rr := r
+		rr.Tickets = slices.Clone(tickets)
 		var err error
-		settled, err = p.reconcileAny(ctx, r)
+		settled, err = fn(ctx, rr)
 		return err
 	})
 	cancel()
@@ -383,14 +446,17 @@ func (c *controller) maybeRequery(ctx context.Context) {
 		return
 	}
 	if err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled, Cause: r.Reason})
-		c.requeryRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.requeryAttempt))
+		if key != "" {
+			err = fmt.Errorf("pathdialer: re-query of %s: %w", key, err)
+		}
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled, Cause: r.Reason, Service: key})
+		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
 		return
 	}
 	out, late := p.requeried(settled, time.Now())
-	c.requeryAttempt = 0
-	c.requeryRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(1))
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: out, Cause: r.Reason})
+	st.attempt = 0
+	st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(1))
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: out, Cause: r.Reason, Service: key})
 	for _, v := range late {
 		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Generation: v.Generation, OrderID: v.OrderID,
 			Settlements: []Settlement{{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true}},

@@ -168,7 +168,14 @@ func restPeers() []restPeer {
 				config: fmt.Sprintf("Path over both regions (rest.Probe on ProbeURL/v1/account with the key, every %s, timeout %s, DOWN after %d, "+
 					"LocalFenceOnly, rest.Reconciler GET /v1/orders/{client_order_id}); per-order context %s; orders never retried",
 					ProbeInterval, ProbeTimeout, FailureThreshold, AttemptTimeout),
-				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, h1) },
+				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, h1, AttemptTimeout) },
+			},
+			restPeer{
+				name:  fmt.Sprintf("brokerpath rest.Transport, %s per order", PeerAttemptTimeout),
+				proto: proto,
+				config: fmt.Sprintf("the same Path, with the peers' %s per order: a timed-out order is an unknown outcome, reconciled and never resent; "+
+					"the caller's own deadline is not reported as a path failure, so detection stays with the probes", PeerAttemptTimeout),
+				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, h1, PeerAttemptTimeout) },
 			},
 		)
 	}
@@ -234,7 +241,7 @@ type cancelBody struct {
 
 func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); return err }
 
-func buildBrokerpathREST(a brokerAddrs, h1 bool) (*restClient, error) {
+func buildBrokerpathREST(a brokerAddrs, h1 bool, perOrder time.Duration) (*restClient, error) {
 	cfg, err := pathConfig(a, func(r regionAddrs) map[string]string { return map[string]string{"rest": r.REST} })
 	if err != nil {
 		return nil, err
@@ -268,7 +275,7 @@ func buildBrokerpathREST(a brokerAddrs, h1 bool) (*restClient, error) {
 	base := a.Regions[0].REST // rewritten to the active endpoint
 	return &restClient{
 		order: func(ctx context.Context, id string) (string, error) {
-			ctx, cancel := context.WithTimeout(ctx, AttemptTimeout)
+			ctx, cancel := context.WithTimeout(ctx, perOrder)
 			defer cancel()
 			return doOrder(ctx, c, base, a.APIKey, id)
 		},

@@ -320,7 +320,7 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	if sampler != nil {
 		report = drillflow.Run{Title: fmt.Sprintf("brokerpath game day: %s on eu", o.fault), Fault: sc.Describe(),
 			FaultAt: faultAt, RecoverAt: recoverAt, End: time.Now(), Primary: "eu", Survivor: "us",
-			Summary: sum, Samples: sampler.Stop(), Budget: budget}
+			Summary: sum, Samples: sampler.Stop(), Budget: budget, Seed: fmt.Sprint(o.seed)}
 		if pop != nil {
 			report.Population = pop.Stats()
 			pop.Close()

@@ -14,11 +14,9 @@ import (
 
 func testOptions(fault string) options {
 	// Demo timing made tolerant of a loaded machine (-race, other tests):
-	// a 170 ms probe timeout instead of 110 ms, failback after 3 successes.
+	// failback after 3 successes.
 	tm := orderflow.DefaultTiming()
 	tm.Cooldown = 2 * time.Second
-	tm.ProbeInterval, tm.ProbeTimeout = 200*time.Millisecond, 170*time.Millisecond
-	tm.MaxHealthAge = 1500 * time.Millisecond
 	tm.FailbackSuccessThreshold = 3
 	return options{fault: fault, seed: 7, phase: 1500 * time.Millisecond, timing: &tm, apiKey: "demo-secret-key-0123456789"}
 }
@@ -57,7 +55,7 @@ func runDemo(t *testing.T, fault string, want ...string) string {
 }
 
 func TestDemoBlackhole(t *testing.T) {
-	out := runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE: submissions flow on us",
+	out := runDemo(t, "blackhole", "FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile rest OK", "RELEASE: submissions flow on us",
 		"stream px.EURUSD resumed on us", "FIX session logged on through us", "failback refused", "SWITCHED us → eu", "RESULT: OK",
 		"held by: ", "I1  no order booked twice", "I5  the client's record")
 	// An incident report says each thing once.
@@ -140,7 +138,7 @@ func TestDemoReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	for _, want := range []string{"<svg", "SWITCHED", "peak handshakes/s at us", "resumed from sequence", "95% of 20 WS clients on us", "Error rates", "held "} {
+	for _, want := range []string{"<svg", "SWITCHED", "· seed 7 ·", "peak handshakes/s at us", "resumed from sequence", "95% of 20 WS clients on us", "Error rates", "held "} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/gorilla/websocket"
@@ -55,7 +54,14 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var client *http.Client // the REST reconciler reads through it (set below)
+	// REST reconcile: look each order up by client order ID through the new path.
+	restRec, err := rest.NewReconciler(rest.ReconcileOptions{
+		URL:    "https://broker/v1/orders/" + rest.OrderIDPlaceholder,
+		Header: auth,
+	})
+	if err != nil {
+		return err
+	}
 
 	cfg := pathdialer.DefaultConfig()
 	for i, r := range b.Regions {
@@ -64,9 +70,8 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 	}
 	cfg.Probe = probe
 	cfg.Fencer = pathdialer.LocalFenceOnly // this process is the only one trading the account
-	cfg.Reconciler = pathdialer.ReconcileAll(func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
-		return reconcileREST(ctx, client, auth, r)
-	}, fixRec.Reconcile)
+	// Each service is released as soon as its own reconcile succeeds.
+	cfg.Reconcilers = map[string]pathdialer.ReconcileFunc{"rest": restRec.Reconcile, "fix": fixRec.Reconcile}
 	path, err := pathdialer.New(cfg)
 	if err != nil {
 		return err
@@ -76,7 +81,8 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	client = &http.Client{Transport: rt}
+	restRec.Bind(rt)
+	client := &http.Client{Transport: rt}
 	if err := path.Start(ctx); err != nil {
 		return err
 	}
@@ -192,39 +198,6 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// reconcileREST settles the REST orders of a switch: the broker's record of
-// each client order ID, read through the new path.
-func reconcileREST(ctx context.Context, client *http.Client, auth http.Header, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
-	var settled []pathdialer.Settlement
-	for _, t := range r.Tickets {
-		if t.Service != "rest" {
-			continue
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://broker/v1/orders/"+url.PathEscape(t.OrderID), nil)
-		if err != nil {
-			return settled, err
-		}
-		req.Header = auth.Clone()
-		resp, err := client.Do(req)
-		if err != nil {
-			return settled, err // the Path keeps holding and retries
-		}
-		var o struct{ Status string }
-		err = json.NewDecoder(resp.Body).Decode(&o)
-		resp.Body.Close()
-		fate := map[string]pathdialer.Fate{"filled": pathdialer.FateFilled, "new": pathdialer.FateResting,
-			"canceled": pathdialer.FateCanceled}[o.Status]
-		switch {
-		case resp.StatusCode == http.StatusNotFound:
-			fate = pathdialer.FateNotReceived // provisional: resend only under the same ID
-		case resp.StatusCode != http.StatusOK || err != nil || fate == pathdialer.FateUndetermined:
-			return settled, fmt.Errorf("reconcile %s: HTTP %d, status %q", t.OrderID, resp.StatusCode, o.Status)
-		}
-		settled = append(settled, pathdialer.Settlement{OrderID: t.OrderID, Service: "rest", Fate: fate})
-	}
-	return settled, nil
 }
 
 // execReports is the quickfix Application: it passes on each execution

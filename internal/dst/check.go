@@ -11,17 +11,19 @@ import (
 
 // Invariant names, as they appear in violations.
 const (
-	InvDuplicate   = "no-duplicate-order"           // no client order ID booked twice (the client never resends)
-	InvLost        = "no-lost-order"                // every order the broker acknowledged is in the book
-	InvMismatch    = "client-matches-book"          // ...where the client recorded it
-	InvPhantom     = "no-phantom-order"             // every booking is an order the client sent
-	InvTwoPaths    = "no-order-through-fenced-path" // nothing sent after the client fenced a region is booked there
-	InvBrokerFence = "broker-fence-holds"           // nothing booked through a region the broker had fenced
-	InvUnknown     = "every-unknown-order-settled"  // each unknown outcome is settled by a reconcile
-	InvSettlement  = "settlement-matches-book"      // a settled fate other than NOT_RECEIVED is in the book
-	InvPending     = "nothing-pending-at-rest"      // after the quiet period the Path holds no unknown order
-	InvStream      = "ws-every-tick-once-in-order"
-	InvFlowResumes = "flow-resumes-after-heal" // with every fault healed, the gate is open again
+	InvDuplicate    = "no-duplicate-order"             // no client order ID booked twice (the client never resends)
+	InvLost         = "no-lost-order"                  // every order the broker acknowledged is in the book
+	InvMismatch     = "client-matches-book"            // ...where the client recorded it
+	InvPhantom      = "no-phantom-order"               // every booking is an order the client sent
+	InvTwoPaths     = "no-order-through-fenced-path"   // nothing sent after the client fenced a region is booked there
+	InvBrokerFence  = "broker-fence-holds"             // nothing booked through a region the broker had fenced
+	InvUnknown      = "every-unknown-order-settled"    // each unknown outcome is settled by a reconcile
+	InvSettlement   = "settlement-matches-book"        // a settled fate other than NOT_RECEIVED is in the book
+	InvSettledFirst = "unknown-settled-before-release" // flow under a later generation only after the order is settled
+	InvPending      = "nothing-pending-at-rest"        // after the quiet period the Path holds no unknown order
+	InvStream       = "ws-every-tick-once-in-order"
+	InvFlowResumes  = "flow-resumes-after-heal" // with every fault healed, the gate is open again
+	InvOrdersFlow   = "orders-flow"             // some order was acknowledged (a run that books nothing proves nothing)
 )
 
 func (w *world) check() *Result {
@@ -81,6 +83,17 @@ func (w *world) check() *Result {
 		if o.outcome == "unknown" && len(o.settled) == 0 {
 			viol(InvUnknown, "%s finished unknown at %v and no reconcile settled it", id, w.off(o.end))
 		}
+		if o.outcome == "unknown" {
+			// The switch hands every ticket of the old generation to its
+			// reconcile, in flight or finished unknown: flow released under
+			// a later generation finds the order already settled.
+			for _, r := range w.releases {
+				if r.gen > o.ticketGn && (o.settleSq == 0 || r.seq < o.settleSq) {
+					viol(InvSettledFirst, "%s finished unknown on gen %d at %v; flow was released under gen %d at %v before any reconcile settled it", id, o.ticketGn, w.off(o.end), r.gen, w.off(r.at))
+					break
+				}
+			}
+		}
 		for _, f := range o.settled {
 			switch f {
 			case pathdialer.FateNotReceived:
@@ -124,6 +137,9 @@ func (w *world) check() *Result {
 	}
 	if gate != pathdialer.GateOpen {
 		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
+	}
+	if res.Stats.Acked == 0 {
+		viol(InvOrdersFlow, "none of %d orders was acknowledged (%d rejected, %d halted, %d not sent)", res.Stats.Orders, res.Stats.Rejected, res.Stats.Halted, res.Stats.NotSent)
 	}
 	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
 

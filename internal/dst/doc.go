@@ -20,16 +20,49 @@
 //	                                sent before and booked after is a late landing, reported in Notes
 //	broker-fence-holds              nothing booked through a region the broker had fenced
 //	every-unknown-order-settled     each unknown outcome is settled by some reconcile
+//	unknown-settled-before-release  no flow is released under a later generation before an
+//	                                order that finished unknown under an earlier one is settled
 //	settlement-matches-book         a settled fate other than NOT_RECEIVED is in the book
 //	nothing-pending-at-rest         after the quiet period the Path holds no unknown order
 //	ws-every-tick-once-in-order     the stream delivers each tick once, in order (a snapshot restarts)
 //	flow-resumes-after-heal         with every fault healed, the gate is open again
+//	orders-flow                     some order was acknowledged (a run that books nothing
+//	                                proves nothing)
+//
+// The Path is given a trade-path check (Config.TradePathCheck): an
+// authenticated order-status query, through the endpoint's REST address, of
+// a client order ID never sent, which passes on the broker's 404. It is the
+// evidence that brings back an endpoint taken DOWN by live-traffic failures
+// while its probe passed (the unknown-outcome fault: orders cut, probes
+// fine); without it such an endpoint waits five minutes, longer than a run.
+// The check does not fail while an unknown-outcome fault is still armed
+// (the broker cuts orders, not reads), so an endpoint can come back and be
+// taken out again by the orders the fault still cuts.
 //
 // By default the client never resends. Options.ResendNotReceived (flag
-// -sim.resend) resends, once and under the same client order ID, an order a
-// reconcile settled NOT_RECEIVED: against a broker that deduplicates only
-// open orders or not at all, an order still in the network when the
-// reconcile asked then books twice, and no-duplicate-order fails.
+// -sim.resend) resends, once and under the same client order ID, an order
+// Path.MayResend allows (a final NOT_RECEIVED: through a region the broker's
+// kill switch fenced, Config.FenceAtBroker, or after the quarantine's
+// re-query); a sweep with it must find no duplicate. Options.ResendNaive
+// resends every NOT_RECEIVED at once, provisional or not: against a broker
+// that deduplicates only open orders or not at all, an order still in the
+// network when the reconcile asked then books twice, and no-duplicate-order
+// fails (TestSimNaiveResendFindsDuplicate).
+//
+// With a broker that checks fencing tokens, each order carries the active
+// generation + 1, read before the order is sent. Options.LibraryToken (flag
+// -sim.libtoken) sends the library's own token instead (the REST transport's
+// TokenHeader: the ticket's Generation); a standalone Path's first
+// generation is 0, which a broker that wants positive tokens refuses, so
+// every order before the first switch is rejected (orders-flow fails).
+//
+// The runtime's own defects can be planted without changing the module:
+// internal/dst/splitgate writes a go build overlay in which pathdialer's
+// gate hands a ticket from "in flight" to "unknown" in two steps, as it
+// once did (make sim-defect). The window between the steps is a few
+// instructions; virtual time cannot open it by itself (the simulation has no
+// preemption), so the overlay can put a yield (-gap=gosched) or a virtual
+// pause there, standing in for a thread descheduled at that point.
 //
 // The driver is TestSimSeeds (make sim; a short run in make test). A
 // failing seed prints the one command that replays it and writes its trace:
@@ -78,7 +111,11 @@
 //     that dials through a given function, both honouring virtual time.
 //   - CPU time, GC pauses and process pauses take no virtual time: a stalled
 //     process is not modelled (time only advances when every goroutine in
-//     the bubble is blocked).
+//     the bubble is blocked), nor is preemption between two statements.
+//     Pauses across a lease need a coordinated Path (Config.ExternalDecisions
+//     with a coordinator calling Assign and Path.Extend), which the
+//     simulation does not run: Ticket.ValidUntil and ErrTicketExpired are
+//     not exercised here.
 //   - The WebSocket stream's own full-jitter reconnect draw uses the
 //     process's random source; the simulation shrinks its window to 1 ms and
 //     places WebSocket dials on its own seeded grid (100–500 ms apart), so
@@ -88,6 +125,7 @@
 //   - One client process, one account; no coordination between processes,
 //     no DNS, no clock skew between client and broker (they share the
 //     bubble's clock).
-//   - Fencing tokens: the client sends the generation it believes active,
-//     which is what a user can do without library support for tokens.
+//   - Fencing tokens: by default the client sends the generation it
+//     believes active + 1 (see Options.LibraryToken for why not the
+//     library's own).
 package dst

@@ -31,6 +31,11 @@ const (
 	stream = "px.EURUSD"
 )
 
+// quarantine covers the longest a copy of an order can be held in the
+// simulated network: a blackhole (at most 5 s) then a latency fault (at most
+// 1 s), plus margin.
+const quarantine = 7 * time.Second
+
 // wsBackoff is the Stream's reconnect window in the simulation: small, and
 // not so small that a round with no candidate spins without time passing.
 var wsBackoff = ws.Backoff{Base: time.Millisecond, Cap: time.Millisecond}
@@ -45,10 +50,22 @@ type Options struct {
 	// fail whenever such an order existed.
 	DropSwitchUnknowns bool
 	// ResendNotReceived resends an order once, under the same client order
-	// ID, when a reconcile settles it NOT_RECEIVED (what FateNotReceived's
-	// documentation allows). Against a broker that does not deduplicate,
-	// a late landing then books the order twice: no-duplicate-order fails.
+	// ID, when the Path says it may (Path.MayResend, asked whenever a
+	// reconcile or re-query settles it NOT_RECEIVED as final). The run then
+	// waits a quarantine longer before the checks, so that re-queries and
+	// resends happen.
 	ResendNotReceived bool
+	// ResendNaive resends, once and under the same client order ID, every
+	// order any reconcile settled NOT_RECEIVED, provisional or not, without
+	// asking the Path: against a broker that does not deduplicate, a late
+	// landing then books the order twice (no-duplicate-order has teeth).
+	ResendNaive bool
+	// LibraryToken sends the library's fencing token (rest.Options.TokenHeader:
+	// the ticket's Generation) instead of the simulation's own (the active
+	// generation + 1, read before the order). A standalone Path's first
+	// generation is 0, which the simulated broker, wanting positive tokens,
+	// rejects: every order before the first switch is refused.
+	LibraryToken bool
 }
 
 // Stats counts what a run did.
@@ -89,6 +106,7 @@ type orderRec struct {
 	errCode  string
 	settled  []pathdialer.Fate
 	ticketGn uint64
+	settleSq uint64 // Seq of the first event that settled it (0: none)
 	limit    bool
 	resent   bool
 }
@@ -117,8 +135,14 @@ type world struct {
 	wsBad    []string
 	wsPaceMu sync.Mutex
 	wsNext   time.Time
+	releases []release // EventRelease, in order
 	resends  sync.WaitGroup
 	resendN  int
+}
+
+type release struct {
+	seq, gen uint64
+	at       time.Time
 }
 
 type tline struct {
@@ -178,6 +202,11 @@ func Run(s Scenario, o Options) (*Result, error) {
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
+	if o.ResendNotReceived {
+		// Let the quarantine of the last provisional verdicts end, their
+		// re-queries run and the resends they allow land.
+		time.Sleep(quarantine + 2*time.Second)
+	}
 	w.resends.Wait()
 	res := w.check()
 	w.close()
@@ -212,6 +241,7 @@ func (w *world) build() error {
 			Services: map[string]string{pathdialer.ServiceREST: rg.RESTURL(), "probe": rg.ProbeURL(), pathdialer.ServiceWS: rg.WSURL()}})
 	}
 	pc.Probe = w.probe
+	pc.TradePathCheck = w.tradePathCheck
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = s.ProbeInterval, s.ProbeTimeout, 0
 	pc.Engine.FailureThreshold = s.FailureThreshold
 	pc.Engine.MaxHealthAge = s.MaxHealthAge
@@ -228,6 +258,10 @@ func (w *world) build() error {
 	pc.ReconcileTimeout = 2 * time.Second
 	pc.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.Reconciler = w.reconcile
+	// The sim's Fencer is the broker's kill switch when the broker enforces
+	// fences: a NOT_RECEIVED through a fenced region is then final at once.
+	pc.FenceAtBroker = s.Fence == simbroker.FenceEnforced
+	pc.Quarantine = quarantine
 	pc.InflightGrace = s.InflightGrace
 	pc.SettleUnknown = s.SettleUnknown
 	pc.Dial = w.dial
@@ -235,7 +269,14 @@ func (w *world) build() error {
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
-	if w.rt, err = rest.NewTransport(w.path, rest.Options{}); err != nil {
+	ro := rest.Options{}
+	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
+		// The library's fencing token: each order carries the generation
+		// its ticket was granted under (0 before the first switch, which a
+		// broker that wants positive tokens rejects; see Options).
+		ro.TokenHeader = simbroker.TokenHeader
+	}
+	if w.rt, err = rest.NewTransport(w.path, ro); err != nil {
 		return fmt.Errorf("dst: rest transport: %w", err)
 	}
 	w.hc = &http.Client{Transport: w.rt}
@@ -303,6 +344,29 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("probe %s: HTTP %d", ep.Name, resp.StatusCode)
+	}
+	return nil
+}
+
+// tradePathCheck is the Path's trade-path check: an authenticated
+// order-status query, through the endpoint's REST address, of a client order
+// ID that was never sent. It passes on the broker's 404 (the order path
+// authenticated, routed and answered) and fails on anything else.
+func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) error {
+	u, _ := ep.Address(pathdialer.ServiceREST)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/orders/dst-trade-path-check", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-API-Key", apiKey)
+	resp, err := w.dc.Do(req)
+	if err != nil {
+		return fmt.Errorf("trade-path check %s: %w", ep.Name, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		return fmt.Errorf("trade-path check %s: HTTP %d, want 404", ep.Name, resp.StatusCode)
 	}
 	return nil
 }
@@ -417,6 +481,10 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			w.fences = append(w.fences, fenceSpan{endpoint: ev.Endpoint, start: ev.Time})
 		}
 		w.mu.Unlock()
+	case pathdialer.EventRelease:
+		w.mu.Lock()
+		w.releases = append(w.releases, release{seq: ev.Seq, gen: ev.Generation, at: ev.Time})
+		w.mu.Unlock()
 	case pathdialer.EventSwitch, pathdialer.EventUnfence:
 		to := ev.To
 		if ev.Kind == pathdialer.EventUnfence {
@@ -433,22 +501,38 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		}
 		w.mu.Unlock()
 	case pathdialer.EventReconcileSuccess:
+		var ask []string
 		w.mu.Lock()
 		for _, st := range ev.Settlements {
-			if o := w.orders[st.OrderID]; o != nil {
-				o.settled = append(o.settled, st.Fate)
-				if w.o.ResendNotReceived && st.Fate == pathdialer.FateNotReceived && !o.resent {
-					o.resent = true
-					w.resendN++
-					w.resends.Add(1)
-					go func(id string, limit bool) {
-						defer w.resends.Done()
-						w.place(id, limit)
-					}(o.id, o.limit)
-				}
+			o := w.orders[st.OrderID]
+			if o == nil {
+				continue
+			}
+			o.settled = append(o.settled, st.Fate)
+			if o.settleSq == 0 {
+				o.settleSq = ev.Seq
+			}
+			if st.Fate != pathdialer.FateNotReceived || o.resent {
+				continue
+			}
+			switch {
+			case w.o.ResendNaive:
+				w.resendLocked(o, "naive")
+			case w.o.ResendNotReceived && st.Final:
+				ask = append(ask, o.id)
 			}
 		}
 		w.mu.Unlock()
+		for _, id := range ask {
+			r, err := w.path.MayResend(id)
+			w.mu.Lock()
+			if o := w.orders[id]; err == nil && r.Allowed && !o.resent {
+				w.resendLocked(o, "may-resend")
+			} else {
+				w.trace = append(w.trace, tline{at: ev.Time.Sub(w.start), text: fmt.Sprintf("may-resend %s: no (%s)", id, r.Reason)})
+			}
+			w.mu.Unlock()
+		}
 	}
 	line := ev.Kind.String()
 	if ev.Endpoint != "" {
@@ -481,6 +565,18 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		line += fmt.Sprintf(" attempt=%d", ev.Attempt)
 	}
 	w.tracef(ev.Time, "path %s", line)
+}
+
+// resendLocked resends o once, under its client order ID; w.mu is held.
+func (w *world) resendLocked(o *orderRec, why string) {
+	o.resent = true
+	w.resendN++
+	w.resends.Add(1)
+	w.trace = append(w.trace, tline{at: time.Since(w.start), text: fmt.Sprintf("resend %s (%s)", o.id, why)})
+	go func(id string, limit bool) {
+		defer w.resends.Done()
+		w.place(id, limit)
+	}(o.id, o.limit)
 }
 
 // onTick checks that ticks arrive once and in order (a snapshot restarts the
@@ -565,9 +661,9 @@ func (w *world) place(id string, limit bool) {
 	// A connection per order: which of two orders released at one instant
 	// gets a pooled connection is a scheduling race no seed controls.
 	req.Close = true
-	if w.s.Tokens == simbroker.TokensChecked {
-		// Without library support for tokens, the best a client can do: the
-		// generation it believes is active (+1, tokens are positive).
+	if w.s.Tokens == simbroker.TokensChecked && !w.o.LibraryToken {
+		// The generation the client believes is active, +1: tokens are
+		// positive and a standalone Path starts at generation 0.
 		_, gen := w.path.Active()
 		req.Header.Set(simbroker.TokenHeader, strconv.FormatUint(gen+1, 10))
 	}

@@ -598,7 +598,17 @@ func (ck *checker) livePaths() {
 			if o.Acked && (o.BookedRegion == "" || o.BookedRegion == w.region) {
 				ll.Reported = true
 			}
-			v, final := finalNotReceivedBefore(o, b.Time)
+			// Only a verdict given after the late copy was sent is wrong about
+			// it: a re-send that an earlier final NOT_RECEIVED allowed can
+			// itself be caught in flight by a later fence and land late.
+			var v Verdict
+			final := false
+			for _, x := range o.Verdicts {
+				if x.Fate == pathdialer.FateNotReceived && x.Final && !x.At.Before(pre.At) && x.At.Before(b.Time) {
+					v, final = x, true
+					break
+				}
+			}
 			ll.AfterFinal = final
 			ck.sum.LateLandings = append(ck.sum.LateLandings, ll)
 			ck.late[o.ClOrdID] = true

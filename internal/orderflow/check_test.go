@@ -327,3 +327,24 @@ func TestCheckHistoryReconcileHaltIsNamed(t *testing.T) {
 		t.Fatalf("violations %v, halts %d, notes %v", sum.Violations, sum.Halts, sum.Notes)
 	}
 }
+
+// A re-send that a final NOT_RECEIVED allowed can itself be in flight when a
+// later fence begins and land late: that copy is the re-send, sent after the
+// verdict, so the verdict (about the copies before it) was not wrong. It is a
+// reported late landing, not one "after a final verdict".
+func TestCheckHistoryLateResendIsNotAfterTheFinalVerdict(t *testing.T) {
+	h := cleanHistory()
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R9", Transport: "rest", PlacedAt: at(700), AttemptAt: at(930),
+		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600), Resent: 1,
+		Attempts: []orderflow.Attempt{{At: at(700), Sent: true}, {At: at(930), Resend: true, Sent: true}},
+		Verdicts: []orderflow.Verdict{{At: at(900), Fate: pathdialer.FateNotReceived, Final: true, Source: "re-query"},
+			{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
+	bookIn(&h, 1500, "eu", "rest", "eu/rest/1", "R9", simbroker.OutcomeNew)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() {
+		t.Fatalf("the late copy is the allowed re-send: %v", sum.Violations)
+	}
+	if rep, unrep := sum.LateReported(); rep != 1 || unrep != 0 || sum.LateLandings[0].AfterFinal {
+		t.Errorf("late landings %+v, want R9 reported, not after a final verdict", sum.LateLandings)
+	}
+}

@@ -63,6 +63,17 @@ type Timing struct {
 	FailbackSuccessThreshold int
 	FlapLimit                int
 	FlapWindow               time.Duration
+	// GrayFailbackWait is how long an endpoint taken DOWN by live-traffic
+	// evidence while its probe passed (a gray failure: the probe cannot see
+	// what breaks the orders) stays out when no trade-path check clears it,
+	// multiplied by the number of times it was taken out that way. A
+	// Config.TradePathCheck success clears it sooner.
+	GrayFailbackWait time.Duration
+	// BounceWindow: a failover away from an endpoint within this long after a
+	// failback to it is a bounce; each bounce doubles that endpoint's failback
+	// cooldown, and FlapBounces bounces within FlapWindow suppress failback.
+	BounceWindow time.Duration
+	FlapBounces  int
 	// DegradedLatency and MaxDegradedDuration: 0 turns latency awareness off.
 	DegradedLatency     time.Duration
 	MaxDegradedDuration time.Duration
@@ -90,20 +101,26 @@ type Timing struct {
 	StreamBackoff time.Duration
 }
 
-// DefaultTiming returns demo-speed timing: probes every 150 ms, Down after 2
-// failures, failback after a 3 s cooldown and 5 consecutive successes of the
+// DefaultTiming returns demo-speed timing: probes every 300 ms (timeout
+// 250 ms: a healthy TLS probe on a loaded 2-core host can take 200 ms, and a
+// backup whose one probe timed out is not a failover target, so a tighter
+// timeout halts trading when the primary fails at the same moment), Down
+// after 2 failures (a blackhole is detected in about 0.6–0.9 s), failback after a 3 s cooldown and 5 consecutive successes of the
 // primary, at most 4 switches a minute before failback is suppressed.
 func DefaultTiming() Timing {
 	return Timing{
-		ProbeInterval:            150 * time.Millisecond,
-		ProbeTimeout:             110 * time.Millisecond,
+		ProbeInterval:            300 * time.Millisecond,
+		ProbeTimeout:             250 * time.Millisecond,
 		ProbeJitter:              20 * time.Millisecond,
 		FailureThreshold:         2,
-		MaxHealthAge:             1 * time.Second,
+		MaxHealthAge:             2 * time.Second,
 		Cooldown:                 3 * time.Second,
-		FailbackSuccessThreshold: 5,
+		FailbackSuccessThreshold: 10,
 		FlapLimit:                4,
 		FlapWindow:               time.Minute,
+		GrayFailbackWait:         60 * time.Second,
+		BounceWindow:             30 * time.Second,
+		FlapBounces:              2,
 		DegradedLatency:          0,
 		MaxDegradedDuration:      0,
 		InflightGrace:            200 * time.Millisecond,
@@ -128,6 +145,14 @@ type Config struct {
 	// ProbePath is the authenticated request the health probe makes on the
 	// probe base URL (default /v1/account: the trade path, not a status page).
 	ProbePath string
+	// TradePathCheck, optional, is the path of a request on the order path
+	// that a working broker refuses in a known way: a DELETE of it must answer
+	// 404 (the cancel of a client order ID that does not exist, default
+	// /v1/orders/brokerpath-trade-path-check). The Path runs it on an endpoint
+	// taken out by a gray failure: a 404 is the trade-path evidence that lets
+	// the endpoint back before Timing.GrayFailbackWait; a broken order path
+	// (a 503, a refused connection) keeps it out. Empty: no check.
+	TradePathCheck string
 	// FIX session: BeginString (default FIX.4.4), our SenderCompID, the
 	// broker's TargetCompID. Empty SenderCompID: no FIX session.
 	FIXBeginString   string
@@ -179,6 +204,7 @@ func DefaultConfig() Config {
 	return Config{
 		APIKeyHeader:   "X-API-Key",
 		ProbePath:      "/v1/account",
+		TradePathCheck: "/v1/orders/brokerpath-trade-path-check",
 		FIXBeginString: "FIX.4.4",
 		Sequence:       SequenceContinue,
 		SessionPolicy:  PolicyConcurrent,
@@ -251,6 +277,9 @@ func (c Config) Validate() error {
 	if !strings.HasPrefix(c.ProbePath, "/") {
 		return bad("ProbePath %q must start with /", c.ProbePath)
 	}
+	if c.TradePathCheck != "" && !strings.HasPrefix(c.TradePathCheck, "/") {
+		return bad("TradePathCheck %q must start with /", c.TradePathCheck)
+	}
 	if c.FIXSenderCompID != "" {
 		if c.FIXTargetCompID == "" || c.FIXBeginString == "" {
 			return bad("FIX: begin string and target comp ID are required with a sender comp ID")
@@ -281,6 +310,7 @@ type fileConfig struct {
 	APIKeyHeader  string     `json:"api_key_header"`
 	APIKeyEnv     string     `json:"api_key_env"`
 	ProbePath     string     `json:"probe_path"`
+	TradePath     *string    `json:"trade_path_check"`
 	CAFile        string     `json:"ca_file"`
 	Sequence      string     `json:"sequence"`
 	SessionPolicy string     `json:"session_policy"`
@@ -307,6 +337,7 @@ type fileConfig struct {
 //	  "api_key_header": "X-API-Key",        // default X-API-Key
 //	  "api_key_env": "BROKER_API_KEY",      // the key is read from this variable
 //	  "probe_path": "/v1/account",          // authenticated, on the trade path
+//	  "trade_path_check": "/v1/orders/x",   // DELETE answers 404 when orders work ("" = none)
 //	  "ca_file": "/etc/broker/ca.pem",      // optional; system roots otherwise
 //	  "sequence": "continue",               // or "reset-on-switch"
 //	  "session_policy": "concurrent",       // or "one-per-credential"
@@ -349,6 +380,9 @@ func LoadConfig(file string, getenv func(string) string) (Config, error) {
 	if fc.ProbePath != "" {
 		cfg.ProbePath = fc.ProbePath
 	}
+	if fc.TradePath != nil {
+		cfg.TradePathCheck = *fc.TradePath
+	}
 	if fc.CAFile != "" {
 		pem, err := os.ReadFile(fc.CAFile)
 		if err != nil {
@@ -390,10 +424,12 @@ func applyTiming(t *Timing, m map[string]string) error {
 		"degraded_latency": &t.DegradedLatency, "max_degraded_duration": &t.MaxDegradedDuration,
 		"inflight_grace": &t.InflightGrace, "quarantine": &t.Quarantine, "reconcile_timeout": &t.ReconcileTimeout,
 		"order_timeout": &t.OrderTimeout, "read_timeout": &t.ReadTimeout, "stream_backoff": &t.StreamBackoff,
+		"gray_failback_wait": &t.GrayFailbackWait, "bounce_window": &t.BounceWindow,
 	}
 	ints := map[string]*int{
 		"failure_threshold": &t.FailureThreshold, "failback_success_threshold": &t.FailbackSuccessThreshold,
 		"flap_limit": &t.FlapLimit, "reconcile_attempts": &t.ReconcileAttempts, "heart_bt_int": &t.HeartBtInt,
+		"flap_bounces": &t.FlapBounces,
 	}
 	for k, v := range m {
 		if d, ok := durs[k]; ok {

@@ -175,7 +175,7 @@ func TestBlackholeFailoverKeepsInvariants(t *testing.T) {
 		}
 	}
 	out := w.String()
-	for _, want := range []string{"FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile OK", "RELEASE", "resumed on us", "logged on through us"} {
+	for _, want := range []string{"FENCE_REQUIRED eu → us", "SWITCHED eu → us", "reconcile rest OK", "RELEASE", "resumed on us", "logged on through us"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("timeline lacks %q", want)
 		}

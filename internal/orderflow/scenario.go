@@ -86,7 +86,10 @@ func NewScenario(kind, primary, backup string) (Scenario, error) {
 		s.Failover, s.Failback = May, May
 		s.Explain = primary + " partial: health probes (GET /v1/account) still answer 200 while order entry answers 503 and FIX orders are rejected. " +
 			"The probe cannot see this; only the REST transport's passive signals (each 503 on an order is reported to the Path) can take " + primary +
-			" DOWN, when FailureThreshold of them arrive in a row between two successful probes"
+			" DOWN, when FailureThreshold of them arrive in a row. That is a gray failure: the probe that passed cannot say when " + primary +
+			" works again, so failback waits for the trade-path check (a DELETE of an order that does not exist: 404 when order entry works, " +
+			"503 while it is broken) to pass, or for Timing.GrayFailbackWait times the number of such failures; no order goes to " + primary +
+			" while it is still broken, and the timeline says why failback waited"
 	case "unknown-outcome":
 		s.Faults = map[string]map[simbroker.Service]simbroker.Fault{primary: {
 			simbroker.REST: simbroker.UnknownOutcome{N: 3}, simbroker.FIX: simbroker.UnknownOutcome{N: 2},
@@ -100,7 +103,8 @@ func NewScenario(kind, primary, backup string) (Scenario, error) {
 		s.Faults = map[string]map[simbroker.Service]simbroker.Fault{primary: all(simbroker.Flap{Period: 700 * time.Millisecond, Fault: simbroker.Down{}})}
 		s.Failback = May
 		s.Explain = primary + " flapping: down and up every 700 ms. Failover is never gated; failback needs the cooldown and FailbackSuccessThreshold " +
-			"successes in a row, and the flap limiter suppresses it after too many switches"
+			"successes in a row (more than a flap's up phase holds), each bounce (a failover soon after a failback) doubles the cooldown, " +
+			"and the flap limiter suppresses failback after too many switches or FlapBounces bounces"
 	case "both":
 		s.Faults = map[string]map[simbroker.Service]simbroker.Fault{primary: all(simbroker.Blackhole{}), backup: all(simbroker.Blackhole{})}
 		s.Failover, s.Failback, s.Halt = May, May, Must

@@ -73,17 +73,24 @@
 //	                                                  replay buffer, then live ticks; a snapshot
 //	                                                  instead when 42 is no longer buffered, when 41
 //	                                                  is ahead of what the region has (replication
-//	                                                  lag, seed 002), or nothing is known
+//	                                                  lag), or nothing is known
+//	{"type":"resume","streams":{"px.EURUSD":41},"epochs":{"px.EURUSD":"<hex>"}}
+//	                                                  as above; answered with a snapshot when the
+//	                                                  epoch is not the region's current one
 //	{"type":"unsubscribe","streams":["px.EURUSD"]}
 //	{"type":"ping"}                                   answered {"type":"pong"}
 //
 // Server → client:
 //
-//	{"type":"tick","stream":"px.EURUSD","seq":42,"price":"1.0843","time":"..."}
-//	{"type":"snapshot","stream":"px.EURUSD","seq":N,"price":"...","time":"..."}   state as of N;
+//	{"type":"tick","stream":"px.EURUSD","seq":42,"epoch":"<hex>","price":"1.0843","time":"..."}
+//	{"type":"snapshot","stream":"px.EURUSD","seq":N,"epoch":"<hex>","price":"...","time":"..."}   state as of N;
 //	                                                  ticks continue from N+1
 //	{"type":"error","message":"..."}
 //	{"type":"pong"}
+//
+// Every region starts in the broker's epoch; Region.RestartFeed gives one
+// region a new epoch and numbering from 0 and closes its WebSocket
+// connections (a restart, or a failover to a replica with a new numbering).
 //
 // Sequence numbers are global per stream: ticks come from one central
 // generator (every TickInterval, or PublishTick) and reach each region's
@@ -156,7 +163,7 @@
 //	        region B fences the region of the previous logon, before its session
 //	        is reset.
 //	Tokens  off (default): tokens are ignored (audited when sent).
-//	        checked: every order carries a positive integer token, REST header
+//	        checked: every order carries a non-negative integer token, REST header
 //	        X-Fencing-Token (TokenHeader), FIX tag 9901 (TokenTag). The broker
 //	        keeps ONE highest token for the account (the book is one, so the
 //	        check is account-wide, not per region) and rejects a lower token

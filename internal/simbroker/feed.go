@@ -16,6 +16,9 @@ type Tick struct {
 	Seq    uint64    `json:"seq"`
 	Price  string    `json:"price"`
 	Time   time.Time `json:"time"`
+	// epoch names the sequence space Seq belongs to (the generator's): a
+	// region's feed starts in it and leaves it only when it restarts.
+	epoch string
 }
 
 // generator is the one central source of ticks of a broker.
@@ -24,6 +27,8 @@ type generator struct {
 	rng     *rand.Rand
 	streams map[string]*genStream
 	feeds   []*feed
+	epoch   string     // the central sequence space, drawn at start
+	epochs  *rand.Rand // draws epochs, apart from rng so prices do not depend on them
 }
 
 type genStream struct {
@@ -32,11 +37,23 @@ type genStream struct {
 }
 
 func newGenerator(streams []string, seed uint64) *generator {
-	g := &generator{rng: rand.New(rand.NewPCG(seed, seed+1)), streams: map[string]*genStream{}}
+	g := &generator{rng: rand.New(rand.NewPCG(seed, seed+1)), epochs: rand.New(rand.NewPCG(seed, ^seed)), streams: map[string]*genStream{}}
+	g.epoch = g.newEpochLocked()
 	for i, s := range streams {
 		g.streams[s] = &genStream{pips: 10850 + int64(i)*1500}
 	}
 	return g
+}
+
+// newEpochLocked draws a random hex epoch from the broker's seeded source (so
+// a seeded broker's epochs repeat). g.mu held, or g not yet shared.
+func (g *generator) newEpochLocked() string { return fmt.Sprintf("%016x", g.epochs.Uint64()) }
+
+// newEpoch draws a random hex epoch.
+func (g *generator) newEpoch() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.newEpochLocked()
 }
 
 func pipsString(p int64) string { return decimal.New(p, -4).StringFixed(4) }
@@ -47,7 +64,7 @@ func (g *generator) initial() map[string]Tick {
 	defer g.mu.Unlock()
 	out := map[string]Tick{}
 	for s, st := range g.streams {
-		out[s] = Tick{Stream: s, Seq: st.seq, Price: pipsString(st.pips), Time: time.Now()}
+		out[s] = Tick{Stream: s, Seq: st.seq, Price: pipsString(st.pips), Time: time.Now(), epoch: g.epoch}
 	}
 	return out
 }
@@ -66,7 +83,7 @@ func (g *generator) publish(stream string) (Tick, error) {
 	if st.pips < 1 {
 		st.pips = 1
 	}
-	t := Tick{Stream: stream, Seq: st.seq, Price: pipsString(st.pips), Time: time.Now()}
+	t := Tick{Stream: stream, Seq: st.seq, Price: pipsString(st.pips), Time: time.Now(), epoch: g.epoch}
 	for _, f := range g.feeds {
 		f.ingest(t)
 	}
@@ -138,8 +155,17 @@ type queuedTick struct {
 
 // feed is one region's copy of the market data: replay buffers, live
 // subscribers, and the replication-lag queue in front of them.
+//
+// Its epoch names its sequence space. Every region's feed starts in the
+// generator's (they number the same ticks alike, so a client moving between
+// regions resumes); a restart (Region.RestartFeed) gives the feed a new
+// random epoch and numbers its ticks from 1 again (base: the generator's
+// sequence of the last tick before the restart).
 type feed struct {
 	mu      sync.Mutex
+	epoch   string
+	base    map[string]uint64 // generator seq = feed seq + base
+	last    map[string]uint64 // generator seq of the last tick delivered
 	lag     time.Duration
 	streams map[string]*ring
 	subs    map[string]map[subscriber]struct{}
@@ -159,10 +185,14 @@ func newFeed(initial map[string]Tick, size int, lag time.Duration, stats *wsCoun
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 		stats:   stats,
+		base:    map[string]uint64{},
+		last:    map[string]uint64{},
 	}
 	for s, t := range initial {
+		f.epoch = t.epoch
 		f.streams[s] = &ring{buf: make([]Tick, size), head: t}
 		f.subs[s] = map[subscriber]struct{}{}
+		f.last[s] = t.Seq
 	}
 	go f.run()
 	return f
@@ -199,9 +229,12 @@ func (f *feed) setLag(d time.Duration) {
 
 func (f *feed) deliverLocked(t Tick) {
 	r, ok := f.streams[t.Stream]
-	if !ok {
+	if !ok || t.Seq <= f.last[t.Stream] {
 		return
 	}
+	f.last[t.Stream] = t.Seq
+	t.Seq -= f.base[t.Stream]
+	t.epoch = f.epoch
 	r.push(t)
 	msg := tickMsg("tick", t)
 	for s := range f.subs[t.Stream] {
@@ -251,6 +284,52 @@ func (f *feed) close() {
 	<-f.done
 }
 
+// restart starts the feed's numbering over under epoch: every stream's state
+// becomes seq 0 of the new epoch, the replay buffers are emptied, and the
+// ticks after it are numbered from 1. Live subscribers are left attached (the
+// caller closes their connections, as a restarted server would).
+func (f *feed) restart(epoch string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.epoch = epoch
+	now := time.Now()
+	for s, r := range f.streams {
+		f.base[s] = f.last[s]
+		clear(r.buf)
+		r.start, r.n = 0, 0
+		r.head = Tick{Stream: s, Seq: 0, Price: r.head.Price, Time: now, epoch: epoch}
+	}
+}
+
+// currentEpoch returns the feed's epoch.
+func (f *feed) currentEpoch() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch
+}
+
+// RestartFeed simulates a restart of the region's market-data server: its
+// feed takes a new random epoch and numbers every stream from 0 again (the
+// state at restart is seq 0, the next tick is 1), its replay buffers are
+// emptied, and its WebSocket connections are closed. A client that resumes
+// with the old epoch (or a seq the new numbering does not have) is answered
+// with a snapshot carrying the new epoch. Other regions are not affected.
+func (rg *Region) RestartFeed() {
+	rg.feed.restart(rg.b.gen.newEpoch())
+	rg.wsMu.Lock()
+	conns := make([]*wsConn, 0, len(rg.wsConns))
+	for c := range rg.wsConns {
+		conns = append(conns, c)
+	}
+	rg.wsMu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// FeedEpoch returns the epoch the region's feed numbers its ticks in now.
+func (rg *Region) FeedEpoch() string { return rg.feed.currentEpoch() }
+
 // head returns the latest seq the region has for stream.
 func (f *feed) head(stream string) (uint64, bool) {
 	f.mu.Lock()
@@ -274,9 +353,15 @@ const (
 // attach subscribes sub to stream. With from == nil it sends a snapshot of
 // the region's latest state; with from set it replays the ticks after
 // *from, or sends a snapshot when *from is older than the buffer or ahead of
-// the region. Replay/snapshot and live ticks are queued under one lock, so
+// the region (or, in attachEpoch, when the client's epoch is set and not the
+// feed's: its seq belongs to another numbering). Replay/snapshot and live ticks are queued under one lock, so
 // the subscriber sees no gap and no duplicate.
 func (f *feed) attach(sub subscriber, stream string, from *uint64) (attachMode, error) {
+	return f.attachEpoch(sub, stream, from, "")
+}
+
+// attachEpoch is attach with the client's epoch for *from.
+func (f *feed) attachEpoch(sub subscriber, stream string, from *uint64, epoch string) (attachMode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r, ok := f.streams[stream]
@@ -287,7 +372,9 @@ func (f *feed) attach(sub subscriber, stream string, from *uint64) (attachMode, 
 	var replay []Tick
 	if from != nil {
 		var ok bool
-		if replay, ok = r.since(*from); ok {
+		if epoch != "" && epoch != f.epoch {
+			mode = attachSnapshot
+		} else if replay, ok = r.since(*from); ok {
 			mode = attachResumed
 		} else {
 			mode = attachSnapshot

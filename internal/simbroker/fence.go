@@ -25,15 +25,15 @@ type subToken struct {
 	raw     string // as sent, when it did not parse
 }
 
-// parseToken reads a token as sent ("" = none). A token is a positive
-// decimal integer that fits in 64 bits.
+// parseToken reads a token as sent ("" = none). A token is a non-negative
+// decimal integer that fits in 64 bits (0 is a path's first generation).
 func parseToken(s string) subToken {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return subToken{}
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || v == 0 {
+	if err != nil {
 		if len(s) > 32 {
 			s = s[:32] + "..."
 		}
@@ -55,7 +55,7 @@ func (b *Broker) admitLocked(rg *Region, tok subToken) (Outcome, error) {
 		return "", nil
 	}
 	if tok.present && tok.raw != "" {
-		return OutcomeRejected, fmt.Errorf("%w %q: want a positive integer (header %s, FIX tag %d): order rejected, nothing booked",
+		return OutcomeRejected, fmt.Errorf("%w %q: want a non-negative integer (header %s, FIX tag %d): order rejected, nothing booked",
 			errBadToken, tok.raw, TokenHeader, TokenTag)
 	}
 	if !tok.present {

@@ -7,11 +7,11 @@ import (
 )
 
 // TokenHeader is the REST request header that carries an order's fencing
-// token (a positive decimal integer) when Config.Tokens is TokensChecked.
+// token (a non-negative decimal integer) when Config.Tokens is TokensChecked.
 const TokenHeader = "X-Fencing-Token"
 
 // TokenTag is the user-defined FIX tag that carries an order's fencing token
-// (a positive integer) on NewOrderSingle when Config.Tokens is TokensChecked.
+// (a non-negative integer) on NewOrderSingle when Config.Tokens is TokensChecked.
 const TokenTag = 9901
 
 // More sentinel errors, for the strict-broker policies.

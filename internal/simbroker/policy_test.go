@@ -86,8 +86,11 @@ func TestPolicyParseAndValidate(t *testing.T) {
 	if got := c.Policies(); got != "dedup=across-regions fence=none tokens=off session=concurrent" {
 		t.Fatalf("Policies() = %q", got)
 	}
-	if tk := parseToken("0"); tk.raw == "" || !tk.present {
-		t.Fatalf("token 0 accepted: %+v", tk)
+	if tk := parseToken("0"); tk.raw != "" || !tk.present || tk.value != 0 {
+		t.Fatalf("token 0 = %+v, want a valid token", tk)
+	}
+	if tk := parseToken("-1"); tk.raw == "" || !tk.present {
+		t.Fatalf("token -1 accepted: %+v", tk)
 	}
 	if tk := parseToken(" 42 "); tk.value != 42 || tk.raw != "" {
 		t.Fatalf("token 42 = %+v", tk)
@@ -272,7 +275,7 @@ func TestTokensCheckedREST(t *testing.T) {
 	}{
 		{eu, "t-none", "", http.StatusPreconditionRequired, "missing_token"},
 		{eu, "t-bad", "abc", http.StatusBadRequest, "invalid_token"},
-		{eu, "t-zero", "0", http.StatusBadRequest, "invalid_token"},
+		{eu, "t-zero", "0", 201, ""}, // a path's first generation
 		{eu, "t-5", "5", 201, ""},
 		{us, "t-3", "3", http.StatusConflict, "stale_token"}, // account-wide: us saw nothing itself
 		{us, "t-5b", "5", 201, ""},                           // equal is accepted
@@ -330,7 +333,7 @@ func TestTokensCheckedREST(t *testing.T) {
 		t.Fatalf("token records = %+v", toks)
 	}
 	for _, rec := range log.Booked() {
-		if rec.Token == 0 {
+		if rec.Token == 0 && rec.ClientOrderID != "t-zero" {
 			t.Fatalf("booked record without its token: %+v", rec)
 		}
 	}

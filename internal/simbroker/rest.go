@@ -277,7 +277,7 @@ func (rg *Region) fenceHandler(on bool) http.Handler {
 		if h := r.Header.Get(TokenHeader); h != "" && rg.b.cfg.Tokens == TokensChecked {
 			tok := parseToken(h)
 			if tok.raw != "" {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("%s %q: want a positive integer", TokenHeader, tok.raw), "code": "invalid_token"})
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("%s %q: want a non-negative integer", TokenHeader, tok.raw), "code": "invalid_token"})
 				return
 			}
 			var err error

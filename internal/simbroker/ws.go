@@ -59,6 +59,9 @@ type wsMarketMsg struct {
 	Seq    uint64    `json:"seq"`
 	Price  string    `json:"price"`
 	Time   time.Time `json:"time"`
+	// Epoch names the sequence space Seq belongs to: it changes when the
+	// region's feed restarts its numbering (Region.RestartFeed).
+	Epoch string `json:"epoch,omitempty"`
 }
 
 type wsErrorMsg struct {
@@ -71,13 +74,16 @@ type wsPongMsg struct {
 }
 
 func tickMsg(typ string, t Tick) wsMarketMsg {
-	return wsMarketMsg{Type: typ, Stream: t.Stream, Seq: t.Seq, Price: t.Price, Time: t.Time}
+	return wsMarketMsg{Type: typ, Stream: t.Stream, Seq: t.Seq, Price: t.Price, Time: t.Time, Epoch: t.epoch}
 }
 
 // Client → server message.
 type wsInMsg struct {
 	Type    string          `json:"type"`
 	Streams json.RawMessage `json:"streams"`
+	// Epochs, on a resume, names the epoch of each stream's seq; a stream
+	// whose epoch is not the feed's is answered with a snapshot.
+	Epochs map[string]string `json:"epochs"`
 }
 
 func (rg *Region) wsHandler() http.Handler {
@@ -278,7 +284,7 @@ func (c *wsConn) handle(data []byte) {
 		sort.Strings(names)
 		for _, s := range names {
 			seq := from[s]
-			if _, err := feed.attach(c, s, &seq); err != nil {
+			if _, err := feed.attachEpoch(c, s, &seq, in.Epochs[s]); err != nil {
 				c.sendError("unknown stream " + strconv.Quote(s))
 			}
 		}

@@ -22,6 +22,7 @@ type descs struct {
 
 	wsCounters  []wsCounter
 	wsConnected *prometheus.Desc
+	wsHealth    *prometheus.Desc
 
 	fixCounters []fixCounter
 }
@@ -91,8 +92,17 @@ func newDescs() descs {
 			wsc("ws_gaps_repaired_total", "Sequence gaps repaired by replay or snapshot.", func(s ws.Stats) float64 { return float64(s.GapsRepaired) }),
 			wsc("ws_server_errors_total", "Error messages from the WebSocket server.", func(s ws.Stats) float64 { return float64(s.ServerErrors) }),
 			wsc("ws_disconnected_seconds_total", "Total time streams spent without a live connection.", func(s ws.Stats) float64 { return s.Disconnected.Seconds() }),
+			wsc("ws_restarts_total", "Streams whose server restarted its numbering (a new epoch, or sequence far below the last); each delivered a restart snapshot.", func(s ws.Stats) float64 { return float64(s.Restarts) }),
+			wsc("ws_escalations_total", "Repair rungs climbed after a stream's first repair request (a resume again, a snapshot asked for, a reconnect).", func(s ws.Stats) float64 { return float64(s.Escalations) }),
+			wsc("ws_snapshot_requests_total", "Snapshots the client asked for because a repair was not done in time.", func(s ws.Stats) float64 { return float64(s.SnapshotRequests) }),
+			wsc("ws_stall_reconnects_total", "Connections dropped because a stream's repair was not done in time.", func(s ws.Stats) float64 { return float64(s.StallReconnects) }),
+			wsc("ws_oversized_frames_total", "Server messages over the read limit; each replaced its connection.", func(s ws.Stats) float64 { return float64(s.OversizedFrames) }),
+			wsc("ws_bad_frames_total", "Server messages the protocol could not parse; each replaced its connection.", func(s ws.Stats) float64 { return float64(s.BadFrames) }),
+			wsc("ws_short_lived_connections_total", "Connections that died soon after their handshake (counted as failed reconnect rounds).", func(s ws.Stats) float64 { return float64(s.ShortLived) }),
+			wsc("ws_held_messages_total", "Messages dropped while a gap or restart was being repaired (the repair brings them, or a snapshot supersedes them).", func(s ws.Stats) float64 { return float64(s.Held) }),
 		},
 		wsConnected: desc("ws_streams_connected", "WebSocket streams connected to an endpoint now.", ep...),
+		wsHealth:    desc("ws_streams_health", "Watched WebSocket streams in each health state now (connecting, live, recovering, suspended, closed).", "state"),
 
 		fixCounters: []fixCounter{
 			fixc("fix_logons_total", "Successful FIX logons.", func(f FIXSource) float64 { return float64(f.Stats().Logons.Load()) }),
@@ -111,7 +121,7 @@ func (d *descs) all() []*prometheus.Desc {
 		d.epState, d.epActive, d.epEligible, d.epFenced, d.epFailures, d.epSuccesses, d.epAge, d.epConns,
 		d.generation, d.gateState, d.gateAge, d.halts, d.inFlight, d.unknown,
 		d.monitorStale, d.monitorAge, d.droppedReports,
-		d.restRequests, d.restOutcomes, d.restBreaker, d.wsConnected,
+		d.restRequests, d.restOutcomes, d.restBreaker, d.wsConnected, d.wsHealth,
 	}
 	for _, c := range d.wsCounters {
 		out = append(out, c.desc)
@@ -165,6 +175,8 @@ func (m *Metrics) eventCollectors(f func(prometheus.Collector)) {
 }
 
 var healthStates = []engine.HealthState{engine.Unknown, engine.Healthy, engine.Degraded, engine.Down}
+
+var wsHealths = []ws.Health{ws.HealthConnecting, ws.HealthLive, ws.HealthRecovering, ws.HealthSuspended, ws.HealthClosed}
 
 var gateStates = []pathdialer.GateState{
 	pathdialer.GateNotStarted, pathdialer.GateOpen, pathdialer.GateHeld, pathdialer.GateHalted, pathdialer.GateClosed,
@@ -299,6 +311,15 @@ func (m *Metrics) collectStreams(ch chan<- prometheus.Metric, path *pathdialer.P
 			v += c.val(st)
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, v)
+	}
+	for _, h := range wsHealths {
+		n := 0
+		for _, st := range stats {
+			if st.Health == h {
+				n++
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(m.d.wsHealth, prometheus.GaugeValue, float64(n), label(h.String()))
 	}
 	if path == nil {
 		return

@@ -49,8 +49,9 @@ func TestTransportMetrics(t *testing.T) {
 	r2.st.Unknown.Add(1)
 	r2.st.NotSent.Add(1)
 	r2.st.Halted.Add(1)
-	s1 := &fakeStream{ws.Stats{Endpoint: "us", Connects: 3, Reconnects: 2, Resumes: 2, Snapshots: 1, Gaps: 4, GapsRepaired: 4, Disconnected: 1500 * time.Millisecond}}
-	s2 := &fakeStream{ws.Stats{Endpoint: "", Connects: 1, DialFailures: 5}}
+	s1 := &fakeStream{ws.Stats{Endpoint: "us", Connects: 3, Reconnects: 2, Resumes: 2, Snapshots: 1, Gaps: 4, GapsRepaired: 4, Disconnected: 1500 * time.Millisecond,
+		Health: ws.HealthLive, Restarts: 1, Escalations: 3, SnapshotRequests: 1, StallReconnects: 1, OversizedFrames: 2, BadFrames: 1, ShortLived: 4, Held: 9}}
+	s2 := &fakeStream{ws.Stats{Endpoint: "", Connects: 1, DialFailures: 5, Health: ws.HealthSuspended, Restarts: 1, Escalations: 2, ShortLived: 1, Held: 1}}
 	f := &fakeFIX{}
 	f.st.Logons.Add(2)
 	f.st.Resets.Add(1)
@@ -105,6 +106,19 @@ brokerpath_fix_logons_total 2
 		{"brokerpath_ws_gaps_total", nil, 4},
 		{"brokerpath_ws_gaps_repaired_total", nil, 4},
 		{"brokerpath_ws_disconnected_seconds_total", nil, 1.5},
+		{"brokerpath_ws_restarts_total", nil, 2},
+		{"brokerpath_ws_escalations_total", nil, 5},
+		{"brokerpath_ws_snapshot_requests_total", nil, 1},
+		{"brokerpath_ws_stall_reconnects_total", nil, 1},
+		{"brokerpath_ws_oversized_frames_total", nil, 2},
+		{"brokerpath_ws_bad_frames_total", nil, 1},
+		{"brokerpath_ws_short_lived_connections_total", nil, 5},
+		{"brokerpath_ws_held_messages_total", nil, 10},
+		{"brokerpath_ws_streams_health", map[string]string{"state": "live"}, 1},
+		{"brokerpath_ws_streams_health", map[string]string{"state": "suspended"}, 1},
+		{"brokerpath_ws_streams_health", map[string]string{"state": "connecting"}, 0},
+		{"brokerpath_ws_streams_health", map[string]string{"state": "recovering"}, 0},
+		{"brokerpath_ws_streams_health", map[string]string{"state": "closed"}, 0},
 		{"brokerpath_fix_sequence_resets_total", nil, 1},
 		{"brokerpath_fix_orders_total", nil, 0},
 	} {

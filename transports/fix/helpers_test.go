@@ -74,21 +74,22 @@ type received struct {
 // broker is a real quickfix acceptor (one shared book and session state) behind
 // one faultnet relay per region: a broker that shares its session across regions.
 type broker struct {
-	t        *testing.T
+	t        testing.TB
 	acceptor *quickfix.Acceptor
 	relays   map[string]*faultnet.Relay // region → relay
 	probes   map[string]quickfix.SessionID
 
-	mu        sync.Mutex
-	book      map[string]string // ClOrdID → OrdStatus
-	audit     []received
-	logons    []received // MsgType "A", PossDup = ResetSeqNumFlag
-	connOf    map[quickfix.SessionID]net.Conn
-	regionOf  map[quickfix.SessionID]string
-	loggedOn  map[quickfix.SessionID]bool
-	changed   chan struct{}
-	onOrder   func(b *broker, sym string) // called under no lock before answering
-	resendReq atomic.Int64
+	mu         sync.Mutex
+	book       map[string]string // ClOrdID → OrdStatus
+	statusReqs map[string]int    // ClOrdID → OrderStatusRequests received
+	audit      []received
+	logons     []received // MsgType "A", PossDup = ResetSeqNumFlag
+	connOf     map[quickfix.SessionID]net.Conn
+	regionOf   map[quickfix.SessionID]string
+	loggedOn   map[quickfix.SessionID]bool
+	changed    chan struct{}
+	onOrder    func(b *broker, sym string) // called under no lock before answering
+	resendReq  atomic.Int64
 	// rejectLogon, when it holds a non-empty string, refuses every logon
 	// with a Logout carrying that text.
 	rejectLogon atomic.Value
@@ -96,17 +97,17 @@ type broker struct {
 
 // newBroker starts an acceptor for the given initiator-side sessions (their
 // SenderCompIDs, with the BeginString) and one probe session per region.
-func newBroker(t *testing.T, clients map[string]string) *broker {
+func newBroker(t testing.TB, clients map[string]string) *broker {
 	t.Helper()
 	return newBrokerTLS(t, clients, nil, nil)
 }
 
 // newBrokerTLS is newBroker with a TLS acceptor (serverTLS) and the client
 // configuration the warm-up probe uses.
-func newBrokerTLS(t *testing.T, clients map[string]string, serverTLS, clientTLS *tls.Config) *broker {
+func newBrokerTLS(t testing.TB, clients map[string]string, serverTLS, clientTLS *tls.Config) *broker {
 	t.Helper()
 	b := &broker{t: t, relays: map[string]*faultnet.Relay{}, probes: map[string]quickfix.SessionID{},
-		book: map[string]string{}, connOf: map[quickfix.SessionID]net.Conn{}, regionOf: map[quickfix.SessionID]string{},
+		book: map[string]string{}, statusReqs: map[string]int{}, connOf: map[quickfix.SessionID]net.Conn{}, regionOf: map[quickfix.SessionID]string{},
 		loggedOn: map[quickfix.SessionID]bool{}, changed: make(chan struct{})}
 	port := freePort(t)
 	st := quickfix.NewSettings()
@@ -174,7 +175,7 @@ func newBrokerTLS(t *testing.T, clients map[string]string, serverTLS, clientTLS 
 	return b
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -279,6 +280,13 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		}
 		b.mu.Lock()
 		b.audit = append(b.audit, received{ClOrdID: clOrdID, MsgType: mt, Region: region, PossDup: possDup, Token: token})
+		if strings.HasPrefix(sym, "STUCK") {
+			// STUCK…: held in the broker's gateway, neither booked nor
+			// answered (until the test books it: a late landing).
+			b.notify()
+			b.mu.Unlock()
+			return nil
+		}
 		b.book[clOrdID] = status
 		hook := b.onOrder
 		b.notify()
@@ -291,6 +299,7 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		}
 	case "H":
 		b.mu.Lock()
+		b.statusReqs[clOrdID]++
 		status, ok := b.book[clOrdID]
 		b.mu.Unlock()
 		if !ok {
@@ -328,6 +337,20 @@ func (b *broker) execReport(sid quickfix.SessionID, clOrdID, ordStatus, rejReaso
 	if err := quickfix.SendToTarget(m, sid); err != nil {
 		b.t.Logf("broker: exec report: %v", err)
 	}
+}
+
+// bookLate books an order the gateway held (a late landing).
+func (b *broker) bookLate(clOrdID, ordStatus string) {
+	b.mu.Lock()
+	b.book[clOrdID] = ordStatus
+	b.mu.Unlock()
+}
+
+// statusRequests counts the OrderStatusRequests the broker received for clOrdID.
+func (b *broker) statusRequests(clOrdID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.statusReqs[clOrdID]
 }
 
 // orders returns what the broker received for clOrdID.
@@ -376,6 +399,7 @@ type harness struct {
 	down   map[string]*atomic.Bool
 	events *pathtest.Events
 	recs   chan []pathdialer.Settlement
+	rec    *fix.Reconciler
 
 	fixMu  sync.Mutex
 	fixEvs []string // the Initiator's events, for failure reports
@@ -390,9 +414,10 @@ type harnessOpts struct {
 	tls       bool
 	recOpts   fix.ReconcileOptions
 	opts      fix.Options // merged over the harness's own (Sequence, Reconciler, StopGrace, TLSConfig)
+	cfg       func(*pathdialer.Config)
 }
 
-func newHarness(t *testing.T, ho harnessOpts) *harness {
+func newHarness(t testing.TB, ho harnessOpts) *harness {
 	t.Helper()
 	if ho.begin == "" {
 		ho.begin = "FIX.4.4"
@@ -430,6 +455,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	}
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second
+	h.rec = rec
 	rf := pathdialer.ReconcileFunc(rec.Reconcile)
 	if ho.reconcile != nil {
 		rf = ho.reconcile(rec)
@@ -442,6 +468,9 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 		return s, err
 	}
 	cfg.OnEvent = h.events.Hook
+	if ho.cfg != nil {
+		ho.cfg(&cfg)
+	}
 	p := pathtest.Start(t, cfg)
 	h.path = p
 
@@ -477,7 +506,7 @@ func newHarness(t *testing.T, ho harnessOpts) *harness {
 	return h
 }
 
-func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
+func (h *harness) waitLogon(t testing.TB, endpoint string, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -492,13 +521,13 @@ func (h *harness) waitLogon(t *testing.T, endpoint string, d time.Duration) {
 }
 
 // waitEvent waits (bounded) for an event of kind.
-func (h *harness) waitEvent(t *testing.T, kind pathdialer.EventKind) pathdialer.Event {
+func (h *harness) waitEvent(t testing.TB, kind pathdialer.EventKind) pathdialer.Event {
 	t.Helper()
 	return h.events.Wait(t, h.path, kind)
 }
 
 // eventually polls cond every 5 ms for up to d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
@@ -546,7 +575,7 @@ func (nopApp) FromApp(*quickfix.Message, quickfix.SessionID) quickfix.MessageRej
 
 // testTLS returns a server configuration with a fresh self-signed certificate
 // for 127.0.0.1 and a client configuration that trusts only it.
-func testTLS(t *testing.T) (server, client *tls.Config) {
+func testTLS(t testing.TB) (server, client *tls.Config) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -586,7 +615,7 @@ func logFactory() quickfix.LogFactory {
 
 // waitReconcile waits (bounded) for a successful reconcile and returns its
 // settlements; on timeout it reports the Path's recent events.
-func (h *harness) waitReconcile(t *testing.T) []pathdialer.Settlement {
+func (h *harness) waitReconcile(t testing.TB) []pathdialer.Settlement {
 	t.Helper()
 	select {
 	case s := <-h.recs:
@@ -602,7 +631,7 @@ func (h *harness) waitReconcile(t *testing.T) []pathdialer.Settlement {
 
 // idlePathFor is a started Path over the broker's two regions whose probes
 // always succeed.
-func idlePathFor(t *testing.T, b *broker) *pathdialer.Path {
+func idlePathFor(t testing.TB, b *broker) *pathdialer.Path {
 	t.Helper()
 	cfg := pathtest.FastConfig([]pathdialer.Endpoint{
 		{Name: "eu", Region: "eu-west", Primary: true, Services: map[string]string{"fix": b.relays["eu"].Addr()}},

@@ -88,7 +88,9 @@ type Initiator struct {
 	waiters map[string]chan answer            // by ClOrdID: reconcile waiting for a status answer
 	mass    map[string]chan *quickfix.Message // by MassStatusReqID: reconcile waiting for a mass status
 	recent  recentAnswers                     // last answers, for orders answered after they were handed over
-	refs    sentRefs                          // (session, MsgSeqNum) of sent orders and status requests
+	// provisional: orders settled NOT_RECEIVED, kept for the Path's re-query
+	provisional provisionalOrders
+	refs        sentRefs // (session, MsgSeqNum) of sent orders and status requests
 	// unsupported: sessions (on an endpoint) whose counterparty answered an
 	// OrderStatusRequest with "unsupported message type".
 	unsupported map[unsupportedKey]string
@@ -125,7 +127,8 @@ type order struct {
 	sessionID  quickfix.SessionID
 	symbol     string
 	side       string
-	ticket     *pathdialer.Ticket
+	ticket     *pathdialer.Ticket // &tk
+	tk         pathdialer.Ticket
 	submitting bool  // SendOrder's SendToTarget call is in progress
 	early      bool  // answered while submitting: finish when SendToTarget returns
 	unknown    bool  // handed to reconciliation (Ticket.Unknown called once)
@@ -408,8 +411,12 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 		return fmt.Errorf("fix: order %q: %w", clOrdID, err)
 	}
 	in.stats.Orders.Add(1)
-	t, err := in.path.Acquire(ctx, in.opts.Service, clOrdID)
-	if err != nil {
+	// The ticket lives in the order's record (one allocation for both: the
+	// gate allocates nothing).
+	o := &order{clOrdID: clOrdID, msgType: mt, sessionID: sessionID, submitting: true}
+	t := &o.tk
+	o.ticket = t
+	if err := in.path.AcquireInto(ctx, t, in.opts.Service, clOrdID); err != nil {
 		in.stats.NotSent.Add(1)
 		return fmt.Errorf("fix: order %q: %w", clOrdID, err)
 	}
@@ -431,9 +438,8 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	if in.opts.TokenTag != 0 {
 		m.Body.SetString(in.opts.TokenTag, strconv.FormatUint(t.Generation, 10))
 	}
-	symbol, _ := m.Body.GetString(tagSymbol)
-	side, _ := m.Body.GetString(tagSide)
-	o := &order{clOrdID: clOrdID, msgType: mt, sessionID: sessionID, symbol: symbol, side: side, ticket: t, submitting: true}
+	o.symbol, _ = m.Body.GetString(tagSymbol)
+	o.side, _ = m.Body.GetString(tagSide)
 	in.mu.Lock()
 	if _, dup := in.orders[clOrdID]; dup {
 		in.mu.Unlock()
@@ -450,7 +456,7 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 		in.mu.Unlock()
 		return fail(err)
 	}
-	err = quickfix.SendToTarget(m, sessionID)
+	err := quickfix.SendToTarget(m, sessionID)
 	in.mu.Lock()
 	o.submitting = false
 	early := o.early

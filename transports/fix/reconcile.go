@@ -117,6 +117,15 @@ func (r *Reconciler) unbind(in *Initiator) {
 // logged on to rec.To, or, unless AcceptUndetermined, while any order's fate
 // is still unknown at the deadline. Status requests are sent directly: they are
 // never held by the gate.
+//
+// Re-queries: the orders it settles NOT_RECEIVED are remembered (their
+// session, symbol and side; at most 65536, oldest forgotten first) so that
+// the Path's own re-query of a provisional verdict after Config.Quarantine
+// (rec.Reason pathdialer.ReasonRequery) asks the broker about them again and
+// finds a late booking. A re-query forgets the orders it settles (the Path's
+// verdict is then final), and waits at most AnswerTimeout for the session to
+// be logged on to rec.To: it runs while flow is open, and the Path retries a
+// failed one later.
 func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var tickets []pathdialer.TicketInfo
 	for _, t := range rec.Tickets {
@@ -141,13 +150,17 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	got := make(map[string]*quickfix.Message, len(tickets))
 	ask := make(map[string]*order, len(tickets)) // unanswered, with what to ask
 	ans := make(chan answer, 4*len(tickets)+16)
+	requery := rec.Reason == pathdialer.ReasonRequery
 	in.mu.Lock()
 	for _, t := range tickets {
 		if o := in.orders[t.OrderID]; o != nil {
 			ask[t.OrderID] = o
 			in.waiters[t.OrderID] = ans
 		} else if m := in.recent.m[t.OrderID]; m != nil {
-			got[t.OrderID] = m // answered after it was handed over
+			got[t.OrderID] = m // answered after it was handed over (or landed late)
+		} else if o := in.provisional.get(t.OrderID); o != nil {
+			ask[t.OrderID] = o // settled NOT_RECEIVED before: asked again
+			in.waiters[t.OrderID] = ans
 		}
 	}
 	in.mu.Unlock()
@@ -169,8 +182,16 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 		for _, o := range ask {
 			sessions[o.sessionID] = true
 		}
+		lctx := ctx
+		if requery {
+			// A re-query is not urgent (the Path calls it again later) and
+			// runs while flow is open: never wait long for a logon.
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithTimeout(ctx, opts.AnswerTimeout)
+			defer cancel()
+		}
 		for sid := range sessions {
-			if err := in.WaitLoggedOn(ctx, sid, to); err != nil {
+			if err := in.WaitLoggedOn(lctx, sid, to); err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrReconcileIncomplete, err)
 			}
 		}
@@ -261,12 +282,76 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	}
 	in.mu.Lock()
 	for _, s := range settled {
-		if s.Fate != pathdialer.FateUndetermined {
-			delete(in.orders, s.OrderID)
+		if s.Fate == pathdialer.FateUndetermined {
+			continue
+		}
+		o := in.orders[s.OrderID]
+		delete(in.orders, s.OrderID)
+		switch {
+		case s.Fate == pathdialer.FateNotReceived && !requery && o != nil:
+			// The Path may hold this verdict provisional and re-query it
+			// after its quarantine: keep what asking again needs.
+			in.provisional.put(o)
+		case s.Fate != pathdialer.FateNotReceived || requery:
+			// Booked (a late landing, when re-queried) or, re-queried after
+			// the quarantine, still not received: the verdict is final.
+			in.provisional.drop(s.OrderID)
 		}
 	}
 	in.mu.Unlock()
 	return settled, nil
+}
+
+// provisionalOrders keeps the orders a reconcile settled NOT_RECEIVED (the
+// Path may re-query them after its quarantine: asking needs their session,
+// symbol and side) until a re-query settles them, bounded (oldest dropped
+// first) like the Path's own verdicts.
+type provisionalOrders struct {
+	m     map[string]*order
+	queue []string // insertion order of m's keys (with dropped ones, compacted)
+}
+
+const provisionalMax = 1 << 16
+
+func (p *provisionalOrders) get(id string) *order { return p.m[id] }
+
+func (p *provisionalOrders) put(o *order) {
+	if p.m == nil {
+		p.m = make(map[string]*order)
+	}
+	ro := &order{clOrdID: o.clOrdID, msgType: o.msgType, sessionID: o.sessionID, symbol: o.symbol, side: o.side}
+	if _, ok := p.m[o.clOrdID]; !ok {
+		p.queue = append(p.queue, o.clOrdID)
+	}
+	p.m[o.clOrdID] = ro
+	for len(p.m) > provisionalMax && len(p.queue) > 0 {
+		delete(p.m, p.queue[0])
+		p.queue = p.queue[1:]
+	}
+	p.compact()
+}
+
+func (p *provisionalOrders) drop(id string) {
+	if _, ok := p.m[id]; ok {
+		delete(p.m, id)
+		p.compact()
+	}
+}
+
+// compact drops the queue's entries no longer in m once they dominate it.
+func (p *provisionalOrders) compact() {
+	if len(p.queue) <= 2*len(p.m)+64 {
+		return
+	}
+	q := make([]string, 0, len(p.m))
+	seen := make(map[string]bool, len(p.m))
+	for _, id := range p.queue {
+		if _, ok := p.m[id]; ok && !seen[id] {
+			seen[id] = true
+			q = append(q, id)
+		}
+	}
+	p.queue = q
 }
 
 // isUnsupported reports whether an answer to a status request says the

@@ -42,12 +42,12 @@ func TestLapsedTicketIsNotSent(t *testing.T) {
 	}
 	defer tr.CloseIdleConnections()
 	var lapse atomic.Bool
-	tr.acquire = func(ctx context.Context, service, orderID string) (*pathdialer.Ticket, error) {
-		tk, err := path.Acquire(ctx, service, orderID)
+	tr.acquire = func(ctx context.Context, tk *pathdialer.Ticket, service, orderID string) error {
+		err := path.AcquireInto(ctx, tk, service, orderID)
 		if err == nil && lapse.Load() {
 			tk.ValidUntil = time.Now().Add(-time.Millisecond) // lapsed while we waited
 		}
-		return tk, err
+		return err
 	}
 	c := &http.Client{Transport: tr}
 	send := func(id string) error {

@@ -84,14 +84,24 @@ func TestIdentityCheckOnTheSimulatedBroker(t *testing.T) {
 	}
 }
 
-// Degraded mode end to end: EU may fail over to EU only; with only the US
-// healthy, reads flow through the US while orders are refused naming the rule.
+// Degraded mode end to end: EU may fail over to EU only (a second EU region,
+// down throughout); with only the US healthy, reads flow through the US while
+// orders are refused naming the rule.
 func TestDegradedModeReadsFlowOrdersRefusedOverREST(t *testing.T) {
 	eu := newServer(t, "eu", true, nil)
 	us := newServer(t, "us", true, nil)
 	h := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) {
 		c.Endpoints[0].Jurisdiction = "EU"
 		c.Endpoints[1].Jurisdiction = "US"
+		c.Endpoints = append(c.Endpoints, pathdialer.Endpoint{Name: "eu2", Region: "eu-central", Priority: 2, Jurisdiction: "EU",
+			Services: map[string]string{"rest": eu.URL}})
+		probe := c.Probe
+		c.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
+			if ep.Name == "eu2" {
+				return errors.New("probe: eu2 unreachable")
+			}
+			return probe(ctx, ep)
+		}
 		c.Engine.TargetJurisdictions = []string{"EU"}
 		c.DegradedReads = true
 	})

@@ -266,3 +266,44 @@ func TestReconcilerOnTheSimulatedBroker(t *testing.T) {
 		t.Fatalf("still unknown after reconcile: %+v", u)
 	}
 }
+
+// Lookups run in parallel up to ReconcileOptions.Parallel, never more, and a
+// lookup of another service's ticket is left to that service's reconciler.
+func TestReconcilerBoundsParallelLookupsAndKeepsToItsService(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, peak := 0, 0
+	release := make(chan struct{})
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		peak = max(peak, inFlight)
+		n := inFlight
+		mu.Unlock()
+		if n == 2 {
+			close(release) // the bound is reached: let everyone finish
+		}
+		<-release
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": "filled"})
+	}
+	eu := newServer(t, "eu", true, handler)
+	us := newServer(t, "us", true, nil)
+	rec, err := rest.NewReconciler(rest.ReconcileOptions{URL: "https://b.example/v1/orders/{client_order_id}", Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind(t, rec, eu, us)
+	r := tickets("p-1", "p-2", "p-3", "p-4", "p-5")
+	r.Tickets = append(r.Tickets, pathdialer.TicketInfo{OrderID: "fix-1", Service: pathdialer.ServiceFIX})
+	got, err := rec.Reconcile(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 5 || peak != 2 {
+		t.Fatalf("%d settlements (want 5, none for the FIX ticket), peak parallel lookups %d (want 2)", len(got), peak)
+	}
+}

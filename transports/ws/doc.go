@@ -63,7 +63,9 @@
 //     Path switches. A connection lost within HealthyAfter of its handshake
 //     counts as a failed round (so its first window is 2·Base, and so on);
 //     after a server's fault (a stall, bad or oversized frames) the next
-//     round tries that endpoint last.
+//     round tries that endpoint last. A round with no candidate at all is
+//     followed by at least MinEmptyRoundWait. StreamConfig.Rand replaces the
+//     jitter source (a seeded one makes a simulation reproducible).
 //   - Make-before-break: the Stream watches Path.ActiveChanged (no polling).
 //     When the active endpoint changes while it is connected elsewhere, its
 //     read-only connection stays up through the fence; it connects and resumes
@@ -74,7 +76,12 @@
 //     PingInterval+PongTimeout is dead. Lost connections and failed dials are
 //     reported to the Path as passive signals (Path.Report); bad frames,
 //     oversized frames and stalls are the server's, not the path's, and are
-//     not. A connection that dies within HealthyAfter of its handshake counts
+//     not. They are live-traffic evidence about the region, counted apart
+//     from probes toward engine.Config.FailureThreshold: a blackhole found
+//     by the ping timeout and the next round's failed handshake there are two
+//     failures in a row, so with a threshold of 2 the Path itself switches
+//     away (a gray failure when its probes pass); above it, the Stream falls
+//     back on its own while the Path stays. A connection that dies within HealthyAfter of its handshake counts
 //     as a failed round, so a server that accepts and drops meets the
 //     backoff up to its Cap, not a reconnect loop.
 //   - Bounded memory: a message over ReadLimit (1 MiB by default) is an

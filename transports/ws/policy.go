@@ -60,6 +60,22 @@ func (p ReconnectPolicy) Delay(failed int, retryAfter time.Duration, u float64) 
 	return max(d, retryAfter)
 }
 
+// MinEmptyRoundWait is the least a Stream waits before the round after one
+// that had no candidate at all (every endpoint fenced or none healthy), however
+// small the Backoff: nothing was dialed, so nothing paces the loop but this.
+const MinEmptyRoundWait = 50 * time.Millisecond
+
+// Wait is the wait the Stream makes before a round: Delay(failed, retryAfter,
+// u), and at least MinEmptyRoundWait when the previous round had no candidate
+// (lastEmpty).
+func (p ReconnectPolicy) Wait(failed int, retryAfter time.Duration, u float64, lastEmpty bool) time.Duration {
+	d := p.Delay(failed, retryAfter, u)
+	if lastEmpty {
+		d = max(d, MinEmptyRoundWait)
+	}
+	return d
+}
+
 // Candidates returns the endpoints to try in a round, in order: the active
 // endpoint first; then, when v.LostUnswitched or after FailuresBeforeFallback
 // failed rounds, every other fresh-healthy endpoint in priority order. Fenced

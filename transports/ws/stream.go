@@ -129,6 +129,11 @@ type StreamConfig struct {
 	// instead of a reconnect loop. A connection that lived longer resets the
 	// count. 0 counts none. >= 0; default 10 s.
 	HealthyAfter time.Duration
+	// Rand, optional, draws the full-jitter fraction of each reconnect wait:
+	// uniform in [0, 1) (values outside are clamped). nil means math/rand/v2's
+	// Float64. Set it to a seeded source to make a simulation's reconnect
+	// timing reproducible. It is called from the Stream's own goroutine only.
+	Rand func() float64
 	// OnEvent, optional, receives the Stream's events (health changes, gaps,
 	// escalations, repairs, restarts, lost connections) on the Stream's loop,
 	// like the Handler, never under a lock. Keep it short.
@@ -261,6 +266,7 @@ type Stream struct {
 	proto  Protocol
 	dialer *Dialer
 	log    *slog.Logger
+	rand   func() float64
 
 	in   chan inbound
 	wg   sync.WaitGroup
@@ -333,6 +339,10 @@ func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.rand = cfg.Rand
+	if s.rand == nil {
+		s.rand = rand.Float64
 	}
 	return s, nil
 }
@@ -849,9 +859,10 @@ func (s *Stream) wait(ctx context.Context, d time.Duration) error {
 // ends or the Path is closed.
 func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 	s.reassess(time.Now())
+	empty := false // the last round had no candidate
 	for {
 		if !first {
-			if err := s.wait(ctx, s.pol.Delay(s.failed, s.retryAfter, rand.Float64())); err != nil {
+			if err := s.wait(ctx, s.pol.Wait(s.failed, s.retryAfter, s.rand(), empty)); err != nil {
 				return nil, err
 			}
 		}
@@ -875,6 +886,7 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 			cands = append(slices.Delete(slices.Clone(cands), i, i+1), s.avoid)
 		}
 		s.avoid = ""
+		empty = len(cands) == 0
 		for _, name := range cands {
 			l, err := s.try(ctx, name, gen)
 			if err == nil {

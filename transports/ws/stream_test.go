@@ -76,7 +76,12 @@ func TestReplayExhaustedSnapshotDelivered(t *testing.T) {
 	h := newHarness(t, []*region{eu, us}, nil)
 	rec := &recorder{}
 	cfg := fastConfig(rec, px)
-	cfg.Backoff = ws.Backoff{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond} // ticks pile up meanwhile
+	// The reconnect waits half its window (100 ms: the lost connection was
+	// short-lived, so the window is 2·Base): ticks pile up past us's replay
+	// buffer meanwhile. An unpinned full-jitter draw can come out near zero,
+	// and then us simply replays the few ticks missed.
+	cfg.Backoff = ws.Backoff{Base: 100 * time.Millisecond, Cap: 200 * time.Millisecond}
+	cfg.Rand = func() float64 { return 0.5 }
 	s := startStream(t, h.path, cfg)
 
 	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 10 })
@@ -104,11 +109,15 @@ func TestReplayExhaustedSnapshotDelivered(t *testing.T) {
 // A blackholed connection (no bytes, no FIN) is found by the ping timeout; the
 // reconnect round tries the blackholed active endpoint first, its handshake
 // times out, and the same round falls back to the next healthy endpoint
-// although the path still calls eu active.
+// although the path still calls eu active. The lost connection and the failed
+// handshake are reported to the Path as two live-traffic failures; at the
+// engine's default FailureThreshold (3) that is below the threshold, so the
+// fallback is the stream's own (TestBlackholeReportedAsRegionEvidence shows the
+// Path switching when the threshold is 2).
 func TestBlackholeDetectedByPingAndFallback(t *testing.T) {
 	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
 	src := &source{regions: []*region{eu, us}}
-	h := newHarness(t, []*region{eu, us}, nil)
+	h := newHarness(t, []*region{eu, us}, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 3 })
 	rec := &recorder{}
 	cfg := fastConfig(rec, px)
 	s := startStream(t, h.path, cfg)
@@ -134,6 +143,35 @@ func TestBlackholeDetectedByPingAndFallback(t *testing.T) {
 		t.Fatalf("path switched to %s; the fallback should be the stream's own", act.Name)
 	}
 	t.Logf("blackhole detected in %v; stats %+v", detect, st)
+}
+
+// A stream's lost connections and failed dials are live-traffic evidence
+// about the region: a blackholed eu (its probes still green) found by the ping
+// timeout, then a handshake timing out there, are two failures in a row, and
+// at FailureThreshold 2 the Path itself switches to us (a gray failure); the
+// stream ends up on us either way, every sequence once.
+func TestBlackholeReportedAsRegionEvidence(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 2 })
+	rec := &recorder{}
+	s := startStream(t, h.path, fastConfig(rec, px))
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 20 })
+	_ = eu.relay.SetFault(faultnet.Blackhole())
+	publishUntil(t, src, px, func() bool {
+		act, _ := h.path.Active()
+		return act.Name == "us" && s.Stats().Endpoint == "us" && rec.lastSeq() >= 100
+	})
+	_ = eu.relay.SetFault(faultnet.None())
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+	checkExactlyOnce(t, rec.snapshot(), last)
+	for _, e := range h.path.Snapshot().Endpoints {
+		if e.Name == "eu" && e.GrayFailures < 1 {
+			t.Fatalf("eu %+v: the stream's failures (probes green) should have counted as a gray failure", e.EndpointEvidence)
+		}
+	}
 }
 
 // Make-before-break: a stream on a fallback endpoint moves to the path's new

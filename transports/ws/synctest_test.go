@@ -3,9 +3,11 @@ package ws_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,6 +58,13 @@ func (p *pipeNet) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 // connection with the client's messages (closed when the client goes).
 func serveSync(t *testing.T, serve func(c *websocket.Conn, n int, in <-chan clientMsg)) *pathdialer.Path {
 	t.Helper()
+	return serveSyncWith(t, nil, serve)
+}
+
+// serveSyncWith is serveSync with mutate applied to the Path's config (and
+// its probe switches) before the Path starts.
+func serveSyncWith(t *testing.T, mutate func(*pathdialer.Config, *pathtest.Probes), serve func(c *websocket.Conn, n int, in <-chan clientMsg)) *pathdialer.Path {
+	t.Helper()
 	pn := &pipeNet{ch: make(chan net.Conn), done: make(chan struct{})}
 	n := 0
 	var mu sync.Mutex
@@ -96,6 +105,9 @@ func serveSync(t *testing.T, serve func(c *websocket.Conn, n int, in <-chan clie
 	probes := pathtest.NewProbes("eu", "us")
 	cfg := pathtest.FastConfig(eps, probes)
 	cfg.Dial = pn.Dial
+	if mutate != nil {
+		mutate(&cfg, probes)
+	}
 	return pathtest.Start(t, cfg)
 }
 
@@ -236,6 +248,52 @@ func TestLadderOnTheClock(t *testing.T) {
 		st := s.Stats()
 		if st.Gaps < 1 || st.GapsRepaired != 1 || st.StallReconnects < 1 || st.SnapshotRequests < 1 {
 			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// A reconnect round with no candidate (the active endpoint fenced by a switch
+// whose fence keeps failing, and no reason yet to look elsewhere) is not
+// repeated at once, whatever the Backoff and the jitter draw: each empty round
+// is followed by MinEmptyRoundWait. The stream connects to the other endpoint
+// after FailuresBeforeFallback (3) empty rounds, 3×MinEmptyRoundWait after it
+// started, and drew the jitter once per wait from StreamConfig.Rand.
+func TestEmptyRoundsDoNotSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fenceFails := errors.New("fence refused")
+		path := serveSyncWith(t, func(cfg *pathdialer.Config, probes *pathtest.Probes) {
+			cfg.Fencer = func(context.Context, pathdialer.Fence) error { return fenceFails }
+			probes.Down["eu"].Store(true)
+		}, func(c *websocket.Conn, n int, in <-chan clientMsg) {
+			for m := range in {
+				if m.Type == "subscribe" {
+					writeTick(c, "snapshot", 0)
+				}
+			}
+		})
+		for !path.Fenced("eu") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if act, _ := path.Active(); act.Name != "eu" {
+			t.Fatalf("active %s while the fence of eu fails; want eu (fenced)", act.Name)
+		}
+		rec := &recorder{}
+		var draws atomic.Int64
+		cfg := ws.DefaultStreamConfig()
+		cfg.Streams, cfg.Handler = []string{px}, rec.handle
+		cfg.Backoff = ws.Backoff{Base: time.Nanosecond, Cap: time.Nanosecond}
+		cfg.Rand = func() float64 { draws.Add(1); return 0 }
+		s := startStream(t, path, cfg)
+
+		time.Sleep(3*ws.MinEmptyRoundWait - time.Millisecond)
+		synctest.Wait()
+		if st := s.Stats(); st.Connects != 0 || draws.Load() != 3 {
+			t.Fatalf("just before 3 empty-round waits end: stats %+v, %d jitter draws; want no connect, 3 draws", st, draws.Load())
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if st := s.Stats(); st.Connects != 1 || st.Endpoint != "us" || draws.Load() != 3 {
+			t.Fatalf("after 3 empty-round waits: stats %+v, %d jitter draws; want one connect to us, 3 draws", st, draws.Load())
 		}
 	})
 }

@@ -34,6 +34,21 @@ func TestBackoffFullJitter(t *testing.T) {
 	}
 }
 
+// A round with no candidate is followed by at least MinEmptyRoundWait, even
+// with a 1 ns backoff and a zero jitter draw: no spinning.
+func TestEmptyRoundWaitsAMinimum(t *testing.T) {
+	p := ws.ReconnectPolicy{Backoff: ws.Backoff{Base: 1, Cap: 1}, FailuresBeforeFallback: 1}
+	if got := p.Wait(3, 0, 0, true); got < ws.MinEmptyRoundWait {
+		t.Fatalf("Wait after an empty round = %v, want >= %v", got, ws.MinEmptyRoundWait)
+	}
+	if got := p.Wait(3, 0, 0, false); got != 0 {
+		t.Fatalf("Wait after a round that dialed = %v, want the jitter draw (0)", got)
+	}
+	if got := p.Wait(0, time.Second, 0, true); got != time.Second {
+		t.Fatalf("Wait with a Retry-After of 1s = %v", got)
+	}
+}
+
 func TestJSONProtocol(t *testing.T) {
 	p := ws.JSONProtocol{}
 	if m, _ := p.Subscribe([]string{"px.A"}); string(m) != `{"type":"subscribe","streams":["px.A"]}` {

@@ -44,6 +44,10 @@ import (
 
 const childEnv = "BROKERPATH_RESTPARITY_CHILD"
 
+// postsAsReads sends brokerpath's POSTs down the read path (no order ID, no
+// ticket), to tell the submission path's cost from the rest.
+var postsAsReads bool
+
 // bareTracked gives the bare transport the Path's tracked dialer (to tell the
 // transport's cost from the tracked connection's).
 var bareTracked bool
@@ -61,10 +65,11 @@ func main() {
 		serve()
 		return
 	}
-	rounds := flag.Int("rounds", 16, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
-	phase := flag.Duration("phase", 300*time.Millisecond, "duration of one phase of a round")
+	rounds := flag.Int("rounds", 48, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
+	phase := flag.Duration("phase", 100*time.Millisecond, "duration of one phase of a round")
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	flag.BoolVar(&postsAsReads, "posts-as-reads", false, "treat brokerpath's POSTs as reads (isolates the submission path's cost)")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
 	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
 	flag.Parse()
@@ -145,12 +150,16 @@ type cell struct {
 	proto   string // "h1" or "h2"
 	clients int
 	post    bool
+	control bool // bare against a second bare transport: the measurement's resolution
 }
 
 func (c cell) String() string {
 	m := "GET read"
 	if c.post {
 		m = "POST order"
+	}
+	if c.control {
+		return fmt.Sprintf("control: bare vs bare, %s %s, %d client(s)", c.proto, m, c.clients)
 	}
 	return fmt.Sprintf("%s %s, %d client(s)", c.proto, m, c.clients)
 }
@@ -199,11 +208,17 @@ func run(rounds int, phase time.Duration, only string) error {
 	for _, proto := range []string{"h1", "h2"} {
 		for _, post := range []bool{true, false} {
 			for _, n := range []int{1, 32} {
-				c := cell{proto, n, post}
+				c := cell{proto: proto, clients: n, post: post}
 				if only == "" || strings.Contains(c.String(), only) {
 					cells = append(cells, c)
 				}
 			}
+		}
+	}
+	for _, proto := range []string{"h1", "h2"} {
+		c := cell{proto: proto, clients: 32, post: true, control: true}
+		if only == "" || strings.Contains(c.String(), only) {
+			cells = append(cells, c)
 		}
 	}
 	fmt.Printf("rest.Transport vs a bare http.Transport, client CPU per request (getrusage, servers in a child process)\n")
@@ -233,14 +248,18 @@ func run(rounds int, phase time.Duration, only string) error {
 			med = (ratios[len(ratios)/2-1] + med) / 2
 		}
 		mark := ""
-		if max(r, med) < 0.95 || abp-ab > budget+0.5 {
+		switch {
+		case c.control:
+			mark = " (control)"
+		case max(r, med) < 0.95 || abp-ab > budget+0.5:
 			mark = " ✗"
 			fails++
 		}
 		fmt.Printf("| %s | %.2f | %.2f | %.3f%s | %.3f | %.2f–%.2f | %.1f → %.1f (%+.1f; %.0f → %.0f B) |\n",
 			c, bare.cpuPerReq()/1e3, bp.cpuPerReq()/1e3, r, mark, med, ratios[0], ratios[len(ratios)-1], ab, abp, abp-ab, bb, bbp)
 	}
-	fmt.Printf("\n✗ = outside the goals (both ratios below 0.95, or allocations over budget: orders ≤ bare + 3, reads ≤ bare + 1); %d cell(s)\n", fails)
+	fmt.Printf("\nThe control rows measure a bare transport against a second bare transport the same way: their spread is what this machine's noise allows the other rows to resolve.\n")
+	fmt.Printf("✗ = outside the goals (both ratios below 0.95, or allocations over budget: orders ≤ bare + 3, reads ≤ bare + 1); %d cell(s)\n", fails)
 	return nil
 }
 
@@ -257,8 +276,17 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	if bareTracked {
 		bareRT.DialContext = path.EndpointDialer("eu")
 	}
-	bpRT, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle})
-	if err != nil {
+	bpOpts := rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle}
+	if postsAsReads {
+		bpOpts.IsSubmission = func(*http.Request) bool { return false }
+	}
+	var bpRT interface {
+		http.RoundTripper
+		CloseIdleConnections()
+	}
+	if c.control {
+		bpRT = newBare(tlsCfg) // the "brokerpath" side is a second bare transport
+	} else if bpRT, err = rest.NewTransport(path, bpOpts); err != nil {
 		return bare, bp, nil, err
 	}
 	defer bpRT.CloseIdleConnections()
@@ -266,7 +294,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	var seq atomic.Uint64
 	// warm up: connections, TLS sessions, pools
 	for _, rt := range []http.RoundTripper{bareRT, bpRT} {
-		if _, err := load(c, rt, base, &seq, phase/2); err != nil {
+		if _, err := load(c, rt, base, &seq, max(phase, 200*time.Millisecond)); err != nil {
 			return bare, bp, nil, err
 		}
 	}

@@ -1,0 +1,132 @@
+package fix_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/transports/fix"
+)
+
+// An order the broker's gateway holds (neither booked nor answered) is cut
+// with its connection: the settle reconcile finds it NOT_RECEIVED,
+// provisional. After the quarantine the Path re-queries it through the same
+// Reconciler (which kept the order's symbol and side): when the gateway booked
+// it meanwhile, the re-query finds it (a late landing, never resent);
+// otherwise the verdict turns final and MayResend grants one resend.
+func TestProvisionalNotReceivedIsRequeried(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		name := "stays-not-received"
+		if late {
+			name = "late-landing"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, harnessOpts{cfg: func(c *pathdialer.Config) { c.Quarantine = 2 * time.Second }})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			id := uniq("stuck-")
+			if err := h.in.SendOrder(ctx, order(id, "STUCK"), h.sid); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "the order at the broker's gateway", func() bool { return len(h.b.received(id)) == 1 })
+			if err := h.b.relays["eu"].SetFault(faultnet.Reset()); err != nil {
+				t.Fatal(err)
+			}
+			s, ok := settlementsByID(h.waitReconcile(t))[id]
+			if !ok || s.Fate != pathdialer.FateNotReceived {
+				t.Fatalf("settle reconcile: %+v, want %s NOT_RECEIVED", s, id)
+			}
+			provisional := func() bool {
+				return slices.ContainsFunc(h.path.Snapshot().Provisional, func(v pathdialer.Verdict) bool { return v.OrderID == id })
+			}
+			// The Path records the verdict when the reconciler returned.
+			eventually(t, 5*time.Second, "the provisional verdict", provisional)
+			if r, err := h.path.MayResend(id); err != nil || r.Allowed || r.Verdict.Final {
+				t.Fatalf("MayResend while provisional = %+v, %v", r, err)
+			}
+			if late {
+				h.b.bookLate(id, "0") // the gateway books it: resting
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for provisional() {
+				if time.Now().After(deadline) {
+					for _, e := range h.path.Snapshot().Events {
+						t.Log(e.String())
+					}
+					t.Fatal("the verdict is still provisional 20 s after a 2 s quarantine")
+				}
+				<-time.After(20 * time.Millisecond)
+			}
+			if n := h.b.statusRequests(id); n < 2 {
+				t.Errorf("the broker got %d status requests for %s, want the settle's and the re-query's", n, id)
+			}
+			r, err := h.path.MayResend(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if late {
+				if r.Allowed || !r.Verdict.LateLanding || r.Verdict.Fate != pathdialer.FateResting || !r.Verdict.Final {
+					t.Fatalf("MayResend after the late landing = %+v", r)
+				}
+				ll := h.waitEvent(t, pathdialer.EventLateLanding)
+				if ll.OrderID != id || ll.Endpoint != "eu" {
+					t.Fatalf("late landing event %v", ll)
+				}
+				return
+			}
+			if !r.Allowed || !r.Verdict.Final || r.Verdict.Fate != pathdialer.FateNotReceived || r.OrderID != id {
+				t.Fatalf("MayResend after the re-query = %+v", r)
+			}
+		})
+	}
+}
+
+// The Reconciler's side of a re-query, called directly (the Path's own
+// re-query is an hour away): it asks again about an order it settled
+// NOT_RECEIVED, finds a late booking, waits for a logon no longer than
+// AnswerTimeout (a re-query runs while flow is open and is retried later), and
+// forgets the order once a re-query settled it.
+func TestReconcilerRequery(t *testing.T) {
+	h := newHarness(t, harnessOpts{
+		cfg:     func(c *pathdialer.Config) { c.Quarantine = time.Hour },
+		recOpts: fix.ReconcileOptions{AnswerTimeout: 500 * time.Millisecond},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := uniq("stuck-")
+	if err := h.in.SendOrder(ctx, order(id, "STUCK"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the order at the broker's gateway", func() bool { return len(h.b.received(id)) == 1 })
+	if err := h.b.relays["eu"].SetFault(faultnet.Reset()); err != nil {
+		t.Fatal(err)
+	}
+	if s := settlementsByID(h.waitReconcile(t))[id]; s.Fate != pathdialer.FateNotReceived {
+		t.Fatalf("settle reconcile: %+v, want NOT_RECEIVED", s)
+	}
+	h.waitLogon(t, "eu", 5*time.Second)
+	requery := func(to string) ([]pathdialer.Settlement, error) {
+		return h.rec.Reconcile(ctx, pathdialer.Reconciliation{From: to, To: to, Reason: pathdialer.ReasonRequery, Service: pathdialer.ServiceFIX,
+			Tickets: []pathdialer.TicketInfo{{OrderID: id, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded}}})
+	}
+	// The session is not on "us": the re-query gives up after AnswerTimeout,
+	// long before its context ends, and keeps the order.
+	if _, err := requery("us"); !errors.Is(err, fix.ErrReconcileIncomplete) || ctx.Err() != nil {
+		t.Fatalf("re-query through an endpoint the session is not on: %v (ctx %v)", err, ctx.Err())
+	}
+	h.b.bookLate(id, "2")
+	s, err := requery("eu")
+	if err != nil || len(s) != 1 || s[0].Fate != pathdialer.FateFilled {
+		t.Fatalf("re-query after the late booking = %+v, %v, want FILLED", s, err)
+	}
+	// Settled by a re-query: the record is gone (bounded memory).
+	s, err = requery("eu")
+	if err == nil || len(s) != 1 || s[0].Fate != pathdialer.FateUndetermined || !strings.Contains(s[0].Detail, "no record") {
+		t.Fatalf("re-query of an order already settled by a re-query = %+v, %v", s, err)
+	}
+}
