@@ -1,7 +1,7 @@
 // Package etcdcoord runs brokerpath's failover decision on etcd, for
 // deployments in which more than one process can trade one broker account.
 //
-// One process deciding alone is what seed 000 warns about: a partition between
+// One process deciding alone cannot tell two things apart: a partition between
 // a monitor and a region looks exactly like the region dying, and two trading
 // processes that decide separately can put two live paths in front of one
 // account. This package splits the decision in three roles:

@@ -13,7 +13,7 @@
 //	go run ./examples/orderclient -config broker.json   # real endpoints (see orderflow.LoadConfig)
 //	go run ./examples/orderclient -report reports/drill.html  # game day: HTML drill report
 //
-// With -report the run is also a game day (seed 002): -drill-clients extra
+// With -report the run is also a game day: -drill-clients extra
 // WebSocket clients share the Path so the surviving region sees a reconnect
 // wave, the simulated broker gets a handshake budget of -drill-budget per
 // second and region, counters are sampled every 100 ms, and an HTML report

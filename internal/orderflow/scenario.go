@@ -47,7 +47,7 @@ func FaultKinds() []string {
 
 // LatencyFault is the delay the "latency" scenario adds each way. With
 // Timing.DegradedLatency below the probe's resulting latency and
-// MaxDegradedDuration set, it fails over (seed 001's latency-aware machine).
+// MaxDegradedDuration set, it fails over (the latency-aware rule).
 const LatencyFault = 40 * time.Millisecond
 
 // NewScenario returns the scenario of a kind, hitting primary (and backup for

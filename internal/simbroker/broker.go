@@ -350,7 +350,7 @@ func (b *Broker) SetFault(region string, svc Service, f Fault) error {
 }
 
 // PartitionMonitor cuts region off from health monitors only: its probe
-// relay is blackholed while rest, ws and fix keep working (seed 000's split
+// relay is blackholed while rest, ws and fix keep working (the split
 // case). Monitors must probe through Region.ProbeURL for this to bite. Clear
 // it with SetFault(region, Probe, None{}).
 func (b *Broker) PartitionMonitor(region string) error {

@@ -103,7 +103,7 @@ type Config struct {
 	ReplayBuffer int
 	// ReplicationLag delays a region's copy of every tick (keys are region
 	// names; missing regions have no lag). A client resuming from a sequence
-	// the region has not received yet gets a snapshot (seed 002).
+	// the region has not received yet gets a snapshot.
 	ReplicationLag map[string]time.Duration
 	// HandshakesPerSecond is each region's WebSocket handshake budget (a
 	// token bucket); over it the handshake gets 503 with Retry-After. 0 = no limit.

@@ -25,7 +25,7 @@
 //
 // # Monitors must probe ProbeURL
 //
-// A monitor-only partition (seed 000's split case: the monitor cannot reach
+// A monitor-only partition (the split case: the monitor cannot reach
 // a region that trading can) is a Blackhole on the probe relay
 // (PartitionMonitor). It reaches a health monitor only if the monitor probes
 // ProbeURL + "/v1/account"; trading clients use RESTURL.

@@ -19,7 +19,7 @@ const (
 	REST Service = "rest"
 	// Probe is a second relay in front of the same REST server, for health
 	// monitors. Network faults on Probe leave trading traffic untouched: a
-	// monitor-only partition (seed 000's split case) is Blackhole on Probe.
+	// monitor-only partition (the split case) is Blackhole on Probe.
 	Probe Service = "probe"
 	// WS is the WebSocket market data server.
 	WS Service = "ws"
@@ -93,7 +93,7 @@ type Fault503 struct {
 }
 
 // Partial keeps the service up for health checks but breaks its real work
-// (seed 002's "up for health checks but broken"): on rest, GET /status and
+// ("up for health checks but broken"): on rest, GET /status and
 // GET /v1/account answer 200 while POST /v1/orders and DELETE answer 503 at
 // once (no timeout); on fix, logon and heartbeats work while NewOrderSingle
 // is rejected (ExecutionReport OrdStatus=REJECTED, nothing booked); on ws,

@@ -20,7 +20,7 @@
 //
 // -partition REGION: SIGUSR1 (kill -USR1 PID) toggles a partition between
 // this monitor and REGION: its probes of REGION time out as if the network
-// between them were blackholed (seed 000's split case). -partition-after D
+// between them were blackholed (the split case). -partition-after D
 // also turns it on D after the start.
 package main
 
