@@ -100,33 +100,28 @@ func ParsePolicies(s string) ([]BrokerPolicy, error) {
 // policy.
 var ErrPolicyNotOffered = errors.New("orderflow: broker policy not offered by the simulated broker")
 
-// Apply sets the policy on a simulated broker's configuration.
+// Apply sets the policy on a simulated broker's configuration (an empty
+// field keeps the broker's default). The names are the simulated broker's own
+// (simbroker.ParseDedupPolicy, ParseFencePolicy, ParseTokenPolicy).
 func (p BrokerPolicy) Apply(c *simbroker.Config) error {
-	switch p.Dedup {
-	case "across", "":
-		c.Dedup = simbroker.DedupAcrossRegions
-	case "open-only":
-		c.Dedup = simbroker.DedupOpenOnly
-	case "none":
-		c.Dedup = simbroker.DedupNone
-	default:
-		return fmt.Errorf("%w: policy %s: dedup=%s", ErrInvalidConfig, p, p.Dedup)
+	orDefault := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
 	}
-	switch p.Fence {
-	case "none", "":
-		c.Fence = simbroker.FenceNone
-	case "enforced":
-		c.Fence = simbroker.FenceEnforced
-	default:
-		return fmt.Errorf("%w: policy %s: fence=%s", ErrInvalidConfig, p, p.Fence)
+	dedup, err := simbroker.ParseDedupPolicy(orDefault(p.Dedup, "across"))
+	if err != nil {
+		return fmt.Errorf("%w: policy %s: %w", ErrInvalidConfig, p, err)
 	}
-	switch p.Tokens {
-	case "off", "":
-		c.Tokens = simbroker.TokensOff
-	case "checked":
-		c.Tokens = simbroker.TokensChecked
-	default:
-		return fmt.Errorf("%w: policy %s: tokens=%s", ErrInvalidConfig, p, p.Tokens)
+	fence, err := simbroker.ParseFencePolicy(orDefault(p.Fence, "none"))
+	if err != nil {
+		return fmt.Errorf("%w: policy %s: %w", ErrInvalidConfig, p, err)
 	}
+	tokens, err := simbroker.ParseTokenPolicy(orDefault(p.Tokens, "off"))
+	if err != nil {
+		return fmt.Errorf("%w: policy %s: %w", ErrInvalidConfig, p, err)
+	}
+	c.Dedup, c.Fence, c.Tokens = dedup, fence, tokens
 	return nil
 }
