@@ -1,6 +1,6 @@
 package engine_test
 
-// The rules of the engine beyond seed 000's Verification list.
+// The rules of the engine beyond the specification's Verification list.
 
 import (
 	"context"

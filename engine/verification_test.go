@@ -1,6 +1,6 @@
 package engine_test
 
-// One test per item of seed 000's Verification list, named after it.
+// One test per item of the specification's Verification list, named after it.
 
 import (
 	"context"

@@ -187,7 +187,7 @@ func TestBoth(t *testing.T) {
 	})
 }
 
-// monitorPartition is seed 000's split case: the monitor's probe relay to eu
+// monitorPartition is the specification's split case: the monitor's probe relay to eu
 // is blackholed (PartitionMonitor) while eu's trading paths (rest, ws, fix)
 // work.
 //

@@ -21,8 +21,8 @@ const (
 	wsTick      = 100 * time.Millisecond
 	wsSilence   = 2 * time.Second // dead-connection detection, both clients
 	wsDialLimit = 2 * time.Second // one connect (TCP+TLS+upgrade), both clients
-	// seed 001's FailoverConfig: base 1 s, max 30 s, 10 % jitter, and
-	// max_reconnect_attempts before _switch_source. The seed says 10; we use 3,
+	// A reconnect loop as commonly written: base 1 s, max 30 s, 10 % jitter, and
+	// max_reconnect_attempts before _switch_source. Such loops often say 10; we use 3,
 	// ws.Stream's FailuresBeforeFallback, so the two switch after as many
 	// failures (10 would add ≈ 170 s of backoff).
 	seedBase     = time.Second
@@ -169,12 +169,12 @@ func startStream(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), error
 	return func() { _ = s.Close(); _ = p.Close() }, nil
 }
 
-// startSeedClient is seed 001's TickDBFailoverClient in Go: connect to the
+// startSeedClient is a typical exponential-backoff failover client: connect to the
 // active source (primary first), resubscribe on every connect (no resume),
 // after a lost connection reconnect to the SAME URL with
 // base·2^attempts + uniform(0, 10 %) delay, and after seedAttempts failed
-// connects switch to the other source at once (_switch_source). Additions the
-// seed's code lacks, so that it can fail over at all: a read deadline
+// connects switch to the other source at once (_switch_source). Additions such
+// loops usually lack, so that it can fail over at all: a read deadline
 // (wsSilence, as ws.Stream's ping timeout) and a reconnect after on_close.
 func startSeedClient(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), error) {
 	urls := []string{a.Regions[0].WS, a.Regions[1].WS}
