@@ -20,17 +20,19 @@ var errSessionLost = errors.New("dst: coordinator session lost (the lease expire
 
 // Where the goroutines of a paused process resume, after the pause's end:
 // the follower first (it halts the Path before anything else can trade on
-// the lapsed decision), then dials, reconciles, probes, traders and last the
-// process's own timers (an order's deadline), each class a fixed offset
-// after the end plus a slot drawn from a hash of the goroutine's name, so
-// that no two resume at one virtual instant.
+// the lapsed decision; with Scenario.FollowerLast after the traders), then
+// dials, reconciles, probes, traders and last the process's own timers (an
+// order's deadline), each class a fixed offset after the end plus a slot
+// drawn from a hash of the goroutine's name, so that no two resume at one
+// virtual instant.
 const (
-	resumeFollower  = 0
-	resumeDial      = 50 * time.Microsecond
-	resumeReconcile = 600 * time.Microsecond
-	resumeProbe     = 1200 * time.Microsecond
-	resumeTrader    = 1800 * time.Microsecond
-	resumeTimer     = 3 * time.Millisecond
+	resumeFollower     = 0
+	resumeDial         = 50 * time.Microsecond
+	resumeReconcile    = 600 * time.Microsecond
+	resumeProbe        = 1200 * time.Microsecond
+	resumeTrader       = 1800 * time.Microsecond
+	resumeFollowerLast = 2400 * time.Microsecond
+	resumeTimer        = 3 * time.Millisecond
 )
 
 // orderKey carries an order's client order ID in its request's context, so
@@ -111,7 +113,7 @@ func (c *coordinator) start() error {
 	c.tokSess[1] = c.sess
 	dl := c.sess.deadline
 	c.mu.Unlock()
-	if err := c.w.path.Extend(dl); err != nil {
+	if err := c.extend(dl); err != nil {
 		return fmt.Errorf("dst: coordinator: extend: %w", err)
 	}
 	c.w.tracef(now, "coord session 1 (lease %v), assign %s token 1", c.s.LeaseTTL, c.s.Regions[0])
@@ -178,6 +180,22 @@ func (c *coordinator) wait(class time.Duration, name string) {
 		<-ch
 		time.Sleep(slot(class, name))
 	}
+}
+
+// extend is the follower's Path.Extend (none under Options.NoExtend).
+func (c *coordinator) extend(until time.Time) error {
+	if c.w.o.NoExtend {
+		return nil
+	}
+	return c.w.path.Extend(until)
+}
+
+// follower is the follower's resume class.
+func (c *coordinator) follower() time.Duration {
+	if c.s.FollowerLast {
+		return resumeFollowerLast
+	}
+	return resumeFollower
 }
 
 // beginPause pauses the process for d from now (a pause already in force
@@ -313,7 +331,7 @@ func (c *coordinator) keepAlives() {
 		if !c.sleepUntil(next) {
 			return
 		}
-		c.wait(resumeFollower, "keep-alive")
+		c.wait(c.follower(), "keep-alive")
 		c.keepAlive()
 		for now := time.Now(); !next.After(now); {
 			next = next.Add(ka)
@@ -333,14 +351,14 @@ func (c *coordinator) keepAlive() {
 		sess.deadline = now.Add(c.s.LeaseTTL - c.s.Margin)
 		dl := sess.deadline
 		c.mu.Unlock()
-		_ = c.w.path.Extend(dl)
+		_ = c.extend(dl)
 		return
 	}
 	if c.w.o.ExtendOnResume {
 		// The planted defect: carry on under the lapsed decision.
 		c.defected = true
 		c.mu.Unlock()
-		_ = c.w.path.Extend(now.Add(time.Hour))
+		_ = c.extend(now.Add(time.Hour))
 		return
 	}
 	c.mu.Unlock()
@@ -359,7 +377,7 @@ func (c *coordinator) keepAlive() {
 	case c.kick <- struct{}{}:
 	default:
 	}
-	_ = c.w.path.Extend(dl)
+	_ = c.extend(dl)
 	ep, _ := c.w.path.Active()
 	c.w.tracef(now, "coord session %d, assign %s token %d", id, ep.Name, tok)
 	c.wg.Add(1)
@@ -379,7 +397,7 @@ func (c *coordinator) assign(endpoint string, tok uint64, why string) {
 	}
 	defer func() { <-c.assignSem }()
 	for {
-		c.wait(resumeFollower, "assign")
+		c.wait(c.follower(), "assign")
 		err := c.w.path.Assign(c.ctx, endpoint, tok)
 		if c.ctx.Err() != nil {
 			return

@@ -73,6 +73,34 @@ func TestSimExtendOnResumeFindsLapsedOrder(t *testing.T) {
 	t.Fatal("300 seeds with a follower that extends on resume found no order after a lapsed lease")
 }
 
+// The Path's own deadline is what stops orders between the end of a pause
+// and the follower's Halt: with a follower that never calls Path.Extend
+// (the Path's decisions then never expire) and resumes after the traders,
+// their orders reach the broker under the lapsed token. A sweep finds such
+// a seed; the same seed passes with the real follower.
+func TestSimNoExtendFindsLapsedOrder(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		if s := NewScenario(seed); !s.Coordinated || !s.FollowerLast {
+			continue
+		}
+		res := runSeed(t, seed, Options{NoExtend: true})
+		v := hasViolation(res, InvLeaseLapsed)
+		if v == "" {
+			continue
+		}
+		t.Logf("seed %d (tokens %s): %s", seed, res.Scenario.Tokens, v)
+		clean := runSeed(t, seed, Options{})
+		if len(clean.Violations) > 0 {
+			t.Fatalf("seed %d fails with the real follower too: %v", seed, clean.Violations)
+		}
+		if clean.Stats.Expired == 0 {
+			t.Fatalf("seed %d: the Path refused no order with ErrTicketExpired: %+v", seed, clean.Stats)
+		}
+		return
+	}
+	t.Fatal("300 seeds with a follower that never extends found no order after a lapsed lease")
+}
+
 // stale-token-rejected has teeth: against a broker that claims to check
 // fencing tokens and does not, a write paused between Ticket.Valid and its
 // bytes across a lease expiry is booked under the lapsed token; a sweep

@@ -107,6 +107,11 @@ type Scenario struct {
 	KeepAlive   time.Duration
 	Margin      time.Duration
 	Pauses      []Pause
+	// FollowerLast: after a pause the follower resumes after the traders
+	// (not first), so the orders they start meet a lapsed decision before
+	// any goroutine halted the Path: only the Path's own deadline check
+	// (ErrTicketExpired) stands between them and the broker.
+	FollowerLast bool
 }
 
 // Pause is one process pause of a coordinated Scenario: from At (or, with
@@ -202,6 +207,7 @@ func NewScenario(seed uint64) Scenario {
 			}
 			s.Pauses = append(s.Pauses, p)
 		}
+		s.FollowerLast = r.IntN(2) == 0
 	}
 	return s
 }
@@ -219,7 +225,11 @@ func (s Scenario) String() string {
 		fmt.Fprintf(&b, "  fault: %s\n", f)
 	}
 	if s.Coordinated {
-		fmt.Fprintf(&b, "  coordinated: lease %v, keep-alive every %v, margin %v, %d pause(s)\n", s.LeaseTTL, s.KeepAlive, s.Margin, len(s.Pauses))
+		resume := "first"
+		if s.FollowerLast {
+			resume = "after the traders"
+		}
+		fmt.Fprintf(&b, "  coordinated: lease %v, keep-alive every %v, margin %v, %d pause(s), the follower resumes %s\n", s.LeaseTTL, s.KeepAlive, s.Margin, len(s.Pauses), resume)
 		for _, p := range s.Pauses {
 			fmt.Fprintf(&b, "  %s\n", p)
 		}

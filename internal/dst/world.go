@@ -72,6 +72,12 @@ type Options struct {
 	// new token. Orders started after the lapse then reach the broker under
 	// the lapsed token (no-order-after-lease-lapsed fails).
 	ExtendOnResume bool
+	// NoExtend plants a defect in a coordinated scenario's follower: it
+	// never calls Path.Extend, so the Path's decisions never expire and
+	// nothing but the follower's Halt stops orders on a lapsed lease. With
+	// Scenario.FollowerLast the traders resume before it halts, and their
+	// orders reach the broker under the lapsed token.
+	NoExtend bool
 	// BrokerIgnoresTokens plants a defect in the broker of a scenario that
 	// checks fencing tokens: it accepts every token (TokensUnchecked) while
 	// the checker still expects stale tokens rejected. A write paused past
