@@ -502,6 +502,10 @@ func (c *coordinator) decider() {
 			continue
 		}
 		c.mu.Lock()
+		if c.paused || c.sess.lost {
+			c.mu.Unlock()
+			continue
+		}
 		c.token++
 		tok := c.token
 		c.tokSess[tok] = c.sess
