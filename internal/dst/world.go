@@ -79,7 +79,7 @@ type Options struct {
 	// orders reach the broker under the lapsed token.
 	NoExtend bool
 	// BrokerIgnoresTokens plants a defect in the broker of a scenario that
-	// checks fencing tokens: it accepts every token (TokensUnchecked) while
+	// checks fencing tokens: it accepts every token (TokensOff) while
 	// the checker still expects stale tokens rejected. A write paused past
 	// Ticket.Valid across a lease lapse is then booked (stale-token-rejected
 	// fails).
