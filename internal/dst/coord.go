@@ -27,7 +27,7 @@ var errSessionLost = errors.New("dst: coordinator session lost (the lease expire
 // virtual instant.
 const (
 	resumeFollower     = 0
-	resumeDial         = 50 * time.Microsecond
+	resumeDial         = 250 * time.Microsecond
 	resumeReconcile    = 600 * time.Microsecond
 	resumeProbe        = 1200 * time.Microsecond
 	resumeTrader       = 1800 * time.Microsecond
@@ -68,7 +68,7 @@ type coordinator struct {
 	w    *world
 	s    Scenario
 	stop chan struct{}
-	ctx  context.Context // cancelled by halt of the run
+	ctx  context.Context // cancelled at the end of the run
 	quit context.CancelFunc
 	wg   sync.WaitGroup
 	once sync.Once
