@@ -92,6 +92,65 @@
 // what follows. A failing seed therefore replays the same schedule and
 // almost always the same interleaving, not with certainty.
 //
+// # Process pauses (coordinated seeds)
+//
+// About one seed in three (Scenario.Coordinated, drawn after every other
+// field so the other seeds are unchanged) runs the Path with
+// Config.ExternalDecisions, driven by a simulated coordinator (coord.go)
+// with a lease of 300 ms to 1 s. Its two sides:
+//
+//   - the coordinator's (another process, never paused): the decider reads
+//     the Path's engine every probe interval, standing in for the observers'
+//     published evidence; when the active endpoint is DOWN and another is
+//     eligible it assigns that one under the next token (it never fails
+//     back by itself, and does not decide while the process is paused or
+//     has no session). The lease's server side expires a lease not renewed
+//     by its expiry: another process then takes over under the next token
+//     and, if the broker checks tokens, raises the broker's token
+//     (simbroker RaiseToken), as that process's orders would;
+//   - this process's follower (paused with it), as coord/etcd's Follower:
+//     token 1 and Assign of the primary at the start; a keep-alive every
+//     TTL/3 renews the lease and calls Path.Extend with its expiry minus a
+//     margin of TTL/10. A keep-alive that finds the lease lost halts the
+//     Path (ErrTradingHalted), opens a new session, extends, and assigns the
+//     active endpoint under a new token: the Path reconciles, then releases.
+//
+// Each coordinated seed draws zero to three pauses of the process, shorter
+// than the lease, about as long, or two to four times longer. A pause
+// begins at its instant or, for half of them, at the first order after it
+// that reaches its dial: after Ticket.Valid, before its bytes are written
+// (the case the promise "a paused process never books on a stale
+// decision" does not cover). During a pause, every goroutine of the
+// process that reaches a hook point waits for its end: the Path's dialer
+// (orders, reads, WebSocket dials), the probe and the trade-path check, the
+// reconciler, the follower's keep-alives and Assign calls, and the traders
+// (no order starts). An order's deadline is a timer of the process: one that
+// passes during the pause fires after it. At the end the waiting goroutines
+// resume in a fixed order, each at its own offset (follower first, then
+// dials, reconciles, probes, traders, timers): which of two goroutines runs
+// first is not left to the scheduler. The monotonic clock runs during the
+// pause, so the Path refuses orders once the deadline given to Extend has
+// passed (ErrTicketExpired), before any goroutine has halted it; the
+// coordinator's timers sit at odd microsecond offsets so as not to meet the
+// probes, orders and ticks.
+//
+// Two more invariants are checked:
+//
+//	no-order-after-lease-lapsed  no order that started (the client's Do call) after the
+//	                             deadline of a lease that was then lost reaches the broker
+//	                             under a token of that lease
+//	stale-token-rejected         with tokens checked, nothing is booked with a token below
+//	                             the highest the account had seen (a write paused past
+//	                             Ticket.Valid across a lapse is rejected); with tokens not
+//	                             checked such a booking is a note ("booked on a lapsed
+//	                             lease"), the documented case the promise does not cover
+//
+// Options.ExtendOnResume (a follower that extends on resuming instead of
+// halting) and Options.BrokerIgnoresTokens (a broker that claims to check
+// tokens and does not) show that each can fail. Stats counts pauses, lapsed
+// leases, orders refused with ErrTicketExpired, stale tokens rejected and
+// bookings on a lapsed lease.
+//
 // # What is not modelled
 //
 // A green run proves the invariants for the modelled world only:
@@ -109,22 +168,29 @@
 //     wall-clock seconds), so it cannot join an in-memory bubble. It would
 //     need an acceptor that serves a given net.Listener and an initiator
 //     that dials through a given function, both honouring virtual time.
-//   - CPU time, GC pauses and process pauses take no virtual time: a stalled
-//     process is not modelled (time only advances when every goroutine in
-//     the bubble is blocked), nor is preemption between two statements.
-//     Pauses across a lease need a coordinated Path (Config.ExternalDecisions
-//     with a coordinator calling Assign and Path.Extend), which the
-//     simulation does not run: Ticket.ValidUntil and ErrTicketExpired are
-//     not exercised here.
+//   - CPU time and GC pauses take no virtual time (time only advances when
+//     every goroutine in the bubble is blocked), nor is there preemption
+//     between two statements. Process pauses are modelled only in
+//     coordinated seeds and only at the hook points listed under "Process
+//     pauses": the library's own goroutines (the Path's controller, its
+//     monitor and timers, the gate, net/http's connection goroutines, the
+//     Stream's reader and pinger) keep running through a pause, whereas in a
+//     real stopped process they stop too. A pause anywhere else (inside the
+//     controller between two steps, inside the gate) is not exercised.
+//     Standalone seeds run a Path that decides by itself: it has no lease,
+//     so nothing there expires.
 //   - The WebSocket stream's own full-jitter reconnect draw uses the
 //     process's random source; the simulation shrinks its window to 1 ms and
 //     places WebSocket dials on its own seeded grid (100–500 ms apart), so
 //     the Stream's backoff arithmetic is not what is exercised here. (A
 //     window of 1 ns made a round with no candidate spin without time
 //     passing: a livelock the per-seed wall-clock watchdog reports.)
-//   - One client process, one account; no coordination between processes,
-//     no DNS, no clock skew between client and broker (they share the
-//     bubble's clock).
+//   - One client process, one account; in coordinated seeds the coordinator
+//     is simulated in the bubble (no etcd, no network or delay between it
+//     and the process; the process that takes over after a lapse only
+//     raises the broker's token, it places no orders), no DNS, no clock skew
+//     between client, coordinator and broker (they share the bubble's
+//     clock).
 //   - Fencing tokens: by default the client sends the generation it
 //     believes active + 1 (see Options.LibraryToken for why not the
 //     library's own).

@@ -97,6 +97,39 @@ type Scenario struct {
 	Faults      []ScheduledFault
 	TickEvery   time.Duration
 	StreamPaced time.Duration // the simulation's own pacing of WebSocket dials
+
+	// Coordinated runs the Path with Config.ExternalDecisions, driven by a
+	// simulated coordinator (see coord.go): a lease of LeaseTTL renewed by a
+	// keep-alive every KeepAlive while the process runs, Path.Extend to the
+	// lease's expiry minus Margin after each, and Pauses of the process.
+	Coordinated bool
+	LeaseTTL    time.Duration
+	KeepAlive   time.Duration
+	Margin      time.Duration
+	Pauses      []Pause
+	// FollowerLast: after a pause the follower resumes after the traders
+	// (not first), so the orders they start meet a lapsed decision before
+	// any goroutine halted the Path: only the Path's own deadline check
+	// (ErrTicketExpired) stands between them and the broker.
+	FollowerLast bool
+}
+
+// Pause is one process pause of a coordinated Scenario: from At (or, with
+// InWrite, from the first order that reaches its dial at or after At, at
+// most a second later) the process's goroutines stop at their hook points
+// for For (see the package documentation).
+type Pause struct {
+	At      time.Duration
+	For     time.Duration
+	InWrite bool // between Ticket.Valid and the order's bytes
+}
+
+func (p Pause) String() string {
+	s := fmt.Sprintf("pause at %v for %v", p.At, p.For)
+	if p.InWrite {
+		s += " (in an order's write)"
+	}
+	return s
 }
 
 // NewScenario draws the scenario of seed.
@@ -148,6 +181,34 @@ func NewScenario(seed uint64) Scenario {
 		}
 		s.Faults = append(s.Faults, f)
 	}
+	// Drawn after everything above, so that adding them left every earlier
+	// field of every seed as it was.
+	s.Coordinated = r.IntN(3) == 0
+	if s.Coordinated {
+		s.LeaseTTL = dur(300*time.Millisecond, time.Second)
+		s.KeepAlive = s.LeaseTTL / 3
+		s.Margin = s.LeaseTTL / 10
+		n := r.IntN(4)
+		for i := 0; i < n; i++ {
+			p := Pause{InWrite: r.IntN(2) == 0}
+			switch r.IntN(3) {
+			case 0: // shorter than the lease
+				p.For = dur(s.LeaseTTL/10, s.LeaseTTL/2)
+			case 1: // about the lease
+				p.For = dur(s.LeaseTTL*8/10, s.LeaseTTL*12/10)
+			default: // far beyond it
+				p.For = dur(2*s.LeaseTTL, 4*s.LeaseTTL)
+			}
+			p.At = dur(500*time.Millisecond, s.Duration-500*time.Millisecond)
+			// End by Duration + 1 s (an InWrite pause begins at most a
+			// second later): the quiet period keeps at least 4 s to settle.
+			if p.At+p.For > s.Duration+time.Second {
+				p.At = s.Duration + time.Second - p.For
+			}
+			s.Pauses = append(s.Pauses, p)
+		}
+		s.FollowerLast = r.IntN(2) == 0
+	}
 	return s
 }
 
@@ -162,6 +223,16 @@ func (s Scenario) String() string {
 		s.Traders, s.OrderEvery, s.OrderTimeout, s.LimitEvery, s.Duration, s.Quiet, s.TickEvery)
 	for _, f := range s.Faults {
 		fmt.Fprintf(&b, "  fault: %s\n", f)
+	}
+	if s.Coordinated {
+		resume := "first"
+		if s.FollowerLast {
+			resume = "after the traders"
+		}
+		fmt.Fprintf(&b, "  coordinated: lease %v, keep-alive every %v, margin %v, %d pause(s), the follower resumes %s\n", s.LeaseTTL, s.KeepAlive, s.Margin, len(s.Pauses), resume)
+		for _, p := range s.Pauses {
+			fmt.Fprintf(&b, "  %s\n", p)
+		}
 	}
 	return b.String()
 }

@@ -66,6 +66,24 @@ type Options struct {
 	// generation is 0, which the simulated broker, wanting positive tokens,
 	// rejects: every order before the first switch is refused.
 	LibraryToken bool
+	// ExtendOnResume plants a defect in a coordinated scenario's follower:
+	// on resuming after its lease expired at the coordinator it extends the
+	// Path's decision by an hour instead of halting and re-assigning under a
+	// new token. Orders started after the lapse then reach the broker under
+	// the lapsed token (no-order-after-lease-lapsed fails).
+	ExtendOnResume bool
+	// NoExtend plants a defect in a coordinated scenario's follower: it
+	// never calls Path.Extend, so the Path's decisions never expire and
+	// nothing but the follower's Halt stops orders on a lapsed lease. With
+	// Scenario.FollowerLast the traders resume before it halts, and their
+	// orders reach the broker under the lapsed token.
+	NoExtend bool
+	// BrokerIgnoresTokens plants a defect in the broker of a scenario that
+	// checks fencing tokens: it accepts every token (TokensOff) while
+	// the checker still expects stale tokens rejected. A write paused past
+	// Ticket.Valid across a lease lapse is then booked (stale-token-rejected
+	// fails).
+	BrokerIgnoresTokens bool
 }
 
 // Stats counts what a run did.
@@ -73,6 +91,11 @@ type Stats struct {
 	Orders, Acked, Rejected, Unknown, NotSent, Halted int
 	Booked, Duplicates, LateLandings, Switches        int
 	Settlements, Ticks, Probes, Resends               int
+	// Coordinated scenarios: process pauses begun, leases that expired at
+	// the coordinator, orders refused with ErrTicketExpired, orders the
+	// broker rejected for a stale token, and orders booked on a lapsed
+	// lease by a broker that does not check tokens (reported in Notes).
+	Pauses, Lapses, Expired, StaleRejected, LapsedBookings int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -123,6 +146,7 @@ type world struct {
 	hc    *http.Client // orders and reads through the Path
 	dc    *http.Client // direct: probes and the broker's kill switch
 	strm  *ws.Stream
+	co    *coordinator // coordinated scenarios only
 
 	mu       sync.Mutex
 	trace    []tline
@@ -186,7 +210,16 @@ func Run(s Scenario, o Options) (*Result, error) {
 		w.close()
 		return nil, fmt.Errorf("dst: path start: %w", err)
 	}
+	if s.Coordinated {
+		w.co = newCoordinator(w)
+		if err := w.co.start(); err != nil {
+			w.co.close()
+			w.close()
+			return nil, err
+		}
+	}
 	if err := w.strm.Start(ctx); err != nil {
+		w.co.close()
 		w.close()
 		return nil, fmt.Errorf("dst: stream start: %w", err)
 	}
@@ -208,6 +241,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 		time.Sleep(quarantine + 2*time.Second)
 	}
 	w.resends.Wait()
+	w.co.close()
 	res := w.check()
 	w.close()
 	return res, nil
@@ -223,6 +257,9 @@ func (w *world) build() error {
 	bc.PingInterval = time.Second
 	bc.HandshakesPerSecond = 0
 	bc.Dedup, bc.Fence, bc.Tokens = s.Dedup, s.Fence, s.Tokens
+	if w.o.BrokerIgnoresTokens {
+		bc.Tokens = simbroker.TokensOff // the planted defect (see Options)
+	}
 	bc.Seed = s.Seed
 	bc.PlainHTTP = true
 	bc.Listen = func(region string, svc simbroker.Service) (net.Listener, error) {
@@ -266,6 +303,8 @@ func (w *world) build() error {
 	pc.SettleUnknown = s.SettleUnknown
 	pc.Dial = w.dial
 	pc.OnEvent = w.onEvent
+	// A coordinated Path is driven by the simulated coordinator (coord.go).
+	pc.ExternalDecisions = s.Coordinated
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
@@ -274,6 +313,11 @@ func (w *world) build() error {
 		// The library's fencing token: each order carries the generation
 		// its ticket was granted under (0 before the first switch, which a
 		// broker that wants positive tokens rejects; see Options).
+		ro.TokenHeader = simbroker.TokenHeader
+	}
+	if s.Coordinated {
+		// Each order carries the coordinator's token its ticket was granted
+		// under, whatever the broker's policy (the audit records it).
 		ro.TokenHeader = simbroker.TokenHeader
 	}
 	if w.rt, err = rest.NewTransport(w.path, ro); err != nil {
@@ -326,10 +370,21 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 			return nil, ctx.Err()
 		}
 	}
-	return w.net.Dial(ctx, network, a)
+	id, _ := ctx.Value(orderKey{}).(string)
+	name := id
+	if name == "" {
+		name = a
+	}
+	w.co.wait(resumeDial, name)
+	c, err := w.net.Dial(ctx, network, a)
+	if err == nil && id != "" {
+		w.co.inWrite(id) // the order's ticket passed Valid; its bytes not yet written
+	}
+	return c, err
 }
 
 func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
+	w.co.wait(resumeProbe, ep.Name+"/probe")
 	u, _ := ep.Address("probe")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/account", nil)
 	if err != nil {
@@ -353,6 +408,7 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 // ID that was never sent. It passes on the broker's 404 (the order path
 // authenticated, routed and answered) and fails on anything else.
 func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) error {
+	w.co.wait(resumeProbe, ep.Name+"/trade-path")
 	u, _ := ep.Address(pathdialer.ServiceREST)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/orders/dst-trade-path-check", nil)
 	if err != nil {
@@ -422,6 +478,7 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	var out []pathdialer.Settlement
 	for _, t := range r.Tickets {
 		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
@@ -652,7 +709,8 @@ func (w *world) place(id string, limit bool) {
 		body["type"], body["price"] = "limit", "0.5"
 	}
 	raw, _ := json.Marshal(body)
-	ctx, cancel := context.WithTimeout(context.Background(), w.s.OrderTimeout)
+	w.co.wait(resumeTrader, id) // no order starts while the process is paused
+	ctx, cancel := w.co.orderContext(w.s.OrderTimeout, id)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://broker.invalid/v1/orders", bytes.NewReader(raw))
 	req.Header.Set("X-API-Key", apiKey)
@@ -687,6 +745,8 @@ func (w *world) place(id string, limit bool) {
 		line = fmt.Sprintf("order %s unknown on %s gen=%d", id, uo.Endpoint, uo.Generation)
 	case errors.Is(err, pathdialer.ErrTradingHalted):
 		rec.outcome = "halted"
+	case errors.Is(err, pathdialer.ErrTicketExpired):
+		rec.outcome = "expired"
 	case err != nil:
 		rec.outcome = "not-sent"
 	default:
