@@ -90,6 +90,23 @@ func (p *Path) control(ctx context.Context) {
 			}
 			retryC = retry.C
 		}
+		// What is already waiting is taken in a fixed order: the
+		// coordinator's word first (it decides; an evaluation pending with it
+		// would only delay it, e.g. by another settle), then the reconcilers'
+		// results. A select among several ready cases picks at random, which
+		// would make the order, and what follows it, differ between runs.
+		select {
+		case r := <-p.extCh:
+			c.onExternal(ctx, r)
+			continue
+		default:
+		}
+		select {
+		case res := <-c.results:
+			c.onMultiResult(ctx, res)
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			if retry != nil {
