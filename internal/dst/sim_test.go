@@ -20,6 +20,7 @@ var (
 	flagStart = flag.Uint64("sim.start", 1, "first seed of TestSimSeeds")
 	flagSeed  = flag.Uint64("sim.seed", 0, "run only this seed (replay)")
 	flagTrace = flag.String("sim.trace", "", "write the trace of -sim.seed to this file")
+	flagTwice = flag.Bool("sim.twice", false, "TestSimSeeds: run every seed twice and require byte-identical traces")
 )
 
 // seedWallLimit bounds one seed in wall-clock time: virtual time cannot
@@ -96,6 +97,12 @@ func TestSimSeeds(t *testing.T) {
 			}
 			res := runSeed(t, seed, Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken})
 			ran.Add(1)
+			if *flagTwice {
+				again := runSeed(t, seed, Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken})
+				if d := traceDiff(res, again); d != "" {
+					t.Errorf("seed %d: two runs gave different traces: %s\nreplay: %s", seed, d, replayCommand(seed))
+				}
+			}
 			if *flagTrace != "" && *flagSeed == seed {
 				if err := os.WriteFile(*flagTrace, []byte(res.TraceText()), 0o644); err != nil {
 					t.Fatal(err)
@@ -129,6 +136,35 @@ func TestSimSeeds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// traceDiff describes where the traces of a and b first differ ("" when
+// they are byte-identical), with a few lines of context.
+func traceDiff(a, b *Result) string {
+	if a.TraceText() == b.TraceText() {
+		return ""
+	}
+	al, bl := a.Trace, b.Trace
+	i := 0
+	for i < len(al) && i < len(bl) && al[i] == bl[i] {
+		i++
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "first at line %d of %d/%d", i, len(al), len(bl))
+	for k := max(0, i-3); k < i; k++ {
+		fmt.Fprintf(&s, "\n    = %s", al[k])
+	}
+	for k := i; k < i+4; k++ {
+		if k < len(al) {
+			fmt.Fprintf(&s, "\n  a %s", al[k])
+		}
+	}
+	for k := i; k < i+4; k++ {
+		if k < len(bl) {
+			fmt.Fprintf(&s, "\n  b %s", bl[k])
+		}
+	}
+	return s.String()
 }
 
 // TestSimDeterministic runs ten seeds twice each. The same seed gives a

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +28,8 @@ import (
 	"github.com/brokerpath/brokerpath/transports/rest"
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
+
+var debugTrace = os.Getenv("DST_DEBUG") != ""
 
 const (
 	apiKey = "sim-key-0123456789"
@@ -289,6 +294,7 @@ func (w *world) build() error {
 	// which no seed controls: keep its window below the dial grid of
 	// StreamPaced (see dial), which absorbs it.
 	sc.Backoff = wsBackoff
+	sc.Rand = w.wsRand()
 	sc.FailuresBeforeFallback = 1
 	sc.DialTimeout = time.Second
 	sc.PingInterval, sc.PongTimeout = 500*time.Millisecond, 500*time.Millisecond
@@ -298,6 +304,19 @@ func (w *world) build() error {
 		return fmt.Errorf("dst: stream: %w", err)
 	}
 	return nil
+}
+
+// wsRand is the Stream's full-jitter source, seeded by the scenario: the
+// process's own source would move WebSocket dials (and the handshake
+// deadlines that start with them) by a draw no seed controls.
+func (w *world) wsRand() func() float64 {
+	var mu sync.Mutex
+	r := rand.New(rand.NewPCG(w.s.Seed, 0x5eed5eed))
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
 }
 
 // dial is the Path's dialer: the in-memory network, with WebSocket dials
@@ -329,7 +348,25 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	return w.net.Dial(ctx, network, a)
 }
 
+// ownDeadline gives a probe (or trade-path check) of ep its own deadline,
+// a few microseconds before the one the Path gave it, different for every
+// endpoint (salt tells the probe from the check): the Path times out the
+// probes of one round at one virtual instant, and which endpoint's timeout
+// it would record first is the scheduler's choice. A probe that gives up
+// before its deadline is a user's choice (an inner timeout); the Path
+// records its error as it comes, one endpoint after another.
+func ownDeadline(ctx context.Context, ep pathdialer.Endpoint, salt int) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	off := time.Duration(2*(ep.Priority*2+salt)+1) * 1777 * time.Nanosecond
+	return context.WithDeadline(ctx, dl.Add(-off))
+}
+
 func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
+	ctx, cancel := ownDeadline(ctx, ep, 0)
+	defer cancel()
 	u, _ := ep.Address("probe")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/account", nil)
 	if err != nil {
@@ -353,6 +390,8 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 // ID that was never sent. It passes on the broker's 404 (the order path
 // authenticated, routed and answered) and fails on anything else.
 func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) error {
+	ctx, cancel := ownDeadline(ctx, ep, 1)
+	defer cancel()
 	u, _ := ep.Address(pathdialer.ServiceREST)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/orders/dst-trade-path-check", nil)
 	if err != nil {
@@ -423,7 +462,12 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
-	for _, t := range r.Tickets {
+	// The Path hands tickets over in no particular order (its gate keeps
+	// them in shards picked at random); query them in order of client order
+	// ID, so that when each read happens does not depend on that order.
+	tickets := slices.Clone(r.Tickets)
+	slices.SortFunc(tickets, func(a, b pathdialer.TicketInfo) int { return strings.Compare(a.OrderID, b.OrderID) })
+	for _, t := range tickets {
 		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
 			continue // the planted defect: this order missed the switch's reconcile
 		}
@@ -470,6 +514,9 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		w.mu.Lock()
 		w.probes++
 		w.mu.Unlock()
+		if debugTrace {
+			w.tracef(ev.Time, "DEBUG probe %s err=%v", ev.Endpoint, ev.Err)
+		}
 		return
 	case pathdialer.EventFenceStart:
 		w.mu.Lock()
@@ -563,6 +610,12 @@ func (w *world) onEvent(ev pathdialer.Event) {
 	}
 	if ev.Attempt > 0 {
 		line += fmt.Sprintf(" attempt=%d", ev.Attempt)
+	}
+	if debugTrace && ev.Err != nil {
+		line += " err=" + ev.Err.Error()
+	}
+	if debugTrace && ev.Cause != "" {
+		line += " cause=" + ev.Cause
 	}
 	w.tracef(ev.Time, "path %s", line)
 }
