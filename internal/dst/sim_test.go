@@ -16,12 +16,13 @@ import (
 )
 
 var (
-	flagSeeds = flag.Int("sim.seeds", 20, "how many seeds TestSimSeeds runs")
-	flagStart = flag.Uint64("sim.start", 1, "first seed of TestSimSeeds")
-	flagSeed  = flag.Uint64("sim.seed", 0, "run only this seed (replay)")
-	flagTrace = flag.String("sim.trace", "", "write the trace of -sim.seed to this file")
-	flagTwice = flag.Bool("sim.twice", false, "TestSimSeeds: run every seed twice and require byte-identical traces")
-	flagShard = flag.String("sim.shard", "0/1", "TestSimSeeds: run only shard i of n (i/n) of the seeds: those whose index from -sim.start is i modulo n")
+	flagSeeds  = flag.Int("sim.seeds", 20, "how many seeds TestSimSeeds runs")
+	flagStart  = flag.Uint64("sim.start", 1, "first seed of TestSimSeeds")
+	flagSeed   = flag.Uint64("sim.seed", 0, "run only this seed (replay)")
+	flagTrace  = flag.String("sim.trace", "", "write the trace of -sim.seed to this file")
+	flagTwice  = flag.Bool("sim.twice", false, "TestSimSeeds: run every seed twice and require byte-identical traces")
+	flagDetail = flag.Bool("sim.detail", false, "TestSimSeeds: add every probe result and each event's error and cause to the trace (Options.TraceDetail)")
+	flagShard  = flag.String("sim.shard", "0/1", "TestSimSeeds: run only shard i of n (i/n) of the seeds: those whose index from -sim.start is i modulo n")
 )
 
 // shardOf parses -sim.shard.
@@ -67,6 +68,9 @@ func replayCommand(seed uint64) string {
 	}
 	if *flagTwice {
 		resend += " -sim.twice"
+	}
+	if *flagDetail {
+		resend += " -sim.detail"
 	}
 	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
@@ -116,10 +120,11 @@ func TestSimSeeds(t *testing.T) {
 			if len(seeds) > 1 {
 				t.Parallel()
 			}
-			res := runSeed(t, seed, Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken})
+			o := Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken, TraceDetail: *flagDetail}
+			res := runSeed(t, seed, o)
 			ran.Add(1)
 			if *flagTwice {
-				again := runSeed(t, seed, Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken})
+				again := runSeed(t, seed, o)
 				if d := traceDiff(res, again); d != "" {
 					t.Errorf("seed %d: two runs gave different traces: %s\nreplay: %s", seed, d, replayCommand(seed))
 				}

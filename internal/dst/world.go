@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -28,8 +27,6 @@ import (
 	"github.com/brokerpath/brokerpath/transports/rest"
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
-
-var debugTrace = os.Getenv("DST_DEBUG") != ""
 
 const (
 	apiKey = "sim-key-0123456789"
@@ -71,6 +68,9 @@ type Options struct {
 	// generation is 0, which the simulated broker, wanting positive tokens,
 	// rejects: every order before the first switch is refused.
 	LibraryToken bool
+	// TraceDetail adds every probe result, and each event's error and
+	// cause, to the trace: for finding where two runs of a seed part.
+	TraceDetail bool
 }
 
 // Stats counts what a run did.
@@ -290,9 +290,9 @@ func (w *world) build() error {
 	sc.Handler = w.onTick
 	sc.Dialer = &websocket.Dialer{HandshakeTimeout: time.Second}
 	sc.Header = http.Header{"X-API-Key": {apiKey}}
-	// The Stream's own full-jitter draw uses the process's random source,
-	// which no seed controls: keep its window below the dial grid of
-	// StreamPaced (see dial), which absorbs it.
+	// The Stream's full-jitter draw comes from the seed (wsRand); its window
+	// stays below the dial grid of StreamPaced (see dial), which paces the
+	// dials.
 	sc.Backoff = wsBackoff
 	sc.Rand = w.wsRand()
 	sc.FailuresBeforeFallback = 1
@@ -514,8 +514,8 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		w.mu.Lock()
 		w.probes++
 		w.mu.Unlock()
-		if debugTrace {
-			w.tracef(ev.Time, "DEBUG probe %s err=%v", ev.Endpoint, ev.Err)
+		if w.o.TraceDetail {
+			w.tracef(ev.Time, "path probe %s err=%v", ev.Endpoint, ev.Err)
 		}
 		return
 	case pathdialer.EventFenceStart:
@@ -611,10 +611,10 @@ func (w *world) onEvent(ev pathdialer.Event) {
 	if ev.Attempt > 0 {
 		line += fmt.Sprintf(" attempt=%d", ev.Attempt)
 	}
-	if debugTrace && ev.Err != nil {
+	if w.o.TraceDetail && ev.Err != nil {
 		line += " err=" + ev.Err.Error()
 	}
-	if debugTrace && ev.Cause != "" {
+	if w.o.TraceDetail && ev.Cause != "" {
 		line += " cause=" + ev.Cause
 	}
 	w.tracef(ev.Time, "path %s", line)
