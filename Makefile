@@ -207,12 +207,13 @@ bench-gate:
 # and fails a seed whose two traces differ. Each test process runs on one P
 # (the trace of a seed is then the same in every run, see internal/dst's
 # documentation); the seeds are split over SIM_SHARDS processes run side by
-# side (-sim.shard=i/n). `make test` runs a short sweep through the ordinary
-# unit tests.
+# side (-sim.shard=i/n). SIM_BUILD adds build flags (SIM_BUILD=-race). `make
+# test` runs a short sweep through the ordinary unit tests.
 SIM_SEEDS  ?= 1000
 SIM_START  ?= 1
 SIM_ARGS   ?=
 SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
+SIM_BUILD  ?=
 
 # sim-sweep runs the test binary $$bin over the seeds in SIM_SHARDS processes,
 # writing $$d/log (every shard's output); $$status is 1 if any shard failed.
@@ -231,7 +232,7 @@ endef
 .PHONY: sim
 sim:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
-	$(GO) test -c -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E -A14 'INVARIANT|two runs gave|replay:|^(FAIL|panic)' $$d/log | grep -v -E '^(=== |    --- PASS|--- PASS|PASS)'; \
 	awk '/dst: [0-9]+ seeds in/ { n += $$3; f += $$(NF-1) } \
@@ -253,7 +254,7 @@ SIM_GAP ?= gosched
 sim-defect:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	first=$$(grep -E -o 'seed [0-9]+ \(' $$d/log | grep -E -o '[0-9]+' | sort -n | head -1); \
