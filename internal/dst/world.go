@@ -696,6 +696,15 @@ func (w *world) trade(i int) {
 			return
 		}
 		w.place(fmt.Sprintf("t%d-%d", i, k), k%w.s.LimitEvery == 0)
+		// An order that took longer than OrderEvery left a tick behind,
+		// which would start the next order at the instant this one ended:
+		// often the instant the Path acted on its failure (a hold, a
+		// fence), where which goroutine runs first is the scheduler's
+		// choice. Drop it: orders start on the trader's grid only.
+		select {
+		case <-tk.C:
+		default:
+		}
 	}
 }
 
