@@ -84,13 +84,16 @@
 // connection, with WebSocket dials on a seeded time grid, one per point);
 // held bytes are released one by one; a reset reaches each side of each
 // connection after its own one-way delay, not all readers at once; traders
-// are staggered; every order and reconcile read uses its own connection (no
-// two requests race for a pooled one); the probes (and trade-path checks) of
-// one round give up a few microseconds apart, each before the Path's
-// deadline by an amount of its own endpoint, instead of all timing out at
-// the instant the Path's timers fire; and the reconciler reads the tickets
-// in order of client order ID (the Path hands them over in no particular
-// order: its gate keeps them in shards picked at random).
+// are staggered and start orders on their own time grid only (an order that
+// outlasts the interval does not start the next at the instant it ends,
+// which is often the instant the Path acts on its failure); every order and
+// reconcile read uses its own connection (no two requests race for a pooled
+// one); the probes (and trade-path checks) of one round give up a few
+// microseconds apart, each before the Path's deadline by an amount of its
+// own endpoint, instead of all timing out at the instant the Path's timers
+// fire; and the reconciler reads the tickets in order of client order ID
+// (the Path hands them over in no particular order: its gate keeps them in
+// shards picked at random).
 //
 // It seeds what draws: the WebSocket stream's full-jitter source
 // (ws.StreamConfig.Rand) comes from the seed, so a reconnect and the
