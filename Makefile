@@ -207,8 +207,9 @@ bench-gate:
 # and fails a seed whose two traces differ. Each test process runs on one P
 # (the trace of a seed is then the same in every run, see internal/dst's
 # documentation); the seeds are split over SIM_SHARDS processes run side by
-# side (-sim.shard=i/n). SIM_BUILD adds build flags (SIM_BUILD=-race). `make
-# test` runs a short sweep through the ordinary unit tests.
+# side (-sim.shard=i/n). SIM_BUILD adds build flags (SIM_BUILD=-race; give a
+# replay the same). `make test` runs a short sweep through the ordinary unit
+# tests.
 SIM_SEEDS  ?= 1000
 SIM_START  ?= 1
 SIM_ARGS   ?=
@@ -234,7 +235,7 @@ sim:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	$(GO) test -c $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
-	grep -E -A14 'INVARIANT|two runs gave|replay:|^(FAIL|panic)' $$d/log | grep -v -E '^(=== |    --- PASS|--- PASS|PASS)'; \
+	awk '/broke [0-9]+ invariant|two runs gave|^panic/ { p = 1 } p { print } /replay:/ { p = 0 }' $$d/log; \
 	awk '/dst: [0-9]+ seeds in/ { n += $$3; f += $$(NF-1) } \
 	  $$1 ~ /^dedup=/ && NF == 9 { k = $$1 " " $$2 " " $$3; if (!(k in s)) keys[++nk] = k; \
 	    s[k] += $$4; x[k] += $$5; o[k] += $$6; u[k] += $$7; l[k] += $$8; r[k] += $$9 } \

@@ -157,8 +157,8 @@ func TestSimSeeds(t *testing.T) {
 			mu.Unlock()
 			if len(res.Violations) > 0 {
 				failed.Add(1)
-				t.Errorf("seed %d (%s) broke %d invariant(s):\n  %s\nreplay: %s", seed, key, len(res.Violations),
-					strings.Join(res.Violations, "\n  "), replayCommand(seed))
+				t.Errorf("seed %d (%s) broke %d invariant(s) (trace hash %016x):\n  %s\nreplay: %s", seed, key, len(res.Violations),
+					res.TraceHash(), strings.Join(res.Violations, "\n  "), replayCommand(seed))
 			}
 		})
 	}
