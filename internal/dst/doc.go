@@ -109,12 +109,20 @@
 //
 // The trace is sorted by virtual time, then text, and leaves out numbers
 // assigned in arrival order (audit sequence numbers, broker order IDs).
-// Measured on this code, every seed run twice (-sim.twice):
+// Measured on this code, every seed run twice (make sim SIM_ARGS=-sim.twice,
+// seeds from 1), seeds whose two traces were byte-identical:
 //
-//	one P, without -race    MEASURE_A
-//	one P, with -race       MEASURE_B
-//	two Ps, without -race   MEASURE_C
-//	two Ps, with -race      MEASURE_D
+//	one P (the default), without -race   1000 of 1000
+//	one P (the default), with -race       400 of 400
+//	two Ps (-sim.procs=2), without -race 1000 of 1000
+//	two Ps (-sim.procs=2), with -race     300 of 300
+//
+// One P stays the default although two measured the same: with two,
+// goroutines runnable at one instant run at the same time, in no order at
+// all, and any event the steps above miss shows at once.
+//
+// A failing seed names its trace's hash, and its replay command prints the
+// same hash.
 //
 // TestSimDeterministic requires byte-identical traces for every one of 20
 // seeds run twice; it runs in make test, under the race detector.
