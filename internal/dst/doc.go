@@ -113,7 +113,7 @@
 // seeds from 1), seeds whose two traces were byte-identical:
 //
 //	one P (the default), without -race   1000 of 1000
-//	one P (the default), with -race       400 of 400
+//	one P (the default), with -race      1000 of 1000
 //	two Ps (-sim.procs=2), without -race 1000 of 1000
 //	two Ps (-sim.procs=2), with -race     300 of 300
 //
