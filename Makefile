@@ -203,17 +203,46 @@ bench-gate:
 # schedules from SIM_START, each checked against the order-safety invariants.
 # A failing seed prints the one command that replays it and writes its trace.
 # SIM_ARGS=-sim.resend resends orders settled NOT_RECEIVED (duplicates on a
-# broker that does not deduplicate). `make test` runs a short sweep through
-# the ordinary unit tests.
-SIM_SEEDS ?= 1000
-SIM_START ?= 1
-SIM_ARGS  ?=
+# broker that does not deduplicate); SIM_ARGS=-sim.twice runs every seed twice
+# and fails a seed whose two traces differ. Each test process runs on one P
+# (the trace of a seed is then the same in every run, see internal/dst's
+# documentation); the seeds are split over SIM_SHARDS processes run side by
+# side (-sim.shard=i/n). SIM_BUILD adds build flags (SIM_BUILD=-race; give a
+# replay the same). `make test` runs a short sweep through the ordinary unit
+# tests.
+SIM_SEEDS  ?= 1000
+SIM_START  ?= 1
+SIM_ARGS   ?=
+SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
+SIM_BUILD  ?=
+
+# sim-sweep runs the test binary $$bin over the seeds in SIM_SHARDS processes,
+# writing $$d/log (every shard's output); $$status is 1 if any shard failed.
+define sim-sweep
+status=0; began=$$(date +%s%N); \
+for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
+  (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
+    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
+    echo $$? >$$d/rc.$$i) & \
+done; wait; \
+for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do cat $$d/log.$$i; [ "$$(cat $$d/rc.$$i)" = 0 ] || status=1; done >$$d/log; \
+ms=$$(( ($$(date +%s%N) - began) / 1000000 )); \
+echo "sim: $(SIM_SEEDS) seeds from $(SIM_START) in $$((ms / 1000)).$$((ms % 1000 / 100)) s wall, $(SIM_SHARDS) processes"
+endef
 
 .PHONY: sim
 sim:
-	@out=$$(mktemp); status=0; \
-	$(GO) test -count=1 -timeout 30m -run 'TestSimSeeds$$$$' ./internal/dst -v -args -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) $(SIM_ARGS) >$$out 2>&1 || status=$$?; \
-	grep -E -A14 'INVARIANT|replay:|dst:|^(ok|FAIL|panic)' $$out | grep -v -E '^(=== |    --- PASS|--- PASS)'; rm -f $$out; exit $$status
+	@d=$$(mktemp -d); bin=$$d/dst.test; \
+	$(GO) test -c $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(sim-sweep); \
+	awk '/broke [0-9]+ invariant|two runs gave|^panic/ { p = 1 } p { print } /replay:/ { p = 0 }' $$d/log; \
+	awk '/dst: [0-9]+ seeds in/ { n += $$3; f += $$(NF-1) } \
+	  $$1 ~ /^dedup=/ && NF == 9 { k = $$1 " " $$2 " " $$3; if (!(k in s)) keys[++nk] = k; \
+	    s[k] += $$4; x[k] += $$5; o[k] += $$6; u[k] += $$7; l[k] += $$8; r[k] += $$9 } \
+	  END { printf "dst: %d seeds, %d failed\n%-50s %6s %6s %8s %6s %6s %7s\n", n, f, "broker policy", "seeds", "failed", "orders", "dups", "late", "resends"; \
+	    for (i = 1; i <= nk; i++) { k = keys[i]; printf "%-50s %6d %6d %8d %6d %6d %7d\n", k, s[k], x[k], o[k], u[k], l[k], r[k] } }' $$d/log | \
+	  { IFS= read -r head; echo "$$head"; IFS= read -r cols; echo "$$cols"; sort; }; \
+	rm -rf $$d; exit $$status
 # sim-defect: the same sweep against a build of pathdialer whose gate has its
 # old, split in-flight→unknown hand-over again (internal/dst/splitgate writes a
 # go build overlay; no file of the module changes). SIM_GAP is what runs
@@ -224,14 +253,15 @@ SIM_GAP ?= gosched
 
 .PHONY: sim-defect
 sim-defect:
-	@d=$$(mktemp -d); out=$$d/log; \
-	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || exit 2; \
-	$(GO) test -overlay=$$ov -count=1 -timeout 30m -run 'TestSimSeeds$$$$' ./internal/dst -v -args -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) $(SIM_ARGS) >$$out 2>&1; \
-	grep -E 'dst: [0-9]+ seeds' $$out; \
-	first=$$(grep -E -o 'seed [0-9]+ \(' $$out | grep -E -o '[0-9]+' | sort -n | head -1); \
-	if grep -q 'INVARIANT unknown-settled-before-release' $$out; then \
+	@d=$$(mktemp -d); bin=$$d/dst.test; \
+	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(sim-sweep); \
+	grep -E 'dst: [0-9]+ seeds' $$d/log; \
+	first=$$(grep -E -o 'seed [0-9]+ \(' $$d/log | grep -E -o '[0-9]+' | sort -n | head -1); \
+	if grep -q 'INVARIANT unknown-settled-before-release' $$d/log; then \
 	  echo "split hand-over (gap $(SIM_GAP)) found; lowest failing seed: $$first"; \
-	  grep -E -m1 -A1 "seed $$first \(" $$out; \
+	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
 	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
 	  rm -rf $$d; \
 	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi

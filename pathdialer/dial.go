@@ -1,10 +1,12 @@
 package pathdialer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -18,6 +20,7 @@ type endpointRT struct {
 	mu     sync.Mutex
 	fenced bool
 	conns  map[*Conn]struct{}
+	dials  uint64 // tracked connections so far: numbers them (Conn.seq)
 
 	fencedFlag atomic.Bool // mirrors fenced, for the lock-free passive-report path
 	obsMu      sync.Mutex  // serialises observe for this endpoint (exact state-change events)
@@ -37,6 +40,7 @@ type Conn struct {
 	rt       *endpointRT
 	gen      uint64
 	readOnly bool
+	seq      uint64 // order of tracking under rt: the fence closes in this order
 	once     sync.Once
 }
 
@@ -61,7 +65,7 @@ func (c *Conn) Close() error {
 }
 
 // fence marks the endpoint fenced (new dials refused) and closes every tracked
-// connection to it. It returns how many connections it closed.
+// connection to it, oldest first. It returns how many connections it closed.
 func (rt *endpointRT) fence() int {
 	rt.mu.Lock()
 	rt.fenced = true
@@ -73,6 +77,9 @@ func (rt *endpointRT) fence() int {
 		}
 	}
 	rt.mu.Unlock()
+	// In the order they were dialed, not the map's: which reader wakes first
+	// is then the same in every run (a deterministic simulation relies on it).
+	sortByDial(conns)
 	for _, c := range conns {
 		// Abort rather than close: bytes of an order still in this host's send
 		// buffer are discarded, not flushed to the broker after the fence.
@@ -106,9 +113,14 @@ func (rt *endpointRT) closeAll() {
 		conns = append(conns, c)
 	}
 	rt.mu.Unlock()
+	sortByDial(conns)
 	for _, c := range conns {
 		_ = c.Close()
 	}
+}
+
+func sortByDial(conns []*Conn) {
+	slices.SortFunc(conns, func(a, b *Conn) int { return cmp.Compare(a.seq, b.seq) })
 }
 
 func (rt *endpointRT) connCount() int {
@@ -239,6 +251,8 @@ func (p *Path) dialRT(ctx context.Context, rt *endpointRT, gen uint64, network, 
 		}
 		return nil, fmt.Errorf("%w: %q (fenced while dialing)", ErrFenced, rt.ep.Name)
 	}
+	rt.dials++
+	c.seq = rt.dials
 	rt.conns[c] = struct{}{}
 	rt.mu.Unlock()
 	return c, nil

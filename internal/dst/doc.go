@@ -65,7 +65,8 @@
 // pause there, standing in for a thread descheduled at that point.
 //
 // The driver is TestSimSeeds (make sim; a short run in make test). A
-// failing seed prints the one command that replays it and writes its trace:
+// failing seed prints the one command that replays it and writes its trace
+// (the same trace as in the sweep, see below):
 //
 //	go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=N -sim.trace=sim-N.trace
 //
@@ -73,24 +74,67 @@
 //
 // synctest makes time virtual, not scheduling deterministic: goroutines
 // runnable at the same virtual instant run in an order the Go scheduler
-// picks, and select, map iteration and the runtime's random source are not
-// seeded. The simulation keeps events apart in virtual time instead: every
-// chunk of bytes gets a delay drawn from a hash of the seed and its content
-// (plain HTTP; a close by a hash of what the connection carried; WebSocket
-// chunks by connection, with WebSocket dials on a seeded time grid, one per
-// point), held bytes are released one by one, traders are staggered, and
-// every order and reconcile read uses its own connection (so no two
-// requests race for a pooled one). The trace is sorted by virtual time, then
-// text, and leaves out numbers assigned in arrival order (audit sequence
-// numbers, broker order IDs). With that, the same seed gives a
-// byte-identical trace in most runs (measured: 39 of 40 seeds run twice,
-// with and without -race; TestSimDeterministic requires 9 of 10), but not in
-// every one: when two goroutines still meet at one instant (a reset seen by
-// the stream's reader and its pinger at once, the token read by an order
-// while the switch that changes it runs, timers of different goroutines
-// that expire together), their order can differ between runs, and so can
-// what follows. A failing seed therefore replays the same schedule and
-// almost always the same interleaving, not with certainty.
+// picks (in parallel, with more than one P), and select, map iteration and
+// the runtime's random source are not seeded. The simulation makes the
+// trace of a seed the same in every run in three ways.
+//
+// It keeps events apart in virtual time. Every chunk of bytes gets a delay
+// drawn from a hash of the seed and its content (plain HTTP; a close, and a
+// reset, by a hash of what the connection carried; WebSocket chunks by
+// connection, with WebSocket dials on a seeded time grid, one per point);
+// held bytes are released one by one; a reset reaches each side of each
+// connection after its own one-way delay, not all readers at once; traders
+// are staggered and start orders on their own time grid only (an order that
+// outlasts the interval does not start the next at the instant it ends,
+// which is often the instant the Path acts on its failure); every order and
+// reconcile read uses its own connection (no two requests race for a pooled
+// one); the probes (and trade-path checks) of one round give up a few
+// microseconds apart, each before the Path's deadline by an amount of its
+// own endpoint, instead of all timing out at the instant the Path's timers
+// fire; and the reconciler reads the tickets in order of client order ID
+// (the Path hands them over in no particular order: its gate keeps them in
+// shards picked at random).
+//
+// It seeds what draws: the WebSocket stream's full-jitter source
+// (ws.StreamConfig.Rand) comes from the seed, so a reconnect and the
+// handshake deadline that starts with it do not move by a draw of the
+// process's source.
+//
+// And each test process runs on one P (TestMain, -sim.procs=1): goroutines
+// still runnable at one instant run one after another in the run queue's
+// order, which the steps above make the same in every run (the Path closes
+// a fenced endpoint's connections in the order they were dialed, not a
+// map's). make sim gets its throughput from several processes side by side
+// (SIM_SHARDS, -sim.shard=i/n); a replay runs on one P like the sweep.
+//
+// The trace is sorted by virtual time, then text, and leaves out numbers
+// assigned in arrival order (audit sequence numbers, broker order IDs).
+// Measured on this code, every seed run twice (make sim SIM_ARGS=-sim.twice,
+// seeds from 1), seeds whose two traces were byte-identical:
+//
+//	one P (the default), without -race   1000 of 1000
+//	one P (the default), with -race      1000 of 1000
+//	two Ps (-sim.procs=2), without -race 1000 of 1000
+//	two Ps (-sim.procs=2), with -race     300 of 300
+//
+// One P stays the default although two measured the same: with two,
+// goroutines runnable at one instant run at the same time, in no order at
+// all, and any event the steps above miss shows at once.
+//
+// A failing seed names its trace's hash, and its replay command prints the
+// same hash.
+//
+// TestSimDeterministic requires byte-identical traces for every one of 20
+// seeds run twice; it runs in make test, under the race detector.
+//
+// What remains: the race detector randomises the scheduler (a goroutine
+// made runnable runs next or not), and select among ready cases and map
+// iteration stay random in every build. The traces are identical because
+// the simulation keeps those choices from mattering to what it records, not
+// because they are gone: a new source of events at one instant (a timer
+// that meets another, a fault that acts on several connections at once)
+// can bring variation back. -sim.twice finds it, and the first lines that
+// differ name the events to pull apart.
 //
 // # Process pauses (coordinated seeds)
 //
@@ -179,9 +223,9 @@
 //     controller between two steps, inside the gate) is not exercised.
 //     Standalone seeds run a Path that decides by itself: it has no lease,
 //     so nothing there expires.
-//   - The WebSocket stream's own full-jitter reconnect draw uses the
-//     process's random source; the simulation shrinks its window to 1 ms and
-//     places WebSocket dials on its own seeded grid (100–500 ms apart), so
+//   - The WebSocket stream's full-jitter reconnect draw is seeded, but the
+//     simulation shrinks its window to 1 ms and places WebSocket dials on
+//     its own seeded grid (100–500 ms apart), so
 //     the Stream's backoff arithmetic is not what is exercised here. (A
 //     window of 1 ns made a round with no candidate spin without time
 //     passing: a livelock the per-seed wall-clock watchdog reports.)

@@ -16,11 +16,22 @@ import (
 )
 
 var (
-	flagSeeds = flag.Int("sim.seeds", 20, "how many seeds TestSimSeeds runs")
-	flagStart = flag.Uint64("sim.start", 1, "first seed of TestSimSeeds")
-	flagSeed  = flag.Uint64("sim.seed", 0, "run only this seed (replay)")
-	flagTrace = flag.String("sim.trace", "", "write the trace of -sim.seed to this file")
+	flagSeeds  = flag.Int("sim.seeds", 20, "how many seeds TestSimSeeds runs")
+	flagStart  = flag.Uint64("sim.start", 1, "first seed of TestSimSeeds")
+	flagSeed   = flag.Uint64("sim.seed", 0, "run only this seed (replay)")
+	flagTrace  = flag.String("sim.trace", "", "write the trace of -sim.seed to this file")
+	flagTwice  = flag.Bool("sim.twice", false, "TestSimSeeds: run every seed twice and require byte-identical traces")
+	flagDetail = flag.Bool("sim.detail", false, "TestSimSeeds: add every probe result and each event's error and cause to the trace (Options.TraceDetail)")
+	flagShard  = flag.String("sim.shard", "0/1", "TestSimSeeds: run only shard i of n (i/n) of the seeds: those whose index from -sim.start is i modulo n")
 )
+
+// shardOf parses -sim.shard.
+func shardOf(s string) (i, n int, err error) {
+	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("-sim.shard=%q: want i/n with 0 <= i < n", s)
+	}
+	return i, n, nil
+}
 
 // seedWallLimit bounds one seed in wall-clock time: virtual time cannot
 // catch a livelock (goroutines that spin without ever blocking).
@@ -52,6 +63,15 @@ func replayCommand(seed uint64) string {
 	if *flagLibToken {
 		resend += " -sim.libtoken"
 	}
+	if *flagProcs != 1 {
+		resend += fmt.Sprintf(" -sim.procs=%d", *flagProcs)
+	}
+	if *flagTwice {
+		resend += " -sim.twice"
+	}
+	if *flagDetail {
+		resend += " -sim.detail"
+	}
 	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
 
@@ -59,12 +79,18 @@ func replayCommand(seed uint64) string {
 // and checks the invariants of each; a failing seed prints the one command
 // that replays it and writes its trace.
 func TestSimSeeds(t *testing.T) {
+	shard, shards, err := shardOf(*flagShard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	seeds := make([]uint64, 0, *flagSeeds)
 	if *flagSeed != 0 {
 		seeds = append(seeds, *flagSeed)
 	} else {
 		for i := 0; i < *flagSeeds; i++ {
-			seeds = append(seeds, *flagStart+uint64(i))
+			if i%shards == shard {
+				seeds = append(seeds, *flagStart+uint64(i))
+			}
 		}
 	}
 	var ran, failed atomic.Int64
@@ -94,8 +120,15 @@ func TestSimSeeds(t *testing.T) {
 			if len(seeds) > 1 {
 				t.Parallel()
 			}
-			res := runSeed(t, seed, Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken})
+			o := Options{ResendNotReceived: *flagResend, LibraryToken: *flagLibToken, TraceDetail: *flagDetail}
+			res := runSeed(t, seed, o)
 			ran.Add(1)
+			if *flagTwice {
+				again := runSeed(t, seed, o)
+				if d := traceDiff(res, again); d != "" {
+					t.Errorf("seed %d: two runs gave different traces: %s\nreplay: %s", seed, d, replayCommand(seed))
+				}
+			}
 			if *flagTrace != "" && *flagSeed == seed {
 				if err := os.WriteFile(*flagTrace, []byte(res.TraceText()), 0o644); err != nil {
 					t.Fatal(err)
@@ -124,47 +157,59 @@ func TestSimSeeds(t *testing.T) {
 			mu.Unlock()
 			if len(res.Violations) > 0 {
 				failed.Add(1)
-				t.Errorf("seed %d (%s) broke %d invariant(s):\n  %s\nreplay: %s", seed, key, len(res.Violations),
-					strings.Join(res.Violations, "\n  "), replayCommand(seed))
+				t.Errorf("seed %d (%s) broke %d invariant(s) (trace hash %016x):\n  %s\nreplay: %s", seed, key, len(res.Violations),
+					res.TraceHash(), strings.Join(res.Violations, "\n  "), replayCommand(seed))
 			}
 		})
 	}
 }
 
-// TestSimDeterministic runs ten seeds twice each. The same seed gives a
-// byte-identical trace in almost every run (see the package documentation
-// for the interleavings virtual time cannot order); the test requires it
-// for at least nine of the ten and logs every difference.
+// traceDiff describes where the traces of a and b first differ ("" when
+// they are byte-identical), with a few lines of context.
+func traceDiff(a, b *Result) string {
+	if a.TraceText() == b.TraceText() {
+		return ""
+	}
+	al, bl := a.Trace, b.Trace
+	i := 0
+	for i < len(al) && i < len(bl) && al[i] == bl[i] {
+		i++
+	}
+	var s strings.Builder
+	fmt.Fprintf(&s, "first at line %d of %d/%d", i, len(al), len(bl))
+	for k := max(0, i-3); k < i; k++ {
+		fmt.Fprintf(&s, "\n    = %s", al[k])
+	}
+	for k := i; k < i+4; k++ {
+		if k < len(al) {
+			fmt.Fprintf(&s, "\n  a %s", al[k])
+		}
+	}
+	for k := i; k < i+4; k++ {
+		if k < len(bl) {
+			fmt.Fprintf(&s, "\n  b %s", bl[k])
+		}
+	}
+	return s.String()
+}
+
+// TestSimDeterministic runs twenty seeds twice each and requires
+// byte-identical traces for every one (the package documentation says what
+// keeps them identical, and under which conditions).
 func TestSimDeterministic(t *testing.T) {
-	same := 0
-	for seed := uint64(1); seed <= 10; seed++ {
+	for seed := uint64(1); seed <= 20; seed++ {
 		a := runSeed(t, seed, Options{})
 		b := runSeed(t, seed, Options{})
 		if a.Stats.Orders == 0 || a.Stats.Probes == 0 || a.Stats.Ticks == 0 {
 			t.Fatalf("seed %d ran nothing: %+v", seed, a.Stats)
 		}
-		if a.TraceText() == b.TraceText() {
-			same++
-			continue
-		}
-		al, bl := a.Trace, b.Trace
-		for i := 0; i < len(al) || i < len(bl); i++ {
-			if i >= len(al) || i >= len(bl) || al[i] != bl[i] {
-				var x, y string
-				if i < len(al) {
-					x = al[i]
-				}
-				if i < len(bl) {
-					y = bl[i]
-				}
-				t.Logf("seed %d: traces differ first at line %d of %d/%d:\n  %s\n  %s", seed, i, len(al), len(bl), x, y)
-				break
+		if d := traceDiff(a, b); d != "" {
+			cmd := replayCommand(seed)
+			if !*flagTwice {
+				cmd += " -sim.twice"
 			}
+			t.Errorf("seed %d: two runs gave different traces: %s\nreplay: %s", seed, d, cmd)
 		}
-	}
-	t.Logf("byte-identical traces for %d of 10 seeds", same)
-	if same < 9 {
-		t.Fatalf("only %d of 10 seeds gave byte-identical traces twice", same)
 	}
 }
 

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,6 +86,9 @@ type Options struct {
 	// Ticket.Valid across a lease lapse is then booked (stale-token-rejected
 	// fails).
 	BrokerIgnoresTokens bool
+	// TraceDetail adds every probe result, and each event's error and
+	// cause, to the trace: for finding where two runs of a seed part.
+	TraceDetail bool
 }
 
 // Stats counts what a run did.
@@ -329,10 +334,11 @@ func (w *world) build() error {
 	sc.Handler = w.onTick
 	sc.Dialer = &websocket.Dialer{HandshakeTimeout: time.Second}
 	sc.Header = http.Header{"X-API-Key": {apiKey}}
-	// The Stream's own full-jitter draw uses the process's random source,
-	// which no seed controls: keep its window below the dial grid of
-	// StreamPaced (see dial), which absorbs it.
+	// The Stream's full-jitter draw comes from the seed (wsRand); its window
+	// stays below the dial grid of StreamPaced (see dial), which paces the
+	// dials.
 	sc.Backoff = wsBackoff
+	sc.Rand = w.wsRand()
 	sc.FailuresBeforeFallback = 1
 	sc.DialTimeout = time.Second
 	sc.PingInterval, sc.PongTimeout = 500*time.Millisecond, 500*time.Millisecond
@@ -342,6 +348,19 @@ func (w *world) build() error {
 		return fmt.Errorf("dst: stream: %w", err)
 	}
 	return nil
+}
+
+// wsRand is the Stream's full-jitter source, seeded by the scenario: the
+// process's own source would move WebSocket dials (and the handshake
+// deadlines that start with them) by a draw no seed controls.
+func (w *world) wsRand() func() float64 {
+	var mu sync.Mutex
+	r := rand.New(rand.NewPCG(w.s.Seed, 0x5eed5eed))
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
 }
 
 // dial is the Path's dialer: the in-memory network, with WebSocket dials
@@ -383,8 +402,26 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	return c, err
 }
 
+// ownDeadline gives a probe (or trade-path check) of ep its own deadline,
+// a few microseconds before the one the Path gave it, different for every
+// endpoint (salt tells the probe from the check): the Path times out the
+// probes of one round at one virtual instant, and which endpoint's timeout
+// it would record first is the scheduler's choice. A probe that gives up
+// before its deadline is a user's choice (an inner timeout); the Path
+// records its error as it comes, one endpoint after another.
+func ownDeadline(ctx context.Context, ep pathdialer.Endpoint, salt int) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	off := time.Duration(2*(ep.Priority*2+salt)+1) * 1777 * time.Nanosecond
+	return context.WithDeadline(ctx, dl.Add(-off))
+}
+
 func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	w.co.wait(resumeProbe, ep.Name+"/probe")
+	ctx, cancel := ownDeadline(ctx, ep, 0)
+	defer cancel()
 	u, _ := ep.Address("probe")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/account", nil)
 	if err != nil {
@@ -409,6 +446,8 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 // authenticated, routed and answered) and fails on anything else.
 func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) error {
 	w.co.wait(resumeProbe, ep.Name+"/trade-path")
+	ctx, cancel := ownDeadline(ctx, ep, 1)
+	defer cancel()
 	u, _ := ep.Address(pathdialer.ServiceREST)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/orders/dst-trade-path-check", nil)
 	if err != nil {
@@ -480,7 +519,12 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	var out []pathdialer.Settlement
-	for _, t := range r.Tickets {
+	// The Path hands tickets over in no particular order (its gate keeps
+	// them in shards picked at random); query them in order of client order
+	// ID, so that when each read happens does not depend on that order.
+	tickets := slices.Clone(r.Tickets)
+	slices.SortFunc(tickets, func(a, b pathdialer.TicketInfo) int { return strings.Compare(a.OrderID, b.OrderID) })
+	for _, t := range tickets {
 		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
 			continue // the planted defect: this order missed the switch's reconcile
 		}
@@ -527,6 +571,9 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		w.mu.Lock()
 		w.probes++
 		w.mu.Unlock()
+		if w.o.TraceDetail {
+			w.tracef(ev.Time, "path probe %s err=%v", ev.Endpoint, ev.Err)
+		}
 		return
 	case pathdialer.EventFenceStart:
 		w.mu.Lock()
@@ -621,6 +668,12 @@ func (w *world) onEvent(ev pathdialer.Event) {
 	if ev.Attempt > 0 {
 		line += fmt.Sprintf(" attempt=%d", ev.Attempt)
 	}
+	if w.o.TraceDetail && ev.Err != nil {
+		line += " err=" + ev.Err.Error()
+	}
+	if w.o.TraceDetail && ev.Cause != "" {
+		line += " cause=" + ev.Cause
+	}
 	w.tracef(ev.Time, "path %s", line)
 }
 
@@ -700,6 +753,15 @@ func (w *world) trade(i int) {
 			return
 		}
 		w.place(fmt.Sprintf("t%d-%d", i, k), k%w.s.LimitEvery == 0)
+		// An order that took longer than OrderEvery left a tick behind,
+		// which would start the next order at the instant this one ended:
+		// often the instant the Path acted on its failure (a hold, a
+		// fence), where which goroutine runs first is the scheduler's
+		// choice. Drop it: orders start on the trader's grid only.
+		select {
+		case <-tk.C:
+		default:
+		}
 	}
 }
 

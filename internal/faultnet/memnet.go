@@ -23,7 +23,8 @@ import (
 // acts on every connection to that address, in both directions:
 //
 //	None       bytes arrive after the network's base latency
-//	Down       dials are refused; live connections are reset
+//	Down       dials are refused; live connections are reset (each side
+//	           after its own one-way delay)
 //	Blackhole  dials succeed; bytes (and closes) are held, not dropped, and
 //	           delivered in order when the fault is cleared
 //	Latency    every chunk is delayed by Delay + a drawn extra in [0, Jitter]
@@ -110,7 +111,7 @@ func (n *MemNetwork) SetFault(addr string, f Fault) error {
 	for _, c := range conns {
 		switch f.Kind {
 		case KindDown, KindReset:
-			c.resetPair()
+			n.resetLater(c)
 		case KindBlackhole:
 			c.in.hold()
 			c.peer.in.hold()
@@ -540,6 +541,24 @@ func (c *memConn) Close() error {
 		}
 	})
 	return nil
+}
+
+// resetLater resets each side of c after its own one-way delay, drawn as a
+// chunk's is (by what the connection carried, where chunks draw by content;
+// by connection otherwise): the readers of connections reset by one fault
+// then wake one after another, at instants the seed decides, not all at one
+// instant in an order the scheduler picks. Bytes written before it arrives
+// are still delivered.
+func (n *MemNetwork) resetLater(c *memConn) {
+	for _, side := range []*memConn{c, c.peer} {
+		key := fmt.Appendf(nil, "rst/%t/%x/%x", side.server, side.wh.Load(), side.peer.wh.Load())
+		d := n.delay(None(), side.addr, side.id*2+b2u(side.server), ^uint64(0), key)
+		time.AfterFunc(d, func() {
+			side.in.doReset()
+			n.forget(side.addr, side)
+			n.forget(side.addr, side.peer)
+		})
+	}
 }
 
 // resetPair resets both sides: reads fail with ECONNRESET.

@@ -160,3 +160,69 @@ func TestMemNetworkJitterIsSeeded(t *testing.T) {
 		t.Fatalf("seed 7: %v / %v; seed 8: %v", a, b, c)
 	}
 }
+
+// A reset reaches each side of each connection after its own one-way delay,
+// drawn like a chunk's: the readers of several connections hit at once do
+// not all wake at one virtual instant (where the scheduler, not the seed,
+// would order them), and the instants are the same in every run.
+func TestMemNetworkResetArrivesAfterOwnDelay(t *testing.T) {
+	run := func() []time.Duration {
+		var out []time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			n := NewMemNetwork(3, time.Millisecond)
+			n.SetBaseJitter(time.Millisecond, func(string) bool { return true })
+			ln, err := n.Listen("eu.rest:443")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var conns []net.Conn
+			for i := range 3 {
+				c, s := memPair(t, n, ln, "eu.rest:443")
+				// Different bytes on each: content-keyed draws differ.
+				if _, err := c.Write([]byte{'a' + byte(i)}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Read(make([]byte, 1)); err != nil {
+					t.Fatal(err)
+				}
+				conns = append(conns, c, s)
+			}
+			start := time.Now()
+			out = make([]time.Duration, len(conns))
+			done := make(chan struct{})
+			for i, c := range conns {
+				go func() {
+					defer func() { done <- struct{}{} }()
+					if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+						t.Errorf("conn %d: read after Reset = %v, want ECONNRESET", i, err)
+					}
+					out[i] = time.Since(start)
+				}()
+			}
+			synctest.Wait()
+			_ = n.SetFault("eu.rest:443", Reset())
+			for range conns {
+				<-done
+			}
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		})
+		return out
+	}
+	a, b := run(), run()
+	seen := map[time.Duration]bool{}
+	for i, d := range a {
+		if d < time.Millisecond || d > 2*time.Millisecond {
+			t.Fatalf("side %d saw the reset after %v, want one one-way delay (1ms..2ms): %v", i, d, a)
+		}
+		if seen[d] {
+			t.Fatalf("two sides saw the reset at one instant (%v): %v", d, a)
+		}
+		seen[d] = true
+		if b[i] != d {
+			t.Fatalf("run 1 %v, run 2 %v: not the same instants", a, b)
+		}
+	}
+}
