@@ -292,7 +292,10 @@ func (c *coordinator) inWrite(id string) {
 	c.mu.Unlock()
 	if a != nil {
 		a.trigger <- id
-		c.beginPause(a.p.For, "between Ticket.Valid and the write of "+id)
+		// Not named: orders released at one instant reach their dials at
+		// one instant, and which of them arms the pause is the scheduler's
+		// choice; all of them wait for its end and resume in a fixed order.
+		c.beginPause(a.p.For, "between Ticket.Valid and the write of an order")
 	}
 	c.wait(resumeDial, id)
 }

@@ -618,7 +618,7 @@ func (s *Stream) loop(ctx context.Context) {
 			s.stay = true // until the next switch
 			return
 		}
-		retry.Reset(s.pol.Delay(s.migFails, 0, rand.Float64()))
+		retry.Reset(s.pol.Delay(s.migFails, 0, s.rand()))
 		retryC = retry.C
 	}
 	// drop handles the end of connection l (cur or next): lost, bad data, or

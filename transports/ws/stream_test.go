@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -355,4 +356,44 @@ func TestPathClosedStopsStream(t *testing.T) {
 		t.Fatalf("stats %+v: still connected", st)
 	}
 	_ = s.Close()
+}
+
+// A make-before-break dial that fails is retried after a full-jitter wait
+// drawn from StreamConfig.Rand, like every other reconnect wait (a seeded
+// source then makes the retry's timing reproducible).
+func TestMigrationRetryDrawsFromConfiguredRand(t *testing.T) {
+	eu, ap, us := newRegion(t, "eu", 1000), newRegion(t, "ap", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, ap, us}}
+	h := newHarness(t, []*region{eu, ap, us}, nil)
+	rec := &recorder{}
+	cfg := fastConfig(rec, px)
+	var draws atomic.Int64
+	cfg.Rand = func() float64 { draws.Add(1); return 0.5 }
+	s := startStream(t, h.path, cfg)
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 10 })
+	// The stream falls back to us while the path stays on eu (as in
+	// TestMakeBeforeBreakOnSwitch).
+	eu.setRefuse(1 << 30)
+	ap.setRefuse(1 << 30)
+	eu.relay.ResetAll()
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 60 })
+	before := draws.Load()
+	// The path switches to ap, whose first handshake is refused: the
+	// make-before-break dial fails once and is retried.
+	ap.setRefuse(1)
+	h.down["eu"].Store(true)
+	t0 := time.Now()
+	publishUntil(t, src, px, func() bool {
+		if time.Since(t0) > 5*time.Second {
+			t.Fatalf("stats %+v active %v", s.Stats(), fmt.Sprint(h.path.Active()))
+		}
+		return s.Stats().Endpoint == "ap" && rec.lastSeq() >= 150
+	})
+	if st := s.Stats(); st.Migrations != 1 || st.DialFailures == 0 {
+		t.Fatalf("stats %+v: want one migration after a failed dial", st)
+	}
+	if draws.Load() == before {
+		t.Fatal("the retry of the failed make-before-break dial did not draw from StreamConfig.Rand")
+	}
 }
