@@ -160,9 +160,21 @@ func FirstOrderID(fns ...OrderIDFunc) OrderIDFunc {
 //
 // A JSON body is not validated: an ID found in a malformed body is used as it
 // is, and the broker refuses the body itself.
-var DefaultOrderID = FirstOrderID(
-	HeaderOrderID("X-Client-Order-ID"),
-	defaultJSONOrderID,
+var DefaultOrderID OrderIDFunc = defaultOrderID
+
+// defaultOrderID is DefaultOrderID: the header and the JSON body, the common
+// cases, tried directly; the rest in turn.
+func defaultOrderID(r *http.Request) (string, error) {
+	if v := r.Header["X-Client-Order-Id"]; len(v) > 0 && v[0] != "" {
+		return v[0], nil
+	}
+	if id, err := defaultJSONOrderID(r); err != nil || id != "" {
+		return id, err
+	}
+	return defaultOrderIDRest(r)
+}
+
+var defaultOrderIDRest = FirstOrderID(
 	FormOrderID("client_order_id"), FormOrderID("clientOrderId"), FormOrderID("newClientOrderId"),
 	PathOrderID(http.MethodDelete),
 )

@@ -80,6 +80,7 @@ type Transport struct {
 	stats    Stats
 	hostToEP map[string]*endpointClient
 	tokenKey string // canonical Options.TokenHeader
+	epoch    time.Time // for mono
 	// acquire is path.AcquireInto; tests wrap it to hand out tickets whose
 	// decision has lapsed.
 	acquire func(ctx context.Context, t *pathdialer.Ticket, service, orderID string) error
@@ -136,6 +137,7 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		return nil, fmt.Errorf("%w: TokenHeader %q is not a valid HTTP header name", ErrInvalidOptions, opts.TokenHeader)
 	}
 	t := &Transport{
+		epoch:    time.Now(),
 		path:     path,
 		opts:     opts,
 		log:      opts.Logger,
@@ -220,6 +222,10 @@ func (t *Transport) breakerSettings(endpoint string) gobreaker.Settings {
 	return s
 }
 
+// mono reads the monotonic clock only (time.Now reads the wall clock too): a
+// request's latency is the difference of two readings.
+func (t *Transport) mono() time.Duration { return time.Since(t.epoch) }
+
 // BreakerState returns the state of an endpoint's read breaker.
 func (t *Transport) BreakerState(endpoint string) (gobreaker.State, bool) {
 	ec, ok := t.eps[endpoint]
@@ -291,7 +297,7 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 		t.aim(r2, ec)
 	}
 	t.stats.Reads.Add(1)
-	start := time.Now()
+	start := t.mono()
 	resp, err := ec.breaker.Execute(func() (*http.Response, error) {
 		resp, err := ec.t1.RoundTrip(r2)
 		if err != nil {
@@ -302,7 +308,7 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	})
-	lat := time.Since(start)
+	lat := t.mono() - start
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests):
 		closeBody(req)
@@ -386,9 +392,9 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		t.stats.NotSent.Add(1)
 		return nil, fmt.Errorf("%w: order %q on endpoint %q: %w", ErrNotSent, orderID, ec.name, err)
 	}
-	start := time.Now()
+	start := t.mono()
 	resp, err := ec.t1.RoundTrip(r3)
-	lat := time.Since(start)
+	lat := t.mono() - start
 	if err != nil {
 		cause := RedactError(err)
 		if req.Context().Err() == nil {
