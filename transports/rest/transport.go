@@ -79,7 +79,7 @@ type Transport struct {
 	eps      map[string]*endpointClient
 	stats    Stats
 	hostToEP map[string]*endpointClient
-	tokenKey string // canonical Options.TokenHeader
+	tokenKey string    // canonical Options.TokenHeader
 	epoch    time.Time // for mono
 	// acquire is path.AcquireInto; tests wrap it to hand out tickets whose
 	// decision has lapsed.
