@@ -248,30 +248,48 @@ func scanInMemory(body io.ReadCloser) (id string, ok bool) {
 	return string(b[start:end]), true
 }
 
-// Readers' fields, read in place (reflect reads unexported fields without
-// copying). readerFields checks once that the standard library still lays them
-// out as expected; if it does not, unreadBytes and unreadString copy instead.
-var (
-	stringsReaderOK = readerFields(reflect.TypeFor[strings.Reader](), reflect.TypeFor[string]())
-	bytesReaderOK   = readerFields(reflect.TypeFor[bytes.Reader](), reflect.TypeFor[[]byte]())
+// The readers' fields are read in place, through the layout of their leading
+// fields (the contents s and the read position i). readerLayout checks once
+// that the standard library still lays them out so; where it does not,
+// unreadString and unreadBytes copy instead.
+type (
+	stringsReaderHead struct {
+		s string
+		i int64
+	}
+	bytesReaderHead struct {
+		s []byte
+		i int64
+	}
 )
 
-// readerFields reports whether t starts with s (of type data) and i (int64),
-// the reader's contents and read position.
-func readerFields(t, data reflect.Type) bool {
-	return t.Kind() == reflect.Struct && t.NumField() >= 2 &&
-		t.Field(0).Name == "s" && t.Field(0).Type == data &&
-		t.Field(1).Name == "i" && t.Field(1).Type == reflect.TypeFor[int64]()
+var (
+	stringsReaderOK = readerLayout(reflect.TypeFor[strings.Reader](), reflect.TypeFor[stringsReaderHead]())
+	bytesReaderOK   = readerLayout(reflect.TypeFor[bytes.Reader](), reflect.TypeFor[bytesReaderHead]())
+)
+
+// readerLayout reports whether t starts with the fields of head: same names,
+// types and offsets.
+func readerLayout(t, head reflect.Type) bool {
+	if t.Kind() != reflect.Struct || t.NumField() < head.NumField() {
+		return false
+	}
+	for k := range head.NumField() {
+		f, h := t.Field(k), head.Field(k)
+		if f.Name != h.Name || f.Type != h.Type || f.Offset != h.Offset {
+			return false
+		}
+	}
+	return true
 }
 
 // unreadString returns what r would read next, without consuming it.
 func unreadString(r *strings.Reader) string {
 	n := r.Len()
 	if stringsReaderOK {
-		v := reflect.ValueOf(r).Elem()
-		s := v.Field(0).String()
-		if i := v.Field(1).Int(); i >= 0 && i <= int64(len(s)) && len(s)-int(i) == n {
-			return s[i:]
+		h := (*stringsReaderHead)(unsafe.Pointer(r))
+		if i := h.i; i >= 0 && i <= int64(len(h.s)) && len(h.s)-int(i) == n {
+			return h.s[i:]
 		}
 	}
 	b := make([]byte, n)
@@ -284,10 +302,9 @@ func unreadString(r *strings.Reader) string {
 func unreadBytes(r *bytes.Reader) []byte {
 	n := r.Len()
 	if bytesReaderOK {
-		v := reflect.ValueOf(r).Elem()
-		s := v.Field(0).Bytes()
-		if i := v.Field(1).Int(); i >= 0 && i <= int64(len(s)) && len(s)-int(i) == n {
-			return s[i:]
+		h := (*bytesReaderHead)(unsafe.Pointer(r))
+		if i := h.i; i >= 0 && i <= int64(len(h.s)) && len(h.s)-int(i) == n {
+			return h.s[i:]
 		}
 	}
 	b := make([]byte, n)
@@ -307,14 +324,38 @@ func firstNonWS(b []byte) byte {
 var (
 	nopCloserType         = reflect.TypeOf(io.NopCloser(nil))
 	nopCloserWriterToType = reflect.TypeOf(io.NopCloser(strings.NewReader("")))
+	// nopCloserInPlace: both are a struct holding only the io.Reader, which
+	// unwrapNopCloser reads in place (checked once, on a real one; otherwise
+	// it goes through reflect).
+	nopCloserInPlace = checkNopCloserInPlace()
 )
+
+func checkNopCloserInPlace() bool {
+	for _, t := range []reflect.Type{nopCloserType, nopCloserWriterToType} {
+		if t.Kind() != reflect.Struct || t.NumField() != 1 || t.Field(0).Type != reflect.TypeFor[io.Reader]() || t.Field(0).Offset != 0 {
+			return false
+		}
+	}
+	r := strings.NewReader("")
+	return unwrapInPlace(io.NopCloser(r)) == io.Reader(r) && unwrapInPlace(io.NopCloser(io.Reader(struct{ io.Reader }{r}))) == io.Reader(struct{ io.Reader }{r})
+}
+
+// unwrapInPlace returns the io.Reader inside a value of one of the NopCloser
+// types: the interface's data word points to the struct, whose one field it is.
+func unwrapInPlace(body io.ReadCloser) io.Reader {
+	return *(*io.Reader)((*[2]unsafe.Pointer)(unsafe.Pointer(&body))[1])
+}
 
 // inMemory returns the *bytes.Buffer, *bytes.Reader or *strings.Reader behind
 // body (as http.NewRequest wraps them), or nil.
 func inMemory(body io.ReadCloser) io.Reader {
 	var r io.Reader = body
 	if t := reflect.TypeOf(r); t == nopCloserType || t == nopCloserWriterToType {
-		r, _ = reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+		if nopCloserInPlace {
+			r = unwrapInPlace(body)
+		} else {
+			r, _ = reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+		}
 	}
 	switch r.(type) {
 	case *bytes.Buffer, *bytes.Reader, *strings.Reader:

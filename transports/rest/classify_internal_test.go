@@ -54,9 +54,9 @@ func FuzzScanOrderIDAgreesWithDecoding(f *testing.F) {
 // change (a byte slice); with the readers' fields unavailable it copies.
 func TestScanInMemoryReadsTheUnreadPartInPlace(t *testing.T) {
 	for _, inPlace := range []bool{true, false} {
-		sOK, bOK := stringsReaderOK, bytesReaderOK
-		stringsReaderOK, bytesReaderOK = inPlace, inPlace
-		t.Cleanup(func() { stringsReaderOK, bytesReaderOK = sOK, bOK })
+		sOK, bOK, nOK := stringsReaderOK, bytesReaderOK, nopCloserInPlace
+		stringsReaderOK, bytesReaderOK, nopCloserInPlace = inPlace, inPlace, inPlace
+		t.Cleanup(func() { stringsReaderOK, bytesReaderOK, nopCloserInPlace = sOK, bOK, nOK })
 
 		const prefix = `{"client_order_id":"skipped"}`
 		const body = prefix + `{"client_order_id":"o-7","qty":"1"}`
@@ -91,10 +91,11 @@ func TestScanInMemoryReadsTheUnreadPartInPlace(t *testing.T) {
 	}
 }
 
-// The standard library's readers still have the fields the fast path reads
-// (if this fails, the fast path silently copies: correct, but slower).
+// The standard library's readers and io.NopCloser still have the fields the
+// fast path reads (if this fails, the fast path silently copies or goes
+// through reflect: correct, but slower).
 func TestReaderFieldsAsExpected(t *testing.T) {
-	if !stringsReaderOK || !bytesReaderOK {
-		t.Fatalf("strings.Reader fields as expected: %v, bytes.Reader: %v", stringsReaderOK, bytesReaderOK)
+	if !stringsReaderOK || !bytesReaderOK || !nopCloserInPlace {
+		t.Fatalf("as expected: strings.Reader's fields %v, bytes.Reader's %v, io.NopCloser's %v", stringsReaderOK, bytesReaderOK, nopCloserInPlace)
 	}
 }

@@ -77,7 +77,6 @@ type Transport struct {
 	isSub    func(*http.Request) bool
 	orderID  OrderIDFunc
 	eps      map[string]*endpointClient
-	stats    Stats
 	hostToEP map[string]*endpointClient
 	tokenKey string    // canonical Options.TokenHeader
 	epoch    time.Time // for mono
@@ -88,6 +87,12 @@ type Transport struct {
 	// (one allocation less per order). A ticket finished with Unknown belongs
 	// to reconciliation and is never put back.
 	tickets sync.Pool
+	// The counters, written by every request from every core, on cache lines
+	// of their own: beside the fields above, which every request reads, each
+	// write would evict those from the other cores' caches.
+	_     [128]byte
+	stats Stats
+	_     [128]byte
 }
 
 var _ http.RoundTripper = (*Transport)(nil)
