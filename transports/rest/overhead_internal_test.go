@@ -33,6 +33,11 @@ func (instant) RoundTrip(r *http.Request) (*http.Response, error) {
 // read: breaker, report). The difference is the transport's own cost per
 // request (CPU and allocations), the part of the end-to-end comparison
 // (make bench-rest) that brokerpath controls.
+//
+// "warm" runs requests back to back. "cold" evicts the CPU caches before each
+// request (outside the timer), as the wait for the network and other processes
+// do in a real client: there every cache line and instruction the transport
+// touches costs a miss, which is most of its cost end to end.
 func BenchmarkTransportOverhead(b *testing.B) {
 	probes := pathtest.NewProbes("eu", "us")
 	path := pathtest.Start(b, pathtest.FastConfig([]pathdialer.Endpoint{
@@ -48,6 +53,18 @@ func BenchmarkTransportOverhead(b *testing.B) {
 	}
 	bare := tr.eps["eu"].t1
 	var seq atomic.Uint64
+	var evict []byte // larger than the caches; allocated by the first cold run
+	newReq := func(post bool) *http.Request {
+		if !post {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "https://eu.broker.invalid/v1/account", nil)
+			return req
+		}
+		id := strconv.FormatUint(seq.Add(1), 10)
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "https://eu.broker.invalid/v1/orders",
+			strings.NewReader(`{"client_order_id":"o-`+id+`","symbol":"EURUSD","side":"buy","type":"market","qty":"1"}`))
+		req.Header.Set("Content-Type", "application/json")
+		return req
+	}
 	for _, c := range []struct {
 		name string
 		rt   http.RoundTripper
@@ -56,25 +73,41 @@ func BenchmarkTransportOverhead(b *testing.B) {
 		{"order/bare", bare, true}, {"order/brokerpath", tr, true},
 		{"read/bare", bare, false}, {"read/brokerpath", tr, false},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				var req *http.Request
-				if c.post {
-					id := strconv.FormatUint(seq.Add(1), 10)
-					req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, "https://eu.broker.invalid/v1/orders",
-						strings.NewReader(`{"client_order_id":"o-`+id+`","symbol":"EURUSD","side":"buy","type":"market","qty":"1"}`))
-					req.Header.Set("Content-Type", "application/json")
-				} else {
-					req, _ = http.NewRequestWithContext(context.Background(), http.MethodGet, "https://eu.broker.invalid/v1/account", nil)
-				}
-				resp, err := c.rt.RoundTrip(req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
+		for _, cold := range []bool{false, true} {
+			name := "warm/" + c.name
+			if cold {
+				name = "cold/" + c.name
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				if cold && evict == nil {
+					evict = make([]byte, 16<<20)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if !cold {
+						req := newReq(c.post)
+						resp, err := c.rt.RoundTrip(req)
+						if err != nil {
+							b.Fatal(err)
+						}
+						_, _ = io.Copy(io.Discard, resp.Body)
+						_ = resp.Body.Close()
+						continue
+					}
+					b.StopTimer()
+					for i := 0; i < len(evict); i += 64 {
+						evict[i]++
+					}
+					req := newReq(c.post) // as a caller would: just made, in the cache
+					b.StartTimer()
+					resp, err := c.rt.RoundTrip(req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			})
+		}
 	}
 }
