@@ -216,9 +216,11 @@ func run(rounds int, phase time.Duration, only string) error {
 		}
 	}
 	for _, proto := range []string{"h1", "h2"} {
-		c := cell{proto: proto, clients: 32, post: true, control: true}
-		if only == "" || strings.Contains(c.String(), only) {
-			cells = append(cells, c)
+		for _, n := range []int{1, 32} {
+			c := cell{proto: proto, clients: n, post: true, control: true}
+			if only == "" || strings.Contains(c.String(), only) {
+				cells = append(cells, c)
+			}
 		}
 	}
 	fmt.Printf("rest.Transport vs a bare http.Transport, client CPU per request (getrusage, servers in a child process)\n")
