@@ -137,8 +137,8 @@ bench-compare:
 # http.Transport: client CPU time per request (getrusage; the servers run in a
 # child process) and allocations per request, for {HTTP/1.1, HTTP/2} × {1, 32
 # clients} × {POST order, GET read}, interleaved rounds (bare, brokerpath,
-# brokerpath, bare), and two control rows (bare vs bare) that show the
-# resolution the machine allows. Prints a table; about 3.5 minutes. NOT part of
+# brokerpath, bare), and four control rows (bare vs bare) that show the
+# resolution the machine allows. Prints a table; about 4.5 minutes. NOT part of
 # `make test`.
 # BENCH_REST_ARGS e.g. '-rounds 4 -phase 200ms' or '-cell "h1 POST"'.
 BENCH_REST_ARGS ?=

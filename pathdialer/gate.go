@@ -341,13 +341,20 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 				}
 				until = p.epoch.Add(time.Duration(dl))
 			}
-			s := &p.shards[rand.Uint32()%ticketShards]
+			// Any shard will do. A refilled ticket goes back to the shard it was
+			// last in when that one is free (its memory is likely still in this
+			// core's cache: it was probably pooled on this core); otherwise to a
+			// random one, so submitters on different cores rarely meet.
+			s := t.shard
+			if t.p != p || s == nil || !s.mu.TryLock() {
+				s = &p.shards[rand.Uint32()%ticketShards]
+				s.mu.Lock()
+			}
 			// Register and re-check under the shard's lock. takeTickets locks every
 			// shard after the gate left this view, so either it finds the ticket
 			// (granted while the view was in force) or this re-check sees the new
 			// view and no ticket exists: a ticket is never granted under a held
 			// gate, and never handed to reconciliation unless it was granted.
-			s.mu.Lock()
 			if p.gate.Load() == v {
 				t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
 				t.p, t.shard, t.cause, t.unknownAt = p, s, nil, time.Time{}

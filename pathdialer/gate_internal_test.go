@@ -190,3 +190,75 @@ func BenchmarkSwitchHandOff100kBaseline(b *testing.B) {
 		}
 	}
 }
+
+// A refilled ticket goes back to the shard it was last in while that shard is
+// free (its memory is warm), to another shard when that one is busy, and never
+// to a shard of another Path.
+func TestAcquireIntoReusesTheTicketsShard(t *testing.T) {
+	newOpen := func() *Path {
+		cfg := DefaultConfig()
+		cfg.Endpoints = []Endpoint{
+			{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
+			{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
+		}
+		cfg.Probe = func(context.Context, Endpoint) error { return nil }
+		cfg.Fencer = LocalFenceOnly
+		cfg.Reconciler = NoReconcile
+		p, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		p.setGate(GateOpen, "eu", 0, nil)
+		return p
+	}
+	p, q := newOpen(), newOpen()
+	var tk Ticket
+	if err := p.AcquireInto(context.Background(), &tk, ServiceFIX, "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	first := tk.shard
+	tk.Done()
+	for i := range 8 {
+		if err := p.AcquireInto(context.Background(), &tk, ServiceFIX, "o-2-"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+		if tk.shard != first {
+			t.Fatalf("refill %d: the ticket moved to another shard although its own was free", i)
+		}
+		tk.Done()
+	}
+
+	first.mu.Lock() // busy: the refill must not wait for it
+	done := make(chan error, 1)
+	go func() { done <- p.AcquireInto(context.Background(), &tk, ServiceFIX, "o-3") }()
+	select {
+	case err := <-done:
+		first.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		first.mu.Unlock()
+		t.Fatal("AcquireInto waited for the ticket's busy shard")
+	}
+	if tk.shard == first {
+		t.Fatal("the ticket was registered in a shard whose lock another goroutine held")
+	}
+	tk.Done()
+
+	if err := q.AcquireInto(context.Background(), &tk, ServiceFIX, "o-4"); err != nil {
+		t.Fatal(err)
+	}
+	inQ := false
+	for i := range q.shards {
+		inQ = inQ || tk.shard == &q.shards[i]
+	}
+	if !inQ {
+		t.Fatal("a ticket refilled on another Path was registered in its old Path's shard")
+	}
+	tk.Done()
+	if n := q.inflightCount() + p.inflightCount(); n != 0 {
+		t.Fatalf("%d tickets still in flight after Done", n)
+	}
+}

@@ -19,32 +19,37 @@ import (
 // endpoint. Create it with New, then Start; Close stops everything. All methods
 // are safe for concurrent use.
 type Path struct {
-	cfg Config
+	// What every request reads (Acquire, Done, Report, ReadEndpoint), in a few
+	// cache lines at the start: a request that finds the caches cold after
+	// waiting for the network pays per line.
+	gate       atomic.Pointer[gateView]
+	active     atomic.Pointer[activeView]
+	readView   atomic.Pointer[activeView] // degraded read-only mode; nil otherwise
+	eps        map[string]*endpointRT
+	epoch      time.Time    // monotonic origin for per-endpoint timestamps
+	validNanos atomic.Int64 // Extend's deadline, monotonic ns since epoch; 0: none
+	closed     atomic.Bool
+	draining   atomic.Bool // a switch waits for tickets in flight: Done wakes it
 	// namedOnly: Config.Reconciler was nil, so only services named in
 	// Config.Reconcilers may acquire tickets.
 	namedOnly bool
-	eng       *engine.Manager
-	eps       map[string]*endpointRT
-	order     []*endpointRT
-	log       *slog.Logger
-	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
-	events    *dispatcher
 
-	gate     atomic.Pointer[gateView]
+	cfg    Config
+	eng    *engine.Manager
+	order  []*endpointRT
+	log    *slog.Logger
+	dial   func(ctx context.Context, network, addr string) (net.Conn, error)
+	events *dispatcher
+
 	gateMu   sync.Mutex
-	active   atomic.Pointer[activeView]
-	readView atomic.Pointer[activeView] // degraded read-only mode; nil otherwise
 	activeMu sync.Mutex
 
 	shards       [ticketShards]ticketShard
 	unknownMu    sync.Mutex
 	unknown      []*Ticket
 	inflightWake chan struct{}
-	draining     atomic.Bool  // a switch waits for tickets in flight: Done wakes it
-	validNanos   atomic.Int64 // Extend's deadline, monotonic ns since epoch; 0: none
 	verdicts     verdicts
 
-	epoch     time.Time // monotonic origin for per-endpoint timestamps
 	trigger   chan struct{}
 	extCh     chan extReq
 	running   atomic.Bool               // the controller goroutine was started
@@ -52,7 +57,6 @@ type Path struct {
 
 	lifeMu   sync.Mutex // serialises Start and Close
 	started  bool
-	closed   atomic.Bool
 	cancel   context.CancelFunc // stops the controller and the probes
 	evCancel context.CancelFunc // stops the event dispatcher, after them
 	ctlDone  chan struct{}

@@ -12,6 +12,7 @@ import (
 	"path"
 	"reflect"
 	"strings"
+	"unsafe"
 )
 
 type submissionKey struct{}
@@ -109,7 +110,10 @@ func isFormBody(r *http.Request) bool {
 		return false
 	}
 	const form = "application/x-www-form-urlencoded"
-	ct := strings.TrimLeft(v[0], " \t")
+	ct := v[0]
+	for len(ct) > 0 && (ct[0] == ' ' || ct[0] == '\t') {
+		ct = ct[1:]
+	}
 	if len(ct) < len(form) || !strings.EqualFold(ct[:len(form)], form) {
 		return false
 	}
@@ -156,9 +160,21 @@ func FirstOrderID(fns ...OrderIDFunc) OrderIDFunc {
 //
 // A JSON body is not validated: an ID found in a malformed body is used as it
 // is, and the broker refuses the body itself.
-var DefaultOrderID = FirstOrderID(
-	HeaderOrderID("X-Client-Order-ID"),
-	defaultJSONOrderID,
+var DefaultOrderID OrderIDFunc = defaultOrderID
+
+// defaultOrderID is DefaultOrderID: the header and the JSON body, the common
+// cases, tried directly; the rest in turn.
+func defaultOrderID(r *http.Request) (string, error) {
+	if v := r.Header["X-Client-Order-Id"]; len(v) > 0 && v[0] != "" {
+		return v[0], nil
+	}
+	if id, err := defaultJSONOrderID(r); err != nil || id != "" {
+		return id, err
+	}
+	return defaultOrderIDRest(r)
+}
+
+var defaultOrderIDRest = FirstOrderID(
 	FormOrderID("client_order_id"), FormOrderID("clientOrderId"), FormOrderID("newClientOrderId"),
 	PathOrderID(http.MethodDelete),
 )
@@ -179,8 +195,8 @@ func defaultJSONOrderID(r *http.Request) (string, error) {
 	if err != nil || len(b) == 0 || firstNonWS(b) != '{' {
 		return "", err
 	}
-	if id, ok := scanOrderID(b); ok {
-		return id, nil
+	if start, end, ok := scanOrderID(b); ok {
+		return string(b[start:end]), nil
 	}
 	var v struct {
 		A string `json:"client_order_id"`
@@ -199,34 +215,101 @@ func defaultJSONOrderID(r *http.Request) (string, error) {
 	return v.C, nil
 }
 
-// scanInMemory is the fast path: an in-memory body is scanned where it lies (or
-// copied to the stack), without consuming it, so net/http still sees the
-// caller's in-memory reader and writes headers and body in one go. ok is false
-// when the body is not in memory, too large, or not simple enough to scan.
+// scanInMemory is the fast path: an in-memory body is scanned where it lies,
+// without consuming it, so net/http still sees the caller's in-memory reader
+// and writes headers and body in one go. The ID of a string body is a substring
+// of it (strings are immutable: no copy needed); one from a byte slice, which
+// the caller may reuse, is copied. ok is false when the body is not in memory,
+// or not simple enough to scan.
 func scanInMemory(body io.ReadCloser) (id string, ok bool) {
-	var stack [scanBufSize]byte
 	var b []byte
+	var s string // the unread part of a *strings.Reader, when b is a view of it
 	switch src := inMemory(body).(type) {
 	case *bytes.Buffer:
 		b = src.Bytes()
 	case *bytes.Reader:
-		if n := src.Len(); n <= len(stack) {
-			m, _ := src.ReadAt(stack[:n], src.Size()-int64(n))
-			b = stack[:m]
-		}
+		b = unreadBytes(src)
 	case *strings.Reader:
-		if n := src.Len(); n <= len(stack) {
-			m, _ := src.ReadAt(stack[:n], src.Size()-int64(n))
-			b = stack[:m]
-		}
-	}
-	if b == nil {
+		s = unreadString(src)
+		b = unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	default:
 		return "", false
 	}
 	if firstNonWS(b) != '{' {
 		return "", true // not a JSON object: no JSON order ID
 	}
-	return scanOrderID(b)
+	start, end, ok := scanOrderID(b)
+	switch {
+	case !ok:
+		return "", false
+	case s != "":
+		return s[start:end], true
+	}
+	return string(b[start:end]), true
+}
+
+// The readers' fields are read in place, through the layout of their leading
+// fields (the contents s and the read position i). readerLayout checks once
+// that the standard library still lays them out so; where it does not,
+// unreadString and unreadBytes copy instead.
+type (
+	stringsReaderHead struct {
+		s string
+		i int64
+	}
+	bytesReaderHead struct {
+		s []byte
+		i int64
+	}
+)
+
+var (
+	stringsReaderOK = readerLayout(reflect.TypeFor[strings.Reader](), reflect.TypeFor[stringsReaderHead]())
+	bytesReaderOK   = readerLayout(reflect.TypeFor[bytes.Reader](), reflect.TypeFor[bytesReaderHead]())
+)
+
+// readerLayout reports whether t starts with the fields of head: same names,
+// types and offsets.
+func readerLayout(t, head reflect.Type) bool {
+	if t.Kind() != reflect.Struct || t.NumField() < head.NumField() {
+		return false
+	}
+	for k := range head.NumField() {
+		f, h := t.Field(k), head.Field(k)
+		if f.Name != h.Name || f.Type != h.Type || f.Offset != h.Offset {
+			return false
+		}
+	}
+	return true
+}
+
+// unreadString returns what r would read next, without consuming it.
+func unreadString(r *strings.Reader) string {
+	n := r.Len()
+	if stringsReaderOK {
+		h := (*stringsReaderHead)(unsafe.Pointer(r))
+		if i := h.i; i >= 0 && i <= int64(len(h.s)) && len(h.s)-int(i) == n {
+			return h.s[i:]
+		}
+	}
+	b := make([]byte, n)
+	m, _ := r.ReadAt(b, r.Size()-int64(n))
+	return string(b[:m])
+}
+
+// unreadBytes returns what r would read next, without consuming it. The
+// result may share r's memory: it must not be modified.
+func unreadBytes(r *bytes.Reader) []byte {
+	n := r.Len()
+	if bytesReaderOK {
+		h := (*bytesReaderHead)(unsafe.Pointer(r))
+		if i := h.i; i >= 0 && i <= int64(len(h.s)) && len(h.s)-int(i) == n {
+			return h.s[i:]
+		}
+	}
+	b := make([]byte, n)
+	m, _ := r.ReadAt(b, r.Size()-int64(n))
+	return b[:m]
 }
 
 func firstNonWS(b []byte) byte {
@@ -241,14 +324,38 @@ func firstNonWS(b []byte) byte {
 var (
 	nopCloserType         = reflect.TypeOf(io.NopCloser(nil))
 	nopCloserWriterToType = reflect.TypeOf(io.NopCloser(strings.NewReader("")))
+	// nopCloserInPlace: both are a struct holding only the io.Reader, which
+	// unwrapNopCloser reads in place (checked once, on a real one; otherwise
+	// it goes through reflect).
+	nopCloserInPlace = checkNopCloserInPlace()
 )
+
+func checkNopCloserInPlace() bool {
+	for _, t := range []reflect.Type{nopCloserType, nopCloserWriterToType} {
+		if t.Kind() != reflect.Struct || t.NumField() != 1 || t.Field(0).Type != reflect.TypeFor[io.Reader]() || t.Field(0).Offset != 0 {
+			return false
+		}
+	}
+	r := strings.NewReader("")
+	return unwrapInPlace(io.NopCloser(r)) == io.Reader(r) && unwrapInPlace(io.NopCloser(io.Reader(struct{ io.Reader }{r}))) == io.Reader(struct{ io.Reader }{r})
+}
+
+// unwrapInPlace returns the io.Reader inside a value of one of the NopCloser
+// types: the interface's data word points to the struct, whose one field it is.
+func unwrapInPlace(body io.ReadCloser) io.Reader {
+	return *(*io.Reader)((*[2]unsafe.Pointer)(unsafe.Pointer(&body))[1])
+}
 
 // inMemory returns the *bytes.Buffer, *bytes.Reader or *strings.Reader behind
 // body (as http.NewRequest wraps them), or nil.
 func inMemory(body io.ReadCloser) io.Reader {
 	var r io.Reader = body
 	if t := reflect.TypeOf(r); t == nopCloserType || t == nopCloserWriterToType {
-		r, _ = reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+		if nopCloserInPlace {
+			r = unwrapInPlace(body)
+		} else {
+			r, _ = reflect.ValueOf(r).Field(0).Interface().(io.Reader)
+		}
 	}
 	switch r.(type) {
 	case *bytes.Buffer, *bytes.Reader, *strings.Reader:
@@ -269,13 +376,10 @@ func peekBody(r *http.Request) ([]byte, error) {
 	case *bytes.Buffer:
 		return src.Bytes(), nil
 	case *bytes.Reader:
-		b := make([]byte, src.Len())
-		n, _ := src.ReadAt(b, src.Size()-int64(len(b)))
-		return b[:n], nil
+		return unreadBytes(src), nil
 	case *strings.Reader:
-		b := make([]byte, src.Len())
-		n, _ := src.ReadAt(b, src.Size()-int64(len(b)))
-		return b[:n], nil
+		u := unreadString(src)
+		return unsafe.Slice(unsafe.StringData(u), len(u)), nil
 	}
 	var b []byte
 	var err error
@@ -295,35 +399,34 @@ func peekBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// scanOrderID reads the default order-ID fields of a flat JSON object without
-// decoding it: on the hot path of every submission it is an order of magnitude
+// scanOrderID finds the default order-ID fields of a flat JSON object without
+// decoding it, and returns the bounds of the ID in b (start == end: none): on the hot path of every submission it is an order of magnitude
 // cheaper than json.Unmarshal. ok is false whenever the body is not simple (an
 // escape in a key or in the ID, a non-string ID, anything unexpected), and the
 // caller then decodes it properly. Priority and "last duplicate wins" follow the
 // decoding path.
-func scanOrderID(b []byte) (string, bool) {
-	var vals [3]string
-	var have [3]bool
+func scanOrderID(b []byte) (start, end int, ok bool) {
+	var vals [3][2]int // bounds of each field's value
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return "", false
+		return 0, 0, false
 	}
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return "", skipWS(b, i+1) == len(b)
+		return 0, 0, skipWS(b, i+1) == len(b)
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return "", false
+			return 0, 0, false
 		}
 		ks, ke, ok := scanSimpleString(b, i)
 		if !ok {
-			return "", false
+			return 0, 0, false
 		}
 		key := b[ks:ke]
 		i = skipWS(b, ke+1)
 		if i >= len(b) || b[i] != ':' {
-			return "", false
+			return 0, 0, false
 		}
 		i = skipWS(b, i+1)
 		slot := -1
@@ -336,30 +439,33 @@ func scanOrderID(b []byte) (string, bool) {
 			slot = 2
 		default:
 			// encoding/json matches field names case-insensitively: leave any
-			// near-miss to it.
-			if bytes.EqualFold(key, []byte("client_order_id")) || bytes.EqualFold(key, []byte("clientOrderId")) || bytes.EqualFold(key, []byte("newClientOrderId")) {
-				return "", false
+			// near-miss to it. (Only a key of the same length can fold to one.)
+			switch len(key) {
+			case len("client_order_id"), len("clientOrderId"), len("newClientOrderId"):
+				if bytes.EqualFold(key, []byte("client_order_id")) || bytes.EqualFold(key, []byte("clientOrderId")) || bytes.EqualFold(key, []byte("newClientOrderId")) {
+					return 0, 0, false
+				}
 			}
 		}
 		if slot >= 0 {
 			if i >= len(b) || b[i] != '"' {
-				return "", false // a number or something else: let json decide
+				return 0, 0, false // a number or something else: let json decide
 			}
 			vs, ve, ok := scanSimpleString(b, i)
 			if !ok {
-				return "", false
+				return 0, 0, false
 			}
-			vals[slot], have[slot] = string(b[vs:ve]), true
+			vals[slot] = [2]int{vs, ve}
 			i = ve + 1
 		} else {
 			var ok bool
 			if i, ok = skipValue(b, i); !ok {
-				return "", false
+				return 0, 0, false
 			}
 		}
 		i = skipWS(b, i)
 		if i >= len(b) {
-			return "", false
+			return 0, 0, false
 		}
 		switch b[i] {
 		case ',':
@@ -367,16 +473,16 @@ func scanOrderID(b []byte) (string, bool) {
 			continue
 		case '}':
 			if skipWS(b, i+1) != len(b) {
-				return "", false
+				return 0, 0, false
 			}
-			for k := range vals {
-				if have[k] && vals[k] != "" {
-					return vals[k], true
+			for _, v := range vals {
+				if v[1] > v[0] {
+					return v[0], v[1], true
 				}
 			}
-			return "", true
+			return 0, 0, true
 		}
-		return "", false
+		return 0, 0, false
 	}
 }
 

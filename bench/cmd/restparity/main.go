@@ -216,9 +216,11 @@ func run(rounds int, phase time.Duration, only string) error {
 		}
 	}
 	for _, proto := range []string{"h1", "h2"} {
-		c := cell{proto: proto, clients: 32, post: true, control: true}
-		if only == "" || strings.Contains(c.String(), only) {
-			cells = append(cells, c)
+		for _, n := range []int{1, 32} {
+			c := cell{proto: proto, clients: n, post: true, control: true}
+			if only == "" || strings.Contains(c.String(), only) {
+				cells = append(cells, c)
+			}
 		}
 	}
 	fmt.Printf("rest.Transport vs a bare http.Transport, client CPU per request (getrusage, servers in a child process)\n")
@@ -292,6 +294,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	defer bpRT.CloseIdleConnections()
 
 	var seq atomic.Uint64
+	var profiled sample // the profiled side's rounds (with -profile-side)
 	// warm up: connections, TLS sessions, pools
 	for _, rt := range []http.RoundTripper{bareRT, bpRT} {
 		if _, err := load(c, rt, base, &seq, max(phase, 200*time.Millisecond)); err != nil {
@@ -319,11 +322,17 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			}
 		}
 		if profileSide != "" {
+			profiled.add(rb)
+			profiled.add(rp)
 			rb, rp = sample{cpu: 1, reqs: 1}, sample{cpu: 1, reqs: 1}
 		}
 		ratios = append(ratios, rb.cpuPerReq()/rp.cpuPerReq())
 		bare.add(rb)
 		bp.add(rp)
+	}
+	if profileSide != "" {
+		fmt.Fprintf(os.Stderr, "restparity: %s, %s side only: %d requests, %.2f µs CPU/req, %.1f allocs/req\n",
+			c, profileSide, profiled.reqs, profiled.cpuPerReq()/1e3, float64(profiled.allocs)/float64(profiled.reqs))
 	}
 	return bare, bp, ratios, nil
 }
