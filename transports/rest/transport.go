@@ -107,6 +107,33 @@ type endpointClient struct {
 	base    *url.URL
 	t1      *http.Transport
 	breaker *gobreaker.CircuitBreaker[*http.Response]
+	// okAt is when (Transport.mono, +1) a success on this endpoint was last
+	// passed to the Path; 0 after a failure was passed, or before any report.
+	okAt atomic.Int64
+}
+
+// okThin is how close together two successes on one endpoint may be passed to
+// the Path. Under load a transport sees thousands a second; the Path records
+// at most one per two milliseconds on a healthy endpoint anyway, and each
+// report costs a trip through the Path's shared state. Failures are always
+// passed, and so is the first success after one.
+const okThin = time.Millisecond
+
+// reportOK passes a success at end (Transport.mono) to the Path, unless one
+// was passed less than okThin before it and no failure since.
+func (t *Transport) reportOK(ec *endpointClient, gen uint64, end, lat time.Duration) {
+	now := int64(end) + 1
+	if last := ec.okAt.Load(); last != 0 && now-last < int64(okThin) {
+		return
+	}
+	ec.okAt.Store(now)
+	t.path.Report(ec.name, gen, nil, lat)
+}
+
+// reportErr passes a failure to the Path; the next success is passed too.
+func (t *Transport) reportErr(ec *endpointClient, gen uint64, err error, lat time.Duration) {
+	ec.okAt.Store(0)
+	t.path.Report(ec.name, gen, err, lat)
 }
 
 // Stats counts requests by kind and outcome.
@@ -338,19 +365,19 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 		t.stats.BreakerRejections.Add(1)
 		return nil, fmt.Errorf("%w: endpoint %q (%s)", ErrBreakerOpen, ec.name, err)
 	case errors.Is(err, errServerStatus):
-		t.path.Report(ec.name, gen, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		t.reportErr(ec, gen, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
 		t.stats.ReadFailures.Add(1)
 		return resp, nil
 	case err != nil:
 		if req.Context().Err() == nil {
-			t.path.Report(ec.name, gen, err, lat)
+			t.reportErr(ec, gen, err, lat)
 		}
 		t.stats.ReadFailures.Add(1)
 		err = RedactError(err)
 		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", RedactURL(r2.URL), "err", err)
 		return nil, fmt.Errorf("rest: read on endpoint %q: %w", ec.name, err)
 	}
-	t.path.Report(ec.name, gen, nil, lat)
+	t.reportOK(ec, gen, start+lat, lat)
 	t.stats.ReadSuccesses.Add(1)
 	return resp, nil
 }
@@ -421,7 +448,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		cause := RedactError(err)
 		if req.Context().Err() == nil {
-			t.path.Report(ec.name, ticket.Generation, err, lat)
+			t.reportErr(ec, ticket.Generation, err, lat)
 		}
 		if neverSent(err) {
 			ticket.Done() // nothing reached the broker
@@ -440,13 +467,13 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		// status is UNKNOWN and could have been a success".
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
-		t.path.Report(ec.name, ticket.Generation, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		t.reportErr(ec, ticket.Generation, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
 		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, StatusCode: resp.StatusCode}
 		ticket.Unknown(uerr)
 		t.stats.Unknown.Add(1)
 		return nil, uerr
 	}
-	t.path.Report(ec.name, ticket.Generation, nil, lat)
+	t.reportOK(ec, ticket.Generation, start+lat, lat)
 	ticket.Done()
 	t.tickets.Put(ticket)
 	t.stats.Acknowledged.Add(1)
