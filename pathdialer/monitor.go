@@ -99,15 +99,17 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 	p.probeWG.Add(1)
 	go func() {
 		defer p.probeWG.Done()
-		defer func() {
-			rt.mu.Lock()
-			rt.probing = nil
-			rt.mu.Unlock()
-			close(running)
-		}()
 		start := time.Now()
 		err := callProbe(pctx, p.cfg.Probe, rt.ep)
-		done <- probeResult{err: err, latency: time.Since(start)}
+		lat := time.Since(start)
+		// The slot is free before the result is delivered: a probe of rt
+		// started once this one's result is known is a new probe, not a wait
+		// for this one.
+		rt.mu.Lock()
+		rt.probing = nil
+		rt.mu.Unlock()
+		close(running)
+		done <- probeResult{err: err, latency: lat}
 	}()
 	timer := time.NewTimer(p.cfg.ProbeTimeout)
 	defer timer.Stop()

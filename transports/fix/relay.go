@@ -159,8 +159,7 @@ func (r *relay) handle(sp *splice) {
 		}
 		r.mu.Unlock()
 	}()
-	if err := r.socksAccept(sp.down); err != nil {
-		r.refused.Add(1)
+	if err := r.socksAccept(sp.down); err != nil { // counted in refused
 		r.log.Warn("fix relay: refused a local connection that is not the session's own", "remote", sp.down.RemoteAddr().String(), "err", err)
 		return
 	}
@@ -261,7 +260,21 @@ const (
 // credentials and a CONNECT command; the requested address is ignored (the
 // relay always dials the Path's active endpoint). The reply is sent by the
 // caller once the upstream connection is made.
-func (r *relay) socksAccept(c net.Conn) error {
+func (r *relay) socksAccept(c net.Conn) (err error) {
+	// Every error is a refusal, counted before the client can see it (a
+	// reply written, or the connection closed by the caller).
+	counted := false
+	refuse := func() {
+		if !counted {
+			counted = true
+			r.refused.Add(1)
+		}
+	}
+	defer func() {
+		if err != nil {
+			refuse()
+		}
+	}()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
 	var hdr [2]byte
@@ -280,6 +293,7 @@ func (r *relay) socksAccept(c net.Conn) error {
 		ok = ok || m == 0x02
 	}
 	if !ok {
+		refuse()
 		_, _ = c.Write([]byte{5, 0xff})
 		return errors.New("client offers no username/password authentication")
 	}
@@ -308,6 +322,7 @@ func (r *relay) socksAccept(c net.Conn) error {
 		return err
 	}
 	if subtle.ConstantTimeCompare(user, []byte(r.user))&subtle.ConstantTimeCompare(pass, []byte(r.pass)) != 1 {
+		refuse()
 		_, _ = c.Write([]byte{1, 1})
 		return errors.New("wrong credentials")
 	}
