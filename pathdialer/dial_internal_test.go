@@ -33,14 +33,7 @@ func TestFenceClosesInDialOrder(t *testing.T) {
 		order []int
 		n     int
 	)
-	cfg := DefaultConfig()
-	cfg.Endpoints = []Endpoint{
-		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
-		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
-	}
-	cfg.Probe = func(context.Context, Endpoint) error { return nil }
-	cfg.Fencer = LocalFenceOnly
-	cfg.Reconciler = NoReconcile
+	cfg := twoEndpointConfig()
 	var peers []net.Conn
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		a, b := net.Pipe()

@@ -17,14 +17,7 @@ import (
 // because the gate moved under it — that order would be settled as "not received"
 // while the caller goes on to submit it under the next generation.
 func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Endpoints = []Endpoint{
-		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
-		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
-	}
-	cfg.Probe = func(context.Context, Endpoint) error { return nil }
-	cfg.Fencer = LocalFenceOnly
-	cfg.Reconciler = NoReconcile
+	cfg := twoEndpointConfig()
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -82,14 +75,7 @@ func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 // either taken as in flight, or taken as unknown, never in neither set (which
 // would make it miss the switch's reconcile and surface in Unknown afterwards).
 func TestUnknownHandOverIsAtomicWithTakeTickets(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Endpoints = []Endpoint{
-		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
-		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
-	}
-	cfg.Probe = func(context.Context, Endpoint) error { return nil }
-	cfg.Fencer = LocalFenceOnly
-	cfg.Reconciler = NoReconcile
+	cfg := twoEndpointConfig()
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -132,14 +118,7 @@ func TestUnknownHandOverIsAtomicWithTakeTickets(t *testing.T) {
 // The switch's hand-off with 100,000 orders in flight: hold the gate, take
 // every ticket for reconciliation. Target: well under 10 ms.
 func BenchmarkSwitchHandOff100k(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.Endpoints = []Endpoint{
-		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
-		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
-	}
-	cfg.Probe = func(context.Context, Endpoint) error { return nil }
-	cfg.Fencer = LocalFenceOnly
-	cfg.Reconciler = NoReconcile
+	cfg := twoEndpointConfig()
 	p, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -196,14 +175,7 @@ func BenchmarkSwitchHandOff100kBaseline(b *testing.B) {
 // to a shard of another Path.
 func TestAcquireIntoReusesTheTicketsShard(t *testing.T) {
 	newOpen := func() *Path {
-		cfg := DefaultConfig()
-		cfg.Endpoints = []Endpoint{
-			{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
-			{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
-		}
-		cfg.Probe = func(context.Context, Endpoint) error { return nil }
-		cfg.Fencer = LocalFenceOnly
-		cfg.Reconciler = NoReconcile
+		cfg := twoEndpointConfig()
 		p, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -261,4 +233,19 @@ func TestAcquireIntoReusesTheTicketsShard(t *testing.T) {
 	if n := q.inflightCount() + p.inflightCount(); n != 0 {
 		t.Fatalf("%d tickets still in flight after Done", n)
 	}
+}
+
+// twoEndpointConfig is a valid Config over two endpoints (eu primary, us)
+// whose probe always passes, with the local fence only and no reconcile: for
+// tests that drive the gate and the fence directly.
+func twoEndpointConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Endpoints = []Endpoint{
+		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"fix": "eu.example:1"}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "us.example:1"}},
+	}
+	cfg.Probe = func(context.Context, Endpoint) error { return nil }
+	cfg.Fencer = LocalFenceOnly
+	cfg.Reconciler = NoReconcile
+	return cfg
 }

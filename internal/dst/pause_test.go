@@ -55,22 +55,8 @@ func TestSimPausesExercised(t *testing.T) {
 // lapsed token; a sweep finds such a seed, and the same seed passes with
 // the real follower.
 func TestSimExtendOnResumeFindsLapsedOrder(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
-		if !NewScenario(seed).Coordinated {
-			continue
-		}
-		res := runSeed(t, seed, Options{ExtendOnResume: true})
-		v := hasViolation(res, InvLeaseLapsed)
-		if v == "" {
-			continue
-		}
-		t.Logf("seed %d (tokens %s): %s", seed, res.Scenario.Tokens, v)
-		if clean := runSeed(t, seed, Options{}); len(clean.Violations) > 0 {
-			t.Fatalf("seed %d fails with the real follower too: %v", seed, clean.Violations)
-		}
-		return
-	}
-	t.Fatal("300 seeds with a follower that extends on resume found no order after a lapsed lease")
+	findPlanted(t, "a follower that extends on resume", "no order after a lapsed lease",
+		func(s Scenario) bool { return s.Coordinated }, Options{ExtendOnResume: true}, InvLeaseLapsed, nil)
 }
 
 // The Path's own deadline is what stops orders between the end of a pause
@@ -79,26 +65,13 @@ func TestSimExtendOnResumeFindsLapsedOrder(t *testing.T) {
 // their orders reach the broker under the lapsed token. A sweep finds such
 // a seed; the same seed passes with the real follower.
 func TestSimNoExtendFindsLapsedOrder(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
-		if s := NewScenario(seed); !s.Coordinated || !s.FollowerLast {
-			continue
-		}
-		res := runSeed(t, seed, Options{NoExtend: true})
-		v := hasViolation(res, InvLeaseLapsed)
-		if v == "" {
-			continue
-		}
-		t.Logf("seed %d (tokens %s): %s", seed, res.Scenario.Tokens, v)
-		clean := runSeed(t, seed, Options{})
-		if len(clean.Violations) > 0 {
-			t.Fatalf("seed %d fails with the real follower too: %v", seed, clean.Violations)
-		}
-		if clean.Stats.Expired == 0 {
-			t.Fatalf("seed %d: the Path refused no order with ErrTicketExpired: %+v", seed, clean.Stats)
-		}
-		return
-	}
-	t.Fatal("300 seeds with a follower that never extends found no order after a lapsed lease")
+	findPlanted(t, "a follower that never extends", "no order after a lapsed lease",
+		func(s Scenario) bool { return s.Coordinated && s.FollowerLast }, Options{NoExtend: true}, InvLeaseLapsed,
+		func(clean *Result) {
+			if clean.Stats.Expired == 0 {
+				t.Fatalf("the Path refused no order with ErrTicketExpired: %+v", clean.Stats)
+			}
+		})
 }
 
 // stale-token-rejected has teeth: against a broker that claims to check
@@ -107,26 +80,41 @@ func TestSimNoExtendFindsLapsedOrder(t *testing.T) {
 // finds such a seed, and the same seed passes against the real broker, which
 // rejects that write.
 func TestSimBrokerIgnoringTokensFindsStaleBooking(t *testing.T) {
+	findPlanted(t, "a broker that ignores tokens", "no stale booking",
+		func(s Scenario) bool { return s.Coordinated && s.Tokens == simbroker.TokensChecked },
+		Options{BrokerIgnoresTokens: true}, InvStaleToken,
+		func(clean *Result) {
+			if clean.Stats.StaleRejected == 0 {
+				t.Fatalf("the real broker rejected no stale token: %+v", clean.Stats)
+			}
+		})
+}
+
+// findPlanted sweeps seeds 1–300 that match for one that breaks invariant
+// inv with the planted defect, then runs that seed without it: it must pass,
+// and check (when set) asserts what the real part did instead.
+func findPlanted(t *testing.T, defect, want string, match func(Scenario) bool, planted Options, inv string, check func(clean *Result)) {
+	t.Helper()
 	for seed := uint64(1); seed <= 300; seed++ {
-		if s := NewScenario(seed); !s.Coordinated || s.Tokens != simbroker.TokensChecked {
+		if !match(NewScenario(seed)) {
 			continue
 		}
-		res := runSeed(t, seed, Options{BrokerIgnoresTokens: true})
-		v := hasViolation(res, InvStaleToken)
+		res := runSeed(t, seed, planted)
+		v := hasViolation(res, inv)
 		if v == "" {
 			continue
 		}
-		t.Logf("seed %d: %s", seed, v)
+		t.Logf("seed %d (tokens %s): %s", seed, res.Scenario.Tokens, v)
 		clean := runSeed(t, seed, Options{})
 		if len(clean.Violations) > 0 {
-			t.Fatalf("seed %d fails against the real broker too: %v", seed, clean.Violations)
+			t.Fatalf("seed %d fails without %s too: %v", seed, defect, clean.Violations)
 		}
-		if clean.Stats.StaleRejected == 0 {
-			t.Fatalf("seed %d: the real broker rejected no stale token: %+v", seed, clean.Stats)
+		if check != nil {
+			check(clean)
 		}
 		return
 	}
-	t.Fatal("300 seeds against a broker that ignores tokens found no stale booking")
+	t.Fatalf("300 seeds with %s found %s violated", defect, want)
 }
 
 // Coordinated seeds with pauses replay: run twice, the traces are the same
