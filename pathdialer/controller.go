@@ -3,7 +3,6 @@ package pathdialer
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,11 +61,18 @@ type controller struct {
 	multiSeq uint64
 	results  chan svcResult
 	hooks    sync.WaitGroup
+	// Background reconciles (background.go): the settle, the re-queries by
+	// reconciler key, and the switch's own reconcile (with Reconciler alone).
+	bg          chan bgResult
+	bgSeq       uint64
+	settleRun   *bgRun
+	requeryRuns map[string]*bgRun
+	recRun      *bgRun
 }
 
 func (p *Path) control(ctx context.Context) {
 	defer close(p.ctlDone)
-	c := &controller{p: p, lastFbOut: engine.NoAction, results: make(chan svcResult)}
+	c := &controller{p: p, lastFbOut: engine.NoAction, results: make(chan svcResult), bg: make(chan bgResult)}
 	defer c.hooks.Wait()
 	defer c.endMulti()
 	c.adoptStartGate() // a halt Start made (guard.go)
@@ -108,6 +114,12 @@ func (p *Path) control(ctx context.Context) {
 		default:
 		}
 		select {
+		case res := <-c.bg:
+			c.onBackground(ctx, res)
+			continue
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			if retry != nil {
 				retry.Stop()
@@ -121,6 +133,8 @@ func (p *Path) control(ctx context.Context) {
 			c.onExternal(ctx, r)
 		case res := <-c.results:
 			c.onMultiResult(ctx, res)
+		case res := <-c.bg:
+			c.onBackground(ctx, res)
 		}
 	}
 }
@@ -198,6 +212,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 				c.endMulti()
 			} else {
 				c.carry = append(c.carry, c.rec.Tickets...)
+				c.stopSwitchReconcile()
 			}
 			c.rec = nil
 			c.retryAt = time.Time{}
@@ -210,7 +225,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 			c.maybeRequery(ctx) // the services already reconciled
 			return
 		}
-		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
+		if c.recRun == nil && (retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt)) {
 			c.attemptReconcile(ctx)
 		}
 		return
@@ -230,60 +245,12 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	c.maybeRequery(ctx)
 }
 
-// maybeSettle hands unknown-outcome orders to the Reconciler while flow is open
-// on the active endpoint (Config.SettleUnknown), without holding submissions.
-func (c *controller) maybeSettle(ctx context.Context) {
-	p := c.p
-	if p.cfg.SettleUnknown <= 0 || c.phase != phaseNormal || ctx.Err() != nil {
-		return
-	}
-	if v := p.gate.Load(); v.state != GateOpen {
-		return
-	}
-	now := time.Now()
-	if len(c.settle) == 0 {
-		oldest := p.oldestUnknown()
-		if oldest.IsZero() || now.Sub(oldest) < p.cfg.SettleUnknown {
-			return
-		}
-	} else if now.Before(c.settleRetryAt) {
-		return
-	}
-	a := p.active.Load()
-	tickets := append(slices.Clone(c.settle), p.takeUnknown()...)
-	c.settle = nil
-	c.settleAttempt++
-	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: "settle unknown outcomes", Tickets: tickets, Attempt: c.settleAttempt}
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason})
-	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
-	var settled []Settlement
-	err := callHook(rctx, func(ctx context.Context) error {
-		var err error
-		settled, err = p.reconcileAny(ctx, r)
-		return err
-	})
-	cancel()
-	if ctx.Err() != nil {
-		c.settle = tickets
-		return
-	}
-	if err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled, Cause: r.Reason})
-		c.settle = tickets
-		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
-		return
-	}
-	c.settleAttempt = 0
-	settled = p.judge(r, settled, time.Now())
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
-}
-
 func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 	p := c.p
 	switch d.Outcome {
 	case engine.NoAction:
 		c.noteStaleness(d)
+		c.reopenAfterDownHold()
 		if c.halted {
 			// The active endpoint answers again: leave the halt through
 			// reconciliation on the same endpoint.
@@ -370,6 +337,7 @@ func (c *controller) hold(cause error) {
 	if v.state == GateHeld && v.cause != nil && v.cause.Error() == cause.Error() {
 		return
 	}
+	c.stopBackground() // a settle or re-query in progress yields to the switch
 	a := p.active.Load()
 	p.setGate(GateHeld, "", a.gen, cause)
 	c.halted = false
@@ -395,6 +363,7 @@ func (c *controller) halt(kind string, cause error) {
 		return
 	}
 	c.haltKind = kind
+	c.stopBackground()
 	a := p.active.Load()
 	p.setGate(GateHalted, "", a.gen, cause)
 	c.halted = true
@@ -516,6 +485,8 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 	// Reconciliation reads through the endpoint flow will resume on; if that
 	// endpoint was fenced (failback to it, or a switch abandoned after the fence),
 	// lift the fence now. Submissions stay held by the gate until release.
+	c.stopBackground()
+	c.stopSwitchReconcile()
 	c.unfenceActive(ctx)
 	p.waitInflight(ctx, p.cfg.InflightGrace)
 	if ctx.Err() != nil {
@@ -550,31 +521,30 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 	// in place (the capacity is cut so an append cannot reach the event's
 	// elements); the reconciler gets its own copy, which it may reorder.
 	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: r.Tickets[:len(r.Tickets):len(r.Tickets)], Cause: r.Reason})
-	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
-	var settled []Settlement
-	err := callHook(rctx, func(ctx context.Context) error {
-		rr := *r
-		rr.Tickets = slices.Clone(r.Tickets)
-		var err error
-		settled, err = p.cfg.Reconciler(ctx, rr)
-		return err
-	})
-	cancel()
-	if ctx.Err() != nil {
+	c.retryAt = time.Time{} // the result, not the timer, moves on from here
+	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconciler)
+}
+
+// reconciled takes the switch's reconcile result (Reconciler alone): it
+// releases flow on success, and retries (halting after ReconcileAttempts
+// failures in a row) on failure.
+func (c *controller) reconciled(ctx context.Context, res bgResult) {
+	p := c.p
+	r := c.rec
+	if r == nil || r.Attempt != res.r.Attempt {
 		return
 	}
-	if err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled})
+	if err := res.err; err != nil {
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled})
 		if r.Attempt >= p.cfg.ReconcileAttempts {
 			c.halt(haltReconcile, fmt.Errorf("reconcile on %q failed %d times in a row (retrying): %w", r.To, r.Attempt, err))
 		}
 		c.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(r.Attempt))
 		return
 	}
-	settled = p.judge(*r, settled, time.Now())
+	settled := p.judge(res.r, res.settled, time.Now())
 	p.setPending(nil)
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: settled, Cause: r.Reason})
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)
 }
 

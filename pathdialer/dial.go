@@ -28,7 +28,10 @@ type endpointRT struct {
 	// broker fenced this endpoint; cleared when it is unfenced.
 	brokerFenced atomic.Bool
 	state        atomic.Int32 // the engine's HealthState after the last observe
-	lastOK       atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
+	// trafficDown: live traffic took this endpoint DOWN and it has not left
+	// DOWN since; the gate does not open on it (downhold.go).
+	trafficDown atomic.Bool
+	lastOK      atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
 
 	probing chan struct{} // non-nil while a probe goroutine of this endpoint runs
 }

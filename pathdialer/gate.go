@@ -57,6 +57,9 @@ type gateView struct {
 	// reconcile succeeded; their tickets are granted on endpoint while the
 	// others still wait.
 	released map[string]bool
+	// downHold: held by a Report that took the endpoint DOWN (downhold.go),
+	// not by the controller.
+	downHold bool
 }
 
 // TicketState says where a ticket stands.
@@ -394,7 +397,13 @@ func (p *Path) setGateReleased(state GateState, endpoint string, gen uint64, cau
 	if old.state == GateClosed {
 		return old
 	}
-	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{}), released: released}
+	downHold := false
+	if (state == GateOpen || len(released) > 0) && p.downByTraffic(endpoint) {
+		// Live traffic took the endpoint DOWN after the controller decided to
+		// open on it: stay held; the Report's kick makes it evaluate again.
+		state, released, cause, downHold = GateHeld, nil, p.downCause(endpoint), true
+	}
+	v := &gateView{state: state, endpoint: endpoint, gen: gen, cause: cause, since: time.Now(), changed: make(chan struct{}), released: released, downHold: downHold}
 	p.gate.Store(v)
 	close(old.changed)
 	return v

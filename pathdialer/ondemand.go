@@ -67,7 +67,8 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 	}
 	held := false
 	if d.Outcome == engine.NoTargetAvailable && !c.halted {
-		held = p.gate.Load().state == GateOpen
+		v := p.gate.Load()
+		held = v.state == GateOpen || v.downHold
 		c.hold(fmt.Errorf("no target on fresh evidence yet: probing %s at once before deciding", strings.Join(names, ", ")))
 	}
 	start := time.Now()

@@ -91,8 +91,8 @@ func TestOnDemandProbeAvoidsStaleHalt(t *testing.T) {
 			t.Fatalf("the engine alone: %v, stale %v", d.Outcome, d.Stale)
 		}
 		before := s.count("us")
-		c := &controller{p: p, lastFbOut: engine.NoAction}
-		c.step(ctx, false)
+		c := newTestController(p)
+		c.stepSync(ctx)
 		if s.count("us") != before+1 {
 			t.Fatalf("us probed %d times on demand, want 1", s.count("us")-before)
 		}
@@ -127,8 +127,8 @@ func TestOnDemandProbeFailsThenHalts(t *testing.T) {
 			p.observe("eu", errors.New("connection refused"), 0, true)
 		}
 		s.set("us", errors.New("503 from us"))
-		c := &controller{p: p, lastFbOut: engine.NoAction}
-		c.step(ctx, false)
+		c := newTestController(p)
+		c.stepSync(ctx)
 		st, cause := p.GateState()
 		if st != GateHalted {
 			t.Fatalf("gate %v", st)
@@ -170,8 +170,8 @@ func TestOnDemandHoldLiftedWhenActiveRecovers(t *testing.T) {
 		p.observe("eu", errors.New("refused"), 0, false) // DOWN at threshold 1
 		s.set("us", errors.New("503"))
 		pp = p
-		c := &controller{p: p, lastFbOut: engine.NoAction}
-		c.step(ctx, false)
+		c := newTestController(p)
+		c.stepSync(ctx)
 		if len(eventsOf(p, EventHold)) != 1 {
 			t.Fatalf("holds: %v", eventsOf(p, EventHold))
 		}
@@ -207,8 +207,8 @@ func TestOnDemandFailbackProbe(t *testing.T) {
 			t.Fatalf("the engine alone: %v, stale %v", d.Outcome, d.Stale)
 		}
 		before := s.count("eu")
-		c := &controller{p: p, lastFbOut: engine.NoAction}
-		c.step(ctx, false)
+		c := newTestController(p)
+		c.stepSync(ctx)
 		if s.count("eu") != before+1 {
 			t.Fatalf("eu probed %d times on demand", s.count("eu")-before)
 		}
@@ -242,8 +242,8 @@ func TestOnDemandProbeOfDegradedBackupAvoidsHalt(t *testing.T) {
 		if d, _ := p.eng.EvaluateFailover(false); d.Outcome != engine.NoTargetAvailable || len(d.Stale) != 1 || d.Stale[0] != "us" {
 			t.Fatalf("the engine alone: %v, stale %v (a DEGRADED backup is inconclusive, not failed)", d.Outcome, d.Stale)
 		}
-		c := &controller{p: p, lastFbOut: engine.NoAction}
-		c.step(ctx, false)
+		c := newTestController(p)
+		c.stepSync(ctx)
 		if a, _ := p.Active(); a.Name != "us" {
 			t.Fatalf("active %q after the on-demand probe of the DEGRADED backup", a.Name)
 		}

@@ -284,8 +284,9 @@ func (p *Path) Close() error {
 // err nil for success. generation is the one the traffic started under (from the
 // Ticket or Conn); results from an older generation, or from an endpoint that is
 // fenced (its connections were closed by us), are dropped, and so are the caller's
-// own cancellations. A failure that takes the active endpoint DOWN triggers an
-// evaluation at once. Successes on a HEALTHY endpoint within 2 ms of the last
+// own cancellations. A failure that takes the active endpoint DOWN holds the
+// gate before Report returns (no ticket is granted on it from then on) and
+// triggers an evaluation at once. Successes on a HEALTHY endpoint within 2 ms of the last
 // recorded one are coalesced (they add no evidence, and Report stays lock-free
 // on the hot path).
 func (p *Path) Report(endpoint string, generation uint64, err error, latency time.Duration) {
@@ -312,8 +313,12 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 		rt.lastOK.Store(now)
 	}
 	st, changed := p.observe(endpoint, err, latency, true)
-	if changed && rt == a.rt && st == engine.Down {
-		p.kick()
+	if changed && st == engine.Down {
+		rt.trafficDown.Store(true)
+		if rt == a.rt {
+			p.holdOnDown(rt) // the gate stops granting on it now, not when the controller runs
+			p.kick()
+		}
 	}
 }
 
@@ -332,6 +337,9 @@ func (p *Path) observe(endpoint string, err error, latency time.Duration, passiv
 		return prev, false
 	}
 	rt.state.Store(int32(st.State))
+	if st.State != engine.Down {
+		rt.trafficDown.Store(false)
+	}
 	a := p.active.Load()
 	if !passive {
 		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Generation: a.gen, State: st.State, Duration: latency, Err: err})

@@ -10,14 +10,13 @@ import (
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
-// The coordinator's word is taken before any evaluation that is waiting with
-// it: when an Assign and a probe round's evaluation are both pending while the
-// controller is busy (here: a background settle of an unknown outcome, while a
-// second unknown outcome becomes due), the Assign runs first. Before,
-// the controller's select chose between them at random, so the switch could
-// wait behind another settle attempt, and two runs of one schedule differed.
-// Each of the 24 rounds has an even chance of the wrong order without the
-// priority.
+// The coordinator's word is taken at once, whatever reconcile is running: an
+// Assign that arrives while a background settle of an unknown outcome hangs
+// (and while a second unknown outcome becomes due and probe rounds ask for
+// evaluations) fences, switches and is released before the settle returns,
+// and no other settle attempt starts before it. Before, the settle ran on the
+// controller, which took the Assign only after it (and, as its select chose
+// at random among what was waiting, sometimes after another settle too).
 func TestExternalDecisionTakesPriorityOverPendingEvaluation(t *testing.T) {
 	for round := range 24 {
 		synctest.Test(t, func(t *testing.T) {
@@ -29,6 +28,7 @@ func TestExternalDecisionTakesPriorityOverPendingEvaluation(t *testing.T) {
 				c.SettleUnknown = 200 * time.Millisecond
 			})
 			defer h.close()
+			defer close(release)
 			h.start()
 			ctx := context.Background()
 			if err := h.p.Assign(ctx, "eu", 1); err != nil {
@@ -48,19 +48,13 @@ func TestExternalDecisionTakesPriorityOverPendingEvaluation(t *testing.T) {
 				}
 			}
 			h.hooks.mu.Unlock()
-			<-entered // the controller is inside the settle
-			// While it is busy: a second order's outcome becomes unknown and
-			// old enough to settle, probe rounds end and ask for an
-			// evaluation, and the coordinator assigns us.
+			<-entered // a settle is under way and does not return
 			time.Sleep(50 * time.Millisecond)
 			mustAcquire(t, h.p, "o-unknown-2").Unknown(errors.New("connection cut after the write"))
 			time.Sleep(300 * time.Millisecond)
-			assigned := make(chan error, 1)
-			go func() { assigned <- h.p.Assign(ctx, "us", 2) }()
 			synctest.Wait()
 			mark := len(h.rec.all())
-			close(release)
-			if err := <-assigned; err != nil {
+			if err := h.p.Assign(ctx, "us", 2); err != nil {
 				t.Fatalf("Assign: %v", err)
 			}
 			synctest.Wait() // the events are delivered by the Path's dispatcher
@@ -69,6 +63,9 @@ func TestExternalDecisionTakesPriorityOverPendingEvaluation(t *testing.T) {
 					t.Fatalf("round %d: another settle attempt started before the pending Assign:\n%s", round, timeline(h.rec.all()[mark:]))
 				}
 				if e.Kind == pathdialer.EventDecision {
+					if a, _ := h.p.Active(); a.Name != "us" {
+						t.Fatalf("round %d: active %q after the Assign", round, a.Name)
+					}
 					return
 				}
 			}

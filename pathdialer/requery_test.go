@@ -74,6 +74,7 @@ func TestRequeryPerServiceFailingFIXDoesNotHoldREST(t *testing.T) {
 			t.Fatalf("provisional after the switch = %+v, want both orders", snap.Provisional)
 		}
 		rq := h.await(pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool { return e.Cause == pathdialer.ReasonRequery })
+		synctest.Wait() // the FIX re-query runs beside REST's, in its own goroutine
 		if s := settlementOf(t, rq, "o-rest"); !s.Final || s.Provisional {
 			t.Fatalf("REST re-query settlement = %+v, want final", s)
 		}

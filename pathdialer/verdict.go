@@ -376,7 +376,8 @@ func (p *Path) reconcilerKey(service string) string {
 // (with Config.Reconcilers, one service's failing re-query neither delays nor
 // undoes another's) with its own backoff. It runs in the normal phase and,
 // with Config.Reconcilers, while a switch's reconcile is still under way, for
-// the services whose own reconcile already succeeded. Runs on the controller.
+// the services whose own reconcile already succeeded. The re-queries run in
+// their own goroutines (background.go); this only starts the due ones.
 func (c *controller) maybeRequery(ctx context.Context) {
 	p := c.p
 	if ctx.Err() != nil {
@@ -410,56 +411,9 @@ func (c *controller) maybeRequery(ctx context.Context) {
 			st = &requeryState{}
 			c.requery[key] = st
 		}
-		if now.Before(st.retryAt) {
-			continue
+		if now.Before(st.retryAt) || c.requeryRuns[key] != nil {
+			continue // not due yet, or its re-query is still running
 		}
 		c.requeryGroup(ctx, key, groups[key], st)
-		if ctx.Err() != nil {
-			return
-		}
-	}
-}
-
-// requeryGroup re-queries one reconciler's due verdicts.
-func (c *controller) requeryGroup(ctx context.Context, key string, tickets []TicketInfo, st *requeryState) {
-	p := c.p
-	fn := p.cfg.Reconciler
-	if key != "" {
-		fn = p.cfg.Reconcilers[key]
-	}
-	a := p.active.Load()
-	st.attempt++
-	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: ReasonRequery, Tickets: tickets, Attempt: st.attempt, Service: key}
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason, Service: key})
-	start := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
-	var settled []Settlement
-	err := callHook(rctx, func(ctx context.Context) error {
-		rr := r
-		rr.Tickets = slices.Clone(tickets)
-		var err error
-		settled, err = fn(ctx, rr)
-		return err
-	})
-	cancel()
-	if ctx.Err() != nil {
-		return
-	}
-	if err != nil {
-		if key != "" {
-			err = fmt.Errorf("pathdialer: re-query of %s: %w", key, err)
-		}
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Err: err, Settlements: settled, Cause: r.Reason, Service: key})
-		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
-		return
-	}
-	out, late := p.requeried(settled, time.Now())
-	st.attempt = 0
-	st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(1))
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(start), Settlements: out, Cause: r.Reason, Service: key})
-	for _, v := range late {
-		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Generation: v.Generation, OrderID: v.OrderID,
-			Settlements: []Settlement{{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true}},
-			Cause:       fmt.Sprintf("order %q, found not received at %s, was booked (%s) through %s (%s)", v.OrderID, v.FoundAt.Format(time.RFC3339Nano), v.Fate, orDefault(v.Endpoint, "?"), orDefault(v.Region, "?"))})
 	}
 }

@@ -1,0 +1,238 @@
+package pathdialer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Reconciles never run on the controller. The controller is the one goroutine
+// that takes a Report that took the active endpoint DOWN, a coordinator's
+// Assign, Hold or Halt, and the probe rounds' evaluations; a Reconciler may
+// take up to ReconcileTimeout (its reads may go through the region that is
+// dying). So every reconcile — a switch's, a settle of unknown outcomes, a
+// re-query of provisional verdicts — runs in its own goroutine, and its
+// result comes back to the controller as a message, like the per-service
+// reconciles of Config.Reconcilers. A settle or re-query in progress is
+// superseded by anything that holds or halts the gate: it is cancelled, a
+// settle's orders go to the next reconcile, and a re-query is simply asked
+// again later. A result that arrives after its run was superseded is dropped.
+
+type bgKind int
+
+const (
+	bgSettle bgKind = iota
+	bgRequery
+	bgSwitch
+)
+
+// bgRun is one reconcile in progress outside the controller.
+type bgRun struct {
+	id      uint64
+	cancel  context.CancelFunc
+	r       Reconciliation
+	start   time.Time
+	tickets []TicketInfo // a settle's orders, returned to c.settle when superseded
+}
+
+// errSuperseded ends a reconcile whose result will not be used: a hold, a
+// halt or a switch came first. Its orders go to the next reconcile (so a
+// Reconciler may see an order again, as after a failed attempt).
+var errSuperseded = errors.New("pathdialer: reconcile superseded by a hold, halt or switch; its orders go to the next reconcile")
+
+// bgResult is a background reconcile's outcome, sent to the controller.
+type bgResult struct {
+	kind    bgKind
+	id      uint64
+	key     string // a re-query's reconciler key
+	r       Reconciliation
+	settled []Settlement
+	err     error
+	start   time.Time
+}
+
+// runBackground calls fn(r) with ReconcileTimeout in a goroutine the
+// controller tracks, and sends the result to c.bg unless the run was cancelled.
+func (c *controller) runBackground(ctx context.Context, kind bgKind, key string, r Reconciliation, fn ReconcileFunc) *bgRun {
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, r: r, start: time.Now()}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	timeout := c.p.cfg.ReconcileTimeout
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer cancel()
+		res := bgResult{kind: kind, id: run.id, key: key, r: r, start: time.Now()}
+		tctx, tcancel := context.WithTimeout(rctx, timeout)
+		rr := r
+		rr.Tickets = slices.Clone(r.Tickets)
+		res.err = callHook(tctx, func(ctx context.Context) error {
+			var err error
+			res.settled, err = fn(ctx, rr)
+			return err
+		})
+		tcancel()
+		select {
+		case c.bg <- res:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}
+
+// stopBackground supersedes the settle and re-queries in progress: they are
+// cancelled, and the settle's orders go back to c.settle, for the next
+// reconcile.
+func (c *controller) stopBackground() {
+	if run := c.settleRun; run != nil {
+		c.supersede(run)
+		c.settle = append(c.settle, run.tickets...)
+		c.settleRun = nil
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.requeryRuns)) {
+		c.supersede(c.requeryRuns[key])
+		delete(c.requeryRuns, key)
+	}
+}
+
+// stopSwitchReconcile cancels the switch's reconcile in progress, if any.
+func (c *controller) stopSwitchReconcile() {
+	if c.recRun != nil {
+		c.supersede(c.recRun)
+		c.recRun = nil
+	}
+}
+
+// supersede cancels a background reconcile and says so.
+func (c *controller) supersede(run *bgRun) {
+	run.cancel()
+	r := run.r
+	c.p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(run.start), Err: errSuperseded, Cause: r.Reason, Service: r.Service})
+}
+
+// onBackground takes a background reconcile's result on the controller.
+func (c *controller) onBackground(ctx context.Context, res bgResult) {
+	if ctx.Err() != nil {
+		return
+	}
+	switch res.kind {
+	case bgSettle:
+		if c.settleRun == nil || c.settleRun.id != res.id {
+			return // superseded: its orders went to another reconcile
+		}
+		c.settleRun = nil
+		c.settled(res)
+	case bgRequery:
+		run := c.requeryRuns[res.key]
+		if run == nil || run.id != res.id {
+			return
+		}
+		delete(c.requeryRuns, res.key)
+		c.requeried(res)
+	case bgSwitch:
+		if c.recRun == nil || c.recRun.id != res.id {
+			return // the switch's reconcile was abandoned
+		}
+		c.recRun = nil
+		c.reconciled(ctx, res)
+	}
+}
+
+// maybeSettle hands unknown-outcome orders to the Reconciler while flow is
+// open on the active endpoint (Config.SettleUnknown), without holding
+// submissions. At most one settle runs at a time.
+func (c *controller) maybeSettle(ctx context.Context) {
+	p := c.p
+	if p.cfg.SettleUnknown <= 0 || c.phase != phaseNormal || ctx.Err() != nil || c.settleRun != nil {
+		return
+	}
+	if v := p.gate.Load(); v.state != GateOpen {
+		return
+	}
+	now := time.Now()
+	if len(c.settle) == 0 {
+		oldest := p.oldestUnknown()
+		if oldest.IsZero() || now.Sub(oldest) < p.cfg.SettleUnknown {
+			return
+		}
+	} else if now.Before(c.settleRetryAt) {
+		return
+	}
+	a := p.active.Load()
+	tickets := append(slices.Clone(c.settle), p.takeUnknown()...)
+	c.settle = nil
+	c.settleAttempt++
+	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: reasonSettle, Tickets: tickets, Attempt: c.settleAttempt}
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason})
+	c.settleRun = c.runBackground(ctx, bgSettle, "", r, p.reconcileAny)
+	c.settleRun.tickets = tickets
+}
+
+const reasonSettle = "settle unknown outcomes"
+
+// settled takes a settle's result.
+func (c *controller) settled(res bgResult) {
+	p := c.p
+	r := res.r
+	if res.err != nil {
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason})
+		c.settle = append(c.settle, r.Tickets...)
+		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
+		return
+	}
+	c.settleAttempt = 0
+	settled := p.judge(r, res.settled, time.Now())
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
+}
+
+// requeryGroup starts the re-query of one reconciler's due verdicts.
+func (c *controller) requeryGroup(ctx context.Context, key string, tickets []TicketInfo, st *requeryState) {
+	p := c.p
+	fn := p.cfg.Reconciler
+	if key != "" {
+		fn = p.cfg.Reconcilers[key]
+	}
+	a := p.active.Load()
+	st.attempt++
+	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: ReasonRequery, Tickets: tickets, Attempt: st.attempt, Service: key}
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason, Service: key})
+	if c.requeryRuns == nil {
+		c.requeryRuns = map[string]*bgRun{}
+	}
+	c.requeryRuns[key] = c.runBackground(ctx, bgRequery, key, r, fn)
+}
+
+// requeried takes a re-query's result.
+func (c *controller) requeried(res bgResult) {
+	p := c.p
+	r, key := res.r, res.key
+	if c.requery == nil {
+		c.requery = map[string]*requeryState{}
+	}
+	st := c.requery[key]
+	if st == nil {
+		st = &requeryState{attempt: r.Attempt}
+		c.requery[key] = st
+	}
+	if err := res.err; err != nil {
+		if key != "" {
+			err = fmt.Errorf("pathdialer: re-query of %s: %w", key, err)
+		}
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled, Cause: r.Reason, Service: key})
+		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
+		return
+	}
+	out, late := p.requeried(res.settled, time.Now())
+	st.attempt = 0
+	st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(1))
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
+	for _, v := range late {
+		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Generation: v.Generation, OrderID: v.OrderID,
+			Settlements: []Settlement{{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true}},
+			Cause:       fmt.Sprintf("order %q, found not received at %s, was booked (%s) through %s (%s)", v.OrderID, v.FoundAt.Format(time.RFC3339Nano), v.Fate, orDefault(v.Endpoint, "?"), orDefault(v.Region, "?"))})
+	}
+}
