@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 // lookup asks the broker for one order.
 func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdialer.TicketInfo) pathdialer.Settlement {
 	s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
-	req, err := http.NewRequestWithContext(WithSubmission(ctx, false), http.MethodGet, r.lookupURL(t.OrderID), nil)
+	req, err := http.NewRequestWithContext(WithReconcile(ctx), http.MethodGet, r.lookupURL(t.OrderID), nil)
 	if err != nil {
 		s.Detail = "building the lookup: " + RedactError(err).Error()
 		return s
