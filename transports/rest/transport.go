@@ -55,7 +55,9 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	// Breaker configures the read breakers. Zero fields take gobreaker's meaning,
 	// except ReadyToTrip, which defaults to 5 consecutive failures, and Timeout,
-	// which defaults to 5 s.
+	// which defaults to 5 s. Reconcile lookups (WithReconcile) bypass the
+	// breakers; one that succeeds closes its endpoint's breaker, and
+	// OnStateChange is told.
 	Breaker gobreaker.Settings
 	// TokenHeader, when set, names a header that carries the fencing token of
 	// the ticket each submission was granted under (pathdialer.Ticket.Generation,
