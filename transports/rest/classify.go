@@ -15,12 +15,37 @@ import (
 	"unsafe"
 )
 
-type submissionKey struct{}
+// kindKey is the context key of a request's kind, set by WithSubmission or
+// WithReconcile; its value is a reqKind.
+type kindKey struct{}
+
+// reqKind is what RoundTrip does with a request.
+type reqKind uint8
+
+const (
+	kindRead       reqKind = iota + 1 // through the read breaker
+	kindSubmission                    // takes a ticket from the gate
+	kindReconcile                     // a read that bypasses the read breaker
+)
 
 // WithSubmission marks the requests made with ctx as submissions (true) or reads
 // (false), overriding Options.IsSubmission.
 func WithSubmission(ctx context.Context, submission bool) context.Context {
-	return context.WithValue(ctx, submissionKey{}, submission)
+	k := kindRead
+	if submission {
+		k = kindSubmission
+	}
+	return context.WithValue(ctx, kindKey{}, k)
+}
+
+// WithReconcile marks the requests made with ctx as reconciliation lookups:
+// reads whatever their method (never held by the gate, no order ID needed)
+// that the endpoint's read breaker neither refuses nor counts as failures,
+// and whose success closes an open breaker. Reconciler's lookups carry it;
+// use it in a reconciler of your own that reads through a Transport. The
+// last of WithReconcile and WithSubmission applied to a context decides.
+func WithReconcile(ctx context.Context) context.Context {
+	return context.WithValue(ctx, kindKey{}, kindReconcile)
 }
 
 // DefaultIsSubmission treats every method but GET, HEAD and OPTIONS as a submission.
@@ -32,11 +57,15 @@ func DefaultIsSubmission(r *http.Request) bool {
 	return true
 }
 
-func isSubmission(r *http.Request, fn func(*http.Request) bool) bool {
-	if v, ok := r.Context().Value(submissionKey{}).(bool); ok {
-		return v
+// classify returns what r is: its context's mark, else fn's verdict.
+func classify(r *http.Request, fn func(*http.Request) bool) reqKind {
+	if k, ok := r.Context().Value(kindKey{}).(reqKind); ok {
+		return k
 	}
-	return fn(r)
+	if fn(r) {
+		return kindSubmission
+	}
+	return kindRead
 }
 
 // OrderIDFunc finds the client order ID of a submission. It may read the body, but

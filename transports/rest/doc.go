@@ -38,6 +38,17 @@
 //   - Idempotent reads go through a circuit breaker per endpoint
 //     (sony/gobreaker): a tripped breaker fails reads fast with ErrBreakerOpen. The
 //     breaker never switches paths; only the engine does.
+//   - Reconcile lookups are never refused by the read breaker. They decide
+//     whether held order flow is released, and the Path already bounds them
+//     (ReconcileTimeout) and retries them with backoff, so a breaker opened
+//     during an outage must not hold trading once the broker answers again.
+//     They bypass the breaker: their failures are reported to the Path as
+//     evidence but do not count towards tripping it, and a lookup that
+//     succeeds closes the endpoint's breaker (it is the trial a half-open
+//     breaker would have let through). Reconciler's lookups are marked so;
+//     WithReconcile marks those of a reconciler of your own. Probe,
+//     IdentityCheck and trade-path checks built from Probe use their own
+//     connections and never meet the breaker.
 //   - Passive signals: connection errors, timeouts and 5xx are reported to the
 //     Path for the endpoint they happened on (successes too); 4xx are not path
 //     failures.

@@ -11,7 +11,8 @@ var (
 	// ErrInvalidOptions: an Options field cannot work as written.
 	ErrInvalidOptions = errors.New("rest: invalid options")
 	// ErrBreakerOpen: reads to the endpoint fail fast because its circuit
-	// breaker is open (or half-open and at its probe limit).
+	// breaker is open (or half-open and at its probe limit). Reconcile lookups
+	// (WithReconcile) never get it.
 	ErrBreakerOpen = errors.New("rest: circuit breaker open, reads failing fast")
 	// ErrNoOrderID: a submission carried no client order ID that Options.OrderID
 	// could find; it was not sent (it could not be reconciled).

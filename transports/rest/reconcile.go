@@ -151,7 +151,10 @@ func BinanceSpotOrderLookup(base, symbol string) ReconcileOptions {
 // reports each one's fate. Create it before the Path (pass Reconcile as
 // pathdialer.Config.Reconciler, or inside pathdialer.ReconcileAll), then Bind
 // it to the rest.Transport built on that Path: lookups are reads, never held
-// by the gate, and go to the endpoint flow is about to be released on.
+// by the gate, and go to the endpoint flow is about to be released on. They
+// are marked WithReconcile: the Transport's read breaker neither refuses nor
+// counts them, so a breaker opened during an outage does not keep flow held
+// once the broker answers again.
 type Reconciler struct {
 	opts   ReconcileOptions
 	fates  map[string]pathdialer.Fate // keys lower-cased
@@ -272,7 +275,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 // lookup asks the broker for one order.
 func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdialer.TicketInfo) pathdialer.Settlement {
 	s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
-	req, err := http.NewRequestWithContext(WithSubmission(ctx, false), http.MethodGet, r.lookupURL(t.OrderID), nil)
+	req, err := http.NewRequestWithContext(WithReconcile(ctx), http.MethodGet, r.lookupURL(t.OrderID), nil)
 	if err != nil {
 		s.Detail = "building the lookup: " + RedactError(err).Error()
 		return s

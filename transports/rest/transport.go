@@ -55,7 +55,9 @@ type Options struct {
 	MaxIdleConnsPerHost int
 	// Breaker configures the read breakers. Zero fields take gobreaker's meaning,
 	// except ReadyToTrip, which defaults to 5 consecutive failures, and Timeout,
-	// which defaults to 5 s.
+	// which defaults to 5 s. Reconcile lookups (WithReconcile) bypass the
+	// breakers; one that succeeds closes its endpoint's breaker, and
+	// OnStateChange is told.
 	Breaker gobreaker.Settings
 	// TokenHeader, when set, names a header that carries the fencing token of
 	// the ticket each submission was granted under (pathdialer.Ticket.Generation,
@@ -103,10 +105,12 @@ type Transport struct {
 var _ http.RoundTripper = (*Transport)(nil)
 
 type endpointClient struct {
-	name    string
-	base    *url.URL
-	t1      *http.Transport
-	breaker *gobreaker.CircuitBreaker[*http.Response]
+	name string
+	base *url.URL
+	t1   *http.Transport
+	// breaker guards the application's reads; replaced by a closed one when
+	// a reconcile read succeeds while it is not closed (closeBreaker).
+	breaker atomic.Pointer[gobreaker.CircuitBreaker[*http.Response]]
 	// okAt is when (Transport.mono, +1) a success on this endpoint was last
 	// passed to the Path; 0 after a failure was passed, or before any report.
 	okAt atomic.Int64
@@ -208,7 +212,7 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		}
 		base.Path = strings.TrimSuffix(base.Path, "/")
 		ec := &endpointClient{name: ep.Name, base: base, t1: t.newHTTPTransport(ep.Name)}
-		ec.breaker = gobreaker.NewCircuitBreaker[*http.Response](t.breakerSettings(ep.Name))
+		ec.breaker.Store(gobreaker.NewCircuitBreaker[*http.Response](t.breakerSettings(ep.Name)))
 		t.eps[ep.Name] = ec
 		t.epList = append(t.epList, ec)
 		t.hostToEP[strings.ToLower(base.Host)] = ec
@@ -282,7 +286,23 @@ func (t *Transport) BreakerState(endpoint string) (gobreaker.State, bool) {
 	if !ok {
 		return 0, false
 	}
-	return ec.breaker.State(), true
+	return ec.breaker.Load().State(), true
+}
+
+// closeBreaker closes the endpoint's read breaker after a reconcile read on it
+// succeeded: that read is the trial a half-open breaker would have let through,
+// and it passed. The close is reported to Breaker.OnStateChange.
+func (t *Transport) closeBreaker(ec *endpointClient) {
+	cb := ec.breaker.Load()
+	from := cb.State()
+	if from == gobreaker.StateClosed {
+		return
+	}
+	if ec.breaker.CompareAndSwap(cb, gobreaker.NewCircuitBreaker[*http.Response](t.breakerSettings(ec.name))) {
+		if f := t.opts.Breaker.OnStateChange; f != nil {
+			f(cb.Name(), from, gobreaker.StateClosed)
+		}
+	}
 }
 
 // Stats returns the transport's counters.
@@ -302,10 +322,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, fmt.Errorf("%w: request has no URL", ErrInvalidOptions)
 	}
-	if isSubmission(req, t.isSub) {
+	switch classify(req, t.isSub) {
+	case kindSubmission:
 		return t.submit(req)
+	case kindReconcile:
+		return t.read(req, true)
 	}
-	return t.read(req)
+	return t.read(req, false)
 }
 
 // aimed reports whether r already goes to the endpoint exactly as aim would
@@ -337,7 +360,10 @@ func (t *Transport) aim(r *http.Request, ec *endpointClient) {
 	r.Host = ""
 }
 
-func (t *Transport) read(req *http.Request) (*http.Response, error) {
+// read sends a read. An application read goes through the endpoint's read
+// breaker; a reconcile read bypasses it (neither refused nor counted) and, when
+// it succeeds, closes it.
+func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, error) {
 	ep, gen := t.path.ReadEndpoint() // the active endpoint, or the degraded mode's read endpoint
 	ec := t.endpoint(ep.Name)
 	r2 := req // net/http does not modify it; copied only when it must be re-aimed
@@ -348,16 +374,13 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 	}
 	t.stats.Reads.Add(1)
 	start := t.mono()
-	resp, err := ec.breaker.Execute(func() (*http.Response, error) {
-		resp, err := ec.t1.RoundTrip(r2)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode >= 500 {
-			return resp, errServerStatus
-		}
-		return resp, nil
-	})
+	var resp *http.Response
+	var err error
+	if reconcile {
+		resp, err = roundTripRead(ec.t1, r2)
+	} else {
+		resp, err = ec.breaker.Load().Execute(func() (*http.Response, error) { return roundTripRead(ec.t1, r2) })
+	}
 	lat := t.mono() - start
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests):
@@ -379,6 +402,21 @@ func (t *Transport) read(req *http.Request) (*http.Response, error) {
 	}
 	t.reportOK(ec, gen, start+lat, lat)
 	t.stats.ReadSuccesses.Add(1)
+	if reconcile {
+		t.closeBreaker(ec)
+	}
+	return resp, nil
+}
+
+// roundTripRead sends a read; a 5xx answer is returned with errServerStatus.
+func roundTripRead(t1 *http.Transport, r *http.Request) (*http.Response, error) {
+	resp, err := t1.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 500 {
+		return resp, errServerStatus
+	}
 	return resp, nil
 }
 
