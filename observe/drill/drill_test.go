@@ -337,3 +337,43 @@ func TestOnCallFigures(t *testing.T) {
 		t.Error("the on-call figures do not lead the report")
 	}
 }
+
+// The header does not read as a good run when the invariants held but the
+// orders failed or trading halted before the fault: beside "invariants OK"
+// it says what share of orders failed and how often trading halted.
+func TestHeaderVerdict(t *testing.T) {
+	header := func(in Input) string {
+		t.Helper()
+		var b bytes.Buffer
+		if err := WriteHTML(&b, in); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		i, j := strings.Index(out, "<h1>"), strings.Index(out, "</h1>")
+		if i < 0 || j < i {
+			t.Fatal("no header")
+		}
+		return out[i:j]
+	}
+	in := synthetic("eu", "us") // 2 of 5 orders failed, no halt
+	h := header(in)
+	for _, want := range []string{`badge good">invariants OK`, `badge bad">40.0% of orders failed`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("header %q lacks %q", h, want)
+		}
+	}
+	if strings.Contains(h, "halted") {
+		t.Errorf("header %q: no halt happened", h)
+	}
+	in.Events = append(in.Events,
+		pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(1 * sec), Cause: "ws: dial endpoint \"eu\": i/o timeout"},
+		pathdialer.Event{Kind: pathdialer.EventResume, Time: at(1500 * time.Millisecond)})
+	slices.SortStableFunc(in.Events, func(a, b pathdialer.Event) int { return a.Time.Compare(b.Time) })
+	in.Orders = in.Orders[:1] // the one that succeeded
+	h = header(in)
+	for _, want := range []string{`badge good">0.0% of orders failed`, `badge bad">halted 1× (1 before the fault)`} {
+		if !strings.Contains(h, want) {
+			t.Errorf("header %q lacks %q", h, want)
+		}
+	}
+}

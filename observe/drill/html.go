@@ -18,6 +18,7 @@ type view struct {
 	Survivor   string
 	Duration   string
 	OK         bool
+	Verdict    []kv // beside the invariants: what the orders went through
 	Checked    int
 	Invariants []string
 	Violations []string
@@ -66,6 +67,47 @@ func WriteHTML(w io.Writer, in Input) error {
 	return nil
 }
 
+// verdict is what the header says beside the invariants, so that a run whose
+// invariants held but whose orders failed or halted does not read as a good
+// one: the share of orders that failed (bad from 10 %) and the halts (bad
+// when one began before the fault, which the fault cannot explain).
+func verdict(in Input, f Figures) []kv {
+	var out []kv
+	failed, total := 0, 0
+	for _, o := range in.Orders {
+		total++
+		if o.Failed() {
+			failed++
+		}
+	}
+	if total > 0 {
+		r := float64(failed) / float64(total)
+		c := "good"
+		switch {
+		case r >= 0.10:
+			c = "bad"
+		case failed > 0:
+			c = "warn"
+		}
+		out = append(out, kv{K: "orders", V: pct(r) + " of orders failed", Class: c})
+	}
+	if n := len(f.Halts); n > 0 {
+		early := 0
+		for _, h := range f.Halts {
+			if !in.FaultAt.IsZero() && h.Start < in.rel(in.FaultAt) {
+				early++
+			}
+		}
+		k := kv{K: "halts", V: fmt.Sprintf("halted %d×", n), Class: "warn"}
+		if early > 0 {
+			k.V += fmt.Sprintf(" (%d before the fault)", early)
+			k.Class = "bad"
+		}
+		out = append(out, k)
+	}
+	return out
+}
+
 func pct(f float64) string {
 	if math.IsNaN(f) {
 		return "—"
@@ -83,6 +125,7 @@ func buildView(in Input, f Figures) view {
 		v.Title = "brokerpath drill"
 	}
 	v.Invariants = in.Checked
+	v.Verdict = verdict(in, f)
 	v.Seed, v.Commit = orNotRecorded(in.Seed), orNotRecorded(in.Commit)
 	if !in.Start.IsZero() {
 		v.Date = in.Start.UTC().Format("2006-01-02 15:04 UTC")
@@ -402,7 +445,7 @@ td.n{white-space:nowrap;font-variant-numeric:tabular-nums}
 .tile{border:1px solid #e6e8ec;border-radius:6px;padding:6px 12px;min-width:170px}
 .tile span{display:block;color:#6b7385;font-size:12px}
 .tile b{font-size:17px}
-.good b,.badge.good{color:#11652b}.warn b{color:#7a5300}.bad b,.badge.bad{color:#9b1c13}
+.good b,.badge.good{color:#11652b}.warn b,.badge.warn{color:#7a5300}.bad b,.badge.bad{color:#9b1c13}
 td.warn{color:#7a5300;font-weight:600}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:700;background:#fff}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:14px}
@@ -421,7 +464,7 @@ svg .bold{font:700 12px system-ui,sans-serif}
 </head>
 <body>
 <header>
-<h1>{{.Title}} {{if .OK}}<span class="badge good">invariants OK</span>{{else}}<span class="badge bad">INVARIANTS BROKEN</span>{{end}}</h1>
+<h1>{{.Title}} {{if .OK}}<span class="badge good">invariants OK</span>{{else}}<span class="badge bad">INVARIANTS BROKEN</span>{{end}}{{range .Verdict}} <span class="badge {{.Class}}">{{.V}}</span>{{end}}</h1>
 <div class="sub">fault: {{if .Fault}}{{.Fault}}{{else}}none{{end}} · primary {{if .Primary}}{{.Primary}}{{else}}—{{end}} · survivor {{if .Survivor}}{{.Survivor}}{{else}}—{{end}} · run {{.Duration}} · {{.Checked}} invariants checked</div>
 <div class="sub" id="provenance">date {{if .Date}}{{.Date}}{{else}}—{{end}} · seed {{.Seed}} · commit {{.Commit}}</div>
 </header>

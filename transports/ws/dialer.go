@@ -24,14 +24,18 @@ import (
 // DialReadOnly hands out read-only ones (market data), which the fence leaves
 // open. The base dialer's TLS config, subprotocols, compression,
 // buffer sizes, jar and handshake timeout are kept; its proxy and custom dial
-// functions are not (the Path is the route). Safe for concurrent use.
+// functions are not (the Path is the route). A failed dial or handshake is
+// returned to the caller and never reported to the Path: it moves no order
+// flow (see the package doc, "Evidence"). Safe for concurrent use.
 type Dialer struct {
 	path *pathdialer.Path
 	base websocket.Dialer
 }
 
 // Conn is a WebSocket connection handed out by a Dialer, with the endpoint and
-// the Path generation it was dialed under (for Path.Report).
+// the Path generation it was dialed under: what Path.Report needs for the
+// results of orders sent over it. Market data over it is not evidence for the
+// Path (see the package doc, "Evidence").
 type Conn struct {
 	*websocket.Conn
 	endpoint string

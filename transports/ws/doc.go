@@ -56,7 +56,8 @@
 //     back to back: the Path's active endpoint first, then, when the lost
 //     connection's Path has not switched yet (or after FailuresBeforeFallback
 //     failed rounds), every other fresh-healthy, unfenced endpoint (reads may
-//     use any healthy path). A switch does not cut a wait short, so a
+//     use any healthy path); an endpoint whose connect failed in the round
+//     before is tried after the others. A switch does not cut a wait short, so a
 //     population cut at one instant reaches the survivor uniformly over the
 //     first round's window. A 503/429 is not a path failure. A stream that
 //     landed on an endpoint other than the active one stays there until the
@@ -73,17 +74,15 @@
 //     soon as it answers for it, and closes the old connection when the new
 //     one has answered for every stream (or after MigrateTimeout). No gap.
 //   - Liveness: pings every PingInterval; a connection silent for
-//     PingInterval+PongTimeout is dead. Lost connections and failed dials are
-//     reported to the Path as passive signals (Path.Report); bad frames,
-//     oversized frames and stalls are the server's, not the path's, and are
-//     not. They are live-traffic evidence about the region, counted apart
-//     from probes toward engine.Config.FailureThreshold: a blackhole found
-//     by the ping timeout and the next round's failed handshake there are two
-//     failures in a row, so with a threshold of 2 the Path itself switches
-//     away (a gray failure when its probes pass); above it, the Stream falls
-//     back on its own while the Path stays. A connection that dies within HealthyAfter of its handshake counts
-//     as a failed round, so a server that accepts and drops meets the
-//     backoff up to its Cap, not a reconnect loop.
+//     PingInterval+PongTimeout is dead. A connection that dies within
+//     HealthyAfter of its handshake counts as a failed round, so a server
+//     that accepts and drops meets the backoff up to its Cap, not a
+//     reconnect loop.
+//   - Market data never moves the orders (see Evidence below): the Stream
+//     reports nothing to Path.Report. Its lost connections and failed
+//     connects move the Stream only (its rounds, its fallback, the order in
+//     which it tries endpoints) and show in OnEvent
+//     (StreamEventConnectionLost, StreamEventDialFailed) and Stats.
 //   - Bounded memory: a message over ReadLimit (1 MiB by default) is an
 //     error: counted (Stats.OversizedFrames), the connection replaced; its
 //     body is never read. At most QueueLength (16) messages wait for the
@@ -109,6 +108,35 @@
 //   - Close (or the end of Start's context) stops every goroutine the Stream
 //     started and closes its connections. When the Path is closed the Stream
 //     stops by itself and Err wraps pathdialer.ErrClosed.
+//
+// # Evidence: what market data may move
+//
+// Evidence is weighed by what it proves. A WebSocket market data connection
+// shares little with the path orders take but the region's front door: its
+// server, its handshake, its dial timeout on this host are its own. So:
+//
+//   - A Stream's failures (a dial refused or timed out, a handshake that
+//     fails, a connection lost or silent) move the Stream: its next round,
+//     its fallback to another fresh-healthy endpoint, the order it tries
+//     endpoints in. They are never reported to the Path, so they never take
+//     an endpoint DOWN for orders, start a gray failure, make a switch or
+//     halt submissions, even at engine.Config.FailureThreshold 1 and even
+//     on a host too loaded to finish a handshake in time.
+//   - A Stream's successes (a connect, messages) are not reported either: a
+//     market data server that answers says nothing about the order path, and
+//     counting it would end a gray failure (orders failing while probes
+//     pass) or reset the count of failed orders.
+//   - Orders move only on the Path's own evidence: probes, trade-path checks
+//     and the results of orders and authenticated reads that the order
+//     transports report (packages rest and fix). When the region really is
+//     down, its probes say so and the Path switches; the Stream follows the
+//     switch make-before-break.
+//   - The same holds for Dialer: it never calls Path.Report. A connection
+//     from DialReadOnly carries market data and its owner should not report
+//     it either. A connection from Dial or DialEndpoint may carry orders (a
+//     broker's WebSocket order API): its owner reports the orders' results
+//     with Path.Report (Conn.Endpoint, Conn.Generation), as the order
+//     transports do, and not the connection's own failures.
 //
 // The wire protocol is the Protocol interface (with an optional epoch per
 // message); JSONProtocol is a ready one. Errors from this package start with

@@ -65,9 +65,14 @@ const (
 	// StreamEventConnectionLost: the connection to Endpoint was lost or
 	// dropped (Err, which holds no server-sent text).
 	StreamEventConnectionLost
+	// StreamEventDialFailed: a connect to Endpoint failed, in a reconnect
+	// round or a make-before-break move (Err, which holds no server-sent
+	// text). It is the Stream's own evidence: it weighs on which endpoint
+	// the Stream tries next, never on where orders go.
+	StreamEventDialFailed
 )
 
-var streamEventNames = [...]string{"health", "gap", "escalation", "repaired", "restart", "connection-lost"}
+var streamEventNames = [...]string{"health", "gap", "escalation", "repaired", "restart", "connection-lost", "dial-failed"}
 
 // String returns the kind's name ("gap").
 func (k StreamEventKind) String() string {
@@ -96,7 +101,7 @@ type StreamEvent struct {
 	Trouble string
 	Step    string
 	Took    time.Duration
-	// Endpoint and Err: StreamEventConnectionLost.
+	// Endpoint and Err: StreamEventConnectionLost and StreamEventDialFailed.
 	Endpoint string
 	Err      error
 }
@@ -116,6 +121,8 @@ func (e StreamEvent) String() string {
 		return fmt.Sprintf("ws: %s restarted numbering (last %d, got %d, epoch %q)", e.Stream, e.Seq, e.Got, e.Epoch)
 	case StreamEventConnectionLost:
 		return fmt.Sprintf("ws: connection to %s lost: %v", e.Endpoint, e.Err)
+	case StreamEventDialFailed:
+		return fmt.Sprintf("ws: connect to %s failed: %v", e.Endpoint, e.Err)
 	}
 	return e.Kind.String()
 }

@@ -28,9 +28,10 @@ type storm struct {
 
 // Each client's Path probes eu every second (a uniform phase in [0, 1 s));
 // eu's first failed probe makes it DEGRADED (no longer among the Targets) and
-// the Path switches to us at eu's FailureThreshold-th (3) consecutive failure,
-// counting probe failures and the client's passive reports (the lost
-// connection, each failed dial to eu) alike. After the switch eu is fenced.
+// the Path switches to us at eu's FailureThreshold-th (3) consecutive probe
+// failure. The client's lost connection and failed dials to eu are the
+// Stream's own evidence: they move the stream, not the Path (see the package
+// doc). After the switch eu is fenced.
 const (
 	probeInterval = time.Second
 	threshold     = 3
@@ -41,14 +42,8 @@ func (m storm) run(rng *rand.Rand) []time.Duration {
 	arrivals := make([]time.Duration, 0, m.n)
 	for range m.n {
 		phase := time.Duration(rng.Float64() * float64(probeInterval))
-		passive := []time.Duration{0} // the lost connection
 		switched := func(t time.Duration) bool {
-			fails := passive[:len(passive):len(passive)]
-			for k := range threshold {
-				fails = append(fails, phase+time.Duration(k)*probeInterval)
-			}
-			slices.Sort(fails)
-			return fails[threshold-1] <= t
+			return phase+time.Duration(threshold-1)*probeInterval <= t
 		}
 		var t time.Duration
 		failed := 0
@@ -68,7 +63,6 @@ func (m storm) run(rng *rand.Rand) []time.Duration {
 					break
 				}
 				t += m.deadCost // eu: refused or timed out
-				passive = append(passive, t)
 			}
 			if !arrived {
 				failed++

@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -544,8 +545,9 @@ type inbound struct {
 }
 
 type dialResult struct {
-	c   *Conn
-	err error
+	endpoint string
+	c        *Conn
+	err      error
 }
 
 func (s *Stream) loop(ctx context.Context) {
@@ -607,12 +609,12 @@ func (s *Stream) loop(ctx context.Context) {
 			dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 			defer cancel()
 			c, _, err := s.dialer.DialReadOnly(dctx, name, s.cfg.Header)
-			ch <- dialResult{c, err}
+			ch <- dialResult{name, c, err}
 		}(migrating, ep.Name)
 	}
-	migFailed := func(err error) {
-		s.log.Info("ws: make-before-break dial failed", "err", err)
+	migFailed := func(endpoint string, err error) {
 		s.count(func(st *Stats) { st.DialFailures++ })
+		s.event(StreamEvent{Kind: StreamEventDialFailed, Endpoint: endpoint, Err: fmt.Errorf("make-before-break: %w", err)})
 		s.migFails++
 		if s.migFails >= s.cfg.FailuresBeforeFallback {
 			s.stay = true // until the next switch
@@ -624,14 +626,16 @@ func (s *Stream) loop(ctx context.Context) {
 	// drop handles the end of connection l (cur or next): lost, bad data, or
 	// given up on by the ladder (stall).
 	drop := func(l *live, err error, stall bool) {
-		report := !stall && !errors.Is(err, ErrBadFrame) && !errors.Is(err, ErrFrameTooLarge)
-		s.lost(l, err, report)
+		// serverFault: what the server sent (or failed to repair) ended the
+		// connection, not the network.
+		serverFault := stall || errors.Is(err, ErrBadFrame) || errors.Is(err, ErrFrameTooLarge)
+		s.lost(l, err)
 		s.dirty = true
 		switch {
 		case l == next:
 			next = nil
 			migrateBy.Stop()
-			migFailed(err)
+			migFailed(l.c.Endpoint(), err)
 		case next != nil:
 			cur, next = next, nil
 			migrateBy.Stop()
@@ -645,7 +649,7 @@ func (s *Stream) loop(ctx context.Context) {
 			} else {
 				s.failed = 0
 			}
-			if stall || !report {
+			if serverFault {
 				s.avoid = l.c.Endpoint()
 			}
 			cur = nil
@@ -767,13 +771,13 @@ func (s *Stream) loop(ctx context.Context) {
 		case r := <-migrating:
 			migrating = nil
 			if r.err != nil {
-				migFailed(r.err)
+				migFailed(r.endpoint, r.err)
 				continue
 			}
 			l := s.adopt(r.c)
 			if err := s.hello(l); err != nil {
 				l.close()
-				migFailed(err)
+				migFailed(r.endpoint, err)
 				continue
 			}
 			next = l
@@ -809,19 +813,17 @@ func (s *Stream) loop(ctx context.Context) {
 	}
 }
 
-// lost handles the end of a connection: logged and reported as an event, and
-// reported to the Path as a passive failure when report is set, unless we
-// closed it ourselves. err holds no server-sent text (see sanitize).
-func (s *Stream) lost(l *live, err error, report bool) {
+// lost handles the end of a connection: logged and reported as an event,
+// unless we closed it ourselves. It is the Stream's own evidence and is not
+// reported to the Path (see the package doc, "Evidence"). err holds no
+// server-sent text (see sanitize).
+func (s *Stream) lost(l *live, err error) {
 	closing := l.closing.Load()
 	l.close()
 	if closing {
 		return
 	}
 	s.event(StreamEvent{Kind: StreamEventConnectionLost, Endpoint: l.c.Endpoint(), Err: err})
-	if report {
-		s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
-	}
 }
 
 // wait waits d, or until ctx ends or the Path is closed. A switch does not cut
@@ -860,6 +862,9 @@ func (s *Stream) wait(ctx context.Context, d time.Duration) error {
 func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 	s.reassess(time.Now())
 	empty := false // the last round had no candidate
+	// failedLast: the endpoints whose connect failed in the last round. The
+	// Stream's own evidence: the next round tries them after the others.
+	var failedLast []string
 	for {
 		if !first {
 			if err := s.wait(ctx, s.pol.Wait(s.failed, s.retryAfter, s.rand(), empty)); err != nil {
@@ -881,6 +886,13 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 			Active: act.Name, Targets: targets, Fenced: s.path.Fenced,
 			LostUnswitched: s.lostOK && s.lostGen == gen, Failed: s.failed,
 		})
+		if len(cands) > 1 && len(failedLast) > 0 {
+			cands = slices.Clone(cands)
+			slices.SortStableFunc(cands, func(a, b string) int {
+				return cmp.Compare(b2i(slices.Contains(failedLast, a)), b2i(slices.Contains(failedLast, b)))
+			})
+		}
+		failedLast = failedLast[:0]
 		if i := slices.Index(cands, s.avoid); i >= 0 && len(cands) > 1 {
 			// Its server just failed us: another endpoint first.
 			cands = append(slices.Delete(slices.Clone(cands), i, i+1), s.avoid)
@@ -888,7 +900,7 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 		s.avoid = ""
 		empty = len(cands) == 0
 		for _, name := range cands {
-			l, err := s.try(ctx, name, gen)
+			l, err := s.try(ctx, name)
 			if err == nil {
 				// s.failed is not reset here: a connection counts as a
 				// success only once it has lived HealthyAfter (see drop).
@@ -917,6 +929,7 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 			if errors.Is(err, pathdialer.ErrClosed) {
 				return nil, fmt.Errorf("ws: stream stopped: %w", err)
 			}
+			failedLast = append(failedLast, name)
 			var he *HandshakeError
 			if errors.As(err, &he) {
 				s.retryAfter = max(s.retryAfter, he.RetryAfter)
@@ -930,16 +943,17 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 }
 
 // try makes one read-only connection to name and sends the subscription; a
-// failure is counted and, unless the server answered, reported to the Path.
-func (s *Stream) try(ctx context.Context, name string, gen uint64) (*live, error) {
-	start := time.Now()
+// failure is counted and reported as an event. Neither is reported to the
+// Path: a connect proves that the market data server answers, not that
+// orders go through, and a failed one may be this host's or the market data
+// server's trouble alone (see the package doc, "Evidence").
+func (s *Stream) try(ctx context.Context, name string) (*live, error) {
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	c, _, err := s.dialer.DialReadOnly(dctx, name, s.cfg.Header)
 	cancel()
 	if err == nil {
 		l := s.adopt(c)
 		if err = s.hello(l); err == nil {
-			s.path.Report(name, c.Generation(), nil, time.Since(start))
 			return l, nil
 		}
 		l.close()
@@ -948,15 +962,7 @@ func (s *Stream) try(ctx context.Context, name string, gen uint64) (*live, error
 		return nil, err
 	}
 	s.count(func(st *Stats) { st.DialFailures++ })
-	var he *HandshakeError
-	switch {
-	case errors.As(err, &he):
-		// The server answered: not a path failure.
-	case errors.Is(err, pathdialer.ErrFenced), errors.Is(err, pathdialer.ErrClosed):
-	default:
-		s.path.Report(name, gen, err, time.Since(start))
-	}
-	s.log.Info("ws: connect failed", "endpoint", name, "round", s.failed, "err", err)
+	s.event(StreamEvent{Kind: StreamEventDialFailed, Endpoint: name, Err: err})
 	return nil, err
 }
 
@@ -1135,4 +1141,11 @@ func (s *Stream) frame(in inbound) request {
 	s.cfg.Handler(Message{Stream: f.Stream, Seq: f.Seq, Snapshot: f.Kind == FrameSnapshot, Restart: o.restart,
 		Epoch: f.Epoch, Data: in.data, Endpoint: in.l.c.Endpoint()})
 	return o.req
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -110,11 +110,9 @@ func TestReplayExhaustedSnapshotDelivered(t *testing.T) {
 // A blackholed connection (no bytes, no FIN) is found by the ping timeout; the
 // reconnect round tries the blackholed active endpoint first, its handshake
 // times out, and the same round falls back to the next healthy endpoint
-// although the path still calls eu active. The lost connection and the failed
-// handshake are reported to the Path as two live-traffic failures; at the
-// engine's default FailureThreshold (3) that is below the threshold, so the
-// fallback is the stream's own (TestBlackholeReportedAsRegionEvidence shows the
-// Path switching when the threshold is 2).
+// although the path still calls eu active. The fallback is the stream's own
+// (TestBlackholeMovesTheStreamNotThePath shows the Path staying on eu even
+// at FailureThreshold 2).
 func TestBlackholeDetectedByPingAndFallback(t *testing.T) {
 	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
 	src := &source{regions: []*region{eu, us}}
@@ -146,12 +144,12 @@ func TestBlackholeDetectedByPingAndFallback(t *testing.T) {
 	t.Logf("blackhole detected in %v; stats %+v", detect, st)
 }
 
-// A stream's lost connections and failed dials are live-traffic evidence
-// about the region: a blackholed eu (its probes still green) found by the ping
-// timeout, then a handshake timing out there, are two failures in a row, and
-// at FailureThreshold 2 the Path itself switches to us (a gray failure); the
-// stream ends up on us either way, every sequence once.
-func TestBlackholeReportedAsRegionEvidence(t *testing.T) {
+// A stream's lost connections and failed dials are its own evidence, not the
+// orders': a blackholed eu market data server (its probes green) found by the
+// ping timeout, then a handshake timing out there, move the stream to us,
+// while the Path stays on eu even at FailureThreshold 2 (no switch, no gray
+// failure); every sequence once.
+func TestBlackholeMovesTheStreamNotThePath(t *testing.T) {
 	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
 	src := &source{regions: []*region{eu, us}}
 	h := newHarness(t, []*region{eu, us}, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 2 })
@@ -160,17 +158,21 @@ func TestBlackholeReportedAsRegionEvidence(t *testing.T) {
 
 	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 20 })
 	_ = eu.relay.SetFault(faultnet.Blackhole())
-	publishUntil(t, src, px, func() bool {
-		act, _ := h.path.Active()
-		return act.Name == "us" && s.Stats().Endpoint == "us" && rec.lastSeq() >= 100
-	})
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 100 })
 	_ = eu.relay.SetFault(faultnet.None())
 	last := src.publish(px)
 	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
 	checkExactlyOnce(t, rec.snapshot(), last)
-	for _, e := range h.path.Snapshot().Endpoints {
-		if e.Name == "eu" && e.GrayFailures < 1 {
-			t.Fatalf("eu %+v: the stream's failures (probes green) should have counted as a gray failure", e.EndpointEvidence)
+	if st := s.Stats(); st.Fallbacks != 1 || st.DialFailures < 1 {
+		t.Fatalf("stats %+v: want a fallback to us after a failed handshake on eu", st)
+	}
+	snap := h.path.Snapshot()
+	if snap.Active != "eu" || snap.Generation != 0 {
+		t.Fatalf("path on %s gen %d: the stream's failures moved the orders", snap.Active, snap.Generation)
+	}
+	for _, e := range snap.Endpoints {
+		if e.Name == "eu" && (e.GrayFailures != 0 || e.TrafficFailures != 0) {
+			t.Fatalf("eu %+v: the stream's failures counted as live-traffic evidence", e.EndpointEvidence)
 		}
 	}
 }
