@@ -60,9 +60,9 @@
 //     failure) is not brought back by probe results — successes, nor successes
 //     after failures: it needs trade-path evidence or a wait of
 //     Config.GrayFailbackWait per gray failure (bounded) with no trade-path
-//     failure within MaxHealthAge. One that came back by the wait stays
-//     Status.TradePathUnproven, so the caller keeps checking its trade path, until
-//     trade-path evidence comes; a failure keeps it out again. Each bounce
+//     failure within MaxHealthAge. Until live traffic succeeds on it again it is
+//     Status.WatchTradePath: the caller keeps checking its trade path, also while
+//     it is considered for failback, and a failure keeps it out again. Each bounce
 //     (a failover within Config.BounceWindow of a failback) multiplies the failback
 //     cooldown by Config.BounceFactor (bounded), and Config.FlapBounces bounces trip
 //     the flap limiter.

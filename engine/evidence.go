@@ -44,10 +44,11 @@ import (
 // nil result), or, without it, until Config.GrayFailbackWait times the number
 // of gray failures of that endpoint (at most Config.MaxGrayFailbackWait) has
 // passed, no trade-path check has failed for MaxHealthAge, and a probe
-// succeeds. An endpoint whose gray failure ended by the wait is still
-// Status.TradePathUnproven until trade-path evidence comes: the caller keeps
-// checking the trade path, and one failure makes it DEGRADED again (not a
-// target, no failback), FailureThreshold of them a gray failure again.
+// succeeds. Until live traffic succeeds on it again, an endpoint that was gray
+// is Status.WatchTradePath: the caller keeps checking its trade path, also
+// while it is considered for failback, and one failure makes it DEGRADED
+// again (not a target, no failback), FailureThreshold of them a gray failure
+// again.
 
 type source int
 
@@ -157,7 +158,9 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 			es.lastTrafficSuccess = now
 			es.trafficOKSeq = m.seq
 			es.gray = false // the trade path works
-			es.tradePathDue = false
+			if src == srcTraffic {
+				es.tradePathDue = false // it carries orders again
+			}
 			if es.slow {
 				es.consecSucc = 0
 			} else {
@@ -335,7 +338,7 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 		st.GrayWaitUntil = m.grayUntilLocked(es)
 	}
 	st.GrayFailures = es.grayCount
-	st.TradePathUnproven = es.tradePathDue && !es.gray
+	st.WatchTradePath = es.tradePathDue
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
 }

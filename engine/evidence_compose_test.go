@@ -93,7 +93,7 @@ func TestGrayFailureNeedsTradePathEvenWhenTheProbeFailsToo(t *testing.T) {
 	if st.GrayFailure || st.State != engine.Healthy {
 		t.Fatalf("after the gray wait: %+v", st)
 	}
-	if !st.TradePathUnproven {
+	if !st.WatchTradePath {
 		t.Fatalf("ended by the wait, not by trade-path evidence: the trade path must still be checked: %+v", st)
 	}
 	// A trade-path failure while it is considered for failback keeps it out.
@@ -102,8 +102,11 @@ func TestGrayFailureNeedsTradePathEvenWhenTheProbeFailsToo(t *testing.T) {
 		t.Fatalf("a failing trade-path check after the wait: %+v", st)
 	}
 	st, _ = m.ObserveTradePath("eu", nil)
-	if st.TradePathUnproven || st.State != engine.Healthy {
-		t.Fatalf("after trade-path evidence: %+v", st)
+	if !st.WatchTradePath || st.State != engine.Healthy {
+		t.Fatalf("after trade-path evidence: healthy, and still watched until it carries orders: %+v", st)
+	}
+	if st := mustTraffic(t, m, "eu", nil); st.WatchTradePath {
+		t.Fatalf("after live traffic succeeded: %+v", st)
 	}
 }
 

@@ -74,11 +74,13 @@ type Status struct {
 	GrayWaitUntil time.Time
 	// GrayFailures counts the times it was taken out that way.
 	GrayFailures int
-	// TradePathUnproven: it was in a gray failure that ended by the wait, and
-	// no trade-path evidence (ObserveTradePath or live traffic succeeding) has
-	// come since. The caller should keep checking the trade path: a failure
-	// keeps it out (DEGRADED, then a gray failure again).
-	TradePathUnproven bool
+	// WatchTradePath: it is, or was, in a gray failure, and no live traffic
+	// has succeeded on it since (a trade-path success ends the gray failure,
+	// not the watch). The caller should keep checking its trade path every
+	// round, including while it is considered for failback: a failed check
+	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
+	// a gray failure again.
+	WatchTradePath bool
 	// Bounces counts failovers away from it within Config.BounceWindow of a
 	// failback to it, within Config.FlapWindow.
 	Bounces int
@@ -143,7 +145,7 @@ type endpointState struct {
 	// ordering of evidence (Manager.seq at the record): the first probe
 	// failure of the current run, the last live-traffic success and failure
 	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
-	// tradePathDue: a gray failure began and no trade-path evidence came since
+	// tradePathDue: a gray failure began and no live traffic succeeded since
 	tradePathDue       bool
 	lastTrafficResult  time.Time
 	lastTrafficSuccess time.Time
