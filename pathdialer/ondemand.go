@@ -29,20 +29,6 @@ import (
 // ProbeTimeout (plus one IdentityTimeout when identities are checked) longer
 // when a candidate's evidence was stale.
 
-func (p *Path) setProbeStart(name string, t time.Time) {
-	p.adm.mu.Lock()
-	p.adm.init()
-	p.adm.probeStart[name] = t
-	p.adm.mu.Unlock()
-}
-
-func (p *Path) probeStart(name string) time.Time {
-	p.adm.mu.Lock()
-	defer p.adm.mu.Unlock()
-	p.adm.init()
-	return p.adm.probeStart[name]
-}
-
 // evaluate runs the engine's failover (or failback) evaluation; when the
 // decision names candidates excluded only by stale evidence, it refreshes them
 // at once and evaluates again. A NoTargetAvailable on stale evidence holds the
@@ -129,7 +115,9 @@ func (p *Path) refresh(ctx context.Context, names []string) []string {
 				defer inner.Done()
 				p.probeOne(ctx, rt, true)
 			}()
-			if p.needsIdentityCheck(name) {
+			recheck := p.needsIdentityCheck(name)
+			since := time.Now()
+			if recheck {
 				inner.Add(1)
 				go func() {
 					defer inner.Done()
@@ -137,7 +125,7 @@ func (p *Path) refresh(ctx context.Context, names []string) []string {
 				}()
 			}
 			inner.Wait()
-			found[i] = p.describeFresh(name)
+			found[i] = p.describeFresh(name, recheck, since)
 		}()
 	}
 	wg.Wait()
@@ -161,8 +149,12 @@ func (p *Path) needsIdentityCheck(name string) bool {
 	return age > 0 && time.Since(st.VerifiedAt) >= age
 }
 
-// describeFresh says what the engine knows about name after a refresh.
-func (p *Path) describeFresh(name string) string {
+// describeFresh says what the engine knows about name after a refresh that
+// began at since; recheck says whether that refresh re-checked its identity.
+// A re-check that did not verify it (it failed, timed out, or found another
+// account) is named as such: an older verification no longer vouches for a
+// switch to it.
+func (p *Path) describeFresh(name string, recheck bool, since time.Time) string {
 	st, ok := p.eng.Status(name)
 	if !ok {
 		return name + ": unknown"
@@ -171,10 +163,21 @@ func (p *Path) describeFresh(name string) string {
 	if st.LastProbeError != nil {
 		s += fmt.Sprintf(" (%v)", st.LastProbeError)
 	}
+	reverified := true
 	if p.cfg.Identity != nil {
 		switch {
 		case st.IdentityMismatch:
 			s += fmt.Sprintf(", identity mismatch: %v", st.IdentityError)
+		case recheck && (!st.Verified || st.VerifiedAt.Before(since)):
+			reverified = false
+			if st.IdentityError != nil {
+				s += fmt.Sprintf(", identity re-check failed: %v", st.IdentityError)
+			} else {
+				s += ", identity re-check gave no answer"
+			}
+			if st.Verified {
+				s += fmt.Sprintf(" (last verified %v ago; a switch needs a verification younger than %v)", time.Since(st.VerifiedAt).Round(time.Millisecond), p.cfg.Engine.SwitchVerificationAge)
+			}
 		case st.Verified:
 			s += ", identity verified"
 		case st.IdentityError != nil:
@@ -183,9 +186,12 @@ func (p *Path) describeFresh(name string) string {
 			s += ", identity not verified"
 		}
 	}
-	if st.Eligible {
+	switch {
+	case st.Eligible && !reverified:
+		s += ", not a switch target"
+	case st.Eligible:
 		s += ", eligible"
-	} else {
+	default:
 		s += ", not eligible"
 	}
 	return s
