@@ -18,7 +18,12 @@ import (
 // under the hold (orders wait, they are not refused yet), bounded by
 // ProbeTimeout and IdentityTimeout, and evaluates again. It halts only if the
 // fresh evidence still leaves nowhere to go; the decision's notes and an
-// EventOnDemand say which happened.
+// EventOnDemand say which happened, including an identity re-check that
+// failed or timed out (the candidate is then not a switch target, whatever an
+// older verification said). A candidate whose probe is already running (a
+// round's) is not probed twice: the on-demand probe waits until that probe's
+// result is recorded, and probes afresh when it will not be (the probe was cut
+// by Start's context).
 //
 // Sizing (the defaults follow it): ProbeTimeout well above the slowest healthy
 // probe under load (a fresh TLS handshake on a busy 2-core host takes
