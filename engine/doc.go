@@ -47,12 +47,22 @@
 //   - Probe evidence ([Manager.Probe], [Manager.Observe]) and live-traffic evidence
 //     ([Manager.ObserveTraffic], [Manager.ObserveTradePath]) are counted apart: a
 //     probe success never resets failed orders, an order success never cancels
-//     failed probes. Either count at the threshold makes the endpoint Down. A probe
-//     that never succeeded, or fails while live traffic succeeds, is reported as
-//     Status.BrokenProbe.
+//     failed probes. Either count at the threshold makes the endpoint Down, with
+//     one exception: a probe failing while live traffic vouches for the endpoint
+//     (traffic succeeded since the probe began failing, none failed since, the
+//     last success younger than Config.MaxHealthAge) is a broken probe
+//     (Status.BrokenProbe): the endpoint is Degraded, not Down, and the active one
+//     keeps the flow. One failed order makes it Down (failover at once); traffic
+//     quiet for MaxHealthAge lets the probe count again. Orders failing while the
+//     probe fails is an outage, never a broken probe. A probe that never
+//     succeeded is reported as a broken probe too.
 //   - An endpoint taken Down by live traffic while its probe passed (a gray
-//     failure) is not brought back by probe successes: it needs trade-path evidence
-//     or a wait of Config.GrayFailbackWait per gray failure (bounded). Each bounce
+//     failure) is not brought back by probe results — successes, nor successes
+//     after failures: it needs trade-path evidence or a wait of
+//     Config.GrayFailbackWait per gray failure (bounded) with no trade-path
+//     failure within MaxHealthAge. Until live traffic succeeds on it again it is
+//     Status.WatchTradePath: the caller keeps checking its trade path, also while
+//     it is considered for failback, and a failure keeps it out again. Each bounce
 //     (a failover within Config.BounceWindow of a failback) multiplies the failback
 //     cooldown by Config.BounceFactor (bounded), and Config.FlapBounces bounces trip
 //     the flap limiter.

@@ -176,6 +176,14 @@ func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string
 		}
 		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (probe %d, live traffic %d; last: %v)", act.ep.Name, max(act.consecFail, act.trafficFail), act.consecFail, act.trafficFail, act.lastErr)
 	case Degraded:
+		if act.consecFail >= m.cfg.FailureThreshold && !m.trafficVouchesLocked(act, now) {
+			// DEGRADED only while live traffic vouched for it; it no longer
+			// does (quiet for MaxHealthAge): the probe counts again.
+			return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive probe failures (last: %v); live traffic no longer vouches for it (last success %v ago, max %v)", act.ep.Name, act.consecFail, act.lastErr, now.Sub(act.lastTrafficSuccess), m.cfg.MaxHealthAge)
+		}
+		if !act.slow && m.trafficVouchesLocked(act, now) {
+			return "" // a failing probe while orders succeed: the probe is suspect
+		}
 		if m.cfg.MaxDegradedDuration > 0 && now.Sub(act.lastResult) < m.cfg.MaxHealthAge {
 			if d := now.Sub(act.degradedSince); d >= m.cfg.MaxDegradedDuration {
 				return fmt.Sprintf("active endpoint %q DEGRADED for %v (limit %v): failover warranted", act.ep.Name, d, m.cfg.MaxDegradedDuration)
@@ -205,7 +213,9 @@ func (m *Manager) activeNotesLocked(act *endpointState, now time.Time) []string 
 	} else if age := now.Sub(act.lastResult); age >= m.cfg.MaxHealthAge {
 		notes = append(notes, fmt.Sprintf("health of active endpoint %q is stale: last result %v ago (max %v); the monitor may have stalled; not acting on staleness", act.ep.Name, age, m.cfg.MaxHealthAge))
 	}
-	if act.state == Degraded {
+	if note := m.brokenProbeNoteLocked(act, now); note != "" {
+		notes = append(notes, note)
+	} else if act.state == Degraded {
 		notes = append(notes, fmt.Sprintf("active endpoint %q is DEGRADED (%d of %d failures, last latency %v); no failover below the threshold", act.ep.Name, max(act.consecFail, act.trafficFail), m.cfg.FailureThreshold, act.lastLatency))
 		if m.cfg.MaxDegradedDuration > 0 {
 			notes = append(notes, fmt.Sprintf("DEGRADED for %v of the %v that warrant failover", now.Sub(act.degradedSince), m.cfg.MaxDegradedDuration))

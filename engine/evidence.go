@@ -18,18 +18,37 @@ import (
 // otherwise. A live-traffic success never clears probe failures, and a probe
 // success clears live-traffic failures only when the probe has shown it can
 // see them — it failed too, after the last failed order (an ordinary outage
-// that the orders noticed first) — or when they are stale: below the threshold
+// that the probe noticed first) — or when they are stale: below the threshold
 // and older than Config.MaxHealthAge (an endpoint that carries no traffic any
 // more would otherwise stay DEGRADED for ever).
 //
-// A gray failure is an endpoint taken DOWN by live traffic while its probe
-// passed (and the probe does not fail afterwards: a probe failure turns it
-// into an ordinary outage): the probe cannot see what breaks the orders, so
-// probe successes alone do not bring it back. It stays DOWN until trade-path evidence says it
-// works (ObserveTradePath or ObserveTraffic with a nil result), or, without
-// it, until Config.GrayFailbackWait times the number of gray failures of that
-// endpoint (at most Config.MaxGrayFailbackWait) has passed and a probe
-// succeeds.
+// What moves orders. Live traffic is the stronger evidence, in both
+// directions:
+//
+//   - Live traffic failing (FailureThreshold failures in a row) takes the
+//     endpoint DOWN whatever its probe says; the active endpoint then fails
+//     over at once.
+//   - A probe failing while live traffic on the endpoint succeeds is a broken
+//     probe (Status.BrokenProbe): as long as live traffic has succeeded since
+//     the probe began failing, no live traffic has failed since that success,
+//     and that success is younger than Config.MaxHealthAge, the endpoint is
+//     DEGRADED, not DOWN, and flow stays on it. One failed order ends this at
+//     once (DOWN, failover); so does traffic that goes quiet for MaxHealthAge
+//     (the probe counts again).
+//
+// What ends a gray failure. A gray failure is an endpoint taken DOWN by live
+// traffic while its probe passed: the probe cannot see what breaks the orders,
+// so probe results — successes, and failures too — neither end it nor turn it
+// into an ordinary outage that probe successes could end. It stays DOWN until
+// trade-path evidence says it works (ObserveTradePath or ObserveTraffic with a
+// nil result), or, without it, until Config.GrayFailbackWait times the number
+// of gray failures of that endpoint (at most Config.MaxGrayFailbackWait) has
+// passed, no trade-path check has failed for MaxHealthAge, and a probe
+// succeeds. Until live traffic succeeds on it again, an endpoint that was gray
+// is Status.WatchTradePath: the caller keeps checking its trade path, also
+// while it is considered for failback, and one failure makes it DEGRADED
+// again (not a target, no failback), FailureThreshold of them a gray failure
+// again.
 
 type source int
 
@@ -72,6 +91,7 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 	now := m.clock.Now()
 	prev := es.state
 	thr := m.cfg.FailureThreshold
+	m.seq++
 	es.lastResult = now
 	es.lastLatency = latency
 	if err != nil {
@@ -79,20 +99,20 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 		es.consecSucc = 0
 		if src == srcProbe {
 			es.probeResults++
+			if es.consecFail == 0 {
+				es.probeFailSeq = m.seq
+			}
 			es.consecFail++
 			es.lastProbeFailure = now
-			if es.gray && es.consecFail >= thr {
-				// The probe sees the failure after all (FailureThreshold
-				// failures in a row, not one late probe on a loaded host): an
-				// ordinary outage that live traffic noticed first, not a gray
-				// failure.
-				es.gray = false
-				es.grayCount--
-			}
+			// A gray failure stands whatever the probe says: the probe could
+			// not see it when it began, so its failures (a late probe on a
+			// loaded host, the region briefly dark) are no evidence about the
+			// trade path, and its successes after them none either.
 		} else {
 			es.trafficFail++
 			es.lastTrafficResult = now
 			es.lastTrafficFailure = now
+			es.trafficFailSeq = m.seq
 		}
 	} else {
 		es.lastSuccess = now
@@ -116,9 +136,7 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 				// so it cannot vouch for recovery. Without this the endpoint
 				// would stay DOWN for good (an inactive endpoint gets no
 				// traffic to clear it).
-				es.gray = true
-				es.graySince = now
-				es.grayCount++
+				m.beginGrayLocked(es, now)
 			}
 			if es.gray && !now.Before(m.grayUntilLocked(es)) && now.Sub(es.lastTrafficFailure) >= m.cfg.MaxHealthAge {
 				// Waited long enough without trade-path evidence, and no
@@ -138,7 +156,11 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 			es.trafficFail = 0
 			es.lastTrafficResult = now
 			es.lastTrafficSuccess = now
+			es.trafficOKSeq = m.seq
 			es.gray = false // the trade path works
+			if src == srcTraffic {
+				es.tradePathDue = false // it carries orders again
+			}
 			if es.slow {
 				es.consecSucc = 0
 			} else {
@@ -150,13 +172,11 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 		}
 	}
 	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
-		es.gray = true
-		es.graySince = now
-		es.grayCount++
+		m.beginGrayLocked(es, now)
 	}
 	fails := max(es.consecFail, es.trafficFail)
 	switch {
-	case es.gray || fails >= thr:
+	case es.gray || fails >= thr && !m.trafficVouchesLocked(es, now):
 		es.state = Down
 	case fails > 0 || es.slow:
 		es.state = Degraded
@@ -171,6 +191,24 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 	}
 }
 
+func (m *Manager) beginGrayLocked(es *endpointState, now time.Time) {
+	es.gray = true
+	es.graySince = now
+	es.grayCount++
+	es.tradePathDue = true
+}
+
+// trafficVouchesLocked: the probe of es is failing, but live traffic on es has
+// succeeded since the probe began failing, no live traffic (or trade-path
+// check) has failed since that success, and that success is younger than
+// MaxHealthAge. The probe, not the endpoint, is then the suspect: its failures
+// alone do not take es DOWN.
+func (m *Manager) trafficVouchesLocked(es *endpointState, now time.Time) bool {
+	return es.consecFail > 0 && es.trafficFail == 0 && !es.gray &&
+		es.trafficOKSeq > es.probeFailSeq && es.trafficOKSeq > es.trafficFailSeq &&
+		now.Sub(es.lastTrafficSuccess) < m.cfg.MaxHealthAge
+}
+
 // grayUntilLocked: when a gray failure ends without trade-path evidence.
 func (m *Manager) grayUntilLocked(es *endpointState) time.Time {
 	w := m.cfg.GrayFailbackWait * time.Duration(max(es.grayCount, 1))
@@ -180,8 +218,10 @@ func (m *Manager) grayUntilLocked(es *endpointState) time.Time {
 	return es.graySince.Add(w)
 }
 
-// brokenProbeLocked: the probe fails (or never succeeded) while live traffic
-// on the endpoint succeeds.
+// brokenProbeLocked: the probe never succeeded, or it fails
+// (FailureThreshold times in a row) while live traffic vouches for the
+// endpoint (trafficVouchesLocked). Orders failing too is an outage, not a
+// broken probe.
 func (m *Manager) brokenProbeLocked(es *endpointState, now time.Time) bool {
 	thr := m.cfg.FailureThreshold
 	if es.probeResults < thr {
@@ -190,7 +230,17 @@ func (m *Manager) brokenProbeLocked(es *endpointState, now time.Time) bool {
 	if !es.probeOK {
 		return true
 	}
-	return es.consecFail >= thr && es.lastTrafficSuccess.After(es.lastProbeSuccess) && now.Sub(es.lastTrafficSuccess) < m.cfg.MaxHealthAge
+	return es.consecFail >= thr && m.trafficVouchesLocked(es, now)
+}
+
+// brokenProbeNoteLocked explains why a failing probe does not move flow off
+// the active endpoint ("" when it does not apply).
+func (m *Manager) brokenProbeNoteLocked(es *endpointState, now time.Time) string {
+	if es.consecFail == 0 || !m.trafficVouchesLocked(es, now) {
+		return ""
+	}
+	return fmt.Sprintf("the probe of %q fails (%d in a row, last: %v) while live traffic on it succeeds (last %v ago, none failed since): the probe, not the endpoint, is suspect; flow stays until an order fails or traffic is quiet for %v",
+		es.ep.Name, es.consecFail, es.lastErr, now.Sub(es.lastTrafficSuccess), m.cfg.MaxHealthAge)
 }
 
 // noteSwitchLocked counts bounces: a failover away from an endpoint within
@@ -288,6 +338,7 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 		st.GrayWaitUntil = m.grayUntilLocked(es)
 	}
 	st.GrayFailures = es.grayCount
+	st.WatchTradePath = es.tradePathDue
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
 }

@@ -25,7 +25,8 @@ func mustTraffic(t testing.TB, m *engine.Manager, name string, err error) engine
 
 // Probe and live-traffic evidence are counted apart: a probe success between two
 // failed orders does not reset the order failures (DOWN at the second failed
-// order, FailureThreshold 2), and order successes do not cancel probe failures.
+// order, FailureThreshold 2), and order successes do not cancel probe failures
+// (they are counted; the probe is reported broken).
 func TestEvidenceKeptApart(t *testing.T) {
 	m, clk, pt := fixture(t, nil, epEU, epUS)
 	mustProbe(t, m, "eu")
@@ -43,8 +44,11 @@ func TestEvidenceKeptApart(t *testing.T) {
 	mustProbe(t, m, "us")
 	mustTraffic(t, m, "us", nil)
 	st = mustProbe(t, m, "us")
-	if st.State != engine.Down || st.ProbeFailures != 2 {
+	if st.State == engine.Healthy || st.ProbeFailures != 2 {
 		t.Fatalf("order successes cancelled probe failures: %v, probe %d", st.State, st.ProbeFailures)
+	}
+	if st.State != engine.Degraded {
+		t.Fatalf("a probe failing while orders succeed: %v, want DEGRADED (the probe is suspect)", st.State)
 	}
 	if !st.BrokenProbe || st.ProbeNeverSucceeded {
 		t.Fatalf("a probe failing while live traffic succeeds: broken %v, never %v", st.BrokenProbe, st.ProbeNeverSucceeded)
@@ -458,37 +462,10 @@ func TestBounceRulesProperty(t *testing.T) {
 	})
 }
 
-// An ordinary outage that live traffic notices before the next probe round is
-// not a gray failure once the probe fails too: the probe's later success brings
-// the endpoint back.
-func TestOutageNoticedFirstByTrafficIsNotGray(t *testing.T) {
-	m, clk, pt := fixture(t, nil, epEU, epUS)
-	mustProbe(t, m, "eu")
-	mustTraffic(t, m, "eu", errOrder)
-	if st := mustTraffic(t, m, "eu", errOrder); !st.GrayFailure {
-		t.Fatalf("provisionally gray: %+v", st)
-	}
-	clk.Advance(100 * time.Millisecond)
-	pt.fail("eu", errRefused)
-	// FailureThreshold probe failures in a row: the probe sees the outage (one
-	// late probe alone would not be enough, TestGrayFailureSurvivesOneLateProbe).
-	for range m.Config().FailureThreshold - 1 {
-		mustProbe(t, m, "eu")
-	}
-	if st := mustProbe(t, m, "eu"); st.GrayFailure || st.GrayFailures != 0 || st.State != engine.Down {
-		t.Fatalf("after the probe failed too: %+v", st)
-	}
-	clk.Advance(time.Second)
-	pt.heal("eu")
-	if st := mustProbe(t, m, "eu"); st.State != engine.Healthy || st.TrafficFailures != 0 {
-		t.Fatalf("the probe's success after the outage: %v, traffic failures %d", st.State, st.TrafficFailures)
-	}
-}
-
-// One late probe during a gray failure (below FailureThreshold) is not the
-// probe seeing the outage: the gray failure stands, and probe successes after
-// it do not bring the endpoint back. FailureThreshold failures in a row do
-// turn it into an ordinary outage.
+// A late probe during a gray failure is not the probe seeing the outage: the
+// gray failure stands, and probe successes after it do not bring the endpoint
+// back. FailureThreshold failures in a row do not change that either
+// (TestGrayFailureSurvivesProbeBlip).
 func TestGrayFailureSurvivesOneLateProbe(t *testing.T) {
 	m, _, pt := fixture(t, func(c *engine.Config) {
 		c.GrayFailbackWait = time.Hour
@@ -512,8 +489,8 @@ func TestGrayFailureSurvivesOneLateProbe(t *testing.T) {
 	}
 	pt.fail("eu", errRefused)
 	mustProbe(t, m, "eu")
-	if st := mustProbe(t, m, "eu"); st.GrayFailure || st.State != engine.Down {
-		t.Fatalf("FailureThreshold probe failures: want an ordinary outage, got %+v", st)
+	if st := mustProbe(t, m, "eu"); !st.GrayFailure || st.State != engine.Down {
+		t.Fatalf("FailureThreshold probe failures ended the gray failure: %+v", st)
 	}
 }
 

@@ -56,19 +56,31 @@ type Status struct {
 	LastTrafficSuccess time.Time
 	// ProbeNeverSucceeded: probe results were recorded, none a success.
 	ProbeNeverSucceeded bool
-	// BrokenProbe: the probe is failing (or has never succeeded) while live
-	// traffic on the endpoint succeeds: the probe, not the endpoint, is
-	// suspect. Reported, never acted on by itself.
+	// BrokenProbe: the probe has never succeeded, or it fails
+	// (FailureThreshold times in a row) while live traffic vouches for the
+	// endpoint: live traffic succeeded since the probe began failing, none
+	// failed since, and the last success is younger than MaxHealthAge. The
+	// probe, not the endpoint, is suspect: while traffic vouches, the
+	// endpoint is DEGRADED rather than DOWN and the active one keeps the flow.
+	// Orders failing too is an outage, never a broken probe.
 	BrokenProbe bool
 	// GrayFailure: taken DOWN by live-traffic evidence while its probe passed.
 	// It comes back only on trade-path evidence (ObserveTradePath or live
-	// traffic succeeding) or after GrayWaitUntil.
+	// traffic succeeding) or after GrayWaitUntil; probe results, failures
+	// included, neither end it nor shorten it.
 	GrayFailure bool
 	// GrayWaitUntil is when a GrayFailure ends without trade-path evidence
 	// (at the first probe success from then on). Zero when not GrayFailure.
 	GrayWaitUntil time.Time
 	// GrayFailures counts the times it was taken out that way.
 	GrayFailures int
+	// WatchTradePath: it is, or was, in a gray failure, and no live traffic
+	// has succeeded on it since (a trade-path success ends the gray failure,
+	// not the watch). The caller should keep checking its trade path every
+	// round, including while it is considered for failback: a failed check
+	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
+	// a gray failure again.
+	WatchTradePath bool
 	// Bounces counts failovers away from it within Config.BounceWindow of a
 	// failback to it, within Config.FlapWindow.
 	Bounces int
@@ -129,7 +141,12 @@ type endpointState struct {
 	verifiedAt   time.Time
 	jurisdiction string
 	// evidence kept apart (see evidence.go)
-	trafficFail        int
+	trafficFail int
+	// ordering of evidence (Manager.seq at the record): the first probe
+	// failure of the current run, the last live-traffic success and failure
+	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
+	// tradePathDue: a gray failure began and no live traffic succeeded since
+	tradePathDue       bool
 	lastTrafficResult  time.Time
 	lastTrafficSuccess time.Time
 	lastTrafficFailure time.Time
@@ -158,6 +175,7 @@ type Manager struct {
 	primary    *endpointState
 	active     *endpointState
 	gen        uint64
+	seq        uint64 // results recorded so far: orders evidence (evidence.go)
 	lastSwitch time.Time
 	switched   bool
 	switches   []time.Time // switch times inside the flap window, oldest first

@@ -33,7 +33,7 @@ type endpointRT struct {
 	trafficDown atomic.Bool
 	lastOK      atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
 
-	probing chan struct{} // non-nil while a probe goroutine of this endpoint runs
+	probing *probeRun // the probe of this endpoint in progress, nil when none (monitor.go)
 }
 
 // Conn is a connection handed out by the Path: tracked under its endpoint so the

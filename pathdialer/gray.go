@@ -9,16 +9,35 @@ import (
 	"github.com/brokerpath/brokerpath/engine"
 )
 
-// Gray failures and broken probes. Probe results and live-traffic results
-// (Report) are counted apart by the engine (engine.Status.ProbeFailures and
-// TrafficFailures), so an order success never cancels probe failures and a
-// probe success never resets the count of failed orders. An endpoint taken
-// DOWN by live traffic while its probe passed is a gray failure: it comes back
-// on trade-path evidence (Config.TradePathCheck, run every probe round on such
-// an endpoint), or after engine.Config.GrayFailbackWait times the number of its
-// gray failures. A probe that has never succeeded, or fails while live traffic
-// succeeds, is reported as a broken probe (EventBrokenProbe,
-// EndpointSnapshot.BrokenProbe), not as the endpoint's health flapping.
+// Evidence rules: what moves orders, what ends a gray failure, what a broken
+// probe does. Probe results and live-traffic results (Report) are counted
+// apart by the engine (engine.Status.ProbeFailures and TrafficFailures), so an
+// order success never cancels probe failures and a probe success never resets
+// the count of failed orders.
+//
+//   - Live traffic failing moves orders: Engine.FailureThreshold failed orders
+//     in a row take the endpoint DOWN whatever its probe says, and the active
+//     endpoint fails over at once (the Report that makes it DOWN triggers the
+//     evaluation).
+//   - A probe failing while orders succeed does not move orders: while live
+//     traffic on the endpoint has succeeded since its probe began failing, none
+//     has failed since, and the last success is younger than
+//     Engine.MaxHealthAge, the probe is the suspect (EventBrokenProbe,
+//     EndpointSnapshot.BrokenProbe) and the endpoint is DEGRADED, not DOWN: no
+//     failover. One failed order ends that at once (DOWN, failover); traffic
+//     that goes quiet for MaxHealthAge lets the probe count again (failover at
+//     the next probe round). Orders and probe failing together is an outage,
+//     never a broken probe. A probe that has never succeeded is reported as
+//     broken too (check its address and credentials).
+//   - A gray failure — DOWN on live traffic while the probe passed — ends only
+//     on trade-path evidence (Config.TradePathCheck succeeding, or live traffic
+//     succeeding) or after engine.Config.GrayFailbackWait times the number of its
+//     gray failures with no failed trade-path check within MaxHealthAge. Probe
+//     results end nothing: a probe blip (failures, then successes) during a gray
+//     failure leaves it standing. TradePathCheck runs every probe round on an
+//     endpoint that is or was gray, until live traffic succeeds on it again —
+//     also while it is considered for failback: a failed check makes it
+//     DEGRADED (no failback), FailureThreshold of them a gray failure again.
 
 // record routes one result to the engine: probes as probe evidence, passive
 // reports as live-traffic evidence.
@@ -30,14 +49,15 @@ func (p *Path) record(endpoint string, err error, latency time.Duration, passive
 }
 
 // tradePathChecks runs Config.TradePathCheck, concurrently and bounded by
-// ProbeTimeout, on every endpoint in a gray failure.
+// ProbeTimeout, on every endpoint in a gray failure, or that was in one and
+// has not carried a successful order since (engine.Status.WatchTradePath).
 func (p *Path) tradePathChecks(ctx context.Context) {
 	if p.cfg.TradePathCheck == nil {
 		return
 	}
 	var wg sync.WaitGroup
 	for _, st := range p.eng.Statuses() {
-		if !st.GrayFailure {
+		if !st.GrayFailure && !st.WatchTradePath {
 			continue
 		}
 		rt := p.eps[st.Endpoint.Name]
@@ -90,7 +110,7 @@ func (p *Path) noteEvidence() {
 		p.adm.mu.Unlock()
 		switch {
 		case st.BrokenProbe && !wasBroken:
-			cause := fmt.Sprintf("the probe of %q fails while live traffic on it succeeds (%d probe failures; last traffic success %v ago): the probe, not the endpoint, is suspect; last probe error: %v",
+			cause := fmt.Sprintf("the probe of %q fails while live traffic on it succeeds (%d probe failures; last traffic success %v ago, no traffic failure since): the probe, not the endpoint, is suspect; flow stays on it until an order fails or traffic is quiet for Engine.MaxHealthAge; last probe error: %v",
 				name, st.ProbeFailures, time.Since(st.LastTrafficSuccess).Round(time.Millisecond), st.LastProbeError)
 			if st.ProbeNeverSucceeded {
 				cause = fmt.Sprintf("the probe of %q has never succeeded (%d failures in a row): check its address and credentials; last error: %v", name, st.ProbeFailures, st.LastProbeError)
@@ -106,7 +126,7 @@ func (p *Path) noteEvidence() {
 				how = "TradePathCheck runs every probe round; without a success it waits"
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Generation: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
-				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe successes alone do not bring it back; %s until %s (%v)",
+				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe results do not bring it back; %s until %s (%v)",
 				name, st.GrayFailures, how, st.GrayWaitUntil.Format(time.RFC3339), time.Until(st.GrayWaitUntil).Round(time.Second))})
 		case !st.GrayFailure && wasGray:
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Generation: gen, Cause: fmt.Sprintf("%q is back from its gray failure (%v)", name, st.State)})
@@ -123,7 +143,10 @@ type EndpointEvidence struct {
 	ProbeFailures   int `json:"probe_failures"`
 	TrafficFailures int `json:"traffic_failures"`
 	// BrokenProbe: the probe has never succeeded, or fails while live traffic
-	// succeeds. ProbeNeverSucceeded says which.
+	// vouches for the endpoint (it succeeded since the probe began failing,
+	// none failed since, the last success younger than Engine.MaxHealthAge):
+	// the endpoint is then DEGRADED, not DOWN, and keeps the flow.
+	// ProbeNeverSucceeded says which.
 	BrokenProbe         bool `json:"broken_probe"`
 	ProbeNeverSucceeded bool `json:"probe_never_succeeded"`
 	// GrayFailure: DOWN on live-traffic evidence while its probe passed; it
@@ -131,6 +154,9 @@ type EndpointEvidence struct {
 	GrayFailure   bool      `json:"gray_failure"`
 	GrayWaitUntil time.Time `json:"gray_wait_until"`
 	GrayFailures  int       `json:"gray_failures"`
+	// WatchTradePath: it is or was in a gray failure and no order has
+	// succeeded on it since: TradePathCheck runs on it every probe round.
+	WatchTradePath bool `json:"watch_trade_path"`
 	// Bounces: failovers within engine.Config.BounceWindow of a failback to
 	// it; FailbackCooldown the cooldown they set for a failback to it.
 	Bounces          int           `json:"bounces"`
@@ -147,7 +173,8 @@ func evidenceOf(st engine.Status) EndpointEvidence {
 		ProbeFailures: st.ProbeFailures, TrafficFailures: st.TrafficFailures,
 		BrokenProbe: st.BrokenProbe, ProbeNeverSucceeded: st.ProbeNeverSucceeded,
 		GrayFailure: st.GrayFailure, GrayWaitUntil: st.GrayWaitUntil, GrayFailures: st.GrayFailures,
-		Bounces: st.Bounces, FailbackCooldown: st.FailbackCooldown,
+		WatchTradePath: st.WatchTradePath,
+		Bounces:        st.Bounces, FailbackCooldown: st.FailbackCooldown,
 		VerificationExpired: st.VerificationExpired, EngineJurisdiction: st.Jurisdiction,
 	}
 }

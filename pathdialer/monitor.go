@@ -40,11 +40,28 @@ type probeResult struct {
 	latency time.Duration
 }
 
+// probeRun is one probe of an endpoint in progress: a goroutine that calls
+// Config.Probe, and the probeOne that started it (its owner), which records
+// the result, or a timeout, or nothing when its context ended (the Path is
+// closing, or Start's context ended). endpointRT.probing points to it while
+// its goroutine runs, unless the owner dropped it: a probe whose result will
+// not be recorded holds the endpoint for no one.
+type probeRun struct {
+	started time.Time
+	// settled is closed once the owner recorded the result (or a timeout) or
+	// dropped it; recorded, written before, says which.
+	settled  chan struct{}
+	recorded bool
+}
+
 // probeOne probes rt once, bounded by ProbeTimeout, and records the result. A
-// round's probe starts after its jitter, and counts a probe of rt still running
-// from before as timed out; an on-demand probe starts at once, and when a probe
-// of rt is already running it waits for that one (at most ProbeTimeout)
-// instead of starting another.
+// round's probe starts after its jitter; an on-demand probe starts at once.
+// When a probe of rt is already in progress, probeOne does not start another:
+// it waits until that probe's result is recorded (not merely returned), so
+// that whatever the caller does next sees it; when that probe ends without a
+// recorded result (its owner's context ended), probeOne probes afresh. A
+// round that finds a probe of rt still running past its ProbeTimeout (it
+// ignores its context) counts rt as timed out again.
 func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 	if j := p.cfg.ProbeJitter; j > 0 && !onDemand {
 		t := time.NewTimer(rand.N(j))
@@ -55,47 +72,51 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 			return
 		}
 	}
-	if ctx.Err() != nil {
-		return
+	for ctx.Err() == nil {
+		rt.mu.Lock()
+		run := rt.probing
+		if run == nil {
+			run = &probeRun{started: time.Now(), settled: make(chan struct{})}
+			rt.probing = run
+			rt.mu.Unlock()
+			p.runProbe(ctx, rt, run)
+			return
+		}
+		rt.mu.Unlock()
+		if !onDemand && time.Since(run.started) >= p.cfg.ProbeTimeout {
+			p.observe(rt.ep.Name, fmt.Errorf("%w: the previous probe of %q has not returned yet (it ignores its context): %w", ErrProbeTimeout, rt.ep.Name, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
+			return
+		}
+		// Its owner settles it by its own ProbeTimeout at the latest.
+		select {
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}
+		// It will not be recorded: probe afresh (its owner freed the slot).
 	}
+}
+
+// runProbe runs run, the probe of rt that this call owns, and records its
+// result, or a timeout at ProbeTimeout (the probe ignores its context: its late
+// result is discarded), or nothing when ctx ends first.
+func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
-	done := make(chan probeResult, 1)
-	// Claim the endpoint's probe slot, or find the probe that holds it.
-	rt.mu.Lock()
-	running := rt.probing
-	var started time.Time
-	if running == nil {
-		rt.probing = make(chan struct{})
-		p.setProbeStart(rt.ep.Name, time.Now())
-	} else {
-		started = p.probeStart(rt.ep.Name)
-	}
-	mine := rt.probing
-	rt.mu.Unlock()
-	if running != nil {
-		// A probe of rt is running. Within its ProbeTimeout (an on-demand probe,
-		// or one of another round), wait for it and take its result; past it
-		// (it ignores its context), a round counts it as timed out again.
-		left := p.cfg.ProbeTimeout - time.Since(started)
-		if onDemand || left > 0 {
-			t := time.NewTimer(max(left, 0))
-			defer t.Stop()
-			select {
-			case <-running:
-				return
-			case <-t.C:
-			case <-ctx.Done():
-				return
-			}
-			if onDemand {
-				return
-			}
+	recorded := false
+	defer func() {
+		rt.mu.Lock()
+		if !recorded && rt.probing == run {
+			rt.probing = nil
 		}
-		p.observe(rt.ep.Name, fmt.Errorf("%w: the previous probe of %q has not returned yet (it ignores its context): %w", ErrProbeTimeout, rt.ep.Name, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
-		return
-	}
-	running = mine
+		run.recorded = recorded
+		close(run.settled)
+		rt.mu.Unlock()
+	}()
+	done := make(chan probeResult, 1)
 	p.probeWG.Add(1)
 	go func() {
 		defer p.probeWG.Done()
@@ -103,12 +124,13 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 		err := callProbe(pctx, p.cfg.Probe, rt.ep)
 		lat := time.Since(start)
 		// The slot is free before the result is delivered: a probe of rt
-		// started once this one's result is known is a new probe, not a wait
-		// for this one.
+		// started from now on is a new probe. One that started waiting before
+		// waits for this result to be recorded (run.settled).
 		rt.mu.Lock()
-		rt.probing = nil
+		if rt.probing == run {
+			rt.probing = nil
+		}
 		rt.mu.Unlock()
-		close(running)
 		done <- probeResult{err: err, latency: lat}
 	}()
 	timer := time.NewTimer(p.cfg.ProbeTimeout)
@@ -130,11 +152,13 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 			r.err = fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, r.err)
 		}
 		p.observe(rt.ep.Name, r.err, r.latency, false)
+		recorded = true
 	case <-timer.C:
 		// The probe ignores its context: count the timeout now; its late result
 		// will be discarded.
 		if ctx.Err() == nil {
 			p.observe(rt.ep.Name, fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
+			recorded = true
 		}
 	case <-ctx.Done():
 	}

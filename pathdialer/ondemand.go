@@ -18,7 +18,12 @@ import (
 // under the hold (orders wait, they are not refused yet), bounded by
 // ProbeTimeout and IdentityTimeout, and evaluates again. It halts only if the
 // fresh evidence still leaves nowhere to go; the decision's notes and an
-// EventOnDemand say which happened.
+// EventOnDemand say which happened, including an identity re-check that
+// failed or timed out (the candidate is then not a switch target, whatever an
+// older verification said). A candidate whose probe is already running (a
+// round's) is not probed twice: the on-demand probe waits until that probe's
+// result is recorded, and probes afresh when it will not be (the probe was cut
+// by Start's context).
 //
 // Sizing (the defaults follow it): ProbeTimeout well above the slowest healthy
 // probe under load (a fresh TLS handshake on a busy 2-core host takes
@@ -28,20 +33,6 @@ import (
 // stale; the on-demand probe covers the rest. A failover then waits at most one
 // ProbeTimeout (plus one IdentityTimeout when identities are checked) longer
 // when a candidate's evidence was stale.
-
-func (p *Path) setProbeStart(name string, t time.Time) {
-	p.adm.mu.Lock()
-	p.adm.init()
-	p.adm.probeStart[name] = t
-	p.adm.mu.Unlock()
-}
-
-func (p *Path) probeStart(name string) time.Time {
-	p.adm.mu.Lock()
-	defer p.adm.mu.Unlock()
-	p.adm.init()
-	return p.adm.probeStart[name]
-}
 
 // evaluate runs the engine's failover (or failback) evaluation; when the
 // decision names candidates excluded only by stale evidence, it refreshes them
@@ -130,7 +121,9 @@ func (p *Path) refresh(ctx context.Context, names []string) []string {
 				defer inner.Done()
 				p.probeOne(ctx, rt, true)
 			}()
-			if p.needsIdentityCheck(name) {
+			recheck := p.needsIdentityCheck(name)
+			since := time.Now()
+			if recheck {
 				inner.Add(1)
 				go func() {
 					defer inner.Done()
@@ -138,7 +131,7 @@ func (p *Path) refresh(ctx context.Context, names []string) []string {
 				}()
 			}
 			inner.Wait()
-			found[i] = p.describeFresh(name)
+			found[i] = p.describeFresh(name, recheck, since)
 		}()
 	}
 	wg.Wait()
@@ -162,8 +155,12 @@ func (p *Path) needsIdentityCheck(name string) bool {
 	return age > 0 && time.Since(st.VerifiedAt) >= age
 }
 
-// describeFresh says what the engine knows about name after a refresh.
-func (p *Path) describeFresh(name string) string {
+// describeFresh says what the engine knows about name after a refresh that
+// began at since; recheck says whether that refresh re-checked its identity.
+// A re-check that did not verify it (it failed, timed out, or found another
+// account) is named as such: an older verification no longer vouches for a
+// switch to it.
+func (p *Path) describeFresh(name string, recheck bool, since time.Time) string {
 	st, ok := p.eng.Status(name)
 	if !ok {
 		return name + ": unknown"
@@ -172,10 +169,21 @@ func (p *Path) describeFresh(name string) string {
 	if st.LastProbeError != nil {
 		s += fmt.Sprintf(" (%v)", st.LastProbeError)
 	}
+	reverified := true
 	if p.cfg.Identity != nil {
 		switch {
 		case st.IdentityMismatch:
 			s += fmt.Sprintf(", identity mismatch: %v", st.IdentityError)
+		case recheck && (!st.Verified || st.VerifiedAt.Before(since)):
+			reverified = false
+			if st.IdentityError != nil {
+				s += fmt.Sprintf(", identity re-check failed: %v", st.IdentityError)
+			} else {
+				s += ", identity re-check gave no answer"
+			}
+			if st.Verified {
+				s += fmt.Sprintf(" (last verified %v ago; a switch needs a verification younger than %v)", time.Since(st.VerifiedAt).Round(time.Millisecond), p.cfg.Engine.SwitchVerificationAge)
+			}
 		case st.Verified:
 			s += ", identity verified"
 		case st.IdentityError != nil:
@@ -184,9 +192,12 @@ func (p *Path) describeFresh(name string) string {
 			s += ", identity not verified"
 		}
 	}
-	if st.Eligible {
+	switch {
+	case st.Eligible && !reverified:
+		s += ", not a switch target"
+	case st.Eligible:
 		s += ", eligible"
-	} else {
+	default:
 		s += ", not eligible"
 	}
 	return s
