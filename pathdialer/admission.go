@@ -136,6 +136,24 @@ func (c Config) validateAdmission() error {
 	return nil
 }
 
+// engineVerdict filters the engine's Validate for a Path. A jurisdiction rule
+// no backup satisfies is meaningful with DegradedReads: an outage of the
+// primary halts orders (none crosses the border) while reads go to a backup
+// outside the rule. Without DegradedReads it is refused, saying so.
+func (c Config) engineVerdict(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrNoAllowedBackup) && c.DegradedReads:
+		return nil
+	case errors.Is(err, engine.ErrNoAllowedBackup):
+		return fmt.Errorf("%w: Endpoints: %w; with DegradedReads set this configuration is meaningful (an outage of the primary halts orders while reads go to a healthy backup outside the rule)", ErrInvalidConfig, err)
+	case errors.Is(err, engine.ErrNoPrimary):
+		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, err)
+	}
+	return fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+}
+
 // admission is the Path's bookkeeping for identity checks and evidence
 // reports; only its own methods touch it.
 type admission struct {

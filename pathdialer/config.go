@@ -371,7 +371,11 @@ type Config struct {
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them
 	// while submissions stay halted with an error naming the rule. Default off:
-	// plain halt.
+	// plain halt. With it, a rule that no backup satisfies is accepted: "fail
+	// over to a read-only mode rather than across borders" is a primary in
+	// the EU, a backup in the US, TargetJurisdictions ["EU"] and DegradedReads
+	// (an outage of the primary halts orders and moves reads to the US).
+	// Without it New refuses such a rule: failover could never happen.
 	DegradedReads bool
 	// Dial opens every tracked connection (the raw TCP connection; TLS is the
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
