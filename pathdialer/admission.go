@@ -74,12 +74,14 @@ type IdentityFunc func(ctx context.Context, ep Endpoint) (Identity, error)
 const (
 	defaultStartWait             = 10 * time.Second
 	defaultVerificationMaxAge    = 3 * time.Minute
-	defaultSwitchVerificationAge = 5 * time.Second
+	defaultSwitchVerificationAge = 0
 )
 
 // withAdmissionDefaults sets the engine's identity freshness for a Path: a
-// verification expires after three missed checks at the default interval, and
-// a switch re-checks a target not verified within the last 5 s.
+// verification expires after three missed checks at the default interval. A
+// switch adds no re-check before it begins (Engine.SwitchVerificationAge 0):
+// Config.SwitchIdentityCheck re-proves the target alongside the fence and
+// reconcile instead, which adds no time to the hold when it is quicker.
 func (c Config) withAdmissionDefaults() Config {
 	c.Engine.VerificationMaxAge = defaultVerificationMaxAge
 	c.Engine.SwitchVerificationAge = defaultSwitchVerificationAge
@@ -165,6 +167,12 @@ type admission struct {
 	lastOnDemand map[string]time.Time
 	probeStart   map[string]time.Time // when the running probe of an endpoint started
 	startHalt    string               // the halt kind Start left the gate in ("" = none)
+
+	// The controller goroutine's own (guard.go): the identity re-check of
+	// the switch under way, and the endpoint the gate last opened on ("" =
+	// the primary, where Start opens it).
+	sw           *switchCheck
+	lastReleased string
 }
 
 func (a *admission) init() {
