@@ -383,3 +383,37 @@ func TestServiceReleaseWaitsForSwitchIdentityCheck(t *testing.T) {
 		})
 	}
 }
+
+// A coordinator's Assign is a switch too: the endpoint assigned is re-proved
+// before flow is released there. The backup flipped to another account right
+// after its verification at Start; the Assign to it ends with the trading
+// halt naming the mismatch, and no ticket is granted there.
+func TestAssignReprovesIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ids := &identities{acc: map[string]string{"eu": "ACC-1", "us": "ACC-1"}}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ExternalDecisions = true
+			c.Identity = ids.check
+			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
+			c.IdentityInterval = time.Hour
+		})
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		if err := h.p.Assign(ctx, "eu", 1); err != nil {
+			t.Fatal(err)
+		}
+		ids.set("us", "SOMEONE-ELSE")
+		stop := haltOnce(startAcquirer(h.p))
+		defer stop()
+		<-time.After(time.Second)
+		err := h.p.Assign(ctx, "us", 2)
+		if !errors.Is(err, pathdialer.ErrTradingHalted) || !strings.Contains(err.Error(), "SOMEONE-ELSE") {
+			t.Fatalf("Assign to an endpoint fronting another account: %v", err)
+		}
+		<-time.After(3 * time.Second)
+		if on := stop(); on["us"] != 0 || on["eu"] == 0 {
+			t.Fatalf("tickets %v: want none on us (and some on eu before the Assign)", on)
+		}
+	})
+}
