@@ -114,25 +114,34 @@ func (c *controller) onNoTarget(d engine.Decision) {
 	}
 	p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
 	cause := "no eligible target: " + strings.Join(d.Notes, "; ")
+	var degraded *Event
 	switch {
 	case ro != "":
 		cause = fmt.Sprintf("degraded mode: no target inside the allowed jurisdictions %v; reads go to %q, submissions are halted (%s)",
 			p.cfg.Engine.TargetJurisdictions, ro, strings.Join(d.Notes, "; "))
 		if changed {
 			p.setReadView(p.eps[ro])
-			p.events.emit(Event{Kind: EventDegraded, Endpoint: ro, Generation: d.Generation, Cause: cause})
+			degraded = &Event{Kind: EventDegraded, Endpoint: ro, Generation: d.Generation, Cause: cause}
 		}
 	case changed:
 		p.setReadView(nil)
-		p.events.emit(Event{Kind: EventDegraded, Generation: d.Generation, Cause: fmt.Sprintf("degraded mode ended: %q is no longer usable for reads; reads follow the active endpoint %q again", cur, d.From)})
+		degraded = &Event{Kind: EventDegraded, Generation: d.Generation, Cause: fmt.Sprintf("degraded mode ended: %q is no longer usable for reads; reads follow the active endpoint %q again", cur, d.From)}
 	}
+	// The gate's cause is current before the degraded event is announced: a
+	// caller reacting to the event is refused with the reason it announces.
 	if already {
 		a := p.active.Load()
 		p.setGate(GateHalted, "", a.gen, errors.New(cause))
+		if degraded != nil {
+			p.events.emit(*degraded)
+		}
 		p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause})
 		return
 	}
 	c.halt(haltNoTarget, errors.New(cause))
+	if degraded != nil {
+		p.events.emit(*degraded)
+	}
 }
 
 // noTargetAfterFence: the fence was confirmed, but fresh evidence leaves no
@@ -392,7 +401,8 @@ func (c *controller) awaitSwitchProof(ctx context.Context) bool {
 		return false
 	}
 	done := isDone(sw.done)
-	if done && sw.verdict != nil {
+	if st, _ := p.eng.Status(sw.target); st.IdentityMismatch || done && sw.verdict != nil {
+		// (The check records its verdict just before it is done.)
 		sw.waiting = false
 		c.release(ctx) // refused, naming why (a mismatch: then failover is evaluated)
 		return true
