@@ -22,6 +22,14 @@ var ErrIdentityMismatch = errors.New("engine: endpoint identity mismatch")
 // could never match (Register, SetJurisdiction: leading or trailing white space).
 var ErrJurisdiction = errors.New("engine: jurisdiction rule")
 
+// ErrNoAllowedBackup marks a jurisdiction rule (Config.TargetJurisdictions)
+// that no backup satisfies: failover could never happen. Manager.Validate
+// returns it (wrapped with ErrInvalidConfig) only when every other check
+// passed, so a caller for which such a rule is meaningful (one that keeps
+// reads on a backup outside the rule while orders halt, a degraded read-only
+// mode) may accept exactly this error.
+var ErrNoAllowedBackup = errors.New("no backup lies in the allowed jurisdictions")
+
 // checkJurisdiction refuses a jurisdiction that could never compare equal to a
 // valid rule entry: one with leading or trailing white space. Blank means none.
 func checkJurisdiction(j string) error {
@@ -105,7 +113,7 @@ func (m *Manager) validateJurisdictionsLocked() error {
 		ok = ok || slices.Contains(rule, es.jurisdiction)
 	}
 	if !ok {
-		return fmt.Errorf("%w: no backup lies in the allowed jurisdictions %v: failover could never happen", ErrInvalidConfig, rule)
+		return fmt.Errorf("%w: %w %v: failover could never happen", ErrInvalidConfig, ErrNoAllowedBackup, rule)
 	}
 	return nil
 }

@@ -239,7 +239,8 @@ func (m *Manager) Register(ep Endpoint) error {
 // Validate refuses a configuration that could never act: no primary, nothing to
 // fail over to, or a jurisdiction rule (Config.TargetJurisdictions) that names a
 // jurisdiction no registered endpoint lies in, leaves a backup without a
-// jurisdiction, or that no backup satisfies (ErrInvalidConfig). Call it before
+// jurisdiction, or that no backup satisfies (ErrInvalidConfig; the last also
+// wraps ErrNoAllowedBackup, and is checked after every other). Call it before
 // the probe loop starts; such a configuration never errors at run time, it
 // silently never fails over.
 func (m *Manager) Validate() error {

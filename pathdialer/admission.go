@@ -74,12 +74,14 @@ type IdentityFunc func(ctx context.Context, ep Endpoint) (Identity, error)
 const (
 	defaultStartWait             = 10 * time.Second
 	defaultVerificationMaxAge    = 3 * time.Minute
-	defaultSwitchVerificationAge = 5 * time.Second
+	defaultSwitchVerificationAge = 0
 )
 
 // withAdmissionDefaults sets the engine's identity freshness for a Path: a
-// verification expires after three missed checks at the default interval, and
-// a switch re-checks a target not verified within the last 5 s.
+// verification expires after three missed checks at the default interval. A
+// switch adds no re-check before it begins (Engine.SwitchVerificationAge 0):
+// Config.SwitchIdentityCheck re-proves the target alongside the fence and
+// reconcile instead, which adds no time to the hold when it is quicker.
 func (c Config) withAdmissionDefaults() Config {
 	c.Engine.VerificationMaxAge = defaultVerificationMaxAge
 	c.Engine.SwitchVerificationAge = defaultSwitchVerificationAge
@@ -136,6 +138,24 @@ func (c Config) validateAdmission() error {
 	return nil
 }
 
+// engineVerdict filters the engine's Validate for a Path. A jurisdiction rule
+// no backup satisfies is meaningful with DegradedReads: an outage of the
+// primary halts orders (none crosses the border) while reads go to a backup
+// outside the rule. Without DegradedReads it is refused, saying so.
+func (c Config) engineVerdict(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, engine.ErrNoAllowedBackup) && c.DegradedReads:
+		return nil
+	case errors.Is(err, engine.ErrNoAllowedBackup):
+		return fmt.Errorf("%w: Endpoints: %w; with DegradedReads set this configuration is meaningful (an outage of the primary halts orders while reads go to a healthy backup outside the rule)", ErrInvalidConfig, err)
+	case errors.Is(err, engine.ErrNoPrimary):
+		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, err)
+	}
+	return fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+}
+
 // admission is the Path's bookkeeping for identity checks and evidence
 // reports; only its own methods touch it.
 type admission struct {
@@ -147,6 +167,12 @@ type admission struct {
 	lastOnDemand map[string]time.Time
 	probeStart   map[string]time.Time // when the running probe of an endpoint started
 	startHalt    string               // the halt kind Start left the gate in ("" = none)
+
+	// The controller goroutine's own (guard.go): the identity re-check of
+	// the switch under way, and the endpoint the gate last opened on ("" =
+	// the primary, where Start opens it).
+	sw           *switchCheck
+	lastReleased string
 }
 
 func (a *admission) init() {

@@ -264,9 +264,10 @@ func (a *acquirer) halt() map[string]int {
 }
 
 // The backup flips to another account (a DNS change behind it) long after its
-// last periodic check, then the primary dies: the switch re-checks the backup's
-// identity under the hold, finds the mismatch, and halts naming it. Not one
-// ticket is granted on the backup.
+// last periodic check, then the primary dies: with Engine.SwitchVerificationAge
+// set, the stale verification is re-checked on demand before the switch, which
+// finds the mismatch and halts naming it. Not one ticket is granted on the
+// backup.
 func TestIdentityFlipJustBeforeFailover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ids := &identities{acc: map[string]string{"eu": "ACC-1", "us": "ACC-1"}}
@@ -274,6 +275,7 @@ func TestIdentityFlipJustBeforeFailover(t *testing.T) {
 			c.Identity = ids.check
 			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
 			c.IdentityInterval = 30 * time.Second
+			c.Engine.SwitchVerificationAge = 5 * time.Second // re-check a stale target before the switch
 		})
 		defer h.close()
 		h.start()
@@ -300,8 +302,9 @@ func TestIdentityFlipJustBeforeFailover(t *testing.T) {
 	})
 }
 
-// The same flip, but the backup comes back to the right account: the switch
-// re-checks it and goes ahead (the re-check is what makes it active).
+// With Engine.SwitchVerificationAge set, a backup whose verification is stale
+// is re-checked on demand before the switch, which goes ahead once it verified
+// it (the re-check is what makes it active).
 func TestSwitchReprovesIdentity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ids := &identities{acc: map[string]string{"eu": "ACC-1", "us": "ACC-1"}}
@@ -309,6 +312,7 @@ func TestSwitchReprovesIdentity(t *testing.T) {
 			c.Identity = ids.check
 			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
 			c.IdentityInterval = 30 * time.Second
+			c.Engine.SwitchVerificationAge = 5 * time.Second // re-check a stale target before the switch
 		})
 		defer h.close()
 		h.start()
@@ -418,7 +422,14 @@ func TestStartNeverOpensOnWrongAccount(t *testing.T) {
 		})
 		defer h.close()
 		h.start()
-		if _, err := h.p.Acquire(context.Background(), pathdialer.ServiceREST, "o-1"); !errors.Is(err, pathdialer.ErrTradingHalted) || !strings.Contains(err.Error(), "fronts another account") {
+		// Right after Start the gate is halted on eu, or the switch to us
+		// already released flow there: never a ticket on eu.
+		switch tk, err := h.p.Acquire(context.Background(), pathdialer.ServiceREST, "o-1"); {
+		case err == nil && tk.Endpoint != "us":
+			t.Fatalf("Acquire right after Start: ticket on %q", tk.Endpoint)
+		case err == nil:
+			tk.Done()
+		case !errors.Is(err, pathdialer.ErrTradingHalted) || !strings.Contains(err.Error(), "fronts another account"):
 			t.Fatalf("Acquire right after Start: %v", err)
 		}
 		if sw := h.await(pathdialer.EventSwitch, nil); sw.To != "us" {
@@ -448,6 +459,7 @@ func TestReleaseRefusedOnWrongAccount(t *testing.T) {
 				once.Do(func() {
 					// Found during the reconcile: the new active endpoint now
 					// answers for another account.
+					ids.set("us", "SOMEONE-ELSE")
 					_, _ = h.p.Engine().Admit("us", errors.Join(engine.ErrIdentityMismatch, errors.New("account SOMEONE-ELSE")))
 				})
 			}

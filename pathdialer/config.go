@@ -351,9 +351,9 @@ type Config struct {
 	// IdentityInterval; the answer is compared with ExpectedIdentity. With
 	// Identity set, admission is required (the Path sets
 	// Engine.RequireAdmission): an endpoint is a target only after a check
-	// verified it, within Engine.VerificationMaxAge, and a switch re-checks a
-	// target whose verification is older than Engine.SwitchVerificationAge,
-	// under the hold, before it becomes active. A mismatch makes the endpoint
+	// verified it, within Engine.VerificationMaxAge, and every switch
+	// re-proves the identity of the endpoint it goes to before flow is
+	// released there (SwitchIdentityCheck). A mismatch makes the endpoint
 	// ineligible whatever its health (an active one warrants failover, and the
 	// gate never opens on it). See admission.go for the comparison rule.
 	Identity IdentityFunc
@@ -368,10 +368,28 @@ type Config struct {
 	// does with its context: a check still running then is inconclusive.
 	// Default 5 s.
 	IdentityTimeout time.Duration
+	// SwitchIdentityCheck (default on, with Identity set) re-proves identity
+	// at every switch, however recent the last verification: when a switch
+	// (failover, failback, or an Assign) begins, the endpoint it goes to is
+	// asked who it fronts, alongside the fence and the reconcile, and flow is
+	// released onto it only once that answer verified it. A check quicker
+	// than fence + reconcile adds nothing to the hold; a slower one holds
+	// until it answers (at most IdentityTimeout). On a mismatch the gate
+	// halts naming it, and the Path fails over elsewhere or stays halted; a
+	// check that could not be made halts too, and is repeated every
+	// ProbeInterval until one verifies the endpoint. Turned off, a switch
+	// trusts a verification younger than Engine.SwitchVerificationAge (set
+	// one then: the default is 0, which adds no re-check). Ignored without
+	// Identity.
+	SwitchIdentityCheck bool
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them
 	// while submissions stay halted with an error naming the rule. Default off:
-	// plain halt.
+	// plain halt. With it, a rule that no backup satisfies is accepted: "fail
+	// over to a read-only mode rather than across borders" is a primary in
+	// the EU, a backup in the US, TargetJurisdictions ["EU"] and DegradedReads
+	// (an outage of the primary halts orders and moves reads to the US).
+	// Without it New refuses such a rule: failover could never happen.
 	DegradedReads bool
 	// Dial opens every tracked connection (the raw TCP connection; TLS is the
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
@@ -431,27 +449,28 @@ type Config struct {
 // and Reconciler is set: probes every 1 s with a 500 ms timeout, the engine's
 // defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
 // 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
-// verifications that expire after 3 minutes and are re-checked at a switch when
-// older than 5 s; Start waiting up to 10 s for an eligible endpoint (a desk would
+// verifications that expire after 3 minutes, and identity re-proved at every
+// switch (SwitchIdentityCheck); Start waiting up to 10 s for an eligible endpoint (a desk would
 // rather hear at once that nothing can carry an order than open a gate onto it).
 func DefaultConfig() Config {
 	return Config{
-		Engine:            engine.DefaultConfig(),
-		ProbeInterval:     time.Second,
-		ProbeTimeout:      500 * time.Millisecond,
-		ProbeJitter:       100 * time.Millisecond,
-		FenceTimeout:      5 * time.Second,
-		FenceBackoff:      Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
-		FenceAttempts:     5,
-		ReconcileTimeout:  10 * time.Second,
-		ReconcileBackoff:  Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
-		ReconcileAttempts: 5,
-		InflightGrace:     time.Second,
-		SettleUnknown:     time.Second,
-		IdentityInterval:  time.Minute,
-		IdentityTimeout:   5 * time.Second,
-		Quarantine:        DefaultQuarantine,
-		StartWait:         defaultStartWait,
+		Engine:              engine.DefaultConfig(),
+		ProbeInterval:       time.Second,
+		ProbeTimeout:        500 * time.Millisecond,
+		ProbeJitter:         100 * time.Millisecond,
+		FenceTimeout:        5 * time.Second,
+		FenceBackoff:        Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		FenceAttempts:       5,
+		ReconcileTimeout:    10 * time.Second,
+		ReconcileBackoff:    Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second},
+		ReconcileAttempts:   5,
+		InflightGrace:       time.Second,
+		SettleUnknown:       time.Second,
+		IdentityInterval:    time.Minute,
+		IdentityTimeout:     5 * time.Second,
+		SwitchIdentityCheck: true,
+		Quarantine:          DefaultQuarantine,
+		StartWait:           defaultStartWait,
 	}.withAdmissionDefaults()
 }
 

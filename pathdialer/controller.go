@@ -187,6 +187,9 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 	if ctx.Err() != nil {
 		return
 	}
+	if c.awaitSwitchProof(ctx) { // a release waiting for the switch's identity re-check (guard.go)
+		return
+	}
 	switch c.phase {
 	case phaseFencing:
 		if !c.failback && !c.p.cfg.ExternalDecisions {
@@ -277,6 +280,7 @@ func (c *controller) startSwitch(ctx context.Context, d engine.Decision, failbac
 		kind = "failback"
 	}
 	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+	c.startSwitchVerification(ctx, d.To) // identity re-proved alongside fence and reconcile (guard.go)
 	if d.Outcome == engine.FenceRequired {
 		c.hold(fmt.Errorf("%s from %q to %q: fencing", kind, d.From, d.To))
 		c.beginFence(ctx, d.From, d.To, failback)
@@ -551,7 +555,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 // release opens the gate on the active endpoint.
 func (c *controller) release(ctx context.Context) {
 	p := c.p
-	if c.refuseRelease() { // never on an endpoint known to front another account (guard.go)
+	if c.refuseRelease(ctx) { // never on an endpoint known to front another account (guard.go)
 		return
 	}
 	a := p.active.Load()

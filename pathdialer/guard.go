@@ -114,25 +114,34 @@ func (c *controller) onNoTarget(d engine.Decision) {
 	}
 	p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
 	cause := "no eligible target: " + strings.Join(d.Notes, "; ")
+	var degraded *Event
 	switch {
 	case ro != "":
 		cause = fmt.Sprintf("degraded mode: no target inside the allowed jurisdictions %v; reads go to %q, submissions are halted (%s)",
 			p.cfg.Engine.TargetJurisdictions, ro, strings.Join(d.Notes, "; "))
 		if changed {
 			p.setReadView(p.eps[ro])
-			p.events.emit(Event{Kind: EventDegraded, Endpoint: ro, Generation: d.Generation, Cause: cause})
+			degraded = &Event{Kind: EventDegraded, Endpoint: ro, Generation: d.Generation, Cause: cause}
 		}
 	case changed:
 		p.setReadView(nil)
-		p.events.emit(Event{Kind: EventDegraded, Generation: d.Generation, Cause: fmt.Sprintf("degraded mode ended: %q is no longer usable for reads; reads follow the active endpoint %q again", cur, d.From)})
+		degraded = &Event{Kind: EventDegraded, Generation: d.Generation, Cause: fmt.Sprintf("degraded mode ended: %q is no longer usable for reads; reads follow the active endpoint %q again", cur, d.From)}
 	}
+	// The gate's cause is current before the degraded event is announced: a
+	// caller reacting to the event is refused with the reason it announces.
 	if already {
 		a := p.active.Load()
 		p.setGate(GateHalted, "", a.gen, errors.New(cause))
+		if degraded != nil {
+			p.events.emit(*degraded)
+		}
 		p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause})
 		return
 	}
 	c.halt(haltNoTarget, errors.New(cause))
+	if degraded != nil {
+		p.events.emit(*degraded)
+	}
 }
 
 // noTargetAfterFence: the fence was confirmed, but fresh evidence leaves no
@@ -147,23 +156,280 @@ func (c *controller) noTargetAfterFence(ctx context.Context, d engine.Decision) 
 
 // refuseRelease keeps the gate shut on an active endpoint known to front
 // another account: it halts (loudly) and asks for an evaluation, which fails
-// over or says why it cannot. It reports whether it refused.
-func (c *controller) refuseRelease() bool {
+// over or says why it cannot. With Config.SwitchIdentityCheck it also keeps
+// the gate shut on an endpoint switched to until the switch's identity
+// re-check proved it: held while the check runs (awaitSwitchProof releases
+// when it ends), halted when the check could not be made (re-checked every
+// ProbeInterval). It reports whether it refused.
+func (c *controller) refuseRelease(ctx context.Context) bool {
 	p := c.p
 	a := p.active.Load()
-	st, ok := p.eng.Status(a.rt.ep.Name)
-	if !ok || !st.IdentityMismatch {
+	name := a.rt.ep.Name
+	st, ok := p.eng.Status(name)
+	if ok && st.IdentityMismatch {
+		if sw := p.adm.sw; sw != nil {
+			sw.waiting = false
+		}
+		c.rec = nil // its tickets were settled by the reconcile that just succeeded
+		c.retryAt = time.Time{}
+		c.phase = phaseNormal
+		cause := fmt.Errorf("the gate does not open on %q: it fronts another account (%v); evaluating failover", name, st.IdentityError)
+		c.tellWaiters(cause)
+		c.halt(haltIdentity, cause)
+		p.kick()
+		return true
+	}
+	sw, proven := c.switchProof(ctx)
+	if proven {
+		p.adm.sw = nil
+		p.adm.lastReleased = name
 		return false
 	}
-	c.rec = nil // its tickets were settled by the reconcile that just succeeded
+	// The reconcile is done (its tickets are settled); what remains is the
+	// proof that the endpoint fronts the account.
+	c.rec = nil
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal
-	cause := fmt.Errorf("the gate does not open on %q: it fronts another account (%v); evaluating failover", a.rt.ep.Name, st.IdentityError)
+	if isDone(sw.done) {
+		cause := fmt.Errorf("the gate does not open on %q: its identity could not be re-proved at the switch (%v); submissions stay halted until a check proves it (re-checking every %v)", name, sw.verdict, p.cfg.ProbeInterval)
+		c.tellWaiters(cause)
+		c.halt(haltUnproven, cause)
+		sw = c.newSwitchCheck(ctx, name, p.cfg.ProbeInterval)
+	} else {
+		c.hold(fmt.Errorf("switch to %q: reconciled; waiting for its identity re-check (at most IdentityTimeout %v)", name, p.cfg.IdentityTimeout))
+	}
+	sw.waiting = true
+	sw.gateCause = p.gate.Load().cause
+	return true
+}
+
+// haltUnproven: the gate refused to open on an endpoint switched to whose
+// identity could not be re-proved.
+const haltUnproven = "identity-unproven"
+
+// tellWaiters answers the callers waiting for a release (Assign, Resume)
+// that the gate halts instead.
+func (c *controller) tellWaiters(cause error) {
 	for _, w := range c.waiters {
-		w <- fmt.Errorf("%w: %w", ErrTradingHalted, cause) // an Assign waiting for this release
+		w <- fmt.Errorf("%w: %w", ErrTradingHalted, cause)
 	}
 	c.waiters = nil
-	c.halt(haltIdentity, cause)
-	p.kick()
+}
+
+// Identity re-proved at every switch (Config.SwitchIdentityCheck). When a
+// switch begins (the hold), the identity of the endpoint it goes to is
+// checked at once, in its own goroutine bounded by IdentityTimeout, alongside
+// the fence and the reconcile; the release onto that endpoint waits for the
+// verdict. A check quicker than fence + reconcile adds nothing to the hold.
+// A mismatch never releases (the gate halts naming it and the controller
+// fails over elsewhere or halts); a check that could not be made halts too,
+// and is repeated every ProbeInterval until one proves the endpoint. A
+// release onto an endpoint switched to without such a check (an Assign)
+// starts one and waits for it.
+
+// switchCheck is one identity re-check of the endpoint a switch goes to. The
+// goroutine that runs it writes verdict and then closes done; the other
+// fields belong to the controller goroutine.
+type switchCheck struct {
+	target  string
+	done    chan struct{}
+	verdict error // nil: verified; wraps engine.ErrIdentityMismatch; or inconclusive
+	// waiting: the release onto target waits for this check, with gateCause
+	// on the gate (another cause there means something else took the gate
+	// over: a new switch, a halt, the coordinator).
+	waiting   bool
+	gateCause error
+	// services: a service's release (Config.Reconcilers) waits for it.
+	services bool
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *Path) switchChecks() bool { return p.cfg.Identity != nil && p.cfg.SwitchIdentityCheck }
+
+// startSwitchVerification starts the identity re-check of to when a switch to
+// it begins (startSwitch), unless one of it is already running.
+func (c *controller) startSwitchVerification(ctx context.Context, to string) {
+	p := c.p
+	if !p.switchChecks() || p.eps[to] == nil {
+		return
+	}
+	if sw := p.adm.sw; sw != nil && sw.target == to && !isDone(sw.done) {
+		return
+	}
+	c.newSwitchCheck(ctx, to, 0)
+}
+
+// newSwitchCheck starts a re-check of name after delay and makes it the
+// switch's check. It is tracked by probeWG (Close waits for it) and asks the
+// controller to evaluate when it ends.
+func (c *controller) newSwitchCheck(ctx context.Context, name string, delay time.Duration) *switchCheck {
+	p := c.p
+	rt := p.eps[name]
+	sc := &switchCheck{target: name, done: make(chan struct{})}
+	p.adm.sw = sc
+	p.probeWG.Add(1)
+	go func() {
+		defer p.probeWG.Done()
+		sc.verdict = p.reproveIdentity(ctx, rt, delay)
+		close(sc.done)
+		p.kick()
+	}()
+	return sc
+}
+
+// reproveIdentity asks rt who it fronts, bounded by IdentityTimeout whatever
+// the IdentityFunc does, records the verdict like any identity check, and
+// returns it.
+func (p *Path) reproveIdentity(ctx context.Context, rt *endpointRT, delay time.Duration) error {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.cfg.IdentityTimeout)
+	defer cancel()
+	res := make(chan identityResult, 1)
+	p.probeWG.Add(1)
+	go func() {
+		defer p.probeWG.Done()
+		var got Identity
+		err := callHook(cctx, func(ctx context.Context) error {
+			var err error
+			got, err = p.cfg.Identity(ctx, rt.ep)
+			return err
+		})
+		res <- identityResult{got, err}
+	}()
+	t := time.NewTimer(p.cfg.IdentityTimeout)
+	defer t.Stop()
+	var r identityResult
+	select {
+	case r = <-res:
+	case <-t.C:
+		r.err = fmt.Errorf("no answer within IdentityTimeout %v: %w", p.cfg.IdentityTimeout, context.DeadlineExceeded)
+	case <-ctx.Done():
+		return ctx.Err() // closing: not evidence
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	verdict := p.cfg.ExpectedIdentity.Match(r.id)
+	if r.err != nil {
+		verdict = fmt.Errorf("identity check of %q could not be made: %w", rt.ep.Name, r.err)
+	}
+	p.admit(rt, verdict)
+	return verdict
+}
+
+// switchProof says whether flow may be released onto the active endpoint as
+// far as the switch's identity re-check goes: yes when no switch moved flow
+// to another endpoint since the gate last opened (a resume, a switch
+// abandoned), or when the re-check of this endpoint verified it. Otherwise it
+// returns the check to wait for, starting one (with ctx non-nil) when the
+// endpoint was switched to without one.
+func (c *controller) switchProof(ctx context.Context) (*switchCheck, bool) {
+	p := c.p
+	if !p.switchChecks() {
+		return nil, true
+	}
+	name := p.active.Load().rt.ep.Name
+	sw := p.adm.sw
+	if sw == nil || sw.target != name {
+		last := p.adm.lastReleased
+		if last == "" {
+			last = p.primary()
+		}
+		if name == last {
+			return nil, true
+		}
+		if ctx == nil {
+			return nil, false
+		}
+		sw = c.newSwitchCheck(ctx, name, 0)
+	}
+	return sw, isDone(sw.done) && sw.verdict == nil
+}
+
+// primary names the endpoint the Path starts on (Start opens the gate there).
+func (p *Path) primary() string {
+	for _, rt := range p.order {
+		if rt.ep.Primary {
+			return rt.ep.Name
+		}
+	}
+	return ""
+}
+
+// awaitSwitchProof runs first in every step of the controller. While a
+// release waits for the switch's identity re-check, a failover the new
+// endpoint warrants is acted on at once; when the check ended, the release is
+// tried again (it opens the gate, or refuses it naming why). A service
+// release (Config.Reconcilers) that waited is tried again too. It reports
+// whether the step is done.
+func (c *controller) awaitSwitchProof(ctx context.Context) bool {
+	p := c.p
+	sw := p.adm.sw
+	if sw == nil {
+		return false
+	}
+	if sw.services {
+		if isDone(sw.done) {
+			sw.services = false
+			if c.multi != nil && c.phase == phaseReconciling {
+				c.multiProgress(ctx)
+			}
+		}
+		return false
+	}
+	if !sw.waiting {
+		return false
+	}
+	if c.phase != phaseNormal || p.gate.Load().cause != sw.gateCause {
+		sw.waiting = false // something else took the gate over
+		return false
+	}
+	done := isDone(sw.done)
+	if st, _ := p.eng.Status(sw.target); st.IdentityMismatch || done && sw.verdict != nil {
+		// (The check records its verdict just before it is done.)
+		sw.waiting = false
+		c.release(ctx) // refused, naming why (a mismatch: then failover is evaluated)
+		return true
+	}
+	if !p.cfg.ExternalDecisions {
+		if d, err := p.eng.EvaluateFailover(false); err == nil && d.Outcome != engine.NoAction {
+			sw.waiting = false
+			c.onFailover(ctx, d)
+			return true
+		}
+	}
+	if done {
+		sw.waiting = false
+		c.release(ctx)
+	}
+	return true
+}
+
+// holdServiceRelease keeps a service's submissions (Config.Reconcilers) held
+// on an endpoint switched to until the switch's identity re-check proved it.
+func (c *controller) holdServiceRelease() bool {
+	sw, proven := c.switchProof(nil)
+	if proven {
+		return false
+	}
+	if sw != nil && !isDone(sw.done) {
+		sw.services = true
+	}
 	return true
 }

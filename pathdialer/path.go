@@ -148,11 +148,8 @@ func New(cfg Config) (*Path, error) {
 		p.eps[ep.Name] = rt
 		p.order = append(p.order, rt)
 	}
-	if err := eng.Validate(); err != nil {
-		if errors.Is(err, engine.ErrNoPrimary) {
-			return nil, fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, err)
-		}
-		return nil, fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+	if err := cfg.engineVerdict(eng.Validate()); err != nil { // admission.go
+		return nil, err
 	}
 	p.eng = eng
 	act, _ := eng.Active()

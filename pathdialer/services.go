@@ -198,6 +198,9 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 // releaseService opens one service's submissions on the active endpoint while
 // the others are still held.
 func (c *controller) releaseService(service string) {
+	if c.holdServiceRelease() { // not before the switch's identity re-check proved the endpoint (guard.go)
+		return
+	}
 	p := c.p
 	m := c.multi
 	m.released[service] = true
