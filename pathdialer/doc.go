@@ -13,7 +13,25 @@
 //   - Connections come from Dial (the active endpoint's address for a service) or
 //     from EndpointDialer (one pool per endpoint). Every connection is tracked.
 //   - Live-traffic results go back through Report: a failure that takes the active
-//     endpoint DOWN is evaluated at once, not at the next probe round.
+//     endpoint DOWN holds the gate before Report returns and is evaluated at once,
+//     not at the next probe round. Report the results of orders and authenticated
+//     reads only: a market-data connection's failures prove nothing about the
+//     order path (transports/ws does not report them).
+//
+// # The controller is never blocked
+//
+// One goroutine, the controller, takes every decision: a Report that took the
+// active endpoint DOWN, a probe round's evaluation, a coordinator's Assign,
+// Hold or Halt. No user hook that may wait on the network runs on it: every
+// reconcile (a switch's, a settle of unknown outcomes, a re-query of
+// provisional verdicts) runs in its own goroutine bounded by ReconcileTimeout,
+// and its result comes back as a message. A settle or re-query in progress is
+// superseded by anything that holds or halts the gate (EventReconcileFailure
+// says so; its orders go to the next reconcile, so a ReconcileFunc may see an
+// order again, as after a failed attempt), and a switch's reconcile is
+// superseded when its own target warrants failover or the coordinator halts.
+// The fence (FenceFunc, bounded by FenceTimeout) still runs on the controller:
+// the gate is held while it does.
 //
 // # What it guarantees
 //
@@ -34,8 +52,9 @@
 //     candidates at once, with orders held), Acquire returns ErrTradingHalted
 //     at once, wrapping the reason; events say why. A DEGRADED active endpoint
 //     that still answers keeps trading.
-//  4. A ticket is never granted while the gate is held or halted, and only ever for
-//     the endpoint that is active at that instant.
+//  4. A ticket is never granted while the gate is held or halted, only ever for
+//     the endpoint that is active at that instant, and never on an endpoint after
+//     the Report that took it DOWN returned.
 //  5. A stalled monitor, or stale health of the active endpoint, is reported
 //     (EventMonitorStale, Snapshot.Monitor.Stale), never acted on.
 //  6. Results from an older generation are dropped: a connection dialed before a
