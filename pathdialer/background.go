@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Reconciles never run on the controller. The controller is the one goroutine
+// Reconciles (and fences) never run on the controller. The controller is the one goroutine
 // that takes a Report that took the active endpoint DOWN, a coordinator's
 // Assign, Hold or Halt, and the probe rounds' evaluations; a Reconciler may
 // take up to ReconcileTimeout (its reads may go through the region that is
@@ -20,6 +20,8 @@ import (
 // superseded by anything that holds or halts the gate: it is cancelled, a
 // settle's orders go to the next reconcile, and a re-query is simply asked
 // again later. A result that arrives after its run was superseded is dropped.
+// The Fencer runs the same way: a coordinator's Halt during a fence that hangs
+// is taken at once.
 
 type bgKind int
 
@@ -27,6 +29,7 @@ const (
 	bgSettle bgKind = iota
 	bgRequery
 	bgSwitch
+	bgFence
 )
 
 // bgRun is one reconcile in progress outside the controller.
@@ -36,6 +39,7 @@ type bgRun struct {
 	r       Reconciliation
 	start   time.Time
 	tickets []TicketInfo // a settle's orders, returned to c.settle when superseded
+	fence   *Fence       // a fence's call, for the event when superseded
 }
 
 // errSuperseded ends a reconcile whose result will not be used: a hold, a
@@ -84,6 +88,30 @@ func (c *controller) runBackground(ctx context.Context, kind bgKind, key string,
 	return run
 }
 
+// runHook calls a hook that returns only an error (the Fencer) with timeout,
+// in a goroutine the controller tracks, and sends the result to c.bg unless
+// the run was cancelled.
+func (c *controller) runHook(ctx context.Context, kind bgKind, timeout time.Duration, fn func(context.Context) error) *bgRun {
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, start: time.Now()}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer cancel()
+		res := bgResult{kind: kind, id: run.id, start: run.start}
+		tctx, tcancel := context.WithTimeout(rctx, timeout)
+		res.err = callHook(tctx, fn)
+		tcancel()
+		select {
+		case c.bg <- res:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}
+
 // stopBackground supersedes the settle and re-queries in progress: they are
 // cancelled, and the settle's orders go back to c.settle, for the next
 // reconcile.
@@ -99,13 +127,23 @@ func (c *controller) stopBackground() {
 	}
 }
 
-// stopSwitchReconcile cancels the switch's reconcile in progress, if any.
-func (c *controller) stopSwitchReconcile() {
+// stopSwitchWork cancels the switch's fence or reconcile in progress, if any.
+func (c *controller) stopSwitchWork() {
 	if c.recRun != nil {
 		c.supersede(c.recRun)
 		c.recRun = nil
 	}
+	if run := c.fenceRun; run != nil {
+		run.cancel()
+		f := run.fence
+		c.p.events.emit(Event{Kind: EventFenceFailure, Endpoint: f.Endpoint.Name, To: f.To, Generation: f.Generation, Attempt: f.Attempt, Duration: time.Since(run.start), Err: errFenceSuperseded})
+		c.fenceRun = nil
+	}
 }
+
+// errFenceSuperseded ends a fence whose result will not be used (the switch
+// was abandoned or the coordinator halted first).
+var errFenceSuperseded = errors.New("pathdialer: fence superseded: the switch was abandoned or halted before the Fencer returned")
 
 // supersede cancels a background reconcile and says so.
 func (c *controller) supersede(run *bgRun) {
@@ -139,6 +177,12 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		}
 		c.recRun = nil
 		c.reconciled(ctx, res)
+	case bgFence:
+		if c.fenceRun == nil || c.fenceRun.id != res.id || c.phase != phaseFencing {
+			return // the switch was abandoned
+		}
+		c.fenceRun = nil
+		c.fenced(ctx, res)
 	}
 }
 

@@ -68,6 +68,7 @@ type controller struct {
 	settleRun   *bgRun
 	requeryRuns map[string]*bgRun
 	recRun      *bgRun
+	fenceRun    *bgRun
 }
 
 func (p *Path) control(ctx context.Context) {
@@ -200,7 +201,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 				return
 			}
 		}
-		if retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt) {
+		if c.fenceRun == nil && (retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt)) {
 			c.attemptFence(ctx)
 		}
 		return
@@ -215,8 +216,8 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 				c.endMulti()
 			} else {
 				c.carry = append(c.carry, c.rec.Tickets...)
-				c.stopSwitchReconcile()
 			}
+			c.stopSwitchWork()
 			c.rec = nil
 			c.retryAt = time.Time{}
 			c.phase = phaseNormal
@@ -402,19 +403,25 @@ func (c *controller) attemptFence(ctx context.Context) {
 	a := p.active.Load()
 	c.fenceAttempt++
 	p.events.emit(Event{Kind: EventFenceStart, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt})
-	start := time.Now()
 	c.localFence(c.fenceFrom)
-	var err error
-	if p.cfg.Fencer != nil {
-		fctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
-		err = callHook(fctx, func(ctx context.Context) error {
-			return p.cfg.Fencer(ctx, Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback})
-		})
-		cancel()
-	}
-	if ctx.Err() != nil {
+	c.retryAt = time.Time{} // the result, not the timer, moves on from here
+	if p.cfg.Fencer == nil {
+		c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})
 		return
 	}
+	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback}
+	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error { return p.cfg.Fencer(ctx, f) })
+	c.fenceRun.fence = &f
+}
+
+// fenced takes the Fencer's result (fence.go's attempt, run beside the
+// controller): a failure is retried with backoff (halting after FenceAttempts
+// in a row, or giving up a failback); a success lets the engine switch.
+func (c *controller) fenced(ctx context.Context, res bgResult) {
+	p := c.p
+	rt := p.eps[c.fenceFrom]
+	a := p.active.Load()
+	start, err := res.start, res.err
 	if err != nil {
 		p.events.emit(Event{Kind: EventFenceFailure, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start), Err: err})
 		if c.failback && c.fenceAttempt >= p.cfg.FenceAttempts {
@@ -490,7 +497,7 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 	// endpoint was fenced (failback to it, or a switch abandoned after the fence),
 	// lift the fence now. Submissions stay held by the gate until release.
 	c.stopBackground()
-	c.stopSwitchReconcile()
+	c.stopSwitchWork()
 	c.unfenceActive(ctx)
 	p.waitInflight(ctx, p.cfg.InflightGrace)
 	if ctx.Err() != nil {

@@ -202,7 +202,7 @@ func (c *controller) carryAbandon() {
 	} else if c.rec != nil {
 		c.carry = append(c.carry, c.rec.Tickets...)
 	}
-	c.stopSwitchReconcile()
+	c.stopSwitchWork()
 	c.rec, c.assign = nil, nil
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal

@@ -200,3 +200,48 @@ func TestCoordinatorHaltIsTakenAtOnceWhileASwitchReconcileHangs(t *testing.T) {
 		}
 	})
 }
+
+// A Fencer that hangs (its revocation call goes to the dying region) does not
+// keep the controller either: the coordinator's Halt during it is taken at
+// once, and the abandoned switch is not released.
+func TestCoordinatorHaltIsTakenAtOnceWhileAFenceHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		entered := make(chan struct{}, 1)
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ExternalDecisions = true
+			c.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-ctx.Done()
+				return ctx.Err()
+			}
+		})
+		defer h.close()
+		h.start()
+		if err := h.p.Assign(context.Background(), "eu", 1); err != nil {
+			t.Fatalf("Assign: %v", err)
+		}
+		assigned := make(chan error, 1)
+		go func() { assigned <- h.p.Assign(context.Background(), "us", 2) }()
+		<-entered
+		start := time.Now()
+		if err := h.p.Halt(errors.New("lease lost")); err != nil {
+			t.Fatalf("Halt: %v", err)
+		}
+		if d := time.Since(start); d > time.Millisecond {
+			t.Fatalf("Halt returned after %v while the fence hung (want at once)", d)
+		}
+		if err := <-assigned; !errors.Is(err, pathdialer.ErrTradingHalted) {
+			t.Fatalf("the Assign the Halt overtook returned %v, want ErrTradingHalted", err)
+		}
+		if _, err := h.p.Acquire(context.Background(), pathdialer.ServiceREST, "o-after-halt"); !errors.Is(err, pathdialer.ErrTradingHalted) {
+			t.Fatalf("Acquire after Halt: %v, want ErrTradingHalted", err)
+		}
+		time.Sleep(time.Minute) // whatever the abandoned fence does later
+		if st := gateState(h.p); st != pathdialer.GateHalted {
+			t.Fatalf("gate %v a minute after the Halt, want HALTED", st)
+		}
+	})
+}
