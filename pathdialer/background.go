@@ -30,6 +30,7 @@ const (
 	bgRequery
 	bgSwitch
 	bgFence
+	bgDrain
 )
 
 // bgRun is one reconcile in progress outside the controller.
@@ -40,6 +41,8 @@ type bgRun struct {
 	start   time.Time
 	tickets []TicketInfo // a settle's orders, returned to c.settle when superseded
 	fence   *Fence       // a fence's call, for the event when superseded
+	then    func(context.Context)
+	done    chan struct{} // a drain's goroutine has returned
 }
 
 // errSuperseded ends a reconcile whose result will not be used: a hold, a
@@ -112,6 +115,27 @@ func (c *controller) runHook(ctx context.Context, kind bgKind, timeout time.Dura
 	return run
 }
 
+// runDrain waits, beside the controller, until no ticket is in flight or
+// InflightGrace passed, then has the controller call then.
+func (c *controller) runDrain(ctx context.Context, then func(context.Context)) *bgRun {
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, start: time.Now(), then: then, done: make(chan struct{})}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	p := c.p
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer close(run.done)
+		p.waitInflight(rctx, p.cfg.InflightGrace)
+		select {
+		case c.bg <- bgResult{kind: bgDrain, id: run.id, start: run.start}:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}
+
 // stopBackground supersedes the settle and re-queries in progress: they are
 // cancelled, and the settle's orders go back to c.settle, for the next
 // reconcile.
@@ -127,11 +151,18 @@ func (c *controller) stopBackground() {
 	}
 }
 
-// stopSwitchWork cancels the switch's fence or reconcile in progress, if any.
+// stopSwitchWork cancels the switch's fence, wait for orders in flight or
+// reconcile in progress, if any.
 func (c *controller) stopSwitchWork() {
 	if c.recRun != nil {
 		c.supersede(c.recRun)
 		c.recRun = nil
+	}
+	if run := c.drainRun; run != nil {
+		// The waiter shares the Path's in-flight wake-up: let it go first.
+		run.cancel()
+		<-run.done
+		c.drainRun = nil
 	}
 	if run := c.fenceRun; run != nil {
 		run.cancel()
@@ -177,6 +208,13 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		}
 		c.recRun = nil
 		c.reconciled(ctx, res)
+	case bgDrain:
+		if c.drainRun == nil || c.drainRun.id != res.id {
+			return
+		}
+		run := c.drainRun
+		c.drainRun = nil
+		run.then(ctx)
 	case bgFence:
 		if c.fenceRun == nil || c.fenceRun.id != res.id || c.phase != phaseFencing {
 			return // the switch was abandoned

@@ -16,7 +16,7 @@ func newTestController(p *Path) *controller {
 // the results of the background reconciles it started, until none is running.
 func (c *controller) stepSync(ctx context.Context) {
 	c.step(ctx, false)
-	for c.recRun != nil || c.fenceRun != nil || c.settleRun != nil || len(c.requeryRuns) > 0 {
+	for c.recRun != nil || c.fenceRun != nil || c.drainRun != nil || c.settleRun != nil || len(c.requeryRuns) > 0 {
 		c.onBackground(ctx, <-c.bg)
 	}
 }

@@ -69,6 +69,7 @@ type controller struct {
 	requeryRuns map[string]*bgRun
 	recRun      *bgRun
 	fenceRun    *bgRun
+	drainRun    *bgRun
 }
 
 func (p *Path) control(ctx context.Context) {
@@ -214,15 +215,18 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 			if c.multi != nil {
 				c.carry = append(c.carry, c.multiUnsettled()...)
 				c.endMulti()
-			} else {
+			} else if c.rec != nil {
 				c.carry = append(c.carry, c.rec.Tickets...)
 			}
-			c.stopSwitchWork()
+			c.stopSwitchWork() // also a wait for orders in flight: they are taken by the next reconcile
 			c.rec = nil
 			c.retryAt = time.Time{}
 			c.phase = phaseNormal
 			c.onFailover(ctx, d)
 			return
+		}
+		if c.drainRun != nil {
+			return // waiting for orders in flight (InflightGrace)
 		}
 		if c.multi != nil {
 			c.attemptMulti()
@@ -499,7 +503,19 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 	c.stopBackground()
 	c.stopSwitchWork()
 	c.unfenceActive(ctx)
-	p.waitInflight(ctx, p.cfg.InflightGrace)
+	if p.cfg.InflightGrace <= 0 || p.inflightCount() == 0 {
+		c.takeAndReconcile(ctx, from, to, gen, reason)
+		return
+	}
+	// Orders still in flight get InflightGrace to finish; the wait runs
+	// beside the controller (background.go), which takes the rest after it.
+	c.drainRun = c.runDrain(ctx, func(ctx context.Context) { c.takeAndReconcile(ctx, from, to, gen, reason) })
+}
+
+// takeAndReconcile takes every ticket in flight or of unknown outcome and
+// starts the switch's reconcile (beginReconcile, after the in-flight grace).
+func (c *controller) takeAndReconcile(ctx context.Context, from, to string, gen uint64, reason string) {
+	p := c.p
 	if ctx.Err() != nil {
 		return // closing: the tickets stay where they are
 	}

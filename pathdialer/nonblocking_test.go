@@ -126,7 +126,8 @@ func TestReportDownHoldsAtOnceWhileARequeryHangs(t *testing.T) {
 		_, gen := h.p.Active()
 		reportDown(h.p, "us", gen)
 		if st, _ := h.p.GateState(); st == pathdialer.GateOpen {
-			t.Fatalf("gate open right after the Report that took the active endpoint DOWN")
+			es, _ := h.p.Engine().Status("us")
+			t.Fatalf("gate open right after the Report that took the active endpoint DOWN (us %v, traffic failures %d, generation %d):\n%s", es.State, es.TrafficFailures, gen, timeline(h.rec.all()))
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
@@ -240,6 +241,41 @@ func TestCoordinatorHaltIsTakenAtOnceWhileAFenceHangs(t *testing.T) {
 			t.Fatalf("Acquire after Halt: %v, want ErrTradingHalted", err)
 		}
 		time.Sleep(time.Minute) // whatever the abandoned fence does later
+		if st := gateState(h.p); st != pathdialer.GateHalted {
+			t.Fatalf("gate %v a minute after the Halt, want HALTED", st)
+		}
+	})
+}
+
+// The wait for orders still in flight before a switch's reconcile
+// (InflightGrace) does not keep the controller either.
+func TestCoordinatorHaltIsTakenAtOnceDuringTheInflightGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ExternalDecisions = true
+			c.InflightGrace = 10 * time.Second
+		})
+		defer h.close()
+		h.start()
+		if err := h.p.Assign(context.Background(), "eu", 1); err != nil {
+			t.Fatalf("Assign: %v", err)
+		}
+		mustAcquire(t, h.p, "o-in-flight") // never finished: the switch waits for it
+		assigned := make(chan error, 1)
+		go func() { assigned <- h.p.Assign(context.Background(), "us", 2) }()
+		h.await(pathdialer.EventSwitch, nil)
+		time.Sleep(time.Millisecond)
+		start := time.Now()
+		if err := h.p.Halt(errors.New("lease lost")); err != nil {
+			t.Fatalf("Halt: %v", err)
+		}
+		if d := time.Since(start); d > time.Millisecond {
+			t.Fatalf("Halt returned after %v during the in-flight grace (want at once)", d)
+		}
+		if err := <-assigned; !errors.Is(err, pathdialer.ErrTradingHalted) {
+			t.Fatalf("the Assign the Halt overtook returned %v, want ErrTradingHalted", err)
+		}
+		time.Sleep(time.Minute)
 		if st := gateState(h.p); st != pathdialer.GateHalted {
 			t.Fatalf("gate %v a minute after the Halt, want HALTED", st)
 		}
