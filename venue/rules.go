@@ -21,6 +21,15 @@ const DefaultLateLandingHorizon = 15 * time.Minute
 // venue whose LookupBudget is unknown.
 const UnknownLookupInterval = time.Second
 
+// UnknownRetentionGap is the longest gap between two lookups of a watched
+// order when the venue's LookupRetention is unknown: an order that lands and
+// finishes between two lookups may otherwise be forgotten before the next.
+const UnknownRetentionGap = 5 * time.Minute
+
+// UnknownLockout is added to two heartbeat intervals as the lockout after a
+// dropped session when the venue's Lockout is unknown.
+const UnknownLockout = time.Minute
+
 // LookupShare is the share of a venue's budget the rules let lookups use: the
 // rest is left to the application's orders and its own reads.
 const LookupShare = 0.25
@@ -235,14 +244,15 @@ func (p Profile) LookupInterval() time.Duration {
 // NOT_RECEIVED, as offsets from the verdict: first, then doubling gaps, the
 // last at horizon. A gap never exceeds the venue's LookupRetention (an order
 // that lands and finishes between two lookups must still be findable) nor is
-// shorter than LookupInterval.
+// shorter than LookupInterval; with the retention unknown, a gap never
+// exceeds UnknownRetentionGap.
 func (p Profile) RequerySchedule(first, horizon time.Duration) ([]time.Duration, error) {
 	if first <= 0 || horizon < first {
 		return nil, fmt.Errorf("venue: RequerySchedule(%v, %v): need 0 < first <= horizon", first, horizon)
 	}
-	maxGap := horizon
-	if r := p.LookupRetention; r.Reliable() && r.Value > 0 && r.Value < maxGap {
-		maxGap = r.Value
+	maxGap := min(horizon, UnknownRetentionGap)
+	if r := p.LookupRetention; r.Reliable() && r.Value > 0 {
+		maxGap = min(horizon, r.Value)
 	}
 	first = max(first, p.LookupInterval())
 	var out []time.Duration
@@ -253,6 +263,43 @@ func (p Profile) RequerySchedule(first, horizon time.Duration) ([]time.Duration,
 		at = satAdd(at, gap)
 	}
 	return append(out, horizon), nil
+}
+
+// DeadManTimer returns the venue's cancel-all-after timer, and false when the
+// venue offers none or it is unknown (nothing to arm: a switch must not count
+// on one).
+func (p Profile) DeadManTimer() (DeadMan, bool) {
+	if p.DeadMan.Reliable() && p.DeadMan.Value.Available {
+		return p.DeadMan.Value, true
+	}
+	return DeadMan{}, false
+}
+
+// StandbyAllowed reports whether a second region may hold its own live
+// order-entry session with the same identity (false when unknown).
+func (p Profile) StandbyAllowed() bool {
+	return p.HotStandby.Reliable() && p.HotStandby.Value == Supported
+}
+
+// AllowsSessions reports whether n concurrent order-entry sessions of one
+// identity are allowed: n <= 1 always, more only when the venue documents a
+// limit of at least n.
+func (p Profile) AllowsSessions(n int) bool {
+	if n <= 1 {
+		return true
+	}
+	return p.SessionsPerIdentity.Reliable() && p.SessionsPerIdentity.Value >= n
+}
+
+// LockoutAfterDrop returns how long a session dropped without a logout may
+// keep its identity from logging on again, for a session with the given
+// heartbeat interval: the venue's Lockout when known, otherwise two
+// heartbeats plus UnknownLockout.
+func (p Profile) LockoutAfterDrop(heartbeat time.Duration) time.Duration {
+	if p.Lockout.Known() {
+		return p.Lockout.Value.For(heartbeat)
+	}
+	return 2*max(heartbeat, 0) + UnknownLockout
 }
 
 // FenceMode is how a path switch leaves the old path.
@@ -347,7 +394,7 @@ func (p Profile) Validate() error {
 		add("DedupScope %d is not a DedupScope", p.DedupScope.Value)
 	}
 	if p.DedupWindow.Known() {
-		if p.DedupScope.Value != DedupAllStates {
+		if p.DedupScope.Known() && p.DedupScope.Value != DedupAllStates {
 			add("DedupWindow is known but DedupScope is %s (a window applies to DedupAllStates only)", p.DedupScope.Value)
 		}
 		if p.DedupWindow.Value <= 0 {
