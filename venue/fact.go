@@ -1,7 +1,5 @@
 package venue
 
-import "fmt"
-
 // Basis says how a fact about a venue is known. The zero value is
 // BasisUnknown, so a fact nobody filled in is unknown, never "none".
 type Basis uint8
@@ -22,20 +20,6 @@ const (
 	// handling). Used as the best estimate; Source.Note says by whom.
 	BasisReported
 )
-
-func (b Basis) String() string {
-	switch b {
-	case BasisUnknown:
-		return "unknown"
-	case BasisDocumented:
-		return "documented"
-	case BasisRequirement:
-		return "requirement"
-	case BasisReported:
-		return "reported"
-	}
-	return fmt.Sprintf("Basis(%d)", uint8(b))
-}
 
 // Source is where a fact comes from: the public page, the sentence relied on,
 // and how it is known. Every known fact of a shipped Profile has one.
@@ -99,15 +83,3 @@ const (
 	// Supported: the venue offers it.
 	Supported
 )
-
-func (s Support) String() string {
-	switch s {
-	case SupportUnknown:
-		return "unknown"
-	case Unsupported:
-		return "no"
-	case Supported:
-		return "yes"
-	}
-	return fmt.Sprintf("Support(%d)", uint8(s))
-}

@@ -1,7 +1,6 @@
 package venue
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -99,20 +98,6 @@ const (
 	DedupAllStates
 )
 
-func (d DedupScope) String() string {
-	switch d {
-	case DedupUnknown:
-		return "unknown"
-	case DedupNone:
-		return "none"
-	case DedupOpenOrders:
-		return "open orders only"
-	case DedupAllStates:
-		return "all states"
-	}
-	return fmt.Sprintf("DedupScope(%d)", uint8(d))
-}
-
 // FenceKind is how a venue can make the old path unable to submit.
 type FenceKind uint8
 
@@ -129,20 +114,6 @@ const (
 	// credentials.
 	FenceKillSwitch
 )
-
-func (f FenceKind) String() string {
-	switch f {
-	case FenceUnknown:
-		return "unknown"
-	case FenceNone:
-		return "none"
-	case FenceOneSession:
-		return "one session per identity"
-	case FenceKillSwitch:
-		return "kill switch"
-	}
-	return fmt.Sprintf("FenceKind(%d)", uint8(f))
-}
 
 // Budget is a rate budget: Requests units per Per, counted per Scope.
 type Budget struct {
@@ -167,10 +138,6 @@ const (
 	PerConnection
 )
 
-func (s BudgetScope) String() string {
-	return [...]string{"unknown", "account", "API key", "IP", "session", "connection"}[min(int(s), 5)]
-}
-
 // Overrun is what a venue does to a client that exceeds its budget.
 type Overrun uint8
 
@@ -185,10 +152,6 @@ const (
 	// cancel-on-disconnect where it is on.
 	SessionTerminated
 )
-
-func (o Overrun) String() string {
-	return [...]string{"unknown", "throttled", "banned", "session terminated"}[min(int(o), 3)]
-}
 
 // CODScope is what a venue's cancel-on-disconnect cancels.
 type CODScope uint8
@@ -208,10 +171,6 @@ const (
 	// CODAccount: every open order of the account.
 	CODAccount
 )
-
-func (c CODScope) String() string {
-	return [...]string{"unknown", "none", "connection", "session", "profile", "account"}[min(int(c), 5)]
-}
 
 // CancelOnDisconnect describes a venue's cancel-on-disconnect.
 type CancelOnDisconnect struct {

@@ -114,12 +114,14 @@ func BinanceSpot() Profile {
 		FencingTokens:      Unknown[Support]("none found"),
 		CancelOnDisconnect: Unknown[CancelOnDisconnect]("no cancel-on-disconnect found in the spot REST, WebSocket API or FIX documentation read"),
 		DeadMan:            Unknown[DeadMan]("no spot cancel-all-after timer found (USDⓈ-M futures has countdownCancelAll, per symbol)"),
+		// Five order-entry connections per account.
 		SessionsPerIdentity: Documented(5, fix,
 			"The limit is 5 concurrent TCP connections per account for the order entry sessions."),
 		// "Failure to send the logout message will result in the session's
 		// SenderCompID (49) being unusable … for … 2x the HeartInt (108)".
 		Lockout: Documented(Lockout{HeartbeatMultiple: 2}, fix,
 			"Failure to send the logout message will result in the session’s SenderCompID (49) being unusable for new session establishment for a duration of 2x the HeartInt (108) interval."),
+		// A second region may hold its own order-entry session.
 		HotStandby: Documented(Supported, fix,
 			"The limit is 5 concurrent TCP connections per account for the order entry sessions."),
 	}
@@ -186,9 +188,11 @@ func CoinbaseExchangeFIX() Profile {
 			KeepOrders:  "a session logged on without CancelOrdersOnDisconnect (8013), which is opt-in; none documented once it is set",
 		}, oe, "8013 CancelOrdersOnDisconnect: S = Cancel all session orders on disconnect; Y = Cancel all profile orders on disconnect (recommended)"),
 		DeadMan: Unknown[DeadMan]("no cancel-all-after timer found"),
+		// One session per API key (a rule for the client).
 		SessionsPerIdentity: requirement(1, oe,
 			"only create one session per API Key", "a rule for the client"),
 		Lockout: Unknown[Lockout]("none found"),
+		// A standby region needs another API key.
 		HotStandby: requirement(Unsupported, oe,
 			"only create one session per API Key",
 			"a standby region needs its own API key (another identity, not fenced against this one)"),
@@ -228,7 +232,8 @@ func Deribit() Profile {
 			Trigger:     "TCP termination, 10 minutes of inactivity, heartbeat loss; not private/logout",
 			KeepOrders:  "WebSocket private/logout; FIX Logout(5) with DontCancelOnDisconnect (9003)=Y",
 		}, cod, "Cancel-on-Disconnect does not affect orders created by other connections - they will remain active! … If the connection is gracefully closed using private/logout, cancel-on-disconnect will not be triggered."),
-		DeadMan:             Unknown[DeadMan]("no cancel-all-after timer found; cancel-on-disconnect with public/set_heartbeat is the documented mechanism"),
+		DeadMan: Unknown[DeadMan]("no cancel-all-after timer found; cancel-on-disconnect with public/set_heartbeat is the documented mechanism"),
+		// Sixteen sessions per API key, so a standby region may hold its own.
 		SessionsPerIdentity: Documented(16, conn, "Max number of sessions per API key: 16"),
 		Lockout:             Unknown[Lockout]("none found"),
 		HotStandby:          Documented(Supported, conn, "Max number of sessions per API key: 16"),
@@ -246,6 +251,7 @@ func IBKRClientPortal() Profile {
 		DedupScope: requirement(DedupAllStates, order,
 			"cOID: Customer Order ID. An arbitrary string that can be used to identify the order. The value must be unique for a 24h span.",
 			"stated as a rule for the client; what the venue does with a duplicate is not documented"),
+		// 24 hours (a rule for the client).
 		DedupWindow: requirement(24*time.Hour, order,
 			"The value must be unique for a 24h span.", "a rule for the client"),
 		LookupFalseNegative: Unknown[time.Duration]("no statement on /iserver/account/orders consistency found"),
@@ -259,6 +265,7 @@ func IBKRClientPortal() Profile {
 		FencingTokens:      Unknown[Support]("none found"),
 		CancelOnDisconnect: Unknown[CancelOnDisconnect]("none found for the Web API"),
 		DeadMan:            Unknown[DeadMan]("none found"),
+		// One brokerage session per username: no standby session.
 		SessionsPerIdentity: Documented(1, oneSession,
 			"Interactive Brokers only allows access to one brokerage session at a time."),
 		Lockout: Unknown[Lockout]("none found"),
@@ -298,6 +305,8 @@ func KrakenSpot() Profile {
 			KeepOrders:  "log on with CancelOrdersOnDisconnect (8674)=1 (chosen at logon, not at logout)",
 		}, fixLogon, "8674 - CancelOrdersOnDisconnect … Default value: 0 • 0 : Cancel all open orders from this session • 1: Cancel no orders even if the session is disconnected").
 			With("FIX only; REST and WebSocket use the dead man's switch instead"),
+		// CancelAllOrdersAfter: every order of the account, refreshed every
+		// 15-30 s with a 60 s timeout.
 		DeadMan: Documented(DeadMan{
 			Available: true,
 			API:       "REST POST /0/private/CancelAllOrdersAfter {timeout}; WebSocket v2 cancel_all_orders_after",

@@ -1,6 +1,7 @@
 package venue_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"slices"
 	"strings"
@@ -85,5 +86,34 @@ func TestShippedReturnsCopies(t *testing.T) {
 	a[0].LookupBudget.Value.Requests = 1
 	if b := venue.Shipped(); b[0].Name == "edited" || b[0].LookupBudget.Value.Requests == 1 {
 		t.Fatal("Shipped returned shared state")
+	}
+}
+
+// Profiles round-trip through JSON, enumerations by name, so a venue can be
+// described in a configuration file.
+func TestProfileJSONRoundTrip(t *testing.T) {
+	for _, p := range append(venue.Shipped(), venue.Conservative()) {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		var q venue.Profile
+		if err := json.Unmarshal(b, &q); err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		if !reflect.DeepEqual(p, q) {
+			t.Fatalf("%s: round trip changed the profile:\n%+v\n%+v", p.Name, p, q)
+		}
+	}
+	b, _ := json.Marshal(venue.BinanceSpot())
+	for _, s := range []string{`"open orders only"`, `"documented"`, `"reported"`, `"banned"`} {
+		if !strings.Contains(string(b), s) {
+			t.Errorf("binance-spot JSON lacks %s", s)
+		}
+	}
+	var p venue.Profile
+	err := json.Unmarshal([]byte(`{"name":"x","dedup_scope":{"value":"sometimes","basis":"documented"}}`), &p)
+	if err == nil || !strings.Contains(err.Error(), `"sometimes"`) {
+		t.Fatalf("unmarshal of an unknown DedupScope: %v", err)
 	}
 }

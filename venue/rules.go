@@ -34,6 +34,11 @@ const UnknownLockout = time.Minute
 // rest is left to the application's orders and its own reads.
 const LookupShare = 0.25
 
+// HarshLookupShare replaces LookupShare where overrunning the budget bans the
+// client or terminates its session (which fires cancel-on-disconnect on the
+// path still trading).
+const HarshLookupShare = LookupShare / 2
+
 // ErrInvalidProfile: Validate found a fact without a source, or a value that
 // cannot be right.
 var ErrInvalidProfile = errors.New("venue: invalid profile")
@@ -228,15 +233,20 @@ func (p Profile) dedupGap(e Evidence) string {
 }
 
 // LookupInterval returns the spacing between order lookups that keeps them
-// within LookupShare of the venue's budget (UnknownLookupInterval when the
-// budget is unknown).
+// within LookupShare of the venue's budget (HarshLookupShare where an overrun
+// bans or terminates the session; UnknownLookupInterval when the budget is
+// unknown).
 func (p Profile) LookupInterval() time.Duration {
 	b := p.LookupBudget
 	if !b.Reliable() || b.Value.Requests <= 0 || b.Value.Per <= 0 {
 		return UnknownLookupInterval
 	}
 	cost := max(b.Value.LookupCost, 1)
-	per := float64(b.Value.Per) * float64(cost) / (float64(b.Value.Requests) * LookupShare)
+	share := LookupShare
+	if b.Value.Exceeded == Banned || b.Value.Exceeded == SessionTerminated {
+		share = HarshLookupShare
+	}
+	per := float64(b.Value.Per) * float64(cost) / (float64(b.Value.Requests) * share)
 	return time.Duration(math.Ceil(per))
 }
 
@@ -313,13 +323,6 @@ const (
 	Flatten
 )
 
-func (m FenceMode) String() string {
-	if m == Flatten {
-		return "flatten"
-	}
-	return "preserve"
-}
-
 // SwitchEffect is what leaving a path does to resting orders.
 type SwitchEffect uint8
 
@@ -336,10 +339,6 @@ const (
 	// cancelled, including orders placed over the new path.
 	EffectAllOrders
 )
-
-func (s SwitchEffect) String() string {
-	return [...]string{"unknown: reconcile every open order", "none", "old path's orders cancelled", "every open order cancelled"}[min(int(s), 3)]
-}
 
 // FenceEffect returns what leaving a path in the given mode does to resting
 // orders at this venue, and why. Preserve is EffectNone only where the venue

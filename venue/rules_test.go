@@ -297,8 +297,8 @@ func TestLookupInterval(t *testing.T) {
 		want time.Duration
 	}{
 		{venue.Alpaca(), 1200 * time.Millisecond},     // 200/min, a quarter of it
-		{venue.BinanceSpot(), 160 * time.Millisecond}, // 6000 weight/min, lookup weighs 4
-		{venue.Deribit(), 200 * time.Millisecond},     // 10,000 credits/s, lookup costs 500
+		{venue.BinanceSpot(), 320 * time.Millisecond}, // 6000 weight/min, lookup weighs 4; an eighth (IP bans)
+		{venue.Deribit(), 400 * time.Millisecond},     // 10,000 credits/s, lookup costs 500; an eighth (session terminated)
 		{venue.KrakenSpot(), 12 * time.Second},        // counter decays 1 per 3 s
 		{venue.Conservative(), venue.UnknownLookupInterval},
 	} {
