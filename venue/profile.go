@@ -126,7 +126,8 @@ type Budget struct {
 	Exceeded   Overrun     `json:"exceeded"`
 }
 
-// BudgetScope is what a budget is counted per.
+// BudgetScope is what a budget is counted per: the account, the API key, the
+// client's IP address, the session or the connection.
 type BudgetScope uint8
 
 const (
@@ -142,6 +143,7 @@ const (
 type Overrun uint8
 
 const (
+	// OverrunUnknown: not documented.
 	OverrunUnknown Overrun = iota
 	// Throttled: the request is refused (HTTP 429 or an error) and later
 	// requests succeed once the window passes.

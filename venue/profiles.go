@@ -44,11 +44,15 @@ func ByName(name string) (Profile, error) {
 	return Profile{}, fmt.Errorf("venue: no shipped profile named %q (shipped: %v); describe the venue in a Profile of your own", name, names)
 }
 
-func reported[T any](v T, url, quote, note string) Fact[T] {
+// Reported returns a fact measured or reported by a venue's users
+// (BasisReported); note says by whom.
+func Reported[T any](v T, url, quote, note string) Fact[T] {
 	return Fact[T]{Value: v, Source: Source{URL: url, Quote: quote, Basis: BasisReported, Note: note}}
 }
 
-func requirement[T any](v T, url, quote, note string) Fact[T] {
+// Required returns a rule the venue states for its clients
+// (BasisRequirement), which the rules never rely on the venue enforcing.
+func Required[T any](v T, url, quote, note string) Fact[T] {
 	return Fact[T]{Value: v, Source: Source{URL: url, Quote: quote, Basis: BasisRequirement, Note: note}}
 }
 
@@ -59,7 +63,7 @@ func Alpaca() Profile {
 		Scope: "Alpaca Trading API v2 (REST)",
 		// A cancelled order's client_order_id is refused on a new order
 		// (users report HTTP 422 "client_order_id must be unique").
-		DedupScope: reported(DedupAllStates,
+		DedupScope: Reported(DedupAllStates,
 			"https://github.com/alpacahq/alpaca-py/issues/260",
 			"when bot submits an order, then cancels it, then wants to submit it again? Alpaca responds 'client_order_id must be unique'",
 			"refusal after cancel reported by users (HTTP 422, code 40010001); Alpaca's documentation states no window"),
@@ -96,7 +100,7 @@ func BinanceSpot() Profile {
 		DedupWindow: Unknown[time.Duration]("not applicable: deduplication is among open orders only"),
 		// Query order reads memory, then the database; users see -2013 "Order
 		// does not exist" for orders just placed, up to about 10 minutes.
-		LookupFalseNegative: reported(10*time.Minute,
+		LookupFalseNegative: Reported(10*time.Minute,
 			"https://developers.binance.com/docs/binance-spot-api-docs/rest-api/account-endpoints",
 			"Query order (USER_DATA) … Data Source: Memory => Database",
 			"the documentation names the two stores but no lag; users report -2013 \"Order does not exist\" for booked orders (github.com/JKorf/Binance.Net/issues/692, github.com/ccxt/ccxt/issues/1786), measured up to about 10 minutes"),
@@ -142,7 +146,7 @@ func CoinbaseAdvancedTrade() Profile {
 		LookupFalseNegative: Unknown[time.Duration]("no statement on read-after-write consistency found"),
 		LookupRetention:     Unknown[time.Duration]("the client_order_id filter of Get Order is marked deprecated; List Orders has none"),
 		// 30 requests per second per user on private endpoints.
-		LookupBudget: reported(Budget{Requests: 30, Per: time.Second, LookupCost: 1, Scope: PerAPIKey, Exceeded: Throttled},
+		LookupBudget: Reported(Budget{Requests: 30, Per: time.Second, LookupCost: 1, Scope: PerAPIKey, Exceeded: Throttled},
 			"https://nautilustrader.io/docs/rust-api-latest/nautilus_coinbase/http/client/static.COINBASE_REST_QUOTA.html",
 			"Default Coinbase Advanced Trade REST rate limit (30 requests per second).",
 			"Coinbase's own rate-limit page was not read: check https://docs.cdp.coinbase.com/advanced-trade/docs/rest-api-rate-limits"),
@@ -164,7 +168,7 @@ func CoinbaseExchangeFIX() Profile {
 		Scope: "Coinbase Exchange FIX 5.0 order entry (fix-ord.exchange.coinbase.com)",
 		// The client is told not to reuse the ClOrdID of an open order; what
 		// the gateway does with a duplicate is not stated.
-		DedupScope: requirement(DedupOpenOrders,
+		DedupScope: Required(DedupOpenOrders,
 			"https://docs.cdp.coinbase.com/exchange/docs/fix-msg-order-entry",
 			"ClOrdID: UUID selected by client to identify the order. This shouldn't match the ClOrdID of any open orders.",
 			"stated as a rule for the client; the gateway's answer to a duplicate is not documented"),
@@ -174,7 +178,7 @@ func CoinbaseExchangeFIX() Profile {
 		LookupBudget:        Unknown[Budget]("FIX rate limits exist (https://docs.cdp.coinbase.com/exchange/fix-api/rate-limits) but were not read"),
 		// "only create one session per API Key": a rule for the client; whether
 		// a second logon ends the first or is refused is not documented.
-		BrokerFence: requirement(FenceOneSession, oe,
+		BrokerFence: Required(FenceOneSession, oe,
 			"For all LOGON messages use MsgSeqNum 1, set 553 Username to the api key, and only create one session per API Key.",
 			"whether a second logon replaces the first or is refused is not documented; REST orders with the same key are not fenced"),
 		FencingTokens: Unknown[Support]("none found"),
@@ -189,11 +193,11 @@ func CoinbaseExchangeFIX() Profile {
 		}, oe, "8013 CancelOrdersOnDisconnect: S = Cancel all session orders on disconnect; Y = Cancel all profile orders on disconnect (recommended)"),
 		DeadMan: Unknown[DeadMan]("no cancel-all-after timer found"),
 		// One session per API key (a rule for the client).
-		SessionsPerIdentity: requirement(1, oe,
+		SessionsPerIdentity: Required(1, oe,
 			"only create one session per API Key", "a rule for the client"),
 		Lockout: Unknown[Lockout]("none found"),
 		// A standby region needs another API key.
-		HotStandby: requirement(Unsupported, oe,
+		HotStandby: Required(Unsupported, oe,
 			"only create one session per API Key",
 			"a standby region needs its own API key (another identity, not fenced against this one)"),
 	}
@@ -248,11 +252,11 @@ func IBKRClientPortal() Profile {
 		Name:  "ibkr-client-portal",
 		Scope: "IBKR Client Portal Web API v1 (/iserver brokerage session)",
 		// cOID "must be unique for a 24h span": a rule for the client.
-		DedupScope: requirement(DedupAllStates, order,
+		DedupScope: Required(DedupAllStates, order,
 			"cOID: Customer Order ID. An arbitrary string that can be used to identify the order. The value must be unique for a 24h span.",
 			"stated as a rule for the client; what the venue does with a duplicate is not documented"),
 		// 24 hours (a rule for the client).
-		DedupWindow: requirement(24*time.Hour, order,
+		DedupWindow: Required(24*time.Hour, order,
 			"The value must be unique for a 24h span.", "a rule for the client"),
 		LookupFalseNegative: Unknown[time.Duration]("no statement on /iserver/account/orders consistency found"),
 		LookupRetention:     Unknown[time.Duration]("none found"),
