@@ -31,6 +31,8 @@ const (
 	// OutcomeOK when it found the order (Detail: its status, OrderID set),
 	// OutcomeFailed when it answered "not found". A lookup is decided under
 	// the same lock as order submissions: its Seq orders it against them.
+	// A query of every order (FIX OrderMassStatusRequest) has an empty
+	// ClientOrderID and Detail "mass status": it answers for every order.
 	KindLookup RecordKind = "lookup"
 )
 
@@ -156,11 +158,11 @@ func (l AuditLog) Lookups() AuditLog {
 	return l.Filter(func(r Record) bool { return r.Kind == KindLookup })
 }
 
-// FirstLookup returns the first lookup of clientOrderID the broker answered
-// at or after since, and whether there is one.
+// FirstLookup returns the first lookup of clientOrderID (or of every
+// order) the broker answered at or after since, and whether there is one.
 func (l AuditLog) FirstLookup(clientOrderID string, since time.Time) (Record, bool) {
 	for _, r := range l {
-		if r.Kind == KindLookup && r.ClientOrderID == clientOrderID && !r.Time.Before(since) {
+		if r.Kind == KindLookup && (r.ClientOrderID == clientOrderID || r.ClientOrderID == "") && !r.Time.Before(since) {
 			return r, true
 		}
 	}

@@ -510,6 +510,11 @@ func (fs *fixServer) onMassStatus(msg ordermassstatusrequest.OrderMassStatusRequ
 		return rerr
 	}
 	orders := fs.b.book.list(false)
+	if fc := fs.current(); fc != nil && fc.rg != nil {
+		src := fc.source()
+		fs.b.audit.add(Record{Kind: KindLookup, Region: fc.rg.name, Service: string(FIX), ConnID: src.connID,
+			Outcome: OutcomeOK, Detail: "mass status", ConnOpened: src.opened, SentBy: src.sentBy})
+	}
 	if sym, err := msg.GetSymbol(); err == nil && sym != "" {
 		kept := orders[:0]
 		for _, o := range orders {
