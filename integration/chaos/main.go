@@ -231,9 +231,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	r.recoverAll()
 	r.progressLine()
 	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
-	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	pending := r.c.Drain(dctx)
-	cancel()
+	pending := r.drain()
 	audit := r.b.Audit()
 	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
 	closed = true
@@ -253,6 +251,78 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		return 1, row
 	}
 	return 0, row
+}
+
+// drainBound is how long the drain may take, derived from the run: the
+// quarantine a provisional verdict waits out (twice the longest fault), the
+// retries of a reconcile, and the machine's own slowness — how much longer
+// trading took than planned, applied to all of it.
+func (r *runner) drainBound(traded time.Duration) time.Duration {
+	base := 2*r.sched.LongestFault() + 10*time.Second
+	if planned := r.planned(); planned > 0 && traded > planned {
+		base = time.Duration(float64(base) * float64(traded) / float64(planned))
+	}
+	return min(base, 10*time.Minute)
+}
+
+// planned is how long trading should last: until the last fault is over.
+func (r *runner) planned() time.Duration {
+	var end time.Duration
+	for _, f := range r.sched.Faults {
+		end = max(end, f.At+f.For)
+	}
+	return end
+}
+
+// drain waits until the library has settled (every order answered or
+// settled, no provisional verdict left, the gate open) and the broker is
+// quiet (its audit unchanged for a second, every connection's bytes
+// delivered), within a bound derived from the run. It returns the orders
+// still pending.
+func (r *runner) drain() []string {
+	bound := r.drainBound(time.Since(r.start))
+	fmt.Fprintf(r.w, "chaos: drain bound %s (derived from the longest fault and this run's pace)\n", bound.Round(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	pending := r.c.Drain(ctx)
+	quietFor := time.Second
+	last, lastChange := -1, time.Now()
+	tk := time.NewTicker(100 * time.Millisecond)
+	defer tk.Stop()
+	for {
+		n := len(r.b.Audit())
+		if n != last {
+			last, lastChange = n, time.Now()
+		}
+		snap := r.c.Path().Snapshot()
+		settled := len(r.c.Pending()) == 0 && snap.ProvisionalCount == 0 && snap.Gate == pathdialer.GateOpen
+		if settled && time.Since(lastChange) >= quietFor && r.inTransit() == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if p := r.c.Pending(); len(p) > 0 {
+				return p
+			}
+			return pending[:0]
+		case <-tk.C:
+		}
+	}
+}
+
+// inTransit counts the connections holding client bytes the broker has not
+// received yet (a relay still delivering).
+func (r *runner) inTransit() int {
+	n := 0
+	for _, c := range r.b.Connections() {
+		if !c.Closed.IsZero() || len(c.Sent) == 0 {
+			continue
+		}
+		if c.Sent[len(c.Sent)-1].Arrived.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // row is this run's line of the matrix.

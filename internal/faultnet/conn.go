@@ -18,22 +18,27 @@ type conn struct {
 	cancel context.CancelFunc
 	killed <-chan struct{}
 
+	log *connLog // the network's record of the connection
+
 	mu       sync.Mutex
 	upstream net.Conn
 	upKey    string
 	dead     bool
 }
 
-func newConn(id uint64, c net.Conn) *conn {
+func newConn(id uint64, c net.Conn, addr string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &conn{id: id, client: c, opened: time.Now(), ctx: ctx, cancel: cancel, killed: ctx.Done()}
+	now := time.Now()
+	return &conn{id: id, client: c, opened: now, ctx: ctx, cancel: cancel, killed: ctx.Done(), log: newConnLog(id, addr, now)}
 }
 
 // info returns a description of the conn.
 func (c *conn) info() ConnInfo {
+	delivered, left := c.log.progress()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return ConnInfo{ID: c.id, Client: c.client.RemoteAddr().String(), Upstream: c.upKey, Opened: c.opened}
+	return ConnInfo{ID: c.id, Client: c.client.RemoteAddr().String(), Upstream: c.upKey, Opened: c.opened,
+		Delivered: delivered, LastLeft: left}
 }
 
 // key returns the upstream local address, "" before the dial.
@@ -57,11 +62,15 @@ func (c *conn) setUpstream(up net.Conn, key string) bool {
 }
 
 // kill closes both sides once; with reset the peers see RST instead of FIN.
-func (c *conn) kill(reset bool) {
+// by says who ended the connection, for its record ("" if already recorded).
+func (c *conn) kill(reset bool, by string) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
 		return
+	}
+	if by != "" {
+		c.log.closed(time.Now(), by)
 	}
 	c.dead = true
 	up := c.upstream
@@ -78,4 +87,11 @@ func (c *conn) kill(reset bool) {
 	if up != nil {
 		_ = up.Close()
 	}
+}
+
+// isDead reports whether the conn was killed.
+func (c *conn) isDead() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dead
 }

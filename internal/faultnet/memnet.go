@@ -48,6 +48,7 @@ type MemNetwork struct {
 	faults    map[string]Fault
 	conns     map[string]map[*memConn]struct{} // by listening address: server sides
 	dials     map[string]uint64                // dial count per address
+	hist      []*connLog                       // every connection dialled, in dial order
 }
 
 // NewMemNetwork returns an empty network. base is the one-way latency every
@@ -173,6 +174,7 @@ func (n *MemNetwork) Dial(ctx context.Context, network, addr string) (net.Conn, 
 		e.Addr = memAddr(addr)
 		return nil, &e
 	}
+	n.hist = append(n.hist, client.log)
 	if n.conns[addr] == nil {
 		n.conns[addr] = map[*memConn]struct{}{}
 	}
@@ -220,8 +222,9 @@ func (n *MemNetwork) forget(addr string, server *memConn) {
 
 func (n *MemNetwork) pair(addr string, id uint64) (client, server *memConn) {
 	local := memAddr(fmt.Sprintf("client-%d.%s", id, addr))
-	client = &memConn{n: n, addr: addr, id: id, local: local, remote: memAddr(addr), in: newHalf(), closed: make(chan struct{})}
-	server = &memConn{n: n, addr: addr, id: id, server: true, local: memAddr(addr), remote: local, in: newHalf(), closed: make(chan struct{})}
+	log := newConnLog(id, addr, time.Now())
+	client = &memConn{n: n, addr: addr, id: id, local: local, remote: memAddr(addr), in: newHalf(), closed: make(chan struct{}), log: log}
+	server = &memConn{n: n, addr: addr, id: id, server: true, local: memAddr(addr), remote: local, in: newHalf(), closed: make(chan struct{}), log: log}
 	client.peer, server.peer = server, client
 	return client, server
 }
@@ -305,6 +308,9 @@ type memChunk struct {
 	eof  bool
 	at   time.Time
 	held bool
+	// idx is the chunk's index in the connection's record (client→server
+	// data only; -1 otherwise), marked arrived when the server first reads it.
+	idx int
 }
 
 // half is one direction of a connection: what its reader will read.
@@ -413,6 +419,7 @@ type memConn struct {
 	wh     atomic.Uint64 // hash of every byte written: keys the delay of the close
 	once   sync.Once
 	closed chan struct{}
+	log    *connLog // the network's record of the connection (shared by both sides)
 }
 
 var errReset = os.NewSyscallError("read", syscall.ECONNRESET)
@@ -449,6 +456,10 @@ func (c *memConn) Read(p []byte) (int, error) {
 				if head.eof {
 					h.mu.Unlock()
 					return 0, io.EOF
+				}
+				if head.idx >= 0 {
+					c.log.arrived(head.idx, now)
+					head.idx = -1
 				}
 				n := copy(p, head.data)
 				head.data = head.data[n:]
@@ -511,7 +522,12 @@ func (c *memConn) Write(p []byte) (int, error) {
 	fmt.Fprintf(h, "%x/", c.wh.Load())
 	_, _ = h.Write(p)
 	c.wh.Store(h.Sum64())
-	c.peer.in.push(memChunk{data: append([]byte(nil), p...), at: time.Now().Add(d)})
+	now := time.Now()
+	idx := -1
+	if !c.server && len(p) > 0 {
+		idx = c.log.sent(len(p), now, time.Time{})
+	}
+	c.peer.in.push(memChunk{data: append([]byte(nil), p...), at: now.Add(d), idx: idx})
 	return len(p), nil
 }
 
@@ -530,7 +546,12 @@ func (c *memConn) Close() error {
 		c.chunks++
 		key := fmt.Appendf(nil, "eof/%t/%x/%x", c.server, c.wh.Load(), c.peer.wh.Load())
 		d := c.n.delay(c.n.Fault(c.addr), c.addr, c.id*2+b2u(c.server), c.chunks, key)
-		c.peer.in.push(memChunk{eof: true, at: time.Now().Add(d)})
+		by := ClosedByClient
+		if c.server {
+			by = ClosedByServer
+		}
+		c.log.closed(time.Now(), by)
+		c.peer.in.push(memChunk{eof: true, at: time.Now().Add(d), idx: -1})
 		c.wmu.Unlock()
 		close(c.closed)
 		c.in.wake()
@@ -550,6 +571,7 @@ func (c *memConn) Close() error {
 // instant in an order the scheduler picks. Bytes written before it arrives
 // are still delivered.
 func (n *MemNetwork) resetLater(c *memConn) {
+	c.log.closed(time.Now(), ClosedByFault)
 	for _, side := range []*memConn{c, c.peer} {
 		key := fmt.Appendf(nil, "rst/%t/%x/%x", side.server, side.wh.Load(), side.peer.wh.Load())
 		d := n.delay(None(), side.addr, side.id*2+b2u(side.server), ^uint64(0), key)
@@ -563,10 +585,32 @@ func (n *MemNetwork) resetLater(c *memConn) {
 
 // resetPair resets both sides: reads fail with ECONNRESET.
 func (c *memConn) resetPair() {
+	c.log.closed(time.Now(), ClosedByRelay)
 	c.in.doReset()
 	c.peer.in.doReset()
 	c.n.forget(c.addr, c)
 	c.n.forget(c.addr, c.peer)
+}
+
+// NetProgress is the network's record of the connection so far (Traced).
+func (c *memConn) NetProgress() (opened time.Time, delivered uint64, lastLeft time.Time) {
+	d, l := c.log.progress()
+	return c.log.opened(), d, l
+}
+
+// History returns the record of every connection dialled through the
+// network, open or closed, in dial order: when it was opened, every chunk
+// the client wrote with when it was written and when the server first read
+// it, and when and by whom it was closed.
+func (n *MemNetwork) History() []ConnRecord {
+	n.mu.Lock()
+	logs := append([]*connLog(nil), n.hist...)
+	n.mu.Unlock()
+	out := make([]ConnRecord, len(logs))
+	for i, l := range logs {
+		out[i] = l.snapshot()
+	}
+	return out
 }
 
 func (c *memConn) LocalAddr() net.Addr  { return c.local }

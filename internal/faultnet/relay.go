@@ -51,6 +51,12 @@ type ConnInfo struct {
 	Upstream string
 	// Opened is when the relay accepted the connection.
 	Opened time.Time
+	// Delivered counts the client's bytes the relay has written to Target so
+	// far; LastLeft is when the last of them left the client (the relay read
+	// them). A server that looks its connection up after reading a request
+	// learns the latest instant the request's bytes can have left the client.
+	Delivered uint64
+	LastLeft  time.Time
 }
 
 // Relay is a TCP relay with switchable faults. All methods are safe for
@@ -67,6 +73,7 @@ type Relay struct {
 	closed   bool
 	conns    map[uint64]*conn
 	byUp     map[string]*conn
+	hist     []*connLog // every connection accepted, in accept order
 	nextID   uint64
 	rng      *rand.Rand
 	accepted uint64
@@ -181,7 +188,7 @@ func (r *Relay) SetFault(f Fault) error {
 	r.mu.Unlock()
 
 	for _, c := range toKill {
-		c.kill(true)
+		c.kill(true, ClosedByFault)
 	}
 	r.log.Debug("fault set", "fault", f.String(), "previous", prev.String(), "reset", len(toKill))
 	return nil
@@ -213,6 +220,17 @@ func (r *Relay) LookupUpstream(addr string) (ConnInfo, bool) {
 	return c.info(), true
 }
 
+// Info returns the live connection with the given ID, if any.
+func (r *Relay) Info(id uint64) (ConnInfo, bool) {
+	r.mu.Lock()
+	c, ok := r.conns[id]
+	r.mu.Unlock()
+	if !ok {
+		return ConnInfo{}, false
+	}
+	return c.info(), true
+}
+
 // ResetConn resets (RST to both sides) the live connection with the given ID
 // and reports whether it existed.
 func (r *Relay) ResetConn(id uint64) bool {
@@ -220,7 +238,7 @@ func (r *Relay) ResetConn(id uint64) bool {
 	c, ok := r.conns[id]
 	r.mu.Unlock()
 	if ok {
-		c.kill(true)
+		c.kill(true, ClosedByFault)
 	}
 	return ok
 }
@@ -232,9 +250,35 @@ func (r *Relay) ResetAll() int {
 	cs := r.allConnsLocked()
 	r.mu.Unlock()
 	for _, c := range cs {
-		c.kill(true)
+		c.kill(true, ClosedByFault)
 	}
 	return len(cs)
+}
+
+// History returns the record of every connection the relay accepted, open
+// or closed, in accept order: when it was opened, every chunk the client
+// sent with when it left the client and when it reached Target, and when
+// and by whom it was closed.
+func (r *Relay) History() []ConnRecord {
+	r.mu.Lock()
+	logs := append([]*connLog(nil), r.hist...)
+	r.mu.Unlock()
+	out := make([]ConnRecord, len(logs))
+	for i, l := range logs {
+		out[i] = l.snapshot()
+	}
+	return out
+}
+
+// Record returns the record of the connection with the given ID (open or
+// closed) and whether the relay accepted one with that ID.
+func (r *Relay) Record(id uint64) (ConnRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id == 0 || id > uint64(len(r.hist)) {
+		return ConnRecord{}, false
+	}
+	return r.hist[id-1].snapshot(), true
 }
 
 // Stats returns the relay's counters.
@@ -262,7 +306,7 @@ func (r *Relay) Close() error {
 	close(r.done)
 	r.mu.Unlock()
 	for _, c := range cs {
-		c.kill(true)
+		c.kill(true, ClosedByRelay)
 	}
 	r.wg.Wait()
 	return nil
@@ -320,8 +364,9 @@ func (r *Relay) acceptLoop(ln net.Listener) {
 		}
 		r.nextID++
 		r.accepted++
-		pc := newConn(r.nextID, c)
+		pc := newConn(r.nextID, c, r.addr)
 		r.conns[pc.id] = pc
+		r.hist = append(r.hist, pc.log)
 		r.wg.Add(1)
 		r.mu.Unlock()
 		go r.serve(pc)
@@ -354,7 +399,7 @@ func (r *Relay) serve(pc *conn) {
 		r.dialErrs++
 		r.mu.Unlock()
 		r.log.Debug("dial target failed", "conn", pc.id, "err", err)
-		pc.kill(true)
+		pc.kill(true, ClosedByRelay)
 		return
 	}
 	key := up.LocalAddr().String()
@@ -368,10 +413,10 @@ func (r *Relay) serve(pc *conn) {
 
 	var dirs sync.WaitGroup
 	dirs.Add(2)
-	go func() { defer dirs.Done(); r.pipe(pc, pc.client, up) }()
-	go func() { defer dirs.Done(); r.pipe(pc, up, pc.client) }()
+	go func() { defer dirs.Done(); r.pipe(pc, pc.client, up, true) }()
+	go func() { defer dirs.Done(); r.pipe(pc, up, pc.client, false) }()
 	dirs.Wait()
-	pc.kill(false)
+	pc.kill(false, "")
 }
 
 func (r *Relay) forget(pc *conn) {
@@ -390,8 +435,14 @@ type chunk struct {
 	err  error
 }
 
-// pipe forwards src to dst through the fault gate until src ends or the conn is killed.
-func (r *Relay) pipe(pc *conn, src, dst net.Conn) {
+// pipe forwards src to dst through the fault gate until src ends or the conn
+// is killed. up: src is the client (the direction the connection's record
+// logs chunk by chunk).
+func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
+	srcSide, dstSide := ClosedByServer, ClosedByClient
+	if up {
+		srcSide, dstSide = ClosedByClient, ClosedByServer
+	}
 	chunks := make(chan chunk, 16)
 	go func() {
 		buf := make([]byte, 32*1024)
@@ -423,11 +474,18 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn) {
 		}
 	}()
 	for ch := range chunks {
+		idx := -1
+		if up && len(ch.data) > 0 {
+			idx = pc.log.sent(len(ch.data), ch.at, time.Time{})
+		}
 		if !r.gate(pc, ch.at) {
-			pc.kill(true)
+			pc.kill(true, "")
 			return
 		}
 		if ch.err != nil {
+			if !pc.isDead() {
+				pc.log.closed(ch.at, srcSide)
+			}
 			if errors.Is(ch.err, io.EOF) {
 				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
 					_ = cw.CloseWrite()
@@ -439,12 +497,15 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn) {
 			default:
 				r.log.Debug("read error, resetting", "conn", pc.id, "err", ch.err)
 			}
-			pc.kill(true)
+			pc.kill(true, "")
 			return
 		}
 		if _, err := dst.Write(ch.data); err != nil {
-			pc.kill(true)
+			pc.kill(true, dstSide)
 			return
+		}
+		if idx >= 0 {
+			pc.log.arrived(idx, time.Now())
 		}
 	}
 }

@@ -25,12 +25,21 @@ const (
 	InvStream       = 8  // every price once and in order, none missed
 	InvFIXSeq       = 9  // FIX sequence numbers continuous
 	InvScenario     = 10 // the scenario's expectations (failover, failback, halt)
+	InvReconcile    = 11 // no order of a service reached the broker on the new endpoint before the reconcile's lookups were answered
 )
+
+// invLast is the highest invariant number.
+const invLast = InvReconcile
+
+// relayLag is how late after the client's write the network may note
+// bytes as having left (a relay's read of its socket on a loaded host):
+// bytes noted this long after a confirmed fence were written after it.
+const relayLag = 200 * time.Millisecond
 
 var invariantNames = map[int]string{
 	InvNoDuplicate:  "no order booked twice (broker's book: two bookings of one client order ID)",
 	InvNoLoss:       "no order lost (every order sent answered or settled; every acknowledged order booked)",
-	InvOneLivePath:  "never two live paths (no order whose ticket was granted on a region after its fence began was booked there)",
+	InvOneLivePath:  "never two live paths (no order sent to a region after its hold began, or on a connection its fence should have closed, was booked there)",
 	InvLateLandings: "late landings (sent before a fence, booked after it) reported, none after a final NOT_RECEIVED",
 	InvClientBook:   "the client's record of whether and where each order was booked matches the broker's book",
 	InvRepeats:      "repeated submissions are re-sends the client made, never replays or automatic retries",
@@ -38,6 +47,7 @@ var invariantNames = map[int]string{
 	InvStream:       "every price once and in order, none missed",
 	InvFIXSeq:       "FIX sequence numbers continuous",
 	InvScenario:     "the scenario's expectations (failover, failback, halt)",
+	InvReconcile:    "reconcile before release (no order of a service reached the broker on the new endpoint before the broker had answered the reconcile's lookups of that service's orders)",
 }
 
 // InvariantName returns the text of invariant n.
@@ -225,6 +235,9 @@ func (c *Client) Check(opts CheckOptions) Summary {
 type window struct {
 	endpoint, region string
 	start, end       time.Time // end zero: still fenced
+	// fenceAt: when the fence began (start is the hold before it, when the
+	// events show one); fenceOK: when it was confirmed (zero: not yet).
+	fenceAt, fenceOK time.Time
 }
 
 func (w window) contains(t time.Time) bool {
@@ -288,10 +301,9 @@ func (ck *checker) run() {
 		ck.byID[h.Orders[i].ClOrdID] = &h.Orders[i]
 	}
 	ck.bookings = map[string]simbroker.AuditLog{}
+	// Every booking counts, whatever door it came through (rest, fix, the
+	// probe relay, a stream).
 	for _, r := range h.Audit.Booked() {
-		if r.Service != string(simbroker.REST) && r.Service != string(simbroker.FIX) {
-			continue
-		}
 		ck.bookings[r.ClientOrderID] = append(ck.bookings[r.ClientOrderID], r)
 	}
 	ck.late = map[string]bool{}
@@ -305,8 +317,9 @@ func (ck *checker) run() {
 		ck.livePaths()
 		ck.clientBook()
 		ck.repeats()
+		ck.reconcileFirst()
 	} else {
-		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats} {
+		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile} {
 			notChecked[n] = "no broker audit"
 		}
 	}
@@ -326,7 +339,7 @@ func (ck *checker) run() {
 	} else {
 		notChecked[InvScenario] = "no scripted scenario"
 	}
-	for n := InvNoDuplicate; n <= InvScenario; n++ {
+	for n := InvNoDuplicate; n <= invLast; n++ {
 		inv := Invariant{ID: n, Name: invariantNames[n], Checked: notChecked[n] == "", NotChecked: notChecked[n]}
 		for _, f := range sum.Findings {
 			if f.Invariant == n {
@@ -352,14 +365,23 @@ func (ck *checker) run() {
 // fenced.
 func (ck *checker) switches() {
 	open := map[string]int{} // endpoint → index of its open window
+	// The active endpoint and when submissions to it were last held (the
+	// hold before a fence: from then on no ticket may be granted on it).
+	active := ck.primary
+	holdAt := map[string]time.Time{}
 	openW := func(ep string, t time.Time) {
 		if _, ok := open[ep]; ok {
 			return
 		}
+		start := t
+		if h, ok := holdAt[ep]; ok && h.Before(t) {
+			start = h
+		}
 		open[ep] = len(ck.windows)
-		ck.windows = append(ck.windows, window{endpoint: ep, region: ck.regionOf[ep], start: t})
+		ck.windows = append(ck.windows, window{endpoint: ep, region: ck.regionOf[ep], start: start, fenceAt: t})
 	}
 	closeW := func(ep string, t time.Time) {
+		delete(holdAt, ep)
 		if i, ok := open[ep]; ok {
 			ck.windows[i].end = t
 			delete(open, ep)
@@ -368,13 +390,24 @@ func (ck *checker) switches() {
 	lastFence := map[string]time.Time{}
 	for _, e := range ck.h.Events {
 		switch e.Kind {
+		case pathdialer.EventHold, pathdialer.EventHalt:
+			if _, ok := holdAt[active]; !ok && active != "" {
+				holdAt[active] = e.Time
+			}
 		case pathdialer.EventFenceStart:
 			openW(e.Endpoint, e.Time)
 		case pathdialer.EventFenceSuccess:
 			lastFence[e.Endpoint] = e.Time
+			if i, ok := open[e.Endpoint]; ok && ck.windows[i].fenceOK.IsZero() {
+				ck.windows[i].fenceOK = e.Time
+			}
 		case pathdialer.EventSwitch:
 			openW(e.From, e.Time) // the broker fences: the switch is the fence
-			began := ck.windows[open[e.From]].start
+			if i := open[e.From]; ck.windows[i].fenceOK.IsZero() {
+				ck.windows[i].fenceOK = e.Time
+			}
+			active = e.To
+			began := ck.windows[open[e.From]].fenceAt
 			fd, ok := lastFence[e.From]
 			if !ok || fd.After(e.Time) || fd.Before(began) {
 				fd = e.Time
@@ -533,9 +566,12 @@ func (ck *checker) duplicates() {
 	}
 }
 
-// livePaths classifies every booking through a fenced region: a late
-// landing (its attempt began before the fence, on a connection the broker
-// first saw before it) or a second live path.
+// livePaths classifies every booking through a region whose endpoint was
+// held and fenced: a late landing (its copy left before the hold, on a
+// connection the fence closed) or a second live path. What was booked,
+// where, on which connection, when the connection was opened and when the
+// request's bytes left the client are the broker's and the network's
+// record; only the hold and the fence times come from the Path's events.
 func (ck *checker) livePaths() {
 	firstSeen := map[string]time.Time{}
 	for _, r := range ck.h.Audit {
@@ -559,37 +595,58 @@ func (ck *checker) livePaths() {
 			o, ok := ck.byID[b.ClientOrderID]
 			if !ok {
 				ck.sum.TwoLivePaths++
-				ck.violate(InvOneLivePath, b.ClientOrderID, "TWO LIVE PATHS: order %s, never placed by this client, booked through %s (%s) at %s, after %s's fence began at %s",
+				ck.violate(InvOneLivePath, b.ClientOrderID, "TWO LIVE PATHS: order %s, never placed by this client, booked through %s (%s) at %s, after %s was held at %s",
 					b.ClientOrderID, w.region, b.Service, fmtDur(ck.rel(b.Time)), w.endpoint, fmtDur(ck.rel(w.start)))
 				continue
 			}
-			var pre *Attempt
+			var pre, granted *Attempt
 			for i, a := range attempts(o) {
-				if a.Sent && a.At.Before(w.start) {
+				if !a.Sent {
+					continue
+				}
+				if a.At.Before(w.start) {
 					pre = &attempts(o)[i]
+				} else if a.Endpoint == w.endpoint && granted == nil {
+					granted = &attempts(o)[i]
 				}
 			}
-			// A connection the broker could attribute to a relay
-			// ("<region>/<service>/<id>"); "direct:..." means it could not
-			// (the relay had forgotten the connection, whose client side the
-			// fence closed): then only the attempt's time can tell.
+			// The connection's age: the network's record (ConnOpened) when
+			// the broker has it; else when the broker first saw the
+			// connection, if it could attribute it ("<region>/<service>/<id>";
+			// "direct:..." means it could not: then only the attempt's time
+			// can tell).
 			connOld := true
-			if b.ConnID != "" && !strings.HasPrefix(b.ConnID, "direct:") {
+			switch {
+			case !b.ConnOpened.IsZero():
+				connOld = b.ConnOpened.Before(w.fenceAt)
+			case b.ConnID != "" && !strings.HasPrefix(b.ConnID, "direct:"):
 				fs, ok := firstSeen[b.ConnID]
-				connOld = ok && fs.Before(w.start)
+				connOld = ok && fs.Before(w.fenceAt)
 			}
-			if pre == nil || !connOld {
+			// Bytes that left the client after the fence was confirmed (it
+			// says every connection to the endpoint was closed) went over a
+			// connection the fence did not close.
+			afterFence := !w.fenceOK.IsZero() && !b.SentBy.IsZero() && b.SentBy.After(w.fenceOK.Add(relayLag))
+			var why string
+			switch {
+			case granted != nil:
+				why = fmt.Sprintf("an attempt begun at %s, after the hold, was sent through %s itself", fmtDur(ck.rel(granted.At)), w.endpoint)
+			case pre == nil:
+				why = "every copy of it was sent after the hold began"
+			case !connOld:
+				why = "on connection " + b.ConnID + ", opened after the fence began"
+			case afterFence:
+				why = fmt.Sprintf("its bytes left the client at %s on connection %s, after the fence was confirmed at %s (a connection the fence did not close)",
+					fmtDur(ck.rel(b.SentBy)), b.ConnID, fmtDur(ck.rel(w.fenceOK)))
+			}
+			if why != "" {
 				ck.sum.TwoLivePaths++
-				why := "its ticket was granted after the fence began"
-				if pre != nil {
-					why = "on connection " + b.ConnID + ", opened after the fence began"
-				}
-				ck.violate(InvOneLivePath, o.ClOrdID, "TWO LIVE PATHS: order %s booked through %s (%s) at %s, after %s's fence began at %s: %s",
+				ck.violate(InvOneLivePath, o.ClOrdID, "TWO LIVE PATHS: order %s booked through %s (%s) at %s, after %s was held at %s: %s",
 					o.ClOrdID, w.region, b.Service, fmtDur(ck.rel(b.Time)), w.endpoint, fmtDur(ck.rel(w.start)), why)
 				continue
 			}
 			ll := LateLanding{Order: o.ClOrdID, Region: w.region, Service: b.Service, SentAt: ck.rel(pre.At),
-				FenceAt: ck.rel(w.start), BookedAt: ck.rel(b.Time)}
+				FenceAt: ck.rel(w.fenceAt), BookedAt: ck.rel(b.Time)}
 			for _, v := range o.Verdicts {
 				if v.Booked() && (v.Region == "" || v.Region == w.region) {
 					ll.Reported = true
@@ -669,9 +726,9 @@ func (ck *checker) clientBook() {
 		}
 		switch {
 		case believes && len(bs) == 0:
-			if o.Acked {
-				ck.sum.Losses++
-			}
+			// The client believes the broker holds an order the broker
+			// never booked: lost, whatever told the client.
+			ck.sum.Losses++
 			ck.violate(InvClientBook, o.ClOrdID, "CLIENT/BOOK MISMATCH: the client records %s as %s, but the broker never booked it", o.ClOrdID, o.belief())
 		case !believes && len(bs) > 0 && !ck.late[o.ClOrdID]:
 			ck.violate(InvClientBook, o.ClOrdID, "CLIENT/BOOK MISMATCH: the client records %s as %s, but the broker booked it through %s (%s) at %s",
@@ -862,4 +919,97 @@ func (ck *checker) scenario() {
 			ck.sum.Notes = append(ck.sum.Notes, "partial: the probe stayed green and passive 503s never reached FailureThreshold in a row between two successful probes, so "+sc.Primary+" was never DOWN: no failover. Orders there were refused (503 → unknown → reconciled) or rejected (FIX)")
 		}
 	}
+}
+
+// reconcileFirst judges guarantee 2 from the broker's audit: after a
+// reconcile began (the Path's event names its orders), no order of a
+// service reached the broker through the new endpoint's region before the
+// broker had answered a lookup of every one of that service's orders being
+// reconciled. Lookups and orders are ordered by the audit's Seq; an order
+// whose bytes had left the client before the reconcile began (SentBy) is
+// not judged (it was sent under an earlier decision).
+func (ck *checker) reconcileFirst() {
+	events := ck.h.Events
+	for i, e := range events {
+		if e.Kind != pathdialer.EventReconcileStart || e.Cause == pathdialer.ReasonRequery || len(e.Tickets) == 0 {
+			continue
+		}
+		to := e.To
+		if to == "" {
+			to = e.Endpoint
+		}
+		region := ck.regionOf[to]
+		if region == "" {
+			continue
+		}
+		// The span judged: until the next reconcile or switch decides again.
+		var until time.Time
+		for _, f := range events[i+1:] {
+			if f.Kind == pathdialer.EventSwitch || f.Kind == pathdialer.EventHold || f.Kind == pathdialer.EventHalt ||
+				(f.Kind == pathdialer.EventReconcileStart && f.Cause != pathdialer.ReasonRequery) {
+				until = f.Time
+				break
+			}
+		}
+		byService := map[string][]string{}
+		for _, t := range e.Tickets {
+			byService[t.Service] = append(byService[t.Service], t.OrderID)
+		}
+		for svc, ids := range byService {
+			// answered: the Seq by which the broker had answered for every
+			// order (a lookup since the reconcile began, or its own answer to
+			// a submission of it, which the client may have settled it by);
+			// missing: an order it never answered for in the span.
+			var answered uint64
+			var answeredAt time.Time
+			missing := ""
+			for _, id := range ids {
+				r, ok := ck.h.Audit.FirstLookup(id, e.Time)
+				if !ok || (!until.IsZero() && !r.Time.Before(until)) {
+					r, ok = simbroker.Record{}, false
+				}
+				for _, x := range ck.h.Audit.Orders() {
+					if x.ClientOrderID == id && x.Outcome != simbroker.OutcomeCut && (!ok || x.Seq < r.Seq) {
+						r, ok = x, true
+						break
+					}
+				}
+				if !ok {
+					missing = id
+					break
+				}
+				if r.Seq > answered {
+					answered, answeredAt = r.Seq, r.Time
+				}
+			}
+			for _, r := range ck.h.Audit.Orders() {
+				if r.Region != region || doorService(r.Service) != svc || r.Time.Before(e.Time) || (!until.IsZero() && !r.Time.Before(until)) {
+					continue
+				}
+				if !r.SentBy.IsZero() && r.SentBy.Before(e.Time) {
+					continue
+				}
+				if missing == "" && r.Seq > answered {
+					break // every later order came after the answers
+				}
+				what := fmt.Sprintf("before the broker had answered the lookup of %s", missing)
+				if missing == "" {
+					what = fmt.Sprintf("before the broker had answered the lookups of the %d %s order(s) being reconciled (the last at %s)",
+						len(ids), svc, fmtDur(ck.rel(answeredAt)))
+				}
+				ck.violate(InvReconcile, r.ClientOrderID, "RELEASED BEFORE RECONCILE: %s order %s reached the broker through %s at %s, after the reconcile %s→%s began at %s, %s",
+					svc, r.ClientOrderID, region, fmtDur(ck.rel(r.Time)), e.From, to, fmtDur(ck.rel(e.Time)), what)
+				break
+			}
+		}
+	}
+}
+
+// doorService maps the service an audit record came through to the
+// client's service: the probe relay is a door of the REST service.
+func doorService(s string) string {
+	if s == string(simbroker.Probe) {
+		return REST
+	}
+	return s
 }

@@ -3,6 +3,7 @@ package orderflow_test
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,8 @@ func cleanHistory() orderflow.History {
 		{Kind: pathdialer.EventFenceStart, Time: at(950), Endpoint: "eu", Attempt: 1},
 		{Kind: pathdialer.EventFenceSuccess, Time: at(960), Endpoint: "eu", Duration: 10 * time.Millisecond},
 		{Kind: pathdialer.EventSwitch, Time: at(1000), From: "eu", To: "us", Generation: 1},
-		{Kind: pathdialer.EventReconcileStart, Time: at(1000), From: "eu", To: "us"},
+		{Kind: pathdialer.EventReconcileStart, Time: at(1000), From: "eu", To: "us", Tickets: []pathdialer.TicketInfo{
+			{OrderID: "R2", Service: "rest", Endpoint: "eu"}, {OrderID: "R3", Service: "rest", Endpoint: "eu"}, {OrderID: "F1", Service: "fix", Endpoint: "eu"}}},
 		{Kind: pathdialer.EventReconcileSuccess, Time: at(1100)},
 		{Kind: pathdialer.EventRelease, Time: at(1100), Endpoint: "us", Generation: 1},
 	}
@@ -85,7 +87,22 @@ func cleanHistory() orderflow.History {
 		rec(5, 1205, "us", "rest", "us/rest/1", "R4", simbroker.OutcomeNew),
 		rec(6, 1255, "us", "fix", "us/fix/1", "F2", simbroker.OutcomeNew),
 	}
+	// The reconcile's lookups, answered by the broker before the release.
+	lookup := func(ms int, svc, id string, out simbroker.Outcome) simbroker.Record {
+		return simbroker.Record{Time: at(ms), Kind: simbroker.KindLookup, Region: "us", Service: svc, ClientOrderID: id, Outcome: out}
+	}
+	h.Audit = append(h.Audit, lookup(1050, "rest", "R2", simbroker.OutcomeOK), lookup(1060, "fix", "F1", simbroker.OutcomeOK),
+		lookup(1090, "rest", "R3", simbroker.OutcomeFailed))
+	renumber(&h)
 	return h
+}
+
+// renumber orders h's audit by time and numbers it from 1, as the broker does.
+func renumber(h *orderflow.History) {
+	sort.SliceStable(h.Audit, func(i, j int) bool { return h.Audit[i].Time.Before(h.Audit[j].Time) })
+	for i := range h.Audit {
+		h.Audit[i].Seq = uint64(i + 1)
+	}
 }
 
 // order returns a pointer to h's record of id.
@@ -169,27 +186,77 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 			// R7's attempt began before the fence, but the copy that booked
 			// came on a connection the broker first saw after it: a new
 			// dial to a fenced region.
-			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R7", Transport: "rest", PlacedAt: at(945), AttemptAt: at(945),
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R7", Transport: "rest", PlacedAt: at(935), AttemptAt: at(935),
 				Sent: true, Acked: true, AckedAt: at(1060), AckEndpoint: "eu", BookedRegion: "eu",
-				Attempts: []orderflow.Attempt{{At: at(945), Sent: true}}})
+				Attempts: []orderflow.Attempt{{At: at(935), Sent: true}}})
 			bookIn(h, 1050, "eu", "rest", "eu/rest/9", "R7", simbroker.OutcomeNew)
 		}, orderflow.InvOneLivePath, "R7", "opened after the fence", func(s orderflow.Summary) int { return s.TwoLivePaths }},
+		{"two live paths from the hold, before the fence", func(h *orderflow.History) {
+			// R8 began at 945 ms, after eu was held (940) but before its
+			// fence began (950), and was booked on eu: no ticket may be
+			// granted on a held endpoint.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R8", Transport: "rest", PlacedAt: at(945), AttemptAt: at(945),
+				Sent: true, Acked: true, AckedAt: at(958), AckEndpoint: "eu", BookedRegion: "eu",
+				Attempts: []orderflow.Attempt{{At: at(945), Sent: true}}})
+			bookIn(h, 955, "eu", "rest", "eu/rest/1", "R8", simbroker.OutcomeNew)
+		}, orderflow.InvOneLivePath, "R8", "sent after the hold began", func(s orderflow.Summary) int { return s.TwoLivePaths }},
+		{"two live paths: the fence closed nothing", func(h *orderflow.History) {
+			// R9's attempt began before the hold, but the network saw its
+			// bytes leave the client at 1250 ms on eu's old connection, long
+			// after the fence was confirmed (960): the fence left it open.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R9", Transport: "rest", PlacedAt: at(930), AttemptAt: at(930),
+				Sent: true, Acked: true, AckedAt: at(1310), AckEndpoint: "eu", BookedRegion: "eu",
+				Attempts: []orderflow.Attempt{{At: at(930), Sent: true}}})
+			bookIn(h, 1300, "eu", "rest", "eu/rest/1", "R9", simbroker.OutcomeNew)
+			h.Audit[len(h.Audit)-1].SentBy, h.Audit[len(h.Audit)-1].ConnOpened = at(1250), at(50)
+		}, orderflow.InvOneLivePath, "R9", "a connection the fence did not close", func(s orderflow.Summary) int { return s.TwoLivePaths }},
+		{"a re-send granted on the fenced endpoint", func(h *orderflow.History) {
+			// R10 first left at 920 ms through eu; found NOT_RECEIVED, final,
+			// its re-send at 1150 ms was sent through eu again (the transport
+			// says so) and booked there: a ticket granted on a fenced endpoint.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R10", Transport: "rest", PlacedAt: at(920), AttemptAt: at(1150),
+				Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateNotReceived, SettledAt: at(1100), Resent: 1,
+				Acked: true, AckedAt: at(1170), AckEndpoint: "eu", BookedRegion: "eu",
+				Attempts: []orderflow.Attempt{{At: at(920), Sent: true, Endpoint: "eu"}, {At: at(1150), Resend: true, Sent: true, Endpoint: "eu"}},
+				Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Final: true, Source: "reconcile"}}})
+			bookIn(h, 1160, "eu", "rest", "eu/rest/1", "R10", simbroker.OutcomeNew)
+		}, orderflow.InvOneLivePath, "R10", "was sent through eu itself", func(s orderflow.Summary) int { return s.TwoLivePaths }},
+		{"duplicate through the probe relay", func(h *orderflow.History) {
+			// R4's second copy came through us's probe relay: a booking,
+			// whatever door it came through.
+			bookIn(h, 1300, "us", "probe", "us/probe/1", "R4", simbroker.OutcomeNew)
+		}, orderflow.InvNoDuplicate, "R4", "DUPLICATE", func(s orderflow.Summary) int { return s.Duplicates }},
+		{"released before the reconcile's lookups", func(h *orderflow.History) {
+			// R11 reached the broker on us at 1075 ms, before the broker had
+			// answered the lookup of R3 (1090): the gate opened early,
+			// whatever the release event says.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R11", Transport: "rest", PlacedAt: at(1070), AttemptAt: at(1070),
+				Sent: true, Acked: true, AckedAt: at(1080), AckEndpoint: "us", BookedRegion: "us",
+				Attempts: []orderflow.Attempt{{At: at(1070), Sent: true, Endpoint: "us"}}})
+			bookIn(h, 1075, "us", "rest", "us/rest/1", "R11", simbroker.OutcomeNew)
+			renumber(h)
+		}, orderflow.InvReconcile, "R11", "RELEASED BEFORE RECONCILE", nil},
+		{"released before a lookup that never came", func(h *orderflow.History) {
+			// The broker never answered a lookup of R3, yet R4 flowed on us.
+			h.Audit = h.Audit.Filter(func(r simbroker.Record) bool { return r.Kind != simbroker.KindLookup || r.ClientOrderID != "R3" })
+			renumber(h)
+		}, orderflow.InvReconcile, "R3", "RELEASED BEFORE RECONCILE", nil},
 		{"unreported late landing", func(h *orderflow.History) {
 			// F3 written at 940 ms on eu's FIX connection, held by the
 			// blackhole, booked there at 1500 ms; the client's record still
 			// says the order is in flight to reconcile, provisional.
-			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(940), AttemptAt: at(940),
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(935), AttemptAt: at(935),
 				Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateNotReceived, Provisional: true, SettledAt: at(1100),
-				Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+				Attempts: []orderflow.Attempt{{At: at(935), Sent: true}},
 				Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Source: "reconcile"}}})
 			bookIn(h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
 		}, orderflow.InvLateLandings, "F3", "UNREPORTED LATE LANDING", func(s orderflow.Summary) int { _, u := s.LateReported(); return u }},
 		{"late landing after a final verdict", func(h *orderflow.History) {
 			// The same, but the library had called F3 NOT_RECEIVED, final,
 			// and later reported the landing: still a violation.
-			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(940), AttemptAt: at(940),
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(935), AttemptAt: at(935),
 				Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
-				Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+				Attempts: []orderflow.Attempt{{At: at(935), Sent: true}},
 				Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Final: true, Source: "reconcile"},
 					{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
 			bookIn(h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
@@ -267,9 +334,9 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 // counted, shown, and not a violation.
 func TestCheckHistoryReportedLateLandingIsNotAViolation(t *testing.T) {
 	h := cleanHistory()
-	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(940), AttemptAt: at(940),
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(935), AttemptAt: at(935),
 		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
-		Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+		Attempts: []orderflow.Attempt{{At: at(935), Sent: true}},
 		Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Source: "reconcile"},
 			{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
 	bookIn(&h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
@@ -305,9 +372,9 @@ func TestCheckHistoryWithoutAudit(t *testing.T) {
 // is a late landing, not a second live path.
 func TestCheckHistoryUnattributedConnectionIsJudgedByTheAttempt(t *testing.T) {
 	h := cleanHistory()
-	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R8", Transport: "rest", PlacedAt: at(940), AttemptAt: at(940),
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R8", Transport: "rest", PlacedAt: at(935), AttemptAt: at(935),
 		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
-		Attempts: []orderflow.Attempt{{At: at(940), Sent: true}},
+		Attempts: []orderflow.Attempt{{At: at(935), Sent: true}},
 		Verdicts: []orderflow.Verdict{{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
 	bookIn(&h, 1500, "eu", "rest", "direct:127.0.0.1:40000", "R8", simbroker.OutcomeNew)
 	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})

@@ -436,6 +436,14 @@ func sentAttempt(r *OrderRecord) {
 	}
 }
 
+// setAttemptEndpoint records where r's latest attempt was sent (REST: the
+// endpoint that answered, or the one the unknown outcome names).
+func setAttemptEndpoint(r *OrderRecord, ep string) {
+	if n := len(r.Attempts); n > 0 && ep != "" && r.Attempts[n-1].Endpoint == "" {
+		r.Attempts[n-1].Endpoint = ep
+	}
+}
+
 // Pending returns, sorted, the IDs of orders sent whose fate the client
 // does not know yet (no answer, no settlement) and of orders found
 // NOT_RECEIVED that are not answered yet (their verdict is provisional, or
@@ -539,6 +547,7 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 		if errors.As(err, &uo) {
 			c.update(o.ClOrdID, func(r *OrderRecord) {
 				sentAttempt(r)
+				setAttemptEndpoint(r, uo.Endpoint)
 				// A new send of unknown fate supersedes an earlier verdict:
 				// reconcile judges it again.
 				r.Unknown, r.Settled, r.Provisional = true, false, false
@@ -557,7 +566,10 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	var got restOrder
 	_ = json.Unmarshal(raw, &got)
 	ep := c.endpointOf(resp.Header.Get("X-Region"), got.Region)
-	c.update(o.ClOrdID, sentAttempt)
+	c.update(o.ClOrdID, func(r *OrderRecord) {
+		sentAttempt(r)
+		setAttemptEndpoint(r, ep)
+	})
 	switch {
 	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
 		// The body's region is where the order is booked (an order booked

@@ -26,6 +26,14 @@ const (
 	// order (RaiseToken or the token header on the REST kill switch); Token
 	// is the new highest.
 	KindToken RecordKind = "token"
+	// KindLookup: the broker answered an order-status query by client order
+	// ID (REST GET /v1/orders/{id}, FIX OrderStatusRequest). Outcome is
+	// OutcomeOK when it found the order (Detail: its status, OrderID set),
+	// OutcomeFailed when it answered "not found". A lookup is decided under
+	// the same lock as order submissions: its Seq orders it against them.
+	// A query of every order (FIX OrderMassStatusRequest) has an empty
+	// ClientOrderID and Detail "mass status": it answers for every order.
+	KindLookup RecordKind = "lookup"
 )
 
 // Outcome is what the broker did with a submission.
@@ -82,6 +90,17 @@ type Record struct {
 	Outcome Outcome `json:"outcome"`
 	PossDup bool    `json:"poss_dup,omitempty"` // FIX PossDupFlag=Y on the message
 	Detail  string  `json:"detail,omitempty"`
+	// ConnOpened is when the network opened the connection the record came
+	// through (the relay accepted it, or the in-memory network dialled it);
+	// zero when the broker cannot tell (a connection it cannot attribute).
+	ConnOpened time.Time `json:"conn_opened,omitzero"`
+	// SentBy is the latest instant the request's bytes can have left the
+	// client: when the last of the bytes the broker had received on the
+	// connection when it decided the record left the client (as the relay or
+	// the in-memory network saw them). Every byte of the request left at or
+	// before SentBy; on a connection the client had closed before SentBy
+	// nothing was sent after it. Zero when the broker cannot tell.
+	SentBy time.Time `json:"sent_by,omitzero"`
 }
 
 // AuditLog is an ordered copy of audit records with counting helpers.
@@ -132,6 +151,22 @@ func (l AuditLog) Duplicates() []string {
 		}
 	}
 	return out
+}
+
+// Lookups returns the order-status queries the broker answered, in order.
+func (l AuditLog) Lookups() AuditLog {
+	return l.Filter(func(r Record) bool { return r.Kind == KindLookup })
+}
+
+// FirstLookup returns the first lookup of clientOrderID (or of every
+// order) the broker answered at or after since, and whether there is one.
+func (l AuditLog) FirstLookup(clientOrderID string, since time.Time) (Record, bool) {
+	for _, r := range l {
+		if r.Kind == KindLookup && (r.ClientOrderID == clientOrderID || r.ClientOrderID == "") && !r.Time.Before(since) {
+			return r, true
+		}
+	}
+	return Record{}, false
 }
 
 // Submissions counts raw order submissions per client order ID, whatever

@@ -390,7 +390,8 @@ func (b *Broker) Faults() map[string]map[Service][]string {
 // reports that the caller must cut the connection instead of answering
 // (UnknownOutcome). err is non-nil exactly when nothing was booked or
 // matched; out then says why.
-func (b *Broker) placeOrder(rg *Region, svc Service, connID string, req orderRequest, possDup bool, tok subToken) (o Order, out Outcome, cut bool, err error) {
+func (b *Broker) placeOrder(rg *Region, svc Service, src source, req orderRequest, possDup bool, tok subToken) (o Order, out Outcome, cut bool, err error) {
+	connID := src.connID
 	b.orderMu.Lock()
 	defer b.orderMu.Unlock()
 	now := time.Now()
@@ -417,8 +418,69 @@ func (b *Broker) placeOrder(rg *Region, svc Service, connID string, req orderReq
 		detail = err.Error()
 	}
 	b.audit.add(Record{Time: now, Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: connID,
-		ClientOrderID: req.ClientOrderID, OrderID: o.OrderID, Token: tok.value, Outcome: out, PossDup: possDup, Detail: detail})
+		ClientOrderID: req.ClientOrderID, OrderID: o.OrderID, Token: tok.value, Outcome: out, PossDup: possDup, Detail: detail,
+		ConnOpened: src.opened, SentBy: src.sentBy})
 	return o, out, cut, err
+}
+
+// lookupOrder answers an order-status query and audits it as a KindLookup,
+// under the order lock so that its Seq orders it against submissions.
+func (b *Broker) lookupOrder(rg *Region, svc Service, src source, clientOrderID string) (Order, bool) {
+	b.orderMu.Lock()
+	defer b.orderMu.Unlock()
+	o, ok := b.book.get(clientOrderID)
+	rec := Record{Kind: KindLookup, Region: rg.name, Service: string(svc), ConnID: src.connID, ClientOrderID: clientOrderID,
+		Outcome: OutcomeFailed, Detail: "not found", ConnOpened: src.opened, SentBy: src.sentBy}
+	if ok {
+		rec.Outcome, rec.Detail, rec.OrderID = OutcomeOK, o.Status, o.OrderID
+	}
+	b.audit.add(rec)
+	return o, ok
+}
+
+// source is what the broker knows of the connection a request came
+// through: its ID for the audit and the network's facts about it.
+type source struct {
+	connID string
+	// opened: when the network opened the connection; sentBy: when the last
+	// byte received on it so far left the client (zero: unknown).
+	opened, sentBy time.Time
+}
+
+func infoSource(id string, info faultnet.ConnInfo) source {
+	return source{connID: id, opened: info.Opened, sentBy: info.LastLeft}
+}
+
+// Connection is the network's record of one connection to a region's
+// service, as the relay in front of it saw it.
+type Connection struct {
+	Region  string
+	Service Service
+	// ConnID is the ID audit records of this connection carry
+	// ("<region>/<service>/<relay conn ID>").
+	ConnID string
+	faultnet.ConnRecord
+}
+
+// Connections returns the record of every connection the broker's relays
+// accepted, open or closed, region by region and service by service: when
+// it was opened, when each chunk the client sent left it and reached the
+// broker, when and by whom it was closed. Empty when the broker serves on
+// injected listeners (read that network's own records).
+func (b *Broker) Connections() []Connection {
+	var out []Connection
+	for _, rg := range b.regions {
+		for _, s := range Services {
+			r := rg.relays[s]
+			if r == nil {
+				continue
+			}
+			for _, h := range r.History() {
+				out = append(out, Connection{Region: rg.name, Service: s, ConnID: connID(rg.name, s, h.ID), ConnRecord: h})
+			}
+		}
+	}
+	return out
 }
 
 // fillPrice prices a market order on SYMBOL from stream px.SYMBOL, if any.
@@ -431,16 +493,22 @@ func connID(region string, svc Service, id uint64) string {
 // lookupConn finds the relayed connection a server socket with the given
 // remote address belongs to, among the relays of svcs.
 func (rg *Region) lookupConn(remote string, svcs ...Service) (Service, string, bool) {
+	s, src, ok := rg.lookupSource(remote, svcs...)
+	return s, src.connID, ok
+}
+
+// lookupSource is lookupConn with the network's facts about the connection.
+func (rg *Region) lookupSource(remote string, svcs ...Service) (Service, source, bool) {
 	for _, s := range svcs {
 		r := rg.relays[s]
 		if r == nil {
 			continue
 		}
 		if info, ok := r.LookupUpstream(remote); ok {
-			return s, connID(rg.name, s, info.ID), true
+			return s, infoSource(connID(rg.name, s, info.ID), info), true
 		}
 	}
-	return "", "", false
+	return "", source{}, false
 }
 
 // listenLoopback listens on 127.0.0.1 with an OS-chosen port.

@@ -411,6 +411,16 @@ func (fs *fixServer) rejectReport(clOrdID string, side enum.Side, execType enum.
 	return er
 }
 
+// source returns the connection's ID and the relay's facts about it.
+func (fc *fixConn) source() source {
+	if r := fc.rg.relays[FIX]; r != nil {
+		if info, ok := r.Info(fc.relayID); ok {
+			return infoSource(fc.id, info)
+		}
+	}
+	return source{connID: fc.id}
+}
+
 func (fs *fixServer) onNewOrderSingle(msg newordersingle.NewOrderSingle, sid quickfix.SessionID) quickfix.MessageRejectError {
 	fc := fs.current()
 	if fc == nil || fc.rg == nil {
@@ -441,7 +451,7 @@ func (fs *fixServer) onNewOrderSingle(msg newordersingle.NewOrderSingle, sid qui
 		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, "order entry unavailable"), sid)
 		return nil
 	}
-	o, out, cut, err := fs.b.placeOrder(fc.rg, FIX, fc.id, req, possDup, tok)
+	o, out, cut, err := fs.b.placeOrder(fc.rg, FIX, fc.source(), req, possDup, tok)
 	switch {
 	case err != nil:
 		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, string(out)+": "+err.Error()), sid)
@@ -475,7 +485,14 @@ func (fs *fixServer) onOrderStatus(msg orderstatusrequest.OrderStatusRequest, si
 	}
 	side, _ := msg.GetSide()
 	var er executionreport.ExecutionReport
-	if o, ok := fs.b.book.get(clOrdID); ok {
+	var o Order
+	var ok bool
+	if fc := fs.current(); fc != nil && fc.rg != nil {
+		o, ok = fs.b.lookupOrder(fc.rg, FIX, fc.source(), clOrdID)
+	} else {
+		o, ok = fs.b.book.get(clOrdID)
+	}
+	if ok {
 		er = fs.report(o, enum.ExecType_ORDER_STATUS)
 	} else {
 		er = fs.rejectReport(clOrdID, side, enum.ExecType_ORDER_STATUS, enum.OrdRejReason_UNKNOWN_ORDER, "unknown ClOrdID")
@@ -493,6 +510,11 @@ func (fs *fixServer) onMassStatus(msg ordermassstatusrequest.OrderMassStatusRequ
 		return rerr
 	}
 	orders := fs.b.book.list(false)
+	if fc := fs.current(); fc != nil && fc.rg != nil {
+		src := fc.source()
+		fs.b.audit.add(Record{Kind: KindLookup, Region: fc.rg.name, Service: string(FIX), ConnID: src.connID,
+			Outcome: OutcomeOK, Detail: "mass status", ConnOpened: src.opened, SentBy: src.sentBy})
+	}
 	if sym, err := msg.GetSymbol(); err == nil && sym != "" {
 		kept := orders[:0]
 		for _, o := range orders {

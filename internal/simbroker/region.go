@@ -1,6 +1,8 @@
 package simbroker
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,7 +106,13 @@ func newHTTPServer(b *Broker, h http.Handler, h2 bool) *http.Server {
 		TLSConfig:         b.pki.serverTLS(),
 		Protocols:         &p,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(b.log.Handler(), slog.LevelDebug),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
+			return context.WithValue(ctx, netConnKey{}, c)
+		},
+		ErrorLog: slog.NewLogLogger(b.log.Handler(), slog.LevelDebug),
 	}
 }
 

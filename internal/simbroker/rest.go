@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"io"
 	"net/http"
 	"strconv"
@@ -85,11 +86,26 @@ func (rg *Region) restHandler() http.Handler {
 
 // source tells which relay (rest or probe) and connection a request came through.
 func (rg *Region) source(r *http.Request) (Service, string) {
-	if s, id, ok := rg.lookupConn(r.RemoteAddr, REST, Probe); ok {
-		return s, id
-	}
-	return REST, "direct:" + r.RemoteAddr
+	s, src := rg.sourceOf(r)
+	return s, src.connID
 }
+
+// sourceOf is source with the network's facts about the connection: from
+// the relay, or from the accepted connection itself when it keeps a record
+// (faultnet.Traced: an in-memory network's listener).
+func (rg *Region) sourceOf(r *http.Request) (Service, source) {
+	if s, src, ok := rg.lookupSource(r.RemoteAddr, REST, Probe); ok {
+		return s, src
+	}
+	src := source{connID: "direct:" + r.RemoteAddr}
+	if t, ok := r.Context().Value(netConnKey{}).(faultnet.Traced); ok {
+		src.opened, _, src.sentBy = t.NetProgress()
+	}
+	return REST, src
+}
+
+// netConnKey keys the accepted net.Conn in a request's context.
+type netConnKey struct{}
 
 // guard authenticates /v1 requests and applies a Fault503 burst.
 func (rg *Region) guard(h http.Handler) http.Handler {
@@ -131,7 +147,8 @@ func (rg *Region) handleAccount(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
-	svc, id := rg.source(r)
+	svc, src := rg.sourceOf(r)
+	id := src.connID
 	tok := parseToken(r.Header.Get(TokenHeader))
 	var body placeBody
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&body); err != nil {
@@ -151,7 +168,7 @@ func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
 		ClientOrderID: body.ClientOrderID, Symbol: body.Symbol, Side: body.Side,
 		Type: body.Type, Qty: string(body.Qty), Price: string(body.Price),
 	}
-	o, out, cut, err := rg.b.placeOrder(rg, svc, id, req, false, tok)
+	o, out, cut, err := rg.b.placeOrder(rg, svc, src, req, false, tok)
 	switch {
 	case err != nil:
 		writeReject(w, out, err)
@@ -179,7 +196,8 @@ func cutHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rg *Region) handleGet(w http.ResponseWriter, r *http.Request) {
-	o, ok := rg.b.book.get(r.PathValue("id"))
+	svc, src := rg.sourceOf(r)
+	o, ok := rg.b.lookupOrder(rg, svc, src, r.PathValue("id"))
 	if !ok {
 		writeError(w, http.StatusNotFound, "order not found")
 		return
