@@ -306,7 +306,7 @@ func (c *coordinator) inWrite(id string) {
 // coordinated scenario it is context.WithTimeout.
 func (c *coordinator) orderContext(d time.Duration, id string) (context.Context, context.CancelFunc) {
 	if c == nil {
-		return context.WithTimeout(context.Background(), d)
+		return context.WithTimeout(context.WithValue(context.Background(), orderKey{}, id), d)
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), orderKey{}, id))
 	c.wg.Add(1)
