@@ -209,8 +209,13 @@ bench-gate:
 # documentation); the seeds are split over SIM_SHARDS processes run side by
 # side (-sim.shard=i/n). SIM_BUILD adds build flags (SIM_BUILD=-race; give a
 # replay the same). `make test` runs a short sweep through the ordinary unit
-# tests.
+# tests. SIM_COMPOSED=1 (the default here) adds the composed moves to every
+# seed (-sim.composed: late probes, probes cut by Start, hanging settles,
+# stream dial timeouts, gray failures, identity flips, a coordinator's Halt
+# during a settle) and judges their invariants; the unit tests' short sweep
+# leaves them out until internal/dst's composedByDefault is true.
 SIM_SEEDS  ?= 1000
+SIM_COMPOSED ?= 1
 SIM_START  ?= 1
 SIM_ARGS   ?=
 SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -222,7 +227,7 @@ define sim-sweep
 status=0; began=$$(date +%s%N); \
 for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
   (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
-    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
+    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
     echo $$? >$$d/rc.$$i) & \
 done; wait; \
 for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do cat $$d/log.$$i; [ "$$(cat $$d/rc.$$i)" = 0 ] || status=1; done >$$d/log; \
@@ -252,6 +257,7 @@ sim:
 SIM_GAP ?= gosched
 
 .PHONY: sim-defect
+sim-defect: SIM_COMPOSED = 0
 sim-defect:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \

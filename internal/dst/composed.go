@@ -596,4 +596,3 @@ func (w *world) lastProbe(e string, t time.Time) (probeRec, bool) {
 	}
 	return best, ok
 }
-
