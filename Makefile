@@ -271,4 +271,29 @@ sim-defect:
 	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
 	  rm -rf $$d; \
 	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
+# sim-plant: the sweep against a build with DEFECT re-planted (a named
+# defect of internal/dst/plant: go run ./internal/dst/plant -list; several,
+# comma-separated, at once) through a go build overlay; no file of the module
+# changes. Succeeds when the sweep FINDS it: a seed breaks the first defect's
+# invariant (the composed moves are on when that defect needs them). SIM_GAP
+# as for sim-defect.
+DEFECT ?= split-gate
+comma := ,
+
+.PHONY: sim-plant
+sim-plant: SIM_COMPOSED = $(shell $(GO) run ./internal/dst/plant -composed=$(firstword $(subst $(comma), ,$(DEFECT))) 2>/dev/null | sed 's/true/1/;s/false/0/')
+sim-plant:
+	@d=$$(mktemp -d); bin=$$d/dst.test; \
+	inv=$$($(GO) run ./internal/dst/plant -invariant=$(firstword $(subst $(comma), ,$(DEFECT)))) || { rm -rf $$d; exit 2; }; \
+	ov=$$($(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=$$d/plant) || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(sim-sweep); \
+	grep -E 'dst: [0-9]+ seeds' $$d/log; \
+	first=$$(awk -v inv="INVARIANT $$inv:" '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } index($$0, inv) { print s }' $$d/log | sort -n | head -1); \
+	if grep -q "INVARIANT $$inv" $$d/log; then \
+	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first"; \
+	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
+	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
+	  rm -rf $$d; \
+	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
