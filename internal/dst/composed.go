@@ -39,6 +39,7 @@ const (
 const (
 	spanNet      = "net"      // rest, probe and ws (down, blackhole, latency, reset)
 	spanProbe    = "probe"    // the probe address only (partition, late probes)
+	spanStarve   = "starve"   // every region's probes late (a starved host, not the endpoint)
 	spanWS       = "ws"       // the ws address only (stream dials time out)
 	spanUnknown  = "unknown"  // orders booked, answer cut
 	spanGray     = "gray"     // orders 503, trade-path check fails, probe passes
@@ -167,10 +168,24 @@ func (w *world) runMove(m Move) {
 			defer close(done)
 			if m.Down > 0 {
 				time.Sleep(m.Lead)
-				w.netFor(m, w.s.Regions[0], spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+				ep, _ := w.path.Active() // the active endpoint fails
+				w.netFor(m, ep.Region, spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
 			}
 		}()
 		w.lateProbes(regions, m.For)
+		if m.Region == "*" {
+			// Then one round slow but in time (not a fault: no span), as
+			// the primary fails: the backup's last recorded result is the
+			// late one, and its probe is running when the failure is
+			// evaluated.
+			for _, r := range regions {
+				_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.Latency(w.s.ProbeTimeout/8, 0))
+			}
+			time.Sleep(w.s.ProbeInterval)
+			for _, r := range regions {
+				_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.None())
+			}
+		}
 		<-done
 	case MoveSettleHang:
 		w.tracef(time.Now(), "move %s", m)
@@ -242,9 +257,13 @@ func (w *world) netFor(m Move, region, kind string, svcs []simbroker.Service, nf
 // lateProbes delays the probe answers of regions past ProbeTimeout for d.
 func (w *world) lateProbes(regions []string, d time.Duration) {
 	nf := faultnet.Latency(w.s.ProbeTimeout/2+time.Millisecond, 0)
+	kind := spanProbe
+	if len(regions) > 1 {
+		kind = spanStarve
+	}
 	var uns []func()
 	for _, r := range regions {
-		uns = append(uns, w.arm(r, spanProbe))
+		uns = append(uns, w.arm(r, kind))
 		_ = w.net.SetFault(addr(r, simbroker.Probe), nf)
 	}
 	time.Sleep(d)
@@ -516,8 +535,14 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 			}
 			act := activeAt(g.at)
 			for _, e := range w.s.Regions {
-				if e == act || len(w.spansOn(e, g.at.Add(-win), g.at)) > 0 || w.wasGray(e) {
+				k := w.spansOn(e, g.at.Add(-win), g.at)
+				starved := k[spanStarve]
+				delete(k, spanStarve)
+				if e == act || len(k) > 0 || w.wasGray(e) {
 					continue
+				}
+				if starved && w.stateAt(e, g.at) == engine.Down {
+					continue // a starved host's late probes took it DOWN: a verdict, not stale evidence
 				}
 				if p, ok := w.lastProbe(e, g.at); ok && p.ok && !p.start.Before(g.at.Add(-w.s.ProbeInterval-w.s.ProbeTimeout)) {
 					viol(InvHaltWhileAnswer, "halted at %v (%s) while %s, with no fault for %v, had answered its probe at %v", w.off(g.at), clip(g.cause), e, win, w.off(p.end))
@@ -595,4 +620,15 @@ func (w *world) lastProbe(e string, t time.Time) (probeRec, bool) {
 		}
 	}
 	return best, ok
+}
+
+// stateAt is e's last recorded state at or before t (w.mu held).
+func (w *world) stateAt(e string, t time.Time) engine.HealthState {
+	st := engine.Unknown
+	for _, s := range w.cx.states {
+		if s.endpoint == e && !s.at.After(t) {
+			st = s.state
+		}
+	}
+	return st
 }

@@ -256,6 +256,10 @@
 //	identity-proved-at-switch            no switch to an endpoint that fronted another account
 //	                                     since before the switch began (its hold)
 //
+// In composed seeds the simulated coordinator also assigns again after one
+// of its Assigns was refused, and decides when the active endpoint fronts
+// another account (not only when it is DOWN).
+//
 // The first two are judged in seeds whose Path decides by itself (a
 // coordinated Path holds and halts only when told), except for the
 // coordinator's Halt. They are judged in composed seeds only.
@@ -277,6 +281,15 @@
 // invariant; go run ./internal/dst/plant -list names them, -check verifies
 // that each still applies to the tree. (splitgate, and make sim-defect, plant
 // the split hand-over as before; plant knows it as split-gate.)
+//
+// Some defects are a race between goroutines made runnable at one virtual
+// instant, which the simulation (one P, see "Determinism") always resolves
+// one way: an on-demand probe that waits for a round's running probe and
+// re-evaluates before that probe's result is recorded is set up by the
+// starved-host late probes (the wait happens), but the round's goroutine
+// records first. A gap planted between the two steps (-gap=1us:
+// probe-result-after-slot) stands in for the scheduler that runs the waiter
+// first, and the sweep finds it (no-halt-while-target-answered).
 //
 // # What is not modelled
 //

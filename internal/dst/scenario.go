@@ -263,9 +263,9 @@ type MoveKind string
 const (
 	// MoveProbeLate: the probe answers of Region (every region when Region
 	// is "*": a starved host) come back past ProbeTimeout for Rounds probe
-	// rounds, while the endpoint itself is fine; with "*", the primary goes
-	// down Lead after At (as the first probes on time are in flight), for
-	// Down.
+	// rounds, while the endpoint itself is fine; with "*" (one round), the
+	// next round is slow but in time, and the active endpoint goes down
+	// Lead after At (during that round), for Down.
 	MoveProbeLate MoveKind = "probe-late"
 	// MoveStartCut: the first probe round is slow (its probes finish
 	// although their context ends, and answer just before ProbeTimeout);
@@ -375,7 +375,9 @@ func NewComposedScenario(seed uint64) Scenario {
 				// A starved host: every probe late; then the primary fails
 				// as the first probes on time are in flight.
 				m.Region = "*"
-				m.Lead = m.For + dur(0, s.ProbeTimeout) + odd
+				m.Rounds = 1
+				m.For = s.ProbeInterval
+				m.Lead = m.For + dur(s.ProbeInterval/10, s.ProbeInterval) + odd
 				m.Down = dur(500*time.Millisecond, 3*time.Second)
 			}
 		case MoveStartCut:

@@ -31,4 +31,20 @@ var defects = map[string]Defect{
 		t.p.inflightFinished()
 		return`,
 	},
+	// An on-demand probe that waits for a round's running probe re-evaluates
+	// before that probe's result is recorded: the probe's slot is released
+	// ({{gap}}) before its result is delivered to the round, which records it.
+	// Written against pathdialer/monitor.go as it was before the fix; after
+	// the fix, re-plant it as the fix's inverse.
+	"probe-result-after-slot": {
+		File:      "pathdialer/monitor.go",
+		Doc:       "the probe slot is released, then ({{gap}}) the result is delivered and recorded",
+		Invariant: "no-halt-while-target-answered",
+		Composed:  true,
+		Old: `		close(running)
+		done <- probeResult{err: err, latency: lat}`,
+		Body: `		close(running) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
+		{{gap}}
+		done <- probeResult{err: err, latency: lat}`,
+	},
 }
