@@ -209,8 +209,13 @@ bench-gate:
 # documentation); the seeds are split over SIM_SHARDS processes run side by
 # side (-sim.shard=i/n). SIM_BUILD adds build flags (SIM_BUILD=-race; give a
 # replay the same). `make test` runs a short sweep through the ordinary unit
-# tests.
+# tests. SIM_COMPOSED=1 (the default here) adds the composed moves to every
+# seed (-sim.composed: late probes, probes cut by Start, hanging settles,
+# stream dial timeouts, gray failures, identity flips, a coordinator's Halt
+# during a settle) and judges their invariants; the unit tests' short sweep
+# leaves them out until internal/dst's composedByDefault is true.
 SIM_SEEDS  ?= 1000
+SIM_COMPOSED ?= 1
 SIM_START  ?= 1
 SIM_ARGS   ?=
 SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -222,7 +227,7 @@ define sim-sweep
 status=0; began=$$(date +%s%N); \
 for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
   (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
-    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
+    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
     echo $$? >$$d/rc.$$i) & \
 done; wait; \
 for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do cat $$d/log.$$i; [ "$$(cat $$d/rc.$$i)" = 0 ] || status=1; done >$$d/log; \
@@ -252,6 +257,7 @@ sim:
 SIM_GAP ?= gosched
 
 .PHONY: sim-defect
+sim-defect: SIM_COMPOSED = 0
 sim-defect:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \
@@ -265,4 +271,29 @@ sim-defect:
 	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
 	  rm -rf $$d; \
 	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
+# sim-plant: the sweep against a build with DEFECT re-planted (a named
+# defect of internal/dst/plant: go run ./internal/dst/plant -list; several,
+# comma-separated, at once) through a go build overlay; no file of the module
+# changes. Succeeds when the sweep FINDS it: a seed breaks the first defect's
+# invariant (the composed moves are on when that defect needs them). SIM_GAP
+# as for sim-defect.
+DEFECT ?= split-gate
+comma := ,
+
+.PHONY: sim-plant
+sim-plant: SIM_COMPOSED = $(shell $(GO) run ./internal/dst/plant -composed=$(firstword $(subst $(comma), ,$(DEFECT))) 2>/dev/null | sed 's/true/1/;s/false/0/')
+sim-plant:
+	@d=$$(mktemp -d); bin=$$d/dst.test; \
+	inv=$$($(GO) run ./internal/dst/plant -invariant=$(firstword $(subst $(comma), ,$(DEFECT)))) || { rm -rf $$d; exit 2; }; \
+	ov=$$($(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=$$d/plant) || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(sim-sweep); \
+	grep -E 'dst: [0-9]+ seeds' $$d/log; \
+	first=$$(awk -v inv="INVARIANT $$inv:" '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } index($$0, inv) { print s }' $$d/log | sort -n | head -1); \
+	if grep -q "INVARIANT $$inv" $$d/log; then \
+	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first"; \
+	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
+	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
+	  rm -rf $$d; \
+	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---

@@ -148,6 +148,9 @@ func (w *world) check() *Result {
 	}
 	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
 	w.checkLease(res, audit, viol)
+	if len(w.s.Moves) > 0 {
+		w.checkComposed(viol)
+	}
 
 	for _, r := range audit {
 		switch r.Kind {

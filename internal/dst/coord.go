@@ -87,6 +87,7 @@ type coordinator struct {
 	pauses   int
 	lapses   int
 	defected bool // Options.ExtendOnResume took effect
+	refused  bool // the last Assign was refused (the decider assigns again)
 
 	// One Assign at a time, as one follower applies them. A channel, not a
 	// sync.Mutex: a goroutine waiting on a mutex is not durably blocked, so
@@ -306,7 +307,7 @@ func (c *coordinator) inWrite(id string) {
 // coordinated scenario it is context.WithTimeout.
 func (c *coordinator) orderContext(d time.Duration, id string) (context.Context, context.CancelFunc) {
 	if c == nil {
-		return context.WithTimeout(context.Background(), d)
+		return context.WithTimeout(context.WithValue(context.Background(), orderKey{}, id), d)
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), orderKey{}, id))
 	c.wg.Add(1)
@@ -407,6 +408,15 @@ func (c *coordinator) assign(endpoint string, tok uint64, why string) {
 		}
 		c.w.tracef(time.Now(), "coord assign %s token %d (%s): %v", endpoint, tok, why, errText(err))
 		if !errors.Is(err, pathdialer.ErrSwitchInProgress) {
+			if len(c.s.Moves) > 0 {
+				// Composed seeds only (the others' traces stay as they
+				// were): a refused Assign (the endpoint fronts another
+				// account) leaves the process without an assignment; the
+				// decider assigns again.
+				c.mu.Lock()
+				c.refused = err != nil
+				c.mu.Unlock()
+			}
 			return
 		}
 		if !c.sleepUntil(time.Now().Add(c.s.KeepAlive + 17*time.Microsecond)) {
@@ -491,12 +501,15 @@ func (c *coordinator) decider() {
 		eng := c.w.path.Engine()
 		ep, _ := c.w.path.Active()
 		st, _ := eng.Status(ep.Name)
-		if st.State != engine.Down {
+		c.mu.Lock()
+		refused := c.refused
+		c.mu.Unlock()
+		if st.State != engine.Down && !(len(c.s.Moves) > 0 && st.IdentityMismatch) && !refused {
 			continue
 		}
 		target := ""
 		for _, t := range eng.Targets() {
-			if t.Name != ep.Name {
+			if t.Name != ep.Name || (refused && !st.IdentityMismatch && st.State != engine.Down) {
 				target = t.Name
 				break
 			}

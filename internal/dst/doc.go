@@ -195,6 +195,102 @@
 // leases, orders refused with ErrTicketExpired, stale tokens rejected and
 // bookings on a lapsed lease.
 //
+// # Composed moves
+//
+// NewComposedScenario adds to a seed one to three moves (Scenario.Moves),
+// drawn from a source of their own so that every other field of the seed is
+// as NewScenario draws it. They make the runtime's mechanisms meet:
+//
+//	probe-late      the probe answers of one region, or of every region (a starved
+//	                host; then the primary fails as the first probes on time are in
+//	                flight), come back past ProbeTimeout for one or two rounds while
+//	                the endpoint is fine
+//	start-cut       the first probe round is slow (its probes finish although their
+//	                context ends, answering just before ProbeTimeout), Start's context
+//	                is cancelled during it, and the primary fails while they run
+//	                (StartWait 0)
+//	settle-hang     orders through a region are booked and their answer cut; from
+//	                then the Reconciler's reads through that region hang until its
+//	                context ends (ReconcileTimeout, drawn from 1–5 s), and the region
+//	                goes down shortly after: the settle of those unknown outcomes,
+//	                and a re-query, hang while the region dies
+//	stream-dial     a region's WebSocket address goes silent: the stream's connection
+//	                stalls and its dials there time out, while REST and the probe
+//	                are fine
+//	gray            a region's order path fails (orders answer 503, the trade-path
+//	                check fails) while its probe passes; in the middle its probe
+//	                answers late for one to four rounds (a blip), then passes again
+//	identity-flip   a backup answers for another account (Config.Identity is set
+//	                in such seeds) from shortly before the primary fails
+//	halt-in-settle  (coordinated seeds) the coordinator halts the Path at the first
+//	                settle of unknown outcomes after its instant (a settle-hang on
+//	                the same region makes it hang), and assigns the active endpoint
+//	                again later
+//
+// Their invariants are judged from what the simulation itself did and saw:
+// the spans during which it had a fault armed on a region (its faults and
+// moves), when its probes answered, when each order was granted its ticket
+// (its connection's dial, which follows the grant at the same virtual
+// instant), when the coordinator called Halt and when it returned; and, from
+// the Path's events, when an endpoint went DOWN (on probe evidence when the
+// event before it is that endpoint's probe, else on live traffic) and when
+// the gate was held, halted, switched or released:
+//
+//	no-ticket-after-down                 no order granted on the active endpoint more than 1 ms
+//	                                     (probe evidence: one ProbeInterval) after it went DOWN
+//	                                     while it stays DOWN; no order granted more than 1 ms after
+//	                                     a coordinator's Halt before the next release
+//	hold-within-one-evaluation           the active endpoint going DOWN with the gate open is
+//	                                     followed by a hold, halt, fence or switch within the same
+//	                                     bound; a coordinator's Halt returns within 1 ms
+//	no-failback-while-trade-path-fails   no switch back to an endpoint left while a gray fault
+//	                                     was its only fault, while that fault is still armed
+//	no-halt-while-target-answered        no halt for want of a target while another endpoint,
+//	                                     with nothing armed on it for MaxHealthAge + (failback +
+//	                                     failure thresholds + 2) probe intervals + Cooldown and
+//	                                     never gray, had answered its latest probe, sent within
+//	                                     the last ProbeInterval + ProbeTimeout
+//	stream-evidence-alone-moves-no-order no endpoint goes DOWN on live-traffic evidence while the
+//	                                     only fault armed on it (in the last two probe intervals
+//	                                     + 2 s) is its WebSocket address failing
+//	identity-proved-at-switch            no switch to an endpoint that fronted another account
+//	                                     since before the switch began (its hold)
+//
+// In composed seeds the simulated coordinator also assigns again after one
+// of its Assigns was refused, and decides when the active endpoint fronts
+// another account (not only when it is DOWN).
+//
+// The first two are judged in seeds whose Path decides by itself (a
+// coordinated Path holds and halts only when told), except for the
+// coordinator's Halt. They are judged in composed seeds only.
+//
+// The tests draw composed seeds when -sim.composed is given; its default is
+// the constant composedByDefault in sim_test.go, false while the runtime
+// still has the defects these moves find, so that the short sweep of the
+// unit tests stays green; make sim passes -sim.composed=true (SIM_COMPOSED=1,
+// the default). TestSimComposedDeterministic runs ten composed seeds twice in
+// every test run and requires byte-identical traces whatever the flag says.
+//
+// # Planted defects
+//
+// internal/dst/plant writes a go build overlay that re-plants a named
+// defect: it replaces a function's whole declaration, a region between two
+// marker comments (plant:NAME begin / plant:NAME end) or an exact text in a
+// file of the module, and checks that the result parses. make sim-plant
+// DEFECT=name sweeps against it and succeeds when a seed breaks the defect's
+// invariant; go run ./internal/dst/plant -list names them, -check verifies
+// that each still applies to the tree. (splitgate, and make sim-defect, plant
+// the split hand-over as before; plant knows it as split-gate.)
+//
+// Some defects are a race between goroutines made runnable at one virtual
+// instant, which the simulation (one P, see "Determinism") always resolves
+// one way: an on-demand probe that waits for a round's running probe and
+// re-evaluates before that probe's result is recorded is set up by the
+// starved-host late probes (the wait happens), but the round's goroutine
+// records first. A gap planted between the two steps (-gap=1us:
+// probe-result-after-slot) stands in for the scheduler that runs the waiter
+// first, and the sweep finds it (no-halt-while-target-answered).
+//
 // # What is not modelled
 //
 // A green run proves the invariants for the modelled world only:

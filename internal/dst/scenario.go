@@ -112,6 +112,14 @@ type Scenario struct {
 	// any goroutine halted the Path: only the Path's own deadline check
 	// (ErrTicketExpired) stands between them and the broker.
 	FollowerLast bool
+
+	// Composed moves (NewComposedScenario only; NewScenario leaves them
+	// empty): Moves, identities checked (Config.Identity, with the
+	// IdentityInterval drawn), and the Reconciler's timeout (0: 2 s).
+	Moves            []Move
+	Identity         bool
+	IdentityInterval time.Duration
+	ReconcileTimeout time.Duration
 }
 
 // Pause is one process pause of a coordinated Scenario: from At (or, with
@@ -234,5 +242,184 @@ func (s Scenario) String() string {
 			fmt.Fprintf(&b, "  %s\n", p)
 		}
 	}
+	for _, m := range s.Moves {
+		fmt.Fprintf(&b, "  move: %s\n", m)
+	}
+	if s.Identity {
+		fmt.Fprintf(&b, "  identities checked every %v\n", s.IdentityInterval)
+	}
+	if s.ReconcileTimeout > 0 {
+		fmt.Fprintf(&b, "  reconcile timeout %v\n", s.ReconcileTimeout)
+	}
 	return b.String()
+}
+
+// MoveKind is one kind of composed move (NewComposedScenario): faults that
+// make the runtime's mechanisms meet one another (gray failures, on-demand
+// probes, settles and stream evidence), each drawn by the seed.
+type MoveKind string
+
+// Composed moves.
+const (
+	// MoveProbeLate: the probe answers of Region (every region when Region
+	// is "*": a starved host) come back past ProbeTimeout for Rounds probe
+	// rounds, while the endpoint itself is fine; with "*" (one round), the
+	// next round is slow but in time, and the active endpoint goes down
+	// Lead after At (during that round), for Down.
+	MoveProbeLate MoveKind = "probe-late"
+	// MoveStartCut: the first probe round is slow (its probes finish
+	// although their context ends, and answer just before ProbeTimeout);
+	// Start's context is cancelled For after Start began, during that
+	// round, and the primary goes down Lead after the start, while those
+	// probes are still running.
+	MoveStartCut MoveKind = "start-cut"
+	// MoveSettleHang: the next N orders through Region are booked and their
+	// answer cut (unknown outcomes); from then, for For, reconcile reads
+	// through Region hang until the Reconciler's context ends (a dying
+	// region), and Lead after At the region goes down (refused) for Down.
+	MoveSettleHang MoveKind = "settle-hang"
+	// MoveStreamDial: Region's WebSocket address goes silent for For: the
+	// stream's connection stalls and its dials there time out, while REST
+	// and the probe are fine.
+	MoveStreamDial MoveKind = "stream-dial"
+	// MoveGray: Region's order path fails for For (orders answer 503 and the
+	// trade-path check fails) while its probe passes; Lead after At its probe
+	// answers late for Rounds rounds (a blip), then passes again.
+	MoveGray MoveKind = "gray"
+	// MoveIdentity: the backup Region answers for another account from At
+	// for For; the primary goes down Lead later, for Down.
+	MoveIdentity MoveKind = "identity-flip"
+	// MoveHaltSettle (coordinated seeds): the coordinator halts the Path at
+	// the first settle of unknown outcomes that begins after At (which a
+	// MoveSettleHang on the same region makes hang), and assigns the active
+	// endpoint again For later.
+	MoveHaltSettle MoveKind = "halt-in-settle"
+)
+
+// Move is one composed move of a Scenario (see MoveKind for each field's
+// meaning per kind).
+type Move struct {
+	Kind   MoveKind
+	Region string
+	At     time.Duration
+	For    time.Duration
+	Lead   time.Duration
+	Down   time.Duration
+	Rounds int
+	N      int
+}
+
+func (m Move) String() string {
+	s := fmt.Sprintf("%s on %s at %v for %v", m.Kind, m.Region, m.At, m.For)
+	if m.Lead > 0 {
+		s += fmt.Sprintf(", lead %v", m.Lead)
+	}
+	if m.Down > 0 {
+		s += fmt.Sprintf(", down %v", m.Down)
+	}
+	if m.Rounds > 0 {
+		s += fmt.Sprintf(", %d round(s)", m.Rounds)
+	}
+	if m.N > 0 {
+		s += fmt.Sprintf(", n=%d", m.N)
+	}
+	return s
+}
+
+// Has reports whether the scenario has a move of kind k.
+func (s Scenario) Has(k MoveKind) bool {
+	for _, m := range s.Moves {
+		if m.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+var moveKinds = []MoveKind{MoveProbeLate, MoveStartCut, MoveSettleHang, MoveStreamDial, MoveGray, MoveIdentity, MoveHaltSettle}
+
+// NewComposedScenario is NewScenario(seed) with one to three composed moves
+// (Scenario.Moves), drawn from a source of their own: every field
+// NewScenario draws is as it was. A seed with a MoveIdentity checks
+// identities (Scenario.Identity); ReconcileTimeout is drawn from 1–5 s.
+func NewComposedScenario(seed uint64) Scenario {
+	s := NewScenario(seed)
+	r := rand.New(rand.NewPCG(seed, seed^0x28c0ffee28c0ffee))
+	dur := func(lo, hi time.Duration) time.Duration {
+		if hi <= lo {
+			return lo
+		}
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	s.ReconcileTimeout = dur(time.Second, 5*time.Second)
+	backup := func() string { return s.Regions[1+r.IntN(len(s.Regions)-1)] }
+	region := func() string {
+		if r.IntN(3) > 0 {
+			return s.Regions[0]
+		}
+		return s.Regions[r.IntN(len(s.Regions))]
+	}
+	late := s.Duration - 500*time.Millisecond
+	n := 1 + r.IntN(3)
+	for i := 0; i < n; i++ {
+		// An odd offset per move keeps its instants apart from the probes',
+		// orders' and faults' (see the documentation's "Determinism").
+		odd := time.Duration(2*i+1) * 19 * time.Microsecond
+		m := Move{Kind: moveKinds[r.IntN(len(moveKinds))], Region: region()}
+		m.At = dur(500*time.Millisecond, late) + odd
+		switch m.Kind {
+		case MoveProbeLate:
+			m.Rounds = 1 + r.IntN(2)
+			m.For = time.Duration(m.Rounds) * s.ProbeInterval
+			if r.IntN(2) == 0 {
+				// A starved host: every probe late; then the primary fails
+				// as the first probes on time are in flight.
+				m.Region = "*"
+				m.Rounds = 1
+				m.For = s.ProbeInterval
+				m.Lead = m.For + dur(s.ProbeInterval/10, s.ProbeInterval) + odd
+				m.Down = dur(500*time.Millisecond, 3*time.Second)
+			}
+		case MoveStartCut:
+			m.Region = s.Regions[0]
+			m.At = 0
+			m.For = dur(time.Millisecond, s.ProbeTimeout/5) + odd
+			m.Lead = dur(s.ProbeTimeout/5, s.ProbeTimeout/2) + odd
+			m.Down = dur(time.Second, 4*time.Second)
+		case MoveSettleHang, MoveHaltSettle:
+			if m.Kind == MoveHaltSettle && !s.Coordinated {
+				m.Kind = MoveSettleHang
+			}
+			m.N = 1 + r.IntN(3)
+			m.For = dur(s.ReconcileTimeout, 3*s.ReconcileTimeout)
+			m.Lead = dur(s.OrderEvery, s.OrderEvery+s.SettleUnknown) + odd
+			m.Down = dur(500*time.Millisecond, 4*time.Second)
+			if m.Kind == MoveHaltSettle {
+				// The settle it halts during hangs: a settle-hang on the
+				// same region at the same instant, and the re-assignment
+				// after the halt.
+				h := m
+				h.Kind = MoveSettleHang
+				s.Moves = append(s.Moves, h)
+				m.N, m.Lead, m.Down = 0, 0, 0
+				m.At += time.Microsecond
+				m.For = dur(300*time.Millisecond, 1500*time.Millisecond)
+			}
+		case MoveStreamDial:
+			m.For = dur(time.Second, 5*time.Second)
+		case MoveGray:
+			m.For = dur(2*time.Second, 6*time.Second)
+			m.Lead = dur(2*s.ProbeInterval, m.For/2) + odd
+			m.Rounds = 1 + r.IntN(4)
+		case MoveIdentity:
+			m.Region = backup()
+			m.For = dur(2*time.Second, 10*time.Second)
+			m.Lead = dur(100*time.Millisecond, 3*time.Second) + odd
+			m.Down = dur(time.Second, 4*time.Second)
+			s.Identity = true
+			s.IdentityInterval = dur(3*time.Second, 20*time.Second)
+		}
+		s.Moves = append(s.Moves, m)
+	}
+	return s
 }

@@ -23,7 +23,21 @@ var (
 	flagTwice  = flag.Bool("sim.twice", false, "TestSimSeeds: run every seed twice and require byte-identical traces")
 	flagDetail = flag.Bool("sim.detail", false, "TestSimSeeds: add every probe result and each event's error and cause to the trace (Options.TraceDetail)")
 	flagShard  = flag.String("sim.shard", "0/1", "TestSimSeeds: run only shard i of n (i/n) of the seeds: those whose index from -sim.start is i modulo n")
+	flagComp   = flag.Bool("sim.composed", composedByDefault, "every test: seeds with composed moves (NewComposedScenario: late probes, probes cut by Start, hanging settles, stream dial timeouts, gray failures, identity flips, a coordinator's Halt during a settle)")
 )
+
+// composedByDefault is the default of -sim.composed: whether the tests
+// (TestSimSeeds, so the short sweep of go test, and every other test that
+// runs seeds) draw the composed moves. make sim passes -sim.composed itself.
+const composedByDefault = false
+
+// scenarioOf is the scenario of seed under -sim.composed.
+func scenarioOf(seed uint64) Scenario {
+	if *flagComp {
+		return NewComposedScenario(seed)
+	}
+	return NewScenario(seed)
+}
 
 // shardOf parses -sim.shard.
 func shardOf(s string) (i, n int, err error) {
@@ -47,7 +61,7 @@ func runSeed(t *testing.T, seed uint64, o Options) *Result {
 	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		var err error
-		res, err = Run(NewScenario(seed), o)
+		res, err = Run(scenarioOf(seed), o)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
@@ -71,6 +85,9 @@ func replayCommand(seed uint64) string {
 	}
 	if *flagDetail {
 		resend += " -sim.detail"
+	}
+	if *flagComp != composedByDefault {
+		resend += fmt.Sprintf(" -sim.composed=%v", *flagComp)
 	}
 	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
@@ -274,5 +291,43 @@ func TestSimMayResendNoDuplicate(t *testing.T) {
 	t.Logf("%d resends allowed by MayResend over 60 seeds", resends)
 	if resends == 0 {
 		t.Fatal("MayResend allowed no resend in 60 seeds: nothing was checked")
+	}
+}
+
+// The composed moves replay too: ten composed seeds, run twice each, give
+// byte-identical traces, and every kind of move is drawn among the first
+// hundred seeds. (Whether their invariants hold is TestSimSeeds's business
+// under -sim.composed.)
+func TestSimComposedDeterministic(t *testing.T) {
+	kinds := map[MoveKind]bool{}
+	for seed := uint64(1); seed <= 100; seed++ {
+		for _, m := range NewComposedScenario(seed).Moves {
+			kinds[m.Kind] = true
+		}
+	}
+	for _, k := range moveKinds {
+		if !kinds[k] {
+			t.Errorf("no seed of the first 100 draws a %s move", k)
+		}
+	}
+	for seed := uint64(1); seed <= 10; seed++ {
+		s := NewComposedScenario(seed)
+		run := func() *Result {
+			var res *Result
+			synctest.Test(t, func(t *testing.T) {
+				var err error
+				if res, err = Run(s, Options{}); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+			})
+			return res
+		}
+		a, b := run(), run()
+		if a.Stats.Orders == 0 || a.Stats.Probes == 0 {
+			t.Fatalf("seed %d ran nothing: %+v", seed, a.Stats)
+		}
+		if d := traceDiff(a, b); d != "" {
+			t.Errorf("composed seed %d: two runs gave different traces: %s\nreplay: go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.composed -sim.twice", seed, d, seed)
+		}
 	}
 }

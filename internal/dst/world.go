@@ -167,6 +167,7 @@ type world struct {
 	releases []release // EventRelease, in order
 	resends  sync.WaitGroup
 	resendN  int
+	cx       composed // the composed moves' record (composed.go)
 }
 
 type release struct {
@@ -211,9 +212,24 @@ func Run(s Scenario, o Options) (*Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := w.path.Start(ctx); err != nil {
+	startCtx := ctx
+	for _, m := range s.Moves {
+		if m.Kind == MoveStartCut {
+			// Start's context ends during the first probe round.
+			// Cancelled, not a deadline: the probes' own deadlines (see
+			// ownDeadline) would otherwise end them just before it.
+			var stop context.CancelFunc
+			startCtx, stop = context.WithCancel(ctx)
+			tm := time.AfterFunc(m.For, stop)
+			defer tm.Stop()
+			defer stop()
+		}
+	}
+	if err := w.path.Start(startCtx); err != nil && startCtx == ctx {
 		w.close()
 		return nil, fmt.Errorf("dst: path start: %w", err)
+	} else if err != nil {
+		w.tracef(time.Now(), "path start: %v", err)
 	}
 	if s.Coordinated {
 		w.co = newCoordinator(w)
@@ -232,6 +248,10 @@ func Run(s Scenario, o Options) (*Result, error) {
 	for _, f := range s.Faults {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.runFault(f) }()
+	}
+	for _, m := range s.Moves {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.runMove(m) }()
 	}
 	for i := 0; i < s.Traders; i++ {
 		wg.Add(1)
@@ -298,6 +318,18 @@ func (w *world) build() error {
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.ReconcileTimeout = 2 * time.Second
+	if s.ReconcileTimeout > 0 {
+		pc.ReconcileTimeout = s.ReconcileTimeout
+	}
+	if s.Has(MoveStartCut) {
+		pc.StartWait = 0 // Start opens the gate after its (cut) first round
+	}
+	if s.Identity {
+		pc.Identity = w.identity
+		pc.ExpectedIdentity = pathdialer.Identity{Account: simbroker.DefaultConfig().AccountID}
+		pc.IdentityInterval = s.IdentityInterval
+		pc.IdentityTimeout = s.ProbeTimeout
+	}
 	pc.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.Reconciler = w.reconcile
 	// The sim's Fencer is the broker's kill switch when the broker enforces
@@ -395,6 +427,13 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 		name = a
 	}
 	w.co.wait(resumeDial, name)
+	if id != "" && strings.Contains(a, ".rest.") {
+		// The order's ticket was granted at this instant (the transport
+		// dials right after Acquire): the grant's record.
+		w.mu.Lock()
+		w.cx.grants = append(w.cx.grants, grantRec{id: id, endpoint: a[:strings.Index(a, ".")], at: time.Now()})
+		w.mu.Unlock()
+	}
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {
 		w.co.inWrite(id) // the order's ticket passed Valid; its bytes not yet written
@@ -422,6 +461,21 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	w.co.wait(resumeProbe, ep.Name+"/probe")
 	ctx, cancel := ownDeadline(ctx, ep, 0)
 	defer cancel()
+	if w.s.Has(MoveStartCut) && time.Since(w.start) < w.s.ProbeTimeout {
+		// The first round's probes finish their round trip although their
+		// context ends (a probe slow to notice): bounded by the deadline only.
+		dl, _ := ctx.Deadline()
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithDeadline(context.WithoutCancel(ctx), dl)
+		defer c2()
+	}
+	rec := probeRec{endpoint: ep.Name, start: time.Now()}
+	defer func() {
+		rec.end = time.Now()
+		w.mu.Lock()
+		w.cx.probes = append(w.cx.probes, rec)
+		w.mu.Unlock()
+	}()
 	u, _ := ep.Address("probe")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/account", nil)
 	if err != nil {
@@ -436,6 +490,12 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("probe %s: HTTP %d", ep.Name, resp.StatusCode)
+	}
+	rec.ok = true
+	if w.s.Has(MoveStartCut) && rec.start.Sub(w.start) < w.s.ProbeTimeout {
+		// A slow first round: the answer is delivered at the last moment.
+		<-ctx.Done()
+		rec.end = time.Now()
 	}
 	return nil
 }
@@ -462,6 +522,11 @@ func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) erro
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		return fmt.Errorf("trade-path check %s: HTTP %d, want 404", ep.Name, resp.StatusCode)
+	}
+	if w.armedNow(ep.Region, spanGray) {
+		// A gray failure: the order path is broken while status reads and
+		// the probe pass (a check that exercises the order path fails).
+		return fmt.Errorf("trade-path check %s: the order path fails", ep.Name)
 	}
 	return nil
 }
@@ -518,6 +583,12 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
+	if to, ok := w.path.Endpoint(r.To); ok && w.armedNow(to.Region, spanHang) {
+		// A dying region: the reads through it hang until the Reconciler's
+		// context ends.
+		<-ctx.Done()
+		return nil, fmt.Errorf("reconcile through %s: reads hang: %w", r.To, ctx.Err())
+	}
 	var out []pathdialer.Settlement
 	// The Path hands tickets over in no particular order (its gate keeps
 	// them in shards picked at random); query them in order of client order
@@ -566,6 +637,7 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 }
 
 func (w *world) onEvent(ev pathdialer.Event) {
+	w.recordEvent(ev)
 	switch ev.Kind {
 	case pathdialer.EventProbe:
 		w.mu.Lock()
@@ -704,11 +776,20 @@ func (w *world) onTick(m ws.Message) {
 func (w *world) runFault(f ScheduledFault) {
 	time.Sleep(f.At)
 	w.tracef(time.Now(), "fault %s", f)
+	if f.For == 0 {
+		// Reset acts once; unknown outcomes cut the next orders: count them
+		// armed for two seconds.
+		w.mu.Lock()
+		w.cx.spans = append(w.cx.spans, span{region: f.Region, kind: spanOfFault(f.Kind), from: time.Now(), to: time.Now().Add(2 * time.Second)})
+		w.mu.Unlock()
+	}
 	w.apply(f, false)
 	if f.For > 0 {
+		un := w.arm(f.Region, spanOfFault(f.Kind))
 		time.Sleep(f.For)
 		w.tracef(time.Now(), "heal %s on %s", f.Kind, f.Region)
 		w.apply(f, true)
+		un()
 	}
 }
 

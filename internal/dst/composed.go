@@ -1,0 +1,634 @@
+package dst
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// The composed moves (Scenario.Moves) and the invariants judged from what
+// the simulation itself did to the world: the spans during which it had a
+// fault armed on a region, when its own probes answered, when each order was
+// granted a ticket (its connection's dial, which follows the grant at the
+// same virtual instant), and when the coordinator asked for a halt. The
+// Path's events say when an endpoint went DOWN and when the gate was held,
+// halted or released.
+
+// Invariants of the composed moves.
+const (
+	InvGrantAfterDown   = "no-ticket-after-down"                 // no order granted on an endpoint after a report took it DOWN
+	InvActWithinEval    = "hold-within-one-evaluation"           // DOWN of the active endpoint, or a coordinator's Halt, is acted on at once
+	InvGrayFailback     = "no-failback-while-trade-path-fails"   // no failback to an endpoint whose gray trade-path fault is still armed
+	InvHaltWhileAnswer  = "no-halt-while-target-answered"        // no halt for want of a target while a clean backup's probe answered
+	InvStreamAlone      = "stream-evidence-alone-moves-no-order" // a stream's failures alone take no endpoint DOWN for orders
+	InvIdentityAtSwitch = "identity-proved-at-switch"            // no switch to an endpoint that fronted another account before the switch began
+)
+
+// Span kinds: what the simulation had armed on a region.
+const (
+	spanNet      = "net"      // rest, probe and ws (down, blackhole, latency, reset)
+	spanProbe    = "probe"    // the probe address only (partition, late probes)
+	spanStarve   = "starve"   // every region's probes late (a starved host, not the endpoint)
+	spanWS       = "ws"       // the ws address only (stream dials time out)
+	spanUnknown  = "unknown"  // orders booked, answer cut
+	spanGray     = "gray"     // orders 503, trade-path check fails, probe passes
+	spanHang     = "hang"     // reconcile reads through the region hang
+	spanIdentity = "identity" // the region fronts another account
+)
+
+// slack is how long after the report that took the active endpoint DOWN
+// (or a coordinator's Halt) a ticket may still be granted: one evaluation,
+// which takes no virtual time.
+const slack = time.Millisecond
+
+type span struct {
+	region, kind string
+	from, to     time.Time // to zero: armed until the end
+}
+
+type probeRec struct {
+	endpoint   string
+	start, end time.Time
+	ok         bool
+}
+
+type grantRec struct {
+	id, endpoint string
+	at           time.Time
+}
+
+type stateRec struct {
+	endpoint    string
+	at          time.Time
+	prev, state engine.HealthState
+	probe       bool // the event before it was this endpoint's probe
+	seq         uint64
+}
+
+type gateRec struct {
+	at    time.Time
+	kind  pathdialer.EventKind
+	to    string // switch
+	cause string
+	seq   uint64
+}
+
+type haltCall struct {
+	at, returned time.Time
+}
+
+// composed is the run's record for the composed invariants (under w.mu).
+type composed struct {
+	spans    []span
+	probes   []probeRec
+	grants   []grantRec
+	states   []stateRec
+	gates    []gateRec
+	halts    []haltCall
+	lastKind pathdialer.EventKind
+	lastEP   string
+	haltArm  []chan struct{} // MoveHaltSettle: armed, fired at the next settle
+}
+
+// arm records that kind is armed on region from now; the returned func
+// disarms it.
+func (w *world) arm(region, kind string) func() {
+	w.mu.Lock()
+	w.cx.spans = append(w.cx.spans, span{region: region, kind: kind, from: time.Now()})
+	i := len(w.cx.spans) - 1
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		w.cx.spans[i].to = time.Now()
+		w.mu.Unlock()
+	}
+}
+
+// armedNow reports whether kind is armed on region at this instant.
+func (w *world) armedNow(region, kind string) bool {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.cx.spans {
+		if s.region == region && s.kind == kind && !now.Before(s.from) && (s.to.IsZero() || now.Before(s.to)) {
+			return true
+		}
+	}
+	return false
+}
+
+// spansOn returns the kinds armed on region at any time in [a, b] (w.mu held).
+func (w *world) spansOn(region string, a, b time.Time) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range w.cx.spans {
+		if (s.region == region || s.region == "*") && !s.from.After(b) && (s.to.IsZero() || !s.to.Before(a)) {
+			out[s.kind] = true
+		}
+	}
+	return out
+}
+
+func spanOfFault(k FaultKind) string {
+	switch k {
+	case FaultPartition:
+		return spanProbe
+	case FaultUnknown:
+		return spanUnknown
+	}
+	return spanNet
+}
+
+func (w *world) runMove(m Move) {
+	time.Sleep(m.At)
+	switch m.Kind {
+	case MoveStartCut:
+		// Start's context was cut in Run (the first round's probes answer
+		// at their deadline, see probe); the primary goes down after Lead.
+		time.Sleep(m.Lead)
+		w.netFor(m, m.Region, spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+	case MoveProbeLate:
+		regions := []string{m.Region}
+		if m.Region == "*" {
+			regions = w.s.Regions
+		}
+		w.tracef(time.Now(), "move %s", m)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if m.Down > 0 {
+				time.Sleep(m.Lead)
+				ep, _ := w.path.Active() // the active endpoint fails
+				w.netFor(m, ep.Region, spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+			}
+		}()
+		w.lateProbes(regions, m.For)
+		if m.Region == "*" {
+			// Then one round slow but in time (not a fault: no span), as
+			// the primary fails: the backup's last recorded result is the
+			// late one, and its probe is running when the failure is
+			// evaluated.
+			for _, r := range regions {
+				_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.Latency(w.s.ProbeTimeout/8, 0))
+			}
+			time.Sleep(w.s.ProbeInterval)
+			for _, r := range regions {
+				_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.None())
+			}
+		}
+		<-done
+	case MoveSettleHang:
+		w.tracef(time.Now(), "move %s", m)
+		_ = w.b.SetFault(m.Region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
+		unUnknown := w.arm(m.Region, spanUnknown)
+		unHang := w.arm(m.Region, spanHang)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(m.Lead)
+			w.netFor(m, m.Region, spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+		}()
+		time.Sleep(m.For)
+		unHang()
+		unUnknown()
+		w.tracef(time.Now(), "move %s on %s: reads no longer hang", m.Kind, m.Region)
+		<-done
+	case MoveStreamDial:
+		w.netFor(m, m.Region, spanWS, []simbroker.Service{simbroker.WS}, faultnet.Blackhole(), m.For)
+	case MoveGray:
+		w.tracef(time.Now(), "move %s", m)
+		_ = w.b.SetFault(m.Region, simbroker.REST, simbroker.Partial{})
+		un := w.arm(m.Region, spanGray)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(m.Lead)
+			w.lateProbes([]string{m.Region}, time.Duration(m.Rounds)*w.s.ProbeInterval)
+		}()
+		time.Sleep(m.For)
+		_ = w.b.SetFault(m.Region, simbroker.REST, simbroker.None{})
+		un()
+		w.tracef(time.Now(), "heal %s on %s", m.Kind, m.Region)
+		<-done
+	case MoveIdentity:
+		w.tracef(time.Now(), "move %s", m)
+		un := w.arm(m.Region, spanIdentity)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(m.Lead)
+			w.netFor(m, w.s.Regions[0], spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+		}()
+		time.Sleep(m.For)
+		un()
+		w.tracef(time.Now(), "heal %s on %s", m.Kind, m.Region)
+		<-done
+	case MoveHaltSettle:
+		w.tracef(time.Now(), "move %s", m)
+		w.co.haltAtNextSettle(m)
+	}
+}
+
+// netFor sets nf on the services of region for d, recorded as a span.
+func (w *world) netFor(m Move, region, kind string, svcs []simbroker.Service, nf faultnet.Fault, d time.Duration) {
+	w.tracef(time.Now(), "move %s: %s on %s for %v", m.Kind, nf, region, d)
+	un := w.arm(region, kind)
+	for _, svc := range svcs {
+		_ = w.net.SetFault(addr(region, svc), nf)
+	}
+	time.Sleep(d)
+	for _, svc := range svcs {
+		_ = w.net.SetFault(addr(region, svc), faultnet.None())
+	}
+	un()
+	w.tracef(time.Now(), "move %s: heal %s on %s", m.Kind, nf, region)
+}
+
+// lateProbes delays the probe answers of regions past ProbeTimeout for d.
+func (w *world) lateProbes(regions []string, d time.Duration) {
+	nf := faultnet.Latency(w.s.ProbeTimeout/2+time.Millisecond, 0)
+	kind := spanProbe
+	if len(regions) > 1 {
+		kind = spanStarve
+	}
+	var uns []func()
+	for _, r := range regions {
+		uns = append(uns, w.arm(r, kind))
+		_ = w.net.SetFault(addr(r, simbroker.Probe), nf)
+	}
+	time.Sleep(d)
+	for i, r := range regions {
+		_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.None())
+		uns[i]()
+	}
+	w.tracef(time.Now(), "late probes end on %v", regions)
+}
+
+// identity is the Path's IdentityFunc: the account the region's probe
+// address says it fronts, or another while a MoveIdentity is armed there.
+func (w *world) identity(ctx context.Context, ep pathdialer.Endpoint) (pathdialer.Identity, error) {
+	w.co.wait(resumeProbe, ep.Name+"/identity")
+	ctx, cancel := ownDeadline(ctx, ep, 2)
+	defer cancel()
+	u, _ := ep.Address("probe")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/account", nil)
+	if err != nil {
+		return pathdialer.Identity{}, err
+	}
+	req.Header.Set("X-API-Key", apiKey)
+	resp, err := w.dc.Do(req)
+	if err != nil {
+		return pathdialer.Identity{}, fmt.Errorf("identity %s: %w", ep.Name, err)
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	var a struct {
+		Account string `json:"account_id"`
+	}
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &a) != nil {
+		return pathdialer.Identity{}, fmt.Errorf("identity %s: HTTP %d", ep.Name, resp.StatusCode)
+	}
+	if w.armedNow(ep.Region, spanIdentity) {
+		a.Account = "ACC-OTHER"
+	}
+	return pathdialer.Identity{Account: a.Account}, nil
+}
+
+// recordEvent keeps what the composed invariants need from one event.
+func (w *world) recordEvent(ev pathdialer.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch ev.Kind {
+	case pathdialer.EventStateChange:
+		probe := w.cx.lastKind == pathdialer.EventProbe && w.cx.lastEP == ev.Endpoint
+		w.cx.states = append(w.cx.states, stateRec{endpoint: ev.Endpoint, at: ev.Time, prev: ev.PrevState, state: ev.State, probe: probe, seq: ev.Seq})
+	case pathdialer.EventHold, pathdialer.EventHalt, pathdialer.EventFenceStart, pathdialer.EventSwitch,
+		pathdialer.EventRelease, pathdialer.EventResume:
+		w.cx.gates = append(w.cx.gates, gateRec{at: ev.Time, kind: ev.Kind, to: ev.To, cause: ev.Cause, seq: ev.Seq})
+	case pathdialer.EventReconcileStart:
+		if ev.From == ev.To && len(w.cx.haltArm) > 0 {
+			for _, ch := range w.cx.haltArm {
+				close(ch)
+			}
+			w.cx.haltArm = nil
+		}
+	}
+	w.cx.lastKind, w.cx.lastEP = ev.Kind, ev.Endpoint
+}
+
+// haltAtNextSettle (coordinated seeds) halts the Path at the first settle
+// that begins after now (at most a few seconds later), records how long
+// Halt took, and assigns the active endpoint again m.For later.
+func (c *coordinator) haltAtNextSettle(m Move) {
+	if c == nil {
+		return
+	}
+	ch := make(chan struct{})
+	c.w.mu.Lock()
+	c.w.cx.haltArm = append(c.w.cx.haltArm, ch)
+	c.w.mu.Unlock()
+	tm := time.NewTimer(5 * time.Second)
+	defer tm.Stop()
+	select {
+	case <-ch:
+	case <-tm.C:
+		return
+	case <-c.stop:
+		return
+	}
+	time.Sleep(31 * time.Microsecond)
+	at := time.Now()
+	err := c.w.path.Halt(errCoordHalt)
+	ret := time.Now()
+	c.w.mu.Lock()
+	c.w.cx.halts = append(c.w.cx.halts, haltCall{at: at, returned: ret})
+	c.w.mu.Unlock()
+	c.w.tracef(ret, "coord halt during a settle (called at +%v): %s", at.Sub(c.w.start), errText(err))
+	if !c.sleepUntil(time.Now().Add(m.For)) {
+		return
+	}
+	c.mu.Lock()
+	if c.sess.lost {
+		c.mu.Unlock()
+		return // the follower re-assigns on its own
+	}
+	c.token++
+	tok := c.token
+	c.tokSess[tok] = c.sess
+	c.mu.Unlock()
+	ep, _ := c.w.path.Active()
+	c.assign(ep.Name, tok, "after the halt")
+}
+
+var errCoordHalt = errors.New("dst: the coordinator halts trading")
+
+// checkComposed judges the composed invariants (w.mu held).
+func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
+	cx := &w.cx
+	sort.SliceStable(cx.states, func(i, j int) bool { return cx.states[i].seq < cx.states[j].seq })
+	sort.SliceStable(cx.gates, func(i, j int) bool { return cx.gates[i].seq < cx.gates[j].seq })
+	sort.SliceStable(cx.grants, func(i, j int) bool { return cx.grants[i].at.Before(cx.grants[j].at) })
+	primary := w.s.Regions[0]
+	// activeAt is the active endpoint just after time t (the switches).
+	activeAt := func(t time.Time) string {
+		a := primary
+		for _, g := range cx.gates {
+			if g.at.After(t) {
+				break
+			}
+			if g.kind == pathdialer.EventSwitch {
+				a = g.to
+			}
+		}
+		return a
+	}
+	// openAt: the last gate event at or before t left the gate open
+	// (a release; none yet: Start opened it).
+	openAt := func(t time.Time) bool {
+		open := true
+		for _, g := range cx.gates {
+			if g.at.After(t) {
+				break
+			}
+			open = g.kind == pathdialer.EventRelease
+		}
+		return open
+	}
+	// The DOWNs that count: an endpoint going DOWN while active, with the
+	// gate open, in a Path that decides by itself.
+	type down struct {
+		stateRec
+		until time.Time // left DOWN (zero: never)
+	}
+	var downs []down
+	for i, s := range cx.states {
+		if s.state != engine.Down || s.prev == engine.Down {
+			continue
+		}
+		d := down{stateRec: s}
+		for _, t := range cx.states[i+1:] {
+			if t.endpoint == s.endpoint && t.state != engine.Down {
+				d.until = t.at
+				break
+			}
+		}
+		downs = append(downs, d)
+	}
+	bound := func(d down) time.Duration {
+		if d.probe {
+			return w.s.ProbeInterval
+		}
+		return slack
+	}
+	if !w.s.Coordinated {
+		for _, d := range downs {
+			if activeAt(d.at) != d.endpoint || !openAt(d.at) {
+				continue
+			}
+			lim := d.at.Add(bound(d))
+			acted := false
+			for _, g := range cx.gates {
+				if g.seq > d.seq && !g.at.After(lim) && g.kind != pathdialer.EventRelease {
+					acted = true
+					break
+				}
+			}
+			if !acted && (d.until.IsZero() || d.until.After(lim)) {
+				next := "never"
+				for _, g := range cx.gates {
+					if g.seq > d.seq && g.kind != pathdialer.EventRelease {
+						next = fmt.Sprintf("%s at %v", g.kind, w.off(g.at))
+						break
+					}
+				}
+				viol(InvActWithinEval, "the active endpoint %s went DOWN at %v (%s evidence); the gate was still open %v later (next hold, halt or switch: %s)",
+					d.endpoint, w.off(d.at), evidence(d.probe), bound(d), next)
+			}
+			// Orders granted on it after the bound, while it stayed DOWN.
+			n, first := 0, time.Time{}
+			for _, g := range cx.grants {
+				if g.endpoint == d.endpoint && g.at.After(lim) && (d.until.IsZero() || g.at.Before(d.until)) {
+					if n == 0 {
+						first = g.at
+					}
+					n++
+				}
+			}
+			if n > 0 {
+				viol(InvGrantAfterDown, "%d order(s) granted on %s after it went DOWN at %v (%s evidence), the first at %v", n, d.endpoint, w.off(d.at), evidence(d.probe), w.off(first))
+			}
+		}
+	}
+	// A coordinator's Halt is acted on at once, whatever runs.
+	for _, h := range cx.halts {
+		if took := h.returned.Sub(h.at); took > slack {
+			viol(InvActWithinEval, "the coordinator's Halt called at %v returned %v later", w.off(h.at), took)
+		}
+		n := 0
+		for _, g := range cx.grants {
+			if g.at.After(h.at.Add(slack)) && !w.releasedBetween(h.at, g.at) {
+				n++
+			}
+		}
+		if n > 0 {
+			viol(InvGrantAfterDown, "%d order(s) granted after the coordinator's Halt at %v and before any release", n, w.off(h.at))
+		}
+	}
+	// No failback to an endpoint while its gray trade-path fault, armed when
+	// it was left, is still armed.
+	for i, g := range cx.gates {
+		if g.kind != pathdialer.EventSwitch {
+			continue
+		}
+		for _, s := range cx.spans {
+			if s.kind != spanGray || s.region != g.to || g.at.Before(s.from) || (!s.to.IsZero() && !g.at.Before(s.to)) {
+				continue
+			}
+			for _, h := range cx.gates[:i] {
+				// Left while the gray fault was its only fault: the Path's
+				// evidence was live traffic failing while the probe passed.
+				if h.kind == pathdialer.EventSwitch && h.to != g.to && !h.at.Before(s.from) && activeBefore(cx.gates, h, primary) == g.to &&
+					len(w.spansOn(g.to, s.from, h.at)) == 1 {
+					viol(InvGrayFailback, "failback to %s at %v while its trade path still failed (gray fault armed at %v, %s left at %v)", g.to, w.off(g.at), w.off(s.from), g.to, w.off(h.at))
+					break
+				}
+			}
+		}
+	}
+	// Identity: no switch to an endpoint that fronted another account before
+	// the switch began (its hold).
+	for i, g := range cx.gates {
+		if g.kind != pathdialer.EventSwitch {
+			continue
+		}
+		began := g.at
+		for k := i - 1; k >= 0; k-- {
+			h := cx.gates[k]
+			if h.kind == pathdialer.EventRelease {
+				break
+			}
+			began = h.at
+		}
+		for _, s := range cx.spans {
+			if s.kind == spanIdentity && s.region == g.to && !s.from.After(began) && (s.to.IsZero() || s.to.After(g.at)) {
+				viol(InvIdentityAtSwitch, "switch to %s at %v; it had fronted another account since %v, before the switch began at %v", g.to, w.off(g.at), w.off(s.from), w.off(began))
+			}
+		}
+	}
+	// No halt for want of a target while a backup with nothing armed on it
+	// for a long while had just answered its probe.
+	win := w.s.MaxHealthAge + time.Duration(w.s.FailbackSuccess+w.s.FailureThreshold+2)*w.s.ProbeInterval + w.s.Cooldown
+	if !w.s.Coordinated {
+		for _, g := range cx.gates {
+			if g.kind != pathdialer.EventHalt || !strings.HasPrefix(g.cause, "no eligible target") {
+				continue
+			}
+			act := activeAt(g.at)
+			for _, e := range w.s.Regions {
+				k := w.spansOn(e, g.at.Add(-win), g.at)
+				starved := k[spanStarve]
+				delete(k, spanStarve)
+				if e == act || len(k) > 0 || w.wasGray(e) {
+					continue
+				}
+				if starved && w.stateAt(e, g.at) == engine.Down {
+					continue // a starved host's late probes took it DOWN: a verdict, not stale evidence
+				}
+				if p, ok := w.lastProbe(e, g.at); ok && p.ok && !p.start.Before(g.at.Add(-w.s.ProbeInterval-w.s.ProbeTimeout)) {
+					viol(InvHaltWhileAnswer, "halted at %v (%s) while %s, with no fault for %v, had answered its probe at %v", w.off(g.at), clip(g.cause), e, win, w.off(p.end))
+				}
+			}
+		}
+	}
+	// A stream's failures alone take no endpoint DOWN for orders.
+	for _, d := range downs {
+		if d.probe {
+			continue
+		}
+		k := w.spansOn(d.endpoint, d.at.Add(-2*w.s.ProbeInterval-2*time.Second), d.at)
+		if k[spanWS] && len(k) == 1 {
+			viol(InvStreamAlone, "%s went DOWN at %v with only its WebSocket address failing", d.endpoint, w.off(d.at))
+		}
+	}
+}
+
+func evidence(probe bool) string {
+	if probe {
+		return "probe"
+	}
+	return "live-traffic"
+}
+
+func clip(s string) string {
+	if len(s) > 160 {
+		return s[:160] + "…"
+	}
+	return s
+}
+
+// activeBefore is the endpoint active just before switch h.
+func activeBefore(gates []gateRec, h gateRec, primary string) string {
+	a := primary
+	for _, g := range gates {
+		if g.seq >= h.seq {
+			break
+		}
+		if g.kind == pathdialer.EventSwitch {
+			a = g.to
+		}
+	}
+	return a
+}
+
+// releasedBetween: a release event in (a, b] (w.mu held).
+func (w *world) releasedBetween(a, b time.Time) bool {
+	for _, g := range w.cx.gates {
+		if g.kind == pathdialer.EventRelease && g.at.After(a) && !g.at.After(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// wasGray: the sim armed a gray fault on e at some point (w.mu held).
+func (w *world) wasGray(e string) bool {
+	for _, s := range w.cx.spans {
+		if s.region == e && s.kind == spanGray {
+			return true
+		}
+	}
+	return false
+}
+
+// lastProbe is the last probe of e that ended at or before t (w.mu held).
+func (w *world) lastProbe(e string, t time.Time) (probeRec, bool) {
+	var best probeRec
+	ok := false
+	for _, p := range w.cx.probes {
+		if p.endpoint == e && !p.end.After(t) && (!ok || p.end.After(best.end)) {
+			best, ok = p, true
+		}
+	}
+	return best, ok
+}
+
+// stateAt is e's last recorded state at or before t (w.mu held).
+func (w *world) stateAt(e string, t time.Time) engine.HealthState {
+	st := engine.Unknown
+	for _, s := range w.cx.states {
+		if s.endpoint == e && !s.at.After(t) {
+			st = s.state
+		}
+	}
+	return st
+}
