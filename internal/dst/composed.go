@@ -32,7 +32,7 @@ const (
 	InvGrayFailback     = "no-failback-while-trade-path-fails"   // no failback to an endpoint whose gray trade-path fault is still armed
 	InvHaltWhileAnswer  = "no-halt-while-target-answered"        // no halt for want of a target while a clean backup's probe answered
 	InvStreamAlone      = "stream-evidence-alone-moves-no-order" // a stream's failures alone take no endpoint DOWN for orders
-	InvIdentityAtSwitch = "identity-proved-at-switch"            // no switch to an endpoint that fronted another account before the switch began
+	InvIdentityAtSwitch = "identity-proved-at-switch"            // no order granted on an endpoint that fronted another account before the switch to it began
 )
 
 // Span kinds: what the simulation had armed on a region.
@@ -505,8 +505,10 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 			}
 		}
 	}
-	// Identity: no switch to an endpoint that fronted another account before
-	// the switch began (its hold).
+	// Identity: no order granted on an endpoint that fronted another account
+	// from before the switch to it began (its hold). The switch itself may
+	// happen (the identity is re-proved beside the fence and the reconcile);
+	// the gate must not open on it.
 	for i, g := range cx.gates {
 		if g.kind != pathdialer.EventSwitch {
 			continue
@@ -519,9 +521,23 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 			}
 			began = h.at
 		}
+		// The switch's tenure ends at the next switch.
+		var until time.Time
+		for _, h := range cx.gates[i+1:] {
+			if h.kind == pathdialer.EventSwitch {
+				until = h.at
+				break
+			}
+		}
 		for _, s := range cx.spans {
-			if s.kind == spanIdentity && s.region == g.to && !s.from.After(began) && (s.to.IsZero() || s.to.After(g.at)) {
-				viol(InvIdentityAtSwitch, "switch to %s at %v; it had fronted another account since %v, before the switch began at %v", g.to, w.off(g.at), w.off(s.from), w.off(began))
+			if s.kind != spanIdentity || s.region != g.to || s.from.After(began) || !s.to.IsZero() && !s.to.After(g.at) {
+				continue
+			}
+			for _, gr := range cx.grants {
+				if gr.endpoint == g.to && gr.at.After(g.at) && (until.IsZero() || gr.at.Before(until)) && (s.to.IsZero() || gr.at.Before(s.to)) {
+					viol(InvIdentityAtSwitch, "order %s granted on %s at %v after the switch at %v; it had fronted another account since %v, before the switch began at %v", gr.id, g.to, w.off(gr.at), w.off(g.at), w.off(s.from), w.off(began))
+					break
+				}
 			}
 		}
 	}

@@ -253,8 +253,10 @@
 //	stream-evidence-alone-moves-no-order no endpoint goes DOWN on live-traffic evidence while the
 //	                                     only fault armed on it (in the last two probe intervals
 //	                                     + 2 s) is its WebSocket address failing
-//	identity-proved-at-switch            no switch to an endpoint that fronted another account
-//	                                     since before the switch began (its hold)
+//	identity-proved-at-switch            no order granted on an endpoint that fronted another
+//	                                     account since before the switch to it began (its hold);
+//	                                     the switch itself may happen (the identity is re-proved
+//	                                     beside the fence and reconcile), the release may not
 //
 // In composed seeds the simulated coordinator also assigns again after one
 // of its Assigns was refused, and decides when the active endpoint fronts

@@ -29,7 +29,7 @@ var (
 // composedByDefault is the default of -sim.composed: whether the tests
 // (TestSimSeeds, so the short sweep of go test, and every other test that
 // runs seeds) draw the composed moves. make sim passes -sim.composed itself.
-const composedByDefault = false
+const composedByDefault = true
 
 // scenarioOf is the scenario of seed under -sim.composed.
 func scenarioOf(seed uint64) Scenario {
