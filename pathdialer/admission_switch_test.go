@@ -430,3 +430,34 @@ func TestAssignReprovesIdentity(t *testing.T) {
 		}
 	})
 }
+
+// A backup whose last periodic identity check found another account, but
+// which answers for the right one again by the time the primary fails, is
+// re-checked at once before any halt: flow fails over to it instead of
+// halting until the next periodic check.
+func TestOldMismatchIsRecheckedBeforeAHalt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ids := &identities{acc: map[string]string{"eu": "ACC-1", "us": "ACC-2"}}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Identity = ids.check
+			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
+			c.IdentityInterval = time.Minute
+		})
+		defer h.close()
+		h.start()
+		h.await(pathdialer.EventIdentity, func(e pathdialer.Event) bool {
+			return e.Endpoint == "us" && errors.Is(e.Err, engine.ErrIdentityMismatch)
+		})
+		time.Sleep(5 * time.Second)
+		ids.set("us", "ACC-1") // put right; the next periodic check is 55 s away
+		time.Sleep(5 * time.Second)
+		h.probes.set("eu", probeBlackhole)
+		rel := h.await(pathdialer.EventRelease, nil)
+		if rel.Endpoint != "us" {
+			t.Fatalf("release on %q, want us", rel.Endpoint)
+		}
+		if n := countKind(h.rec.all(), pathdialer.EventHalt); n != 0 {
+			t.Fatalf("%d halts while the backup answered for the right account:\n%s", n, timeline(h.rec.all()))
+		}
+	})
+}

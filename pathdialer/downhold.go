@@ -8,9 +8,9 @@ import (
 )
 
 // The hold on DOWN. The controller decides every switch, but it must not be
-// the one that stops the flow: between the Report that takes the active
-// endpoint DOWN and the controller's next step, any number of tickets could be
-// granted on a dead endpoint. So the reporting goroutine itself holds the gate
+// the one that stops the flow: between the Report (or probe) that takes the
+// active endpoint DOWN and the controller's next step, any number of tickets
+// could be granted on a dead endpoint. So the reporting goroutine itself holds the gate
 // (an atomic swap of the gate's view, under the gate's lock) before Report
 // returns, and kicks the controller, which then fences and switches, halts, or
 // — when the evidence no longer warrants a switch — opens the gate again.
@@ -49,7 +49,7 @@ func (p *Path) downByTraffic(endpoint string) bool {
 }
 
 func (p *Path) downCause(endpoint string) error {
-	return fmt.Errorf("%q is DOWN on live-traffic evidence: held while the switch is decided", endpoint)
+	return fmt.Errorf("%q is DOWN: held while the switch is decided", endpoint)
 }
 
 // reopenAfterDownHold opens the gate again when a hold on DOWN turned out not

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -278,5 +279,31 @@ func TestCoordinatorHaltIsTakenAtOnceDuringTheInflightGrace(t *testing.T) {
 		if st := gateState(h.p); st != pathdialer.GateHalted {
 			t.Fatalf("gate %v a minute after the Halt, want HALTED", st)
 		}
+	})
+}
+
+// A probe that takes the active endpoint DOWN holds the gate and starts the
+// evaluation at once, without waiting for the rest of its round (here a
+// backup whose probe answers slowly, still within ProbeTimeout).
+func TestProbeDownActsBeforeTheRoundEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h *harness
+		h = newHarness(t, func(c *pathdialer.Config) {
+			c.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
+				if ep.Name == "us" {
+					time.Sleep(400 * time.Millisecond) // slow, within ProbeTimeout (500 ms)
+				}
+				return h.probes.probe(ctx, ep)
+			}
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeFail)
+		down := h.await(pathdialer.EventStateChange, func(e pathdialer.Event) bool { return e.Endpoint == "eu" && e.State == engine.Down })
+		hold := h.await(pathdialer.EventHold, nil)
+		if d := hold.Time.Sub(down.Time); d > time.Millisecond {
+			t.Fatalf("held %v after the probe took eu DOWN (the round's slow probe of us ran meanwhile), want at once", d)
+		}
+		h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
 	})
 }

@@ -3,6 +3,7 @@ package pathdialer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,10 +50,17 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 		return p.eng.EvaluateFailover(fenceConfirmed)
 	}
 	d, err := eval()
-	if err != nil || len(d.Stale) == 0 {
+	if err != nil {
 		return d, err
 	}
-	names := p.dueForRefresh(d.Stale)
+	stale := d.Stale
+	if d.Outcome == engine.NoTargetAvailable {
+		stale = append(slices.Clone(stale), p.mismatchedCandidates(d.From, stale)...)
+	}
+	if len(stale) == 0 {
+		return d, nil
+	}
+	names := p.dueForRefresh(stale)
 	if len(names) == 0 {
 		return d, nil
 	}
@@ -71,7 +79,7 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 	if err != nil {
 		return d2, err
 	}
-	note := fmt.Sprintf("on-demand: %s excluded only by stale or inconclusive evidence, so probed at once (%v): %s; now %s",
+	note := fmt.Sprintf("on-demand: %s excluded only by stale or inconclusive evidence (or an old identity mismatch), so probed and checked at once (%v): %s; now %s",
 		strings.Join(names, ", "), time.Since(start).Round(time.Millisecond), strings.Join(found, "; "), d2.Outcome)
 	d2.Notes = append(d2.Notes, note)
 	p.events.emit(Event{Kind: EventOnDemand, From: d2.From, To: d2.To, Generation: d2.Generation, Duration: time.Since(start), Cause: note})
@@ -81,6 +89,26 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 		c.release(ctx)
 	}
 	return d2, nil
+}
+
+// mismatchedCandidates names the endpoints, other than active and those
+// already in stale, whose probe answers but whose last identity check found
+// another account: before a halt their identity is checked again at once
+// (a mismatch is a verdict of the last periodic check, which may be a whole
+// IdentityInterval old; the account behind an endpoint can be put right).
+func (p *Path) mismatchedCandidates(active string, stale []string) []string {
+	if p.cfg.Identity == nil {
+		return nil
+	}
+	var out []string
+	for _, st := range p.eng.Statuses() {
+		n := st.Endpoint.Name
+		if n == active || slices.Contains(stale, n) || !st.IdentityMismatch || st.State != engine.Healthy {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // dueForRefresh keeps the names not refreshed within the last ProbeInterval,

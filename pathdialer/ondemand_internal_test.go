@@ -138,8 +138,10 @@ func TestOnDemandProbeFailsThenHalts(t *testing.T) {
 				t.Errorf("halt reason lacks %q: %v", want, cause)
 			}
 		}
+		// The Report that took eu DOWN held the gate; the on-demand probe
+		// kept it held.
 		holds := eventsOf(p, EventHold)
-		if len(holds) != 1 || !strings.Contains(holds[0].Cause, "probing us at once") {
+		if len(holds) != 2 || !strings.Contains(holds[0].Cause, `"eu" is DOWN`) || !strings.Contains(holds[1].Cause, "probing us at once") {
 			t.Fatalf("orders were not held during the on-demand probe: %v", holds)
 		}
 		_ = p.Close()
@@ -172,8 +174,9 @@ func TestOnDemandHoldLiftedWhenActiveRecovers(t *testing.T) {
 		pp = p
 		c := newTestController(p)
 		c.stepSync(ctx)
-		if len(eventsOf(p, EventHold)) != 1 {
-			t.Fatalf("holds: %v", eventsOf(p, EventHold))
+		// Held when eu went DOWN, and while us was probed on demand.
+		if holds := eventsOf(p, EventHold); len(holds) != 2 || !strings.Contains(holds[0].Cause, `"eu" is DOWN`) {
+			t.Fatalf("holds: %v", holds)
 		}
 		if st, _ := p.GateState(); st != GateOpen {
 			t.Fatalf("gate %v after the active endpoint answered again", st)

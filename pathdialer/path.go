@@ -309,19 +309,32 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 		}
 		rt.lastOK.Store(now)
 	}
-	st, changed := p.observe(endpoint, err, latency, true)
+	p.observe(endpoint, err, latency, true)
+}
+
+// observe records one result (observeOne); when it takes the active endpoint
+// DOWN, the gate stops granting on it before observe returns, and the
+// controller is asked to evaluate at once (downhold.go) — for a probe too,
+// which must not wait for the rest of its round (a slow probe elsewhere, the
+// trade-path checks).
+func (p *Path) observe(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
+	st, changed := p.observeOne(endpoint, err, latency, passive)
 	if changed && st == engine.Down {
-		rt.trafficDown.Store(true)
-		if rt == a.rt {
-			p.holdOnDown(rt) // the gate stops granting on it now, not when the controller runs
+		rt := p.eps[endpoint]
+		if passive {
+			rt.trafficDown.Store(true)
+		}
+		if rt == p.active.Load().rt {
+			p.holdOnDown(rt)
 			p.kick()
 		}
 	}
+	return st, changed
 }
 
-// observe records one result and emits the state-change event, and for a probe
-// (not a passive report, which comes with every request) the probe event.
-func (p *Path) observe(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
+// observeOne records one result and emits the state-change event, and for a
+// probe (not a passive report, which comes with every request) the probe event.
+func (p *Path) observeOne(endpoint string, err error, latency time.Duration, passive bool) (engine.HealthState, bool) {
 	rt := p.eps[endpoint]
 	// The events are emitted under the endpoint's lock, so the state changes of
 	// one endpoint are numbered in the order the engine made them, and chain.

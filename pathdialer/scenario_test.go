@@ -92,8 +92,10 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 		evs := h.rec.all()
 		relIdx := slices.IndexFunc(evs, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventRelease })
 		got := kindsSince(evs[:relIdx+1], 0)
+		// The first hold is the probe's: the gate stops granting on eu when it
+		// goes DOWN, before the controller decides.
 		want := []pathdialer.EventKind{
-			pathdialer.EventDecision, pathdialer.EventHold, pathdialer.EventFenceStart, pathdialer.EventFenceSuccess,
+			pathdialer.EventHold, pathdialer.EventDecision, pathdialer.EventHold, pathdialer.EventFenceStart, pathdialer.EventFenceSuccess,
 			pathdialer.EventDecision, pathdialer.EventSwitch, pathdialer.EventReconcileStart, pathdialer.EventReconcileSuccess,
 			pathdialer.EventRelease,
 		}
@@ -720,7 +722,7 @@ func TestBrokerFences(t *testing.T) {
 				failover = append(failover, e)
 			}
 		}
-		if got := kindsSince(failover, 0); !slices.Equal(got, []pathdialer.EventKind{pathdialer.EventDecision, pathdialer.EventHold, pathdialer.EventSwitch, pathdialer.EventReconcileStart, pathdialer.EventReconcileSuccess, pathdialer.EventRelease}) {
+		if got := kindsSince(failover, 0); !slices.Equal(got, []pathdialer.EventKind{pathdialer.EventHold, pathdialer.EventDecision, pathdialer.EventHold, pathdialer.EventSwitch, pathdialer.EventReconcileStart, pathdialer.EventReconcileSuccess, pathdialer.EventRelease}) {
 			t.Errorf("sequence = %v", got)
 		}
 		if _, err := old.Read(make([]byte, 1)); err == nil {

@@ -55,6 +55,9 @@ const slack = time.Millisecond
 type span struct {
 	region, kind string
 	from, to     time.Time // to zero: armed until the end
+	// cuts: an unknown-outcome fault stays armed until the broker cut this
+	// many orders (checkComposed moves to there, from the broker's audit).
+	cuts int
 }
 
 type probeRec struct {
@@ -378,6 +381,25 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 	sort.SliceStable(cx.states, func(i, j int) bool { return cx.states[i].seq < cx.states[j].seq })
 	sort.SliceStable(cx.gates, func(i, j int) bool { return cx.gates[i].seq < cx.gates[j].seq })
 	sort.SliceStable(cx.grants, func(i, j int) bool { return cx.grants[i].at.Before(cx.grants[j].at) })
+	// An unknown-outcome fault is armed until the broker cut its N orders
+	// (flow may have left the region before that), not for a fixed while.
+	audit := w.b.Audit()
+	for i := range cx.spans {
+		sp := &cx.spans[i]
+		if sp.kind != spanUnknown || sp.cuts == 0 {
+			continue
+		}
+		n := 0
+		sp.to = time.Time{}
+		for _, r := range audit {
+			if r.Kind == simbroker.KindOrder && r.Outcome == simbroker.OutcomeCut && r.Region == sp.region && !r.Time.Before(sp.from) {
+				if n++; n == sp.cuts {
+					sp.to = r.Time.Add(time.Millisecond)
+					break
+				}
+			}
+		}
+	}
 	primary := w.s.Regions[0]
 	// activeAt is the active endpoint just after time t (the switches).
 	activeAt := func(t time.Time) string {

@@ -780,7 +780,7 @@ func (w *world) runFault(f ScheduledFault) {
 		// Reset acts once; unknown outcomes cut the next orders: count them
 		// armed for two seconds.
 		w.mu.Lock()
-		w.cx.spans = append(w.cx.spans, span{region: f.Region, kind: spanOfFault(f.Kind), from: time.Now(), to: time.Now().Add(2 * time.Second)})
+		w.cx.spans = append(w.cx.spans, span{region: f.Region, kind: spanOfFault(f.Kind), from: time.Now(), to: time.Now().Add(2 * time.Second), cuts: f.N})
 		w.mu.Unlock()
 	}
 	w.apply(f, false)
