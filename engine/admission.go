@@ -52,6 +52,15 @@ func checkJurisdiction(j string) error {
 //
 // With Config.RequireAdmission, an endpoint never verified is not a target.
 func (m *Manager) Admit(name string, result error) (Status, error) {
+	return m.AdmitAsOf(name, result, time.Time{})
+}
+
+// AdmitAsOf is Admit for a check that was asked at asked (a Clock reading; the
+// zero time means now). A verdict asked before the one already recorded is
+// ignored and the status is returned unchanged: a slow check that began before
+// another one found a mismatch cannot overwrite that newer finding (nor can one
+// asked at the same Clock reading as a recorded mismatch).
+func (m *Manager) AdmitAsOf(name string, result error, asked time.Time) (Status, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	es, ok := m.byName[name]
@@ -59,6 +68,16 @@ func (m *Manager) Admit(name string, result error) (Status, error) {
 		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
 	}
 	now := m.clock.Now()
+	if asked.IsZero() {
+		asked = now
+	}
+	// Asked before the recorded verdict: older news. Asked at the same
+	// instant as a recorded mismatch: the mismatch stands (the safe side of a
+	// tie the clock cannot order).
+	if asked.Before(es.verdictAsked) || asked.Equal(es.verdictAsked) && es.mismatch && !errors.Is(result, ErrIdentityMismatch) {
+		return m.statusLocked(es), nil
+	}
+	es.verdictAsked = asked
 	es.identityErr = result
 	switch {
 	case result == nil:

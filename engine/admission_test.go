@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
 )
@@ -131,5 +132,29 @@ func TestJurisdictionPairs(t *testing.T) {
 	cfg.TargetJurisdictions = []string{"EU", " "}
 	if _, err := engine.New(cfg); !errors.Is(err, engine.ErrInvalidConfig) {
 		t.Fatalf("blank jurisdiction: %v", err)
+	}
+}
+
+// Verdicts are ordered by when their check was asked, not by when they
+// arrive: a slow check that began before another found a mismatch does not
+// overwrite it (nor one asked at the same Clock reading), while a check asked
+// later does.
+func TestAdmitAsOfKeepsTheNewerFinding(t *testing.T) {
+	m, clk, _ := fixture(t, nil, epEU, epUS)
+	mustProbe(t, m, "us")
+	asked := clk.Now() // a slow check of us starts
+	clk.Advance(time.Second)
+	if _, err := m.AdmitAsOf("us", mismatch("ACC-2", "ACC-1"), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if st, err := m.AdmitAsOf("us", nil, asked); err != nil || !st.IdentityMismatch || st.Verified {
+		t.Fatalf("the older check's verification overwrote the newer mismatch: %+v, %v", st, err)
+	}
+	if st, err := m.AdmitAsOf("us", nil, clk.Now().Add(-time.Second)); err != nil || !st.IdentityMismatch {
+		t.Fatalf("a verification asked at the mismatch's instant overwrote it: %+v, %v", st, err)
+	}
+	if st, err := m.AdmitAsOf("us", nil, clk.Now()); err != nil || st.IdentityMismatch || !st.Verified {
+		t.Fatalf("a check asked later did not record its verification: %+v, %v", st, err)
 	}
 }

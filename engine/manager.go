@@ -139,6 +139,7 @@ type endpointState struct {
 	mismatch     bool
 	identityErr  error
 	verifiedAt   time.Time
+	verdictAsked time.Time // when the recorded identity verdict's check was asked
 	jurisdiction string
 	// evidence kept apart (see evidence.go)
 	trafficFail int

@@ -226,6 +226,7 @@ func (p *Path) checkIdentity(ctx context.Context, rt *endpointRT, onDemand bool)
 	}
 	p.adm.mu.Unlock()
 	var verdict error
+	asked := time.Now()
 	if running != nil {
 		if onDemand {
 			t := time.NewTimer(p.cfg.IdentityTimeout)
@@ -279,13 +280,13 @@ func (p *Path) checkIdentity(ctx context.Context, rt *endpointRT, onDemand bool)
 			verdict = p.cfg.ExpectedIdentity.Match(r.id)
 		}
 	}
-	p.admit(rt, verdict)
+	p.admit(rt, verdict, asked)
 }
 
-// admit records a verdict and announces a change of it.
-func (p *Path) admit(rt *endpointRT, verdict error) {
+// admit records a verdict (unless a check asked later already recorded one) and announces a change of it.
+func (p *Path) admit(rt *endpointRT, verdict error, asked time.Time) {
 	prev, _ := p.eng.Status(rt.ep.Name)
-	st, aerr := p.eng.Admit(rt.ep.Name, verdict)
+	st, aerr := p.eng.AdmitAsOf(rt.ep.Name, verdict, asked)
 	if aerr != nil {
 		return
 	}

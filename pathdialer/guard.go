@@ -298,6 +298,7 @@ func (p *Path) reproveIdentity(ctx context.Context, rt *endpointRT, delay time.D
 			return ctx.Err()
 		}
 	}
+	asked := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, p.cfg.IdentityTimeout)
 	defer cancel()
 	res := make(chan identityResult, 1)
@@ -329,7 +330,7 @@ func (p *Path) reproveIdentity(ctx context.Context, rt *endpointRT, delay time.D
 	if r.err != nil {
 		verdict = fmt.Errorf("identity check of %q could not be made: %w", rt.ep.Name, r.err)
 	}
-	p.admit(rt, verdict)
+	p.admit(rt, verdict, asked)
 	return verdict
 }
 
