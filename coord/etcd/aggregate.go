@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
@@ -206,4 +207,42 @@ func (o *Observation) UnmarshalJSON(b []byte) error {
 		}
 	}
 	return fmt.Errorf("etcdcoord: observation has unknown state %q", aux.State)
+}
+
+// decodeObservation decodes and checks the observation record at key (under
+// keys.Observations()): the body must parse, name the observer and endpoint
+// its key names, and stay within the record bounds. Every error wraps
+// ErrBadRecord.
+func decodeObservation(keys Keys, key string, b []byte) (Observation, error) {
+	rest, ok := strings.CutPrefix(key, keys.Observations())
+	obsName, epName, ok2 := strings.Cut(rest, "/")
+	if !ok || !ok2 {
+		return Observation{}, fmt.Errorf("%w: observation key %s is not <prefix>observations/<observer>/<endpoint>", ErrBadRecord, excerpt(key))
+	}
+	if len(b) > maxRecordBytes {
+		return Observation{}, fmt.Errorf("%w: observation is %d bytes, above the %d-byte limit", ErrBadRecord, len(b), maxRecordBytes)
+	}
+	var o Observation
+	if err := json.Unmarshal(b, &o); err != nil {
+		return Observation{}, fmt.Errorf("%w: decode observation: %w", ErrBadRecord, err)
+	}
+	if err := recordName("observer", o.Observer); err != nil {
+		return Observation{}, fmt.Errorf("%w: observation: %w", ErrBadRecord, err)
+	}
+	if err := recordName("endpoint", o.Endpoint); err != nil {
+		return Observation{}, fmt.Errorf("%w: observation: %w", ErrBadRecord, err)
+	}
+	if o.Observer != obsName || o.Endpoint != epName {
+		return Observation{}, fmt.Errorf("%w: observation under observer %s, endpoint %s names observer %s, endpoint %s",
+			ErrBadRecord, excerpt(obsName), excerpt(epName), excerpt(o.Observer), excerpt(o.Endpoint))
+	}
+	switch o.Identity {
+	case "", IdentityVerified, IdentityMismatch:
+	default:
+		return Observation{}, fmt.Errorf("%w: observation has unknown identity verdict %s", ErrBadRecord, excerpt(o.Identity))
+	}
+	if o.Latency < 0 || o.ConsecutiveFailures < 0 || o.ConsecutiveSuccesses < 0 {
+		return Observation{}, fmt.Errorf("%w: observation has a negative latency or count", ErrBadRecord)
+	}
+	return o, nil
 }

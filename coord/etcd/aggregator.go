@@ -2,7 +2,6 @@ package etcdcoord
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -23,6 +22,40 @@ type Aggregator struct {
 	mu     sync.Mutex
 	obs    map[string]Observation // by key
 	synced bool
+	onBad  func(BadRecord)
+	bad    map[string]int64 // refused records reported: key → mod revision
+	nBad   uint64
+}
+
+// BadRecords counts the observation records refused so far (each record
+// version once).
+func (a *Aggregator) BadRecords() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.nBad
+}
+
+// refuse reports a refused record once per version; a.mu is held.
+func (a *Aggregator) refuse(key string, rev int64, err error) func() {
+	if a.bad[key] == rev {
+		return nil
+	}
+	a.bad[key] = rev
+	a.nBad++
+	if fn := a.onBad; fn != nil {
+		b := BadRecord{Key: key, Revision: rev, Err: err}
+		return func() { fn(b) }
+	}
+	return nil
+}
+
+// OnBadRecord sets fn to be called for every observation record refused (one
+// that cannot be decoded, or whose body names another observer or endpoint
+// than its key). Call it before Run.
+func (a *Aggregator) OnBadRecord(fn func(BadRecord)) {
+	a.mu.Lock()
+	a.onBad = fn
+	a.mu.Unlock()
 }
 
 // NewAggregator returns an Aggregator of the observations under prefix.
@@ -37,7 +70,7 @@ func NewAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggrega
 	if quorum < 1 {
 		return nil, errors.Join(ErrInvalidConfig, errors.New("etcdcoord: Quorum must be >= 1"))
 	}
-	return &Aggregator{client: client, keys: keys, quorum: quorum, obs: map[string]Observation{}}, nil
+	return &Aggregator{client: client, keys: keys, quorum: quorum, obs: map[string]Observation{}, bad: map[string]int64{}}, nil
 }
 
 // Synced reports whether the aggregator holds a current view (a full read
@@ -97,16 +130,20 @@ func (a *Aggregator) runOnce(ctx context.Context) {
 		return
 	}
 	m := make(map[string]Observation, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		var o Observation
-		if json.Unmarshal(kv.Value, &o) == nil {
-			m[string(kv.Key)] = o
-		}
-	}
+	var calls []func()
 	a.mu.Lock()
+	for _, kv := range resp.Kvs {
+		o, err := decodeObservation(a.keys, string(kv.Key), kv.Value)
+		if err != nil {
+			calls = appendCall(calls, a.refuse(string(kv.Key), kv.ModRevision, err))
+			continue
+		}
+		m[string(kv.Key)] = o
+	}
 	a.obs = m
 	a.synced = true
 	a.mu.Unlock()
+	runCalls(calls)
 	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer wcancel()
 	wch := a.client.Watch(wctx, a.keys.Observations(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
@@ -114,6 +151,7 @@ func (a *Aggregator) runOnce(ctx context.Context) {
 		if wr.Err() != nil || wr.Canceled {
 			return
 		}
+		var calls []func()
 		a.mu.Lock()
 		for _, ev := range wr.Events {
 			k := string(ev.Kv.Key)
@@ -122,13 +160,32 @@ func (a *Aggregator) runOnce(ctx context.Context) {
 			}
 			if ev.Type == clientv3.EventTypeDelete {
 				delete(a.obs, k)
+				delete(a.bad, k)
 				continue
 			}
-			var o Observation
-			if json.Unmarshal(ev.Kv.Value, &o) == nil {
-				a.obs[k] = o
+			o, err := decodeObservation(a.keys, k, ev.Kv.Value)
+			if err != nil {
+				// Refused: whatever this key said before no longer counts.
+				delete(a.obs, k)
+				calls = appendCall(calls, a.refuse(k, ev.Kv.ModRevision, err))
+				continue
 			}
+			a.obs[k] = o
 		}
 		a.mu.Unlock()
+		runCalls(calls)
+	}
+}
+
+func appendCall(calls []func(), fn func()) []func() {
+	if fn != nil {
+		calls = append(calls, fn)
+	}
+	return calls
+}
+
+func runCalls(calls []func()) {
+	for _, fn := range calls {
+		fn()
 	}
 }

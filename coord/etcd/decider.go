@@ -54,6 +54,11 @@ type DeciderConfig struct {
 	// Jurisdiction rules are Engine.TargetJurisdictions against the
 	// Endpoints' Jurisdiction.
 	RequireIdentity bool
+	// OnBadRecord, optional, is called once for every record the decider
+	// refused: an assignment it did not write or cannot decode (it overwrites
+	// it with a fence while it leads), an observation that cannot be decoded
+	// or does not match its key (it is not counted).
+	OnBadRecord func(BadRecord)
 }
 
 // DefaultDeciderConfig returns a configuration deciding every 500 ms, on a
@@ -115,6 +120,24 @@ type Decider struct {
 
 	mu      sync.Mutex
 	leading bool
+	nBad    uint64
+}
+
+// BadRecords counts the records the decider refused: assignments it did not
+// write or could not decode, and observations (each record version once).
+func (d *Decider) BadRecords() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.nBad
+}
+
+func (d *Decider) badRecord(b BadRecord) {
+	d.mu.Lock()
+	d.nBad++
+	d.mu.Unlock()
+	if d.cfg.OnBadRecord != nil {
+		d.cfg.OnBadRecord(b)
+	}
 }
 
 // NewDecider validates cfg (and the engine's own checks) and returns a Decider.
@@ -134,6 +157,10 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
+	agg.OnBadRecord(func(b BadRecord) {
+		d.log.Warn("etcdcoord: observation refused: not counted", "decider", cfg.Name, "key", b.Key, "revision", b.Revision, "err", b.Err)
+		d.badRecord(b)
+	})
 	return d, nil
 }
 
@@ -190,14 +217,19 @@ func (d *Decider) Run(ctx context.Context) error {
 		_ = d.agg.Run(ctx)
 	}()
 	defer wg.Wait()
+	wait := d.cfg.Interval
 	for ctx.Err() == nil {
 		if err := d.term(ctx); err != nil && ctx.Err() == nil {
-			d.log.Warn("etcdcoord: decider term ended", "decider", d.cfg.Name, "err", err)
+			// Back off on terms that keep failing: Interval, doubling up to TTL.
+			d.log.Warn("etcdcoord: decider term ended", "decider", d.cfg.Name, "err", err, "retry_in", wait)
 			select {
 			case <-ctx.Done():
-			case <-time.After(d.cfg.Interval):
+			case <-time.After(wait):
 			}
+			wait = min(2*wait, max(d.cfg.TTL, d.cfg.Interval))
+			continue
 		}
+		wait = d.cfg.Interval
 	}
 	return ctx.Err()
 }
@@ -230,7 +262,7 @@ func (d *Decider) term(ctx context.Context) error {
 	d.setLeading(true)
 	defer d.setLeading(false)
 	d.log.Info("etcdcoord: decider leads", "decider", d.cfg.Name, "term", el.Rev())
-	l := &leader{d: d, el: el}
+	l := &leader{d: d, el: el, lease: int64(sess.Lease())}
 	return l.lead(cctx)
 }
 
@@ -239,6 +271,9 @@ type pending struct {
 	from, to string
 	failback bool
 	fenceRev int64
+	// repair: the fence overwrote a refused record; followers may be on any
+	// endpoint, so it is never abandoned before every follower acknowledged.
+	repair bool
 }
 
 type leader struct {
@@ -249,6 +284,12 @@ type leader struct {
 	rev     int64 // mod revision of the assignment (0: none)
 	pending *pending
 	waiting string // last "waiting for" note, logged on change
+	lease   int64  // the election session's lease
+
+	refused    error     // why the record at rev was refused (nil: accepted)
+	reported   int64     // last refused revision reported
+	repairs    int       // consecutive repairs, for the backoff
+	nextRepair time.Time // no repair before
 }
 
 func (l *leader) lead(ctx context.Context) error {
@@ -262,7 +303,11 @@ func (l *leader) lead(ctx context.Context) error {
 		return err
 	}
 	primary, _ := eng.Primary()
-	if l.rev == 0 {
+	if l.refused != nil {
+		if err := l.repair(ctx); err != nil && !errors.Is(err, errAssignmentChanged) {
+			return err
+		}
+	} else if l.rev == 0 {
 		if err := l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: primary.Name, Reason: "initial assignment: the primary"}); err != nil {
 			return err
 		}
@@ -285,7 +330,19 @@ func (l *leader) lead(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
+		if err := l.check(ctx); err != nil {
+			if errors.Is(err, errAssignmentChanged) {
+				continue // changed again: the next check sees it
+			}
+			return err
+		}
+		if l.refused != nil {
+			continue // waiting for the repair's backoff
+		}
 		if err := l.step(ctx); err != nil {
+			if errors.Is(err, errAssignmentChanged) {
+				continue // the next check repairs it
+			}
 			return err
 		}
 	}
@@ -300,14 +357,103 @@ func (l *leader) read(ctx context.Context) error {
 		return fmt.Errorf("read assignment: %w", err)
 	}
 	if len(resp.Kvs) == 0 {
-		l.rec, l.rev = Assignment{}, 0
+		l.rec, l.rev, l.refused = Assignment{}, 0, nil
 		return nil
 	}
-	a, err := decodeAssignment(resp.Kvs[0].Value)
+	kv := resp.Kvs[0]
+	a, refused := decodeAssignment(kv.Value)
+	if refused == nil {
+		// Written by an earlier term: prove its writer led then.
+		if refused, err = verifyWriter(gctx, l.d.cfg.Client, l.d.keys, a, kv.ModRevision); err != nil {
+			return fmt.Errorf("read assignment: %w", err)
+		}
+	}
+	l.rev = kv.ModRevision
+	if refused != nil {
+		l.rec, l.refused = Assignment{}, refused
+		return nil
+	}
+	l.rec, l.refused = a, nil
+	return nil
+}
+
+// errAssignmentChanged: a guarded write found the assignment changed although
+// this decider still leads; the next check repairs it.
+var errAssignmentChanged = errors.New("etcdcoord: the assignment changed under the leader")
+
+// check re-reads the assignment. Only this decider writes it while it leads,
+// so any other revision is a write it did not make (a client with write
+// access to the key, an operator's put, a delete): refused, reported, and
+// overwritten by a fence. A follower's acknowledgement that refused the
+// record in force (for example one that cannot prove an earlier term's
+// writer any more) is repaired the same way.
+func (l *leader) check(ctx context.Context) error {
+	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
+	defer cancel()
+	resp, err := l.d.cfg.Client.Txn(gctx).Then(
+		clientv3.OpGet(l.d.keys.Assignment()),
+		clientv3.OpGet(l.d.keys.Followers(), clientv3.WithPrefix()),
+	).Commit()
 	if err != nil {
+		return fmt.Errorf("check assignment: %w", err)
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	var rev int64
+	if len(kvs) > 0 {
+		rev = kvs[0].ModRevision
+	}
+	if rev != l.rev {
+		var why error
+		if len(kvs) == 0 {
+			why = fmt.Errorf("%w: the assignment was deleted", ErrBadRecord)
+		} else if a, err := decodeAssignment(kvs[0].Value); err != nil {
+			why = err
+		} else {
+			why = fmt.Errorf("%w: the assignment at revision %d was not written by the leading decider (it names decider %s, term %d)", ErrBadRecord, rev, excerpt(a.Decider), a.Term)
+		}
+		l.rec, l.rev, l.refused = Assignment{}, rev, why
+		l.pending = nil
+	}
+	if l.refused == nil && l.rev != 0 {
+		for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+			var a Ack
+			if json.Unmarshal(kv.Value, &a) == nil && a.Phase == PhaseRefused && a.Token == uint64(l.rev) {
+				l.refused = fmt.Errorf("%w: follower %s refused the assignment at revision %d", ErrBadRecord, excerpt(strings.TrimPrefix(string(kv.Key), l.d.keys.Followers())), l.rev)
+				l.pending = nil
+				break
+			}
+		}
+	}
+	if l.refused == nil {
+		l.repairs = 0
+		return nil
+	}
+	return l.repair(ctx)
+}
+
+// repair reports the refused record (once per revision) and overwrites it
+// with a fence from the endpoint the engine has active: every follower holds
+// and acknowledges before anything is released again. Repairs back off:
+// Interval, doubling up to TTL between consecutive ones.
+func (l *leader) repair(ctx context.Context) error {
+	d := l.d
+	if l.reported != l.rev {
+		l.reported = l.rev
+		d.log.Error("etcdcoord: assignment refused: overwriting it with a fence", "decider", d.cfg.Name, "revision", l.rev, "err", l.refused)
+		d.badRecord(BadRecord{Key: d.keys.Assignment(), Revision: l.rev, Err: l.refused})
+	}
+	if time.Now().Before(l.nextRepair) {
+		return nil
+	}
+	l.repairs++
+	l.nextRepair = time.Now().Add(min(d.cfg.Interval<<min(l.repairs-1, 16), max(d.cfg.TTL, d.cfg.Interval)))
+	act, _ := l.eng.Active()
+	why := l.refused
+	if err := l.write(ctx, Assignment{Phase: PhaseFencing, Endpoint: act.Name, Reason: "repair: " + why.Error()}); err != nil {
 		return err
 	}
-	l.rec, l.rev = a, resp.Kvs[0].ModRevision
+	l.refused = nil
+	l.pending = &pending{from: act.Name, fenceRev: l.rev, repair: true}
 	return nil
 }
 
@@ -315,21 +461,25 @@ func (l *leader) read(ctx context.Context) error {
 // changed since it was read.
 func (l *leader) write(ctx context.Context, a Assignment) error {
 	d := l.d
-	a.Decider, a.Term, a.At = d.cfg.Name, l.el.Rev(), time.Now().UTC()
+	a.Decider, a.Term, a.Lease, a.At = d.cfg.Name, l.el.Rev(), l.lease, time.Now().UTC()
+	a.Reason = clip(a.Reason)
 	b, _ := json.Marshal(a)
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.Interval*4)
 	defer cancel()
 	resp, err := d.cfg.Client.Txn(wctx).If(
 		clientv3.Compare(clientv3.CreateRevision(l.el.Key()), "=", l.el.Rev()),
 		clientv3.Compare(clientv3.ModRevision(d.keys.Assignment()), "=", l.rev),
-	).Then(clientv3.OpPut(d.keys.Assignment(), string(b))).Commit()
+	).Then(clientv3.OpPut(d.keys.Assignment(), string(b))).Else(clientv3.OpGet(l.el.Key())).Commit()
 	if err != nil {
 		return fmt.Errorf("write assignment: %w", err)
 	}
 	if !resp.Succeeded {
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && kvs[0].CreateRevision == l.el.Rev() {
+			return fmt.Errorf("%w: the write of %s %q was refused", errAssignmentChanged, a.Phase, a.Endpoint)
+		}
 		return fmt.Errorf("%w: the write of %s %q was refused (leadership or assignment changed)", ErrDeposed, a.Phase, a.Endpoint)
 	}
-	l.rec, l.rev = a, resp.Header.Revision
+	l.rec, l.rev, l.refused = a, resp.Header.Revision, nil
 	d.log.Info("etcdcoord: assignment written", "decider", d.cfg.Name, "phase", a.Phase, "endpoint", a.Endpoint, "target", a.Target, "revision", l.rev, "reason", a.Reason)
 	if d.cfg.OnWrite != nil {
 		d.cfg.OnWrite(a, l.rev)
@@ -368,7 +518,7 @@ func (l *leader) step(ctx context.Context) error {
 		return nil // no view: decide nothing
 	}
 	if p := l.pending; p != nil {
-		if !p.failback {
+		if !p.failback && !p.repair {
 			if d, err := l.eng.EvaluateFailover(false); err == nil && d.Outcome == engine.NoAction {
 				l.pending = nil
 				return l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: p.from, Reason: "switch abandoned: the active endpoint answers again"})
@@ -461,5 +611,3 @@ func (l *leader) unacked(ctx context.Context, token int64) ([]string, error) {
 	sort.Strings(missing)
 	return missing, nil
 }
-
-var _ = errors.Is

@@ -57,6 +57,49 @@
 //     that checks tokens refuses a write that left before the deadline and
 //     landed after a newer one.
 //
+// # Records that cannot be acted on
+//
+// Every record is checked before it is acted on: an assignment must decode,
+// name valid endpoints and its writer, and its writer (Assignment.Term and
+// Assignment.Lease, the decider's election key) must have led the election at
+// the record's revision; an observation must decode and name the observer and
+// endpoint of its key. A refused record is reported once per version
+// (FollowerConfig.OnBadRecord, DeciderConfig.OnBadRecord,
+// Decider.BadRecords, an ERROR or WARN log line) and never acted on:
+//
+//   - A follower holds submissions at once (State.Refused says why) and, if
+//     no acceptable assignment replaces it, halts at its session's deadline
+//     at the refusal: within one lease. It acknowledges the refusal
+//     (Ack.Phase PhaseRefused).
+//   - The leading decider re-reads the assignment every Interval. Any
+//     revision it did not write (undecodable, deleted, or well-formed but
+//     written by another client) and any follower's refusal of the record in
+//     force is overwritten with a fence from the endpoint its engine has
+//     active (Assignment.Reason starts "repair: "); the switch then proceeds
+//     as usual once every live follower has acknowledged the fence. Repairs
+//     back off (Interval, doubling up to TTL); the decider keeps its
+//     leadership throughout.
+//   - A refused observation does not count: it is as if that observer had
+//     not published.
+//
+// When etcd has compacted the history at an assignment's revision, its
+// writer can only be proven while it still leads: a new leader that cannot
+// prove the record it finds overwrites it with a fence (traders hold for one
+// round of acknowledgements).
+//
+// # Who may write what
+//
+// A client with write access to the assignment key steers every follower, so
+// run etcd with authentication and give each role only its keys (the README
+// has the etcdctl commands):
+//
+//	decider   read <prefix> (all), write <prefix>assignment and <prefix>election/
+//	observer  write <prefix>observations/<its name>/ only
+//	trader    read <prefix>assignment and <prefix>election/, write <prefix>followers/<its name> only
+//
+// The checks above back this up: a record written around the decider's
+// transaction is refused by followers and overwritten by the leader.
+//
 // # Key layout
 //
 // Every key lives under Config.Prefix (for example "/brokerpath/acct-1/"):
@@ -64,6 +107,7 @@
 //	<prefix>observations/<observer>/<endpoint>  Observation (JSON), under the observer's lease
 //	<prefix>election/<lease id>                 concurrency.Election candidates (the leader is the
 //	                                            oldest key)
-//	<prefix>assignment                          Assignment (JSON); its ModRevision is the token
+//	<prefix>assignment                          Assignment (JSON), written by the leader only; its
+//	                                            ModRevision is the token
 //	<prefix>followers/<follower>                Ack (JSON), under the follower's lease
 package etcdcoord

@@ -17,4 +17,18 @@ var (
 	ErrNotAssigned = errors.New("etcdcoord: no active assignment")
 	// ErrDeposed: the decider lost its leadership while writing.
 	ErrDeposed = errors.New("etcdcoord: decider is no longer the leader")
+	// ErrBadRecord: a record under the prefix could not be decoded, does not
+	// match its key, or was not written by the leader in office at its
+	// revision. It is refused, never acted on.
+	ErrBadRecord = errors.New("etcdcoord: bad record")
 )
+
+// BadRecord describes a record under the prefix that was refused: the
+// assignment or an observation that could not be decoded or proven. Err wraps
+// ErrBadRecord and names what is wrong (the record's content is never quoted
+// in full).
+type BadRecord struct {
+	Key      string
+	Revision int64
+	Err      error
+}

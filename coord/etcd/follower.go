@@ -56,6 +56,9 @@ type FollowerConfig struct {
 	Margin time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// OnBadRecord, optional, is called once for every assignment record the
+	// follower refused (see State.Refused).
+	OnBadRecord func(BadRecord)
 }
 
 // DefaultFollowerConfig returns a 5 s lease with a 500 ms margin.
@@ -97,6 +100,11 @@ type State struct {
 	// Applied is true when the Target carries out the Assignment (and it was
 	// acknowledged).
 	Applied bool
+	// Refused is why the record at Revision was refused (empty when it was
+	// accepted). Assignment is then empty: the follower holds, and halts when
+	// its session's deadline at the refusal passes, until a record it can
+	// accept replaces it.
+	Refused string
 }
 
 // Follower drives one trading process's Path from the account's Assignment:
@@ -116,6 +124,13 @@ type Follower struct {
 	wake     chan struct{} // buffered 1: the applier has something new
 	opStop   context.CancelFunc
 	changed  chan struct{}
+	// haltAt: while the State in force is a refused record, the instant the
+	// hold becomes a halt (the session's deadline at the refusal).
+	haltAt time.Time
+	// reported: the last refused revision logged and reported.
+	reported int64
+	// verified: the last revision whose writer was proven the leader.
+	verified int64
 }
 
 // NewFollower validates cfg and returns a Follower.
@@ -169,8 +184,14 @@ func (f *Follower) update(fn func(*State)) {
 	f.mu.Lock()
 	before := f.st
 	fn(&f.st)
-	if f.st.Assignment != before.Assignment || f.st.Revision != before.Revision || f.st.Session != before.Session {
+	if f.st.Assignment != before.Assignment || f.st.Revision != before.Revision || f.st.Session != before.Session || f.st.Refused != before.Refused {
 		f.st.Applied = false
+		if f.st.Refused != "" && (before.Refused == "" || before.Revision != f.st.Revision) {
+			f.haltAt = f.deadline
+			if f.haltAt.IsZero() {
+				f.haltAt = time.Now()
+			}
+		}
 		if f.opStop != nil {
 			f.opStop()
 		}
@@ -302,7 +323,9 @@ func (f *Follower) session(ctx context.Context) {
 }
 
 // readAssignment reads the Assignment and records it (marking the session
-// alive when session is true). It returns the read's header revision.
+// alive when session is true). It returns the read's header revision. A
+// record that cannot be accepted is recorded as refused, not returned as an
+// error: the session goes on and the Target holds.
 func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, error) {
 	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
 	defer cancel()
@@ -312,19 +335,70 @@ func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, err
 	}
 	var a Assignment
 	var rev int64
+	var refused error
 	if len(resp.Kvs) > 0 {
-		if a, err = decodeAssignment(resp.Kvs[0].Value); err != nil {
+		rev = resp.Kvs[0].ModRevision
+		if a, refused, err = f.accept(gctx, resp.Kvs[0].Value, rev); err != nil {
 			return 0, err
 		}
-		rev = resp.Kvs[0].ModRevision
 	}
-	f.update(func(s *State) {
-		if rev >= s.Revision || !s.Session {
-			s.Assignment, s.Revision = a, rev
-		}
-		s.Session = session
-	})
+	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, session)
 	return resp.Header.Revision, nil
+}
+
+// accept decodes the record at rev and proves its writer was the leader at
+// rev. refused says why it cannot be acted on; err is a failure to find out
+// (etcd unreachable), after which nothing is recorded.
+func (f *Follower) accept(ctx context.Context, b []byte, rev int64) (a Assignment, refused, err error) {
+	a, refused = decodeAssignment(b)
+	if refused != nil {
+		return Assignment{}, refused, nil
+	}
+	f.mu.Lock()
+	done := f.verified == rev
+	f.mu.Unlock()
+	if done {
+		return a, nil, nil
+	}
+	refused, err = verifyWriter(ctx, f.cfg.Client, f.keys, a, rev)
+	if err != nil {
+		return Assignment{}, nil, err
+	}
+	if refused != nil {
+		return Assignment{}, refused, nil
+	}
+	f.mu.Lock()
+	f.verified = rev
+	f.mu.Unlock()
+	return a, nil, nil
+}
+
+// record puts the record at rev into the State when newer(State) holds (and
+// sets Session when session is true); a refused record is logged and
+// reported once, and the Target holds.
+func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*State) bool, session bool) {
+	var report bool
+	f.update(func(s *State) {
+		if newer(s) {
+			s.Assignment, s.Revision, s.Refused = a, rev, ""
+			if refused != nil {
+				s.Refused = refused.Error()
+				if f.reported != rev {
+					f.reported, report = rev, true
+				}
+			}
+		}
+		if session {
+			s.Session = true
+		}
+	})
+	if report {
+		f.log.Error("etcdcoord: assignment refused: holding, and halting at the session's deadline unless a valid one replaces it",
+			"follower", f.cfg.Name, "revision", rev, "err", refused)
+		if f.cfg.OnBadRecord != nil {
+			f.cfg.OnBadRecord(BadRecord{Key: f.keys.Assignment(), Revision: rev, Err: refused})
+		}
+	}
 }
 
 func (f *Follower) watch(ctx context.Context, rev int64) {
@@ -335,20 +409,19 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 			return
 		}
 		for _, ev := range wr.Events {
-			if ev.Type != clientv3.EventTypePut {
-				continue
-			}
-			a, err := decodeAssignment(ev.Kv.Value)
-			if err != nil {
-				f.log.Error("etcdcoord: bad assignment", "err", err)
-				continue
-			}
 			r := ev.Kv.ModRevision
-			f.update(func(s *State) {
-				if r > s.Revision {
-					s.Assignment, s.Revision = a, r
-				}
-			})
+			if ev.Type != clientv3.EventTypePut {
+				// Deleted: nothing to trade on.
+				f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
+				continue
+			}
+			vctx, vcancel := context.WithTimeout(ctx, f.cfg.TTL/3)
+			a, refused, err := f.accept(vctx, ev.Kv.Value, r)
+			vcancel()
+			if err != nil {
+				return // cannot check the writer: the session re-reads
+			}
+			f.record(a, r, refused, func(s *State) bool { return r > s.Revision }, false)
 		}
 	}
 }
@@ -376,6 +449,11 @@ func (f *Follower) apply(ctx context.Context) {
 		f.mu.Unlock()
 		err := f.applyOne(opCtx, st)
 		stop()
+		var hold errHoldUntil
+		if errors.As(err, &hold) {
+			retry.Reset(time.Until(hold.until))
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil && opCtx.Err() == nil {
 				f.log.Warn("etcdcoord: apply assignment", "follower", f.cfg.Name, "err", err)
@@ -390,6 +468,23 @@ func (f *Follower) applyOne(ctx context.Context, st State) error {
 	t := f.cfg.Target
 	if !st.Session {
 		return t.Halt(ErrSessionLost)
+	}
+	if st.Refused != "" {
+		cause := fmt.Errorf("%w: the assignment at revision %d was refused: %s", ErrBadRecord, st.Revision, st.Refused)
+		f.mu.Lock()
+		haltAt := f.haltAt
+		f.mu.Unlock()
+		if time.Now().Before(haltAt) {
+			if err := t.Hold(cause); err == nil {
+				return errHoldUntil{haltAt}
+			}
+			// A switch of our own is under way: halting abandons it.
+		}
+		if err := t.Halt(cause); err != nil {
+			return err
+		}
+		f.log.Error("etcdcoord: assignment still refused at the session's deadline: halted", "follower", f.cfg.Name, "revision", st.Revision)
+		return f.ack(ctx, st)
 	}
 	if st.Revision == 0 {
 		return t.Hold(ErrNotAssigned)
@@ -444,10 +539,14 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 	lease := f.lease
 	cur := f.st
 	f.mu.Unlock()
-	if cur.Assignment != st.Assignment || cur.Revision != st.Revision || !cur.Session || lease == 0 {
+	if cur.Assignment != st.Assignment || cur.Revision != st.Revision || cur.Refused != st.Refused || !cur.Session || lease == 0 {
 		return nil // superseded: the applier runs again
 	}
-	b, _ := json.Marshal(Ack{Token: uint64(st.Revision), Phase: st.Assignment.Phase, Endpoint: st.Assignment.Endpoint})
+	ack := Ack{Token: uint64(st.Revision), Phase: st.Assignment.Phase, Endpoint: st.Assignment.Endpoint}
+	if st.Refused != "" {
+		ack = Ack{Token: uint64(st.Revision), Phase: PhaseRefused}
+	}
+	b, _ := json.Marshal(ack)
 	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
 	defer cancel()
 	if _, err := f.cfg.Client.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(lease)); err != nil {
@@ -455,7 +554,7 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 	}
 	f.mu.Lock()
 	var extend time.Time
-	if f.st.Assignment == st.Assignment && f.st.Revision == st.Revision && f.st.Session {
+	if f.st.Assignment == st.Assignment && f.st.Revision == st.Revision && f.st.Refused == st.Refused && f.st.Session {
 		f.st.Applied = true
 		extend = f.deadline
 		close(f.changed)
@@ -469,3 +568,9 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 	}
 	return nil
 }
+
+// errHoldUntil: the Target holds on a refused record until the instant given,
+// when the applier halts it.
+type errHoldUntil struct{ until time.Time }
+
+func (e errHoldUntil) Error() string { return "holding until " + e.until.String() }

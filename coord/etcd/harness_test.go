@@ -66,9 +66,11 @@ func (r *rig) goRun(ctx context.Context, run func(context.Context) error) {
 	go func() { defer r.wg.Done(); _ = run(ctx) }()
 }
 
-func (r *rig) observer(name string) {
+func (r *rig) observer(name string) { r.observerWith(r.cli, name) }
+
+func (r *rig) observerWith(cli *clientv3.Client, name string) {
 	cfg := etcdcoord.DefaultObserverConfig()
-	cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints = r.cli, prefix, name, name, endpoints
+	cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints = cli, prefix, name, name, endpoints
 	cfg.Probe = r.reach.probe(name)
 	cfg.Interval, cfg.ProbeTimeout, cfg.TTL = 100*time.Millisecond, 50*time.Millisecond, time.Second
 	cfg.Engine.FailureThreshold, cfg.Engine.MaxHealthAge = 2, 500*time.Millisecond

@@ -53,3 +53,9 @@ func checkName(field, name string) error {
 	}
 	return nil
 }
+
+// electionKey is the election key of the candidate whose session holds lease
+// (concurrency.Election's layout: <election prefix>/<lease in hex>).
+func (k Keys) electionKey(lease int64) string {
+	return fmt.Sprintf("%s/%x", k.Election(), lease)
+}

@@ -72,6 +72,7 @@ func start(tb testing.TB) (*Server, error) {
 	cfg.TickMs = 10
 	cfg.ElectionMs = 100
 	cfg.UnsafeNoFsync = true
+	cfg.BcryptCost = 4 // bcrypt.MinCost: test passwords need no strength
 	cu, _ := url.Parse("http://" + freePort(tb))
 	pu, _ := url.Parse("http://" + freePort(tb))
 	cfg.ListenClientUrls = []url.URL{*cu}
@@ -176,4 +177,24 @@ func Ctx(tb testing.TB) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
 	return ctx
+}
+
+// NewClientAuth returns a client of the given endpoint that authenticates as
+// user; closed at cleanup.
+func NewClientAuth(tb testing.TB, endpoint, user, password string) *clientv3.Client {
+	tb.Helper()
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            []string{endpoint},
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    time.Second,
+		DialKeepAliveTimeout: time.Second,
+		Username:             user,
+		Password:             password,
+		Logger:               zap.NewNop(),
+	})
+	if err != nil {
+		tb.Fatalf("etcdtest: client for %s: %v", user, err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
 }
