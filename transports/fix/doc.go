@@ -28,7 +28,17 @@
 //     The settings name no address (SocketConnectHost/Port are overwritten;
 //     ReconnectInterval comes from Options, 100 ms by default). TLS, when
 //     Options.TLSConfig is set, is done by the relay toward the endpoint with
-//     the endpoint's host name.
+//     the endpoint's host name. The relay holds at most 16 local connections
+//     in their handshake at once, each for at most 3 s, and backs off on
+//     accept errors (5 ms doubling to 1 s), so a local process exhausting file
+//     descriptors or connections cannot make it spin.
+//   - Bounded input: the relay frames what the endpoint sends (BeginString,
+//     BodyLength, CheckSum) as it passes, without buffering or copying it, and
+//     cuts the connection at the first message longer than
+//     Options.MaxMessageSize (1 MiB by default; ErrMessageTooLarge) or at bytes
+//     that are not a FIX message where one must start (ErrMalformedStream),
+//     before they reach quickfix, whose own reader has no limit. The cut is
+//     reported to the Path as a failure of the endpoint.
 //   - Switch: the Path's local fence closes the relay's connections to the old
 //     endpoint, so quickfix reconnects at once and lands on the new endpoint
 //     (about 0.1 s from the switch to logon in this package's tests, with the
@@ -84,8 +94,8 @@
 //     before quickfix stores and sends the order: an expired ticket is not
 //     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).
 //   - Credentials: the log factory given to NewInitiator is wrapped
-//     (MaskedLogFactory) so Password (554), NewPassword (925) and RawData (96)
-//     never reach quickfix's logs.
+//     (MaskedLogFactory) so Username (553), Password (554), NewPassword (925)
+//     and RawData (96) never reach quickfix's logs.
 //   - Probe is a logon-level probe: a FIX Logon must be answered. A TCP connect
 //     proves nothing (QuickFIX/J users who treated it as success never failed
 //     over).
