@@ -1,6 +1,8 @@
 package fix
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -27,28 +29,84 @@ const (
 	fsLenTag          // expecting '9' of "9="
 	fsLenEq           // expecting '=' of "9="
 	fsLenVal          // BodyLength's digits, up to SOH
-	fsBody            // skipping BodyLength bytes but the last
-	fsSeek            // looking for "<SOH>10=" from the body's last byte on
+	fsBody            // the body's fields, BodyLength bytes
+	fsSumTag1         // expecting '1' of "10="
+	fsSumTag0         // expecting '0' of "10="
+	fsSumEq           // expecting '=' of "10="
 	fsSumVal          // CheckSum's digits, up to SOH
 )
 
+// Where in a body field the next byte is (in fsBody).
+const (
+	fldTag     = iota // the tag, up to '='
+	fldVal            // the value, up to SOH
+	fldXMLTag         // the tag of the field after XmlDataLen, up to '='
+	fldXMLData        // its XmlDataLen bytes of data
+	fldXMLEnd         // the SOH after them
+)
+
+// tagXMLDataLen is XmlDataLen (212): quickfix reads that many bytes as the
+// value of the next field, whatever they contain.
+const tagXMLDataLen = 212
+
+// fixInt accumulates a FIX integer exactly as quickfix's parser reads one
+// (an optional '-', decimal digits, wrapping on overflow), so the framer
+// agrees with quickfix on every tag and XmlDataLen it reads.
+type fixInt struct {
+	n      int
+	digits int
+	neg    bool
+	bad    bool
+}
+
+func (v *fixInt) add(b byte) {
+	switch {
+	case b >= '0' && b <= '9':
+		v.n = v.n*10 + int(b-'0')
+		v.digits++
+	case b == '-' && v.digits == 0 && !v.neg:
+		v.neg = true
+	default:
+		v.bad = true
+	}
+}
+
+// value returns the integer and whether quickfix reads one.
+func (v *fixInt) value() (int, bool) {
+	if v.bad || v.digits == 0 {
+		return 0, false
+	}
+	if v.neg {
+		return -v.n, true
+	}
+	return v.n, true
+}
+
 // framer checks, as it passes, that a byte stream is a sequence of FIX
 // messages no longer than max bytes each: "8=<BeginString><SOH>9=<BodyLength>
-// <SOH>", BodyLength bytes, then "10=<CheckSum><SOH>". It finds the CheckSum
-// as quickfix's reader does (the first "<SOH>10=" from the body's last byte
-// on), so both agree on where every message ends; bytes before "8=" where a
-// message must start, which quickfix would skip without bound, are refused.
+// <SOH>", BodyLength bytes of fields, each ending with SOH, then
+// "10=<CheckSum><SOH>". Every message it lets through is one quickfix's reader
+// frames the same way. In the body it reads the tags (and the value of
+// XmlDataLen, 212, whose data field quickfix's parser reads by length, and
+// would read past the message's end): an XmlData field must end within the
+// body, and a message carries at most one XmlDataLen. Bytes before "8=" where
+// a message must start, which quickfix would skip without bound, are refused.
 // It keeps a fixed-size state and never buffers or copies the stream.
 type framer struct {
 	max    int   // Options.MaxMessageSize
 	st     uint8 // fs*
-	match  uint8 // bytes of "<SOH>10=" matched in fsSeek
+	fld    uint8 // fld*, in fsBody
+	last   byte  // the previous byte of the body
+	xml    bool  // the message has an XmlDataLen
 	n      int   // bytes of the current message so far
 	digits int   // digits (or value bytes) of the current field so far
 	length int   // BodyLength's value
-	remain int   // body bytes still to skip in fsBody
-	off    int64 // bytes of the stream accepted before the current call
-	msgs   int64 // complete messages
+	remain int   // body bytes still to come in fsBody
+	xmlLen int   // XmlDataLen's value; in fldXMLData, data bytes still to come
+	tag    fixInt
+	val    fixInt // the value of an XmlDataLen field
+	off    int64  // bytes of the stream accepted before the current call
+	msgs   int64  // complete messages
 }
 
 func newFramer(max int) *framer { return &framer{max: max} }
@@ -60,13 +118,22 @@ func newFramer(max int) *framer { return &framer{max: max} }
 func (f *framer) scan(p []byte) (n int, err error) {
 	i := 0
 	for i < len(p) {
-		if f.st == fsBody { // the bulk of every message: skipped by count
-			k := min(f.remain, len(p)-i)
+		if f.st == fsBody {
+			k, err := f.body(p[i:min(i+f.remain, len(p))])
+			if err != nil {
+				return f.fail(i+k, p[i+k], err.Error())
+			}
 			i += k
 			f.n += k
 			f.remain -= k
 			if f.remain == 0 {
-				f.st, f.match = fsSeek, 0
+				if f.fld != fldTag || f.digits != 0 || f.last != soh {
+					if f.fld == fldXMLTag || f.fld == fldXMLData || f.fld == fldXMLEnd {
+						return f.fail(i-1, p[i-1], "where the XmlData field after XmlDataLen (212) runs past BodyLength (9=)")
+					}
+					return f.fail(i-1, p[i-1], "where BodyLength (9=) ends the body in the middle of a field")
+				}
+				f.st = fsSumTag1
 			}
 			continue
 		}
@@ -112,28 +179,22 @@ func (f *framer) scan(p []byte) (n int, err error) {
 				}
 			case b == soh && f.length > 0:
 				// The whole message: what came so far, this SOH, the body
-				// and at least "10=000<SOH>".
+				// and "10=nnn<SOH>".
 				if total := f.n + 1 + f.length + 7; total > f.max {
 					return f.tooLarge(i, f.off+int64(i-f.n), fmt.Sprintf("its BodyLength (9=) %d makes it %d bytes", f.length, total))
 				}
-				f.st, f.remain = fsBody, f.length-1
-				if f.remain == 0 {
-					f.st, f.match = fsSeek, 0
-				}
+				f.st, f.remain = fsBody, f.length
+				f.fld, f.digits, f.last, f.xml = fldTag, 0, 0, false
+				f.tag = fixInt{}
 			default:
 				return f.fail(i, b, "in BodyLength (9=), which must be a positive number")
 			}
-		case fsSeek:
-			switch {
-			case b == soh:
-				f.match = 1
-			case f.match == 1 && b == '1', f.match == 2 && b == '0':
-				f.match++
-			case f.match == 3 && b == '=':
-				f.st, f.digits = fsSumVal, 0
-			default:
-				f.match = 0
+		case fsSumTag1, fsSumTag0, fsSumEq:
+			if b != "10="[f.st-fsSumTag1] {
+				return f.fail(i, b, `where CheckSum ("10=") must follow the BodyLength (9=) bytes of the body`)
 			}
+			f.st++
+			f.digits = 0
 		case fsSumVal:
 			switch {
 			case b >= '0' && b <= '9' && f.digits < 3:
@@ -147,11 +208,95 @@ func (f *framer) scan(p []byte) (n int, err error) {
 		}
 		i++
 		f.n++
-		if f.n > f.max {
-			return f.tooLarge(i-1, f.off+int64(i-f.n), "no CheckSum (10=) ends it within that size")
+		if f.n > f.max { // a safety net: the checks above keep every message within max
+			return f.tooLarge(i-1, f.off+int64(i-f.n), "it does not end within that size")
 		}
 	}
 	f.off += int64(len(p))
+	return len(p), nil
+}
+
+// body reads p, bytes of the current message's body, field by field. It
+// returns how many bytes are valid and, at the first that is not, why.
+func (f *framer) body(p []byte) (int, error) {
+	for i := 0; i < len(p); {
+		switch f.fld {
+		case fldTag:
+			b := p[i]
+			i++
+			f.last = b
+			switch b {
+			case '=':
+				f.fld, f.digits = fldVal, 0
+				f.val = fixInt{}
+			case soh: // a field without '=': quickfix refuses the message, harmlessly
+				f.digits = 0
+				f.tag = fixInt{}
+			default:
+				f.digits++
+				f.tag.add(b)
+			}
+		case fldVal:
+			if t, ok := f.tag.value(); !ok || t != tagXMLDataLen {
+				j := bytes.IndexByte(p[i:], soh)
+				if j < 0 {
+					f.last = p[len(p)-1]
+					return len(p), nil
+				}
+				i += j + 1
+				f.last = soh
+				f.fld, f.digits = fldTag, 0
+				f.tag = fixInt{}
+				continue
+			}
+			b := p[i]
+			if b != soh {
+				f.val.add(b)
+				f.last = b
+				i++
+				continue
+			}
+			if f.xml {
+				return i, errors.New("where a second XmlDataLen (212) ends")
+			}
+			f.xml = true
+			f.last = soh
+			i++
+			f.fld, f.digits = fldTag, 0
+			f.tag = fixInt{}
+			if v, ok := f.val.value(); ok && v > 0 {
+				f.xmlLen = v
+				f.fld = fldXMLTag
+			}
+		case fldXMLTag:
+			b := p[i]
+			i++
+			f.last = b
+			if b == '=' {
+				// The data and its SOH must fit in what is left of the body.
+				if f.xmlLen < 0 || f.xmlLen >= f.remain-i {
+					return i - 1, errors.New("where the XmlData field after XmlDataLen (212) runs past BodyLength (9=)")
+				}
+				f.fld = fldXMLData
+			}
+		case fldXMLData:
+			k := min(f.xmlLen, len(p)-i)
+			i += k
+			f.xmlLen -= k
+			f.last = p[i-1]
+			if f.xmlLen == 0 {
+				f.fld = fldXMLEnd
+			}
+		case fldXMLEnd:
+			if p[i] != soh {
+				return i, errors.New("where the XmlData field after XmlDataLen (212) must end with SOH")
+			}
+			i++
+			f.last = soh
+			f.fld, f.digits = fldTag, 0
+			f.tag = fixInt{}
+		}
+	}
 	return len(p), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 
@@ -38,6 +39,8 @@ func realMessages() [][]byte {
 		// RawData (96) may hold SOH and "10=": only BodyLength frames it.
 		mk("FIX.4.4", "A", [2]string{"98", "0"}, [2]string{"108", "30"}, [2]string{"95", "9"}, [2]string{"96", "a\x0110=1\x01b"}),
 		mk("FIXT.1.1", "A", [2]string{"98", "0"}, [2]string{"108", "30"}, [2]string{"1137", "9"}),
+		// XmlData (213) holds any bytes, its length in XmlDataLen (212).
+		mk("FIX.4.4", "n", [2]string{"212", "9"}, [2]string{"213", "<a>\x01=</a>"}),
 	}
 }
 
@@ -84,7 +87,14 @@ func TestFramerRefuses(t *testing.T) {
 		{"CheckSum too long", "8=FIX.4.4\x019=5\x0135=0\x0110=1234\x01", 4096, 25, ErrMalformedStream},
 		{"BodyLength above max", "8=FIX.4.4\x019=5000\x01", 4096, 15, ErrMessageTooLarge},
 		{"BodyLength just above max with the header", "8=FIX.4.4\x019=4073\x01", 4096, 16, ErrMessageTooLarge},
-		{"no CheckSum within max", "8=FIX.4.4\x019=5\x0135=0\x01" + string(bytes.Repeat([]byte("A"), 5000)), 4096, 4096, ErrMessageTooLarge},
+		{"no CheckSum after the body", "8=FIX.4.4\x019=5\x0135=0\x01" + string(bytes.Repeat([]byte("A"), 5000)), 4096, 19, ErrMalformedStream},
+		{"BodyLength ends mid-field", "8=FIX.4.4\x019=4\x0135=0\x0110=000\x01", 4096, 17, ErrMalformedStream},
+		{"BodyLength too long", "8=FIX.4.4\x019=6\x0135=0\x0110=000\x01", 4096, 19, ErrMalformedStream},
+		{"XmlDataLen last in the body", "8=FIX.4.4\x019=12\x0135=A\x01212=99\x0110=000\x01", 4096, 26, ErrMalformedStream},
+		{"XmlData past the body", withBody("35=A\x01212=99\x01213=x\x01"), 4096, strings.Index(withBody("35=A\x01212=99\x01213=x\x01"), "213=") + 3, ErrMalformedStream},
+		{"XmlData not ended by SOH", withBody("35=A\x01212=2\x01213=abc\x01"), 4096, strings.Index(withBody("35=A\x01212=2\x01213=abc\x01"), "c\x01"), ErrMalformedStream},
+		{"two XmlDataLen", withBody("35=A\x01212=1\x01213=x\x01212=1\x01213=y\x01"), 4096, strings.LastIndex(withBody("35=A\x01212=1\x01213=x\x01212=1\x01213=y\x01"), "212=1") + 5, ErrMalformedStream},
+		{"XmlDataLen wrapping to 212 as a tag", withBody("35=A\x0118446744073709551828=99\x01"), 4096, strings.Index(withBody("35=A\x0118446744073709551828=99\x01"), "99\x01") + 2, ErrMalformedStream},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, err := newFramer(tc.max).scan([]byte(tc.in))
@@ -107,10 +117,19 @@ func TestFramerRefuses(t *testing.T) {
 	}
 }
 
-// wellFormed builds a FIX message whose body carries data (any bytes) as a
-// field value, with BodyLength and CheckSum as a counterparty computes them.
+// withBody returns a FIX.4.4 message with body, its BodyLength and CheckSum.
+func withBody(body string) string { return string(message("FIX.4.4", []byte(body))) }
+
+// wellFormed builds a FIX message whose body carries data (any bytes) in an
+// XmlData field, with BodyLength and CheckSum as a counterparty computes them.
 func wellFormed(begin string, data []byte) []byte {
-	body := append(append([]byte("35=B\x0158="), data...), soh)
+	body := fmt.Appendf(nil, "35=B\x01212=%d\x01213=", len(data))
+	body = append(append(body, data...), soh)
+	return message(begin, body)
+}
+
+// message frames body as a FIX message.
+func message(begin string, body []byte) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "8=%s\x019=%d\x01", begin, len(body))
 	b.Write(body)
@@ -137,6 +156,8 @@ func FuzzRelayFraming(f *testing.F) {
 	f.Add([]byte("8=FIX.4.4\x019=99999999\x0135=0\x01"), uint8(2))
 	f.Add([]byte("8=FIX.4.4\x019=5\x0135=0\x01AAAA\x0110=12"), uint8(5))
 	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"), uint8(0))
+	f.Add([]byte("8=FIX.4.4\x019=12\x0135=A\x01212=99\x0110=000\x01"), uint8(4))
+	f.Add([]byte(withBody("35=A\x01212=3\x01213=a\x01b\x01")), uint8(4))
 	const max = minMaxMessageSize
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		// Any input, whole and in chunks.
@@ -166,6 +187,31 @@ func FuzzRelayFraming(f *testing.F) {
 			t.Fatalf("whole: %d, %v; in chunks of %d: %d, %v", n1, err1, step, n2, err2)
 		}
 
+		// Every message it lets through, quickfix's parser reads without
+		// panicking.
+		framed := newFramer(max)
+		from := 0
+		for i := range n1 {
+			if _, err := framed.scan(data[i : i+1]); err != nil {
+				t.Fatalf("byte %d refused alone: %v", i, err)
+			}
+			if framed.msgs > 0 {
+				mustParse(t, data[from:i+1])
+				framed.msgs, from = 0, i+1
+			}
+		}
+
+		// The input as the body of a correctly framed message: if the framer
+		// lets it through, quickfix's parser must not panic on it.
+		if len(data) > 0 && len(data) < max-64 {
+			msg := message("FIX.4.4", data)
+			if k, err := newFramer(max).scan(msg); err == nil {
+				mustParse(t, msg)
+			} else if k >= len(msg) {
+				t.Fatalf("refused past the end: %d of %d", k, len(msg))
+			}
+		}
+
 		// Well-formed messages carrying the input pass through unchanged.
 		if len(data) > max-64 {
 			data = data[:max-64]
@@ -179,11 +225,23 @@ func FuzzRelayFraming(f *testing.F) {
 		if !bytes.Equal(out.Bytes(), stream) || fr.msgs != 2 {
 			t.Fatalf("well-formed stream changed (%d messages framed)", fr.msgs)
 		}
+		mustParse(t, stream[:len(stream)-len(wellFormed("FIXT.1.1", data[:len(data)/2]))])
 		// Scanning valid bytes allocates nothing: memory stays fixed.
 		if a := testing.AllocsPerRun(1, func() { _, _ = newFramerValue(max).scan(stream) }); a != 0 {
 			t.Fatalf("scan of a well-formed stream allocated %v times", a)
 		}
 	})
+}
+
+// mustParse fails the test if quickfix's parser panics on msg.
+func mustParse(t *testing.T, msg []byte) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("quickfix's parser panicked on a message the framer let through: %v\n%q", p, msg)
+		}
+	}()
+	_ = quickfix.ParseMessage(quickfix.NewMessage(), bytes.NewBuffer(msg))
 }
 
 // newFramerValue is newFramer without the heap allocation, for counting the

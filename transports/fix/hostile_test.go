@@ -2,6 +2,7 @@ package fix_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"runtime"
@@ -91,6 +92,86 @@ func (a *hostileAcceptor) feed(c net.Conn) {
 	}
 }
 
+// sampleHeap starts sampling the heap every 5 ms; the function it returns
+// stops and returns the peak growth over the heap at the start (after a GC)
+// and the growth still retained after a GC.
+func sampleHeap() func() (peak, retained int64) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var top atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tk := time.NewTicker(5 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > top.Load() {
+				top.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+			}
+		}
+	}()
+	return func() (int64, int64) {
+		close(stop)
+		<-sampled
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(top.Load()) - int64(base), int64(ms.HeapAlloc) - int64(base)
+	}
+}
+
+// A probe answered with endless bytes after a BeginString (no SOH, so no
+// field ever ends) fails at once with ErrMalformedStream, reading a bounded
+// amount, instead of buffering until its deadline.
+func TestProbeOfHostileAcceptorIsBounded(t *testing.T) {
+	const budget, bound = 64 << 20, 32 << 20
+	for _, tc := range []struct {
+		name, prefix string
+		want         error
+	}{
+		{"BeginString never ends", "8=FIX.4.4", fix.ErrMalformedStream},
+		{"BodyLength never ends", "8=FIX.4.4\x019=", fix.ErrMalformedStream},
+		{"BodyLength too large", "8=FIX.4.4\x019=99999999\x0135=A\x01", fix.ErrMessageTooLarge},
+		{"no CheckSum", "8=FIX.4.4\x019=1000\x0135=A\x01", fix.ErrMalformedStream},
+		// quickfix's parser panics on this answer (XmlDataLen past the end).
+		{"XmlDataLen past the end", "8=FIX.4.4\x019=12\x0135=A\x01212=99\x0110=000\x01", fix.ErrMalformedStream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newHostileAcceptor(t, tc.prefix, budget)
+			probe, err := fix.Probe(fix.ProbeOptions{SessionID: quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: "PROBE", TargetCompID: "BROKER"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			heap := sampleHeap()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			start := time.Now()
+			err = probe(ctx, pathdialer.Endpoint{Name: "eu", Services: map[string]string{"fix": a.ln.Addr().String()}})
+			took := time.Since(start)
+			growth, retained := heap()
+			sent := budget - max(a.budget.Load(), 0)
+			t.Logf("probe: %v after %v; acceptor sent %.1f MiB; heap growth peak %.1f MiB, retained after GC %.1f MiB",
+				err, took.Round(time.Millisecond), float64(sent)/(1<<20), float64(growth)/(1<<20), float64(retained)/(1<<20))
+			if growth > bound {
+				t.Errorf("heap grew by %.1f MiB under a hostile acceptor (bound %d MiB)", float64(growth)/(1<<20), bound>>20)
+			}
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), `"eu"`) || len(err.Error()) > 300 {
+				t.Errorf("probe error %v; want %v naming the endpoint, in at most 300 bytes", err, tc.want)
+			}
+		})
+	}
+}
+
 // An acceptor that sends endless bytes — after a BeginString, a huge
 // BodyLength, a BodyLength with no CheckSum, or nothing FIX-like at all — is
 // cut by the Initiator: the process's heap stays bounded and the endpoint is
@@ -104,7 +185,10 @@ func TestHostileAcceptorStreamIsCut(t *testing.T) {
 		{"BeginString then filler", "8=FIX.4.4\x01", "not a FIX message"},
 		{"no BeginString", "", "not a FIX message"},
 		{"huge BodyLength", "8=FIX.4.4\x019=99999999\x0135=0\x01", "MaxMessageSize"},
-		{"no CheckSum", "8=FIX.4.4\x019=1000\x0135=0\x01", "MaxMessageSize"},
+		{"no CheckSum", "8=FIX.4.4\x019=1000\x0135=0\x01", "not a FIX message"},
+		// One message whose XmlDataLen (212) points past its end: quickfix's
+		// parser panics on it, in its session goroutine (the process dies).
+		{"XmlDataLen past the end", "8=FIX.4.4\x019=12\x0135=A\x01212=99\x0110=000\x01", "XmlData"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newHostileAcceptor(t, tc.prefix, budget)
@@ -116,30 +200,7 @@ func TestHostileAcceptorStreamIsCut(t *testing.T) {
 			cfg.OnEvent = events.Hook
 			p := pathtest.Start(t, cfg)
 
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			base := ms.HeapAlloc
-			var peak atomic.Uint64
-			stop := make(chan struct{})
-			sampled := make(chan struct{})
-			go func() { // samples the heap every 5 ms while the acceptor sends
-				defer close(sampled)
-				tk := time.NewTicker(5 * time.Millisecond)
-				defer tk.Stop()
-				for {
-					var ms runtime.MemStats
-					runtime.ReadMemStats(&ms)
-					if ms.HeapAlloc > peak.Load() {
-						peak.Store(ms.HeapAlloc)
-					}
-					select {
-					case <-stop:
-						return
-					case <-tk.C:
-					}
-				}
-			}()
+			heap := sampleHeap()
 
 			comp := uniq("HOSTILE")
 			st := quickfix.NewSettings()
@@ -167,12 +228,7 @@ func TestHostileAcceptorStreamIsCut(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				outcome = "neither cut nor spent in 60 s"
 			}
-			close(stop)
-			<-sampled
-			runtime.GC()
-			runtime.ReadMemStats(&ms)
-			growth := int64(peak.Load()) - int64(base)
-			retained := int64(ms.HeapAlloc) - int64(base)
+			growth, retained := heap()
 			sent := budget - max(a.budget.Load(), 0)
 			t.Logf("%s: acceptor sent %.1f MiB; heap growth peak %.1f MiB, retained after GC %.1f MiB",
 				outcome, float64(sent)/(1<<20), float64(growth)/(1<<20), float64(retained)/(1<<20))
