@@ -33,12 +33,15 @@
 //     accept errors (5 ms doubling to 1 s), so a local process exhausting file
 //     descriptors or connections cannot make it spin.
 //   - Bounded input: the relay frames what the endpoint sends (BeginString,
-//     BodyLength, CheckSum) as it passes, without buffering or copying it, and
-//     cuts the connection at the first message longer than
-//     Options.MaxMessageSize (1 MiB by default; ErrMessageTooLarge) or at bytes
-//     that are not a FIX message where one must start (ErrMalformedStream),
-//     before they reach quickfix, whose own reader has no limit. The cut is
-//     reported to the Path as a failure of the endpoint.
+//     BodyLength, the body's fields, CheckSum) as it passes, without buffering
+//     or copying it, and cuts the connection at the first message longer than
+//     Options.MaxMessageSize (1 MiB by default; ErrMessageTooLarge) or that is
+//     not well formed (ErrMalformedStream): bytes where a message must start,
+//     a BodyLength that does not end on a field or is not followed by the
+//     CheckSum, an empty tag or value, an XmlData field that runs past its
+//     message. quickfix's own reader has no size limit, and its parser
+//     panics on some of those messages. The cut is reported to the Path as a
+//     failure of the endpoint. Probe reads its answer the same way.
 //   - Switch: the Path's local fence closes the relay's connections to the old
 //     endpoint, so quickfix reconnects at once and lands on the new endpoint
 //     (about 0.1 s from the switch to logon in this package's tests, with the

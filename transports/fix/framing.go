@@ -216,7 +216,8 @@ func (f *framer) scan(p []byte) (n int, err error) {
 	return len(p), nil
 }
 
-// body reads p, bytes of the current message's body, field by field. It
+// body reads p, bytes of the current message's body, field by field (every
+// field has a value; an XmlData field runs as long as XmlDataLen says). It
 // returns how many bytes are valid and, at the first that is not, why.
 func (f *framer) body(p []byte) (int, error) {
 	for i := 0; i < len(p); {
@@ -227,6 +228,9 @@ func (f *framer) body(p []byte) (int, error) {
 			f.last = b
 			switch b {
 			case '=':
+				if f.digits == 0 { // quickfix reads an empty tag's first byte: a panic
+					return i - 1, errors.New("where a field's tag must be")
+				}
 				f.fld, f.digits = fldVal, 0
 				f.val = fixInt{}
 			case soh: // a field without '=': quickfix refuses the message, harmlessly
@@ -237,9 +241,15 @@ func (f *framer) body(p []byte) (int, error) {
 				f.tag.add(b)
 			}
 		case fldVal:
+			if f.digits == 0 && p[i] == soh {
+				// quickfix's parser and its integer reads index an empty
+				// value's first byte: a panic, in its session goroutine.
+				return i, errors.New("where a field's value must be (the FIX protocol has no empty values)")
+			}
 			if t, ok := f.tag.value(); !ok || t != tagXMLDataLen {
 				j := bytes.IndexByte(p[i:], soh)
 				if j < 0 {
+					f.digits = 1
 					f.last = p[len(p)-1]
 					return len(p), nil
 				}
@@ -252,6 +262,7 @@ func (f *framer) body(p []byte) (int, error) {
 			b := p[i]
 			if b != soh {
 				f.val.add(b)
+				f.digits = 1
 				f.last = b
 				i++
 				continue
@@ -272,6 +283,10 @@ func (f *framer) body(p []byte) (int, error) {
 			b := p[i]
 			i++
 			f.last = b
+			if b == '=' && f.digits == 0 {
+				return i - 1, errors.New("where the tag of the XmlData field after XmlDataLen (212) must be")
+			}
+			f.digits++
 			if b == '=' {
 				// The data and its SOH must fit in what is left of the body.
 				if f.xmlLen < 0 || f.xmlLen >= f.remain-i {

@@ -189,6 +189,9 @@ func TestHostileAcceptorStreamIsCut(t *testing.T) {
 		// One message whose XmlDataLen (212) points past its end: quickfix's
 		// parser panics on it, in its session goroutine (the process dies).
 		{"XmlDataLen past the end", "8=FIX.4.4\x019=12\x0135=A\x01212=99\x0110=000\x01", "XmlData"},
+		// An empty BodyLength in the body: quickfix's parser panics on it
+		// (it reads the empty value's first byte), in its session goroutine.
+		{"empty value", "8=FIX.4.4\x019=13\x0135=000000\x019=\x0110=057\x01", "no empty values"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newHostileAcceptor(t, tc.prefix, budget)
