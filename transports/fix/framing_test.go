@@ -277,7 +277,7 @@ func newFramerValue(max int) *framer {
 }
 
 // BenchmarkCopyFramed compares the relay's framed copy with a plain copy of
-// the same stream of real messages.
+// the same stream of real messages, and with quickfix's parsing of them.
 func BenchmarkCopyFramed(b *testing.B) {
 	stream := bytes.Repeat(bytes.Join(realMessages(), nil), 64)
 	b.Run("framed", func(b *testing.B) {
@@ -286,6 +286,18 @@ func BenchmarkCopyFramed(b *testing.B) {
 		for b.Loop() {
 			if err := copyFramed(io.Discard, bytes.NewReader(stream), newFramer(DefaultMaxMessageSize)); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("quickfix.ParseMessage", func(b *testing.B) { // what quickfix spends on the same messages anyway
+		b.ReportAllocs()
+		b.SetBytes(int64(len(stream)))
+		msgs := realMessages()
+		for b.Loop() {
+			for range 64 {
+				for _, m := range msgs {
+					_ = quickfix.ParseMessage(quickfix.NewMessage(), bytes.NewBuffer(m))
+				}
 			}
 		}
 	})
