@@ -28,7 +28,20 @@
 //     The settings name no address (SocketConnectHost/Port are overwritten;
 //     ReconnectInterval comes from Options, 100 ms by default). TLS, when
 //     Options.TLSConfig is set, is done by the relay toward the endpoint with
-//     the endpoint's host name.
+//     the endpoint's host name. The relay holds at most 16 local connections
+//     in their handshake at once, each for at most 3 s, and backs off on
+//     accept errors (5 ms doubling to 1 s), so a local process exhausting file
+//     descriptors or connections cannot make it spin.
+//   - Bounded input: the relay frames what the endpoint sends (BeginString,
+//     BodyLength, the body's fields, CheckSum) as it passes, without buffering
+//     or copying it, and cuts the connection at the first message longer than
+//     Options.MaxMessageSize (1 MiB by default; ErrMessageTooLarge) or that is
+//     not well formed (ErrMalformedStream): bytes where a message must start,
+//     a BodyLength that does not end on a field or is not followed by the
+//     CheckSum, an empty tag or value, an XmlData field that runs past its
+//     message. quickfix's own reader has no size limit, and its parser
+//     panics on some of those messages. The cut is reported to the Path as a
+//     failure of the endpoint. Probe reads its answer the same way.
 //   - Switch: the Path's local fence closes the relay's connections to the old
 //     endpoint, so quickfix reconnects at once and lands on the new endpoint
 //     (about 0.1 s from the switch to logon in this package's tests, with the
@@ -84,8 +97,8 @@
 //     before quickfix stores and sends the order: an expired ticket is not
 //     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).
 //   - Credentials: the log factory given to NewInitiator is wrapped
-//     (MaskedLogFactory) so Password (554), NewPassword (925) and RawData (96)
-//     never reach quickfix's logs.
+//     (MaskedLogFactory) so Username (553), Password (554), NewPassword (925)
+//     and RawData (96) never reach quickfix's logs.
 //   - Probe is a logon-level probe: a FIX Logon must be answered. A TCP connect
 //     proves nothing (QuickFIX/J users who treated it as success never failed
 //     over).

@@ -52,6 +52,16 @@ var (
 	// Reconciler has no fallback configured (ReconcileOptions.Fallback or
 	// AcceptUndetermined).
 	ErrStatusUnsupported = errors.New("fix: counterparty does not support OrderStatusRequest (35=H)")
+	// ErrMessageTooLarge: the counterparty sent a message longer than
+	// Options.MaxMessageSize (or declared one in its BodyLength). The
+	// connection was cut before the message reached quickfix, and the failure
+	// was reported to the Path against the endpoint.
+	ErrMessageTooLarge = errors.New("fix: counterparty message larger than MaxMessageSize")
+	// ErrMalformedStream: the counterparty sent bytes that are not a FIX
+	// message where one must be (anything but "8=" where a message starts, a
+	// BodyLength or CheckSum that is not a number). The connection was cut and
+	// the failure reported to the Path against the endpoint.
+	ErrMalformedStream = errors.New("fix: counterparty sent bytes that are not a FIX message")
 )
 
 // notSent wraps ErrNotSent with the order and the reason.

@@ -9,8 +9,8 @@ import (
 )
 
 // MaskedLogFactory wraps a quickfix.LogFactory so that every message and event
-// it logs has the values of Password (554), NewPassword (925) and RawData (96)
-// replaced by "***". NewInitiator wraps the log factory it is given with it,
+// it logs has the values of Username (553), Password (554), NewPassword (925)
+// and RawData (96) replaced by "***". NewInitiator wraps the log factory it is given with it,
 // so credentials set in the application's ToAdmin never reach quickfix's logs.
 func MaskedLogFactory(inner quickfix.LogFactory) quickfix.LogFactory {
 	if m, ok := inner.(maskedLogFactory); ok {
@@ -65,9 +65,9 @@ func (l maskedLog) OnEventf(format string, a ...any) {
 
 const soh = '\x01'
 
-var secretMarks = [][]byte{[]byte("\x01554="), []byte("\x01925="), []byte("\x0196=")}
+var secretMarks = [][]byte{[]byte("\x01553="), []byte("\x01554="), []byte("\x01925="), []byte("\x0196=")}
 
-// maskFIX returns msg with the values of tags 554, 925 and 96 replaced by
+// maskFIX returns msg with the values of tags 553, 554, 925 and 96 replaced by
 // "***" (msg itself is never modified). RawData's length comes from
 // RawDataLength (95) when it precedes it, since RawData may contain SOH.
 func maskFIX(msg []byte) []byte {
@@ -107,7 +107,7 @@ func maskFIX(msg []byte) []byte {
 		}
 		out = append(out, rest[:vStart]...)
 		switch tag {
-		case "554", "925", "96":
+		case "553", "554", "925", "96":
 			out = append(out, "***"...)
 		default:
 			out = append(out, rest[vStart:vEnd]...)

@@ -110,6 +110,15 @@ type Options struct {
 	// [0, min(Max, Initial·2ⁿ⁻¹)] (full jitter), so a broker refusing logons
 	// is not stormed. Default {Initial: 200 ms, Max: 5 s}.
 	LogonBackoff pathdialer.Backoff
+	// MaxMessageSize bounds, in bytes, each message the endpoint sends (from
+	// "8=" to the CheckSum's SOH). The relay frames the endpoint's stream as
+	// it passes (quickfix's own reader has no bound): a message declared or
+	// found longer, or bytes that are not a FIX message where one must start,
+	// cut the connection before they reach quickfix, and the cut is reported
+	// to the Path as a failure of the endpoint (ErrMessageTooLarge,
+	// ErrMalformedStream). Default DefaultMaxMessageSize (1 MiB); from 4 KiB
+	// to 256 MiB.
+	MaxMessageSize int
 	// LogonFailureLimit: after this many consecutive failed logons of a
 	// session on one endpoint, the last refused with a reason (sequence
 	// numbers, credentials, a Logout), the Initiator halts FIX: the session
@@ -165,6 +174,12 @@ func (o *Options) validate() error {
 	}
 	if o.Service == "" {
 		o.Service = pathdialer.ServiceFIX
+	}
+	if o.MaxMessageSize == 0 {
+		o.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if o.MaxMessageSize < minMaxMessageSize || o.MaxMessageSize > maxMaxMessageSize {
+		return fmt.Errorf("%w: MaxMessageSize %d is outside [%d, %d] bytes", ErrInvalidOptions, o.MaxMessageSize, minMaxMessageSize, maxMaxMessageSize)
 	}
 	if o.TLSConfig != nil && o.TLSConfig.InsecureSkipVerify {
 		return fmt.Errorf("%w: TLSConfig.InsecureSkipVerify is refused: an order path must verify the broker", ErrInvalidOptions)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +50,9 @@ func TestNewInitiatorRefusesWhatCannotWork(t *testing.T) {
 		{"ResetOnLogon", "FIX.4.4", map[string]string{"ResetOnLogon": "Y"}, good},
 		{"ResetOnDisconnect", "FIX.4.4", map[string]string{"ResetOnDisconnect": "Y"}, good},
 		{"FIX.4.1", "FIX.4.1", nil, good},
+		{"MaxMessageSize negative", "FIX.4.4", nil, fix.Options{Sequence: fix.SequenceContinue, MaxMessageSize: -1}},
+		{"MaxMessageSize too small", "FIX.4.4", nil, fix.Options{Sequence: fix.SequenceContinue, MaxMessageSize: 100}},
+		{"MaxMessageSize too large", "FIX.4.4", nil, fix.Options{Sequence: fix.SequenceContinue, MaxMessageSize: 1 << 30}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +75,9 @@ func TestNewInitiatorRefusesWhatCannotWork(t *testing.T) {
 			}
 			if !errors.Is(err, fix.ErrInvalidOptions) {
 				t.Fatalf("err = %v, want ErrInvalidOptions", err)
+			}
+			if tc.opts.MaxMessageSize != 0 && !strings.Contains(err.Error(), "MaxMessageSize") {
+				t.Fatalf("err = %v, does not name MaxMessageSize", err)
 			}
 		})
 	}

@@ -7,9 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
@@ -152,12 +150,15 @@ func logonExchange(ctx context.Context, opts ProbeOptions, ep pathdialer.Endpoin
 		if _, err := conn.Write([]byte(logon.String())); err != nil {
 			return nil, fmt.Errorf("fix probe: endpoint %q: sending logon: %w", ep.Name, probeErr(ctx, err))
 		}
-		reply, err := readFIX(bufio.NewReader(conn))
+		reply, err := readFIX(bufio.NewReader(conn), DefaultMaxMessageSize)
+		if errors.Is(err, ErrMalformedStream) || errors.Is(err, ErrMessageTooLarge) {
+			return nil, fmt.Errorf("fix probe: endpoint %q: %w", ep.Name, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("fix probe: endpoint %q: no logon answer: %w", ep.Name, probeErr(ctx, err))
 		}
 		m := quickfix.NewMessage()
-		if err := quickfix.ParseMessage(m, bytes.NewBuffer(reply)); err != nil {
+		if err := parseMessage(m, reply); err != nil {
 			return nil, fmt.Errorf("fix probe: endpoint %q: unparsable answer: %w", ep.Name, err)
 		}
 		mt, _ := m.Header.GetString(tagMsgType)
@@ -188,32 +189,35 @@ func adminMessage(sid quickfix.SessionID, msgType string, seq int) *quickfix.Mes
 	return m
 }
 
-var errBadFrame = errors.New("malformed FIX frame")
-
-// readFIX reads one FIX message: 8=...|9=len|...|10=nnn|.
-func readFIX(r *bufio.Reader) ([]byte, error) {
-	begin, err := r.ReadBytes(0x01)
-	if err != nil {
-		return nil, err
+// readFIX reads one FIX message (8=...|9=len|...|10=nnn|) of at most max
+// bytes, framed as the relay frames a session's stream: bytes that are not a
+// FIX message fail with ErrMalformedStream, a longer message with
+// ErrMessageTooLarge, having read at most max bytes.
+func readFIX(r *bufio.Reader, max int) ([]byte, error) {
+	f := newFramer(max)
+	var out []byte
+	var one [1]byte
+	for f.msgs == 0 {
+		b, err := r.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		one[0] = b
+		if _, err := f.scan(one[:]); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
 	}
-	if !bytes.HasPrefix(begin, []byte("8=")) {
-		return nil, errBadFrame
-	}
-	lenField, err := r.ReadBytes(0x01)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasPrefix(lenField, []byte("9=")) {
-		return nil, errBadFrame
-	}
-	n, err := strconv.Atoi(string(lenField[2 : len(lenField)-1]))
-	if err != nil || n < 0 || n > 1<<20 {
-		return nil, errBadFrame
-	}
-	rest := make([]byte, n+7) // body plus "10=nnn\x01"
-	if _, err := io.ReadFull(r, rest); err != nil {
-		return nil, err
-	}
-	out := append(append(begin, lenField...), rest...)
 	return out, nil
+}
+
+// parseMessage is quickfix.ParseMessage, with a panic of its parser on
+// malformed input turned into an error.
+func parseMessage(m *quickfix.Message, b []byte) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed message (the FIX parser failed: %v)", p)
+		}
+	}()
+	return quickfix.ParseMessage(m, bytes.NewBuffer(b))
 }

@@ -36,6 +36,8 @@ type relay struct {
 	user    string
 	pass    string
 	before  func(ctx context.Context) error // runs before every upstream dial
+	maxMsg  int                             // Options.MaxMessageSize
+	hs      chan struct{}                   // a slot per handshake in progress
 	refused atomic.Uint64
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -66,6 +68,11 @@ func newRelay(path *pathdialer.Path, service string, tlsCfg *tls.Config, timeout
 	if err != nil {
 		return nil, fmt.Errorf("fix: relay listen: %w", err)
 	}
+	return newRelayOn(ln, path, service, tlsCfg, timeout, log)
+}
+
+// newRelayOn is newRelay on a given listener (closed on error).
+func newRelayOn(ln net.Listener, path *pathdialer.Path, service string, tlsCfg *tls.Config, timeout time.Duration, log *slog.Logger) (*relay, error) {
 	var secret [24]byte
 	if _, err := rand.Read(secret[:]); err != nil {
 		_ = ln.Close()
@@ -74,6 +81,7 @@ func newRelay(path *pathdialer.Path, service string, tlsCfg *tls.Config, timeout
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &relay{ln: ln, path: path, service: service, tlsCfg: tlsCfg, timeout: timeout, log: log,
 		user: "brokerpath", pass: hex.EncodeToString(secret[:]),
+		maxMsg: DefaultMaxMessageSize, hs: make(chan struct{}, relayMaxHandshakes),
 		ctx: ctx, cancel: cancel, splices: make(map[*splice]struct{})}
 	return r, nil
 }
@@ -85,21 +93,42 @@ func (r *relay) start() {
 	go r.serve()
 }
 
+// serve accepts local connections while at most relayMaxHandshakes are
+// being authenticated (the others wait in the listener's backlog), and backs
+// off on accept errors as net/http's server does, so that running out of file
+// descriptors does not make it spin.
 func (r *relay) serve() {
 	defer r.wg.Done()
+	var delay time.Duration
 	for {
+		select {
+		case r.hs <- struct{}{}: // released by handle once the handshake ends
+		case <-r.ctx.Done():
+			return
+		}
 		c, err := r.ln.Accept()
 		if err != nil {
+			<-r.hs
 			if r.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return
 			}
-			r.log.Warn("fix relay: accept", "err", err)
+			delay = acceptBackoff(delay)
+			r.log.Warn("fix relay: accept failed; retrying", "err", err, "retry_in", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-r.ctx.Done():
+				t.Stop()
+				return
+			}
 			continue
 		}
+		delay = 0
 		sp := &splice{down: c}
 		r.mu.Lock()
 		if r.ctx.Err() != nil {
 			r.mu.Unlock()
+			<-r.hs
 			_ = c.Close()
 			return
 		}
@@ -159,7 +188,9 @@ func (r *relay) handle(sp *splice) {
 		}
 		r.mu.Unlock()
 	}()
-	if err := r.socksAccept(sp.down); err != nil { // counted in refused
+	err := r.socksAccept(sp.down) // counted in refused
+	<-r.hs
+	if err != nil {
 		r.log.Warn("fix relay: refused a local connection that is not the session's own", "remote", sp.down.RemoteAddr().String(), "err", err)
 		return
 	}
@@ -196,18 +227,35 @@ func (r *relay) handle(sp *splice) {
 	upErr := make(chan error, 1)
 	go func() { _, _ = io.Copy(up, sp.down); done <- struct{}{} }()
 	go func() {
-		_, err := io.Copy(sp.down, up)
-		upErr <- err
+		// What the endpoint sends is framed on its way to quickfix, whose
+		// reader would buffer any amount of it.
+		upErr <- copyFramed(sp.down, up, newFramer(r.maxMsg))
 		done <- struct{}{}
 	}()
 	<-done
 	sp.close() // either side ending (the fence closing upstream) ends both
 	<-done
-	// The broker side failing (a reset, a timeout; not a clean EOF, and not our
-	// own close or fence, which the Path drops) is a passive signal.
-	if err := <-upErr; err != nil && r.ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+	err = <-upErr
+	switch {
+	case errors.Is(err, ErrMalformedStream) || errors.Is(err, ErrMessageTooLarge):
+		// Evidence against the endpoint, whatever the state of the relay.
+		err = fmt.Errorf("fix: connection to %q cut: %w", sp.endpoint, err)
+		r.log.Warn("fix relay: cut the endpoint's connection", "endpoint", sp.endpoint, "err", err)
+		r.path.Report(sp.endpoint, sp.gen, err, 0)
+	case err != nil && r.ctx.Err() == nil && !errors.Is(err, net.ErrClosed):
+		// The broker side failing (a reset, a timeout; not a clean EOF, and
+		// not our own close or fence, which the Path drops) is a passive signal.
 		r.path.Report(sp.endpoint, sp.gen, fmt.Errorf("fix: connection to %q lost: %w", sp.endpoint, err), 0)
 	}
+}
+
+// acceptBackoff returns the wait after an accept error that followed a wait
+// of prev: 5 ms, doubling up to 1 s (net/http's server's schedule).
+func acceptBackoff(prev time.Duration) time.Duration {
+	if prev == 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*prev, time.Second)
 }
 
 // current returns the endpoint of the newest established connection.
@@ -251,6 +299,15 @@ func (r *relay) close() {
 }
 
 const (
+	// relayMaxHandshakes bounds the local connections being authenticated at
+	// once; further connections wait in the listener's backlog.
+	relayMaxHandshakes = 16
+	// relayHandshakeTimeout bounds each SOCKS handshake (quickfix's own takes
+	// microseconds: it is local).
+	relayHandshakeTimeout = 3 * time.Second
+)
+
+const (
 	socksSucceeded      = 0x00
 	socksGeneralFailure = 0x01
 )
@@ -275,7 +332,7 @@ func (r *relay) socksAccept(c net.Conn) (err error) {
 			refuse()
 		}
 	}()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(relayHandshakeTimeout))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
 	var hdr [2]byte
 	if _, err := io.ReadFull(c, hdr[:]); err != nil {

@@ -1,7 +1,6 @@
 package fix
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
@@ -99,12 +98,13 @@ func TestRelayRefusesEveryClientButItsOwn(t *testing.T) {
 		t.Fatalf("own client refused: %v", err)
 	}
 	defer own.Close()
-	if _, err := own.Write([]byte("ping\n")); err != nil {
+	ping := "8=FIX.4.4\x019=5\x0135=0\x0110=163\x01" // what the broker sends is framed: a FIX message
+	if _, err := own.Write([]byte(ping)); err != nil {
 		t.Fatal(err)
 	}
-	line, err := bufio.NewReader(own).ReadString('\n')
-	if err != nil || line != "ping\n" {
-		t.Fatalf("spliced connection echoed %q, %v", line, err)
+	echo := make([]byte, len(ping))
+	if _, err := io.ReadFull(own, echo); err != nil || string(echo) != ping {
+		t.Fatalf("spliced connection echoed %q, %v", echo, err)
 	}
 	if n := accepted.Load(); n != 1 {
 		t.Errorf("broker accepted %d connections, want 1", n)
