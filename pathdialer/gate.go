@@ -350,7 +350,11 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 			// random one, so submitters on different cores rarely meet.
 			s := t.shard
 			if t.p != p || s == nil || !s.mu.TryLock() {
-				s = &p.shards[rand.Uint32()%ticketShards]
+				busy := s
+				i := rand.Uint32() % ticketShards
+				if s = &p.shards[i]; s == busy {
+					s = &p.shards[(i+1)%ticketShards] // not the one found busy
+				}
 				s.mu.Lock()
 			}
 			// Register and re-check under the shard's lock. takeTickets locks every
