@@ -294,7 +294,16 @@
 //	settle-inline            hold-within-one-evaluation             2            26
 //	switch-reconcile-inline  hold-within-one-evaluation             127          15
 //	probe-result-after-slot  no-halt-while-target-answered          976          1
-//	@RESULTS@
+//	outage-as-broken-probe   no-ticket-after-down                   4            5
+//	stream-reports           stream-evidence-alone-moves-no-order   46           11
+//	no-identity-at-switch    identity-proved-at-switch              13           95
+//
+// probe-result-after-slot was swept with -gap=gosched. gray-probe-blip
+// planted as the engine's old rule alone was not found (the trade-path
+// check, which now runs until an order succeeds, caught the failback); it
+// is now planted with the check stopping at the gray failure's end too, and
+// no-hold-on-down is planted with a gap standing in for a late controller
+// (-gap=2ms): neither was swept yet.
 //
 // Not found in 1000 seeds, and why:
 //
@@ -305,6 +314,8 @@
 //     a settle; the sim's Fencer (the broker's kill switch) never hangs. A
 //     move is missing: the kill switch hanging while the fenced region
 //     dies, and the coordinator halting during the switch.
+//   - no-hold-on-down without a gap: the simulation's controller holds at
+//     the Report's virtual instant, within no-ticket-after-down's 1 ms.
 //   - open-on-down (a release opens the gate on an endpoint live traffic
 //     took DOWN meanwhile): the race needs live traffic to take the switch's
 //     target DOWN while the switch holds the gate, and during a hold no
