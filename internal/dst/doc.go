@@ -297,13 +297,14 @@
 //	outage-as-broken-probe   no-ticket-after-down                   4            5
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
+//	gray-probe-blip          no-failback-while-trade-path-fails     85           29
 //
 // probe-result-after-slot was swept with -gap=gosched. gray-probe-blip
 // planted as the engine's old rule alone was not found (the trade-path
-// check, which now runs until an order succeeds, caught the failback); it
-// is now planted with the check stopping at the gray failure's end too, and
+// check, which now runs until an order succeeds, caught the failback): it
+// is planted with the check stopping at the gray failure's end too.
 // no-hold-on-down is planted with a gap standing in for a late controller
-// (-gap=2ms): neither was swept yet.
+// (-gap=2ms), not yet swept.
 //
 // Not found in 1000 seeds, and why:
 //
