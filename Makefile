@@ -275,8 +275,13 @@ sim-defect:
 # defect of internal/dst/plant: go run ./internal/dst/plant -list; several,
 # comma-separated, at once) through a go build overlay; no file of the module
 # changes. Succeeds when the sweep FINDS it: a seed breaks the first defect's
-# invariant (the composed moves are on when that defect needs them). SIM_GAP
-# as for sim-defect.
+# invariant (the composed moves are on when that defect needs them). It
+# prints, for every invariant broken, the seeds that broke it, then the
+# lowest seed that broke the defect's invariant and its replay command.
+# SIM_GAP as for sim-defect (what a defect's {{gap}} becomes; most defects
+# have none). The table of defects, invariants and the seeds found is in
+# internal/dst's documentation ("Planted defects"). Example:
+#   make sim-plant DEFECT=settle-inline SIM_SEEDS=1000
 DEFECT ?= split-gate
 comma := ,
 
@@ -289,9 +294,13 @@ sim-plant:
 	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
-	first=$$(awk -v inv="INVARIANT $$inv:" '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } index($$0, inv) { print s }' $$d/log | sort -n | head -1); \
+	awk '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } \
+	  match($$0, /INVARIANT [a-z-]+:/) { k = substr($$0, RSTART + 10, RLENGTH - 11); if (!((k, s) in seen)) { seen[k, s] = 1; n[k]++; l[k] = l[k] " " s } } \
+	  END { for (k in n) printf "  %-40s %4d seeds:%s\n", k, n[k], l[k] }' $$d/log | sort; \
+	seeds=$$(awk -v inv="INVARIANT $$inv:" '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } index($$0, inv) { print s }' $$d/log | sort -nu); \
+	first=$$(echo "$$seeds" | head -1); \
 	if grep -q "INVARIANT $$inv" $$d/log; then \
-	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first"; \
+	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first; $$(echo "$$seeds" | wc -l) seeds break it:" $$seeds; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
 	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
 	  rm -rf $$d; \

@@ -284,6 +284,49 @@
 // that each still applies to the tree. (splitgate, and make sim-defect, plant
 // the split hand-over as before; plant knows it as split-gate.)
 //
+// Each fix of the runtime's composed defects is re-planted as its exact
+// inverse (go run ./internal/dst/plant -list). Swept over seeds 1–1000 with
+// the composed moves (make sim-plant DEFECT=name SIM_SEEDS=1000; -gap as
+// given), leaving out the seeds that fail without any defect planted
+// (175, 87 and 328, see "Composed moves"):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 1000
+//	settle-inline            hold-within-one-evaluation             2            26
+//	switch-reconcile-inline  hold-within-one-evaluation             127          15
+//	probe-result-after-slot  no-halt-while-target-answered          976          1
+//	outage-as-broken-probe   no-ticket-after-down                   4            5
+//	stream-reports           stream-evidence-alone-moves-no-order   46           11
+//	no-identity-at-switch    identity-proved-at-switch              13           95
+//	gray-probe-blip          no-failback-while-trade-path-fails     85           29
+//
+// probe-result-after-slot was swept with -gap=gosched. gray-probe-blip
+// planted as the engine's old rule alone was not found (the trade-path
+// check, which now runs until an order succeeds, caught the failback): it
+// is planted with the check stopping at the gray failure's end too.
+// no-hold-on-down is planted with a gap standing in for a late controller
+// (-gap=2ms), not yet swept.
+//
+// Not found in 1000 seeds, and why:
+//
+//   - fence-inline, drain-inline (the Fencer, and the switch's wait for
+//     orders in flight, run on the controller): what they delay is a
+//     coordinator's Halt or Assign during a switch's fence or in-flight
+//     wait, and the only Halt the simulation makes (halt-in-settle) comes at
+//     a settle; the sim's Fencer (the broker's kill switch) never hangs. A
+//     move is missing: the kill switch hanging while the fenced region
+//     dies, and the coordinator halting during the switch.
+//   - no-hold-on-down without a gap: the simulation's controller holds at
+//     the Report's virtual instant, within no-ticket-after-down's 1 ms.
+//   - open-on-down (a release opens the gate on an endpoint live traffic
+//     took DOWN meanwhile): the race needs live traffic to take the switch's
+//     target DOWN while the switch holds the gate, and during a hold no
+//     order goes out on the target.
+//   - no-fresh-probe (an on-demand probe that waited for a probe cut by
+//     Start's context does not probe afresh): no-halt-while-target-answered
+//     asks that the target had nothing armed for MaxHealthAge + several
+//     probe intervals + Cooldown, counted from the run's start, so a halt
+//     in the first seconds (where start-cut puts it) is not judged.
+//
 // Some defects are a race between goroutines made runnable at one virtual
 // instant, which the simulation (one P, see "Determinism") always resolves
 // one way: an on-demand probe that waits for a round's running probe and

@@ -1,14 +1,16 @@
 package main
 
 // defects are the defects plant knows, by name. Each re-plants a defect the
-// runtime once had (or a variant of it); make sim-plant DEFECT=name sweeps
-// the simulation against it and succeeds when a seed breaks its Invariant.
+// runtime once had (or a variant of it), as the exact inverse of its fix in
+// today's code; make sim-plant DEFECT=name sweeps the simulation against it
+// and succeeds when a seed breaks its Invariant.
 //
 // To add one: name the file and the function (Func: the whole declaration as
 // it was, in Body) or a region between marker comments (Marker), or an exact
-// text (Old); give the invariant the sweep must break and whether it needs
-// the composed moves; go run ./internal/dst/plant -check verifies that every
-// defect still applies to the tree.
+// text (Old); more changes the defect needs go in More; give the invariant
+// the sweep must break and whether it needs the composed moves; go run
+// ./internal/dst/plant -check verifies that every defect still applies to
+// the tree.
 var defects = map[string]Defect{
 	// The gate's in-flight→unknown hand-over in two steps (as splitgate
 	// plants it): Ticket.Unknown takes the ticket out of its shard and
@@ -31,20 +33,309 @@ var defects = map[string]Defect{
 		t.p.inflightFinished()
 		return`,
 	},
-	// An on-demand probe that waits for a round's running probe re-evaluates
-	// before that probe's result is recorded: the probe's slot is released
-	// ({{gap}}) before its result is delivered to the round, which records it.
-	// Written against pathdialer/monitor.go as it was before the fix; after
-	// the fix, re-plant it as the fix's inverse.
+
+	// Section 1: the controller blocked by a reconcile.
+
+	// A settle of unknown outcomes and a re-query of provisional verdicts
+	// run on the controller, as maybeSettle and maybeRequery once did: a
+	// Report that takes the active endpoint DOWN, an Assign, Hold or Halt
+	// waits up to ReconcileTimeout.
+	"settle-inline": {
+		File:      "pathdialer/background.go",
+		Doc:       "a settle or re-query runs on the controller (blocking it up to ReconcileTimeout)",
+		Invariant: "hold-within-one-evaluation",
+		Composed:  true,
+		Func:      "controller.runBackground",
+		Body:      inlineBackground("settle-inline", "kind == bgSettle || kind == bgRequery"),
+	},
+	// The switch's own reconcile runs on the controller.
+	"switch-reconcile-inline": {
+		File:      "pathdialer/background.go",
+		Doc:       "the switch's reconcile runs on the controller (blocking it up to ReconcileTimeout)",
+		Invariant: "hold-within-one-evaluation",
+		Composed:  true,
+		Func:      "controller.runBackground",
+		Body:      inlineBackground("switch-reconcile-inline", "kind == bgSwitch"),
+	},
+	// The Fencer runs on the controller.
+	"fence-inline": {
+		File:      "pathdialer/background.go",
+		Doc:       "the Fencer runs on the controller (blocking it up to FenceTimeout)",
+		Invariant: "hold-within-one-evaluation",
+		Composed:  true,
+		Func:      "controller.runHook",
+		Body: `func (c *controller) runHook(ctx context.Context, kind bgKind, timeout time.Duration, fn func(context.Context) error) *bgRun {
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, start: time.Now()}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	res := bgResult{kind: kind, id: run.id, start: run.start}
+	tctx, tcancel := context.WithTimeout(rctx, timeout)
+	res.err = callHook(tctx, fn) // DEFECT (plant fence-inline): on the controller
+	tcancel()
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer cancel()
+		select {
+		case c.bg <- res:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}`,
+	},
+	// The switch's wait for orders in flight (InflightGrace) runs on the
+	// controller.
+	"drain-inline": {
+		File:      "pathdialer/background.go",
+		Doc:       "the switch's in-flight grace wait runs on the controller (blocking it up to InflightGrace)",
+		Invariant: "hold-within-one-evaluation",
+		Composed:  true,
+		Func:      "controller.runDrain",
+		Body: `func (c *controller) runDrain(ctx context.Context, then func(context.Context)) *bgRun {
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, start: time.Now(), then: then, done: make(chan struct{})}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	p := c.p
+	p.waitInflight(rctx, p.cfg.InflightGrace) // DEFECT (plant drain-inline): on the controller
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer close(run.done)
+		select {
+		case c.bg <- bgResult{kind: bgDrain, id: run.id, start: run.start}:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}`,
+	},
+	// A Report that takes the active endpoint DOWN does not hold the gate on
+	// the reporting goroutine: tickets are granted on the dead endpoint until
+	// the controller runs. The simulation's controller runs at the Report's
+	// virtual instant; {{gap}} (before the Report kicks it) stands in for one
+	// that runs later on a loaded host (-gap=2ms).
+	"no-hold-on-down": {
+		File:      "pathdialer/downhold.go",
+		Doc:       "a Report that takes the active endpoint DOWN does not hold the gate (the controller does, later)",
+		Invariant: "no-ticket-after-down",
+		Composed:  true,
+		Func:      "Path.holdOnDown",
+		Body: `func (p *Path) holdOnDown(rt *endpointRT) {
+	// DEFECT (plant no-hold-on-down): the gate stays open until the controller acts
+	{{gap}}
+}`,
+	},
+	// The gate opens on an endpoint live traffic took DOWN after the
+	// controller decided to open it (a release racing with the Report).
+	"open-on-down": {
+		File:      "pathdialer/gate.go",
+		Doc:       "a release opens the gate on an endpoint live traffic took DOWN meanwhile",
+		Invariant: "no-ticket-after-down",
+		Composed:  true,
+		Old:       `if (state == GateOpen || len(released) > 0) && p.downByTraffic(endpoint) {`,
+		Body:      `if (state == GateOpen || len(released) > 0) && p.downByTraffic(endpoint) && false { // DEFECT (plant open-on-down)`,
+	},
+
+	// Section 2: gray failures and on-demand probes.
+
+	// FailureThreshold probe failures in a row turn a gray failure into an
+	// ordinary outage, which probe successes then end: a probe blip during a
+	// gray failure brings flow back while the trade path still fails; and
+	// the trade-path check stops with the gray failure.
+	"gray-probe-blip": {
+		File:      "engine/evidence.go",
+		Doc:       "probe failures during a gray failure make it an ordinary outage that probe successes end",
+		Invariant: "no-failback-while-trade-path-fails",
+		Composed:  true,
+		Old: `			// A gray failure stands whatever the probe says: the probe could
+			// not see it when it began, so its failures (a late probe on a
+			// loaded host, the region briefly dark) are no evidence about the
+			// trade path, and its successes after them none either.`,
+		Body: `			if es.gray && es.consecFail >= thr { // DEFECT (plant gray-probe-blip)
+				es.gray = false
+				es.grayCount--
+			}`,
+		// The trade-path check no longer runs once the gray failure ended
+		// (it caught the failback the rule above allows).
+		More: []Defect{{
+			File: "pathdialer/gray.go",
+			Old:  `if !st.GrayFailure && !st.WatchTradePath {`,
+			Body: `if !st.GrayFailure { // DEFECT (plant gray-probe-blip): no trade-path check once the gray failure ended`,
+		}},
+	},
+	// An on-demand probe that waits for a round's running probe returns when
+	// that probe's slot is released, before its result is recorded, and
+	// re-evaluates without it ({{gap}} between the two steps).
 	"probe-result-after-slot": {
 		File:      "pathdialer/monitor.go",
-		Doc:       "the probe slot is released, then ({{gap}}) the result is delivered and recorded",
+		Doc:       "a wait for a running probe ends when its slot is released, then ({{gap}}) the result is recorded",
 		Invariant: "no-halt-while-target-answered",
 		Composed:  true,
-		Old: `		close(running)
+		Old: `	settled  chan struct{}
+	recorded bool
+}`,
+		Body: `	settled  chan struct{}
+	recorded bool
+	released chan struct{} // DEFECT (plant probe-result-after-slot): the slot is free
+}`,
+		More: []Defect{{
+			Old:  `run = &probeRun{started: time.Now(), settled: make(chan struct{})}`,
+			Body: `run = &probeRun{started: time.Now(), settled: make(chan struct{}), released: make(chan struct{})}`,
+		}, {
+			Old: `		select {
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}`,
+			Body: `		select {
+		case <-run.released: // DEFECT (plant probe-result-after-slot): not its recording
+			return
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}`,
+		}, {
+			Old: `		rt.mu.Unlock()
 		done <- probeResult{err: err, latency: lat}`,
-		Body: `		close(running) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
+			Body: `		rt.mu.Unlock()
+		close(run.released) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
 		{{gap}}
 		done <- probeResult{err: err, latency: lat}`,
+		}},
 	},
+	// A wait for a running probe whose result will not be recorded (its
+	// owner's context ended: Start's) returns without probing afresh.
+	"no-fresh-probe": {
+		File:      "pathdialer/monitor.go",
+		Doc:       "an on-demand probe that waited for a probe whose result was dropped does not probe afresh",
+		Invariant: "no-halt-while-target-answered",
+		Composed:  true,
+		Old: `		if run.recorded {
+			return
+		}
+		// It will not be recorded: probe afresh (its owner freed the slot).`,
+		Body: `		return // DEFECT (plant no-fresh-probe): recorded or not`,
+	},
+	// A probe failing while orders also fail is taken for a broken probe
+	// when an order succeeded after the probe began failing: order failures
+	// after that success are ignored, and the endpoint stays DEGRADED (flow
+	// stays on it) through a real outage.
+	"outage-as-broken-probe": {
+		File:      "engine/evidence.go",
+		Doc:       "live traffic vouches for an endpoint whose orders failed since their last success (a real outage looks like a broken probe)",
+		Invariant: "no-ticket-after-down",
+		Composed:  true,
+		Func:      "Manager.trafficVouchesLocked",
+		Body: `func (m *Manager) trafficVouchesLocked(es *endpointState, now time.Time) bool {
+	// DEFECT (plant outage-as-broken-probe): order failures since the last order success are ignored
+	return es.consecFail > 0 && !es.gray &&
+		es.trafficOKSeq > es.probeFailSeq &&
+		now.Sub(es.lastTrafficSuccess) < m.cfg.MaxHealthAge
+}`,
+	},
+
+	// Section 3: a stream's failures reported as the orders' evidence.
+	"stream-reports": {
+		File:      "transports/ws/stream.go",
+		Doc:       "the stream reports its failed dials and lost connections to the Path (Path.Report)",
+		Invariant: "stream-evidence-alone-moves-no-order",
+		Composed:  true,
+		Old:       `func (s *Stream) try(ctx context.Context, name string) (*live, error) {`,
+		Body:      `func (s *Stream) try(ctx context.Context, name string, gen uint64) (*live, error) {`,
+		More: []Defect{{
+			Old:  `l, err := s.try(ctx, name)`,
+			Body: `l, err := s.try(ctx, name, gen)`,
+		}, {
+			Old: `	s.count(func(st *Stats) { st.DialFailures++ })
+	s.event(StreamEvent{Kind: StreamEventDialFailed, Endpoint: name, Err: err})`,
+			Body: `	s.count(func(st *Stats) { st.DialFailures++ })
+	var he *HandshakeError // DEFECT (plant stream-reports): the failed dial is the orders' evidence
+	if !errors.As(err, &he) && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
+		s.path.Report(name, gen, err, 0)
+	}
+	s.event(StreamEvent{Kind: StreamEventDialFailed, Endpoint: name, Err: err})`,
+		}, {
+			Old: `		s.lost(l, err)`,
+			Body: `		closedByUs := l.closing.Load()
+		s.lost(l, err)
+		if !serverFault && !closedByUs { // DEFECT (plant stream-reports): the lost connection is the orders' evidence
+			s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
+		}`,
+		}},
+	},
+
+	// Section 5: the identity is not re-proved at the switch.
+	"no-identity-at-switch": {
+		File:      "pathdialer/guard.go",
+		Doc:       "no identity re-check at a switch: the gate opens on the target without it",
+		Invariant: "identity-proved-at-switch",
+		Composed:  true,
+		Func:      "Path.switchChecks",
+		Body:      `func (p *Path) switchChecks() bool { return false } // DEFECT (plant no-identity-at-switch)`,
+	},
+}
+
+// inlineBackground is runBackground as it was for the kinds in cond: fn runs
+// on the controller, which takes no Report, Assign, Hold or Halt until it
+// returns (up to ReconcileTimeout); its result then reaches the controller as
+// before.
+func inlineBackground(defect, cond string) string {
+	return `func (c *controller) runBackground(ctx context.Context, kind bgKind, key string, r Reconciliation, fn ReconcileFunc) *bgRun {
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, r: r, start: time.Now()}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	timeout := c.p.cfg.ReconcileTimeout
+	if ` + cond + ` { // DEFECT (plant ` + defect + `): the reconcile runs on the controller
+		res := bgResult{kind: kind, id: run.id, key: key, r: r, start: time.Now()}
+		tctx, tcancel := context.WithTimeout(rctx, timeout)
+		rr := r
+		rr.Tickets = slices.Clone(r.Tickets)
+		res.err = callHook(tctx, func(ctx context.Context) error {
+			var err error
+			res.settled, err = fn(ctx, rr)
+			return err
+		})
+		tcancel()
+		c.hooks.Add(1)
+		go func() {
+			defer c.hooks.Done()
+			defer cancel()
+			select {
+			case c.bg <- res:
+			case <-rctx.Done():
+			}
+		}()
+		return run
+	}
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer cancel()
+		res := bgResult{kind: kind, id: run.id, key: key, r: r, start: time.Now()}
+		tctx, tcancel := context.WithTimeout(rctx, timeout)
+		rr := r
+		rr.Tickets = slices.Clone(r.Tickets)
+		res.err = callHook(tctx, func(ctx context.Context) error {
+			var err error
+			res.settled, err = fn(ctx, rr)
+			return err
+		})
+		tcancel()
+		select {
+		case c.bg <- res:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}`
 }

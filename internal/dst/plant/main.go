@@ -146,7 +146,18 @@ func gapOf(gap string) (string, []string, error) {
 // the patched files by absolute path.
 func plantFiles(root string, ds []Defect, gap string, gapImports []string) (map[string][]byte, error) {
 	files := map[string][]byte{}
+	var all []Defect
 	for _, d := range ds {
+		all = append(all, d)
+		for i, m := range d.More {
+			m.Name = fmt.Sprintf("%s (change %d)", d.Name, i+2)
+			if m.File == "" {
+				m.File = d.File
+			}
+			all = append(all, m)
+		}
+	}
+	for _, d := range all {
 		abs := filepath.Join(root, filepath.FromSlash(d.File))
 		src, ok := files[abs]
 		if !ok {

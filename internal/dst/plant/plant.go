@@ -42,6 +42,11 @@ type Defect struct {
 	Body string
 	// Imports the replacement needs, added when File lacks them.
 	Imports []string
+
+	// More are further changes the defect needs (a field, a call's
+	// arguments, the file of another package), each made like this one,
+	// after it; a change whose File is empty is to the defect's File.
+	More []Defect
 }
 
 // kind says which way d changes its file, or why it is malformed.
