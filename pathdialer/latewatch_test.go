@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // copyBook is a broker book that deduplicates nothing (cmd/simbroker -dedup
@@ -163,4 +164,117 @@ func TestNoOrderBookedTwiceFollowingMayResend(t *testing.T) {
 			})
 		})
 	}
+}
+
+// After a final NOT_RECEIVED the order stays watched: looked up again at
+// growing intervals until the venue's horizon (15 min), never faster than the
+// venue's lookup budget allows, and a copy that lands minutes after the final
+// verdict is reported as an alarm. MayResend names the venue fact that keeps
+// it from allowing a resend.
+func TestLateLandingWatchKeepsLookingWithinBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk := &copyBook{}
+		v := noDedupVenue()
+		// 60 lookups a minute: lookups may use a quarter, one every 4 s.
+		v.LookupBudget = venue.Documented(venue.Budget{Requests: 60, Per: time.Minute, LookupCost: 1, Scope: venue.PerAccount, Exceeded: venue.Throttled}, testBrokerDoc, "60 requests per minute per account")
+		const interval = 4 * time.Second
+		if got := v.LookupInterval(); got != interval {
+			t.Fatalf("LookupInterval = %v, want %v", got, interval)
+		}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = v, 2*time.Second, 2*time.Second
+			c.Reconciler = bk.reconcile
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeBlackhole)
+		ids := []string{"o-1", "o-2", "o-late"}
+		for _, id := range ids {
+			mustAcquire(t, h.p, id)
+		}
+		sent := time.Now()
+		h.await(pathdialer.EventRelease, nil)
+		go func() {
+			time.Sleep(5 * time.Minute) // held far longer than MaxCopyHold claims
+			bk.land("o-late")
+		}()
+		time.Sleep(10 * time.Second)
+		r, err := h.p.MayResend("o-1")
+		if err != nil || r.Allowed || !r.Verdict.Final || r.Verdict.WatchUntil.Sub(r.Verdict.FinalAt) != 15*time.Minute ||
+			!strings.Contains(r.Reason, "does not check client order IDs") || !strings.Contains(r.Reason, testBrokerDoc) || !strings.Contains(r.Reason, "watched for a late landing") {
+			t.Fatalf("MayResend of a final NOT_RECEIVED at a venue without dedup or fence = %+v, %v", r, err)
+		}
+		if snap := h.p.Snapshot(); snap.Watched != 3 {
+			t.Fatalf("Snapshot.Watched = %d after the final verdicts, want 3", snap.Watched)
+		}
+		finalAt := r.Verdict.FinalAt
+		time.Sleep(17*time.Minute - time.Since(sent))
+		synctest.Wait()
+
+		late := h.await(pathdialer.EventLateLanding, nil)
+		if late.OrderID != "o-late" || !strings.HasPrefix(late.Cause, "ALARM: booked after a final verdict") {
+			t.Fatalf("late landing = %v", late)
+		}
+		if d := late.Time.Sub(bk.landedAt["o-late"]); d < 0 || d > 5*time.Minute+interval*3 {
+			t.Errorf("the landing was reported %v after it happened: more than the watch's longest gap", d)
+		}
+		snap := h.p.Snapshot()
+		if snap.Watched != 0 || snap.LateLandings != 1 || snap.LateAfterFinal != 1 {
+			t.Errorf("Snapshot watched %d, late %d, after final %d; want 0, 1, 1", snap.Watched, snap.LateLandings, snap.LateAfterFinal)
+		}
+		// The re-queries: spaced within the budget, growing, to the horizon.
+		bk.mu.Lock()
+		var rq []pathdialer.Reconciliation
+		for _, r := range bk.recs {
+			if r.Reason == pathdialer.ReasonRequery {
+				rq = append(rq, r)
+			}
+		}
+		bk.mu.Unlock()
+		starts := requeryStarts(h.rec.all())
+		if len(starts) != len(rq) || len(rq) < 5 {
+			t.Fatalf("%d re-query starts, %d re-queries: want the same, at least 5", len(starts), len(rq))
+		}
+		var last time.Time
+		for i := 1; i < len(starts); i++ {
+			if gap, need := starts[i].Time.Sub(starts[i-1].Time), interval*time.Duration(len(starts[i-1].Tickets)); gap < need {
+				t.Errorf("re-query %d came %v after one that asked about %d orders: faster than the budget (%v)", i, gap, len(starts[i-1].Tickets), need)
+			}
+		}
+		var looks []time.Duration
+		for _, s := range starts {
+			for _, tk := range s.Tickets {
+				if tk.OrderID == "o-1" {
+					looks = append(looks, s.Time.Sub(finalAt))
+				}
+			}
+		}
+		for i := 2; i < len(looks); i++ {
+			if looks[i]-looks[i-1] < looks[i-1]-looks[i-2] && looks[i]-looks[i-1] < 5*time.Minute && i != len(looks)-1 {
+				t.Errorf("watch looks at %v: the gaps shrink", looks)
+			}
+		}
+		if n := len(looks); n == 0 || looks[n-1] < 15*time.Minute || looks[n-1] > 15*time.Minute+time.Minute {
+			t.Errorf("watch looks of o-1 at %v after the final verdict: the last must be at the 15 min horizon", looks)
+		}
+		last = starts[len(starts)-1].Time
+		if last.Sub(finalAt) > 16*time.Minute {
+			t.Errorf("re-queries went on until %v after the verdict, past the horizon", last.Sub(finalAt))
+		}
+		if r, _ := h.p.MayResend("o-1"); r.Allowed || !strings.Contains(r.Reason, "watch ended") {
+			t.Errorf("MayResend after the watch = %+v", r)
+		}
+		t.Logf("o-1 looked up at %v after its final verdict", looks)
+	})
+}
+
+// requeryStarts returns the re-queries' start events in order.
+func requeryStarts(evs []pathdialer.Event) []pathdialer.Event {
+	var out []pathdialer.Event
+	for _, e := range evs {
+		if e.Kind == pathdialer.EventReconcileStart && e.Cause == pathdialer.ReasonRequery {
+			out = append(out, e)
+		}
+	}
+	return out
 }
