@@ -71,7 +71,9 @@ func TestVenueQuarantineRefusedBelowTheVenuesMinimum(t *testing.T) {
 		{"conservative, exactly the minimum", func(c *pathdialer.Config) { c.Quarantine = 15*time.Minute + 10*time.Second }, nil},
 		{"binance spot, 5 min", func(c *pathdialer.Config) { c.Venue, c.Quarantine = binance, 5*time.Minute },
 			[]string{"binance-spot's lookups may answer \"not found\" for " + binance.FalseNegative().String(), binance.LookupFalseNegative.URL}},
-		{"test venue, copies held 2 s", func(c *pathdialer.Config) { c.Venue, c.MaxCopyHold, c.Quarantine = labVenue(), 2*time.Second, 2*time.Second }, nil},
+		{"test venue, copies held 2 s", func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = labVenue(), 2*time.Second, 2*time.Second
+		}, nil},
 		{"test venue, default hold", func(c *pathdialer.Config) { c.Venue, c.Quarantine = labVenue(), 2*time.Second }, []string{"minimum 10s"}},
 		{"negative hold", func(c *pathdialer.Config) { c.MaxCopyHold = -time.Second }, []string{"MaxCopyHold is -1s"}},
 		{"negative quarantine", func(c *pathdialer.Config) { c.Quarantine = -time.Second }, []string{"Quarantine is -1s"}},
