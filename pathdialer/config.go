@@ -405,7 +405,9 @@ type Config struct {
 	// itself confirmed the old endpoint can no longer book this account's
 	// orders (a kill switch, a one-session-per-credential logon, a fencing
 	// token advanced at the broker). A NOT_RECEIVED found for an order sent
-	// through an endpoint so fenced (and not unfenced since) is final at once.
+	// through an endpoint so fenced (and not unfenced since) is final once
+	// the venue's false-negative horizon passed since the fence, and only
+	// where Venue says the venue can fence or check fencing tokens.
 	// Leave it false when the Fencer only stops this side (the local fence, a
 	// process, a route): NOT_RECEIVED is then provisional until Quarantine
 	// passed and a re-query still finds nothing.
