@@ -310,11 +310,11 @@ func (c *controller) requeried(res bgResult) {
 	}
 	out, late := p.requeried(res.settled, time.Now())
 	st.attempt = 0
-	st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(1))
+	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
 	for _, v := range late {
 		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Generation: v.Generation, OrderID: v.OrderID,
 			Settlements: []Settlement{{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true}},
-			Cause:       fmt.Sprintf("order %q, found not received at %s, was booked (%s) through %s (%s)", v.OrderID, v.FoundAt.Format(time.RFC3339Nano), v.Fate, orDefault(v.Endpoint, "?"), orDefault(v.Region, "?"))})
+			Cause:       lateCause(v)}) // verdict.go
 	}
 }

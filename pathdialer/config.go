@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // Service names used by the transports. Any non-empty name may be configured.
@@ -404,15 +405,34 @@ type Config struct {
 	// itself confirmed the old endpoint can no longer book this account's
 	// orders (a kill switch, a one-session-per-credential logon, a fencing
 	// token advanced at the broker). A NOT_RECEIVED found for an order sent
-	// through an endpoint so fenced (and not unfenced since) is final at once.
+	// through an endpoint so fenced (and not unfenced since) is final once
+	// the venue's false-negative horizon passed since the fence, and only
+	// where Venue says the venue can fence or check fencing tokens.
 	// Leave it false when the Fencer only stops this side (the local fence, a
 	// process, a route): NOT_RECEIVED is then provisional until Quarantine
 	// passed and a re-query still finds nothing.
 	FenceAtBroker bool
+	// Venue states what the broker guarantees (client-order-ID
+	// deduplication, how long a lookup may wrongly say "not found", whether
+	// it can fence, its lookup budget): verdicts, MayResend, Quarantine's
+	// default and the late-landing watch are read from it (see
+	// venue.Profile, venue.ByName for the shipped profiles). The zero value
+	// is venue.Conservative(), the most conservative venue: a NOT_RECEIVED
+	// then becomes final only after a quarantine of 15 min plus MaxCopyHold,
+	// and MayResend never allows a resend (nothing proves a copy cannot be
+	// booked as a second order). New refuses a profile that fails its
+	// Validate.
+	Venue venue.Profile
+	// MaxCopyHold is the longest a copy of an order can be held between this
+	// process and the venue's book (socket buffers, proxies, the network, the
+	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
+	// >= 0.
+	MaxCopyHold time.Duration
 	// Quarantine is how long a provisional NOT_RECEIVED waits before the
-	// re-query that can make it final. It must cover the longest a copy
-	// written before the fence can take to be booked. Default
-	// DefaultQuarantine. > 0.
+	// re-query that can make it final. It must cover the venue's lookup
+	// false-negative horizon plus MaxCopyHold (Venue.MinQuarantine): New
+	// refuses a shorter one, with the reason. 0 means exactly that minimum.
+	// >= 0.
 	Quarantine time.Duration
 	// Reconcilers, optional, reconcile and release services independently:
 	// after a switch each service named here is settled by its own function,
@@ -469,7 +489,7 @@ func DefaultConfig() Config {
 		IdentityInterval:    time.Minute,
 		IdentityTimeout:     5 * time.Second,
 		SwitchIdentityCheck: true,
-		Quarantine:          DefaultQuarantine,
+		MaxCopyHold:         DefaultMaxCopyHold,
 		StartWait:           defaultStartWait,
 	}.withAdmissionDefaults()
 }
@@ -517,10 +537,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
 	case slices.ContainsFunc(slices.Collect(maps.Keys(c.Reconcilers)), func(s string) bool { return strings.TrimSpace(s) == "" || c.Reconcilers[s] == nil }):
 		return fmt.Errorf("%w: Reconcilers has a blank service name or a nil function", ErrInvalidConfig)
-	case c.Quarantine <= 0:
-		return fmt.Errorf("%w: Quarantine is %v, must be > 0 (the wait before a provisional NOT_RECEIVED can become final; DefaultQuarantine is %v)", ErrInvalidConfig, c.Quarantine, DefaultQuarantine)
+	case c.MaxCopyHold < 0:
+		return fmt.Errorf("%w: MaxCopyHold is %v, must be >= 0 (0 = DefaultMaxCopyHold, %v)", ErrInvalidConfig, c.MaxCopyHold, DefaultMaxCopyHold)
+	case c.Quarantine < 0:
+		return fmt.Errorf("%w: Quarantine is %v, must be >= 0 (0 = the venue's minimum: its lookup false-negative horizon plus MaxCopyHold)", ErrInvalidConfig, c.Quarantine)
 	case c.SettleUnknown < 0:
 		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
+	}
+	if err := c.validateVenue(); err != nil {
+		return err
 	}
 	// The engine's own thresholds, checked as New will (with the Probe New
 	// installs).

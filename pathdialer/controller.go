@@ -442,6 +442,7 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 		return
 	}
 	if p.cfg.FenceAtBroker && p.cfg.Fencer != nil {
+		rt.brokerFencedAt.Store(int64(time.Since(p.epoch)))
 		rt.brokerFenced.Store(true)
 	}
 	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})

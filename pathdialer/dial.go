@@ -27,7 +27,10 @@ type endpointRT struct {
 	// brokerFenced: the Fencer confirmed (with Config.FenceAtBroker) that the
 	// broker fenced this endpoint; cleared when it is unfenced.
 	brokerFenced atomic.Bool
-	state        atomic.Int32 // the engine's HealthState after the last observe
+	// brokerFencedAt: when brokerFenced was last set (ns since the Path's
+	// epoch), for the venue's false-negative horizon after a fence.
+	brokerFencedAt atomic.Int64
+	state          atomic.Int32 // the engine's HealthState after the last observe
 	// trafficDown: live traffic took this endpoint DOWN and it has not left
 	// DOWN since; the gate does not open on it (downhold.go).
 	trafficDown atomic.Bool

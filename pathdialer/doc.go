@@ -82,17 +82,28 @@
 //	                                    (Ticket.Generation written on each order)    landing; reported, see below)
 //	no order lost                       the Reconciler reads the broker's book;      the Reconciler guesses, or the broker
 //	                                    every unknown outcome is handed to it        loses orders it acknowledged
-//	NOT_RECEIVED is final               FenceAtBroker and the Fencer succeeded for   the broker gives no fence and a copy
-//	                                    the order's endpoint (final at once); or     is delayed longer than Quarantine
-//	                                    Quarantine passed and a re-query found       (then it is booked late: reported as
-//	                                    nothing                                      EventLateLanding, after a final verdict)
+//	NOT_RECEIVED is final               on what Config.Venue guarantees: FenceAt-    the venue's facts are wrong (a lookup
+//	                                    Broker, a Fencer that succeeded for the      misses an order longer than its false-
+//	                                    order's endpoint and a venue that can fence  negative horizon) or a copy is held
+//	                                    or check tokens, then a lookup past its      longer than MaxCopyHold (then it is
+//	                                    false-negative horizon; or Quarantine (at    booked late: reported as an alarm,
+//	                                    least that horizon + MaxCopyHold; without    EventLateLanding "after a final
+//	                                    a profile 15 min + MaxCopyHold) passed and   verdict", Snapshot.LateAfterFinal)
+//	                                    a re-query found nothing
 //	no order booked twice               the client resends only when MayResend       the client resends on its own, under a
-//	                                    says Allowed (a final NOT_RECEIVED), under   new ID, while a verdict is provisional
-//	                                    the same client order ID; safest where the   or unknown; a broker that does not
-//	                                    broker also deduplicates client order IDs    deduplicate then books both copies
-//	every late landing is reported      the re-query runs (Reconciler succeeds       the Path is closed before the
-//	                                    within Quarantine + retries)                 quarantine ends (Snapshot.Provisional
-//	                                                                                 shows what was still pending)
+//	                                    says Allowed: a final NOT_RECEIVED at a      new ID, or while a verdict is
+//	                                    venue that refuses a duplicate client        provisional; a venue whose profile
+//	                                    order ID in every state for long enough, or  overstates its deduplication or fence
+//	                                    backed by its fence or token check (never
+//	                                    on a quarantine alone); same client order ID
+//	every late landing is reported      the order lands within the late-landing      it lands after the horizon, the Path
+//	(EventLateLanding, Snapshot)        horizon (Venue.LateLandingHorizon, at        is closed first, the Reconciler keeps
+//	                                    least 15 min after the final verdict) and    failing, or the venue forgets a
+//	                                    the re-queries succeed; looks at growing     finished order between two looks
+//	                                    intervals within the venue's lookup budget   (LookupRetention)
+//	a fenced connection delivers        always for this process: the local fence     the bytes already left this host (in
+//	nothing more                        aborts it (SO_LINGER 0, RST): bytes still    the network, a proxy, the gateway):
+//	                                    in the send buffer are discarded             covered by MaxCopyHold and the watch
 //	a paused process never books on a   the transport checks Ticket.Valid right      the pause falls between that check and
 //	stale decision (coordinated Path)   before writing, Acquire refuses once the     the bytes leaving the host: only a
 //	                                    deadline given to Extend has passed, and     broker that checks fencing tokens

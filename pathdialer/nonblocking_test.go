@@ -109,6 +109,7 @@ func TestReportDownHoldsAtOnceWhileARequeryHangs(t *testing.T) {
 		var h *harness
 		hang, entered := hangingReconciler(&h, pathdialer.ReasonRequery)
 		h = newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold = labVenue(), 2*time.Second // exact lookups, copies held at most 2 s
 			c.Quarantine = 2 * time.Second
 			hang(c)
 		})

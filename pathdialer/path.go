@@ -97,6 +97,9 @@ func New(cfg Config) (*Path, error) {
 		ctlDone:      make(chan struct{}),
 		evDone:       make(chan struct{}),
 	}
+	if err := p.resolveVenue(); err != nil { // venue.go
+		return nil, err
+	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

@@ -59,6 +59,7 @@ func TestRequeryPerServiceFailingFIXDoesNotHoldREST(t *testing.T) {
 		rest := &rqReconciler{}
 		fix := &rqReconciler{failRequery: true}
 		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
 			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 		})
@@ -110,6 +111,7 @@ func TestRequeryRunsWhileAServiceReconcileRetries(t *testing.T) {
 		rest := &rqReconciler{}
 		fix := &rqReconciler{failSwitch: 1 << 20}
 		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
 			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 			c.ReconcileBackoff = pathdialer.Backoff{Initial: time.Second, Max: 2 * time.Second}

@@ -39,6 +39,13 @@ type Snapshot struct {
 	// maxSnapshotProvisional of them; ProvisionalCount counts them all.
 	Provisional      []Verdict `json:"provisional,omitempty"`
 	ProvisionalCount int       `json:"provisional_count"`
+	// LateLandings counts the orders found booked after a NOT_RECEIVED
+	// (EventLateLanding); LateAfterFinal those found after the verdict was
+	// final, an alarm (see Verdict.AfterFinal). Watched counts the final
+	// NOT_RECEIVED verdicts still looked up by the late-landing watch.
+	LateLandings   uint64 `json:"late_landings"`
+	LateAfterFinal uint64 `json:"late_after_final"`
+	Watched        int    `json:"watched"`
 	// Released lists the services whose submissions flow again while the
 	// gate is still held for others (Config.Reconcilers).
 	Released []string `json:"released,omitempty"`
@@ -106,6 +113,7 @@ func (p *Path) Snapshot() Snapshot {
 		s.GateCause = v.cause.Error()
 	}
 	s.Provisional = p.provisional()
+	s.LateLandings, s.LateAfterFinal, s.Watched = p.lateStats() // verdict.go
 	s.ProvisionalCount = len(s.Provisional)
 	if len(s.Provisional) > maxSnapshotProvisional {
 		s.Provisional = s.Provisional[:maxSnapshotProvisional]

@@ -12,31 +12,38 @@ import (
 
 // Late landings. An order written to the old path just before a fence can sit
 // in a stalled connection, a proxy or the broker's gateway and be booked after
-// reconciliation asked the broker and was told "not received". So a
-// NOT_RECEIVED found while the old path could still deliver is provisional: the
-// Path says so (Settlement.Provisional, the reconcile events, Snapshot) and
-// never lets MayResend answer yes for it. It becomes final only on evidence:
+// reconciliation asked the broker and was told "not received"; and a venue's
+// lookup can itself answer "not found" for a while after booking an order. So
+// a NOT_RECEIVED is provisional until the venue's own guarantees (Config.Venue)
+// make it final: the Path says so (Settlement.Provisional, the reconcile
+// events, Snapshot) and never lets MayResend answer yes for it. It becomes
+// final only on evidence the venue can give (venue.Profile.FinalNotReceived):
 //
-//   - the broker fenced the old path: Config.FenceAtBroker is set and the
-//     Fencer's nil return for the order's endpoint is still in force when the
-//     verdict is found (the endpoint was not unfenced since); or
-//   - Config.Quarantine passed since the verdict was first found and a
+//   - the broker fenced the old path: Config.FenceAtBroker is set, the
+//     Fencer's nil return for the order's endpoint is still in force (the
+//     endpoint was not unfenced since), the venue can fence or check fencing
+//     tokens (Profile.CanFence, CanCheckTokens), and the lookup came at least
+//     the venue's false-negative horizon after the fence; or
+//   - Config.Quarantine (at least the venue's false-negative horizon plus
+//     Config.MaxCopyHold) passed since the verdict was first found and a
 //     re-query (the Path calls the Reconciler again by itself, without holding
 //     submissions, Reason ReasonRequery) still finds nothing.
 //
-// A provisional NOT_RECEIVED that a re-query finds booked is a late landing:
+// A final NOT_RECEIVED stays watched: the Path looks it up again at growing
+// intervals (Profile.RequerySchedule: 1 s, then doubling gaps, each at least
+// the venue's LookupInterval and at most its retention) until
+// Profile.LateLandingHorizon (at least 15 min) after the verdict, in the same
+// re-queries (one call per reconciler, at most a budget's worth of orders per
+// call, spaced so that lookups stay within the venue's budget). The watch of
+// an order ends when MayResend grants its resend (its booking is then the
+// resend's) or when it is found booked.
+//
+// An order found booked after it was found NOT_RECEIVED is a late landing:
 // EventLateLanding names the order, the endpoint and region it was sent
-// through, and the fate found.
-
-// DefaultQuarantine is Config.Quarantine's default: 10 s, twice the longest
-// bound the transports put by default on getting an order's bytes to the
-// broker and an answer back (5 s: the FIX relay's DialTimeout, the REST read
-// breaker's Timeout), so a copy delayed by up to one such bound on the way out
-// and one in the broker's gateway has landed before the re-query. The local
-// fence also aborts connections (unsent bytes are discarded, not flushed).
-// Raise it when your broker's gateway can queue longer, or when you set the
-// transports' timeouts higher.
-const DefaultQuarantine = 10 * time.Second
+// through, and the fate found; Snapshot.LateLandings counts them. One found
+// after the verdict was final is an alarm (Verdict.AfterFinal, the event's
+// Cause begins with "ALARM", Snapshot.LateAfterFinal): the venue or
+// MaxCopyHold did not hold what the verdict relied on.
 
 // ReasonRequery is Reconciliation.Reason for the Path's own re-query of
 // provisional NOT_RECEIVED verdicts. With Config.Reconcilers each service's
@@ -63,23 +70,36 @@ type Verdict struct {
 	Final bool `json:"final"`
 	// FoundAt is when the fate was first found.
 	FoundAt time.Time `json:"found_at"`
-	// RequeryAt (provisional NOT_RECEIVED only) is when the quarantine ends and
-	// the re-query that can make the verdict final is due.
+	// RequeryAt is when the next re-query of a NOT_RECEIVED is due: the end
+	// of the quarantine while it is provisional, the late-landing watch's
+	// next look once it is final (zero when the order is no longer watched).
 	RequeryAt time.Time `json:"requery_at,omitzero"`
-	// LateLanding: provisional NOT_RECEIVED first, found booked later.
+	// FinalAt is when a NOT_RECEIVED became final.
+	FinalAt time.Time `json:"final_at,omitzero"`
+	// WatchUntil (final NOT_RECEIVED) is when the late-landing watch ends:
+	// the venue's LateLandingHorizon after FinalAt.
+	WatchUntil time.Time `json:"watch_until,omitzero"`
+	// LateLanding: NOT_RECEIVED first, found booked later.
 	LateLanding bool `json:"late_landing,omitempty"`
+	// AfterFinal (with LateLanding): found booked after the NOT_RECEIVED was
+	// final. An alarm: the venue or Config.MaxCopyHold did not hold what the
+	// verdict relied on.
+	AfterFinal bool `json:"after_final,omitempty"`
 	// ResentAt is when MayResend granted the one resend of a final
 	// NOT_RECEIVED (zero before).
 	ResentAt time.Time `json:"resent_at,omitzero"`
 	Detail   string    `json:"detail,omitempty"`
+
+	watchStep int // the late-landing watch's next look (index in its schedule)
 }
 
 // Resend answers "may I resend this order now, and under which ID?".
 type Resend struct {
-	// Allowed is true only for a final NOT_RECEIVED (see Path.MayResend for
-	// what "final" relies on), and only once per order: the first yes is the
-	// grant, later calls answer no. Never while the verdict is provisional,
-	// the order is in flight or awaiting reconciliation, or it was booked,
+	// Allowed is true only for a final NOT_RECEIVED at a venue where a
+	// resend under the same client order ID cannot book a second order (see
+	// Path.MayResend), and only once per order: the first yes is the grant,
+	// later calls answer no. Never while the verdict is provisional, the
+	// order is in flight or awaiting reconciliation, or it was booked,
 	// canceled or rejected.
 	Allowed bool `json:"allowed"`
 	// OrderID is the client order ID to resend under when Allowed: always the
@@ -94,7 +114,7 @@ type Resend struct {
 }
 
 // maxVerdicts bounds the verdicts a Path keeps for MayResend (oldest dropped
-// first; provisional ones are never dropped).
+// first; provisional and watched ones are never dropped).
 const maxVerdicts = 1 << 16
 
 // verdicts is the Path's record of settled orders.
@@ -103,7 +123,19 @@ type verdicts struct {
 	byID    map[string]*Verdict
 	order   []string // insertion order of byID's keys, for eviction
 	pending []TicketInfo
+
+	// The late-landing watch (venue.go): offsets of its looks from FinalAt,
+	// and its horizon.
+	schedule []time.Duration
+	horizon  time.Duration
+	// late counts late landings, afterFinal those found after a final
+	// verdict.
+	late, afterFinal uint64
 }
+
+// open: a NOT_RECEIVED still to be looked up again (provisional, or final
+// and watched).
+func (v *Verdict) open() bool { return v.Fate == FateNotReceived && !v.RequeryAt.IsZero() }
 
 func (vs *verdicts) put(v *Verdict) {
 	if vs.byID == nil {
@@ -115,7 +147,7 @@ func (vs *verdicts) put(v *Verdict) {
 	vs.byID[v.OrderID] = v
 	for len(vs.order) > maxVerdicts {
 		old := vs.order[0]
-		if ov := vs.byID[old]; ov != nil && !ov.Final {
+		if ov := vs.byID[old]; ov != nil && ov.open() {
 			break
 		}
 		vs.order = vs.order[1:]
@@ -163,12 +195,12 @@ func (p *Path) judge(r Reconciliation, settled []Settlement, now time.Time) []Se
 		case FateUndetermined:
 			s.Final, s.Provisional = false, false
 		case FateNotReceived:
-			if p.brokerFenced(v.Endpoint) {
-				v.Final = true
-				s.Detail = appendDetail(s.Detail, "final: the broker fenced "+v.Endpoint)
+			if ok, why := p.cfg.Venue.FinalNotReceived(p.evidence(v, now)); ok {
+				p.finalize(v, now)
+				s.Detail = appendDetail(s.Detail, "final: "+why)
 			} else {
-				v.RequeryAt = now.Add(p.cfg.Quarantine)
-				s.Detail = appendDetail(s.Detail, fmt.Sprintf("provisional: %s could still deliver; re-query after %v", orDefault(v.Endpoint, "the old path"), p.cfg.Quarantine))
+				v.RequeryAt = p.requeryAt(v, now)
+				s.Detail = appendDetail(s.Detail, fmt.Sprintf("provisional: %s could still deliver, or the venue's lookup not see it yet; re-query after %v (%s)", orDefault(v.Endpoint, "the old path"), v.RequeryAt.Sub(now), why))
 			}
 			s.Final, s.Provisional = v.Final, !v.Final
 		default:
@@ -197,27 +229,51 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// brokerFenced: the broker itself confirmed that endpoint can no longer book
-// this account's orders, and the endpoint was not unfenced since.
-func (p *Path) brokerFenced(endpoint string) bool {
-	rt, ok := p.eps[endpoint]
-	return ok && p.cfg.FenceAtBroker && rt.brokerFenced.Load()
+// finalize makes v a final NOT_RECEIVED at now and starts its late-landing
+// watch.
+func (p *Path) finalize(v *Verdict, now time.Time) {
+	v.Final, v.FinalAt = true, now
+	v.WatchUntil = now.Add(p.verdicts.horizon)
+	v.watchStep = 0
+	v.RequeryAt = now.Add(p.verdicts.schedule[0])
 }
 
-// dueRequeries returns the provisional verdicts whose quarantine has ended, as
-// tickets for the Reconciler.
+// requeryAt is when a provisional NOT_RECEIVED found at now may become final:
+// the quarantine's end, or sooner the venue's false-negative horizon after a
+// broker fence the venue can make.
+func (p *Path) requeryAt(v *Verdict, now time.Time) time.Time {
+	t := v.FoundAt.Add(p.cfg.Quarantine)
+	if at, ok := p.brokerFencedAt(v.Endpoint); ok && (p.cfg.Venue.CanFence() || p.cfg.Venue.CanCheckTokens()) {
+		if f := at.Add(p.cfg.Venue.FalseNegative()); f.Before(t) {
+			t = f
+		}
+	}
+	if !t.After(now) {
+		t = now.Add(p.cfg.Venue.LookupInterval())
+	}
+	return t
+}
+
+// dueRequeries returns the NOT_RECEIVED verdicts due to be looked up again
+// (provisional ones whose quarantine ended, watched ones whose next look is
+// due), as tickets for the Reconciler, provisional ones first.
 func (p *Path) dueRequeries(now time.Time) []TicketInfo {
 	p.verdicts.mu.Lock()
 	defer p.verdicts.mu.Unlock()
-	var out []TicketInfo
+	var out, watched []TicketInfo
 	for _, id := range p.verdicts.order {
 		v := p.verdicts.byID[id]
-		if v == nil || v.Final || v.Fate != FateNotReceived || now.Before(v.RequeryAt) {
+		if v == nil || !v.open() || now.Before(v.RequeryAt) {
 			continue
 		}
-		out = append(out, TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Generation: v.Generation, State: TicketHanded})
+		t := TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Generation: v.Generation, State: TicketHanded}
+		if v.Final {
+			watched = append(watched, t)
+		} else {
+			out = append(out, t)
+		}
 	}
-	return out
+	return append(out, watched...)
 }
 
 // provisional returns the provisional verdicts, oldest first.
@@ -233,6 +289,19 @@ func (p *Path) provisional() []Verdict {
 	return out
 }
 
+// lateStats returns the late landings found, those after a final verdict,
+// and the orders the late-landing watch still looks up.
+func (p *Path) lateStats() (late, afterFinal uint64, watched int) {
+	p.verdicts.mu.Lock()
+	defer p.verdicts.mu.Unlock()
+	for _, v := range p.verdicts.byID {
+		if v.Final && v.open() {
+			watched++
+		}
+	}
+	return p.verdicts.late, p.verdicts.afterFinal, watched
+}
+
 // requeried records a re-query's findings and returns the annotated
 // settlements and the late landings found.
 func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []Verdict) {
@@ -243,27 +312,46 @@ func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []V
 	for i := range out {
 		s := &out[i]
 		v := p.verdicts.byID[s.OrderID]
-		if v == nil || v.Final {
-			s.Final = v != nil
+		if v == nil || !v.open() {
+			// Settled since (booked, or a resend granted: its booking is the
+			// resend's), or no longer kept.
+			s.Final = v != nil && v.Final
 			continue
 		}
 		switch s.Fate {
 		case FateUndetermined:
-			s.Provisional = true
+			// Nothing learnt: looked up again at the next re-query.
+			s.Final, s.Provisional = v.Final, !v.Final
 		case FateNotReceived:
-			if now.Before(v.RequeryAt) {
-				s.Provisional = true
+			s.Final, s.Provisional = v.Final, !v.Final
+			if v.Final {
+				p.watched(v, s, now)
 				continue
 			}
-			v.Final = true
-			v.RequeryAt = time.Time{}
-			s.Final = true
-			s.Detail = appendDetail(s.Detail, fmt.Sprintf("final: still not received %v after it was first found missing", now.Sub(v.FoundAt).Round(time.Millisecond)))
+			if now.Before(v.RequeryAt) {
+				continue
+			}
+			ok, why := p.cfg.Venue.FinalNotReceived(p.evidence(v, now))
+			if !ok {
+				v.RequeryAt = p.requeryAt(v, now)
+				s.Detail = appendDetail(s.Detail, fmt.Sprintf("provisional: %s; re-query after %v", why, v.RequeryAt.Sub(now)))
+				continue
+			}
+			p.finalize(v, now)
+			s.Final, s.Provisional = true, false
+			s.Detail = appendDetail(s.Detail, fmt.Sprintf("final: still not received %v after it was first found missing (%s); watched for a late landing until %s", now.Sub(v.FoundAt).Round(time.Millisecond), why, v.WatchUntil.Format(time.RFC3339)))
 			v.Detail = s.Detail
 		default:
-			v.Fate, v.Final, v.LateLanding, v.RequeryAt = s.Fate, true, true, time.Time{}
-			s.Final = true
-			s.Detail = appendDetail(s.Detail, fmt.Sprintf("late landing: %s through %s, first found not received at %s", s.Fate, orDefault(v.Endpoint, "the old path"), v.FoundAt.Format(time.RFC3339Nano)))
+			afterFinal := v.Final
+			v.Fate, v.Final, v.LateLanding, v.AfterFinal, v.RequeryAt = s.Fate, true, true, afterFinal, time.Time{}
+			s.Final, s.Provisional = true, false
+			p.verdicts.late++
+			if afterFinal {
+				p.verdicts.afterFinal++
+				s.Detail = appendDetail(s.Detail, fmt.Sprintf("LATE LANDING AFTER A FINAL VERDICT: %s through %s, final NOT_RECEIVED since %s (%v before)", s.Fate, orDefault(v.Endpoint, "the old path"), v.FinalAt.Format(time.RFC3339Nano), now.Sub(v.FinalAt).Round(time.Millisecond)))
+			} else {
+				s.Detail = appendDetail(s.Detail, fmt.Sprintf("late landing: %s through %s, first found not received at %s", s.Fate, orDefault(v.Endpoint, "the old path"), v.FoundAt.Format(time.RFC3339Nano)))
+			}
 			v.Detail = s.Detail
 			late = append(late, *v)
 		}
@@ -271,26 +359,60 @@ func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []V
 	return out, late
 }
 
+// watched moves a final NOT_RECEIVED that a look of the late-landing watch
+// still found missing to its next look, or ends its watch at the horizon.
+func (p *Path) watched(v *Verdict, s *Settlement, now time.Time) {
+	sched := p.verdicts.schedule
+	for v.watchStep < len(sched) && !v.FinalAt.Add(sched[v.watchStep]).After(now) {
+		v.watchStep++
+	}
+	if v.watchStep >= len(sched) {
+		v.RequeryAt = time.Time{}
+		s.Detail = appendDetail(s.Detail, fmt.Sprintf("late-landing watch ended: still not received %v after the final verdict", now.Sub(v.FinalAt).Round(time.Millisecond)))
+		return
+	}
+	v.RequeryAt = v.FinalAt.Add(sched[v.watchStep])
+}
+
 // MayResend answers whether orderID may be sent again now, and under which
-// client order ID. It answers yes (Allowed) only for a final NOT_RECEIVED:
-// the broker fenced the path the order went out on (Config.FenceAtBroker), or
-// the quarantine passed and a re-query still found nothing. While the verdict
-// is provisional, the order is in flight or awaiting reconciliation, or the
-// broker booked, canceled or rejected it, the answer is no, with the reason.
-// An order the Path holds no record of is a no with ErrOrderNotTracked. A yes
-// is given once per order (safe for concurrent callers: one of them gets it),
-// so an order is never resent twice on the Path's word.
+// client order ID. It answers yes (Allowed) only for a final NOT_RECEIVED
+// (see the package documentation's late landings: a broker fence the venue
+// can make, or a quarantine covering the venue's false-negative horizon and
+// Config.MaxCopyHold, then a re-query that found nothing), and only where the
+// venue itself cannot book the resend as a second order (Config.Venue's
+// ResendSafe): it refuses a duplicate client order ID in every state for long
+// enough, or the verdict rests on a broker fence or a fencing-token check. A
+// quarantine alone never allows a resend: a copy held longer than any
+// quarantine is booked as a second order wherever the venue's deduplication
+// does not cover it. The answer is then no, naming the venue fact, and the
+// order stays watched for a late landing (EventLateLanding).
 //
-// A yes relies on the broker's book answering the reconciler truthfully, and
-// for the quarantine path on no copy of the order being delayed longer than
-// Config.Quarantine; see the package documentation's table.
+// While the verdict is provisional, the order is in flight or awaiting
+// reconciliation, or the broker booked, canceled or rejected it, the answer
+// is no, with the reason. An order the Path holds no record of is a no with
+// ErrOrderNotTracked. A yes is given once per order (safe for concurrent
+// callers: one of them gets it), so an order is never resent twice on the
+// Path's word; it ends the order's late-landing watch (a booking found later
+// would be the resend's own).
+//
+// A yes relies on the broker's book answering the reconciler truthfully and
+// on the facts of Config.Venue; see the package documentation's table.
 func (p *Path) MayResend(orderID string) (Resend, error) {
 	r := Resend{OrderID: orderID}
+	now := time.Now()
 	p.verdicts.mu.Lock()
 	v, ok := p.verdicts.byID[orderID]
-	grant := ok && v.Fate == FateNotReceived && v.Final && v.ResentAt.IsZero()
-	if grant {
-		v.ResentAt = time.Now()
+	finalNR := ok && v.Fate == FateNotReceived && v.Final
+	var safe bool
+	var why string
+	if finalNR && v.ResentAt.IsZero() {
+		e := p.evidence(v, v.FinalAt)
+		e.SinceFirstSend = now.Sub(v.FoundAt)
+		safe, why = p.cfg.Venue.ResendSafe(e)
+		if safe {
+			v.ResentAt = now
+			v.RequeryAt = time.Time{} // the watch ends: a booking is now the resend's
+		}
 	}
 	if ok {
 		r.Verdict = *v
@@ -300,13 +422,21 @@ func (p *Path) MayResend(orderID string) (Resend, error) {
 	if ok {
 		v := r.Verdict
 		switch {
-		case grant:
+		case finalNR && safe:
 			r.Allowed = true
-			r.Reason = "final NOT_RECEIVED: " + v.Detail + "; resend under the same client order ID"
-		case v.Fate == FateNotReceived && v.Final:
+			r.Reason = "final NOT_RECEIVED: " + v.Detail + "; a resend cannot book twice: " + why + "; resend under the same client order ID"
+		case finalNR && !v.ResentAt.IsZero():
 			r.Reason = fmt.Sprintf("a resend was already granted at %s", v.ResentAt.Format(time.RFC3339Nano))
+		case finalNR:
+			watch := fmt.Sprintf("the order stays watched for a late landing until %s", v.WatchUntil.Format(time.RFC3339))
+			if v.RequeryAt.IsZero() {
+				watch = fmt.Sprintf("its late-landing watch ended at %s", v.WatchUntil.Format(time.RFC3339))
+			}
+			r.Reason = "final NOT_RECEIVED, but a resend could book a second order: " + why + "; " + watch + " (a new order is a new decision, under a new ID)"
 		case v.Fate == FateNotReceived:
 			r.Reason = fmt.Sprintf("provisional NOT_RECEIVED: the order may still land through %s; the re-query is due at %s", orDefault(v.Endpoint, "the old path"), v.RequeryAt.Format(time.RFC3339Nano))
+		case v.AfterFinal:
+			r.Reason = fmt.Sprintf("the order landed late (%s), after its NOT_RECEIVED was final: do not resend", v.Fate)
 		case v.LateLanding:
 			r.Reason = fmt.Sprintf("the order landed late (%s): do not resend", v.Fate)
 		default:
@@ -388,8 +518,12 @@ func (c *controller) maybeRequery(ctx context.Context) {
 	}
 	now := time.Now()
 	tickets := p.dueRequeries(now)
+	for k, st := range c.requery {
+		if !now.Before(st.retryAt) && c.requeryRuns[k] == nil {
+			delete(c.requery, k) // its pause for the venue's budget is over
+		}
+	}
 	if len(tickets) == 0 {
-		clear(c.requery)
 		return
 	}
 	groups := map[string][]TicketInfo{}
@@ -414,6 +548,20 @@ func (c *controller) maybeRequery(ctx context.Context) {
 		if now.Before(st.retryAt) || c.requeryRuns[key] != nil {
 			continue // not due yet, or its re-query is still running
 		}
-		c.requeryGroup(ctx, key, groups[key], st)
+		ts := groups[key]
+		if n := p.lookupBatch(); len(ts) > n {
+			ts = ts[:n] // the rest at the next re-query, within the budget
+		}
+		c.requeryGroup(ctx, key, ts, st)
 	}
+}
+
+// lateCause is EventLateLanding's Cause: an alarm when the order landed after
+// its NOT_RECEIVED was final.
+func lateCause(v Verdict) string {
+	c := fmt.Sprintf("order %q, found not received at %s, was booked (%s) through %s (%s)", v.OrderID, v.FoundAt.Format(time.RFC3339Nano), v.Fate, orDefault(v.Endpoint, "?"), orDefault(v.Region, "?"))
+	if v.AfterFinal {
+		c = fmt.Sprintf("ALARM: booked after a final verdict: %s, final NOT_RECEIVED since %s", c, v.FinalAt.Format(time.RFC3339Nano))
+	}
+	return c
 }

@@ -63,6 +63,7 @@ func TestProvisionalNotReceivedBecomesFinalAfterQuarantine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &book{}
 		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
 			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				return b.reconcile(ctx, r)
@@ -115,6 +116,7 @@ func TestLateLandingIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &book{}
 		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
 			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				return b.reconcile(ctx, r)
@@ -144,6 +146,7 @@ func TestFenceAtBrokerMakesNotReceivedFinal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &book{}
 		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = labVenue() // the venue has a kill switch and exact lookups
 			c.FenceAtBroker = true
 			c.SettleUnknown = time.Second
 			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {

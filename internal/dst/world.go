@@ -26,6 +26,7 @@ import (
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/rest"
 	"github.com/brokerpath/brokerpath/transports/ws"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 const (
@@ -336,6 +337,7 @@ func (w *world) build() error {
 	// fences: a NOT_RECEIVED through a fenced region is then final at once.
 	pc.FenceAtBroker = s.Fence == simbroker.FenceEnforced
 	pc.Quarantine = quarantine
+	pc.Venue, pc.MaxCopyHold = simVenue(s), quarantine
 	pc.InflightGrace = s.InflightGrace
 	pc.SettleUnknown = s.SettleUnknown
 	pc.Dial = w.dial
@@ -937,4 +939,29 @@ func (w *world) close() {
 	if w.dc != nil {
 		w.dc.CloseIdleConnections()
 	}
+}
+
+// simVenue is the simulated broker as a venue profile: lookups see a booking
+// at once, and dedup, fence and tokens are the scenario's policies.
+func simVenue(s Scenario) venue.Profile {
+	const doc, q = "https://pkg.go.dev/github.com/brokerpath/brokerpath/internal/simbroker", "the simulated broker's policy"
+	p := venue.Conservative()
+	p.Name, p.Scope = "simbroker", "the simulated broker of the deterministic simulation"
+	p.LookupFalseNegative = venue.Documented(time.Duration(0), doc, "an order is visible to lookups once booked")
+	switch s.Dedup {
+	case simbroker.DedupAcrossRegions:
+		p.DedupScope = venue.Documented(venue.DedupAllStates, doc, q)
+		p.DedupWindow = venue.Documented(venue.Forever, doc, q)
+	case simbroker.DedupOpenOnly:
+		p.DedupScope = venue.Documented(venue.DedupOpenOrders, doc, q)
+	default:
+		p.DedupScope = venue.Documented(venue.DedupNone, doc, q)
+	}
+	if s.Fence == simbroker.FenceEnforced {
+		p.BrokerFence = venue.Documented(venue.FenceKillSwitch, doc, q)
+	}
+	if s.Tokens == simbroker.TokensChecked {
+		p.FencingTokens = venue.Documented(venue.Supported, doc, q)
+	}
+	return p
 }

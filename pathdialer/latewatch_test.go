@@ -1,0 +1,280 @@
+package pathdialer_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
+)
+
+// copyBook is a broker book that deduplicates nothing (cmd/simbroker -dedup
+// none): every copy that reaches it is booked, so a resend of an order whose
+// first copy lands too is an order booked twice.
+type copyBook struct {
+	mu       sync.Mutex
+	copies   map[string]int
+	landedAt map[string]time.Time
+	recs     []pathdialer.Reconciliation
+}
+
+func (b *copyBook) land(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.copies == nil {
+		b.copies, b.landedAt = map[string]int{}, map[string]time.Time{}
+	}
+	b.copies[id]++
+	if _, ok := b.landedAt[id]; !ok {
+		b.landedAt[id] = time.Now()
+	}
+}
+
+func (b *copyBook) reconcile(_ context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recs = append(b.recs, r)
+	var out []pathdialer.Settlement
+	for _, t := range r.Tickets {
+		f := pathdialer.FateNotReceived
+		if b.copies[t.OrderID] > 0 {
+			f = pathdialer.FateFilled
+		}
+		out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: f})
+	}
+	return out, nil
+}
+
+func (b *copyBook) bookedTwice() (n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, c := range b.copies {
+		if c > 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// The three runs of a user following the documented rule (resend only when
+// MayResend says Allowed, under the same client order ID) against a broker
+// that books every copy, orders every 50 ms, the active region blackholed and
+// each order's copy held by it for the blackhole's length: no order is booked
+// twice, and every copy that lands is reported (EventLateLanding, Snapshot),
+// as an alarm when it landed after the verdict was final.
+func TestNoOrderBookedTwiceFollowingMayResend(t *testing.T) {
+	rows := []struct {
+		quarantine, blackhole time.Duration
+		// wantAfterFinal: how many of the 13 landings come after a final
+		// verdict (-1: some, the copies land while the re-query runs).
+		wantAfterFinal int
+	}{
+		{3 * time.Second, 7 * time.Second, -1},
+		{10 * time.Second, 7 * time.Second, 0},
+		{10 * time.Second, 14 * time.Second, -1},
+	}
+	const orders = 13
+	for _, row := range rows {
+		t.Run(fmt.Sprintf("quarantine=%v/blackhole=%v", row.quarantine, row.blackhole), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				bk := &copyBook{}
+				h := newHarness(t, func(c *pathdialer.Config) {
+					// The user claims copies are held no longer than the
+					// quarantine: the blackhole holds them longer.
+					c.Venue, c.MaxCopyHold, c.Quarantine = noDedupVenue(), row.quarantine, row.quarantine
+					c.Reconciler = bk.reconcile
+				})
+				defer h.close()
+				h.start()
+				h.probes.set("eu", probeBlackhole)
+				var wg sync.WaitGroup
+				ids := make([]string, orders)
+				for i := range ids {
+					ids[i] = fmt.Sprintf("o-%02d", i)
+					mustAcquire(t, h.p, ids[i]) // sent into the blackhole: in flight
+					wg.Go(func() {
+						time.Sleep(row.blackhole) // the blackhole delivers what it held
+						bk.land(ids[i])
+					})
+					time.Sleep(50 * time.Millisecond)
+				}
+				resent := 0
+				for end := time.Now().Add(2 * time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+					for _, id := range ids {
+						if r, err := h.p.MayResend(id); err == nil && r.Allowed {
+							bk.land(r.OrderID) // the resend: a second copy at this broker
+							resent++
+						}
+					}
+				}
+				wg.Wait()
+				synctest.Wait()
+				if n := bk.bookedTwice(); n != 0 || resent != 0 {
+					t.Errorf("%d orders booked twice after %d resends allowed by MayResend", n, resent)
+				}
+				// Every landing reported, each once, flagged as it happened.
+				reported := map[string]pathdialer.Event{}
+				for _, e := range h.rec.all() {
+					if e.Kind == pathdialer.EventLateLanding {
+						if _, dup := reported[e.OrderID]; dup {
+							t.Errorf("late landing of %s reported twice", e.OrderID)
+						}
+						reported[e.OrderID] = e
+					}
+				}
+				afterFinal := 0
+				for _, id := range ids {
+					e, ok := reported[id]
+					if !ok {
+						t.Errorf("the copy of %s landed but was never reported", id)
+						continue
+					}
+					r, err := h.p.MayResend(id)
+					v := r.Verdict
+					if err != nil || r.Allowed || !v.LateLanding || v.Fate != pathdialer.FateFilled {
+						t.Errorf("MayResend(%s) after its landing = %+v, %v", id, r, err)
+					}
+					alarm := strings.HasPrefix(e.Cause, "ALARM: booked after a final verdict")
+					if v.AfterFinal != !v.FinalAt.IsZero() || alarm != v.AfterFinal || len(e.Settlements) != 1 || e.Settlements[0].Fate != pathdialer.FateFilled {
+						t.Errorf("%s: verdict %+v, event %v: the alarm must say whether the verdict was final", id, v, e)
+					}
+					if v.AfterFinal {
+						afterFinal++
+						if !bk.landedAt[id].After(v.FinalAt) {
+							t.Errorf("%s flagged after final, but landed at %v, final at %v", id, bk.landedAt[id], v.FinalAt)
+						}
+						if !strings.Contains(e.Settlements[0].Detail, "AFTER A FINAL VERDICT") {
+							t.Errorf("%s: settlement detail %q does not say so", id, e.Settlements[0].Detail)
+						}
+					}
+				}
+				if row.wantAfterFinal >= 0 && afterFinal != row.wantAfterFinal || row.wantAfterFinal < 0 && afterFinal == 0 {
+					t.Errorf("%d landings after a final verdict, want %d (-1: some)", afterFinal, row.wantAfterFinal)
+				}
+				snap := h.p.Snapshot()
+				if snap.LateLandings != orders || snap.LateAfterFinal != uint64(afterFinal) || snap.Watched != 0 {
+					t.Errorf("Snapshot late landings %d, after final %d, watched %d; want %d, %d, 0", snap.LateLandings, snap.LateAfterFinal, snap.Watched, orders, afterFinal)
+				}
+				t.Logf("resends allowed %d, booked twice 0, late landings %d (%d after a final verdict)", resent, len(reported), afterFinal)
+			})
+		})
+	}
+}
+
+// After a final NOT_RECEIVED the order stays watched: looked up again at
+// growing intervals until the venue's horizon (15 min), never faster than the
+// venue's lookup budget allows, and a copy that lands minutes after the final
+// verdict is reported as an alarm. MayResend names the venue fact that keeps
+// it from allowing a resend.
+func TestLateLandingWatchKeepsLookingWithinBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk := &copyBook{}
+		v := noDedupVenue()
+		// 60 lookups a minute: lookups may use a quarter, one every 4 s.
+		v.LookupBudget = venue.Documented(venue.Budget{Requests: 60, Per: time.Minute, LookupCost: 1, Scope: venue.PerAccount, Exceeded: venue.Throttled}, testBrokerDoc, "60 requests per minute per account")
+		const interval = 4 * time.Second
+		if got := v.LookupInterval(); got != interval {
+			t.Fatalf("LookupInterval = %v, want %v", got, interval)
+		}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = v, 2*time.Second, 2*time.Second
+			c.Reconciler = bk.reconcile
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeBlackhole)
+		ids := []string{"o-1", "o-2", "o-late"}
+		for _, id := range ids {
+			mustAcquire(t, h.p, id)
+		}
+		sent := time.Now()
+		h.await(pathdialer.EventRelease, nil)
+		go func() {
+			time.Sleep(5 * time.Minute) // held far longer than MaxCopyHold claims
+			bk.land("o-late")
+		}()
+		time.Sleep(10 * time.Second)
+		r, err := h.p.MayResend("o-1")
+		if err != nil || r.Allowed || !r.Verdict.Final || r.Verdict.WatchUntil.Sub(r.Verdict.FinalAt) != 15*time.Minute ||
+			!strings.Contains(r.Reason, "does not check client order IDs") || !strings.Contains(r.Reason, testBrokerDoc) || !strings.Contains(r.Reason, "watched for a late landing") {
+			t.Fatalf("MayResend of a final NOT_RECEIVED at a venue without dedup or fence = %+v, %v", r, err)
+		}
+		if snap := h.p.Snapshot(); snap.Watched != 3 {
+			t.Fatalf("Snapshot.Watched = %d after the final verdicts, want 3", snap.Watched)
+		}
+		finalAt := r.Verdict.FinalAt
+		time.Sleep(17*time.Minute - time.Since(sent))
+		synctest.Wait()
+
+		late := h.await(pathdialer.EventLateLanding, nil)
+		if late.OrderID != "o-late" || !strings.HasPrefix(late.Cause, "ALARM: booked after a final verdict") {
+			t.Fatalf("late landing = %v", late)
+		}
+		if d := late.Time.Sub(bk.landedAt["o-late"]); d < 0 || d > 5*time.Minute+interval*3 {
+			t.Errorf("the landing was reported %v after it happened: more than the watch's longest gap", d)
+		}
+		snap := h.p.Snapshot()
+		if snap.Watched != 0 || snap.LateLandings != 1 || snap.LateAfterFinal != 1 {
+			t.Errorf("Snapshot watched %d, late %d, after final %d; want 0, 1, 1", snap.Watched, snap.LateLandings, snap.LateAfterFinal)
+		}
+		// The re-queries: spaced within the budget, growing, to the horizon.
+		bk.mu.Lock()
+		var rq []pathdialer.Reconciliation
+		for _, r := range bk.recs {
+			if r.Reason == pathdialer.ReasonRequery {
+				rq = append(rq, r)
+			}
+		}
+		bk.mu.Unlock()
+		starts := requeryStarts(h.rec.all())
+		if len(starts) != len(rq) || len(rq) < 5 {
+			t.Fatalf("%d re-query starts, %d re-queries: want the same, at least 5", len(starts), len(rq))
+		}
+		var last time.Time
+		for i := 1; i < len(starts); i++ {
+			if gap, need := starts[i].Time.Sub(starts[i-1].Time), interval*time.Duration(len(starts[i-1].Tickets)); gap < need {
+				t.Errorf("re-query %d came %v after one that asked about %d orders: faster than the budget (%v)", i, gap, len(starts[i-1].Tickets), need)
+			}
+		}
+		var looks []time.Duration
+		for _, s := range starts {
+			for _, tk := range s.Tickets {
+				if tk.OrderID == "o-1" {
+					looks = append(looks, s.Time.Sub(finalAt))
+				}
+			}
+		}
+		for i := 2; i < len(looks); i++ {
+			if looks[i]-looks[i-1] < looks[i-1]-looks[i-2] && looks[i]-looks[i-1] < 5*time.Minute && i != len(looks)-1 {
+				t.Errorf("watch looks at %v: the gaps shrink", looks)
+			}
+		}
+		if n := len(looks); n == 0 || looks[n-1] < 15*time.Minute || looks[n-1] > 15*time.Minute+time.Minute {
+			t.Errorf("watch looks of o-1 at %v after the final verdict: the last must be at the 15 min horizon", looks)
+		}
+		last = starts[len(starts)-1].Time
+		if last.Sub(finalAt) > 16*time.Minute {
+			t.Errorf("re-queries went on until %v after the verdict, past the horizon", last.Sub(finalAt))
+		}
+		if r, _ := h.p.MayResend("o-1"); r.Allowed || !strings.Contains(r.Reason, "watch ended") {
+			t.Errorf("MayResend after the watch = %+v", r)
+		}
+		t.Logf("o-1 looked up at %v after its final verdict", looks)
+	})
+}
+
+// requeryStarts returns the re-queries' start events in order.
+func requeryStarts(evs []pathdialer.Event) []pathdialer.Event {
+	var out []pathdialer.Event
+	for _, e := range evs {
+		if e.Kind == pathdialer.EventReconcileStart && e.Cause == pathdialer.ReasonRequery {
+			out = append(out, e)
+		}
+	}
+	return out
+}
