@@ -941,27 +941,5 @@ func (w *world) close() {
 	}
 }
 
-// simVenue is the simulated broker as a venue profile: lookups see a booking
-// at once, and dedup, fence and tokens are the scenario's policies.
-func simVenue(s Scenario) venue.Profile {
-	const doc, q = "https://pkg.go.dev/github.com/brokerpath/brokerpath/internal/simbroker", "the simulated broker's policy"
-	p := venue.Conservative()
-	p.Name, p.Scope = "simbroker", "the simulated broker of the deterministic simulation"
-	p.LookupFalseNegative = venue.Documented(time.Duration(0), doc, "an order is visible to lookups once booked")
-	switch s.Dedup {
-	case simbroker.DedupAcrossRegions:
-		p.DedupScope = venue.Documented(venue.DedupAllStates, doc, q)
-		p.DedupWindow = venue.Documented(venue.Forever, doc, q)
-	case simbroker.DedupOpenOnly:
-		p.DedupScope = venue.Documented(venue.DedupOpenOrders, doc, q)
-	default:
-		p.DedupScope = venue.Documented(venue.DedupNone, doc, q)
-	}
-	if s.Fence == simbroker.FenceEnforced {
-		p.BrokerFence = venue.Documented(venue.FenceKillSwitch, doc, q)
-	}
-	if s.Tokens == simbroker.TokensChecked {
-		p.FencingTokens = venue.Documented(venue.Supported, doc, q)
-	}
-	return p
-}
+// simVenue is the simulated broker's profile under the scenario's policies.
+func simVenue(s Scenario) venue.Profile { return simbroker.Profile(s.Dedup, s.Fence, s.Tokens) }

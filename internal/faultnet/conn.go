@@ -34,11 +34,11 @@ func newConn(id uint64, c net.Conn, addr string) *conn {
 
 // info returns a description of the conn.
 func (c *conn) info() ConnInfo {
-	delivered, left := c.log.progress()
+	delivered, left, after := c.log.progress()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return ConnInfo{ID: c.id, Client: c.client.RemoteAddr().String(), Upstream: c.upKey, Opened: c.opened,
-		Delivered: delivered, LastLeft: left}
+		Delivered: delivered, LastLeft: left, LastAfter: after}
 }
 
 // key returns the upstream local address, "" before the dial.

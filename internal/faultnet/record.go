@@ -23,8 +23,13 @@ type Chunk struct {
 	Len    int
 	// Left is when the bytes left the client: when the relay read them from
 	// the client's socket (a Relay), when the client wrote them (a
-	// MemNetwork).
+	// MemNetwork): the latest they can have left.
 	Left time.Time
+	// After is the earliest they can have left: when the relay last found
+	// the client's socket empty before reading them (a Relay, whose reads
+	// stop while a fault holds the connection, so Left can be much later
+	// than the client's write); the write itself (a MemNetwork).
+	After time.Time
 	// Arrived is when they reached the server: when the relay wrote them to
 	// the target (a Relay), when they became readable by the server (a
 	// MemNetwork; zero while held by a blackhole). Zero: never delivered.
@@ -86,14 +91,16 @@ type connLog struct {
 	// when the last of them left the client.
 	delivered uint64
 	lastLeft  time.Time
+	lastAfter time.Time
 }
 
 func newConnLog(id uint64, addr string, opened time.Time) *connLog {
 	return &connLog{rec: ConnRecord{ID: id, Addr: addr, Opened: opened}}
 }
 
-// sent appends a chunk that left the client at left and returns its index.
-func (l *connLog) sent(n int, left time.Time, arrived time.Time) int {
+// sentAfter appends a chunk that left the client between after and left and
+// returns its index.
+func (l *connLog) sentAfter(n int, after, left time.Time, arrived time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var off uint64
@@ -101,9 +108,9 @@ func (l *connLog) sent(n int, left time.Time, arrived time.Time) int {
 		last := l.rec.Sent[k-1]
 		off = last.Offset + uint64(last.Len)
 	}
-	l.rec.Sent = append(l.rec.Sent, Chunk{Offset: off, Len: n, Left: left, Arrived: arrived})
+	l.rec.Sent = append(l.rec.Sent, Chunk{Offset: off, Len: n, Left: left, After: after, Arrived: arrived})
 	if !arrived.IsZero() {
-		l.delivered, l.lastLeft = off+uint64(n), left
+		l.delivered, l.lastLeft, l.lastAfter = off+uint64(n), left, after
 	}
 	return len(l.rec.Sent) - 1
 }
@@ -115,7 +122,7 @@ func (l *connLog) arrived(i int, t time.Time) {
 	c := &l.rec.Sent[i]
 	c.Arrived = t
 	if end := c.Offset + uint64(c.Len); end > l.delivered {
-		l.delivered, l.lastLeft = end, c.Left
+		l.delivered, l.lastLeft, l.lastAfter = end, c.Left, c.After
 	}
 }
 
@@ -152,8 +159,8 @@ type Traced interface {
 	NetProgress() (opened time.Time, delivered uint64, lastLeft time.Time)
 }
 
-func (l *connLog) progress() (uint64, time.Time) {
+func (l *connLog) progress() (uint64, time.Time, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.delivered, l.lastLeft
+	return l.delivered, l.lastLeft, l.lastAfter
 }

@@ -57,6 +57,10 @@ type ConnInfo struct {
 	// learns the latest instant the request's bytes can have left the client.
 	Delivered uint64
 	LastLeft  time.Time
+	// LastAfter is the earliest instant those last bytes can have left the
+	// client (Chunk.After): the relay stops reading while a fault holds the
+	// connection, so LastLeft may be long after the client wrote them.
+	LastAfter time.Time
 }
 
 // Relay is a TCP relay with switchable faults. All methods are safe for
@@ -430,9 +434,10 @@ func (r *Relay) forget(pc *conn) {
 
 // chunk is one read from a source; err is set (io.EOF or another error) on the last.
 type chunk struct {
-	data []byte
-	at   time.Time
-	err  error
+	data  []byte
+	at    time.Time
+	after time.Time // the client's socket was empty then: the bytes left after it
+	err   error
 }
 
 // pipe forwards src to dst through the fault gate until src ends or the conn
@@ -446,11 +451,19 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 	chunks := make(chan chunk, 16)
 	go func() {
 		buf := make([]byte, 32*1024)
+		// drained: when a read last left the client's socket empty (it
+		// returned less than a full buffer). Bytes read later left the
+		// client after it, however long the relay then stopped reading (a
+		// blackhole holds the chunks, and the kernel holds the rest).
+		drained := time.Now()
 		for {
 			n, err := src.Read(buf)
 			var ch chunk
 			if n > 0 {
-				ch = chunk{data: append([]byte(nil), buf[:n]...), at: time.Now()}
+				ch = chunk{data: append([]byte(nil), buf[:n]...), at: time.Now(), after: drained}
+				if n < len(buf) {
+					drained = ch.at
+				}
 				select {
 				case chunks <- ch:
 				case <-pc.killed:
@@ -476,7 +489,7 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 	for ch := range chunks {
 		idx := -1
 		if up && len(ch.data) > 0 {
-			idx = pc.log.sent(len(ch.data), ch.at, time.Time{})
+			idx = pc.log.sentAfter(len(ch.data), ch.after, ch.at, time.Time{})
 		}
 		if !r.gate(pc, ch.at) {
 			pc.kill(true, "")

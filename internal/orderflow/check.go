@@ -626,7 +626,10 @@ func (ck *checker) livePaths() {
 			// Bytes that left the client after the fence was confirmed (it
 			// says every connection to the endpoint was closed) went over a
 			// connection the fence did not close.
-			afterFence := !w.fenceOK.IsZero() && !b.SentBy.IsZero() && b.SentBy.After(w.fenceOK.Add(relayLag))
+			// The earliest the bytes can have left (SentAfter), not the latest:
+			// a blackholed relay reads bytes the client wrote before the hold
+			// only when the fault heals.
+			afterFence := !w.fenceOK.IsZero() && !b.SentAfter.IsZero() && b.SentAfter.After(w.fenceOK.Add(relayLag))
 			var why string
 			switch {
 			case granted != nil:
@@ -636,8 +639,8 @@ func (ck *checker) livePaths() {
 			case !connOld:
 				why = "on connection " + b.ConnID + ", opened after the fence began"
 			case afterFence:
-				why = fmt.Sprintf("its bytes left the client at %s on connection %s, after the fence was confirmed at %s (a connection the fence did not close)",
-					fmtDur(ck.rel(b.SentBy)), b.ConnID, fmtDur(ck.rel(w.fenceOK)))
+				why = fmt.Sprintf("its bytes left the client after %s on connection %s, after the fence was confirmed at %s (a connection the fence did not close)",
+					fmtDur(ck.rel(b.SentAfter)), b.ConnID, fmtDur(ck.rel(w.fenceOK)))
 			}
 			if why != "" {
 				ck.sum.TwoLivePaths++

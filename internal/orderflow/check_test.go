@@ -208,7 +208,7 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 				Sent: true, Acked: true, AckedAt: at(1310), AckEndpoint: "eu", BookedRegion: "eu",
 				Attempts: []orderflow.Attempt{{At: at(930), Sent: true}}})
 			bookIn(h, 1300, "eu", "rest", "eu/rest/1", "R9", simbroker.OutcomeNew)
-			h.Audit[len(h.Audit)-1].SentBy, h.Audit[len(h.Audit)-1].ConnOpened = at(1250), at(50)
+			h.Audit[len(h.Audit)-1].SentBy, h.Audit[len(h.Audit)-1].SentAfter, h.Audit[len(h.Audit)-1].ConnOpened = at(1250), at(1250), at(50)
 		}, orderflow.InvOneLivePath, "R9", "a connection the fence did not close", func(s orderflow.Summary) int { return s.TwoLivePaths }},
 		{"a re-send granted on the fenced endpoint", func(h *orderflow.History) {
 			// R10 first left at 920 ms through eu; found NOT_RECEIVED, final,

@@ -217,8 +217,11 @@ func New(cfg Config) (*Client, error) {
 	// A NOT_RECEIVED for an order sent through an endpoint the broker fenced
 	// is final at once; otherwise provisional until the quarantine's re-query.
 	pc.FenceAtBroker = cfg.BrokerFence != nil || cfg.SessionPolicy == PolicyOnePerCred
+	pc.Venue = cfg.Venue
 	if t.Quarantine > 0 {
-		pc.Quarantine = t.Quarantine
+		// The quarantine is chosen (by the scenario) to outlast the longest
+		// a copy can be held on this network.
+		pc.Quarantine, pc.MaxCopyHold = t.Quarantine, t.Quarantine
 	}
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}

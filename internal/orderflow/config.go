@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brokerpath/brokerpath/venue"
 	"log/slog"
 	"os"
 	"strings"
@@ -196,6 +197,10 @@ type Config struct {
 	OnEvent func(pathdialer.Event)
 	// Logger for the Path and transports; nil discards.
 	Logger *slog.Logger
+	// Venue is what the broker guarantees (pathdialer.Config.Venue); the zero
+	// value is the most conservative venue, whose minimum quarantine is far
+	// longer than Timing's. FromSimBroker sets the simulated broker's.
+	Venue venue.Profile
 }
 
 // DefaultConfig returns a Config with every field but Endpoints and the
@@ -246,6 +251,7 @@ func FromSimBroker(b *simbroker.Broker) Config {
 		}
 	}
 	cfg.FencingTokens = bc.Tokens == simbroker.TokensChecked
+	cfg.Venue = b.Profile()
 	return cfg
 }
 

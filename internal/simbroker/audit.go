@@ -101,6 +101,12 @@ type Record struct {
 	// before SentBy; on a connection the client had closed before SentBy
 	// nothing was sent after it. Zero when the broker cannot tell.
 	SentBy time.Time `json:"sent_by,omitzero"`
+	// SentAfter is the earliest instant the last of those bytes can have
+	// left the client (faultnet.ConnInfo.LastAfter): a relay that a fault
+	// made stop reading sees bytes long after the client wrote them, so only
+	// SentAfter proves an order left the client after some instant. Zero
+	// when the broker cannot tell.
+	SentAfter time.Time `json:"sent_after,omitzero"`
 }
 
 // AuditLog is an ordered copy of audit records with counting helpers.

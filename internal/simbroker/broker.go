@@ -419,7 +419,7 @@ func (b *Broker) placeOrder(rg *Region, svc Service, src source, req orderReques
 	}
 	b.audit.add(Record{Time: now, Kind: KindOrder, Region: rg.name, Service: string(svc), ConnID: connID,
 		ClientOrderID: req.ClientOrderID, OrderID: o.OrderID, Token: tok.value, Outcome: out, PossDup: possDup, Detail: detail,
-		ConnOpened: src.opened, SentBy: src.sentBy})
+		ConnOpened: src.opened, SentBy: src.sentBy, SentAfter: src.sentAfter})
 	return o, out, cut, err
 }
 
@@ -430,7 +430,7 @@ func (b *Broker) lookupOrder(rg *Region, svc Service, src source, clientOrderID 
 	defer b.orderMu.Unlock()
 	o, ok := b.book.get(clientOrderID)
 	rec := Record{Kind: KindLookup, Region: rg.name, Service: string(svc), ConnID: src.connID, ClientOrderID: clientOrderID,
-		Outcome: OutcomeFailed, Detail: "not found", ConnOpened: src.opened, SentBy: src.sentBy}
+		Outcome: OutcomeFailed, Detail: "not found", ConnOpened: src.opened, SentBy: src.sentBy, SentAfter: src.sentAfter}
 	if ok {
 		rec.Outcome, rec.Detail, rec.OrderID = OutcomeOK, o.Status, o.OrderID
 	}
@@ -442,13 +442,14 @@ func (b *Broker) lookupOrder(rg *Region, svc Service, src source, clientOrderID 
 // through: its ID for the audit and the network's facts about it.
 type source struct {
 	connID string
-	// opened: when the network opened the connection; sentBy: when the last
-	// byte received on it so far left the client (zero: unknown).
-	opened, sentBy time.Time
+	// opened: when the network opened the connection; sentBy and
+	// sentAfter: the latest and the earliest instant the last byte received on
+	// it so far can have left the client (zero: unknown).
+	opened, sentBy, sentAfter time.Time
 }
 
 func infoSource(id string, info faultnet.ConnInfo) source {
-	return source{connID: id, opened: info.Opened, sentBy: info.LastLeft}
+	return source{connID: id, opened: info.Opened, sentBy: info.LastLeft, sentAfter: info.LastAfter}
 }
 
 // Connection is the network's record of one connection to a region's

@@ -513,7 +513,7 @@ func (fs *fixServer) onMassStatus(msg ordermassstatusrequest.OrderMassStatusRequ
 	if fc := fs.current(); fc != nil && fc.rg != nil {
 		src := fc.source()
 		fs.b.audit.add(Record{Kind: KindLookup, Region: fc.rg.name, Service: string(FIX), ConnID: src.connID,
-			Outcome: OutcomeOK, Detail: "mass status", ConnOpened: src.opened, SentBy: src.sentBy})
+			Outcome: OutcomeOK, Detail: "mass status", ConnOpened: src.opened, SentBy: src.sentBy, SentAfter: src.sentAfter})
 	}
 	if sym, err := msg.GetSymbol(); err == nil && sym != "" {
 		kept := orders[:0]

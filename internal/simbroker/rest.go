@@ -100,6 +100,7 @@ func (rg *Region) sourceOf(r *http.Request) (Service, source) {
 	src := source{connID: "direct:" + r.RemoteAddr}
 	if t, ok := r.Context().Value(netConnKey{}).(faultnet.Traced); ok {
 		src.opened, _, src.sentBy = t.NetProgress()
+		src.sentAfter = src.sentBy // in memory the write time is exact
 	}
 	return REST, src
 }

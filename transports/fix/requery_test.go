@@ -3,6 +3,7 @@ package fix_test
 import (
 	"context"
 	"errors"
+	"github.com/brokerpath/brokerpath/venue"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,12 @@ func TestProvisionalNotReceivedIsRequeried(t *testing.T) {
 			name = "late-landing"
 		}
 		t.Run(name, func(t *testing.T) {
-			h := newHarness(t, harnessOpts{cfg: func(c *pathdialer.Config) { c.Quarantine = 2 * time.Second }})
+			h := newHarness(t, harnessOpts{cfg: func(c *pathdialer.Config) {
+				// The test's acceptor answers lookups at once and refuses a
+				// repeated ClOrdID in every state; copies are held at most 2 s.
+				c.Venue = testVenue()
+				c.Quarantine, c.MaxCopyHold = 2*time.Second, 2*time.Second
+			}})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			id := uniq("stuck-")
@@ -129,4 +135,16 @@ func TestReconcilerRequery(t *testing.T) {
 	if err == nil || len(s) != 1 || s[0].Fate != pathdialer.FateUndetermined || !strings.Contains(s[0].Detail, "no record") {
 		t.Fatalf("re-query of an order already settled by a re-query = %+v, %v", s, err)
 	}
+}
+
+// testVenue is the test acceptor as a venue profile: lookups see an order
+// once it is booked, and a repeated ClOrdID is refused in every state.
+func testVenue() venue.Profile {
+	const doc = "https://pkg.go.dev/github.com/brokerpath/brokerpath/transports/fix"
+	p := venue.Conservative()
+	p.Name = "test acceptor"
+	p.LookupFalseNegative = venue.Documented(time.Duration(0), doc, "the test acceptor answers from its book")
+	p.DedupScope = venue.Documented(venue.DedupAllStates, doc, "the test acceptor refuses a repeated ClOrdID")
+	p.DedupWindow = venue.Documented(venue.Forever, doc, "the test acceptor refuses a repeated ClOrdID")
+	return p
 }
