@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -35,12 +36,16 @@ type Dialer struct {
 // Conn is a WebSocket connection handed out by a Dialer, with the endpoint and
 // the Path generation it was dialed under: what Path.Report needs for the
 // results of orders sent over it. Market data over it is not evidence for the
-// Path (see the package doc, "Evidence").
+// Path (see the package doc, "Evidence"). Its NextReader, ReadMessage and
+// ReadJSON hold every message, compressed or not, to the read limit set with
+// its SetReadLimit.
 type Conn struct {
 	*websocket.Conn
 	endpoint string
 	gen      uint64
 	readOnly bool
+	limit    atomic.Int64          // SetReadLimit's
+	readErr  atomic.Pointer[error] // set once a message passed limit
 }
 
 // ReadOnly reports whether the connection was dialed with DialReadOnly: the

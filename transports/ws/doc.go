@@ -85,7 +85,12 @@
 //     (StreamEventConnectionLost, StreamEventDialFailed) and Stats.
 //   - Bounded memory: a message over ReadLimit (1 MiB by default) is an
 //     error: counted (Stats.OversizedFrames), the connection replaced; its
-//     body is never read. At most QueueLength (16) messages wait for the
+//     body is never read. With compression (Dialer.EnableCompression) the
+//     limit holds for the message as decompressed too: a message that
+//     expands past ReadLimit is refused once ReadLimit bytes of it were
+//     read (gorilla's own limit counts only the bytes on the wire). A Conn
+//     from the Dialer does the same for its own SetReadLimit, read through
+//     its NextReader, ReadMessage or ReadJSON. At most QueueLength (16) messages wait for the
 //     Handler, plus one per connection being read (two during a
 //     make-before-break move) and the one being handled. Worst case per
 //     Stream, whatever the server sends: (QueueLength+3) × ReadLimit of
