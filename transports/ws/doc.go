@@ -18,7 +18,10 @@
 //
 //   - Routing: every connection goes to one endpoint's "ws" URL (ws:// or
 //     wss://), rebuilt from the endpoint so the Host header and TLS server name
-//     are that endpoint's; the base *websocket.Dialer's TLS config,
+//     are that endpoint's (an address with user information, such as
+//     ws://user:password@host/ws, is refused by NewDialer and NewStream with
+//     ErrAddressCredentials: credentials go in the handshake's header); the
+//     base *websocket.Dialer's TLS config,
 //     subprotocols, compression and buffer sizes are kept. Connections are
 //     tracked by the Path. Dialer.Dial and DialEndpoint hand out ordinary
 //     connections: the fence closes them and a fenced endpoint is refused
