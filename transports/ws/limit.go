@@ -38,7 +38,7 @@ func (c *Conn) NextReader() (messageType int, r io.Reader, err error) {
 		return mt, r, err
 	}
 	if n := c.limit.Load(); n > 0 {
-		r = &boundedReader{c: c, r: r, left: n}
+		r = &boundedReader{r: r, left: n, sticky: c.readErr.Load, fail: c.tooBig}
 	}
 	return mt, r, nil
 }
@@ -69,16 +69,17 @@ func (c *Conn) ReadJSON(v any) error {
 	return err
 }
 
-// boundedReader reads one message and fails the connection once the message
-// passes left bytes.
+// boundedReader reads one message and calls fail once the message passes left
+// bytes; sticky returns the error of an earlier failure, if any.
 type boundedReader struct {
-	c    *Conn
-	r    io.Reader
-	left int64
+	r      io.Reader
+	left   int64
+	sticky func() *error
+	fail   func() error
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
-	if e := b.c.readErr.Load(); e != nil {
+	if e := b.sticky(); e != nil {
 		return 0, *e
 	}
 	// Ask for one byte more than is left: getting it means the message is
@@ -88,7 +89,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	if int64(n) > b.left {
-		return int(b.left), b.c.tooBig()
+		return int(b.left), b.fail()
 	}
 	b.left -= int64(n)
 	return n, err
