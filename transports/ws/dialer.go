@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -35,12 +36,16 @@ type Dialer struct {
 // Conn is a WebSocket connection handed out by a Dialer, with the endpoint and
 // the Path generation it was dialed under: what Path.Report needs for the
 // results of orders sent over it. Market data over it is not evidence for the
-// Path (see the package doc, "Evidence").
+// Path (see the package doc, "Evidence"). Its NextReader, ReadMessage and
+// ReadJSON hold every message, compressed or not, to the read limit set with
+// its SetReadLimit.
 type Conn struct {
 	*websocket.Conn
 	endpoint string
 	gen      uint64
 	readOnly bool
+	limit    atomic.Int64          // SetReadLimit's
+	readErr  atomic.Pointer[error] // set once a message passed limit
 }
 
 // ReadOnly reports whether the connection was dialed with DialReadOnly: the
@@ -74,6 +79,13 @@ func (e *HandshakeError) Error() string {
 // Unwrap returns websocket.ErrBadHandshake.
 func (e *HandshakeError) Unwrap() error { return websocket.ErrBadHandshake }
 
+// ErrAddressCredentials is wrapped by the error NewDialer and NewStream return
+// when an endpoint's "ws" address carries user information
+// (ws://user:password@host/ws): a WebSocket handshake cannot send it. Put
+// credentials in the handshake's header instead (StreamConfig.Header, or the
+// header passed to Dial).
+var ErrAddressCredentials = errors.New("ws: credentials in a ws address")
+
 // NewDialer returns a Dialer over path. base may be nil (websocket.DefaultDialer's
 // settings); it is copied, later changes to it are not seen.
 func NewDialer(path *pathdialer.Path, base *websocket.Dialer) (*Dialer, error) {
@@ -85,6 +97,9 @@ func NewDialer(path *pathdialer.Path, base *websocket.Dialer) (*Dialer, error) {
 	}
 	if base.TLSClientConfig != nil && base.TLSClientConfig.InsecureSkipVerify {
 		return nil, errors.New("ws: NewDialer: TLSClientConfig.InsecureSkipVerify is refused")
+	}
+	if err := checkAddresses(path); err != nil {
+		return nil, fmt.Errorf("ws: NewDialer: %w", err)
 	}
 	d := &Dialer{path: path, base: *base}
 	d.base.Proxy = nil
@@ -172,6 +187,28 @@ func (d *Dialer) dial(ctx context.Context, endpoint string, header http.Header, 
 	return &Conn{Conn: wc, endpoint: ep.Name, gen: gen, readOnly: readOnly}, resp, nil
 }
 
+// checkAddresses refuses a Path whose "ws" addresses cannot be dialed because
+// they carry user information; the error names the endpoint, never the
+// address.
+func checkAddresses(path *pathdialer.Path) error {
+	for _, ep := range path.Endpoints() {
+		raw, ok := ep.Address(pathdialer.ServiceWS)
+		if !ok {
+			continue
+		}
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			return credentialsError(ep.Name)
+		}
+	}
+	return nil
+}
+
+func credentialsError(endpoint string) error {
+	return fmt.Errorf("%w: endpoint %q: its %q address has user information (user:password@), which a WebSocket handshake cannot send: "+
+		"remove it and put the credentials in the handshake's Header (StreamConfig.Header, or the header passed to Dial)",
+		ErrAddressCredentials, endpoint, pathdialer.ServiceWS)
+}
+
 // wsURL returns the endpoint's ws URL (scheme ws or wss; http and https are
 // accepted and mapped) and the host:port to dial.
 func wsURL(ep pathdialer.Endpoint) (string, string, error) {
@@ -182,6 +219,9 @@ func wsURL(ep pathdialer.Endpoint) (string, string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return "", "", fmt.Errorf("ws: endpoint %q: %q address is not a URL with a host", ep.Name, pathdialer.ServiceWS)
+	}
+	if u.User != nil {
+		return "", "", credentialsError(ep.Name)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "ws", "http":

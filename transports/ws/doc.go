@@ -18,7 +18,10 @@
 //
 //   - Routing: every connection goes to one endpoint's "ws" URL (ws:// or
 //     wss://), rebuilt from the endpoint so the Host header and TLS server name
-//     are that endpoint's; the base *websocket.Dialer's TLS config,
+//     are that endpoint's (an address with user information, such as
+//     ws://user:password@host/ws, is refused by NewDialer and NewStream with
+//     ErrAddressCredentials: credentials go in the handshake's header); the
+//     base *websocket.Dialer's TLS config,
 //     subprotocols, compression and buffer sizes are kept. Connections are
 //     tracked by the Path. Dialer.Dial and DialEndpoint hand out ordinary
 //     connections: the fence closes them and a fenced endpoint is refused
@@ -85,7 +88,12 @@
 //     (StreamEventConnectionLost, StreamEventDialFailed) and Stats.
 //   - Bounded memory: a message over ReadLimit (1 MiB by default) is an
 //     error: counted (Stats.OversizedFrames), the connection replaced; its
-//     body is never read. At most QueueLength (16) messages wait for the
+//     body is never read. With compression (Dialer.EnableCompression) the
+//     limit holds for the message as decompressed too: a message that
+//     expands past ReadLimit is refused once ReadLimit bytes of it were
+//     read (gorilla's own limit counts only the bytes on the wire). A Conn
+//     from the Dialer does the same for its own SetReadLimit, read through
+//     its NextReader, ReadMessage or ReadJSON. At most QueueLength (16) messages wait for the
 //     Handler, plus one per connection being read (two during a
 //     make-before-break move) and the one being handled. Worst case per
 //     Stream, whatever the server sends: (QueueLength+3) × ReadLimit of

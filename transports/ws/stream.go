@@ -318,6 +318,11 @@ func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if path != nil {
+		if err := checkAddresses(path); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	d, err := NewDialer(path, cfg.Dialer)
 	if err != nil {
 		return nil, err

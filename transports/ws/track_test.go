@@ -3,8 +3,12 @@ package ws
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"log/slog"
 	"regexp"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -325,8 +329,15 @@ func FuzzTrack(f *testing.F) {
 
 var parseErr = regexp.MustCompile(`^ws: unreadable frame: (not a JSON object with string type, stream, message and an unsigned seq \(\d+ bytes\)|(tick|snapshot) without stream or seq|(tick|snapshot) with an epoch that is neither a string nor a number)$`)
 
-// FuzzJSONProtocolParse: Parse never panics, reads back what it was given,
-// and its errors are one of its own sentences, never the server's text.
+// FuzzJSONProtocolParse: Parse never panics; its errors are one of its own
+// sentences, never the server's text; a frame it returns is valid (a tick or
+// snapshot names its stream; an error frame or another frame carries nothing
+// else), its fields come from the message (at most 3 bytes for each byte of
+// it: invalid UTF-8 becomes U+FFFD), and written back as JSON it reads as the
+// same frame. Parsing allocates at most 16 bytes per byte of input plus
+// 64 KiB.
+//
+//	go test -run '^$' -fuzz '^FuzzJSONProtocolParse$' -fuzztime 60s ./transports/ws/
 func FuzzJSONProtocolParse(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"tick","stream":"px.A","seq":42,"price":"1.0843"}`,
@@ -336,20 +347,57 @@ func FuzzJSONProtocolParse(f *testing.F) {
 		`{"type":"error","message":"token abc123 rejected"}`,
 		`{"type":"tick SECRET","stream":"px.A"}`,
 		`{"type":"tick","stream":"px.A","seq":-1}`,
-		`{"type":"pong"}`, `not json SECRET`, `[]`, `null`, ``,
+		`{"type":"tick","stream":"s","seq":18446744073709551615,"epoch":-0}`,
+		"{\"type\":\"tick\",\"stream\":\"\xff\xfe\",\"seq\":1,\"epoch\":\"\\u0000\"}",
+		`{"type":"error","message":"bad \n INFO order ACCEPTED"}`,
+		`{"type":"pong"}`, `not json SECRET`, `[]`, `null`, ``, `{"type":`,
+		strings.Repeat("[", 10000) + strings.Repeat("]", 10000),
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		fr, err := JSONProtocol{}.Parse(data)
+		runtime.ReadMemStats(&after)
+		if a, bound := after.TotalAlloc-before.TotalAlloc, 16*uint64(len(data))+64<<10; a > bound {
+			t.Fatalf("Parse of %d bytes allocated %d bytes, want <= %d", len(data), a, bound)
+		}
 		if err != nil {
-			if !parseErr.MatchString(err.Error()) {
-				t.Fatalf("Parse(%q) error %q is not one of its own sentences", data, err)
+			if !parseErr.MatchString(err.Error()) || !errors.Is(err, ErrBadFrame) || fr != (Frame{}) {
+				t.Fatalf("Parse(%q) = %+v, error %q: not one of its own sentences wrapping ErrBadFrame", data, fr, err)
 			}
 			return
 		}
-		if (fr.Kind == FrameTick || fr.Kind == FrameSnapshot) && fr.Stream == "" {
-			t.Fatalf("Parse(%q) = %+v: a sequenced frame without a stream", data, fr)
+		if n := len(fr.Stream) + len(fr.Epoch) + len(fr.Err); n > 3*len(data) {
+			t.Fatalf("Parse(%q): frame fields of %d bytes from a message of %d", data, n, len(data))
+		}
+		var back []byte
+		switch fr.Kind {
+		case FrameTick, FrameSnapshot:
+			if fr.Stream == "" || fr.Err != "" {
+				t.Fatalf("Parse(%q) = %+v: a sequenced frame without a stream, or with an error", data, fr)
+			}
+			kind := map[FrameKind]string{FrameTick: "tick", FrameSnapshot: "snapshot"}[fr.Kind]
+			back, err = json.Marshal(map[string]any{"type": kind, "stream": fr.Stream, "seq": fr.Seq, "epoch": fr.Epoch})
+		case FrameError:
+			if fr.Stream != "" || fr.Seq != 0 || fr.Epoch != "" {
+				t.Fatalf("Parse(%q) = %+v: an error frame with stream fields", data, fr)
+			}
+			back, err = json.Marshal(map[string]any{"type": "error", "message": fr.Err})
+		case FrameOther:
+			if fr != (Frame{Kind: FrameOther}) {
+				t.Fatalf("Parse(%q) = %+v: another frame with fields", data, fr)
+			}
+			return
+		default:
+			t.Fatalf("Parse(%q): frame kind %d", data, fr.Kind)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := (JSONProtocol{}).Parse(back); err != nil || again != fr {
+			t.Fatalf("Parse(%q) = %+v; written back as %s it reads as %+v, %v", data, fr, back, again, err)
 		}
 	})
 }
