@@ -29,6 +29,9 @@ const LogMax = 2048
 // documentation). Text that needs neither is returned as it is.
 func Bound(s string) string { return BoundN(s, Max) }
 
+// Safe reports whether Bound would return s as it is.
+func Safe(s string) bool { return len(s) <= Max && clean(s) }
+
 // BoundN is Bound with a bound of n bytes (n below 32 is taken as 32).
 func BoundN(s string, n int) string {
 	n = max(n, 32)
