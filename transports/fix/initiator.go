@@ -12,6 +12,7 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -189,7 +190,7 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 	in := &Initiator{
 		path:     path,
 		opts:     opts,
-		log:      opts.Logger,
+		log:      safetext.Logger(opts.Logger), // counterparty text escaped and cut
 		relays:   make(map[quickfix.SessionID]*relay),
 		sessions: make(map[quickfix.SessionID]*sessionState),
 		user:     app,
