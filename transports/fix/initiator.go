@@ -644,7 +644,7 @@ func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
 		text, _ := msg.Body.GetString(tagText)
 		s.mu.Lock()
 		if s.attempting && s.cause == 0 && strings.Contains(strings.ToLower(text), "msgseqnum too low") {
-			s.cause, s.causeDetail = LogonSeqTooLow, "we logged out: "+text
+			s.cause, s.causeDetail = LogonSeqTooLow, "we logged out: "+safetext.Bound(text)
 		}
 		s.mu.Unlock()
 	}
@@ -747,7 +747,7 @@ func (a *guardApp) FromAdmin(msg *quickfix.Message, sid quickfix.SessionID) quic
 			text, _ := msg.Body.GetString(tagText)
 			s.mu.Lock()
 			if s.attempting && s.cause == 0 {
-				s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+text
+				s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+safetext.Bound(text)
 			}
 			s.mu.Unlock()
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quickfixgo/quickfix"
+
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/fix"
 )
@@ -94,5 +96,21 @@ func TestLogoutTextIsBoundedAndEscaped(t *testing.T) {
 	}
 	if !strings.Contains(logs, "logon-failed") {
 		t.Errorf("no logon failure logged:\n%.2000s", logs)
+	}
+}
+
+// A reject's 1 MiB Text with a line break, as FateOf reads it for a
+// Settlement's Detail, is escaped and cut; the verdict is unchanged.
+func TestFateOfBoundsCounterpartyText(t *testing.T) {
+	m := quickfix.NewMessage()
+	m.Header.SetString(35, "j")
+	m.Body.SetString(380, "1")
+	m.Body.SetString(58, strings.Repeat("T", 1<<20)+"\nINFO order ACCEPTED")
+	fate, detail := fix.FateOf(m)
+	if fate != pathdialer.FateNotReceived {
+		t.Errorf("fate %v, want NOT_RECEIVED", fate)
+	}
+	if len(detail) > 512 || strings.Contains(detail, "\n") || !strings.Contains(detail, "bytes)") {
+		t.Errorf("detail of %d bytes: %.120q", len(detail), detail)
 	}
 }
