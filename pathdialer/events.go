@@ -100,11 +100,11 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 // Event is one thing that happened on a Path. Fields not relevant to the Kind are
 // zero.
 //
-// Text that may come from outside the process (Err and Error, Cause, the
-// Decision's notes, a ticket's Cause, a settlement's OrderID and Detail) is
-// escaped (control characters as Go escapes, so it stays on one line) and cut
-// to a few hundred bytes with a note of its length, such as "…(1048576
-// bytes)". Err still unwraps to the error the hook returned (errors.Is and
+// Text that may come from outside the process is escaped (control
+// characters as Go escapes, so it stays on one line) and cut, with a note of
+// its length such as "…(1048576 bytes)": Err and Error, Cause and the
+// Decision's notes at 2 KiB each, a ticket's Cause and a settlement's Detail
+// at 512 bytes, order IDs at 256. Err still unwraps to the error the hook returned (errors.Is and
 // errors.As see through the cut). The values given to the Path are not
 // changed: the event holds copies.
 //
@@ -255,9 +255,9 @@ func (d *dispatcher) emit(e Event) {
 // bounded and escaped (safetext). Slices and the Decision are copied when
 // anything in them changes, never written through: they may be the caller's.
 func boundEvent(e Event) Event {
-	e.Err = safetext.Error(e.Err)
-	e.Error = safetext.Bound(e.Error)
-	e.Cause = safetext.Bound(e.Cause)
+	e.Err = safetext.Error(e.Err, safetext.FieldMax)
+	e.Error = safetext.BoundN(e.Error, safetext.FieldMax)
+	e.Cause = safetext.BoundN(e.Cause, safetext.FieldMax)
 	e.OrderID = safetext.Bound(e.OrderID)
 	if e.Decision != nil {
 		if notes, changed := boundStrings(e.Decision.Notes); changed {
@@ -268,13 +268,13 @@ func boundEvent(e Event) Event {
 	}
 	for i := range e.Tickets {
 		t := e.Tickets[i]
-		if (t.Cause != nil && !safetext.Safe(t.Cause.Error())) || !safetext.Safe(t.OrderID) {
+		if (t.Cause != nil && !safetext.SafeN(t.Cause.Error(), safetext.DetailMax)) || !safetext.Safe(t.OrderID) {
 			e.Tickets = boundTickets(e.Tickets)
 			break
 		}
 	}
 	for _, st := range e.Settlements {
-		if !safetext.Safe(st.Detail) || !safetext.Safe(st.OrderID) {
+		if !safetext.SafeN(st.Detail, safetext.DetailMax) || !safetext.Safe(st.OrderID) {
 			e.Settlements = boundSettlements(e.Settlements)
 			break
 		}
@@ -285,7 +285,7 @@ func boundEvent(e Event) Event {
 func boundTickets(in []TicketInfo) []TicketInfo {
 	out := make([]TicketInfo, len(in))
 	for i, t := range in {
-		t.Cause = safetext.Error(t.Cause)
+		t.Cause = safetext.Error(t.Cause, safetext.DetailMax)
 		t.OrderID = safetext.Bound(t.OrderID)
 		out[i] = t
 	}
@@ -295,7 +295,7 @@ func boundTickets(in []TicketInfo) []TicketInfo {
 func boundSettlements(in []Settlement) []Settlement {
 	out := make([]Settlement, len(in))
 	for i, st := range in {
-		st.Detail = safetext.Bound(st.Detail)
+		st.Detail = safetext.BoundN(st.Detail, safetext.DetailMax)
 		st.OrderID = safetext.Bound(st.OrderID)
 		out[i] = st
 	}
@@ -305,10 +305,10 @@ func boundSettlements(in []Settlement) []Settlement {
 // boundStrings returns ss bounded, copied only when something changed.
 func boundStrings(ss []string) ([]string, bool) {
 	for _, s := range ss {
-		if !safetext.Safe(s) {
+		if !safetext.SafeN(s, safetext.FieldMax) {
 			out := make([]string, len(ss))
 			for j, x := range ss {
-				out[j] = safetext.Bound(x)
+				out[j] = safetext.BoundN(x, safetext.FieldMax)
 			}
 			return out, true
 		}

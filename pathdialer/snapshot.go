@@ -105,7 +105,7 @@ func (p *Path) Snapshot() Snapshot {
 		Halts:          p.stats.halts.Load(),
 	}
 	if v.cause != nil {
-		s.GateCause = safetext.Bound(v.cause.Error())
+		s.GateCause = safetext.BoundN(v.cause.Error(), safetext.FieldMax)
 	}
 	for i := range s.Switches { // History returns copies
 		s.Switches[i].Notes, _ = boundStrings(s.Switches[i].Notes)
@@ -116,7 +116,7 @@ func (p *Path) Snapshot() Snapshot {
 		s.Provisional = s.Provisional[:maxSnapshotProvisional]
 	}
 	for i := range s.Provisional { // copies, made for this Snapshot
-		s.Provisional[i].Detail = safetext.Bound(s.Provisional[i].Detail)
+		s.Provisional[i].Detail = safetext.BoundN(s.Provisional[i].Detail, safetext.DetailMax)
 		s.Provisional[i].OrderID = safetext.Bound(s.Provisional[i].OrderID)
 	}
 	if len(v.released) > 0 {
@@ -151,11 +151,11 @@ func (p *Path) Snapshot() Snapshot {
 			EndpointEvidence:     evidenceOf(st),
 		}
 		if st.LastProbeError != nil {
-			es.LastProbeError = safetext.Bound(st.LastProbeError.Error())
+			es.LastProbeError = safetext.BoundN(st.LastProbeError.Error(), safetext.FieldMax)
 		}
 		es.Verified, es.IdentityMismatch, es.VerifiedAt = st.Verified, st.IdentityMismatch, st.VerifiedAt
 		if st.IdentityError != nil {
-			es.IdentityError = safetext.Bound(st.IdentityError.Error())
+			es.IdentityError = safetext.BoundN(st.IdentityError.Error(), safetext.FieldMax)
 		}
 		if !st.LastSuccess.IsZero() {
 			es.LastSuccessAge = now.Sub(st.LastSuccess)

@@ -11,26 +11,37 @@
 package safetext
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
-// Max is the bound, in bytes, on one piece of counterparty text (an event's
-// cause, an error's text, a settlement's detail), the note included.
-const Max = 256
-
-// LogMax is the bound on one log message or string attribute: it holds a
-// whole event line made of parts each already bounded by Max.
-const LogMax = 2048
+// Bounds, in bytes, the length note included.
+const (
+	// Max bounds one piece of counterparty text where the library reads it
+	// (a FIX Text, a status field).
+	Max = 256
+	// DetailMax bounds a text kept per order (a settlement's detail, a
+	// ticket's cause): the library's words around pieces bounded by Max.
+	DetailMax = 512
+	// FieldMax bounds one text field of an event, an error or a Snapshot (a
+	// cause, an error's text): the library's explanation may quote several
+	// pieces.
+	FieldMax = 2048
+	// LogMax bounds one log message or string attribute: it holds a whole
+	// event line made of fields bounded by FieldMax.
+	LogMax = 8192
+)
 
 // Bound returns s escaped and cut to at most Max bytes (see the package
 // documentation). Text that needs neither is returned as it is.
 func Bound(s string) string { return BoundN(s, Max) }
 
 // Safe reports whether Bound would return s as it is.
-func Safe(s string) bool { return len(s) <= Max && clean(s) }
+func Safe(s string) bool { return SafeN(s, Max) }
+
+// SafeN reports whether BoundN(s, n) would return s as it is.
+func SafeN(s string, n int) bool { return len(s) <= max(n, 32) && clean(s) }
 
 // BoundN is Bound with a bound of n bytes (n below 32 is taken as 32).
 func BoundN(s string, n int) string {
@@ -102,22 +113,18 @@ func unsafeRune(r rune) bool {
 }
 
 // Error returns err unchanged when its text is already safe, else an error
-// whose Error is Bound(err.Error()) and that unwraps to err (errors.Is and
-// errors.As see through it). Nil stays nil.
-func Error(err error) error {
+// whose Error is BoundN(err.Error(), n) and that unwraps to err (errors.Is
+// and errors.As see through it). Nil stays nil.
+func Error(err error, n int) error {
 	if err == nil {
 		return nil
 	}
 	s := err.Error()
-	b := Bound(s)
-	if b == s {
+	if SafeN(s, n) {
 		return err
 	}
-	return &boundedError{err: err, text: b}
+	return &boundedError{err: err, text: BoundN(s, n)}
 }
-
-// Errorf is fmt.Errorf whose result is passed through Error.
-func Errorf(format string, args ...any) error { return Error(fmt.Errorf(format, args...)) }
 
 type boundedError struct {
 	err  error

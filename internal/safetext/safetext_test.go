@@ -56,7 +56,7 @@ func TestBoundCutsOnBoundaries(t *testing.T) {
 
 func TestErrorKeepsTheChain(t *testing.T) {
 	base := &fs.PathError{Op: "open", Path: strings.Repeat("p", 5000), Err: fs.ErrNotExist}
-	err := safetext.Error(base)
+	err := safetext.Error(base, safetext.Max)
 	if len(err.Error()) > safetext.Max {
 		t.Fatalf("Error() is %d bytes", len(err.Error()))
 	}
@@ -68,10 +68,10 @@ func TestErrorKeepsTheChain(t *testing.T) {
 		t.Fatal("errors.As lost the chain")
 	}
 	short := errors.New("short")
-	if safetext.Error(short) != short {
+	if safetext.Error(short, safetext.Max) != short {
 		t.Fatal("a safe error was wrapped")
 	}
-	if safetext.Error(nil) != nil {
+	if safetext.Error(nil, safetext.Max) != nil {
 		t.Fatal("nil became non-nil")
 	}
 }

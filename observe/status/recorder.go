@@ -69,7 +69,7 @@ type incident struct {
 // own lock.
 func (r *Recorder) OnEvent(e pathdialer.Event) {
 	// A Path's events come bounded; one built elsewhere is bounded here.
-	e.Cause, e.Error = safetext.Bound(e.Cause), safetext.Bound(e.Error)
+	e.Cause, e.Error = safetext.BoundN(e.Cause, safetext.FieldMax), safetext.BoundN(e.Error, safetext.FieldMax)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e.Kind {

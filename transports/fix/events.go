@@ -117,7 +117,7 @@ type Event struct {
 	Backoff time.Duration
 	// Detail is the counterparty's text or what was decided; never credentials.
 	// The counterparty's part is escaped (control characters as Go escapes)
-	// and cut to a few hundred bytes with a note of its length.
+	// and cut to 256 bytes with a note of its length; Detail to 2 KiB.
 	Detail string
 }
 
@@ -140,7 +140,7 @@ func (in *Initiator) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	e.Detail = safetext.BoundN(e.Detail, safetext.LogMax)
+	e.Detail = safetext.BoundN(e.Detail, safetext.FieldMax)
 	in.log.Warn(e.String())
 	if in.opts.OnEvent != nil {
 		in.opts.OnEvent(e)

@@ -92,7 +92,7 @@ type Options struct {
 	OnRefusedResend func(sessionID quickfix.SessionID, clOrdID, msgType string)
 	// Logger receives structured logs; nil discards them. Messages and
 	// string attributes are escaped (one record stays on one line) and cut
-	// to 2 KiB before Logger's handler sees them.
+	// to 8 KiB before Logger's handler sees them.
 	Logger *slog.Logger
 	// TokenTag, when non-zero, is the FIX tag into which SendOrder writes the
 	// ticket's fencing token (pathdialer.Ticket.Generation, in decimal) on every
