@@ -48,6 +48,7 @@ func TestCounterpartyTextIsBoundedAndEscaped(t *testing.T) {
 		var logs lockedBuffer
 		fails := 2
 		var mu sync.Mutex
+		var returned []pathdialer.Settlement // what the reconciler handed over, to check it is not changed
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
@@ -65,6 +66,7 @@ func TestCounterpartyTextIsBoundedAndEscaped(t *testing.T) {
 					out = append(out, pathdialer.Settlement{OrderID: tk.OrderID, Service: tk.Service,
 						Fate: pathdialer.FateNotReceived, Detail: huge + forged})
 				}
+				returned = out
 				return out, nil
 			}
 		})
@@ -77,8 +79,18 @@ func TestCounterpartyTextIsBoundedAndEscaped(t *testing.T) {
 		h.await(pathdialer.EventRelease, nil)
 		synctest.Wait()
 
-		failures := 0
+		mu.Lock()
+		for _, s := range returned {
+			if s.Detail != huge+forged {
+				t.Errorf("the reconciler's own settlement was changed: detail of %d bytes", len(s.Detail))
+			}
+		}
+		mu.Unlock()
+		failures, largest := 0, 0
 		for _, e := range h.rec.all() {
+			if js, err := json.Marshal(e); err == nil {
+				largest = max(largest, len(js))
+			}
 			if n := len(e.Error) + len(e.Cause); n > 2*2048 {
 				t.Errorf("%v: Error+Cause are %d bytes", e.Kind, n)
 			}
@@ -119,6 +131,7 @@ func TestCounterpartyTextIsBoundedAndEscaped(t *testing.T) {
 			t.Errorf("Snapshot JSON is %d bytes", len(js))
 		}
 		out := logs.String()
+		t.Logf("largest event %d bytes (JSON), Snapshot %d bytes, logs %d bytes", largest, len(js), len(out))
 		if len(out) > 64<<10 {
 			t.Errorf("logs are %d bytes", len(out))
 		}
