@@ -306,3 +306,46 @@ sim-plant:
 	  rm -rf $$d; \
 	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
+
+# --- fuzz ---
+# fuzz: every fuzz target in the repository (each module: the library,
+# coord/etcd, bench), each for FUZZTIME. Targets are found, not listed here:
+# the packages whose tests declare `func Fuzz…`, then `go test -list '^Fuzz'`
+# in each. FUZZMINIMIZETIME bounds the minimizing of each new input (Go's
+# default, 60 s, would eat a short budget). FUZZ selects targets by a regular
+# expression on their names (FUZZ=Relay). A failing input is written under
+# the package's testdata/fuzz/<Target>/ and replays in plain `go test`.
+# CI does not fuzz: plain `go test` (make test) already runs every target's
+# seed corpus, and the inputs kept in testdata/fuzz, as ordinary tests.
+# fuzz-list prints the targets found.
+FUZZTIME         ?= 30s
+FUZZMINIMIZETIME ?= 5s
+FUZZ             ?= .
+
+# fuzz-targets prints "<module dir> <package dir> <target>" per target.
+define fuzz-targets
+for f in $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go'); do \
+  grep -q '^func Fuzz' "$$f" && dirname "$$f"; done | sort -u | while read -r dir; do \
+  mod=$$dir; while [ ! -f "$$mod/go.mod" ]; do mod=$$(dirname "$$mod"); done; \
+  rel=./$${dir#$$mod}; rel=$${rel#./}; rel=./$${rel#/}; \
+  (cd "$$mod" && $(GO) test -list '^Fuzz' "$$rel") | grep '^Fuzz' | grep -E '$(FUZZ)' | \
+    while read -r name; do echo "$$mod $$rel $$name"; done; done
+endef
+
+.PHONY: fuzz fuzz-list
+fuzz-list:
+	@$(fuzz-targets)
+
+fuzz:
+	@set -e; list=$$($(fuzz-targets)); \
+	[ -n "$$list" ] || { echo "fuzz: no fuzz target matches FUZZ=$(FUZZ)"; exit 1; }; \
+	n=$$(echo "$$list" | wc -l); echo "fuzz: $$n targets, $(FUZZTIME) each (minimize at most $(FUZZMINIMIZETIME))"; \
+	echo "$$list" | { failed=""; \
+	while read -r mod pkg name; do \
+	  echo "fuzz: $$name in $$mod/$$pkg"; \
+	  (cd "$$mod" && $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) \
+	    -fuzzminimizetime $(FUZZMINIMIZETIME) "$$pkg") || failed="$$failed $$name($$mod/$$pkg)"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz: FAILED:$$failed"; exit 1; fi; \
+	echo "fuzz: all $$n targets passed"; }
+# --- end fuzz ---

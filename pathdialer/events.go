@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/internal/safetext"
 )
 
 // EventKind says what happened.
@@ -98,6 +99,14 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 
 // Event is one thing that happened on a Path. Fields not relevant to the Kind are
 // zero.
+//
+// Text that may come from outside the process is escaped (control
+// characters as Go escapes, so it stays on one line) and cut, with a note of
+// its length such as "…(1048576 bytes)": Err and Error, Cause and the
+// Decision's notes at 2 KiB each, a ticket's Cause and a settlement's Detail
+// at 512 bytes, order IDs at 256. Err still unwraps to the error the hook returned (errors.Is and
+// errors.As see through the cut). The values given to the Path are not
+// changed: the event holds copies.
 //
 // Events are numbered and delivered in the order they happened: Seq counts from
 // 1 with no gap, Time never goes backwards from one event to the next, and for
@@ -219,6 +228,7 @@ func newDispatcher(log *slog.Logger, hook func(Event)) *dispatcher {
 // delivery; callers that must order events among themselves (the state changes
 // of one endpoint) emit under their own lock.
 func (d *dispatcher) emit(e Event) {
+	e = boundEvent(e)
 	if e.Err != nil && e.Error == "" {
 		e.Error = e.Err.Error()
 	}
@@ -239,6 +249,71 @@ func (d *dispatcher) emit(e Event) {
 	case d.wake <- struct{}{}:
 	default:
 	}
+}
+
+// boundEvent returns e with every text that may come from a counterparty
+// bounded and escaped (safetext). Slices and the Decision are copied when
+// anything in them changes, never written through: they may be the caller's.
+func boundEvent(e Event) Event {
+	e.Err = safetext.Error(e.Err, safetext.FieldMax)
+	e.Error = safetext.BoundN(e.Error, safetext.FieldMax)
+	e.Cause = safetext.BoundN(e.Cause, safetext.FieldMax)
+	e.OrderID = safetext.Bound(e.OrderID)
+	if e.Decision != nil {
+		if notes, changed := boundStrings(e.Decision.Notes); changed {
+			d := *e.Decision
+			d.Notes = notes
+			e.Decision = &d
+		}
+	}
+	for i := range e.Tickets {
+		t := e.Tickets[i]
+		if (t.Cause != nil && !safetext.SafeN(t.Cause.Error(), safetext.DetailMax)) || !safetext.Safe(t.OrderID) {
+			e.Tickets = boundTickets(e.Tickets)
+			break
+		}
+	}
+	for _, st := range e.Settlements {
+		if !safetext.SafeN(st.Detail, safetext.DetailMax) || !safetext.Safe(st.OrderID) {
+			e.Settlements = boundSettlements(e.Settlements)
+			break
+		}
+	}
+	return e
+}
+
+func boundTickets(in []TicketInfo) []TicketInfo {
+	out := make([]TicketInfo, len(in))
+	for i, t := range in {
+		t.Cause = safetext.Error(t.Cause, safetext.DetailMax)
+		t.OrderID = safetext.Bound(t.OrderID)
+		out[i] = t
+	}
+	return out
+}
+
+func boundSettlements(in []Settlement) []Settlement {
+	out := make([]Settlement, len(in))
+	for i, st := range in {
+		st.Detail = safetext.BoundN(st.Detail, safetext.DetailMax)
+		st.OrderID = safetext.Bound(st.OrderID)
+		out[i] = st
+	}
+	return out
+}
+
+// boundStrings returns ss bounded, copied only when something changed.
+func boundStrings(ss []string) ([]string, bool) {
+	for _, s := range ss {
+		if !safetext.SafeN(s, safetext.FieldMax) {
+			out := make([]string, len(ss))
+			for j, x := range ss {
+				out[j] = safetext.BoundN(x, safetext.FieldMax)
+			}
+			return out, true
+		}
+	}
+	return ss, false
 }
 
 func (d *dispatcher) recent() []Event {

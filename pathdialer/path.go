@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/internal/safetext"
 )
 
 // Path is one broker account reached over several endpoints. It probes them,
@@ -88,7 +89,7 @@ func New(cfg Config) (*Path, error) {
 		cfg:          cfg,
 		namedOnly:    namedOnly,
 		eps:          make(map[string]*endpointRT, len(cfg.Endpoints)),
-		log:          cfg.Logger,
+		log:          safetext.Logger(cfg.Logger), // counterparty text escaped and cut
 		dial:         cfg.Dial,
 		inflightWake: make(chan struct{}, 1),
 		epoch:        time.Now(),

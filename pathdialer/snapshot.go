@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/internal/safetext"
 )
 
 // Snapshot is a consistent-enough picture of a Path for status pages and logs. It
 // marshals to JSON and holds no credentials: service addresses are shown
 // without user information, query or fragment (a ?token= in a stream URL is
-// replaced by "?REDACTED").
+// replaced by "?REDACTED"). Text that may come from a counterparty (causes,
+// errors, notes, details) is escaped and cut as in Event.
 type Snapshot struct {
 	Time       time.Time          `json:"time"`
 	Active     string             `json:"active"`
@@ -110,13 +112,20 @@ func (p *Path) Snapshot() Snapshot {
 		Halts:          p.stats.halts.Load(),
 	}
 	if v.cause != nil {
-		s.GateCause = v.cause.Error()
+		s.GateCause = safetext.BoundN(v.cause.Error(), safetext.FieldMax)
+	}
+	for i := range s.Switches { // History returns copies
+		s.Switches[i].Notes, _ = boundStrings(s.Switches[i].Notes)
 	}
 	s.Provisional = p.provisional()
 	s.LateLandings, s.LateAfterFinal, s.Watched = p.lateStats() // verdict.go
 	s.ProvisionalCount = len(s.Provisional)
 	if len(s.Provisional) > maxSnapshotProvisional {
 		s.Provisional = s.Provisional[:maxSnapshotProvisional]
+	}
+	for i := range s.Provisional { // copies, made for this Snapshot
+		s.Provisional[i].Detail = safetext.BoundN(s.Provisional[i].Detail, safetext.DetailMax)
+		s.Provisional[i].OrderID = safetext.Bound(s.Provisional[i].OrderID)
 	}
 	if len(v.released) > 0 {
 		s.Released = sortedKeys(v.released)
@@ -150,11 +159,11 @@ func (p *Path) Snapshot() Snapshot {
 			EndpointEvidence:     evidenceOf(st),
 		}
 		if st.LastProbeError != nil {
-			es.LastProbeError = st.LastProbeError.Error()
+			es.LastProbeError = safetext.BoundN(st.LastProbeError.Error(), safetext.FieldMax)
 		}
 		es.Verified, es.IdentityMismatch, es.VerifiedAt = st.Verified, st.IdentityMismatch, st.VerifiedAt
 		if st.IdentityError != nil {
-			es.IdentityError = st.IdentityError.Error()
+			es.IdentityError = safetext.BoundN(st.IdentityError.Error(), safetext.FieldMax)
 		}
 		if !st.LastSuccess.IsZero() {
 			es.LastSuccessAge = now.Sub(st.LastSuccess)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -67,6 +68,8 @@ type incident struct {
 // OnEvent records one event. It never blocks on anything but the Recorder's
 // own lock.
 func (r *Recorder) OnEvent(e pathdialer.Event) {
+	// A Path's events come bounded; one built elsewhere is bounded here.
+	e.Cause, e.Error = safetext.BoundN(e.Cause, safetext.FieldMax), safetext.BoundN(e.Error, safetext.FieldMax)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e.Kind {

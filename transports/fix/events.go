@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/quickfixgo/quickfix"
+
+	"github.com/brokerpath/brokerpath/internal/safetext"
 )
 
 // EventKind says what an Initiator Event reports.
@@ -114,6 +116,8 @@ type Event struct {
 	// Backoff is the wait before the next logon attempt (EventLogonFailed).
 	Backoff time.Duration
 	// Detail is the counterparty's text or what was decided; never credentials.
+	// The counterparty's part is escaped (control characters as Go escapes)
+	// and cut to 256 bytes with a note of its length; Detail to 2 KiB.
 	Detail string
 }
 
@@ -136,6 +140,7 @@ func (in *Initiator) emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
+	e.Detail = safetext.BoundN(e.Detail, safetext.FieldMax)
 	in.log.Warn(e.String())
 	if in.opts.OnEvent != nil {
 		in.opts.OnEvent(e)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -189,7 +190,7 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 	in := &Initiator{
 		path:     path,
 		opts:     opts,
-		log:      opts.Logger,
+		log:      safetext.Logger(opts.Logger), // counterparty text escaped and cut
 		relays:   make(map[quickfix.SessionID]*relay),
 		sessions: make(map[quickfix.SessionID]*sessionState),
 		user:     app,
@@ -643,7 +644,7 @@ func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
 		text, _ := msg.Body.GetString(tagText)
 		s.mu.Lock()
 		if s.attempting && s.cause == 0 && strings.Contains(strings.ToLower(text), "msgseqnum too low") {
-			s.cause, s.causeDetail = LogonSeqTooLow, "we logged out: "+text
+			s.cause, s.causeDetail = LogonSeqTooLow, "we logged out: "+safetext.Bound(text)
 		}
 		s.mu.Unlock()
 	}
@@ -746,7 +747,7 @@ func (a *guardApp) FromAdmin(msg *quickfix.Message, sid quickfix.SessionID) quic
 			text, _ := msg.Body.GetString(tagText)
 			s.mu.Lock()
 			if s.attempting && s.cause == 0 {
-				s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+text
+				s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+safetext.Bound(text)
 			}
 			s.mu.Unlock()
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -31,7 +32,9 @@ func (in *Initiator) sawIncoming(sid quickfix.SessionID, b []byte) {
 	text, _ := m.Body.GetString(tagText)
 	s.mu.Lock()
 	if s.attempting && s.cause == 0 {
-		s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+text
+		// The counterparty's text is escaped and cut: it reaches events,
+		// errors and logs.
+		s.cause, s.causeDetail = diagnoseLogout(text), "counterparty logged out: "+safetext.Bound(text)
 	}
 	s.mu.Unlock()
 }

@@ -90,7 +90,9 @@ type Options struct {
 	// session goroutine: keep it short) for every order gap-filled instead of
 	// resent.
 	OnRefusedResend func(sessionID quickfix.SessionID, clOrdID, msgType string)
-	// Logger receives structured logs; nil discards them.
+	// Logger receives structured logs; nil discards them. Messages and
+	// string attributes are escaped (one record stays on one line) and cut
+	// to 8 KiB before Logger's handler sees them.
 	Logger *slog.Logger
 	// TokenTag, when non-zero, is the FIX tag into which SendOrder writes the
 	// ticket's fencing token (pathdialer.Ticket.Generation, in decimal) on every

@@ -12,6 +12,7 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -164,7 +165,7 @@ func logonExchange(ctx context.Context, opts ProbeOptions, ep pathdialer.Endpoin
 		mt, _ := m.Header.GetString(tagMsgType)
 		if mt != msgTypeLogon {
 			text, _ := m.Body.GetString(tagText)
-			return nil, fmt.Errorf("fix probe: endpoint %q answered MsgType %s to the logon (%s)", ep.Name, mt, text)
+			return nil, fmt.Errorf("fix probe: endpoint %q answered MsgType %s to the logon (%s)", ep.Name, safetext.Bound(mt), safetext.Bound(text))
 		}
 		_, _ = conn.Write([]byte(adminMessage(sid, "5", 2).String())) // Logout, best effort
 		return m, nil

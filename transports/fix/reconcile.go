@@ -9,6 +9,7 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -545,10 +546,10 @@ func describeReject(msg *quickfix.Message) string {
 	mt, _ := msg.Header.GetString(tagMsgType)
 	if mt == msgTypeBusinessReject {
 		r, _ := msg.Body.GetString(tagBusinessRejectRsn)
-		return "BusinessMessageReject 380=" + r
+		return "BusinessMessageReject 380=" + safetext.Bound(r)
 	}
 	r, _ := msg.Body.GetString(tagSessionRejectRsn)
-	return "Reject 373=" + r
+	return "Reject 373=" + safetext.Bound(r)
 }
 
 // statusRequest builds an OrderStatusRequest (35=H) for the order; the header
@@ -577,18 +578,23 @@ func statusRequest(o *order) *quickfix.Message {
 // other, ...) says nothing about the order → FateUndetermined. A session
 // Reject (35=3) is FateUndetermined. Anything else is FateUndetermined.
 func FateOf(msg *quickfix.Message) (pathdialer.Fate, string) {
-	mt, _ := msg.Header.GetString(tagMsgType)
-	text, _ := msg.Body.GetString(tagText)
+	// The counterparty's words reach a Settlement's Detail: escaped and cut.
+	field := func(fm *quickfix.FieldMap, tag quickfix.Tag) string {
+		v, _ := fm.GetString(tag)
+		return safetext.Bound(v)
+	}
+	mt := field(&msg.Header.FieldMap, tagMsgType)
+	text := field(&msg.Body.FieldMap, tagText)
 	switch mt {
 	case msgTypeBusinessReject:
-		r, _ := msg.Body.GetString(tagBusinessRejectRsn)
+		r := field(&msg.Body.FieldMap, tagBusinessRejectRsn)
 		d := strings.TrimSpace("business reject 380=" + r + ": " + text)
 		if r == "1" {
 			return pathdialer.FateNotReceived, d + " (unknown ID)"
 		}
 		return pathdialer.FateUndetermined, d + " (no verdict on the order)"
 	case msgTypeReject:
-		r, _ := msg.Body.GetString(tagSessionRejectRsn)
+		r := field(&msg.Body.FieldMap, tagSessionRejectRsn)
 		return pathdialer.FateUndetermined, strings.TrimSpace("session reject 373=" + r + ": " + text + " (no verdict on the order)")
 	}
 	if mt != msgTypeExecutionReport {
@@ -598,8 +604,8 @@ func FateOf(msg *quickfix.Message) (pathdialer.Fate, string) {
 	if err != nil {
 		return pathdialer.FateUndetermined, "ExecutionReport without OrdStatus"
 	}
-	detail := "OrdStatus=" + st
-	if id, _ := msg.Body.GetString(tagOrderID); id != "" {
+	detail := "OrdStatus=" + safetext.Bound(st)
+	if id := field(&msg.Body.FieldMap, tagOrderID); id != "" {
 		detail += " OrderID=" + id
 	}
 	switch st {
