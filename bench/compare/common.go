@@ -1,6 +1,6 @@
 // Package compare measures brokerpath against the peers a user would pick
 // instead — quickfix's own multi-host failover, a bare http.Transport,
-// failsafe-go's failsafehttp, hashicorp/go-retryablehttp and a seed-001 style
+// failsafe-go's failsafehttp, hashicorp/go-retryablehttp and a typical
 // WebSocket reconnect loop — on the simulated broker, in one process run.
 //
 // Every scenario starts its own simulated broker (internal/simbroker), so runs

@@ -321,7 +321,7 @@ func Run(o Options) (*Report, error) {
 	fmt.Fprintf(&sb, "The same scenarios with each peer configured as its library ships (see the settings column; the REST peers get a %s attempt timeout, "+
 		"which none of them has by default: without one a blackholed region holds every order forever). "+
 		"brokerpath's rows are those of the table above (the same settings); × bp compares with them. "+
-		"This is where ratios such as \"×10\" come from: they measure the peers' defaults, not the design.\n\n", ms(def.PeerAttemptTimeout))
+		"The large ratios here measure the peers' defaults, not the design.\n\n", ms(def.PeerAttemptTimeout))
 	if len(fixDef) > 0 {
 		sb.WriteString("### FIX\n\n" + fixTable(append(fixDef, fixBP), fixBP, "defaults/fix/").String() + "\n")
 	}

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/brokerpath/brokerpath/bench/compare"
@@ -115,7 +116,7 @@ func main() {
 	}
 	fmt.Print(rep.Markdown)
 	if *out != "" {
-		md := "# brokerpath vs the peers\n\nReproduce: `make bench-compare` (or `cd bench && go run ./cmd/compare " + argsOf() + "-out RESULTS.md`; `-h` lists the settings).\n\n" + rep.Markdown
+		md := "# brokerpath vs the peers\n\nReproduce: `make bench-compare BENCH_COMPARE_ARGS='" + argsOf() + "'` (or `cd bench && go run ./cmd/compare " + argsOf() + " -out RESULTS.md`; `-h` lists the settings).\n\n" + rep.Markdown
 		if err := os.WriteFile(*out, []byte(md), 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -128,11 +129,11 @@ func main() {
 
 // argsOf repeats the flags given, except -out.
 func argsOf() string {
-	var a string
+	var a []string
 	flag.Visit(func(f *flag.Flag) {
 		if f.Name != "out" {
-			a += "-" + f.Name + " " + f.Value.String() + " "
+			a = append(a, "-"+f.Name+" "+f.Value.String())
 		}
 	})
-	return a
+	return strings.Join(a, " ")
 }
