@@ -123,13 +123,19 @@ drill:
 # bench-compare: brokerpath against the peers a user would pick instead
 # (quickfix multi-host failover, net/http, failsafe-go, go-retryablehttp,
 # a WebSocket reconnect loop) on the simulated broker, median of 5
-# runs per row, one table on stdout, also written to bench/RESULTS.md.
-# Its own module (bench/), so the peers stay out of the library's
-# dependencies. Takes about 9 minutes; NOT part of `make test`. What each row
-# measures: bench/README.md.
+# runs per row: first every peer at the detection budget brokerpath's probes
+# have (the headline: orders resent, ticks missed, time at equal budget), then
+# every peer at its own defaults. Markdown on stdout, also written to
+# bench/RESULTS.md. Its own module (bench/), so the peers stay out of the
+# library's dependencies. Takes about 10 minutes; NOT part of `make test`.
+# What each row measures: bench/README.md.
+# BENCH_COMPARE_ARGS e.g. '-runs 3' or '-probe-interval 100ms -probe-timeout 80ms -failures 2'
+# (the peers follow the probe settings; `cd bench && go run ./cmd/compare -h` lists every flag).
+BENCH_COMPARE_ARGS ?= -runs 5
+
 .PHONY: bench-compare
 bench-compare:
-	cd bench && $(GO) run ./cmd/compare -runs 5 -out RESULTS.md
+	cd bench && $(GO) run ./cmd/compare $(BENCH_COMPARE_ARGS) -out RESULTS.md
 # --- end bench-compare ---
 
 # --- bench-rest ---

@@ -1,6 +1,6 @@
 // Package compare measures brokerpath against the peers a user would pick
 // instead — quickfix's own multi-host failover, a bare http.Transport,
-// failsafe-go's failsafehttp, hashicorp/go-retryablehttp and a seed-001 style
+// failsafe-go's failsafehttp, hashicorp/go-retryablehttp and a typical
 // WebSocket reconnect loop — on the simulated broker, in one process run.
 //
 // Every scenario starts its own simulated broker (internal/simbroker), so runs
@@ -24,30 +24,19 @@ import (
 	"github.com/brokerpath/brokerpath/transports/rest"
 )
 
-// Path settings used for every brokerpath row (stated in the table's notes).
 const (
-	ProbeInterval    = 200 * time.Millisecond
-	ProbeTimeout     = 150 * time.Millisecond
-	FailureThreshold = 3
-	InflightGrace    = 200 * time.Millisecond
-	// AttemptTimeout bounds one brokerpath order (its context): brokerpath
-	// does not detect a dead path by timing orders out, its probes do.
-	AttemptTimeout = 2 * time.Second
-	// PeerAttemptTimeout bounds one attempt of every peer: the detection
-	// budget brokerpath's probes have (ProbeTimeout).
-	PeerAttemptTimeout = ProbeTimeout
-	// PeerRetryWaitMin and PeerRetryWaitMax bound go-retryablehttp's wait
-	// between attempts (its defaults, 1–30 s, would make it slow for no
-	// reason of its own): brokerpath's probe cadence.
-	PeerRetryWaitMin = 50 * time.Millisecond
-	PeerRetryWaitMax = ProbeInterval
-	// ThroughputRun is one healthy-path run of one row (5 runs per row,
-	// rotated): long enough that a row's median reproduces.
+	// ThroughputRun is one healthy-path run of one row (rows rotated between
+	// runs): long enough that a row's median reproduces.
 	ThroughputRun = 3 * time.Second
-	// SlowDelay is the delay each way of the slow-primary scenario, longer
-	// than PeerAttemptTimeout: a slow broker, not a dead one.
-	SlowDelay = 200 * time.Millisecond
+	// minSlowDelay is the least delay each way of the slow-primary scenario.
+	minSlowDelay = 200 * time.Millisecond
 )
+
+// slowDelay is the slow-primary scenario's delay each way: longer than a
+// peer's attempt timeout, a slow broker, not a dead one.
+func slowDelay(s Settings) time.Duration {
+	return max(minSlowDelay, s.PeerAttemptTimeout+50*time.Millisecond)
+}
 
 // Options control a comparison run.
 type Options struct {
@@ -56,6 +45,13 @@ type Options struct {
 	// Quick: one run per row, shorter bounds, and the 30 s quickfix row skipped
 	// (for go test).
 	Quick bool
+	// Settings of the first table (equal budgets); the zero value means
+	// DefaultSettings().
+	Settings Settings
+	// DefaultsAttemptTimeout is the REST attempt timeout of the second table
+	// (every peer at its own defaults; none has an attempt timeout of its
+	// own). Zero means 150 ms.
+	DefaultsAttemptTimeout time.Duration
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
 }
@@ -117,8 +113,8 @@ func addrsOf(b *simbroker.Broker) brokerAddrs {
 
 // pathConfig is the brokerpath configuration of every row: rest.Probe on
 // each region's ProbeURL + /v1/account with the API key, every
-// ProbeInterval, DOWN after FailureThreshold failures, LocalFenceOnly.
-func pathConfig(a brokerAddrs, services func(r regionAddrs) map[string]string) (pathdialer.Config, error) {
+// s.ProbeInterval, DOWN after s.FailureThreshold failures, LocalFenceOnly.
+func pathConfig(a brokerAddrs, s Settings, services func(r regionAddrs) map[string]string) (pathdialer.Config, error) {
 	tlsCfg := tlsConfig(a.CAPEM)
 	probe, err := rest.Probe(rest.ProbeOptions{
 		Path: "/v1/account", Header: http.Header{"X-API-Key": {a.APIKey}},
@@ -134,9 +130,10 @@ func pathConfig(a brokerAddrs, services func(r regionAddrs) map[string]string) (
 		cfg.Endpoints = append(cfg.Endpoints, pathdialer.Endpoint{Name: r.Name, Region: r.Name, Priority: i, Primary: i == 0, Services: svcs})
 	}
 	cfg.Probe = probe
-	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.ProbeJitter = ProbeInterval, ProbeTimeout, 0
-	cfg.Engine.FailureThreshold = FailureThreshold
-	cfg.InflightGrace = InflightGrace
+	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.ProbeJitter = s.ProbeInterval, s.ProbeTimeout, 0
+	cfg.Engine.FailureThreshold = s.FailureThreshold
+	cfg.Engine.MaxHealthAge = max(cfg.Engine.MaxHealthAge, 2*s.ProbeInterval)
+	cfg.InflightGrace = s.InflightGrace
 	cfg.Fencer = pathdialer.LocalFenceOnly
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	return cfg, nil

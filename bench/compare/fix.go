@@ -15,13 +15,6 @@ import (
 	"github.com/brokerpath/brokerpath/transports/fix"
 )
 
-// fixHeartBtInt is every FIX row's HeartBtInt (seconds). quickfix detects a
-// silent connection from it (TestRequest after 1.2×, disconnect after
-// another), and so does the broker's acceptor, which refuses a logon through
-// the other region until the blackholed session has dropped (concurrent
-// session policy: the broker does not fence).
-const fixHeartBtInt = "1"
-
 // fixApp records when each ExecutionReport arrived, and logon state.
 type fixApp struct {
 	mu     sync.Mutex
@@ -110,10 +103,14 @@ type fixResult struct {
 
 // fixFailover: orders every 50 ms while logged on; after 500 ms the
 // primary region is blackholed; time until the first ExecutionReport for an
-// order booked through the other region. reconnect is quickfix's
-// ReconnectInterval for the quickfix peer ("" = its default, 30 s); bp selects
+// order booked through the other region. Every row's HeartBtInt is
+// s.FIXHeartBtInt: quickfix detects a silent connection from it (TestRequest
+// after 1.2×, disconnect after another), and so does the broker's acceptor,
+// which refuses a logon through the other region until the blackholed session
+// has dropped (concurrent session policy: the broker does not fence). The
+// quickfix peer reconnects every s.QuickfixReconnect; bp selects
 // transports/fix instead.
-func fixFailover(bp bool, reconnect string, bound time.Duration) (fixResult, error) {
+func fixFailover(bp bool, s Settings, bound time.Duration) (fixResult, error) {
 	b, err := startBroker(func(c *simbroker.Config) { c.TickInterval = 0 })
 	if err != nil {
 		return fixResult{}, err
@@ -123,24 +120,24 @@ func fixFailover(bp bool, reconnect string, bound time.Duration) (fixResult, err
 	sid := b.FIXSessionID()
 	app := newFixApp()
 
-	s := quickfix.NewSessionSettings()
-	s.Set("BeginString", sid.BeginString)
-	s.Set("SenderCompID", sid.SenderCompID)
-	s.Set("TargetCompID", sid.TargetCompID)
-	s.Set("HeartBtInt", fixHeartBtInt)
+	qs := quickfix.NewSessionSettings()
+	qs.Set("BeginString", sid.BeginString)
+	qs.Set("SenderCompID", sid.SenderCompID)
+	qs.Set("TargetCompID", sid.TargetCompID)
+	qs.Set("HeartBtInt", fmt.Sprint(s.FIXHeartBtInt))
 	st := quickfix.NewSettings()
 
 	var send func(ctx context.Context, m *quickfix.Message) error
 	var closeFn func()
 	if bp {
-		if _, err := st.AddSession(s); err != nil {
+		if _, err := st.AddSession(qs); err != nil {
 			return fixResult{}, err
 		}
 		rec, err := fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: 2 * time.Second})
 		if err != nil {
 			return fixResult{}, err
 		}
-		cfg, err := pathConfig(a, func(r regionAddrs) map[string]string { return map[string]string{"fix": r.FIX} })
+		cfg, err := pathConfig(a, s, func(r regionAddrs) map[string]string { return map[string]string{"fix": r.FIX} })
 		if err != nil {
 			return fixResult{}, err
 		}
@@ -168,13 +165,11 @@ func fixFailover(bp bool, reconnect string, bound time.Duration) (fixResult, err
 			if i > 0 {
 				suffix = fmt.Sprint(i)
 			}
-			s.Set("SocketConnectHost"+suffix, host)
-			s.Set("SocketConnectPort"+suffix, port)
+			qs.Set("SocketConnectHost"+suffix, host)
+			qs.Set("SocketConnectPort"+suffix, port)
 		}
-		if reconnect != "" {
-			s.Set("ReconnectInterval", reconnect)
-		}
-		if _, err := st.AddSession(s); err != nil {
+		qs.Set("ReconnectInterval", s.QuickfixReconnect.String())
+		if _, err := st.AddSession(qs); err != nil {
 			return fixResult{}, err
 		}
 		in, err := quickfix.NewInitiator(app, quickfix.NewMemoryStoreFactory(), st, quickfix.NewNullLogFactory())

@@ -53,13 +53,14 @@ type restClient struct {
 	close func()
 }
 
-// restPeer is one row of the REST table: a client library on one protocol.
+// restPeer is one row of a REST table: a client library on one protocol.
 type restPeer struct {
-	name   string // the library, e.g. "failsafe-go failsafehttp v0.9.8"
-	proto  string // "HTTP/2" or "HTTP/1.1"
-	bp     bool   // brokerpath's row (the × bp reference for its protocol)
-	config string
-	build  func(a brokerAddrs) (*restClient, error)
+	name     string // the library, e.g. "failsafe-go failsafehttp v0.9.8"
+	proto    string // "HTTP/2" or "HTTP/1.1"
+	bp       bool   // brokerpath's row (the × bp reference for its protocol)
+	settings string // the settings cell
+	config   string // how it is built (the notes)
+	build    func(a brokerAddrs) (*restClient, error)
 }
 
 func (p restPeer) row() string { return p.name + " (" + p.proto + ")" }
@@ -97,21 +98,28 @@ func hostOf(raw string) string {
 	return u.Host
 }
 
-// restPeers returns every row: each library over HTTP/2 and over HTTP/1.1.
-// The peers that fail over get the detection budget brokerpath's probes
-// have: PeerAttemptTimeout per attempt.
-func restPeers() []restPeer {
+const (
+	nameBare      = "net/http bare Transport"
+	nameFailsafe  = "failsafe-go failsafehttp v0.9.8"
+	nameRetryable = "hashicorp/go-retryablehttp v0.7.8"
+	nameBP        = "brokerpath rest.Transport"
+)
+
+// restPeers returns the rows of the equal-budget table: each library over
+// HTTP/2 and over HTTP/1.1, with s's settings.
+func restPeers(s Settings) []restPeer {
 	var out []restPeer
 	for _, h1 := range []bool{false, true} {
 		proto := map[bool]string{false: "HTTP/2", true: "HTTP/1.1"}[h1]
 		out = append(out,
 			restPeer{
-				name:   "net/http bare Transport",
-				proto:  proto,
-				config: fmt.Sprintf("one base URL (primary); http.Client.Timeout %s; no retry", PeerAttemptTimeout),
+				name:     nameBare,
+				proto:    proto,
+				settings: fmt.Sprintf("%s per order, one URL (A), no retry", ms(s.PeerAttemptTimeout)),
+				config:   fmt.Sprintf("one base URL (primary); http.Client.Timeout %s; no retry", ms(s.PeerAttemptTimeout)),
 				build: func(a brokerAddrs) (*restClient, error) {
 					tr := innerTransport(a.CAPEM, h1)
-					c := &http.Client{Transport: tr, Timeout: PeerAttemptTimeout}
+					c := &http.Client{Transport: tr, Timeout: s.PeerAttemptTimeout}
 					base := a.Regions[0].REST
 					return &restClient{
 						order: func(ctx context.Context, id string) (string, error) { return doOrder(ctx, c, base, a.APIKey, id) },
@@ -119,67 +127,98 @@ func restPeers() []restPeer {
 					}, nil
 				},
 			},
+			failsafePeer(s, h1, proto),
+			retryablePeer(s, h1, proto),
 			restPeer{
-				name:  "failsafe-go failsafehttp v0.9.8",
-				proto: proto,
-				config: fmt.Sprintf("NewRoundTripper(Fallback→backup URL, RetryPolicy (failsafehttp defaults: 2 retries, no delay, Retry-After), "+
-					"CircuitBreaker (3 failures, 5 s open), Timeout %s per attempt)", PeerAttemptTimeout),
-				build: func(a brokerAddrs) (*restClient, error) { return buildFailsafe(a, h1) },
-			},
-			restPeer{
-				name:  "hashicorp/go-retryablehttp v0.7.8",
-				proto: proto,
-				config: fmt.Sprintf("NewClient (RetryMax 4, DefaultRetryPolicy) with waits %s–%s between attempts; HTTPClient Timeout %s per attempt; "+
-					"PrepareRetry rewrites every retry to the backup URL", PeerRetryWaitMin, PeerRetryWaitMax, PeerAttemptTimeout),
-				build: func(a brokerAddrs) (*restClient, error) {
-					tr := innerTransport(a.CAPEM, h1)
-					rc := retryablehttp.NewClient()
-					rc.HTTPClient = &http.Client{Transport: tr, Timeout: PeerAttemptTimeout}
-					rc.RetryWaitMin, rc.RetryWaitMax = PeerRetryWaitMin, PeerRetryWaitMax
-					rc.Logger = nil
-					backup := hostOf(a.Regions[1].REST)
-					rc.PrepareRetry = func(r *http.Request) error {
-						r.URL.Host, r.Host = backup, ""
-						return nil
-					}
-					base := a.Regions[0].REST
-					return &restClient{
-						order: func(ctx context.Context, id string) (string, error) {
-							req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/orders", strings.NewReader(orderBody(id)))
-							if err != nil {
-								return "", err
-							}
-							req.Header.Set("X-API-Key", a.APIKey)
-							req.Header.Set("Content-Type", "application/json")
-							resp, err := rc.Do(req)
-							if err != nil {
-								return "", err
-							}
-							return finish(resp)
-						},
-						close: tr.CloseIdleConnections,
-					}, nil
-				},
-			},
-			restPeer{
-				name:  "brokerpath rest.Transport",
-				proto: proto,
-				bp:    true,
+				name:     nameBP,
+				proto:    proto,
+				bp:       true,
+				settings: s.bpCell() + fmt.Sprintf("; %s per order", ms(s.OrderTimeout)),
 				config: fmt.Sprintf("Path over both regions (rest.Probe on ProbeURL/v1/account with the key, every %s, timeout %s, DOWN after %d, "+
 					"LocalFenceOnly, rest.Reconciler GET /v1/orders/{client_order_id}); per-order context %s; orders never retried",
-					ProbeInterval, ProbeTimeout, FailureThreshold, AttemptTimeout),
-				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, h1, AttemptTimeout) },
+					ms(s.ProbeInterval), ms(s.ProbeTimeout), s.FailureThreshold, ms(s.OrderTimeout)),
+				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, s, h1, s.OrderTimeout) },
 			},
 			restPeer{
-				name:  fmt.Sprintf("brokerpath rest.Transport, %s per order", PeerAttemptTimeout),
-				proto: proto,
+				name:     fmt.Sprintf("%s, %s per order", nameBP, ms(s.PeerAttemptTimeout)),
+				proto:    proto,
+				settings: s.bpCell() + fmt.Sprintf("; %s per order (the peers' attempt timeout)", ms(s.PeerAttemptTimeout)),
 				config: fmt.Sprintf("the same Path, with the peers' %s per order: a timed-out order is an unknown outcome, reconciled and never resent; "+
-					"the caller's own deadline is not reported as a path failure, so detection stays with the probes", PeerAttemptTimeout),
-				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, h1, PeerAttemptTimeout) },
+					"the caller's own deadline is not reported as a path failure, so detection stays with the probes", ms(s.PeerAttemptTimeout)),
+				build: func(a brokerAddrs) (*restClient, error) { return buildBrokerpathREST(a, s, h1, s.PeerAttemptTimeout) },
 			},
 		)
 	}
 	return out
+}
+
+// defaultsPeers returns the rows of the second table: the peers that fail
+// over, at their own defaults (s = Settings.PeerDefaults), over HTTP/2.
+func defaultsPeers(s Settings) []restPeer {
+	return []restPeer{failsafePeer(s, false, "HTTP/2"), retryablePeer(s, false, "HTTP/2")}
+}
+
+func failsafePeer(s Settings, h1 bool, proto string) restPeer {
+	return restPeer{
+		name:     nameFailsafe,
+		proto:    proto,
+		settings: s.failsafeCell(),
+		config: fmt.Sprintf("NewRoundTripper(Fallback→backup URL, failsafehttp RetryPolicy (%d retries, delay %s, Retry-After), "+
+			"CircuitBreaker (%d failures, 5 s open), Timeout %s per attempt)", s.FailsafeAttempts-1, ms(s.FailsafeDelay), s.FailsafeBreaker, ms(s.PeerAttemptTimeout)),
+		build: func(a brokerAddrs) (*restClient, error) { return buildFailsafe(a, s, h1) },
+	}
+}
+
+type retryCountKey struct{}
+
+func retryablePeer(s Settings, h1 bool, proto string) restPeer {
+	return restPeer{
+		name:     nameRetryable,
+		proto:    proto,
+		settings: s.retryableCell(),
+		config: fmt.Sprintf("NewClient (RetryMax %d, DefaultRetryPolicy, DefaultBackoff) with waits %s–%s between attempts; HTTPClient Timeout %s per attempt; "+
+			"PrepareRetry aims retry %d and later at the backup URL", s.retryMax(), ms(s.RetryableWaitMin), ms(s.RetryableWaitMax), ms(s.PeerAttemptTimeout), s.RetryableAttempts),
+		build: func(a brokerAddrs) (*restClient, error) {
+			tr := innerTransport(a.CAPEM, h1)
+			rc := retryablehttp.NewClient()
+			rc.HTTPClient = &http.Client{Transport: tr, Timeout: s.PeerAttemptTimeout}
+			rc.RetryWaitMin, rc.RetryWaitMax = s.RetryableWaitMin, s.RetryableWaitMax
+			rc.RetryMax = s.retryMax()
+			rc.Logger = nil
+			backup := hostOf(a.Regions[1].REST)
+			rc.PrepareRetry = func(r *http.Request) error {
+				n, _ := r.Context().Value(retryCountKey{}).(*int)
+				if n == nil {
+					return errors.New("no retry counter")
+				}
+				*n++ // PrepareRetry runs before retry *n, one request at a time
+				if *n >= s.RetryableAttempts {
+					u := *r.URL
+					u.Host = backup
+					r.URL, r.Host = &u, ""
+				}
+				return nil
+			}
+			base := a.Regions[0].REST
+			return &restClient{
+				order: func(ctx context.Context, id string) (string, error) {
+					ctx = context.WithValue(ctx, retryCountKey{}, new(int))
+					req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/orders", strings.NewReader(orderBody(id)))
+					if err != nil {
+						return "", err
+					}
+					req.Header.Set("X-API-Key", a.APIKey)
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := rc.Do(req)
+					if err != nil {
+						return "", err
+					}
+					return finish(resp)
+				},
+				close: tr.CloseIdleConnections,
+			}, nil
+		},
+	}
 }
 
 type origReqKey struct{}
@@ -187,7 +226,7 @@ type origReqKey struct{}
 // buildFailsafe: failsafehttp's RoundTripper with a Fallback that re-issues
 // the request to the backup base URL. Fallback functions do not receive the
 // request, so a thin wrapper puts it in the context (what a user has to write).
-func buildFailsafe(a brokerAddrs, h1 bool) (*restClient, error) {
+func buildFailsafe(a brokerAddrs, s Settings, h1 bool) (*restClient, error) {
 	inner := innerTransport(a.CAPEM, h1)
 	backup := hostOf(a.Regions[1].REST)
 	fb := fallback.NewWithFunc(func(exec failsafe.Execution[*http.Response]) (*http.Response, error) {
@@ -195,7 +234,7 @@ func buildFailsafe(a brokerAddrs, h1 bool) (*restClient, error) {
 		if orig == nil {
 			return nil, errors.New("fallback: no request")
 		}
-		ctx, cancel := context.WithTimeout(orig.Context(), PeerAttemptTimeout)
+		ctx, cancel := context.WithTimeout(orig.Context(), s.PeerAttemptTimeout)
 		r := orig.Clone(ctx)
 		r.URL.Host, r.Host = backup, ""
 		if orig.GetBody != nil {
@@ -214,11 +253,15 @@ func buildFailsafe(a brokerAddrs, h1 bool) (*restClient, error) {
 		resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
 		return resp, nil
 	})
-	rp := failsafehttp.NewRetryPolicyBuilder().Build()
+	rpb := failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(s.FailsafeAttempts - 1)
+	if s.FailsafeDelay > 0 {
+		rpb = rpb.WithDelay(s.FailsafeDelay)
+	}
+	rp := rpb.Build()
 	cb := circuitbreaker.NewBuilder[*http.Response]().
 		HandleIf(func(r *http.Response, err error) bool { return err != nil || (r != nil && r.StatusCode >= 500) }).
-		WithFailureThreshold(3).WithDelay(5 * time.Second).Build()
-	to := timeout.New[*http.Response](PeerAttemptTimeout)
+		WithFailureThreshold(uint(s.FailsafeBreaker)).WithDelay(5 * time.Second).Build()
+	to := timeout.New[*http.Response](s.PeerAttemptTimeout)
 	fs := failsafehttp.NewRoundTripper(inner, fb, rp, cb, to)
 	c := &http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
 		return fs.RoundTrip(r.WithContext(context.WithValue(r.Context(), origReqKey{}, r)))
@@ -241,8 +284,8 @@ type cancelBody struct {
 
 func (b *cancelBody) Close() error { err := b.ReadCloser.Close(); b.cancel(); return err }
 
-func buildBrokerpathREST(a brokerAddrs, h1 bool, perOrder time.Duration) (*restClient, error) {
-	cfg, err := pathConfig(a, func(r regionAddrs) map[string]string { return map[string]string{"rest": r.REST} })
+func buildBrokerpathREST(a brokerAddrs, s Settings, h1 bool, perOrder time.Duration) (*restClient, error) {
+	cfg, err := pathConfig(a, s, func(r regionAddrs) map[string]string { return map[string]string{"rest": r.REST} })
 	if err != nil {
 		return nil, err
 	}
@@ -440,9 +483,9 @@ func restUnknownOutcome(p restPeer) (repeated, doubleBooked int, err error) {
 // ---- scenario: slow primary (a slow broker, not a dead one) ----
 
 // restSlowPrimary sends 5 orders one at a time while the primary's trading
-// relay delays everything by SlowDelay each way (its probe relay stays fast),
+// relay delays everything by delay each way (its probe relay stays fast),
 // then waits for late deliveries and counts what the broker received twice.
-func restSlowPrimary(p restPeer) (repeated, doubleBooked int, err error) {
+func restSlowPrimary(p restPeer, delay time.Duration) (repeated, doubleBooked int, err error) {
 	b, err := startBroker(nil)
 	if err != nil {
 		return 0, 0, err
@@ -458,13 +501,13 @@ func restSlowPrimary(p restPeer) (repeated, doubleBooked int, err error) {
 	if _, err := c.order(context.Background(), prefix+"-warm"); err != nil {
 		return 0, 0, fmt.Errorf("warm-up order: %w", err)
 	}
-	if err := b.SetFault(a.Regions[0].Name, simbroker.REST, simbroker.Latency{Delay: SlowDelay}); err != nil {
+	if err := b.SetFault(a.Regions[0].Name, simbroker.REST, simbroker.Latency{Delay: delay}); err != nil {
 		return 0, 0, err
 	}
 	for i := range 5 {
 		_, _ = c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, i))
 	}
-	time.Sleep(4 * SlowDelay) // attempts still on the slow wire land
+	time.Sleep(4 * delay) // attempts still on the slow wire land
 	repeated, doubleBooked = countRepeats(b.Audit())
 	return repeated, doubleBooked, nil
 }

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -24,7 +25,32 @@ func (r *Report) put(key string, s *sample) {
 	}
 }
 
-// Run measures every row and returns the table.
+// restRow is one REST row's failover measurements over its runs.
+type restRow struct {
+	peer                    restPeer
+	fo, foRep, uoRep, uoDup sample
+	spRep, spDup            sample
+}
+
+// fixRow is one FIX row.
+type fixRow struct {
+	name, settings string
+	bp             bool
+	set            Settings
+	bound          time.Duration
+	parallel       bool
+	s, resend      sample
+}
+
+// wsRow is one WebSocket row.
+type wsRow struct {
+	name, settings string
+	bp             bool
+	set            Settings
+	t, miss, dup   sample
+}
+
+// Run measures every row and returns the tables.
 func Run(o Options) (*Report, error) {
 	if o.Runs < 1 {
 		o.Runs = 5
@@ -32,33 +58,38 @@ func Run(o Options) (*Report, error) {
 	if o.Quick {
 		o.Runs = 1
 	}
+	set := o.Settings
+	if set == (Settings{}) {
+		set = DefaultSettings()
+	}
+	if err := set.Validate(); err != nil {
+		return nil, err
+	}
+	if o.DefaultsAttemptTimeout <= 0 {
+		o.DefaultsAttemptTimeout = 150 * time.Millisecond
+	}
+	def := set.PeerDefaults(o.DefaultsAttemptTimeout)
 	start := time.Now()
+	load0 := loadAvg()
 	rep := &Report{Medians: map[string]float64{}}
 	fail := func(what string, err error) {
 		msg := fmt.Sprintf("%s: %v", what, err)
 		rep.Errors = append(rep.Errors, msg)
 		o.progress("  ERROR %s", msg)
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "Measured %s on %d CPUs, %s, median of %d runs per row. Ratio (× bp) = peer ÷ brokerpath: for times > 1 means brokerpath is faster, for orders/s < 1 means the peer is slower, for allocs/order < 1 means the peer allocates less.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), o.Runs)
 
-	// ---------- REST ----------
-	peers := restPeers()
-	bpOf := func(i int) int { // brokerpath's row on the same protocol
-		for j, p := range peers {
-			if p.bp && p.proto == peers[i].proto {
-				return j
+	// ---------- REST, healthy path (equal settings) ----------
+	peers := restPeers(set)
+	bpOf := func(rows []*restRow, proto string) *restRow {
+		for _, r := range rows {
+			if r.peer.bp && r.peer.proto == proto {
+				return r
 			}
 		}
-		return i
+		return nil
 	}
 	n := len(peers)
 	rps, cpu, allocs, tpFail := make([]sample, n), make([]sample, n), make([]sample, n), make([]sample, n)
-	fo, foRep := make([]sample, n), make([]sample, n)
-	uoRep, uoDup := make([]sample, n), make([]sample, n)
-	spRep, spDup := make([]sample, n), make([]sample, n)
-
 	tpDur := ThroughputRun
 	if o.Quick {
 		tpDur = 300 * time.Millisecond
@@ -99,82 +130,68 @@ func Run(o Options) (*Report, error) {
 		stop()
 	}
 
+	// ---------- REST failover, both tables ----------
 	restBound := 10 * time.Second
 	if o.Quick {
 		restBound = 8 * time.Second
 	}
-	o.progress("REST failover (blackhole of the primary region, bound %s), unknown outcome (3 of 10 orders booked then cut), slow primary (%s each way)", restBound, SlowDelay)
-	for r := range o.Runs {
-		for i, p := range peers {
-			res, err := restFailover(p, restBound)
-			if err != nil {
-				fail(p.row()+" failover", err)
-				continue
+	var eqRows, defRows []*restRow
+	for _, p := range peers {
+		eqRows = append(eqRows, &restRow{peer: p})
+	}
+	for _, p := range defaultsPeers(def) {
+		defRows = append(defRows, &restRow{peer: p})
+	}
+	restPass := func(label string, rows []*restRow, s Settings) {
+		o.progress("REST %s: failover (blackhole of the primary region, bound %s), unknown outcome (3 of 10 orders booked then cut), slow primary (%s each way)", label, restBound, ms(slowDelay(s)))
+		for r := range o.Runs {
+			for _, row := range rows {
+				p := row.peer
+				res, err := restFailover(p, restBound)
+				if err != nil {
+					fail(p.row()+" failover", err)
+					continue
+				}
+				if res.firstOnBackup < 0 {
+					row.fo.miss(restBound)
+				} else {
+					row.fo.add(res.firstOnBackup.Seconds())
+				}
+				row.foRep.add(float64(res.repeated))
+				rp, dup, err := restUnknownOutcome(p)
+				if err != nil {
+					fail(p.row()+" unknown outcome", err)
+					continue
+				}
+				row.uoRep.add(float64(rp))
+				row.uoDup.add(float64(dup))
+				srp, sdup, err := restSlowPrimary(p, slowDelay(s))
+				if err != nil {
+					fail(p.row()+" slow primary", err)
+					continue
+				}
+				row.spRep.add(float64(srp))
+				row.spDup.add(float64(sdup))
+				o.progress("  run %d %-46s first on backup %-8s resent in failover %d; unknown outcome: resent %d, double-booked %d; slow primary: resent %d, double-booked %d",
+					r+1, p.row(), durStr(res.firstOnBackup), res.repeated, rp, dup, srp, sdup)
 			}
-			if res.firstOnBackup < 0 {
-				fo[i].miss(restBound)
-			} else {
-				fo[i].add(res.firstOnBackup.Seconds())
-			}
-			foRep[i].add(float64(res.repeated))
-			rp, dup, err := restUnknownOutcome(p)
-			if err != nil {
-				fail(p.row()+" unknown outcome", err)
-				continue
-			}
-			uoRep[i].add(float64(rp))
-			uoDup[i].add(float64(dup))
-			srp, sdup, err := restSlowPrimary(p)
-			if err != nil {
-				fail(p.row()+" slow primary", err)
-				continue
-			}
-			spRep[i].add(float64(srp))
-			spDup[i].add(float64(sdup))
-			o.progress("  run %d %-46s first on backup %-8s resent in failover %d; unknown outcome: resent %d, double-booked %d; slow primary: resent %d, double-booked %d",
-				r+1, p.row(), durStr(res.firstOnBackup), res.repeated, rp, dup, srp, sdup)
 		}
 	}
-
-	rt := &table{header: []string{"REST client", "first order accepted on backup after blackhole", "× bp",
-		"orders resent (failover / unknown outcome / slow primary)", "would-be duplicate orders (unknown outcome / slow primary)",
-		"healthy orders/s", "× bp", "client CPU µs/order", "× bp", "allocs/order", "× bp"}}
-	for i, p := range peers {
-		b := bpOf(i)
-		key := "rest/" + p.row()
-		rep.put(key+"/failover_s", &fo[i])
-		rep.put(key+"/unknown_resent", &uoRep[i])
-		rep.put(key+"/slow_resent", &spRep[i])
-		rep.put(key+"/rps", &rps[i])
-		rep.put(key+"/cpu_us", &cpu[i])
-		okCell := fmtNum(&rps[i], "")
-		if m, ok := tpFail[i].median(); ok && m > 0 {
-			okCell += fmt.Sprintf(" (%.0f failed)", m)
-		}
-		rt.add(p.row(), fmtDur(&fo[i]), ratio(&fo[i], &fo[b]),
-			fmtNum(&foRep[i], "")+" / "+fmtNum(&uoRep[i], "")+" / "+fmtNum(&spRep[i], ""),
-			fmtNum(&uoDup[i], "")+" / "+fmtNum(&spDup[i], ""),
-			okCell, ratio(&rps[i], &rps[b]), fmtNum(&cpu[i], ""), ratio(&cpu[i], &cpu[b]), fmtNum(&allocs[i], ""), ratio(&allocs[i], &allocs[b]))
-	}
+	restPass("at equal budgets", eqRows, set)
+	restPass("peers at their defaults", defRows, def)
 
 	// ---------- FIX ----------
-	type fixRow struct {
-		name, reconnect string
-		bp              bool
-		bound           time.Duration
-		parallel        bool
-		s, resend       sample
+	fixEq := []*fixRow{
+		{name: "quickfix SocketConnectHost1", settings: set.quickfixCell(), set: set, bound: 30 * time.Second},
+		{name: "brokerpath transports/fix", settings: set.bpCell() + fmt.Sprintf(", HeartBtInt %d s", set.FIXHeartBtInt), bp: true, set: set, bound: 30 * time.Second},
 	}
-	rows := []*fixRow{
-		{name: "quickfix SocketConnectHost1, ReconnectInterval default (30 s)", bound: 75 * time.Second, parallel: true},
-		{name: "quickfix SocketConnectHost1, ReconnectInterval 1 s", reconnect: "1", bound: 30 * time.Second},
-		{name: "brokerpath transports/fix", bp: true, bound: 30 * time.Second},
+	var fixDef []*fixRow
+	if !o.Quick {
+		fixDef = []*fixRow{{name: "quickfix SocketConnectHost1", settings: def.quickfixCell(), set: def,
+			bound: max(75*time.Second, 3*def.QuickfixReconnect), parallel: def.QuickfixReconnect >= 5*time.Second}}
 	}
-	if o.Quick {
-		rows = rows[1:]
-	}
-	for _, row := range rows {
-		o.progress("FIX: %s, %d runs%s", row.name, o.Runs, map[bool]string{true: " (concurrently: each run waits ~30 s)", false: ""}[row.parallel])
+	for _, row := range append(append([]*fixRow{}, fixEq...), fixDef...) {
+		o.progress("FIX: %s (%s), %d runs%s", row.name, row.settings, o.Runs, map[bool]string{true: " (concurrently: each run mostly waits)", false: ""}[row.parallel])
 		record := func(r int, res fixResult, err error) {
 			if err != nil {
 				fail(row.name, err)
@@ -192,30 +209,21 @@ func Run(o Options) (*Report, error) {
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for r := range o.Runs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					res, err := fixFailover(row.bp, row.reconnect, row.bound)
+				wg.Go(func() {
+					res, err := fixFailover(row.bp, row.set, row.bound)
 					mu.Lock()
 					record(r, res, err)
 					mu.Unlock()
-				}()
+				})
 				time.Sleep(100 * time.Millisecond)
 			}
 			wg.Wait()
 		} else {
 			for r := range o.Runs {
-				res, err := fixFailover(row.bp, row.reconnect, row.bound)
+				res, err := fixFailover(row.bp, row.set, row.bound)
 				record(r, res, err)
 			}
 		}
-	}
-	ft := &table{header: []string{"FIX initiator", "blackhole → first ExecutionReport through B", "× bp", "orders resent into B (PossDup)"}}
-	bpFix := &rows[len(rows)-1].s
-	for _, row := range rows {
-		rep.put("fix/"+row.name+"/ack_s", &row.s)
-		rep.put("fix/"+row.name+"/resent", &row.resend)
-		ft.add(row.name, fmtDur(&row.s), ratio(&row.s, bpFix), fmtNum(&row.resend, ""))
 	}
 
 	// ---------- WebSocket ----------
@@ -223,16 +231,18 @@ func Run(o Options) (*Report, error) {
 	if o.Quick {
 		wsBound = 30 * time.Second
 	}
-	type wsRow struct {
-		name         string
-		bp           bool
-		t, miss, dup sample
+	wsEq := []*wsRow{
+		{name: "reconnect loop (same URL, resubscribe, then B)", settings: set.wsLoopCell(), set: set},
+		{name: "brokerpath ws.Stream", settings: set.bpCell() + "; follows the Path, resumes from the last sequence", bp: true, set: set},
 	}
-	wrows := []*wsRow{{name: "reconnect loop with exponential backoff (same URL, 10 % jitter, resubscribe; B after 3 failures)"}, {name: "brokerpath ws.Stream", bp: true}}
-	for _, row := range wrows {
-		o.progress("WebSocket: %s, %d runs", row.name, o.Runs)
+	var wsDef []*wsRow
+	if !o.Quick {
+		wsDef = []*wsRow{{name: "reconnect loop (same URL, resubscribe, then B)", settings: def.wsLoopCell(), set: def}}
+	}
+	for _, row := range append(append([]*wsRow{}, wsEq...), wsDef...) {
+		o.progress("WebSocket: %s (%s), %d runs", row.name, row.settings, o.Runs)
 		for r := range o.Runs {
-			res, err := wsFailover(row.bp, wsBound)
+			res, err := wsFailover(row.bp, row.set, wsBound)
 			if err != nil {
 				fail(row.name, err)
 				continue
@@ -247,18 +257,100 @@ func Run(o Options) (*Report, error) {
 			o.progress("  run %d first message from survivor %-8s ticks missed %d duplicated %d", r+1, durStr(res.firstFromSurvivor), res.missed, res.dup)
 		}
 	}
-	wt := &table{header: []string{"WebSocket client", "blackhole → first message from survivor", "× bp", "ticks missed", "ticks duplicated"}}
-	for _, row := range wrows {
-		rep.put("ws/"+row.name+"/first_s", &row.t)
-		rep.put("ws/"+row.name+"/missed", &row.miss)
-		rep.put("ws/"+row.name+"/dup", &row.dup)
-		wt.add(row.name, fmtDur(&row.t), ratio(&row.t, &wrows[1].t), fmtNum(&row.miss, ""), fmtNum(&row.dup, ""))
+
+	// ---------- tables ----------
+	restTable := func(rows []*restRow, ref func(proto string) *restRow, keyPrefix string) *table {
+		t := &table{header: []string{"REST client", "settings",
+			"orders resent (failover / unknown outcome / slow primary)", "would-be duplicate orders (unknown outcome / slow primary)",
+			"first order accepted on backup after blackhole", "× bp"}}
+		for _, row := range rows {
+			b := ref(row.peer.proto)
+			key := keyPrefix + row.peer.row()
+			rep.put(key+"/failover_s", &row.fo)
+			rep.put(key+"/failover_resent", &row.foRep)
+			rep.put(key+"/unknown_resent", &row.uoRep)
+			rep.put(key+"/unknown_dup", &row.uoDup)
+			rep.put(key+"/slow_resent", &row.spRep)
+			rep.put(key+"/slow_dup", &row.spDup)
+			t.add(row.peer.row(), row.peer.settings,
+				fmtNum(&row.foRep, "")+" / "+fmtNum(&row.uoRep, "")+" / "+fmtNum(&row.spRep, ""),
+				fmtNum(&row.uoDup, "")+" / "+fmtNum(&row.spDup, ""),
+				fmtDur(&row.fo), ratio(&row.fo, &b.fo))
+		}
+		return t
+	}
+	fixTable := func(rows []*fixRow, bpRow *fixRow, keyPrefix string) *table {
+		t := &table{header: []string{"FIX initiator", "settings", "orders resent into B (PossDup)", "blackhole → first ExecutionReport through B", "× bp"}}
+		for _, row := range rows {
+			rep.put(keyPrefix+row.name+"/ack_s", &row.s)
+			rep.put(keyPrefix+row.name+"/resent", &row.resend)
+			t.add(row.name, row.settings, fmtNum(&row.resend, ""), fmtDur(&row.s), ratio(&row.s, &bpRow.s))
+		}
+		return t
+	}
+	wsTable := func(rows []*wsRow, bpRow *wsRow, keyPrefix string) *table {
+		t := &table{header: []string{"WebSocket client", "settings", "ticks missed", "ticks duplicated", "blackhole → first message from survivor", "× bp"}}
+		for _, row := range rows {
+			rep.put(keyPrefix+row.name+"/first_s", &row.t)
+			rep.put(keyPrefix+row.name+"/missed", &row.miss)
+			rep.put(keyPrefix+row.name+"/dup", &row.dup)
+			t.add(row.name, row.settings, fmtNum(&row.miss, ""), fmtNum(&row.dup, ""), fmtDur(&row.t), ratio(&row.t, &bpRow.t))
+		}
+		return t
+	}
+	bpREST := func(proto string) *restRow { return bpOf(eqRows, proto) }
+	fixBP, wsBP := fixEq[1], wsEq[1]
+
+	var sb strings.Builder
+	load1 := loadAvg()
+	fmt.Fprintf(&sb, "Measured %s on %d CPUs, %s, median of %d runs per row; load average (1, 5, 15 min) %s at the start, %s at the end. "+
+		"Ratio (× bp) = peer ÷ brokerpath on the same protocol: for times > 1 means brokerpath is faster, < 1 that the peer is.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version(), o.Runs, load0, load1)
+
+	sb.WriteString("## At equal budgets: what the design changes\n\n")
+	fmt.Fprintf(&sb, "Every peer gets the detection budget brokerpath's probes have (%s): each attempt bounded by %s, a new attempt every %s, "+
+		"the dead region given up after %d failed attempts — about %s on a blackhole, the time brokerpath takes to declare it DOWN. "+
+		"quickfix reconnects every %s. The settings column says what each row ran with.\n\n",
+		set.bpCell(), ms(set.ProbeTimeout), ms(set.ProbeInterval), set.FailureThreshold, ms(set.giveUp()), ms(set.QuickfixReconnect))
+	sb.WriteString(headlines(eqRows, bpREST, fixEq, wsEq))
+	sb.WriteString("\n### FIX\n\n" + fixTable(fixEq, fixBP, "fix/").String() + "\n")
+	sb.WriteString("### REST\n\n" + restTable(eqRows, bpREST, "rest/").String() + "\n")
+	sb.WriteString("### WebSocket\n\n" + wsTable(wsEq, wsBP, "ws/").String() + "\n")
+
+	sb.WriteString("## Each peer at its own defaults\n\n")
+	fmt.Fprintf(&sb, "The same scenarios with each peer configured as its library ships (see the settings column; the REST peers get a %s attempt timeout, "+
+		"which none of them has by default: without one a blackholed region holds every order forever). "+
+		"brokerpath's rows are those of the table above (the same settings); × bp compares with them. "+
+		"The large ratios here measure the peers' defaults, not the design.\n\n", ms(def.PeerAttemptTimeout))
+	if len(fixDef) > 0 {
+		sb.WriteString("### FIX\n\n" + fixTable(append(fixDef, fixBP), fixBP, "defaults/fix/").String() + "\n")
+	}
+	sb.WriteString("### REST (HTTP/2)\n\n" + restTable(append(defRows, bpREST("HTTP/2")), bpREST, "defaults/rest/").String() + "\n")
+	if len(wsDef) > 0 {
+		sb.WriteString("### WebSocket\n\n" + wsTable(append(wsDef, wsBP), wsBP, "defaults/ws/").String() + "\n")
 	}
 
-	sb.WriteString("### FIX\n\n" + ft.String() + "\n")
-	sb.WriteString("### REST\n\n" + rt.String() + "\n")
-	sb.WriteString("### WebSocket\n\n" + wt.String() + "\n")
-	sb.WriteString(notes(peers))
+	sb.WriteString("## Healthy path (equal settings)\n\n")
+	ht := &table{header: []string{"REST client", "healthy orders/s", "× bp", "client CPU µs/order", "× bp", "allocs/order", "× bp"}}
+	for i, p := range peers {
+		b := i
+		for j, q := range peers {
+			if q.bp && q.proto == p.proto {
+				b = j
+			}
+		}
+		key := "rest/" + p.row()
+		rep.put(key+"/rps", &rps[i])
+		rep.put(key+"/cpu_us", &cpu[i])
+		rep.put(key+"/allocs", &allocs[i])
+		okCell := fmtNum(&rps[i], "")
+		if m, ok := tpFail[i].median(); ok && m > 0 {
+			okCell += fmt.Sprintf(" (%.0f failed)", m)
+		}
+		ht.add(p.row(), okCell, ratio(&rps[i], &rps[b]), fmtNum(&cpu[i], ""), ratio(&cpu[i], &cpu[b]), fmtNum(&allocs[i], ""), ratio(&allocs[i], &allocs[b]))
+	}
+	sb.WriteString(ht.String() + "\n")
+	sb.WriteString(notes(set, def, peers))
 	rep.Elapsed = time.Since(start)
 	fmt.Fprintf(&sb, "\nWhole run: %s.\n", rep.Elapsed.Round(time.Second))
 	if len(rep.Errors) > 0 {
@@ -271,6 +363,48 @@ func Run(o Options) (*Report, error) {
 	return rep, nil
 }
 
+// headlines states, from the equal-budget medians, what the design changes.
+func headlines(rest []*restRow, bpREST func(string) *restRow, fx []*fixRow, wss []*wsRow) string {
+	var sb strings.Builder
+	sb.WriteString("Headlines (medians of this run):\n\n")
+	q, bf := fx[0], fx[1]
+	fmt.Fprintf(&sb, "- **FIX**: orders resent into the backup — brokerpath %s, quickfix %s. Blackhole → first ExecutionReport through B: brokerpath %s, quickfix %s (× bp %s).\n",
+		fmtNum(&bf.resend, ""), fmtNum(&q.resend, ""), fmtDur(&bf.s), fmtDur(&q.s), ratio(&q.s, &bf.s))
+	for _, proto := range []string{"HTTP/2", "HTTP/1.1"} {
+		b := bpREST(proto)
+		if b == nil {
+			continue
+		}
+		var peersTxt []string
+		for _, r := range rest {
+			if r.peer.proto != proto || r.peer.bp || r.peer.name == nameBare || strings.HasPrefix(r.peer.name, nameBP) {
+				continue
+			}
+			peersTxt = append(peersTxt, fmt.Sprintf("%s %s / %s resent, first order on B %s (× bp %s)",
+				strings.Fields(r.peer.name)[0], fmtNum(&r.uoRep, ""), fmtNum(&r.spRep, ""), fmtDur(&r.fo), ratio(&r.fo, &b.fo)))
+		}
+		fmt.Fprintf(&sb, "- **REST (%s)**: orders resent after an unknown outcome / to a slow primary — brokerpath %s / %s, first order on B %s; %s.\n",
+			proto, fmtNum(&b.uoRep, ""), fmtNum(&b.spRep, ""), fmtDur(&b.fo), strings.Join(peersTxt, "; "))
+	}
+	l, bw := wss[0], wss[1]
+	fmt.Fprintf(&sb, "- **WebSocket**: ticks missed across the switch — brokerpath %s, reconnect loop %s (duplicated %s vs %s). Blackhole → first message from B: brokerpath %s, loop %s (× bp %s).\n",
+		fmtNum(&bw.miss, ""), fmtNum(&l.miss, ""), fmtNum(&bw.dup, ""), fmtNum(&l.dup, ""), fmtDur(&bw.t), fmtDur(&l.t), ratio(&l.t, &bw.t))
+	return sb.String()
+}
+
+// loadAvg is /proc/loadavg's first three fields, or "n/a".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "n/a"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "n/a"
+	}
+	return strings.Join(f[:3], ", ")
+}
+
 func durStr(d time.Duration) string {
 	if d < 0 {
 		return "never"
@@ -278,49 +412,53 @@ func durStr(d time.Duration) string {
 	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
-func notes(peers []restPeer) string {
+func notes(set, def Settings, peers []restPeer) string {
 	var sb strings.Builder
-	sb.WriteString("Notes\n\n")
-	sb.WriteString("- Every run starts its own simulated broker (two regions `eu`, `us`, one shared book, concurrent session policy: the broker does not fence). " +
+	sb.WriteString("## Notes\n\n")
+	sb.WriteString("- Every run starts its own simulated broker (two regions `eu` = A, `us` = B, one shared book, concurrent session policy: the broker does not fence). " +
 		"The fault is `SetFault(eu, svc, Blackhole{})` on rest, probe, ws and fix at once: connections accepted, then silence.\n")
-	fmt.Fprintf(&sb, "- brokerpath rows: `pathdialer.DefaultConfig()` with `rest.Probe` on each region's ProbeURL `/v1/account` with the API key, ProbeInterval %s, ProbeTimeout %s, FailureThreshold %d, InflightGrace %s, `LocalFenceOnly`. "+
+	fmt.Fprintf(&sb, "- brokerpath rows: `pathdialer.DefaultConfig()` with `rest.Probe` on each region's ProbeURL `/v1/account` with the API key, ProbeInterval %s, ProbeTimeout %s, ProbeJitter 0, FailureThreshold %d, InflightGrace %s, `LocalFenceOnly`. "+
 		"Reconciler: REST — `rest.Reconciler` (GET /v1/orders/{client_order_id} over the new path); FIX — `fix.Reconciler` (OrderStatusRequest), `SequenceContinue`; WebSocket — `NoReconcile` (no orders).\n",
-		ProbeInterval, ProbeTimeout, FailureThreshold, InflightGrace)
-	fmt.Fprintf(&sb, "- REST rows: every library twice, over HTTP/2 and over HTTP/1.1 (the same `http.Transport` settings with the broker's CA; × bp compares with brokerpath on the same protocol). "+
-		"Detection budget: the peers that fail over get %s per attempt, the ProbeTimeout brokerpath's probes have (go-retryablehttp also waits %s–%s between attempts instead of its 1–30 s default), "+
-		"so the failover column compares detection, not timeouts. brokerpath's own orders have a %s context: it detects with probes (every %s, DOWN after %d), never by timing orders out.\n",
-		PeerAttemptTimeout, PeerRetryWaitMin, PeerRetryWaitMax, AttemptTimeout, ProbeInterval, FailureThreshold)
+		ms(set.ProbeInterval), ms(set.ProbeTimeout), set.FailureThreshold, ms(set.InflightGrace))
+	fmt.Fprintf(&sb, "- Equal budget, REST: every attempt of every peer is bounded by %s (the ProbeTimeout); failsafe-go retries %d time(s) %s apart on A, then its Fallback sends to B "+
+		"(its CircuitBreaker opens after %d failures, so later orders go to B at once); go-retryablehttp makes %d attempt(s) on A, waiting %s–%s, then PrepareRetry aims its retries at B. "+
+		"Each peer's attempts on A thus take as long as brokerpath's %d failed probes. brokerpath's own orders have a %s context: it detects with probes, never by timing orders out; "+
+		"the second brokerpath row gives its orders the peers' %s (a timed-out order is an unknown outcome, reconciled and never resent; the caller's own deadline is not reported as a path failure).\n",
+		ms(set.PeerAttemptTimeout), set.FailsafeAttempts-1, ms(set.FailsafeDelay), set.FailsafeBreaker, set.RetryableAttempts, ms(set.RetryableWaitMin), ms(set.RetryableWaitMax),
+		set.FailureThreshold, ms(set.OrderTimeout), ms(set.PeerAttemptTimeout))
 	for _, p := range peers {
 		if p.proto == "HTTP/2" {
 			fmt.Fprintf(&sb, "  - %s: %s.\n", p.name, p.config)
 		}
 	}
+	fmt.Fprintf(&sb, "- Equal budget, FIX: HeartBtInt %d s for every row (quickfix's detection of the silent connection depends on it, and so does the acceptor's release of the blackholed session); "+
+		"quickfix reconnects every %s (brokerpath's probe cadence; its default is 30 s).\n", set.FIXHeartBtInt, ms(set.QuickfixReconnect))
+	fmt.Fprintf(&sb, "- Equal budget, WebSocket: the reconnect loop's silent connection is its first failed attempt (no message for %s, two ticks), then it reconnects to the same URL "+
+		"with %s per connect and %s between, and switches to B after %d failed connects: %d failed attempts, one every %s, as brokerpath's probes. "+
+		"ws.Stream follows the Path (its own ping timeout is %s and connect limit %s in every table).\n",
+		ms(set.WSSilence), ms(set.WSConnectTimeout), ms(set.WSBackoffBase), set.WSSwitchAfter, set.WSSwitchAfter+1, ms(set.ProbeInterval), ms(wsStreamSilence), ms(wsStreamDialLimit))
+	fmt.Fprintf(&sb, "- Defaults table: quickfix %s; failsafe-go %s; go-retryablehttp %s; reconnect loop %s. "+
+		"A reconnect loop as usually written has no read timeout and does not reconnect after the socket closes, so it would never notice a blackhole; ours adds both. "+
+		"Such loops commonly switch after 10 failed connects (≈ 170 s more of backoff); this one switches after %d, as ws.Stream's FailuresBeforeFallback.\n",
+		def.quickfixCell(), def.failsafeCell(), def.retryableCell(), def.wsLoopCell(), def.WSSwitchAfter)
 	sb.WriteString("- First order accepted on backup: one order at a time, 10 ms apart, a new client order ID each; the time from the blackhole to the first 201/200 answered with `X-Region: us`. " +
 		"\"never\" = not within the bound (a client that knows one URL cannot fail over).\n")
 	fmt.Fprintf(&sb, "- Orders resent: client order IDs the broker received more than once (`Audit().Submissions()`), in three runs: the failover run; "+
 		"the unknown-outcome run (healthy primary, `UnknownOutcome{N: 3}`: 3 of 10 orders booked, then the connection cut before the answer); "+
 		"the slow-primary run (5 orders while the primary's trading relay delays every chunk %s each way and its probe relay stays fast: a slow broker, not a dead one). "+
 		"Would-be duplicate orders: resends that reached the broker after the order was already booked (audit outcome `duplicate`); "+
-		"the simulated broker is idempotent on client_order_id, a broker that is not books each of them as a second order.\n", SlowDelay)
+		"the simulated broker is idempotent on client_order_id, a broker that is not books each of them as a second order.\n", ms(slowDelay(set)))
 	fmt.Fprintf(&sb, "- Healthy path: 8 goroutines placing orders for %s per run against region eu of a broker in a child process, rows rotated between runs; "+
 		"client CPU µs/order = this process's user+system CPU time (getrusage) ÷ orders, the figure that does not depend on how busy the shared machine is; "+
-		"allocs/order = this process's heap allocations (runtime.MemStats.Mallocs) ÷ orders; the broker's own are not counted; brokerpath's include its probe monitor (5 probes a second). "+
-		"\"failed\" = orders that ended in an error (a peer's %s attempt timeout under load).\n", ThroughputRun, PeerAttemptTimeout)
-	sb.WriteString("- Why brokerpath wins where it does: it finds a dead path by probing it (an authenticated request on the trade path) and switches every order at once, instead of each order discovering the failure by timing out; " +
-		"and it never sends an order twice: an order whose outcome is unknown (timeout, cut, 5xx) is handed to reconciliation, which asks the broker by client order ID. " +
-		"A peer tuned to fail over as fast resends on every timeout, so a merely slow broker gets the same order twice (the slow-primary column), whatever timeout is chosen: " +
-		"shorter timeouts fail over sooner and duplicate more. On the healthy path brokerpath costs about what net/http costs (see `make bench-rest` for the exact per-request overhead).\n")
-	fmt.Fprintf(&sb, "- FIX: HeartBtInt %s s for every row (quickfix's detection of the silent connection depends on it, and so does the acceptor's release of the blackholed session); "+
-		"quickfix peers: `SocketConnectHost/Port` = eu relay, `SocketConnectHost1/Port1` = us relay, memory store. An order every 50 ms while logged on; "+
-		"time = first ExecutionReport for an order booked through us. Orders resent = orders the broker received with PossDupFlag=Y or twice "+
-		"(quickfix answers the acceptor's ResendRequest with the orders sent into the blackhole). "+
-		"The broker does not fence, so its acceptor refuses a logon through us until the blackholed session has timed out (about two heartbeat intervals): every FIX row waits for that. The 30 s rows run concurrently (each waits ~30 s; CPU idle). "+
-		"quickfix v0.9.10 leaks a goroutine or two per Stop (see transports/fix tests); a benchmark program tolerates them.\n", fixHeartBtInt)
-	fmt.Fprintf(&sb, "- WebSocket: ticks every %s; both clients declare a connection dead after %s of silence and give one connect %s. "+
-		"A reconnect loop as usually written has no read timeout and does not reconnect after the socket closes, so it would never notice a blackhole; "+
-		"ours adds both and keeps its backoff (base 1 s ×2^attempts, cap 30 s, +0–10 %% jitter, same URL) and switches to B after %d failed connects "+
-		"(such loops commonly wait for 10, ≈ 170 s more of backoff; ws.Stream's FailuresBeforeFallback is 3). ws.Stream: DefaultStreamConfig (full jitter 1–60 s) with the same timeouts, following the Path. "+
-		"Missed = tick sequence numbers between the first and last received that were never delivered; a snapshot is not a tick. Time = first message (snapshot or tick) from us.\n",
-		wsTick, wsSilence, wsDialLimit, seedAttempts)
+		"allocs/order = this process's heap allocations (runtime.MemStats.Mallocs) ÷ orders; the broker's own are not counted; brokerpath's include its probe monitor. "+
+		"\"failed\" = orders that ended in an error (a peer's %s attempt timeout under load).\n", ms(ThroughputRun), ms(set.PeerAttemptTimeout))
+	sb.WriteString("- FIX: quickfix peers: `SocketConnectHost/Port` = eu relay, `SocketConnectHost1/Port1` = us relay, memory store. An order every 50 ms while logged on; " +
+		"time = first ExecutionReport for an order booked through us. Orders resent = orders the broker received with PossDupFlag=Y or twice " +
+		"(quickfix answers the acceptor's ResendRequest with the orders sent into the blackhole). " +
+		"The broker does not fence, so its acceptor refuses a logon through us until the blackholed session has timed out (about two heartbeat intervals): every FIX row waits for that. " +
+		"Rows with a reconnect interval of 5 s or more run their runs concurrently (each mostly waits; CPU idle). " +
+		"quickfix v0.9.10 leaks a goroutine or two per Stop; a benchmark program tolerates them.\n")
+	fmt.Fprintf(&sb, "- WebSocket: ticks every %s. Missed = tick sequence numbers between the first and last received that were never delivered; a snapshot is not a tick. "+
+		"Time = first message (snapshot or tick) from us.\n", ms(wsTick))
 	return sb.String()
 }

@@ -17,18 +17,12 @@ import (
 )
 
 const (
-	wsStream    = "px.EURUSD"
-	wsTick      = 100 * time.Millisecond
-	wsSilence   = 2 * time.Second // dead-connection detection, both clients
-	wsDialLimit = 2 * time.Second // one connect (TCP+TLS+upgrade), both clients
-	// A reconnect loop as commonly written: base 1 s, max 30 s, 10 % jitter, and
-	// max_reconnect_attempts before _switch_source. Such loops often say 10; we use 3,
-	// ws.Stream's FailuresBeforeFallback, so the two switch after as many
-	// failures (10 would add ≈ 170 s of backoff).
-	seedBase     = time.Second
-	seedMax      = 30 * time.Second
-	seedJitter   = 0.1
-	seedAttempts = 3
+	wsStream = "px.EURUSD"
+	wsTick   = 100 * time.Millisecond
+	// ws.Stream's own liveness and connect limit, in both tables: it switches
+	// when the Path does (probes), not on its own silence.
+	wsStreamSilence   = 2 * time.Second
+	wsStreamDialLimit = 2 * time.Second
 )
 
 // tickLog records what a client handed to the application.
@@ -90,7 +84,7 @@ type wsResult struct {
 
 // wsFailover runs one client, blackholes the primary region after 1 s of
 // ticks, and waits for the first message from the survivor, then 1 s more.
-func wsFailover(bp bool, bound time.Duration) (wsResult, error) {
+func wsFailover(bp bool, s Settings, bound time.Duration) (wsResult, error) {
 	b, err := startBroker(func(c *simbroker.Config) { c.TickInterval = wsTick; c.Streams = []string{wsStream} })
 	if err != nil {
 		return wsResult{}, err
@@ -102,9 +96,9 @@ func wsFailover(bp bool, bound time.Duration) (wsResult, error) {
 	defer cancel()
 	var stop func()
 	if bp {
-		stop, err = startStream(ctx, a, lg)
+		stop, err = startStream(ctx, a, s, lg)
 	} else {
-		stop, err = startSeedClient(ctx, a, lg)
+		stop, err = startLoopClient(ctx, a, s, lg)
 	}
 	if err != nil {
 		return wsResult{}, err
@@ -137,8 +131,8 @@ func wsFailover(bp bool, bound time.Duration) (wsResult, error) {
 	return res, nil
 }
 
-func startStream(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), error) {
-	cfg, err := pathConfig(a, func(r regionAddrs) map[string]string { return map[string]string{"ws": r.WS} })
+func startStream(ctx context.Context, a brokerAddrs, s Settings, lg *tickLog) (func(), error) {
+	cfg, err := pathConfig(a, s, func(r regionAddrs) map[string]string { return map[string]string{"ws": r.WS} })
 	if err != nil {
 		return nil, err
 	}
@@ -153,33 +147,33 @@ func startStream(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), error
 	sc := ws.DefaultStreamConfig()
 	sc.Streams = []string{wsStream}
 	sc.Handler = func(m ws.Message) { lg.record(m.Endpoint, m.Seq, m.Snapshot) }
-	sc.Dialer = &websocket.Dialer{TLSClientConfig: tlsConfig(a.CAPEM), HandshakeTimeout: wsDialLimit}
+	sc.Dialer = &websocket.Dialer{TLSClientConfig: tlsConfig(a.CAPEM), HandshakeTimeout: wsStreamDialLimit}
 	sc.Header = http.Header{"X-API-Key": {a.APIKey}}
-	sc.PingInterval, sc.PongTimeout = wsSilence/2, wsSilence/2
-	sc.DialTimeout = wsDialLimit
-	s, err := ws.NewStream(p, sc)
+	sc.PingInterval, sc.PongTimeout = wsStreamSilence/2, wsStreamSilence/2
+	sc.DialTimeout = wsStreamDialLimit
+	st, err := ws.NewStream(p, sc)
 	if err != nil {
 		_ = p.Close()
 		return nil, err
 	}
-	if err := s.Start(ctx); err != nil {
+	if err := st.Start(ctx); err != nil {
 		_ = p.Close()
 		return nil, err
 	}
-	return func() { _ = s.Close(); _ = p.Close() }, nil
+	return func() { _ = st.Close(); _ = p.Close() }, nil
 }
 
-// startSeedClient is a typical exponential-backoff failover client: connect to the
-// active source (primary first), resubscribe on every connect (no resume),
-// after a lost connection reconnect to the SAME URL with
-// base·2^attempts + uniform(0, 10 %) delay, and after seedAttempts failed
-// connects switch to the other source at once (_switch_source). Additions such
-// loops usually lack, so that it can fail over at all: a read deadline
-// (wsSilence, as ws.Stream's ping timeout) and a reconnect after on_close.
-func startSeedClient(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), error) {
+// startLoopClient is a typical exponential-backoff failover client: connect
+// to the active source (primary first), resubscribe on every connect (no
+// resume), after a lost connection reconnect to the SAME URL after
+// base·2^failed + uniform(0, jitter) of it, and after s.WSSwitchAfter failed
+// connects switch to the other source at once. Additions such loops usually
+// lack, so that it can fail over at all: a read deadline (s.WSSilence) and a
+// reconnect after the socket closes.
+func startLoopClient(ctx context.Context, a brokerAddrs, s Settings, lg *tickLog) (func(), error) {
 	urls := []string{a.Regions[0].WS, a.Regions[1].WS}
 	names := []string{a.Regions[0].Name, a.Regions[1].Name}
-	d := &websocket.Dialer{TLSClientConfig: tlsConfig(a.CAPEM), HandshakeTimeout: wsDialLimit}
+	d := &websocket.Dialer{TLSClientConfig: tlsConfig(a.CAPEM), HandshakeTimeout: s.WSConnectTimeout}
 	hdr := http.Header{"X-API-Key": {a.APIKey}}
 	var (
 		mu   sync.Mutex
@@ -198,17 +192,17 @@ func startSeedClient(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), e
 			}
 		}
 		delay := func() time.Duration {
-			dl := min(seedBase*time.Duration(1<<attempts), seedMax)
-			return dl + time.Duration(rand.Float64()*seedJitter*float64(dl))
+			dl := min(s.WSBackoffBase*time.Duration(1<<min(attempts, 30)), s.WSBackoffMax)
+			return dl + time.Duration(rand.Float64()*s.WSJitter*float64(dl))
 		}
 		for ctx.Err() == nil {
-			dctx, cancel := context.WithTimeout(ctx, wsDialLimit)
+			dctx, cancel := context.WithTimeout(ctx, s.WSConnectTimeout)
 			c, _, err := d.DialContext(dctx, urls[active], hdr)
 			cancel()
 			if err != nil {
 				attempts++
-				if attempts >= seedAttempts {
-					active, attempts = 1-active, 0 // _switch_source: connect at once
+				if attempts >= s.WSSwitchAfter {
+					active, attempts = 1-active, 0 // switch sources: connect at once
 					continue
 				}
 				if !sleep(delay()) {
@@ -223,11 +217,11 @@ func startSeedClient(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), e
 			sub, _ := json.Marshal(map[string]any{"type": "subscribe", "streams": []string{wsStream}})
 			_ = c.WriteMessage(websocket.TextMessage, sub)
 			c.SetPingHandler(func(data string) error {
-				_ = c.SetReadDeadline(time.Now().Add(wsSilence))
+				_ = c.SetReadDeadline(time.Now().Add(s.WSSilence))
 				return c.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
 			})
 			for {
-				_ = c.SetReadDeadline(time.Now().Add(wsSilence))
+				_ = c.SetReadDeadline(time.Now().Add(s.WSSilence))
 				_, data, err := c.ReadMessage()
 				if err != nil {
 					break
@@ -244,7 +238,7 @@ func startSeedClient(ctx context.Context, a brokerAddrs, lg *tickLog) (func(), e
 			mu.Lock()
 			conn = nil
 			mu.Unlock()
-			// on_close → _schedule_reconnect with attempts = 0, same URL.
+			// closed: reconnect with attempts = 0, same URL.
 			if !sleep(delay()) {
 				return
 			}
