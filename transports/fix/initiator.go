@@ -213,6 +213,7 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		}
 		r.before = func(ctx context.Context) error { return in.beforeDial(ctx, sid) }
 		r.maxMsg = in.opts.MaxMessageSize
+		r.interval = in.opts.ReconnectInterval
 		in.relays[sid] = r
 		in.sessions[sid] = &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
 		return r.addr(), r.user, r.pass, nil

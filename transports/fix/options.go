@@ -68,8 +68,11 @@ type Options struct {
 	// InsecureSkipVerify is refused. The quickfix Socket* TLS settings are
 	// refused: TLS is configured here.
 	TLSConfig *tls.Config
-	// ReconnectInterval is written into every session's settings: how soon
-	// quickfix reconnects after a connection ends. Default 100 ms, at most 5 s.
+	// ReconnectInterval: how soon a session reconnects to the same endpoint
+	// after its connection ended or a dial failed. A switch of the path does
+	// not wait for it: the session dials the new endpoint as soon as the path
+	// moves. Also the longest logon backoff once the counterparty should have
+	// released the session (see LogonBackoff). Default 100 ms, at most 5 s.
 	ReconnectInterval time.Duration
 	// DialTimeout bounds the relay's dial (and TLS handshake) to the endpoint.
 	// Default 5 s.
@@ -265,7 +268,9 @@ func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.S
 			s.Set(config.SocketConnectHost+strconv.Itoa(i), host)
 			s.Set(config.SocketConnectPort+strconv.Itoa(i), port)
 		}
-		s.Set(config.ReconnectInterval, o.ReconnectInterval.String())
+		// quickfix reconnects to its relay at once; the relay waits
+		// Options.ReconnectInterval, or less when the path switches.
+		s.Set(config.ReconnectInterval, quickfixReconnect.String())
 		if _, err := out.AddSession(s); err != nil {
 			return nil, fmt.Errorf("%w: session %v: %w", ErrInvalidOptions, sid, err)
 		}
