@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
@@ -155,6 +156,13 @@ type sessionState struct {
 	failOn      string // endpoint of those failures
 	halted      error  // non-nil: logons halted (ErrLogonHalted)
 	resume      chan struct{}
+
+	// The counterparty's release of a session dropped without a Logout is
+	// expected 2 × HeartBtInt after the last message heard on it (logon
+	// backoffs are capped from then on).
+	heartBt   time.Duration // HeartBtInt from the settings
+	live      atomic.Bool   // logged on (read by the log hook without the lock)
+	lastHeard atomic.Int64  // unix nanoseconds of the last message heard while logged on
 }
 
 func (s *sessionState) notify() {
@@ -215,7 +223,15 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		r.maxMsg = in.opts.MaxMessageSize
 		r.interval = in.opts.ReconnectInterval
 		in.relays[sid] = r
-		in.sessions[sid] = &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
+		st := &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
+		if ss, ok := settings.SessionSettings()[sid]; ok {
+			if hb, err := ss.IntSetting(config.HeartBtInt); err == nil && hb > 0 {
+				st.heartBt = time.Duration(hb) * time.Second
+			}
+		}
+		// A session of an earlier process may still be held by the broker.
+		st.lastHeard.Store(time.Now().UnixNano())
+		in.sessions[sid] = st
 		return r.addr(), r.user, r.pass, nil
 	})
 	if err != nil {
@@ -577,6 +593,8 @@ func (a *guardApp) OnLogon(sid quickfix.SessionID) {
 		ep, _, _ := in.relays[sid].current()
 		s.mu.Lock()
 		s.loggedOn, s.endpoint, s.lastEndpoint, s.lastLogonTime = true, ep, ep, time.Now()
+		s.live.Store(true)
+		s.lastHeard.Store(s.lastLogonTime.UnixNano())
 		s.attempting, s.failures, s.cause, s.causeDetail = false, 0, 0, ""
 		s.notify()
 		s.mu.Unlock()
@@ -591,6 +609,7 @@ func (a *guardApp) OnLogout(sid quickfix.SessionID) {
 	if s := in.sessions[sid]; s != nil {
 		s.mu.Lock()
 		s.loggedOn, s.endpoint = false, ""
+		s.live.Store(false)
 		s.notify()
 		s.mu.Unlock()
 	}
