@@ -83,6 +83,10 @@ type Initiator struct {
 	sessions map[quickfix.SessionID]*sessionState
 	user     quickfix.Application
 	rec      *Reconciler
+	// Hot standby (Options.Standby): each session's endpoint, and the
+	// session of each endpoint. Empty without a standby.
+	pinned map[quickfix.SessionID]string
+	byEP   map[string]quickfix.SessionID
 
 	mu      sync.Mutex
 	orders  map[string]*order                 // by ClOrdID: sent, answer pending
@@ -194,6 +198,14 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 	if err := checkEndpoints(path, opts.Service); err != nil {
 		return nil, err
 	}
+	if opts.Standby != nil {
+		if settings == nil {
+			return nil, fmt.Errorf("%w: settings are nil", ErrInvalidOptions)
+		}
+		if err := opts.Standby.check(path, settings); err != nil {
+			return nil, err
+		}
+	}
 	in := &Initiator{
 		path:     path,
 		opts:     opts,
@@ -209,6 +221,12 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 
 		unsupported: make(map[unsupportedKey]string),
 	}
+	if sb := opts.Standby; sb != nil {
+		in.pinned, in.byEP = map[quickfix.SessionID]string{}, map[string]quickfix.SessionID{}
+		for ep, sid := range sb.Sessions {
+			in.pinned[sid], in.byEP[ep] = ep, sid
+		}
+	}
 	closeRelays := func() {
 		for _, r := range in.relays {
 			r.close()
@@ -222,6 +240,7 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		r.before = func(ctx context.Context) error { return in.beforeDial(ctx, sid) }
 		r.maxMsg = in.opts.MaxMessageSize
 		r.interval = in.opts.ReconnectInterval
+		r.pinned = in.pinned[sid]
 		in.relays[sid] = r
 		st := &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
 		if ss, ok := settings.SessionSettings()[sid]; ok {
@@ -291,6 +310,26 @@ func (in *Initiator) Close() error {
 		}
 	})
 	return nil
+}
+
+// target is the endpoint a session connects to: its own with a hot standby,
+// else the path's active endpoint.
+func (in *Initiator) target(sid quickfix.SessionID) string {
+	if ep, ok := in.pinned[sid]; ok {
+		return ep
+	}
+	a, _ := in.path.Active()
+	return a.Name
+}
+
+// askOn is the order o as the reconcile on endpoint to asks about it: with a
+// hot standby, over the session of that endpoint (a copy; o is shared).
+func (in *Initiator) askOn(o *order, to string) *order {
+	sid, ok := in.byEP[to]
+	if !ok || sid == o.sessionID {
+		return o
+	}
+	return &order{clOrdID: o.clOrdID, msgType: o.msgType, sessionID: sid, symbol: o.symbol, side: o.side, unknown: o.unknown}
 }
 
 // SessionIDs returns the Initiator's sessions.
@@ -440,6 +479,12 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	}
 	if in.onAcquire != nil {
 		in.onAcquire(t)
+	}
+	if in.byEP != nil {
+		// Hot standby: the ticket's endpoint has a session of its own.
+		sessionID = in.byEP[t.Endpoint]
+		s = in.sessions[sessionID]
+		o.sessionID = sessionID
 	}
 	fail := func(cause error) error {
 		in.stats.NotSent.Add(1)
@@ -642,9 +687,9 @@ func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
 	case mt == msgTypeLogon:
 		reset := in.opts.Sequence == SequenceResetOnLogon
 		if in.opts.Sequence == SequenceResetOnSwitch {
-			active, _ := in.path.Active()
+			target := in.target(sid)
 			s.mu.Lock()
-			reset = s.lastEndpoint != "" && s.lastEndpoint != active.Name
+			reset = s.lastEndpoint != "" && s.lastEndpoint != target
 			s.mu.Unlock()
 		}
 		if reset {

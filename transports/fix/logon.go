@@ -56,7 +56,7 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 	if s == nil {
 		return nil
 	}
-	active, _ := in.path.Active()
+	active := struct{ Name string }{in.target(sid)}
 	var events []Event
 	var wait time.Duration
 	s.mu.Lock()
@@ -128,7 +128,7 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		if !pathClosed {
 			moved = in.path.ActiveChanged() // before reading Active: no lost wake-up
 		}
-		if a, _ := in.path.Active(); a.Name != active.Name {
+		if in.target(sid) != active.Name {
 			return in.beforeDial(ctx, sid) // lifts a halt decided on the old endpoint
 		}
 		s.mu.Lock()

@@ -42,11 +42,14 @@ type relay struct {
 	// and the relay holds its connection until interval has passed since the
 	// last connection ended or a dial failed, or until the path switches.
 	interval time.Duration
-	hs       chan struct{} // a slot per handshake in progress
-	refused  atomic.Uint64
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
+	// pinned, with a hot standby, is the one endpoint this session connects
+	// to, whether active or not (refused while the path has it fenced).
+	pinned  string
+	hs      chan struct{} // a slot per handshake in progress
+	refused atomic.Uint64
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 
 	mu      sync.Mutex
 	splices map[*splice]struct{}
@@ -153,10 +156,18 @@ func (r *relay) dialUp() (net.Conn, *pathdialer.Conn, error) {
 	defer cancel()
 	var pc *pathdialer.Conn
 	var err error
-	for range 3 {
-		pc, err = r.path.Dial(ctx, r.service)
-		if !errors.Is(err, pathdialer.ErrSwitched) {
-			break
+	if r.pinned != "" {
+		ep, _ := r.path.Endpoint(r.pinned)
+		var hp string
+		if hp, err = ep.HostPort(r.service); err == nil {
+			pc, err = r.path.DialEndpoint(ctx, r.pinned, "tcp", hp)
+		}
+	} else {
+		for range 3 {
+			pc, err = r.path.Dial(ctx, r.service)
+			if !errors.Is(err, pathdialer.ErrSwitched) {
+				break
+			}
 		}
 	}
 	if err != nil {
@@ -225,7 +236,8 @@ func (r *relay) handle(sp *splice) {
 		r.log.Info("fix relay: no upstream; holding the session's connection", "err", err)
 		// A failed dial is a passive signal against the endpoint it was for
 		// (the Path drops it if that endpoint is fenced or the generation moved).
-		if r.ctx.Err() == nil && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
+		// A standby session's endpoint is judged by the Path's probes.
+		if r.ctx.Err() == nil && r.pinned == "" && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
 			ep, gen := r.path.Active()
 			r.path.Report(ep.Name, gen, err, 0)
 		}

@@ -1,6 +1,13 @@
 package fix_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/brokerpath/brokerpath/venue"
+
 	"sync"
 
 	"github.com/quickfixgo/quickfix"
@@ -83,4 +90,93 @@ func TestLogonBackoffIsCappedAfterTheSessionRelease(t *testing.T) {
 		t.Logf("refused %v after the cut: backoff %v", e.Time.Sub(cut).Round(time.Millisecond), e.Backoff.Round(time.Millisecond))
 	}
 	mu.Unlock()
+}
+
+// A hot standby session is logged on to the backup before any switch, never
+// carries an order until the path switches to it, and takes the orders after
+// the switch without a new logon.
+func TestHotStandbyFailsOverWithoutALogon(t *testing.T) {
+	p := venue.BinanceSpot()
+	h := newHarness(t, harnessOpts{standby: &p})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.in.WaitLoggedOn(ctx, h.sidUS, "us"); err != nil {
+		t.Fatalf("standby session not logged on to us: %v", err)
+	}
+	// Any session of the group takes orders; they go to the active endpoint's.
+	if err := h.in.SendOrder(ctx, order("hs-1", "FILL"), h.sidUS); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "hs-1 answered", func() bool { return h.in.Stats().Answered.Load() == 1 })
+	if r := h.b.received("hs-1"); len(r) != 1 || r[0].Region != "eu" {
+		t.Fatalf("hs-1 at the broker: %+v, want once in eu", r)
+	}
+	logons := len(h.b.logonsOf(h.sidUS.SenderCompID))
+	if logons != 1 {
+		t.Fatalf("standby logged on %d times before the switch, want 1", logons)
+	}
+	h.down["eu"].Store(true)
+	if sw := h.waitEvent(t, pathdialer.EventSwitch); sw.To != "us" {
+		t.Fatalf("switched to %q", sw.To)
+	}
+	if err := h.in.SendOrder(ctx, order("hs-2", "FILL"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "hs-2 answered", func() bool { return h.in.Stats().Answered.Load() == 2 })
+	if r := h.b.received("hs-2"); len(r) != 1 || r[0].Region != "us" {
+		t.Errorf("hs-2 at the broker: %+v, want once in us", r)
+	}
+	if n := len(h.b.logonsOf(h.sidUS.SenderCompID)); n != logons {
+		t.Errorf("standby logged on %d more times across the switch, want none", n-logons)
+	}
+	if ep, ok := h.in.LoggedOn(h.sidUS); !ok || ep != "us" {
+		t.Errorf("standby session LoggedOn = %q, %v", ep, ok)
+	}
+}
+
+// A hot standby is refused where the venue forbids a second live session, or
+// does not say, and where the sessions are not one per endpoint with their
+// own SenderCompID.
+func TestHotStandbyRefusedWhereItCannotWork(t *testing.T) {
+	h := newHarness(t, harnessOpts{})
+	settings := func(comps ...string) *quickfix.Settings {
+		st := quickfix.NewSettings()
+		for _, c := range comps {
+			s := quickfix.NewSessionSettings()
+			s.Set("BeginString", "FIX.4.4")
+			s.Set("SenderCompID", c)
+			s.Set("TargetCompID", "BROKER")
+			s.Set("HeartBtInt", "30")
+			if _, err := st.AddSession(s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st
+	}
+	sid := func(c string) quickfix.SessionID {
+		return quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: c, TargetCompID: "BROKER"}
+	}
+	a, b := uniq("SBA"), uniq("SBB")
+	both := map[string]quickfix.SessionID{"eu": sid(a), "us": sid(b)}
+	for _, tc := range []struct {
+		name     string
+		prof     venue.Profile
+		sessions map[string]quickfix.SessionID
+		st       *quickfix.Settings
+		want     string
+	}{
+		{"one session per API key", venue.CoinbaseExchangeFIX(), both, settings(a, b), "coinbase-exchange-fix does not allow"},
+		{"one brokerage session", venue.IBKRClientPortal(), both, settings(a, b), "ibkr-client-portal does not allow"},
+		{"not stated", venue.KrakenSpot(), both, settings(a, b), "kraken-spot does not allow"},
+		{"endpoint without a session", venue.BinanceSpot(), map[string]quickfix.SessionID{"eu": sid(a)}, settings(a), `no session for endpoint "us"`},
+		{"shared SenderCompID", venue.BinanceSpot(), map[string]quickfix.SessionID{"eu": sid(a), "us": {BeginString: "FIX.4.4", SenderCompID: a, TargetCompID: "OTHER"}}, settings(a), "share SenderCompID"},
+		{"session not in settings", venue.BinanceSpot(), both, settings(a), "not defined in the settings"},
+		{"unknown endpoint", venue.BinanceSpot(), map[string]quickfix.SessionID{"eu": sid(a), "us": sid(b), "ap": sid(uniq("SBC"))}, settings(a, b), `endpoint "ap"`},
+	} {
+		_, err := fix.NewInitiator(nopApp{}, quickfix.NewMemoryStoreFactory(), tc.st, logFactory(), h.path,
+			fix.Options{Sequence: fix.SequenceResetOnSwitch, Standby: &fix.Standby{Venue: tc.prof, Sessions: tc.sessions}})
+		if !errors.Is(err, fix.ErrInvalidOptions) || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("%s: err = %v, want ErrInvalidOptions naming %q", tc.name, err, tc.want)
+		}
+	}
 }
