@@ -385,11 +385,21 @@ func (in *Initiator) waitLoggedOn(ctx context.Context, sessionID quickfix.Sessio
 		if in.closed.Load() {
 			return ErrClosed
 		}
-		if stale != nil && stale() {
-			return fmt.Errorf("fix: the path switched away from %q while waiting for the session's logon", endpoint)
+		var moved <-chan struct{}
+		if stale != nil {
+			// With a hot standby the session waited on is not the one that
+			// moves: the path switching must wake the wait by itself.
+			moved = in.path.ActiveChanged()
+			if stale() {
+				return fmt.Errorf("fix: the path switched away from %q while waiting for the session's logon", endpoint)
+			}
 		}
 		select {
 		case <-ch:
+		case <-moved:
+			if in.path.ActiveChanged() == moved { // the path closed: it will not move again
+				stale = nil
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("fix: session %v not logged on to %q: %w", sessionID, endpoint, ctx.Err())
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/fix"
 )
@@ -178,5 +179,41 @@ func TestHotStandbyRefusedWhereItCannotWork(t *testing.T) {
 		if !errors.Is(err, fix.ErrInvalidOptions) || !strings.Contains(fmt.Sprint(err), tc.want) {
 			t.Errorf("%s: err = %v, want ErrInvalidOptions naming %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// With a hot standby, an order granted on the old endpoint while its session
+// is down is not left waiting for that session when the path switches: it
+// returns ErrNotSent at the switch, and is sent again on the new endpoint.
+func TestHotStandbyOrderWaitingOnTheOldSessionEndsAtTheSwitch(t *testing.T) {
+	p := venue.BinanceSpot()
+	h := newHarness(t, harnessOpts{standby: &p})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.in.WaitLoggedOn(ctx, h.sidUS, "us"); err != nil {
+		t.Fatal(err)
+	}
+	// eu's session is cut while the path (whose probes still pass) stays on eu.
+	_ = h.b.relays["eu"].SetFault(faultnet.Down())
+	eventually(t, 5*time.Second, "eu session down", func() bool { _, ok := h.in.LoggedOn(h.sid); return !ok })
+	sent := make(chan error, 1)
+	go func() { sent <- h.in.SendOrder(ctx, order("hs-wait", "FILL"), h.sid) }()
+	h.down["eu"].Store(true)
+	sw := h.waitEvent(t, pathdialer.EventSwitch)
+	select {
+	case err := <-sent:
+		if !errors.Is(err, fix.ErrNotSent) {
+			t.Fatalf("SendOrder across the switch: %v, want ErrNotSent", err)
+		}
+		t.Logf("returned %v after the switch: %v", time.Since(sw.Time).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("SendOrder still waiting for the old endpoint's session 10s after the switch")
+	}
+	if err := h.in.SendOrder(ctx, order("hs-wait", "FILL"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "hs-wait at the broker", func() bool { return len(h.b.received("hs-wait")) == 1 })
+	if r := h.b.received("hs-wait"); r[0].Region != "us" {
+		t.Errorf("hs-wait reached %q, want us", r[0].Region)
 	}
 }
