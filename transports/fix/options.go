@@ -112,7 +112,13 @@ type Options struct {
 	// LogonBackoff bounds the wait before reconnecting after a failed logon:
 	// the n-th consecutive failure waits a uniformly random time in
 	// [0, min(Max, Initial·2ⁿ⁻¹)] (full jitter), so a broker refusing logons
-	// is not stormed. Default {Initial: 200 ms, Max: 5 s}.
+	// is not stormed. Default {Initial: 200 ms, Max: 5 s}. No wait runs past
+	// 2 × HeartBtInt after the last message heard on the session (when a
+	// broker that keeps one session per identity releases a session dropped
+	// without a Logout: Binance after 2 × HeartBtInt, quickfix acceptors
+	// after about 2.4 ×), and from then on no wait is longer than
+	// ReconnectInterval: the session resumes within about one
+	// ReconnectInterval of the release.
 	LogonBackoff pathdialer.Backoff
 	// MaxMessageSize bounds, in bytes, each message the endpoint sends (from
 	// "8=" to the CheckSum's SOH). The relay frames the endpoint's stream as
