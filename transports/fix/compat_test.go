@@ -163,7 +163,7 @@ type acceptorProc struct {
 	done chan struct{}
 }
 
-func startAcceptorProc(t *testing.T, mass bool, clients ...string) *acceptorProc {
+func startAcceptorProc(t testing.TB, mass bool, clients ...string) *acceptorProc {
 	t.Helper()
 	port := freePort(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -233,7 +233,7 @@ func (p *acceptorProc) received(mt string) []string {
 // restBook is the broker's REST order API as a fallback reconciler would
 // use it: GET /orders/{clOrdID} answers 404 for an order the broker never
 // booked. The test's broker booked none of the lost orders.
-func restFallback(t *testing.T, booked func(id string) bool) pathdialer.ReconcileFunc {
+func restFallback(t testing.TB, booked func(id string) bool) pathdialer.ReconcileFunc {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if booked(strings.TrimPrefix(r.URL.Path, "/orders/")) {
 			_, _ = w.Write([]byte(`{"status":"filled"}`))
@@ -281,14 +281,17 @@ type compatSetup struct {
 // compat builds the Path and Initiator over two regions. shared: one acceptor
 // process behind two relays (one session across regions); otherwise one
 // acceptor process per region (a session per region).
-func compat(t *testing.T, shared bool, rec fix.ReconcileOptions) *compatSetup {
+func compat(t testing.TB, shared bool, rec fix.ReconcileOptions) *compatSetup {
 	return compatWith(t, shared, rec, fix.Options{Sequence: fix.SequenceResetOnLogon}, 30)
 }
 
-// compatWith is compat with the Initiator's options (Sequence required).
-func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Options, heartBtInt int) *compatSetup {
+// compatWith is compat with the Initiator's options (Sequence required). With
+// opts.Standby set (its Venue), each region gets a session of its own and
+// the Initiator keeps both logged on (a hot standby); cs.sid is eu's.
+func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Options, heartBtInt int) *compatSetup {
 	t.Helper()
 	comp := uniq("EXEC")
+	compUS := uniq("EXECUS")
 	probeComp := map[string]string{"eu": uniq("EXECPROBEEU"), "us": uniq("EXECPROBEUS")}
 	cs := &compatSetup{events: pathtest.NewEvents(), fixEvts: make(chan fix.Event, 64), relays: map[string]*faultnet.Relay{},
 		sid: quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: comp, TargetCompID: "BROKER"}}
@@ -299,8 +302,8 @@ func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Op
 		cs.procs = []*acceptorProc{p}
 	} else {
 		cs.regions = map[string]*acceptorProc{
-			"eu": startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"]),
-			"us": startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"]),
+			"eu": startAcceptorProc(t, rec.MassStatus, comp, compUS, probeComp["eu"], probeComp["us"]),
+			"us": startAcceptorProc(t, rec.MassStatus, comp, compUS, probeComp["eu"], probeComp["us"]),
 		}
 		target["eu"], target["us"] = cs.regions["eu"].addr, cs.regions["us"].addr
 		cs.procs = []*acceptorProc{cs.regions["eu"], cs.regions["us"]}
@@ -359,6 +362,19 @@ func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	if _, err := st.AddSession(s); err != nil {
 		t.Fatal(err)
 	}
+	if opts.Standby != nil {
+		s2 := quickfix.NewSessionSettings()
+		s2.Set("BeginString", "FIX.4.4")
+		s2.Set("SenderCompID", compUS)
+		s2.Set("TargetCompID", "BROKER")
+		s2.Set("HeartBtInt", strconv.Itoa(heartBtInt))
+		if _, err := st.AddSession(s2); err != nil {
+			t.Fatal(err)
+		}
+		sb := *opts.Standby
+		sb.Sessions = map[string]quickfix.SessionID{"eu": cs.sid, "us": {BeginString: "FIX.4.4", SenderCompID: compUS, TargetCompID: "BROKER"}}
+		opts.Standby = &sb
+	}
 	opts.Reconciler, opts.StopGrace = r, 200*time.Millisecond
 	opts.OnEvent = func(e fix.Event) {
 		select {
@@ -377,12 +393,17 @@ func compatWith(t *testing.T, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	if err := in.WaitLoggedOn(ctx, cs.sid, "eu"); err != nil {
 		t.Fatal(err)
 	}
+	if sb := opts.Standby; sb != nil {
+		if err := in.WaitLoggedOn(ctx, sb.Sessions["us"], "us"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return cs
 }
 
 // killRegion takes eu away with an order in flight: the order is written into
 // a black hole (the region's link is cut first), then the region dies.
-func (cs *compatSetup) killRegionWithOrderInFlight(t *testing.T, clOrdID string) time.Time {
+func (cs *compatSetup) killRegionWithOrderInFlight(t testing.TB, clOrdID string) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -403,7 +424,7 @@ func (cs *compatSetup) killRegionWithOrderInFlight(t *testing.T, clOrdID string)
 }
 
 // resumeOnSurvivor sends orders until one is filled on us, returning when.
-func (cs *compatSetup) firstFillOnSurvivor(t *testing.T, prefix string) time.Time {
+func (cs *compatSetup) firstFillOnSurvivor(t testing.TB, prefix string) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -416,7 +437,7 @@ func (cs *compatSetup) firstFillOnSurvivor(t *testing.T, prefix string) time.Tim
 }
 
 // waitSettled waits for the reconcile that settles id.
-func (cs *compatSetup) waitSettled(t *testing.T, id string) map[string]pathdialer.Settlement {
+func (cs *compatSetup) waitSettled(t testing.TB, id string) map[string]pathdialer.Settlement {
 	t.Helper()
 	for {
 		got := settlementsByID(cs.events.Wait(t, cs.path, pathdialer.EventReconcileSuccess).Settlements)
@@ -428,7 +449,7 @@ func (cs *compatSetup) waitSettled(t *testing.T, id string) map[string]pathdiale
 
 // assertNoPossDup: no acceptor ever received an order marked PossDupFlag=Y,
 // and each order at most once.
-func (cs *compatSetup) assertNoPossDup(t *testing.T) {
+func (cs *compatSetup) assertNoPossDup(t testing.TB) {
 	t.Helper()
 	seen := map[string]int{}
 	for _, p := range cs.procs {
@@ -446,7 +467,7 @@ func (cs *compatSetup) assertNoPossDup(t *testing.T) {
 	}
 }
 
-func (cs *compatSetup) dumpEvents(t *testing.T) {
+func (cs *compatSetup) dumpEvents(t testing.TB) {
 	for _, e := range cs.path.Snapshot().Events {
 		t.Log(e.String())
 	}

@@ -25,8 +25,11 @@
 //     given a dialer; it reaches its relay as a SOCKS5 proxy (ProxyType=socks)
 //     with a random password that only its own rewritten settings hold, so any
 //     other local client of the relay is refused before anything is dialed.
-//     The settings name no address (SocketConnectHost/Port are overwritten;
-//     ReconnectInterval comes from Options, 100 ms by default). TLS, when
+//     The settings name no address (SocketConnectHost/Port are overwritten).
+//     quickfix reconnects to its relay at once; the relay holds the
+//     connection and paces dials to one endpoint by Options.ReconnectInterval
+//     (100 ms by default), but dials the new endpoint as soon as the path
+//     switches. TLS, when
 //     Options.TLSConfig is set, is done by the relay toward the endpoint with
 //     the endpoint's host name. The relay holds at most 16 local connections
 //     in their handshake at once, each for at most 3 s, and backs off on
@@ -43,9 +46,18 @@
 //     panics on some of those messages. The cut is reported to the Path as a
 //     failure of the endpoint. Probe reads its answer the same way.
 //   - Switch: the Path's local fence closes the relay's connections to the old
-//     endpoint, so quickfix reconnects at once and lands on the new endpoint
-//     (about 0.1 s from the switch to logon in this package's tests, with the
-//     default 100 ms ReconnectInterval).
+//     endpoint; the relay holds quickfix's reconnection until the path has
+//     switched and dials the new endpoint then, without waiting
+//     ReconnectInterval (a few milliseconds from the switch to the logon in
+//     this package's tests).
+//   - Hot standby (Options.Standby, off by default): where the venue gives
+//     each region a session of its own (its own CompIDs) and allows a second
+//     live session (venue.Profile.StandbyAllowed: binance-spot and deribit
+//     do; coinbase-exchange-fix and ibkr-client-portal, one session per
+//     identity, do not, and NewInitiator refuses them), every endpoint keeps
+//     its own session logged on and heartbeating. Orders go over the session
+//     of the ticket's endpoint only, so the standby carries none until the
+//     switch, and a switch costs no logon.
 //   - Orders are never replayed. When the counterparty asks for a resend,
 //     quickfix offers each stored message to ToApp with PossDupFlag=Y; orders
 //     (NewOrderSingle, OrderCancelRequest, OrderCancelReplaceRequest and the
@@ -85,7 +97,10 @@
 //     EventLogonFailed with a LogonCause: the counterparty's numbers too low,
 //     ours refused, credentials, rejected, no answer) and the next connection
 //     waits a full-jitter backoff (Options.LogonBackoff, at most 5 s by
-//     default). After Options.LogonFailureLimit failures in a row (10), the
+//     default) that never runs past 2 × HeartBtInt after the last message
+//     heard on the session (when a broker that keeps one session per
+//     identity releases it) and is at most ReconnectInterval from then on,
+//     the interval of quickfix's own flat reconnect. After Options.LogonFailureLimit failures in a row (10), the
 //     last refused with a reason (sequence numbers, credentials, a Logout),
 //     the session stops connecting and SendOrder fails at once with
 //     ErrLogonHalted (wrapping pathdialer.ErrTradingHalted) naming the cause
@@ -152,19 +167,32 @@
 // # Time to trade again on the new region
 //
 // Where the broker fences (the old region's connection is closed, or the
-// region is gone), FIX logs on to the new region about 0.1 s after the switch.
-// In this package's compatibility tests (an executor-style acceptor in its own
-// process per region, killed with an order in flight; probes every 150 ms)
-// the first fill on the surviving region came 0.1–0.4 s after the kill, the
-// in-flight order settled by the configured fallback and nothing resent.
-// Where the broker does not fence (one session across regions, the old
-// connection silently held), it refuses the session on the new region until
-// it times the old connection out (quickfix acceptors: about 2.4 × HeartBtInt);
-// FIX then trades within that release plus at most one logon backoff
-// (Options.LogonBackoff.Max). Measured with HeartBtInt 1 s and LogonBackoff
-// {100 ms, 800 ms}: 2.9–3.2 s from the cut to the first fill, with 6–7 refused
-// logons meanwhile. A smaller LogonBackoff.Max shortens the tail at the cost
-// of more refused logons.
+// region is gone), FIX logs on to the new region as soon as the path
+// switches. With a hot standby there is no logon at all: failover costs
+// detection, the switch and the reconcile. Where the broker does not fence
+// (one session across regions, the old connection silently held), it refuses
+// the session on the new region until it times the old connection out
+// (quickfix acceptors: about 2.4 × HeartBtInt; Binance: 2 × HeartBtInt); the
+// logon backoff is cut at 2 × HeartBtInt after the last message heard and is
+// at most ReconnectInterval from then on, so FIX trades within about one
+// ReconnectInterval of that release.
+//
+// BenchmarkFIXResume measures fault → first execution report on the backup
+// against the compatibility suite's acceptors (an executor-style quickfix
+// acceptor in its own process per region; probes every 150 ms, so detection
+// is most of it):
+//
+//	go test -run '^$' -bench FIXResume -benchtime=1x ./transports/fix/
+//
+//	scenario (5 runs each, 2 cores, load 10-15)       median   max
+//	fence: region killed, order in flight             212 ms   225 ms
+//	hot standby: the same, standby logged on to us    232 ms   284 ms
+//	no fence: one session, HeartBtInt 1 s (release    2.43 s   2.47 s
+//	  about 2.4 s after the cut)
+//
+// Where the old region dies, the logon on the new one takes a few
+// milliseconds, so the standby saves little there; it saves the logon
+// round trips of a distant region, and the logon a broker could refuse.
 //
 // # quickfix specifics
 //

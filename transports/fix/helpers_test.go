@@ -31,6 +31,7 @@ import (
 	"github.com/brokerpath/brokerpath/internal/pathtest"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/fix"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // TestMain checks for leaked goroutines. Two are ignored, by name: quickfix
@@ -396,6 +397,7 @@ type harness struct {
 	path   *pathdialer.Path
 	in     *fix.Initiator
 	sid    quickfix.SessionID
+	sidUS  quickfix.SessionID // with a hot standby: the session of "us"
 	down   map[string]*atomic.Bool
 	events *pathtest.Events
 	recs   chan []pathdialer.Settlement
@@ -415,6 +417,7 @@ type harnessOpts struct {
 	recOpts   fix.ReconcileOptions
 	opts      fix.Options // merged over the harness's own (Sequence, Reconciler, StopGrace, TLSConfig)
 	cfg       func(*pathdialer.Config)
+	standby   *venue.Profile // hot standby: a second session, on "us", for this venue
 }
 
 func newHarness(t testing.TB, ho harnessOpts) *harness {
@@ -430,7 +433,12 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 	if ho.tls {
 		serverTLS, clientTLS = testTLS(t)
 	}
-	b := newBrokerTLS(t, map[string]string{comp: ho.begin}, serverTLS, clientTLS)
+	clients := map[string]string{comp: ho.begin}
+	compUS := uniq("CLIENTUS")
+	if ho.standby != nil {
+		clients[compUS] = ho.begin
+	}
+	b := newBrokerTLS(t, clients, serverTLS, clientTLS)
 	probes := pathtest.NewProbes("eu", "us")
 	h := &harness{b: b, down: probes.Down, events: pathtest.NewEvents(), recs: make(chan []pathdialer.Settlement, 16),
 		sid: quickfix.SessionID{BeginString: ho.begin, SenderCompID: comp, TargetCompID: "BROKER"}}
@@ -487,6 +495,18 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	o := ho.opts
+	if ho.standby != nil {
+		h.sidUS = quickfix.SessionID{BeginString: ho.begin, SenderCompID: compUS, TargetCompID: "BROKER"}
+		s2 := quickfix.NewSessionSettings()
+		s2.Set("BeginString", ho.begin)
+		s2.Set("SenderCompID", compUS)
+		s2.Set("TargetCompID", "BROKER")
+		s2.Set("HeartBtInt", "30")
+		if _, err := st.AddSession(s2); err != nil {
+			t.Fatal(err)
+		}
+		o.Standby = &fix.Standby{Venue: *ho.standby, Sessions: map[string]quickfix.SessionID{"eu": h.sid, "us": h.sidUS}}
+	}
 	if o.LogonBackoff == (pathdialer.Backoff{}) {
 		// Short: the acceptor's session starts on the next whole second, and
 		// logons before that are closed unanswered.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quickfixgo/quickfix"
+	"github.com/quickfixgo/quickfix/config"
 
 	"github.com/brokerpath/brokerpath/internal/safetext"
 	"github.com/brokerpath/brokerpath/pathdialer"
@@ -83,6 +84,10 @@ type Initiator struct {
 	sessions map[quickfix.SessionID]*sessionState
 	user     quickfix.Application
 	rec      *Reconciler
+	// Hot standby (Options.Standby): each session's endpoint, and the
+	// session of each endpoint. Empty without a standby.
+	pinned map[quickfix.SessionID]string
+	byEP   map[string]quickfix.SessionID
 
 	mu      sync.Mutex
 	orders  map[string]*order                 // by ClOrdID: sent, answer pending
@@ -156,6 +161,13 @@ type sessionState struct {
 	failOn      string // endpoint of those failures
 	halted      error  // non-nil: logons halted (ErrLogonHalted)
 	resume      chan struct{}
+
+	// The counterparty's release of a session dropped without a Logout is
+	// expected 2 × HeartBtInt after the last message heard on it (logon
+	// backoffs are capped from then on).
+	heartBt   time.Duration // HeartBtInt from the settings
+	live      atomic.Bool   // logged on (read by the log hook without the lock)
+	lastHeard atomic.Int64  // unix nanoseconds of the last message heard while logged on
 }
 
 func (s *sessionState) notify() {
@@ -187,6 +199,14 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 	if err := checkEndpoints(path, opts.Service); err != nil {
 		return nil, err
 	}
+	if opts.Standby != nil {
+		if settings == nil {
+			return nil, fmt.Errorf("%w: settings are nil", ErrInvalidOptions)
+		}
+		if err := opts.Standby.check(path, settings); err != nil {
+			return nil, err
+		}
+	}
 	in := &Initiator{
 		path:     path,
 		opts:     opts,
@@ -202,6 +222,12 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 
 		unsupported: make(map[unsupportedKey]string),
 	}
+	if sb := opts.Standby; sb != nil {
+		in.pinned, in.byEP = map[quickfix.SessionID]string{}, map[string]quickfix.SessionID{}
+		for ep, sid := range sb.Sessions {
+			in.pinned[sid], in.byEP[ep] = ep, sid
+		}
+	}
 	closeRelays := func() {
 		for _, r := range in.relays {
 			r.close()
@@ -214,8 +240,18 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		}
 		r.before = func(ctx context.Context) error { return in.beforeDial(ctx, sid) }
 		r.maxMsg = in.opts.MaxMessageSize
+		r.interval = in.opts.ReconnectInterval
+		r.pinned = in.pinned[sid]
 		in.relays[sid] = r
-		in.sessions[sid] = &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
+		st := &sessionState{changed: make(chan struct{}), resume: make(chan struct{})}
+		if ss, ok := settings.SessionSettings()[sid]; ok {
+			if hb, err := ss.IntSetting(config.HeartBtInt); err == nil && hb > 0 {
+				st.heartBt = time.Duration(hb) * time.Second
+			}
+		}
+		// A session of an earlier process may still be held by the broker.
+		st.lastHeard.Store(time.Now().UnixNano())
+		in.sessions[sid] = st
 		return r.addr(), r.user, r.pass, nil
 	})
 	if err != nil {
@@ -277,6 +313,26 @@ func (in *Initiator) Close() error {
 	return nil
 }
 
+// target is the endpoint a session connects to: its own with a hot standby,
+// else the path's active endpoint.
+func (in *Initiator) target(sid quickfix.SessionID) string {
+	if ep, ok := in.pinned[sid]; ok {
+		return ep
+	}
+	a, _ := in.path.Active()
+	return a.Name
+}
+
+// askOn is the order o as the reconcile on endpoint to asks about it: with a
+// hot standby, over the session of that endpoint (a copy; o is shared).
+func (in *Initiator) askOn(o *order, to string) *order {
+	sid, ok := in.byEP[to]
+	if !ok || sid == o.sessionID {
+		return o
+	}
+	return &order{clOrdID: o.clOrdID, msgType: o.msgType, sessionID: sid, symbol: o.symbol, side: o.side, unknown: o.unknown}
+}
+
 // SessionIDs returns the Initiator's sessions.
 func (in *Initiator) SessionIDs() []quickfix.SessionID {
 	if in == nil {
@@ -330,11 +386,21 @@ func (in *Initiator) waitLoggedOn(ctx context.Context, sessionID quickfix.Sessio
 		if in.closed.Load() {
 			return ErrClosed
 		}
-		if stale != nil && stale() {
-			return fmt.Errorf("fix: the path switched away from %q while waiting for the session's logon", endpoint)
+		var moved <-chan struct{}
+		if stale != nil {
+			// With a hot standby the session waited on is not the one that
+			// moves: the path switching must wake the wait by itself.
+			moved = in.path.ActiveChanged()
+			if stale() {
+				return fmt.Errorf("fix: the path switched away from %q while waiting for the session's logon", endpoint)
+			}
 		}
 		select {
 		case <-ch:
+		case <-moved:
+			if in.path.ActiveChanged() == moved { // the path closed: it will not move again
+				stale = nil
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("fix: session %v not logged on to %q: %w", sessionID, endpoint, ctx.Err())
 		}
@@ -424,6 +490,12 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	}
 	if in.onAcquire != nil {
 		in.onAcquire(t)
+	}
+	if in.byEP != nil {
+		// Hot standby: the ticket's endpoint has a session of its own.
+		sessionID = in.byEP[t.Endpoint]
+		s = in.sessions[sessionID]
+		o.sessionID = sessionID
 	}
 	fail := func(cause error) error {
 		in.stats.NotSent.Add(1)
@@ -577,6 +649,8 @@ func (a *guardApp) OnLogon(sid quickfix.SessionID) {
 		ep, _, _ := in.relays[sid].current()
 		s.mu.Lock()
 		s.loggedOn, s.endpoint, s.lastEndpoint, s.lastLogonTime = true, ep, ep, time.Now()
+		s.live.Store(true)
+		s.lastHeard.Store(s.lastLogonTime.UnixNano())
 		s.attempting, s.failures, s.cause, s.causeDetail = false, 0, 0, ""
 		s.notify()
 		s.mu.Unlock()
@@ -591,6 +665,7 @@ func (a *guardApp) OnLogout(sid quickfix.SessionID) {
 	if s := in.sessions[sid]; s != nil {
 		s.mu.Lock()
 		s.loggedOn, s.endpoint = false, ""
+		s.live.Store(false)
 		s.notify()
 		s.mu.Unlock()
 	}
@@ -623,9 +698,9 @@ func (a *guardApp) ToAdmin(msg *quickfix.Message, sid quickfix.SessionID) {
 	case mt == msgTypeLogon:
 		reset := in.opts.Sequence == SequenceResetOnLogon
 		if in.opts.Sequence == SequenceResetOnSwitch {
-			active, _ := in.path.Active()
+			target := in.target(sid)
 			s.mu.Lock()
-			reset = s.lastEndpoint != "" && s.lastEndpoint != active.Name
+			reset = s.lastEndpoint != "" && s.lastEndpoint != target
 			s.mu.Unlock()
 		}
 		if reset {

@@ -18,11 +18,14 @@ var logoutMark = []byte("\x0135=5\x01")
 // sawIncoming reads the text of a Logout answering our Logon (quickfix does
 // not hand such a Logout to the application).
 func (in *Initiator) sawIncoming(sid quickfix.SessionID, b []byte) {
-	if !bytes.Contains(b, logoutMark) {
-		return
-	}
 	s := in.sessions[sid]
 	if s == nil {
+		return
+	}
+	if s.live.Load() {
+		s.lastHeard.Store(time.Now().UnixNano())
+	}
+	if !bytes.Contains(b, logoutMark) {
 		return
 	}
 	m := quickfix.NewMessage()
@@ -56,7 +59,7 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 	if s == nil {
 		return nil
 	}
-	active, _ := in.path.Active()
+	active := struct{ Name string }{in.target(sid)}
 	var events []Event
 	var wait time.Duration
 	s.mu.Lock()
@@ -91,7 +94,7 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 			ceil *= 2
 		}
 		ceil = min(ceil, b.Max)
-		wait = rand.N(ceil + 1) // full jitter: uniform in [0, ceil]
+		wait = s.capBackoff(rand.N(ceil+1), in.opts.ReconnectInterval) // full jitter: uniform in [0, ceil]
 		events = append(events, Event{Kind: EventLogonFailed, Session: sid, Endpoint: active.Name, Cause: cause,
 			Attempt: s.failures, Backoff: wait, Detail: detail + "; " + cause.advice(in.opts.Sequence)})
 		// Halt only on a refusal the counterparty explained (sequence numbers,
@@ -128,7 +131,7 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 		if !pathClosed {
 			moved = in.path.ActiveChanged() // before reading Active: no lost wake-up
 		}
-		if a, _ := in.path.Active(); a.Name != active.Name {
+		if in.target(sid) != active.Name {
 			return in.beforeDial(ctx, sid) // lifts a halt decided on the old endpoint
 		}
 		s.mu.Lock()
@@ -147,6 +150,24 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 			return ctx.Err()
 		}
 	}
+}
+
+// capBackoff bounds a logon backoff by the counterparty's expected release of
+// the session: no wait runs past 2 × HeartBtInt after the last message heard
+// on the session (when a broker that keeps one session per identity times a
+// silent connection out: Binance locks the SenderCompID for 2 × HeartBtInt,
+// quickfix acceptors drop it after about 2.4 × HeartBtInt), and from then on
+// no wait is longer than ReconnectInterval, the interval of quickfix's own
+// flat reconnect.
+func (s *sessionState) capBackoff(wait, interval time.Duration) time.Duration {
+	if s.heartBt <= 0 {
+		return min(wait, interval)
+	}
+	until := time.Until(time.Unix(0, s.lastHeard.Load()).Add(2 * s.heartBt))
+	if until > 0 {
+		return min(wait, until)
+	}
+	return min(wait, interval)
 }
 
 // Resume clears a logon halt (ErrLogonHalted) on every session: they

@@ -11,6 +11,7 @@ import (
 	"github.com/quickfixgo/quickfix/config"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // SequenceModel says how FIX sequence numbers behave when the path moves to
@@ -68,8 +69,11 @@ type Options struct {
 	// InsecureSkipVerify is refused. The quickfix Socket* TLS settings are
 	// refused: TLS is configured here.
 	TLSConfig *tls.Config
-	// ReconnectInterval is written into every session's settings: how soon
-	// quickfix reconnects after a connection ends. Default 100 ms, at most 5 s.
+	// ReconnectInterval: how soon a session reconnects to the same endpoint
+	// after its connection ended or a dial failed. A switch of the path does
+	// not wait for it: the session dials the new endpoint as soon as the path
+	// moves. Also the longest logon backoff once the counterparty should have
+	// released the session (see LogonBackoff). Default 100 ms, at most 5 s.
 	ReconnectInterval time.Duration
 	// DialTimeout bounds the relay's dial (and TLS handshake) to the endpoint.
 	// Default 5 s.
@@ -110,7 +114,13 @@ type Options struct {
 	// LogonBackoff bounds the wait before reconnecting after a failed logon:
 	// the n-th consecutive failure waits a uniformly random time in
 	// [0, min(Max, Initial·2ⁿ⁻¹)] (full jitter), so a broker refusing logons
-	// is not stormed. Default {Initial: 200 ms, Max: 5 s}.
+	// is not stormed. Default {Initial: 200 ms, Max: 5 s}. No wait runs past
+	// 2 × HeartBtInt after the last message heard on the session (when a
+	// broker that keeps one session per identity releases a session dropped
+	// without a Logout: Binance after 2 × HeartBtInt, quickfix acceptors
+	// after about 2.4 ×), and from then on no wait is longer than
+	// ReconnectInterval: the session resumes within about one
+	// ReconnectInterval of the release.
 	LogonBackoff pathdialer.Backoff
 	// MaxMessageSize bounds, in bytes, each message the endpoint sends (from
 	// "8=" to the CheckSum's SOH). The relay frames the endpoint's stream as
@@ -132,6 +142,81 @@ type Options struct {
 	// probes judge the endpoint's health). Default 10; negative means never
 	// halt.
 	LogonFailureLimit int
+	// Standby, when set, keeps a hot standby session: a session of its own
+	// (its own CompIDs) on every endpoint, logged on and heartbeating, so a
+	// switch needs no logon. Off by default. See Standby.
+	Standby *Standby
+}
+
+// Standby configures hot standby sessions: Sessions names, for every endpoint
+// of the path, the session that trades there (each defined in the settings,
+// each with its own SenderCompID). Every session connects to its own endpoint
+// only and stays logged on there; SendOrder, given any of them, sends the
+// order over the session of the ticket's endpoint, so a standby session never
+// carries an order until the path has switched to its endpoint (the gate
+// grants tickets only for the active endpoint), and the reconciler asks the
+// new endpoint's session. Failover then costs a switch and a reconcile, no
+// logon.
+//
+// The venue must allow a second live session per account: NewInitiator
+// refuses a Standby whose Venue does not (venue.Profile.StandbyAllowed; an
+// unknown fact refuses). Of the shipped profiles, binance-spot allows it
+// (up to 5 order-entry connections per account, each with its own
+// SenderCompID: Binance refuses a SenderCompID already live and locks it for
+// 2 × HeartBtInt after a drop without Logout) and deribit allows it;
+// coinbase-exchange-fix (one FIX session per API key) and
+// ibkr-client-portal (one brokerage session) forbid it.
+//
+// A session whose endpoint the path has fenced (switched away from) cannot
+// connect until that endpoint is active again: after a failover the old
+// endpoint's session logs on again only when the path returns to it.
+type Standby struct {
+	// Venue is the venue's profile (package venue).
+	Venue venue.Profile
+	// Sessions maps every endpoint name of the path to its session.
+	Sessions map[string]quickfix.SessionID
+}
+
+// check refuses a standby the venue forbids, or whose sessions do not cover
+// the path's endpoints with distinct identities defined in settings.
+func (sb *Standby) check(path *pathdialer.Path, settings *quickfix.Settings) error {
+	if !sb.Venue.StandbyAllowed() {
+		name := sb.Venue.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return fmt.Errorf("%w: Standby: venue %s does not allow a second live session (HotStandby: %v): a standby session there would knock the trading one off or be refused", ErrInvalidOptions, name, sb.Venue.HotStandby)
+	}
+	defined := settings.SessionSettings()
+	senders := map[string]string{}
+	for _, ep := range path.Endpoints() {
+		sid, ok := sb.Sessions[ep.Name]
+		if !ok {
+			return fmt.Errorf("%w: Standby.Sessions names no session for endpoint %q", ErrInvalidOptions, ep.Name)
+		}
+		if other, dup := senders[sid.SenderCompID]; dup {
+			return fmt.Errorf("%w: Standby.Sessions: endpoints %q and %q share SenderCompID %q; each endpoint's session needs its own", ErrInvalidOptions, other, ep.Name, sid.SenderCompID)
+		}
+		if _, ok := defined[sid]; !ok {
+			return fmt.Errorf("%w: Standby.Sessions[%q] = %v is not defined in the settings", ErrInvalidOptions, ep.Name, sid)
+		}
+		senders[sid.SenderCompID] = ep.Name
+	}
+	for name := range sb.Sessions {
+		if _, ok := path.Endpoint(name); !ok {
+			return fmt.Errorf("%w: Standby.Sessions names endpoint %q, which the path does not have", ErrInvalidOptions, name)
+		}
+	}
+	for sid := range defined {
+		found := false
+		for _, s := range sb.Sessions {
+			found = found || s == sid
+		}
+		if !found {
+			return fmt.Errorf("%w: session %v is in the settings but not in Standby.Sessions", ErrInvalidOptions, sid)
+		}
+	}
+	return nil
 }
 
 // forbiddenSettings are quickfix settings that cannot work through the relay.
@@ -267,7 +352,9 @@ func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.S
 			s.Set(config.SocketConnectHost+strconv.Itoa(i), host)
 			s.Set(config.SocketConnectPort+strconv.Itoa(i), port)
 		}
-		s.Set(config.ReconnectInterval, o.ReconnectInterval.String())
+		// quickfix reconnects to its relay at once; the relay waits
+		// Options.ReconnectInterval, or less when the path switches.
+		s.Set(config.ReconnectInterval, quickfixReconnect.String())
 		if _, err := out.AddSession(s); err != nil {
 			return nil, fmt.Errorf("%w: session %v: %w", ErrInvalidOptions, sid, err)
 		}

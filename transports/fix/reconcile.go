@@ -155,12 +155,12 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	in.mu.Lock()
 	for _, t := range tickets {
 		if o := in.orders[t.OrderID]; o != nil {
-			ask[t.OrderID] = o
+			ask[t.OrderID] = in.askOn(o, to)
 			in.waiters[t.OrderID] = ans
 		} else if m := in.recent.m[t.OrderID]; m != nil {
 			got[t.OrderID] = m // answered after it was handed over (or landed late)
 		} else if o := in.provisional.get(t.OrderID); o != nil {
-			ask[t.OrderID] = o // settled NOT_RECEIVED before: asked again
+			ask[t.OrderID] = in.askOn(o, to) // settled NOT_RECEIVED before: asked again
 			in.waiters[t.OrderID] = ans
 		}
 	}

@@ -37,7 +37,15 @@ type relay struct {
 	pass    string
 	before  func(ctx context.Context) error // runs before every upstream dial
 	maxMsg  int                             // Options.MaxMessageSize
-	hs      chan struct{}                   // a slot per handshake in progress
+	// interval paces connections to one generation of the path
+	// (Options.ReconnectInterval): quickfix itself reconnects almost at once,
+	// and the relay holds its connection until interval has passed since the
+	// last connection ended or a dial failed, or until the path switches.
+	interval time.Duration
+	// pinned, with a hot standby, is the one endpoint this session connects
+	// to, whether active or not (refused while the path has it fenced).
+	pinned  string
+	hs      chan struct{} // a slot per handshake in progress
 	refused atomic.Uint64
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -45,7 +53,9 @@ type relay struct {
 
 	mu      sync.Mutex
 	splices map[*splice]struct{}
-	cur     *splice // the newest connection whose upstream is established
+	cur     *splice   // the newest connection whose upstream is established
+	lastEnd time.Time // when the last upstream connection ended or dial failed
+	lastGen uint64    // the path's generation then
 }
 
 // splice is one relayed connection.
@@ -146,10 +156,18 @@ func (r *relay) dialUp() (net.Conn, *pathdialer.Conn, error) {
 	defer cancel()
 	var pc *pathdialer.Conn
 	var err error
-	for range 3 {
-		pc, err = r.path.Dial(ctx, r.service)
-		if !errors.Is(err, pathdialer.ErrSwitched) {
-			break
+	if r.pinned != "" {
+		ep, _ := r.path.Endpoint(r.pinned)
+		var hp string
+		if hp, err = ep.HostPort(r.service); err == nil {
+			pc, err = r.path.DialEndpoint(ctx, r.pinned, "tcp", hp)
+		}
+	} else {
+		for range 3 {
+			pc, err = r.path.Dial(ctx, r.service)
+			if !errors.Is(err, pathdialer.ErrSwitched) {
+				break
+			}
 		}
 	}
 	if err != nil {
@@ -199,17 +217,37 @@ func (r *relay) handle(sp *splice) {
 			return
 		}
 	}
-	up, pc, err := r.dialUp()
-	if err != nil {
-		_ = socksReply(sp.down, socksGeneralFailure)
-		r.log.Info("fix relay: no upstream, closing the session's connection", "err", err)
+	// quickfix's connection is held (no SOCKS reply yet) until an upstream
+	// connection is made: dial failures are retried here, paced, and a switch
+	// dials the new endpoint at once.
+	var up net.Conn
+	var pc *pathdialer.Conn
+	for {
+		if !r.pace() {
+			_ = socksReply(sp.down, socksGeneralFailure)
+			return
+		}
+		_, gen := r.path.Active()
+		var err error
+		up, pc, err = r.dialUp()
+		if err == nil {
+			break
+		}
+		r.log.Info("fix relay: no upstream; holding the session's connection", "err", err)
 		// A failed dial is a passive signal against the endpoint it was for
 		// (the Path drops it if that endpoint is fenced or the generation moved).
-		if r.ctx.Err() == nil && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
+		// A standby session's endpoint is judged by the Path's probes.
+		if r.ctx.Err() == nil && r.pinned == "" && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
 			ep, gen := r.path.Active()
 			r.path.Report(ep.Name, gen, err, 0)
 		}
-		return
+		r.ended(gen)
+		if errors.Is(err, pathdialer.ErrClosed) {
+			// Nothing to dial ever again: hold until the Initiator closes.
+			<-r.ctx.Done()
+			_ = socksReply(sp.down, socksGeneralFailure)
+			return
+		}
 	}
 	r.mu.Lock()
 	sp.up, sp.endpoint, sp.gen = up, pc.Endpoint(), pc.Generation()
@@ -235,6 +273,7 @@ func (r *relay) handle(sp *splice) {
 	<-done
 	sp.close() // either side ending (the fence closing upstream) ends both
 	<-done
+	r.ended(sp.gen)
 	err = <-upErr
 	switch {
 	case errors.Is(err, ErrMalformedStream) || errors.Is(err, ErrMessageTooLarge):
@@ -246,6 +285,52 @@ func (r *relay) handle(sp *splice) {
 		// The broker side failing (a reset, a timeout; not a clean EOF, and
 		// not our own close or fence, which the Path drops) is a passive signal.
 		r.path.Report(sp.endpoint, sp.gen, fmt.Errorf("fix: connection to %q lost: %w", sp.endpoint, err), 0)
+	}
+}
+
+// ended records that a connection of generation gen ended (or a dial under
+// it failed) now: the next dial under the same generation waits interval.
+func (r *relay) ended(gen uint64) {
+	r.mu.Lock()
+	r.lastEnd, r.lastGen = time.Now(), gen
+	r.mu.Unlock()
+}
+
+// pace waits until interval has passed since the last connection ended or
+// dial failed, and not at all once the path has moved to another generation
+// since then (a switch: the new endpoint is dialed at once). It returns false
+// when the relay is closing.
+func (r *relay) pace() bool {
+	pathClosed := false
+	for {
+		var moved <-chan struct{}
+		if !pathClosed {
+			moved = r.path.ActiveChanged() // before reading Active: no lost wake-up
+		}
+		_, gen := r.path.Active()
+		r.mu.Lock()
+		last, lastGen := r.lastEnd, r.lastGen
+		r.mu.Unlock()
+		if last.IsZero() || gen != lastGen {
+			return r.ctx.Err() == nil
+		}
+		d := time.Until(last.Add(max(r.interval, relayMinInterval)))
+		if d <= 0 {
+			return r.ctx.Err() == nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+			return r.ctx.Err() == nil
+		case <-moved:
+			t.Stop()
+			if r.path.ActiveChanged() == moved {
+				pathClosed = true // closed, not switched: it will not move again
+			}
+		case <-r.ctx.Done():
+			t.Stop()
+			return false
+		}
 	}
 }
 
@@ -299,6 +384,12 @@ func (r *relay) close() {
 }
 
 const (
+	// quickfixReconnect is the ReconnectInterval written into quickfix's
+	// settings: it reconnects to its relay almost at once, and the relay
+	// paces the connections to the broker (Options.ReconnectInterval).
+	quickfixReconnect = 2 * time.Millisecond
+	// relayMinInterval is the least pause between dials under one generation.
+	relayMinInterval = 10 * time.Millisecond
 	// relayMaxHandshakes bounds the local connections being authenticated at
 	// once; further connections wait in the listener's backlog.
 	relayMaxHandshakes = 16
