@@ -87,7 +87,7 @@ func Example() {
 	rt, err := rest.NewTransport(path, rest.Options{
 		TLSConfig:   &tls.Config{RootCAs: roots},
 		Hosts:       []string{"broker.example"}, // the name the application writes for the broker
-		TokenHeader: "X-Fencing-Token", // only if your broker or gateway checks tokens
+		TokenHeader: "X-Fencing-Token",          // only if your broker or gateway checks tokens
 	})
 	if err != nil {
 		fmt.Println(err)
