@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -586,7 +587,10 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		// Binance's guidance holds for brokers in general: on a 5xx "the execution
 		// status is UNKNOWN and could have been a success". The answer is the
 		// caller's, body and all (the broker's own words); the order goes to
-		// reconciliation, and Outcome(resp, nil) says so.
+		// reconciliation, and Outcome(resp, nil) says so. The body is read
+		// first (up to 64 KiB; a longer one keeps its rest to be read), so
+		// the connection is free before reconciliation can begin.
+		bufferBody(resp)
 		t.reportErr(ec, ticket.Generation, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
 		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, StatusCode: resp.StatusCode}
 		ticket.Unknown(uerr)
@@ -600,6 +604,33 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	t.tickets.Put(ticket)
 	t.stats.Acknowledged.Add(1)
 	return resp, nil
+}
+
+// bufferBody reads resp's body into memory, up to 64 KiB, and leaves resp
+// with the same bytes to read: a short body's connection is released at once.
+func bufferBody(resp *http.Response) {
+	const max = 64 << 10
+	body := resp.Body
+	buf, err := io.ReadAll(io.LimitReader(body, max))
+	switch {
+	case err != nil:
+		_ = body.Close()
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), errReader{err}))
+	case len(buf) < max:
+		_ = body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(buf))
+	default:
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(buf), body), body}
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // neverSent reports whether err proves that no byte of the request reached the
