@@ -77,7 +77,7 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 		return err
 	}
 	defer path.Close()
-	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg})
+	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg, Hosts: []string{"broker"}})
 	if err != nil {
 		return err
 	}
@@ -119,12 +119,14 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 	req.Header = auth.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
-	var unknown *rest.UnknownOutcomeError
-	switch {
-	case errors.As(err, &unknown):
-		// It may have reached the broker: the Path reconciles it. Never resend
-		// it under a new client order ID.
-		fmt.Fprintf(out, "REST order %s: outcome unknown, handed to reconciliation\n", unknown.OrderID)
+	switch v := rest.Outcome(resp, err); {
+	case v.Kind == rest.Unknown:
+		// It may have reached the broker (a 5xx, or no answer): the Path
+		// reconciles it. Never resend it under a new client order ID.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		fmt.Fprintf(out, "REST order quickstart-rest-1: outcome unknown, handed to reconciliation (%s)\n", v.Reason)
 	case err != nil:
 		return err
 	default:

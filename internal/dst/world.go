@@ -347,7 +347,7 @@ func (w *world) build() error {
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
-	ro := rest.Options{}
+	ro := rest.Options{Hosts: []string{"broker.invalid"}}
 	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
 		// The library's fencing token: each order carries the generation
 		// its ticket was granted under (0 before the first switch, which a
@@ -879,6 +879,12 @@ func (w *world) place(id string, limit bool) {
 	rec.start = time.Now()
 	w.mu.Unlock()
 	resp, err := w.hc.Do(req)
+	if v := rest.Outcome(resp, err); v.Order != nil && err == nil {
+		// Answered 5xx: handed to reconciliation as unknown.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		resp, err = nil, v.Order
+	}
 	now := time.Now()
 	var line string
 	w.mu.Lock()

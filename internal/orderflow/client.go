@@ -249,7 +249,7 @@ func New(cfg Config) (*Client, error) {
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
-	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger}
+	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger, Hosts: []string{baseHost}}
 	if cfg.FencingTokens {
 		ropts.TokenHeader = FencingTokenHeader
 	}
@@ -527,7 +527,10 @@ type restOrder struct {
 
 // baseURL is a placeholder: the REST transport rewrites scheme, host and base
 // path to the active endpoint's.
-const baseURL = "https://broker.invalid"
+const baseURL = "https://" + baseHost
+
+// baseHost is the logical host of baseURL (rest.Options.Hosts).
+const baseHost = "broker.invalid"
 
 func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timing.OrderTimeout)
@@ -545,6 +548,13 @@ func (c *Client) placeREST(ctx context.Context, o OrderSpec) error {
 	req.Header.Set(c.cfg.APIKeyHeader, c.cfg.APIKey)
 	req.Header.Set("X-Client-Order-ID", o.ClOrdID)
 	resp, err := c.http.Do(req)
+	if v := rest.Outcome(resp, err); v.Order != nil && err == nil {
+		// Answered 5xx: the broker may have booked it; the transport handed
+		// it to reconciliation like an order that got no answer.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		resp, err = nil, v.Order
+	}
 	if err != nil {
 		var uo *rest.UnknownOutcomeError
 		if errors.As(err, &uo) {

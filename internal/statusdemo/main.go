@@ -113,7 +113,7 @@ func run() error {
 		return err
 	}
 	m.Watch(path)
-	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg, Logger: log, ResponseHeaderTimeout: time.Second})
+	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: tlsCfg, Logger: log, ResponseHeaderTimeout: time.Second, Hosts: []string{"broker.invalid"}})
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,10 @@ func WithSubmission(ctx context.Context, submission bool) context.Context {
 // WithReconcile marks the requests made with ctx as reconciliation lookups:
 // reads whatever their method (never held by the gate, no order ID needed)
 // that the endpoint's read breaker neither refuses nor counts as failures,
-// and whose success closes an open breaker. Reconciler's lookups carry it;
+// and whose success closes an open breaker. They are the broker's by
+// declaration: whatever host their URL names (a Reconciler's template, for
+// example the broker's public API host), they go to the endpoint flow is
+// released on, without Options.Hosts listing it. Reconciler's lookups carry it;
 // use it in a reconciler of your own that reads through a Transport. The
 // last of WithReconcile and WithSubmission applied to a context decides.
 func WithReconcile(ctx context.Context) context.Context {
@@ -57,12 +60,30 @@ func DefaultIsSubmission(r *http.Request) bool {
 	return true
 }
 
-// classify returns what r is: its context's mark, else fn's verdict.
-func classify(r *http.Request, fn func(*http.Request) bool) reqKind {
+// markedReconcile reports whether r's context marks it WithReconcile.
+func markedReconcile(r *http.Request) bool {
+	k, _ := r.Context().Value(kindKey{}).(reqKind)
+	return k == kindReconcile
+}
+
+// classify returns what r is: its context's mark, else the first rule that
+// matches (Options.Rules), else Options.IsSubmission's verdict. src is the
+// endpoint whose own host r names (nil for a logical host): its base path is
+// not part of what the rules match.
+func (t *Transport) classify(r *http.Request, src *endpointClient) reqKind {
 	if k, ok := r.Context().Value(kindKey{}).(reqKind); ok {
 		return k
 	}
-	if fn(r) {
+	if t.hasRules {
+		p := r.URL.Path
+		if src != nil && src.base.Path != "" {
+			p = strings.TrimPrefix(p, src.base.Path)
+		}
+		if k := t.opts.Rules.classify(r.Method, p); k != 0 {
+			return k
+		}
+	}
+	if t.isSub(r) {
 		return kindSubmission
 	}
 	return kindRead

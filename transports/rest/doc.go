@@ -3,13 +3,46 @@
 //
 // The application keeps its http.Client and broker SDK and swaps in the transport:
 //
-//	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: &tls.Config{RootCAs: pool}})
+//	rt, err := rest.NewTransport(path, rest.Options{
+//		TLSConfig: &tls.Config{RootCAs: pool},
+//		Hosts:     []string{"broker"},  // the name your URLs use: https://broker/v2/orders
+//		Rules:     rest.AlpacaRules(), // which requests are orders
+//	})
 //	client := &http.Client{Transport: rt}
+//
+// # The order loop
+//
+// RoundTrip keeps net/http's contract: whenever the broker answered, the
+// response comes back with err == nil, 5xx included, body intact (the
+// broker's own words). Ask Outcome what became of each order, and send an
+// order again only when the verdict's MayResend is true — never on Unknown,
+// which a 5xx is: the order may be booked, and the Path's reconciliation
+// settles it.
+//
+//	resp, err := client.Do(req)
+//	v := rest.Outcome(resp, err)
+//	switch v.Kind {
+//	case rest.Accepted: // resp.Body is the broker's account of the order
+//	case rest.Rejected: // 4xx: refused, not booked; resp.Body says why
+//	case rest.Unknown: // 5xx or no answer: handed to reconciliation (v.Order); do not resend
+//	case rest.NotSent: // nothing left the process (halted, dial failed, ...)
+//	}
+//	if resp != nil {
+//		resp.Body.Close()
+//	}
+//	if v.MayResend { /* may send again, under the same client order ID */ }
+//
+// http.Client wraps every RoundTrip error in a *url.Error that repeats the
+// URL as you wrote it, query signature included: log RedactError(err) or
+// v.Reason, not err.
 //
 // # What it guarantees
 //
-//   - Routing: each request's scheme, host and base path are rewritten to the
-//     active endpoint's "rest" address, whatever host the application wrote. Every
+//   - Routing: a request for the broker — an endpoint's own host, or a name in
+//     Options.Hosts — has its scheme, host and base path rewritten to the
+//     active endpoint's "rest" address. A request for any other host never
+//     reaches the broker: it fails with ErrForeignHost, or goes unchanged
+//     through Options.Other when set. Every
 //     endpoint has its own connection pool, dialed through the Path's tracked
 //     dialer, so the fence really closes the old endpoint's connections. TLS
 //     verifies the endpoint's own host name, or TLSConfig.ServerName when set
@@ -19,16 +52,20 @@
 //     Options.DisableHTTP2), with a ping after
 //     Options.ReadIdleTimeout of silence and Options.PingTimeout to answer, so a
 //     silently dead connection is found in about a second.
-//   - Submissions (by default every method but GET, HEAD and OPTIONS; see
-//     Options.IsSubmission and WithSubmission) take a ticket from the Path's gate:
+//   - Submissions (orders: the requests Options.Rules names as orders, and by
+//     default every other method but GET, HEAD and OPTIONS that Rules does
+//     not name as a non-order; see Rules, Options.IsSubmission and
+//     WithSubmission) take a ticket from the Path's gate:
 //     they wait while a switch is held, fail at once with
 //     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.
 //     A submission is never retried, by this package or by net/http (it goes
 //     out without GetBody, so neither the HTTP/1.1 nor the HTTP/2 transport can
 //     send its body twice, Idempotency-Key header or not). When its outcome is
 //     unknown — a timeout, reset or EOF after the request was written, or any
-//     5xx answer (502, 503 and 504 above all) — RoundTrip returns an
-//     *UnknownOutcomeError and hands the order to reconciliation.
+//     5xx answer (502, 503 and 504 above all) — it is handed to
+//     reconciliation: without an answer RoundTrip returns an
+//     *UnknownOutcomeError; with a 5xx it returns the response, and
+//     Outcome reports Unknown.
 //   - Fencing: immediately before a submission is handed to net/http (after
 //     any wait for the gate) the ticket's validity is checked
 //     (pathdialer.Ticket.Valid); an order whose decision has lapsed is not sent
@@ -53,7 +90,8 @@
 //     Path for the endpoint they happened on (successes too); 4xx are not path
 //     failures.
 //   - Errors and logs never contain credentials: API-key and authorization headers
-//     and key/token/signature query parameters are masked (see Redact).
+//     and key/token/signature query parameters are masked in every error
+//     RoundTrip returns and every line it logs (see RedactError, RedactURL).
 //
 // Cost: an order or read leaves as net/http would send it for a bare
 // http.Transport (an in-memory body stays in memory, so HTTP/1.1 writes headers

@@ -18,15 +18,22 @@ var (
 	// could find; it was not sent (it could not be reconciled).
 	ErrNoOrderID = errors.New("rest: submission has no client order ID")
 	// ErrNotSent: the submission failed before any byte of it could reach the
-	// broker (for example the dial failed); it is safe to send again.
+	// broker (for example the dial failed, or trading is halted: the cause is
+	// wrapped too); it is safe to send again under the same client order ID.
 	ErrNotSent = errors.New("rest: submission not sent")
+	// ErrForeignHost: the request names a host that is not the broker's
+	// (neither an endpoint's host nor in Options.Hosts) and no Options.Other
+	// is set; it was not sent anywhere.
+	ErrForeignHost = errors.New("rest: host is not the broker's")
 )
 
-// UnknownOutcomeError is returned for a submission whose fate is unknown: the
-// request may have reached the broker (timeout, reset or EOF after it was written,
-// or a 5xx answer). The order has been handed to the Path's reconciliation;
-// do not resend it under a new client order ID. errors.Is(err,
-// pathdialer.ErrUnknownOutcome) is true.
+// UnknownOutcomeError is returned for a submission whose fate is unknown and
+// that got no answer: the request may have reached the broker (timeout, reset
+// or EOF after it was written). The order has been handed to the Path's
+// reconciliation; do not resend it under a new client order ID. errors.Is(err,
+// pathdialer.ErrUnknownOutcome) is true. An order answered 5xx is unknown too,
+// but its response is returned (err == nil): Outcome reports it, with this
+// type in Verdict.Order.
 type UnknownOutcomeError struct {
 	// OrderID is the client order ID.
 	OrderID string
@@ -34,7 +41,8 @@ type UnknownOutcomeError struct {
 	Endpoint string
 	// Generation is the generation it was sent under.
 	Generation uint64
-	// StatusCode is the HTTP status when the broker answered 5xx, else 0.
+	// StatusCode is the HTTP status when the broker answered 5xx (found in
+	// Verdict.Order), else 0.
 	StatusCode int
 	// Cause is the transport error (redacted), or nil for a status answer.
 	Cause error

@@ -86,7 +86,8 @@ func Example() {
 
 	rt, err := rest.NewTransport(path, rest.Options{
 		TLSConfig:   &tls.Config{RootCAs: roots},
-		TokenHeader: "X-Fencing-Token", // only if your broker or gateway checks tokens
+		Hosts:       []string{"broker.example"}, // the name the application writes for the broker
+		TokenHeader: "X-Fencing-Token",          // only if your broker or gateway checks tokens
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -96,7 +97,7 @@ func Example() {
 	rec.Bind(rt)
 	client := &http.Client{Transport: rt}
 
-	// The application writes any host: the transport sends it to the active region.
+	// The application writes the broker's name: the transport sends it to the active region.
 	resp, err := client.Post("https://broker.example/v1/orders", "application/json",
 		strings.NewReader(`{"client_order_id":"ex-1","symbol":"EURUSD","side":"buy","qty":"1","type":"market"}`))
 	if err != nil {

@@ -94,26 +94,36 @@ func IdentityCheck(opts IdentityOptions) (pathdialer.IdentityFunc, error) {
 		if resp.StatusCode != http.StatusOK {
 			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q answered HTTP %d to GET %s", ep.Name, resp.StatusCode, RedactURL(u))
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(body, &m); err != nil {
-			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q: the answer is not a JSON object: %w", ep.Name, err)
-		}
-		var id pathdialer.Identity
-		str := func(field string) string {
-			var s string
-			if raw, ok := m[field]; ok && json.Unmarshal(raw, &s) != nil {
-				s = strings.Trim(string(raw), `"`)
-			}
-			return s
-		}
-		id.Account = str(opts.AccountField)
-		id.Entity = str(opts.EntityField)
-		if raw, ok := m[opts.EntitlementsField]; ok {
-			_ = json.Unmarshal(raw, &id.Entitlements)
-		}
-		if id.Account == "" {
-			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q: the answer has no %q", ep.Name, opts.AccountField)
+		id, err := decodeIdentity(opts, body)
+		if err != nil {
+			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q: %w", ep.Name, err)
 		}
 		return id, nil
 	}, nil
+}
+
+// decodeIdentity reads the account, entity and entitlements from an account
+// query's answer; whatever the bytes, an identity with an account or an error.
+func decodeIdentity(opts IdentityOptions, body []byte) (pathdialer.Identity, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return pathdialer.Identity{}, fmt.Errorf("the answer is not a JSON object: %w", err)
+	}
+	var id pathdialer.Identity
+	str := func(field string) string {
+		var s string
+		if raw, ok := m[field]; ok && json.Unmarshal(raw, &s) != nil {
+			s = strings.Trim(string(raw), `"`)
+		}
+		return s
+	}
+	id.Account = str(opts.AccountField)
+	id.Entity = str(opts.EntityField)
+	if raw, ok := m[opts.EntitlementsField]; ok {
+		_ = json.Unmarshal(raw, &id.Entitlements)
+	}
+	if id.Account == "" {
+		return pathdialer.Identity{}, fmt.Errorf("the answer has no %q", opts.AccountField)
+	}
+	return id, nil
 }

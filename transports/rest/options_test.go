@@ -139,7 +139,7 @@ func TestUserServerNameIsKept(t *testing.T) {
 		name string
 		ok   bool
 	}{{"api.broker.test", true}, {"other.broker.test", false}} {
-		rt, err := rest.NewTransport(h.path, rest.Options{TLSConfig: &tls.Config{RootCAs: pool, ServerName: c.name}})
+		rt, err := rest.NewTransport(h.path, rest.Options{TLSConfig: &tls.Config{RootCAs: pool, ServerName: c.name}, Hosts: []string{"broker.invalid"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
@@ -300,13 +302,20 @@ func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdial
 		s.Detail = "reading the answer: " + err.Error()
 		return s
 	}
-	if r.opts.NotFound(resp.StatusCode, body) {
+	return r.settle(s, resp.StatusCode, body)
+}
+
+// settle reads the broker's answer (status and body) to the lookup of s's
+// order. Whatever the bytes, the result is s with a fate, and a Detail
+// whose broker-supplied text is bounded and escaped.
+func (r *Reconciler) settle(s pathdialer.Settlement, status int, body []byte) pathdialer.Settlement {
+	if r.opts.NotFound(status, body) {
 		s.Fate = pathdialer.FateNotReceived
-		s.Detail = fmt.Sprintf("the broker has no record of it (HTTP %d; provisional)", resp.StatusCode)
+		s.Detail = fmt.Sprintf("the broker has no record of it (HTTP %d; provisional)", status)
 		return s
 	}
-	if resp.StatusCode != http.StatusOK {
-		s.Detail = fmt.Sprintf("lookup answered HTTP %d", resp.StatusCode)
+	if status != http.StatusOK {
+		s.Detail = fmt.Sprintf("lookup answered HTTP %d", status)
 		return s
 	}
 	var m map[string]json.RawMessage
@@ -315,19 +324,35 @@ func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdial
 		return s
 	}
 	if r.opts.IDField != "" {
-		if id := jsonString(m[r.opts.IDField]); id != t.OrderID {
-			s.Detail = fmt.Sprintf("the answer names order %q in %q, not this one", id, r.opts.IDField)
+		if id := jsonString(m[r.opts.IDField]); id != s.OrderID {
+			s.Detail = fmt.Sprintf("the answer names order %s in %q, not this one", quoteBounded(id), r.opts.IDField)
 			return s
 		}
 	}
-	status := jsonString(m[r.opts.StatusField])
-	fate, ok := r.fates[strings.ToLower(status)]
+	st := jsonString(m[r.opts.StatusField])
+	fate, ok := r.fates[strings.ToLower(st)]
 	if !ok {
-		s.Detail = fmt.Sprintf("status %q in %q is not mapped to a fate", status, r.opts.StatusField)
+		s.Detail = fmt.Sprintf("status %s in %q is not mapped to a fate", quoteBounded(st), r.opts.StatusField)
 		return s
 	}
-	s.Fate, s.Detail = fate, "broker status "+status
+	s.Fate, s.Detail = fate, "broker status "+st // a key of Fates: the user's own words
 	return s
+}
+
+// maxQuoted bounds the broker-supplied text quoted in a Detail.
+const maxQuoted = 128
+
+// quoteBounded quotes counterparty text for a message: control characters
+// escaped, and at most maxQuoted bytes of it, with its full length noted.
+func quoteBounded(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }
 
 // jsonString renders a raw JSON string or scalar as text ("" when absent).

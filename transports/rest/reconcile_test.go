@@ -222,7 +222,7 @@ func TestReconcilerOnTheSimulatedBroker(t *testing.T) {
 	events := pathtest.NewEvents()
 	cfg.OnEvent = events.Hook
 	path := pathtest.Start(t, cfg)
-	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: b.ClientTLSConfig()})
+	rt, err := rest.NewTransport(path, rest.Options{TLSConfig: b.ClientTLSConfig(), Hosts: []string{"broker.invalid"}})
 	if err != nil {
 		t.Fatal(err)
 	}

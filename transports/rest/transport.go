@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -34,8 +35,26 @@ type Options struct {
 	TLSConfig *tls.Config
 	// Service is the endpoint service whose address requests go to ("rest").
 	Service string
-	// IsSubmission classifies a request; nil means DefaultIsSubmission. A context
-	// from WithSubmission overrides it per request.
+	// Hosts are the names the application writes for the broker in its URLs
+	// instead of an endpoint's own address, for example "broker" in
+	// https://broker/v1/orders. A request for one of them, or for an
+	// endpoint's own host, is sent to the active endpoint (scheme, host and
+	// base path rewritten). A name without a port matches it with any port.
+	// A request for any other host never goes to the broker: it is refused
+	// with ErrForeignHost, or sent through Other when set.
+	Hosts []string
+	// Other, when set, carries requests for hosts that are not the broker's
+	// (see Hosts) unchanged: no path, gate, breaker or rewriting. For example
+	// http.DefaultTransport. Nil: such requests are refused.
+	Other http.RoundTripper
+	// Rules say which requests are orders by method and path (AlpacaRules,
+	// BinanceSpotRules, or your broker's), so that cancel-all, a login or a
+	// stream token request need no WithSubmission(ctx, false). See Rules
+	// for the order in which a request is classified.
+	Rules Rules
+	// IsSubmission classifies a request that no rule matched; nil means
+	// DefaultIsSubmission. A context from WithSubmission overrides it and the
+	// rules per request.
 	IsSubmission func(*http.Request) bool
 	// OrderID finds a submission's client order ID; nil means DefaultOrderID.
 	OrderID OrderIDFunc
@@ -81,6 +100,8 @@ type Transport struct {
 	epList   []*endpointClient // the endpoints, for endpoint (few: a scan beats a map)
 	service  string
 	tokenKey string    // canonical Options.TokenHeader
+	logical  []string  // Options.Hosts, lower-cased
+	hasRules bool      // Options.Rules has a rule
 	epoch    time.Time // for mono
 	// acquire is path.AcquireInto; tests wrap it to hand out tickets whose
 	// decision has lapsed.
@@ -177,6 +198,16 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	if opts.TokenHeader != "" && !validHeaderName(opts.TokenHeader) {
 		return nil, fmt.Errorf("%w: TokenHeader %q is not a valid HTTP header name", ErrInvalidOptions, opts.TokenHeader)
 	}
+	if err := opts.Rules.validate(); err != nil {
+		return nil, err
+	}
+	var logical []string
+	for i, h := range opts.Hosts {
+		if h == "" || strings.ContainsAny(h, "/@?# \t") {
+			return nil, fmt.Errorf("%w: Hosts[%d] %q must be a host name (optionally with :port), without scheme or path", ErrInvalidOptions, i, h)
+		}
+		logical = append(logical, strings.ToLower(h))
+	}
 	t := &Transport{
 		epoch:    time.Now(),
 		path:     path,
@@ -187,6 +218,8 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		orderID:  opts.OrderID,
 		eps:      make(map[string]*endpointClient),
 		hostToEP: make(map[string]*endpointClient),
+		logical:  logical,
+		hasRules: len(opts.Rules.Orders)+len(opts.Rules.NotOrders) > 0,
 	}
 	if opts.TokenHeader != "" {
 		t.tokenKey = textproto.CanonicalMIMEHeaderKey(opts.TokenHeader)
@@ -316,19 +349,69 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // RoundTrip sends req over the path. See the package documentation for what it
-// guarantees for submissions and reads.
+// guarantees for submissions and reads. It keeps the http.RoundTripper
+// contract: whenever the broker answered, the response is returned with a nil
+// error, 5xx included (an order answered 5xx is also handed to
+// reconciliation; ask Outcome). Errors never carry the request's credentials.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.roundTrip(req)
+	if err != nil {
+		return nil, scrub(err, req.URL)
+	}
+	return resp, nil
+}
+
+func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL == nil {
 		closeBody(req)
 		return nil, fmt.Errorf("%w: request has no URL", ErrInvalidOptions)
 	}
-	switch classify(req, t.isSub) {
+	src, ok := t.brokerHost(req.URL.Host)
+	if !ok && !markedReconcile(req) {
+		if t.opts.Other != nil {
+			resp, err := t.opts.Other.RoundTrip(req)
+			if err != nil {
+				return nil, RedactError(err)
+			}
+			return resp, nil
+		}
+		closeBody(req)
+		return nil, fmt.Errorf("%w: %s %s: %q is neither an endpoint's host nor in Options.Hosts (add the name your URLs use for the broker to Options.Hosts, or set Options.Other to send other hosts elsewhere)",
+			ErrForeignHost, req.Method, RedactURL(req.URL), req.URL.Host)
+	}
+	switch t.classify(req, src) {
 	case kindSubmission:
 		return t.submit(req)
 	case kindReconcile:
 		return t.read(req, true)
 	}
 	return t.read(req, false)
+}
+
+// brokerHost reports whether host (as a URL writes it) is the broker's: an
+// endpoint's own host (then src is that endpoint) or a name in Options.Hosts.
+func (t *Transport) brokerHost(host string) (src *endpointClient, ok bool) {
+	for _, ec := range t.epList {
+		if host == ec.base.Host || strings.EqualFold(host, ec.base.Host) {
+			return ec, true
+		}
+	}
+	if len(t.logical) == 0 || host == "" {
+		return nil, false
+	}
+	name := host
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") {
+		name = host[:i]
+	}
+	for _, h := range t.logical {
+		if strings.EqualFold(host, h) {
+			return nil, true
+		}
+		if name != host && strings.EqualFold(name, h) && !strings.Contains(strings.TrimPrefix(h, "["), ":") {
+			return nil, true // a name without a port matches any port
+		}
+	}
+	return nil, false
 }
 
 // aimed reports whether r already goes to the endpoint exactly as aim would
@@ -455,7 +538,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		if errors.Is(err, pathdialer.ErrTradingHalted) {
 			t.stats.Halted.Add(1)
 		}
-		return nil, err
+		return nil, fmt.Errorf("%w: order %q: %w", ErrNotSent, orderID, err)
 	}
 	ec := t.endpoint(ticket.Endpoint)
 	t.aim(r3, ec)
@@ -502,20 +585,52 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	}
 	if resp.StatusCode >= 500 {
 		// Binance's guidance holds for brokers in general: on a 5xx "the execution
-		// status is UNKNOWN and could have been a success".
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
+		// status is UNKNOWN and could have been a success". The answer is the
+		// caller's, body and all (the broker's own words); the order goes to
+		// reconciliation, and Outcome(resp, nil) says so. The body is read
+		// first (up to 64 KiB; a longer one keeps its rest to be read), so
+		// the connection is free before reconciliation can begin.
+		bufferBody(resp)
 		t.reportErr(ec, ticket.Generation, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
 		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, StatusCode: resp.StatusCode}
 		ticket.Unknown(uerr)
 		t.stats.Unknown.Add(1)
-		return nil, uerr
+		t.log.Warn("rest: order outcome unknown", "order", orderID, "endpoint", ec.name, "status", resp.StatusCode)
+		markUnknown(resp, r3, uerr)
+		return resp, nil
 	}
 	t.reportOK(ec, ticket.Generation, start+lat, lat)
 	ticket.Done()
 	t.tickets.Put(ticket)
 	t.stats.Acknowledged.Add(1)
 	return resp, nil
+}
+
+// bufferBody reads resp's body into memory, up to 64 KiB, and leaves resp
+// with the same bytes to read: a short body's connection is released at once.
+func bufferBody(resp *http.Response) {
+	const max = 64 << 10
+	body := resp.Body
+	buf, err := io.ReadAll(io.LimitReader(body, max))
+	switch {
+	case err != nil:
+		_ = body.Close()
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(buf), errReader{err}))
+	case len(buf) < max:
+		_ = body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(buf))
+	default:
+		resp.Body = readCloser{io.MultiReader(bytes.NewReader(buf), body), body}
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // neverSent reports whether err proves that no byte of the request reached the
