@@ -56,7 +56,7 @@ func (m *Manager) Admit(name string, result error) (Status, error) {
 }
 
 // AdmitAsOf is Admit for a check that was asked at asked (a Clock reading; the
-// zero time means now). A verdict asked before the one already recorded is
+// zero time means now, as Admit). A verdict asked before the one already recorded is
 // ignored and the status is returned unchanged: a slow check that began before
 // another one found a mismatch cannot overwrite that newer finding (nor can one
 // asked at the same Clock reading as a recorded mismatch).
@@ -68,13 +68,14 @@ func (m *Manager) AdmitAsOf(name string, result error, asked time.Time) (Status,
 		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
 	}
 	now := m.clock.Now()
-	if asked.IsZero() {
+	inFlight := !asked.IsZero() // a check that was asked earlier and answers now
+	if !inFlight {
 		asked = now
 	}
-	// Asked before the recorded verdict: older news. Asked at the same
-	// instant as a recorded mismatch: the mismatch stands (the safe side of a
-	// tie the clock cannot order).
-	if asked.Before(es.verdictAsked) || asked.Equal(es.verdictAsked) && es.mismatch && !errors.Is(result, ErrIdentityMismatch) {
+	// Asked before the recorded verdict: older news. A check in flight that
+	// was asked at the same instant as a recorded mismatch: the mismatch
+	// stands (the safe side of a tie the clock cannot order).
+	if asked.Before(es.verdictAsked) || inFlight && asked.Equal(es.verdictAsked) && es.mismatch && !errors.Is(result, ErrIdentityMismatch) {
 		return m.statusLocked(es), nil
 	}
 	es.verdictAsked = asked
