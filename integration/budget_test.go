@@ -206,8 +206,12 @@ func newBudget() budget {
 //   - an order may take 1.5 s × stretch (an order crosses as many wake-ups
 //     as a probe: a tighter bound turns slow answers into unknown outcomes,
 //     which are live-traffic failures);
-//   - a reconcile may take 3 s × stretch (the FIX reconcile waits 1 s for
-//     status answers and then looks the orders up one by one through REST).
+//   - the FIX reconcile waits 3 probe timeouts for the answers to its status
+//     requests (each crosses as many wake-ups as a probe; they are sent
+//     together, and the broker answers a resend request at the same logon):
+//     1.35 s on a quiet host; past it, the orders unanswered are looked up
+//     one by one through REST;
+//   - a reconcile may take reconcileBudget(pt, stretch), below.
 func timingFor(pt time.Duration, stretch float64) orderflow.Timing {
 	tm := orderflow.DefaultTiming()
 	tm.ProbeTimeout = pt
@@ -219,8 +223,29 @@ func timingFor(pt time.Duration, stretch float64) orderflow.Timing {
 	tm.FlapLimit = 6
 	tm.OrderTimeout = scale(1500*time.Millisecond, stretch)
 	tm.ReadTimeout = scale(tm.ReadTimeout, stretch)
-	tm.ReconcileTimeout = scale(tm.ReconcileTimeout, stretch)
+	tm.FIXAnswerTimeout = 3 * pt
+	tm.ReconcileTimeout = reconcileBudget(pt, stretch)
 	return tm
+}
+
+// reconcileBudget bounds one reconcile or re-query call. What one must fit:
+//   - the FIX session's logon through the new endpoint: a broker holding
+//     one session per credential lets the old one go at its heartbeat
+//     timeout, 2.4 heartbeats (2.4 s);
+//   - the FIX status answers: 3 probe timeouts (above);
+//   - the orders left unanswered (or, for REST and every re-query, all of
+//     them) looked up one at a time through REST. A switch holds the orders
+//     of about one detection time, 2 × (interval + timeout), at 20 REST and
+//     10 FIX orders a second: about 50 × stretch orders. One lookup takes
+//     about 45 ms × stretch under -race on a loaded host (measured: 20
+//     lookups in 200–470 ms at budgets ×1.0–1.5), so the lookups take
+//     about 2.2 s × stretch².
+//
+// A tighter bound does not make a reconcile fail faster on a dead endpoint
+// only: it makes every attempt of a long one fail at the same point and start
+// over, and the held orders are never settled.
+func reconcileBudget(pt time.Duration, stretch float64) time.Duration {
+	return 2400*time.Millisecond + 3*pt + scale(2200*time.Millisecond, stretch*stretch)
 }
 
 func scale(d time.Duration, s float64) time.Duration { return time.Duration(float64(d) * s) }
