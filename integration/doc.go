@@ -15,8 +15,8 @@
 // late a goroutine sleeping 5 ms wakes up); each test derives its probe
 // timeout and interval, its order, FIX-answer and reconcile timeouts and its
 // quarantine from the delay measured over the 30 s before it starts, and
-// every wait counts only the time the process could run (the time lost
-// waiting for a CPU is added, up to three times the budget). On a quiet host
+// every wait is extended by the time lost waiting for a CPU meanwhile (up to
+// twice its budget). On a quiet host
 // the budgets are the fixed ones these tests always had; budget_test.go says
 // how each is derived, and every test logs its budgets and the delay it saw.
 //

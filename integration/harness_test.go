@@ -153,11 +153,11 @@ func (e *env) stopTrading() {
 // timeline so far.
 //
 // d is the budget on a quiet host. The deadline is d scaled by the test's
-// budget (the lateness measured before it began), and it counts only the
-// time the process could run: the time the lag monitor lost waiting for a
-// CPU during the wait is added to it, up to maxStretch times the scaled
-// budget in all. A condition that never holds still fails, within
-// maxStretch × scaled d.
+// budget (the lateness measured before it began), and the time the lag
+// monitor lost waiting for a CPU during the wait is added to it, up to
+// maxStretch times the scaled budget in all. A condition that never holds
+// still fails, within maxStretch × scaled d (20 s for a 10 s budget on a
+// quiet host).
 func (e *env) waitFor(d time.Duration, what string, cond func() bool) {
 	e.t.Helper()
 	budget := e.bud.scaled(d)
