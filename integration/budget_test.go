@@ -211,11 +211,12 @@ func newBudget() budget {
 //   - an order may take 1.5 s × stretch (an order crosses as many wake-ups
 //     as a probe: a tighter bound turns slow answers into unknown outcomes,
 //     which are live-traffic failures);
-//   - the FIX reconcile waits 3 probe timeouts for the answers to its status
-//     requests (each crosses as many wake-ups as a probe; they are sent
-//     together, and the broker answers a resend request at the same logon):
-//     1.35 s on a quiet host; past it, the orders unanswered are looked up
-//     one by one through REST;
+//   - the FIX reconcile waits for the answers to its status requests for
+//     the whole reconcile budget but the logon's share (below); past it, the
+//     orders unanswered are looked up one by one through REST. The FIX
+//     answers are preferred: an order settled by the REST lookup instead
+//     stays "in flight" in the FIX initiator, and its re-send after a final
+//     NOT_RECEIVED is refused (a defect outside these tests);
 //   - a reconcile may take reconcileBudget(pt, stretch), below.
 func timingFor(pt time.Duration, stretch float64) orderflow.Timing {
 	tm := orderflow.DefaultTiming()
@@ -228,16 +229,18 @@ func timingFor(pt time.Duration, stretch float64) orderflow.Timing {
 	tm.FlapLimit = 6
 	tm.OrderTimeout = scale(1500*time.Millisecond, stretch)
 	tm.ReadTimeout = scale(tm.ReadTimeout, stretch)
-	tm.FIXAnswerTimeout = 3 * pt
 	tm.ReconcileTimeout = reconcileBudget(pt, stretch)
+	tm.FIXAnswerTimeout = tm.ReconcileTimeout - fixLogonBudget
 	return tm
 }
 
 // reconcileBudget bounds one reconcile or re-query call. What one must fit:
 //   - the FIX session's logon through the new endpoint: a broker holding
 //     one session per credential lets the old one go at its heartbeat
-//     timeout, 2.4 heartbeats (2.4 s);
-//   - the FIX status answers: 3 probe timeouts (above);
+//     timeout, 2.4 heartbeats (fixLogonBudget);
+//   - the FIX status answers: each crosses as many wake-ups as a probe, they
+//     are sent together, and the broker answers a resend request at the
+//     same logon: 3 probe timeouts;
 //   - the orders left unanswered (or, for REST and every re-query, all of
 //     them) looked up one at a time through REST. A switch holds the orders
 //     of about one detection time, 2 × (interval + timeout), at 20 REST and
@@ -250,8 +253,10 @@ func timingFor(pt time.Duration, stretch float64) orderflow.Timing {
 // only: it makes every attempt of a long one fail at the same point and start
 // over, and the held orders are never settled.
 func reconcileBudget(pt time.Duration, stretch float64) time.Duration {
-	return min(2400*time.Millisecond+3*pt+scale(2200*time.Millisecond, stretch*stretch), maxReconcile)
+	return min(fixLogonBudget+3*pt+scale(2200*time.Millisecond, stretch*stretch), maxReconcile)
 }
+
+const fixLogonBudget = 2400 * time.Millisecond
 
 func scale(d time.Duration, s float64) time.Duration { return time.Duration(float64(d) * s) }
 
