@@ -8,6 +8,18 @@
 // none after a final NOT_RECEIVED, the client's record matching the book —
 // and the tests assert the same from the audit directly where they can.
 //
+// Budgets on a loaded host: the tests run beside compilers and other tests
+// on two cores, and what load does to them is delay goroutines (a probe that
+// crosses ten wake-ups each waiting for a CPU times out, in both regions at
+// once). A monitor in the test binary measures that delay all along (how
+// late a goroutine sleeping 5 ms wakes up); each test derives its probe
+// timeout and interval, its order, FIX-answer and reconcile timeouts and its
+// quarantine from the delay measured over the 30 s before it starts, and
+// every wait is extended by the time lost waiting for a CPU meanwhile (up to
+// twice its budget). On a quiet host
+// the budgets are the fixed ones these tests always had; budget_test.go says
+// how each is derived, and every test logs its budgets and the delay it saw.
+//
 // The long randomized run lives in integration/chaos (make chaos): one
 // seeded fault schedule run once per broker policy of a matrix, one table.
 // Its fault schedule generator is integration/chaos/plan.

@@ -61,9 +61,11 @@ func Test503(t *testing.T) {
 // orders are slow.
 func TestLatency(t *testing.T) {
 	sc := scenario(t, "latency")
-	_, sum := runScenario(t, sc, envOptions{tune: func(tm *orderflow.Timing) {
-		tm.DegradedLatency = 120 * time.Millisecond
-		tm.MaxDegradedDuration = time.Second
+	// Both bounds scale with the test's budget: on a loaded host a healthy
+	// probe is as late as the budget says, and us must not look DEGRADED.
+	_, sum := runScenario(t, sc, envOptions{tune: func(tm *orderflow.Timing, b budget) {
+		tm.DegradedLatency = b.scaled(120 * time.Millisecond)
+		tm.MaxDegradedDuration = b.scaled(time.Second)
 	}}, func(e *env, faultAt time.Time) {
 		e.waitFor(10*time.Second, "failover to us, or 20 orders acknowledged by slow eu", func() bool {
 			return e.flowsOn(e.backup) && e.ackedSince("", e.backup, faultAt) >= 5 || e.ackedSince("", e.primary, faultAt) >= 20
@@ -164,7 +166,7 @@ func TestBoth(t *testing.T) {
 		if !errors.Is(err, orderflow.ErrNotSent) || !errors.Is(err, pathdialer.ErrTradingHalted) || order(e, "halt-probe-1").NotSent != "trading halted" {
 			t.Errorf("%s: an order placed while halted returned %v (record %+v), want ErrNotSent because trading halted", invHalt, err, order(e, "halt-probe-1"))
 		}
-		if took > 500*time.Millisecond {
+		if took > e.bud.scaled(500*time.Millisecond) {
 			t.Errorf("%s: an order placed while halted took %s to be refused (must be at once)", invHalt, took)
 		}
 		if _, ok := e.b.Order("halt-probe-1"); ok {

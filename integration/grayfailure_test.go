@@ -27,7 +27,7 @@ func grayFailure(t *testing.T, kind string, why string) {
 	// double the cooldown and trip the flap limiter, and the gray-failure
 	// wait that only the trade-path check cuts short.
 	def := orderflow.DefaultTiming()
-	e := start(t, envOptions{tune: func(tm *orderflow.Timing) {
+	e := start(t, envOptions{tune: func(tm *orderflow.Timing, _ budget) {
 		tm.FailbackSuccessThreshold = def.FailbackSuccessThreshold
 		tm.GrayFailbackWait, tm.BounceWindow, tm.FlapBounces = def.GrayFailbackWait, def.BounceWindow, def.FlapBounces
 	}})

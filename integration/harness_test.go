@@ -18,10 +18,20 @@ import (
 // quickfix v0.9.10 leaves its logon/logout timer callbacks blocked after a
 // session stops (see transports/fix's TestMain).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(monitored{m},
 		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
 		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
 	)
+}
+
+// monitored runs the tests with the scheduling-delay monitor on (stopped
+// before goleak looks for leaks).
+type monitored struct{ m *testing.M }
+
+func (w monitored) Run() int {
+	lag = startLagMonitor()
+	defer lag.close()
+	return w.m.Run()
 }
 
 // Invariant names, used in every failure message.
@@ -51,29 +61,15 @@ type env struct {
 	tr      *orderflow.Trader
 	primary string
 	backup  string
-}
-
-// testTiming is demo timing made tolerant of a loaded machine (-race, up to
-// three brokers trading at once, other packages' tests): probes every 500 ms
-// with a 450 ms timeout (a healthy endpoint's probe late twice in a row is a
-// spurious failover, and a backup's one late probe a halt), DOWN after 2
-// failures, failback after a 1.5 s cooldown and 3 successes.
-func testTiming() orderflow.Timing {
-	tm := orderflow.DefaultTiming()
-	tm.ProbeInterval = 500 * time.Millisecond
-	tm.ProbeTimeout = 450 * time.Millisecond
-	tm.ProbeJitter = 20 * time.Millisecond
-	tm.MaxHealthAge = 3 * time.Second
-	tm.Cooldown = 1500 * time.Millisecond
-	tm.FailbackSuccessThreshold = 3
-	tm.FlapLimit = 6
-	tm.OrderTimeout = 1500 * time.Millisecond
-	return tm
+	// bud is what this test's timing and deadlines are derived from
+	// (budget_test.go).
+	bud budget
 }
 
 type envOptions struct {
 	policy simbroker.SessionPolicy
-	tune   func(*orderflow.Timing)
+	// tune adjusts the test's timing (derived from b).
+	tune func(tm *orderflow.Timing, b budget)
 	// inject replaces Scenario.Inject (nil: Scenario.Inject).
 	inject func(*env) error
 	// broker is the broker's policy (zero: deduplication across regions, no
@@ -88,6 +84,8 @@ func start(t *testing.T, o envOptions) *env {
 	t.Parallel()
 	slots <- struct{}{}
 	t.Cleanup(func() { <-slots })
+	bud := newBudget()
+	t.Logf("%s; %s", bud, lag.describe(time.Now().Add(-lagWindow)))
 
 	bcfg := simbroker.DefaultConfig()
 	bcfg.TickInterval = 25 * time.Millisecond
@@ -108,26 +106,28 @@ func start(t *testing.T, o envOptions) *env {
 	t.Cleanup(func() { _ = b.Close() })
 
 	cfg := orderflow.FromSimBroker(b)
-	cfg.Timing = testTiming()
+	cfg.Timing = bud.timing
 	if o.tune != nil {
-		o.tune(&cfg.Timing)
+		o.tune(&cfg.Timing, bud)
 	}
 	c, err := orderflow.New(cfg)
 	if err != nil {
 		t.Fatalf("new client: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), bud.scaled(15*time.Second))
 	defer cancel()
 	if err := c.Start(ctx); err != nil {
 		_ = c.Close()
 		t.Fatalf("start client: %v", err)
 	}
-	e := &env{t: t, b: b, c: c, primary: "eu", backup: "us"}
+	e := &env{t: t, b: b, c: c, primary: "eu", backup: "us", bud: bud}
 	t.Cleanup(func() {
 		e.stopTrading()
 		_ = c.Close()
 	})
 	e.trade("i")
+	began := time.Now()
+	t.Cleanup(func() { t.Logf("during the test: %s", lag.describe(began)) })
 	return e
 }
 
@@ -149,22 +149,33 @@ func (e *env) stopTrading() {
 }
 
 // waitFor polls cond every 10 ms until it holds; past the deadline the test
-// fails with what it waited for and the timeline so far.
+// fails with what it waited for, the scheduling delay meanwhile and the
+// timeline so far.
+//
+// d is the budget on a quiet host. The deadline is d scaled by the test's
+// budget (the lateness measured before it began), and the time the lag
+// monitor lost waiting for a CPU during the wait is added to it, up to
+// maxStretch times the scaled budget in all. A condition that never holds
+// still fails, within maxStretch × scaled d (20 s for a 10 s budget on a
+// quiet host).
 func (e *env) waitFor(d time.Duration, what string, cond func() bool) {
 	e.t.Helper()
+	budget := e.bud.scaled(d)
 	tk := time.NewTicker(10 * time.Millisecond)
 	defer tk.Stop()
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
+	began := time.Now()
 	for !cond() {
-		select {
-		case <-tk.C:
-		case <-deadline.C:
-			if cond() {
-				return
-			}
-			e.t.Fatalf("%s: timed out after %s waiting for %s\n%s", invScenario, d, what, e.timeline())
+		<-tk.C
+		elapsed := time.Since(began)
+		_, lost := lag.since(began)
+		if elapsed-lost < budget && elapsed < maxStretch*budget {
+			continue
 		}
+		if cond() {
+			return
+		}
+		e.t.Fatalf("%s: timed out after %s (budget %s, %s lost waiting for a CPU) waiting for %s (%s)\n%s",
+			invScenario, elapsed.Round(time.Millisecond), budget.Round(time.Millisecond), lost.Round(time.Millisecond), what, lag.describe(began), e.timeline())
 	}
 }
 
@@ -209,6 +220,7 @@ func (e *env) tradingOn(endpoint string, t time.Time, d time.Duration) {
 // (and, when reconcile found it NOT_RECEIVED, re-sent and answered).
 func (e *env) settledBefore(t time.Time, d time.Duration) {
 	e.t.Helper()
+	d = e.bud.scaled(d)
 	deadline := time.Now().Add(d)
 	tk := time.NewTicker(10 * time.Millisecond)
 	defer tk.Stop()
@@ -254,11 +266,12 @@ func (e *env) finish(sc *orderflow.Scenario, faultAt time.Time, wantHalt bool) o
 	t := e.t
 	t.Helper()
 	e.stopTrading()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	drain := e.bud.scaled(10 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	pending := e.c.Drain(ctx)
 	cancel()
 	if len(pending) > 0 {
-		t.Errorf("%s: %d order(s) still pending after a 10 s drain: %v", invNoLost, len(pending), pending)
+		t.Errorf("%s: %d order(s) still pending after a %s drain: %v", invNoLost, len(pending), drain.Round(time.Millisecond), pending)
 	}
 	audit := e.b.Audit()
 	sum := e.c.Check(orderflow.CheckOptions{Audit: audit, Scenario: sc, FaultAt: faultAt, Backup: e.backup})
@@ -341,7 +354,7 @@ func (e *env) finish(sc *orderflow.Scenario, faultAt time.Time, wantHalt bool) o
 					last = &probes[i]
 				}
 			}
-			if last != nil && last.Err == nil && h.Time.Sub(last.Time) < testTiming().MaxHealthAge {
+			if last != nil && last.Err == nil && h.Time.Sub(last.Time) < e.bud.timing.MaxHealthAge {
 				t.Errorf("%s: HALT at %s while %s was eligible (last probe OK %s before)", invHalt, e.c.Recorder().Rel(h.Time), e.backup, h.Time.Sub(last.Time).Round(time.Millisecond))
 			} else {
 				t.Logf("halt at %s with %s not eligible (its last probe failed or was stale): allowed", e.c.Recorder().Rel(h.Time), e.backup)

@@ -29,8 +29,13 @@ func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 	// orders up one by one: a copy landed between its lookup (404) and the
 	// re-query's return, the verdict was made final, the client re-sent, and a
 	// broker without deduplication booked the order twice.
-	quarantine := 8 * time.Second
-	e := start(t, envOptions{broker: p, tune: func(tm *orderflow.Timing) { tm.Quarantine = quarantine }})
+	// On a loaded host everything before the heal takes longer (detection,
+	// reconcile, logon): the quarantine scales with the test's budget.
+	var quarantine time.Duration
+	e := start(t, envOptions{broker: p, tune: func(tm *orderflow.Timing, b budget) {
+		quarantine = b.scaled(8 * time.Second)
+		tm.Quarantine = quarantine
+	}})
 	began := time.Now()
 	e.tradingOn(e.primary, began, 10*time.Second)
 
@@ -55,8 +60,10 @@ func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu: the copies its relay held are delivered now, after the fence")
 	// Let the quarantine pass (the re-query judges the provisional verdicts)
 	// while trading goes on, wherever it is.
+	// The wait's quiet-host budget, 20 s, scaled, is at least q plus a
+	// scaled 10 s for the orders.
 	q := quarantine + 2*time.Second
-	e.waitFor(q+10*time.Second, "the quarantine to pass and orders answered after it", func() bool {
+	e.waitFor(20*time.Second, "the quarantine to pass and orders answered after it", func() bool {
 		return time.Since(healAt) > q && e.ackedSince(orderflow.REST, e.active(), healAt.Add(q)) >= 3
 	})
 	sum := e.finish(&sc, faultAt, false)

@@ -753,7 +753,9 @@ func (ck *checker) repeats() {
 	subs := ck.h.Audit.Submissions()
 	var ids []string
 	for id, n := range subs {
-		if n > 1 {
+		// A submission without a client order ID is a request the broker
+		// could not read (a body cut short): it names no order to repeat.
+		if n > 1 && id != "" {
 			ids = append(ids, id)
 		}
 	}

@@ -415,3 +415,18 @@ func TestCheckHistoryLateResendIsNotAfterTheFinalVerdict(t *testing.T) {
 		t.Errorf("late landings %+v, want R9 reported, not after a final verdict", sum.LateLandings)
 	}
 }
+
+// A request the broker could not read (a body cut short: a copy held by a
+// blackholed relay whose stream the client reset at the fence, delivered at
+// the heal) names no order: two of them are not a repeated order.
+func TestCheckHistoryUnreadableSubmissionsAreNotARepeat(t *testing.T) {
+	h := cleanHistory()
+	for _, ms := range []int{1500, 1501} {
+		h.Audit = append(h.Audit, simbroker.Record{Seq: uint64(len(h.Audit) + 1), Time: at(ms), Kind: simbroker.KindOrder,
+			Region: "eu", Service: "rest", ConnID: "eu/rest/1", Outcome: simbroker.OutcomeRejected, Detail: "bad JSON body"})
+	}
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() || sum.Repeats != 0 {
+		t.Fatalf("two unreadable submissions were taken for a repeated order (%d repeats): %v", sum.Repeats, sum.Violations)
+	}
+}

@@ -230,7 +230,11 @@ func New(cfg Config) (*Client, error) {
 	pc.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 400 * time.Millisecond}
 	recs := []pathdialer.ReconcileFunc{c.reconcileREST}
 	if cfg.FIXSenderCompID != "" {
-		c.fixRec, err = fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: time.Second, RetryInterval: 200 * time.Millisecond,
+		answer := t.FIXAnswerTimeout
+		if answer <= 0 {
+			answer = time.Second
+		}
+		c.fixRec, err = fix.NewReconciler(fix.ReconcileOptions{AnswerTimeout: answer, RetryInterval: 200 * time.Millisecond,
 			AcceptUndetermined: cfg.FIXAcceptUndeter})
 		if err != nil {
 			return nil, err

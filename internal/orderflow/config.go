@@ -90,6 +90,10 @@ type Timing struct {
 	Quarantine        time.Duration
 	ReconcileTimeout  time.Duration
 	ReconcileAttempts int
+	// FIXAnswerTimeout bounds the FIX reconcile's wait for the answers to
+	// its status requests once the session is logged on (0: 1 s); the
+	// orders it has no answer for are then looked up through REST.
+	FIXAnswerTimeout time.Duration
 	// OrderTimeout bounds one order from Acquire to its answer (REST) or to
 	// its hand-off to quickfix (FIX).
 	OrderTimeout time.Duration
@@ -128,6 +132,7 @@ func DefaultTiming() Timing {
 		Quarantine:               3 * time.Second,
 		ReconcileTimeout:         3 * time.Second,
 		ReconcileAttempts:        40,
+		FIXAnswerTimeout:         time.Second,
 		OrderTimeout:             1 * time.Second,
 		ReadTimeout:              1 * time.Second,
 		HeartBtInt:               1,
