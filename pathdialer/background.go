@@ -115,9 +115,10 @@ func (c *controller) runHook(ctx context.Context, kind bgKind, timeout time.Dura
 	return run
 }
 
-// runDrain waits, beside the controller, until no ticket is in flight or
-// InflightGrace passed, then has the controller call then.
-func (c *controller) runDrain(ctx context.Context, then func(context.Context)) *bgRun {
+// runDrain waits, beside the controller, for the Unfence hook (unfenced,
+// when not nil) and then until no ticket is in flight or InflightGrace
+// passed, then has the controller call then.
+func (c *controller) runDrain(ctx context.Context, unfenced <-chan struct{}, then func(context.Context)) *bgRun {
 	c.bgSeq++
 	run := &bgRun{id: c.bgSeq, start: time.Now(), then: then, done: make(chan struct{})}
 	rctx, cancel := context.WithCancel(ctx)
@@ -127,6 +128,13 @@ func (c *controller) runDrain(ctx context.Context, then func(context.Context)) *
 	go func() {
 		defer c.hooks.Done()
 		defer close(run.done)
+		if unfenced != nil {
+			select {
+			case <-unfenced:
+			case <-rctx.Done():
+				return
+			}
+		}
 		p.waitInflight(rctx, p.cfg.InflightGrace)
 		select {
 		case c.bg <- bgResult{kind: bgDrain, id: run.id, start: run.start}:

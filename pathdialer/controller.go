@@ -503,14 +503,15 @@ func (c *controller) beginReconcile(ctx context.Context, from, to string, gen ui
 	// lift the fence now. Submissions stay held by the gate until release.
 	c.stopBackground()
 	c.stopSwitchWork()
-	c.unfenceActive(ctx)
-	if p.cfg.InflightGrace <= 0 || p.inflightCount() == 0 {
+	unfenced := c.unfenceActive(ctx)
+	if unfenced == nil && (p.cfg.InflightGrace <= 0 || p.inflightCount() == 0) {
 		c.takeAndReconcile(ctx, from, to, gen, reason)
 		return
 	}
-	// Orders still in flight get InflightGrace to finish; the wait runs
-	// beside the controller (background.go), which takes the rest after it.
-	c.drainRun = c.runDrain(ctx, func(ctx context.Context) { c.takeAndReconcile(ctx, from, to, gen, reason) })
+	// The Unfence hook, and orders still in flight (InflightGrace to
+	// finish): the wait runs beside the controller (background.go), which
+	// takes the rest after it.
+	c.drainRun = c.runDrain(ctx, unfenced, func(ctx context.Context) { c.takeAndReconcile(ctx, from, to, gen, reason) })
 }
 
 // takeAndReconcile takes every ticket in flight or of unknown outcome and
@@ -606,23 +607,35 @@ func (c *controller) release(ctx context.Context) {
 
 // unfenceActive lifts the fence of the active endpoint, if it has one, and calls
 // the Unfence hook.
-func (c *controller) unfenceActive(ctx context.Context) {
+//
+// The Unfence hook (a call to the broker) runs beside the controller, bounded
+// by FenceTimeout; the returned channel is closed when it returned (nil when
+// there is nothing to wait for). A switch's reconcile waits for it, since its
+// reads may need the broker to have lifted its fence.
+func (c *controller) unfenceActive(ctx context.Context) <-chan struct{} {
 	p := c.p
 	a := p.active.Load()
-	if a.rt.unfence() {
-		a.rt.brokerFenced.Store(false)
-		if p.cfg.Unfence != nil {
-			uctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
-			err := callHook(uctx, func(ctx context.Context) error {
-				return p.cfg.Unfence(ctx, Fence{Endpoint: a.rt.ep, To: a.rt.ep.Name, Generation: a.gen})
-			})
-			cancel()
-			if err != nil {
-				p.log.Warn("pathdialer: unfence hook failed", "endpoint", a.rt.ep.Name, "err", err)
-			}
-		}
-		p.events.emit(Event{Kind: EventUnfence, Endpoint: a.rt.ep.Name, Generation: a.gen})
+	if !a.rt.unfence() {
+		return nil
 	}
+	a.rt.brokerFenced.Store(false)
+	p.events.emit(Event{Kind: EventUnfence, Endpoint: a.rt.ep.Name, Generation: a.gen})
+	if p.cfg.Unfence == nil {
+		return nil
+	}
+	done := make(chan struct{})
+	f := Fence{Endpoint: a.rt.ep, To: a.rt.ep.Name, Generation: a.gen}
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer close(done)
+		uctx, cancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
+		defer cancel()
+		if err := callHook(uctx, func(ctx context.Context) error { return p.cfg.Unfence(ctx, f) }); err != nil && ctx.Err() == nil {
+			p.log.Warn("pathdialer: unfence hook failed", "endpoint", f.Endpoint.Name, "err", err)
+		}
+	}()
+	return done
 }
 
 // abandonFence gives up a switch whose fence has not been confirmed: the local

@@ -374,6 +374,18 @@ func (p *Path) watched(v *Verdict, s *Settlement, now time.Time) {
 	v.RequeryAt = v.FinalAt.Add(sched[v.watchStep])
 }
 
+// Verdict returns the Path's verdict on orderID, without asking for a
+// resend (MayResend grants one; this only reads). ok is false when no
+// reconcile has settled the order (or its record was evicted).
+func (p *Path) Verdict(orderID string) (v Verdict, ok bool) {
+	p.verdicts.mu.Lock()
+	defer p.verdicts.mu.Unlock()
+	if pv, found := p.verdicts.byID[orderID]; found {
+		return *pv, true
+	}
+	return Verdict{}, false
+}
+
 // MayResend answers whether orderID may be sent again now, and under which
 // client order ID. It answers yes (Allowed) only for a final NOT_RECEIVED
 // (see the package documentation's late landings: a broker fence the venue

@@ -469,6 +469,14 @@ func (in *Initiator) SendOrder(ctx context.Context, msg quickfix.Messagable, ses
 	}
 	in.mu.Lock()
 	_, dup := in.orders[clOrdID]
+	if dup && in.resendGranted(clOrdID) {
+		// Settled by another reconciler (a REST fallback of the
+		// application's own, not this Initiator's): the record is stale, and
+		// the Path granted this one resend.
+		delete(in.orders, clOrdID)
+		in.provisional.drop(clOrdID)
+		dup = false
+	}
 	in.mu.Unlock()
 	if dup {
 		return fmt.Errorf("%w: %q", ErrDuplicateClOrdID, clOrdID)
@@ -931,4 +939,11 @@ func (r *sentRefs) put(k refKey, v refVal) {
 		r.n++
 	}
 	r.m[k] = v
+}
+
+// resendGranted: the Path found clOrdID finally NOT_RECEIVED and granted its
+// one resend (Path.MayResend), whichever reconciler settled it.
+func (in *Initiator) resendGranted(clOrdID string) bool {
+	v, ok := in.path.Verdict(clOrdID)
+	return ok && v.Final && v.Fate == pathdialer.FateNotReceived && !v.ResentAt.IsZero()
 }
