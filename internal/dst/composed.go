@@ -37,14 +37,16 @@ const (
 
 // Span kinds: what the simulation had armed on a region.
 const (
-	spanNet      = "net"      // rest, probe and ws (down, blackhole, latency, reset)
-	spanProbe    = "probe"    // the probe address only (partition, late probes)
-	spanStarve   = "starve"   // every region's probes late (a starved host, not the endpoint)
-	spanWS       = "ws"       // the ws address only (stream dials time out)
-	spanUnknown  = "unknown"  // orders booked, answer cut
-	spanGray     = "gray"     // orders 503, trade-path check fails, probe passes
-	spanHang     = "hang"     // reconcile reads through the region hang
-	spanIdentity = "identity" // the region fronts another account
+	spanNet       = "net"       // rest, probe and ws (down, blackhole, latency, reset)
+	spanProbe     = "probe"     // the probe address only (partition, late probes)
+	spanStarve    = "starve"    // every region's probes late (a starved host, not the endpoint)
+	spanWS        = "ws"        // the ws address only (stream dials time out)
+	spanUnknown   = "unknown"   // orders booked, answer cut
+	spanGray      = "gray"      // orders 503, trade-path check fails, probe passes
+	spanHang      = "hang"      // reconcile reads through the region hang
+	spanIdentity  = "identity"  // the region fronts another account
+	spanDialHang  = "dialhang"  // order dials to the region hang until the order's deadline
+	spanFenceHang = "fencehang" // the broker's kill switch for the region hangs
 )
 
 // slack is how long after the report that took the active endpoint DOWN
@@ -102,6 +104,8 @@ type composed struct {
 	lastKind pathdialer.EventKind
 	lastEP   string
 	haltArm  []chan struct{} // MoveHaltSettle: armed, fired at the next settle
+	// MoveHaltSwitch: armed, fired at the next event of the kind.
+	haltOn map[pathdialer.EventKind][]chan struct{}
 }
 
 // arm records that kind is armed on region from now; the returned func
@@ -159,7 +163,18 @@ func (w *world) runMove(m Move) {
 		// Start's context was cut in Run (the first round's probes answer
 		// at their deadline, see probe); the primary goes down after Lead.
 		time.Sleep(m.Lead)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			// Orders through the primary as it fails, one after another,
+			// while the cut round's probes still run.
+			for k := 1; k <= m.N; k++ {
+				time.Sleep(113 * time.Microsecond)
+				w.place(fmt.Sprintf("sc%d-%d", m.Lead.Microseconds(), k), false) // its own IDs per move
+			}
+		}()
 		w.netFor(m, m.Region, spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+		<-done
 	case MoveProbeLate:
 		regions := []string{m.Region}
 		if m.Region == "*" {
@@ -239,6 +254,25 @@ func (w *world) runMove(m Move) {
 	case MoveHaltSettle:
 		w.tracef(time.Now(), "move %s", m)
 		w.co.haltAtNextSettle(m)
+	case MoveHaltSwitch:
+		ep, _ := w.path.Active()
+		region := ep.Region
+		w.tracef(time.Now(), "move %s (active %s)", m, region)
+		halted := make(chan struct{})
+		go func() {
+			defer close(halted)
+			at := pathdialer.EventFenceStart
+			if m.Rounds == 1 {
+				at = pathdialer.EventSwitch
+			}
+			w.co.haltAtNext(at, m)
+		}()
+		unDial := w.arm(region, spanDialHang)
+		unFence := w.arm(region, spanFenceHang)
+		w.netFor(m, region, spanNet, []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS}, faultnet.Down(), m.Down)
+		unFence()
+		unDial()
+		<-halted
 	}
 }
 
@@ -318,6 +352,14 @@ func (w *world) recordEvent(ev pathdialer.Event) {
 	case pathdialer.EventHold, pathdialer.EventHalt, pathdialer.EventFenceStart, pathdialer.EventSwitch,
 		pathdialer.EventRelease, pathdialer.EventResume:
 		w.cx.gates = append(w.cx.gates, gateRec{at: ev.Time, kind: ev.Kind, to: ev.To, cause: ev.Cause, seq: ev.Seq})
+	}
+	if chs := w.cx.haltOn[ev.Kind]; len(chs) > 0 {
+		for _, ch := range chs {
+			close(ch)
+		}
+		delete(w.cx.haltOn, ev.Kind)
+	}
+	switch ev.Kind {
 	case pathdialer.EventReconcileStart:
 		if ev.From == ev.To && len(w.cx.haltArm) > 0 {
 			for _, ch := range w.cx.haltArm {
@@ -350,20 +392,28 @@ func (c *coordinator) haltAtNextSettle(m Move) {
 		return
 	}
 	time.Sleep(31 * time.Microsecond)
+	c.haltThenAssign(m, "during a settle")
+}
+
+// haltThenAssign halts the Path, records how long Halt took, and assigns
+// the active endpoint again m.For later.
+func (c *coordinator) haltThenAssign(m Move, when string) {
 	at := time.Now()
 	err := c.w.path.Halt(errCoordHalt)
 	ret := time.Now()
 	c.w.mu.Lock()
 	c.w.cx.halts = append(c.w.cx.halts, haltCall{at: at, returned: ret})
 	c.w.mu.Unlock()
-	c.w.tracef(ret, "coord halt during a settle (called at +%v): %s", at.Sub(c.w.start), errText(err))
+	c.w.tracef(ret, "coord halt %s (called at +%v): %s", when, at.Sub(c.w.start), errText(err))
 	if !c.sleepUntil(time.Now().Add(m.For)) {
 		return
 	}
 	c.mu.Lock()
-	if c.sess.lost {
+	if c.sess.lost || c.paused {
+		// The follower re-assigns on its own (as the decider, the
+		// coordinator does not decide while the process is paused).
 		c.mu.Unlock()
-		return // the follower re-assigns on its own
+		return
 	}
 	c.token++
 	tok := c.token
@@ -371,6 +421,33 @@ func (c *coordinator) haltAtNextSettle(m Move) {
 	c.mu.Unlock()
 	ep, _ := c.w.path.Active()
 	c.assign(ep.Name, tok, "after the halt")
+}
+
+// haltAtNext (coordinated seeds) halts the Path just after the next event
+// of kind (at most ten seconds later), records how long Halt took, and
+// assigns the active endpoint again m.For later.
+func (c *coordinator) haltAtNext(kind pathdialer.EventKind, m Move) {
+	if c == nil {
+		return
+	}
+	ch := make(chan struct{})
+	c.w.mu.Lock()
+	if c.w.cx.haltOn == nil {
+		c.w.cx.haltOn = map[pathdialer.EventKind][]chan struct{}{}
+	}
+	c.w.cx.haltOn[kind] = append(c.w.cx.haltOn[kind], ch)
+	c.w.mu.Unlock()
+	tm := time.NewTimer(10 * time.Second)
+	defer tm.Stop()
+	select {
+	case <-ch:
+	case <-tm.C:
+		return
+	case <-c.stop:
+		return
+	}
+	time.Sleep(31 * time.Microsecond)
+	c.haltThenAssign(m, "during a switch")
 }
 
 var errCoordHalt = errors.New("dst: the coordinator halts trading")
@@ -584,6 +661,8 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 				}
 				if p, ok := w.lastProbe(e, g.at); ok && p.ok && !p.start.Before(g.at.Add(-w.s.ProbeInterval-w.s.ProbeTimeout)) {
 					viol(InvHaltWhileAnswer, "halted at %v (%s) while %s, with no fault for %v, had answered its probe at %v", w.off(g.at), clip(g.cause), e, win, w.off(p.end))
+				} else if p, ok := w.cutRoundProbe(e, g.at); ok {
+					viol(InvHaltWhileAnswer, "halted at %v (%s) during the first probe round, cut by Start's context, while %s (no fault armed on it) was answering that round's probe (at %v): a fresh probe would have answered too", w.off(g.at), clip(g.cause), e, w.off(p.end))
 				}
 			}
 		}
@@ -658,6 +737,21 @@ func (w *world) lastProbe(e string, t time.Time) (probeRec, bool) {
 		}
 	}
 	return best, ok
+}
+
+// cutRoundProbe (MoveStartCut) is e's probe of the first round, whose
+// context Start's cut ended, when it was running at t, during that round,
+// and answered (w.mu held): a halt at t had a backup that answered.
+func (w *world) cutRoundProbe(e string, t time.Time) (probeRec, bool) {
+	if !w.s.Has(MoveStartCut) || !t.Before(w.start.Add(w.s.ProbeTimeout)) {
+		return probeRec{}, false
+	}
+	for _, p := range w.cx.probes {
+		if p.endpoint == e && p.ok && p.start.Sub(w.start) < w.s.ProbeTimeout && !p.start.After(t) && !p.end.Before(t) {
+			return p, true
+		}
+	}
+	return probeRec{}, false
 }
 
 // stateAt is e's last recorded state at or before t (w.mu held).

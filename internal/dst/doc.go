@@ -199,7 +199,8 @@
 //
 // NewComposedScenario adds to a seed one to three moves (Scenario.Moves),
 // drawn from a source of their own so that every other field of the seed is
-// as NewScenario draws it. They make the runtime's mechanisms meet:
+// as NewScenario draws it (what was added later, start-cut's orders and
+// halt-in-switch in half of the coordinated seeds, draws from a third). They make the runtime's mechanisms meet:
 //
 //	probe-late      the probe answers of one region, or of every region (a starved
 //	                host; then the primary fails as the first probes on time are in
@@ -208,7 +209,9 @@
 //	start-cut       the first probe round is slow (its probes finish although their
 //	                context ends, answering just before ProbeTimeout), Start's context
 //	                is cancelled during it, and the primary fails while they run
-//	                (StartWait 0)
+//	                (StartWait 0); FailureThreshold or one more orders are placed
+//	                through it as it fails, so that it goes DOWN while the backups'
+//	                only probes are the cut round's
 //	settle-hang     orders through a region are booked and their answer cut; from
 //	                then the Reconciler's reads through that region hang until its
 //	                context ends (ReconcileTimeout, drawn from 1–5 s), and the region
@@ -226,6 +229,13 @@
 //	                settle of unknown outcomes after its instant (a settle-hang on
 //	                the same region makes it hang), and assigns the active endpoint
 //	                again later
+//	halt-in-switch  (coordinated seeds) the active endpoint's region dies: its
+//	                addresses refuse, order dials to it hang until the order's
+//	                deadline (they stay in flight, so a switch waits InflightGrace),
+//	                and the broker's kill switch for it (the Fencer) hangs for 50–900
+//	                ms; the coordinator halts the Path at the switch's fence, or at
+//	                the switch itself (during the in-flight wait), and assigns the
+//	                active endpoint again later
 //
 // Their invariants are judged from what the simulation itself did and saw:
 // the spans during which it had a fault armed on a region (its faults and
@@ -249,7 +259,9 @@
 //	                                     with nothing armed on it for MaxHealthAge + (failback +
 //	                                     failure thresholds + 2) probe intervals + Cooldown and
 //	                                     never gray, had answered its latest probe, sent within
-//	                                     the last ProbeInterval + ProbeTimeout
+//	                                     the last ProbeInterval + ProbeTimeout; nor, during the
+//	                                     first probe round cut by Start's context, while such an
+//	                                     endpoint's probe of that round was running and answered
 //	stream-evidence-alone-moves-no-order no endpoint goes DOWN on live-traffic evidence while the
 //	                                     only fault armed on it (in the last two probe intervals
 //	                                     + 2 s) is its WebSocket address failing
@@ -287,45 +299,65 @@
 // Each fix of the runtime's composed defects is re-planted as its exact
 // inverse (go run ./internal/dst/plant -list). Swept over seeds 1–1000 with
 // the composed moves (make sim-plant DEFECT=name SIM_SEEDS=1000; -gap as
-// given), leaving out the seeds that fail without any defect planted
-// (175, 87 and 328, see "Composed moves"):
+// given), leaving out the seeds that fail without any defect planted (see
+// below):
 //
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	settle-inline            hold-within-one-evaluation             2            26
 //	switch-reconcile-inline  hold-within-one-evaluation             127          15
+//	fence-inline             hold-within-one-evaluation             19           67
+//	drain-inline             hold-within-one-evaluation             26           34
+//	no-hold-on-down          no-ticket-after-down                   4            208
 //	probe-result-after-slot  no-halt-while-target-answered          976          1
+//	no-fresh-probe           no-halt-while-target-answered          5            171
 //	outage-as-broken-probe   no-ticket-after-down                   4            5
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
 //
-// probe-result-after-slot was swept with -gap=gosched. gray-probe-blip
-// planted as the engine's old rule alone was not found (the trade-path
-// check, which now runs until an order succeeds, caught the failback): it
-// is planted with the check stopping at the gray failure's end too.
-// no-hold-on-down is planted with a gap standing in for a late controller
-// (-gap=2ms), not yet swept.
+// The rows above fence-inline and below no-fresh-probe were swept before
+// the halt-in-switch move and start-cut's orders were added. fence-inline and
+// drain-inline are found by halt-in-switch (the coordinator's Halt waits for
+// the hanging kill switch, or for the in-flight wait, on the controller);
+// no-fresh-probe by start-cut's orders (an on-demand probe waits for the cut
+// round's probe, whose result is dropped; it is planted with both halves of
+// its fix inverted: without the slot that a dropped probe kept, no wait could
+// meet a dropped probe, since Start returns, and the controller starts, only
+// after its round's owners dropped theirs). probe-result-after-slot was swept
+// with -gap=gosched. gray-probe-blip planted as the engine's old rule alone
+// was not found (the trade-path check, which now runs until an order
+// succeeds, caught the failback): it is planted with the check stopping at
+// the gray failure's end too.
+//
+// no-hold-on-down is swept with -gap=2ms (make sim-plant
+// DEFECT=no-hold-on-down SIM_GAP=2ms SIM_SEEDS=1000; the same sweep also
+// breaks hold-within-one-evaluation in 548 seeds): without a gap the
+// simulation's controller holds at the Report's virtual instant, within
+// no-ticket-after-down's 1 ms, since on one P the controller the Report
+// kicks runs before any order whose Acquire is not already runnable. The gap
+// (a sleep where the Report would hold the gate, before it kicks the
+// controller) is a controller descheduled for 2 ms on a loaded host, which is
+// real; the defect is exactly that the gate then stays open for as long.
 //
 // Not found in 1000 seeds, and why:
 //
-//   - fence-inline, drain-inline (the Fencer, and the switch's wait for
-//     orders in flight, run on the controller): what they delay is a
-//     coordinator's Halt or Assign during a switch's fence or in-flight
-//     wait, and the only Halt the simulation makes (halt-in-settle) comes at
-//     a settle; the sim's Fencer (the broker's kill switch) never hangs. A
-//     move is missing: the kill switch hanging while the fenced region
-//     dies, and the coordinator halting during the switch.
-//   - no-hold-on-down without a gap: the simulation's controller holds at
-//     the Report's virtual instant, within no-ticket-after-down's 1 ms.
 //   - open-on-down (a release opens the gate on an endpoint live traffic
-//     took DOWN meanwhile): the race needs live traffic to take the switch's
-//     target DOWN while the switch holds the gate, and during a hold no
-//     order goes out on the target.
-//   - no-fresh-probe (an on-demand probe that waited for a probe cut by
-//     Start's context does not probe afresh): no-halt-while-target-answered
-//     asks that the target had nothing armed for MaxHealthAge + several
-//     probe intervals + Cooldown, counted from the run's start, so a halt
-//     in the first seconds (where start-cut puts it) is not judged.
+//     took DOWN meanwhile): the race needs a Report that takes the switch's
+//     target DOWN between the controller's decision to release and its
+//     store of the open gate. The controller does both in one step without
+//     blocking, and on one P with no preemption no other goroutine runs in
+//     between; during the hold no order goes out on the target, and the
+//     only live traffic on it, the switch's reconcile reads, fails the
+//     reconcile when it fails (no release follows). A planted {{gap}} at
+//     that point would stand in for a preempted controller.
+//
+// Found on the runtime as it is (without any defect planted), by
+// halt-in-switch: 14 seeds of 1000 (21, 47, 161, 238, 281, 417, 455, 679,
+// 726, 736, 802, 842, 854, 905; all with the broker's kill switch) break
+// hold-within-one-evaluation: a coordinator's Halt during a switch to an
+// endpoint the broker had fenced returns only after the Unfence hook's call
+// to the broker (2–9 ms here, up to FenceTimeout), because the switch lifts
+// the fence on the controller (unfenceActive) before its reconcile.
 //
 // Some defects are a race between goroutines made runnable at one virtual
 // instant, which the simulation (one P, see "Determinism") always resolves

@@ -270,8 +270,10 @@ const (
 	// MoveStartCut: the first probe round is slow (its probes finish
 	// although their context ends, and answer just before ProbeTimeout);
 	// Start's context is cancelled For after Start began, during that
-	// round, and the primary goes down Lead after the start, while those
-	// probes are still running.
+	// round, and the primary goes down Lead after Start returned, while
+	// those probes are still running; N orders are then placed one after
+	// another through it (their failures take it DOWN while the backups'
+	// only probes are the cut round's, still running).
 	MoveStartCut MoveKind = "start-cut"
 	// MoveSettleHang: the next N orders through Region are booked and their
 	// answer cut (unknown outcomes); from then, for For, reconcile reads
@@ -294,6 +296,16 @@ const (
 	// MoveSettleHang on the same region makes hang), and assigns the active
 	// endpoint again For later.
 	MoveHaltSettle MoveKind = "halt-in-settle"
+	// MoveHaltSwitch (coordinated seeds): from At the active endpoint's
+	// region dies: its probe, REST and WebSocket addresses refuse, order
+	// dials to it hang until the order's deadline (lost SYNs: the orders
+	// stay in flight, and a switch waits InflightGrace for them), and the
+	// broker's kill switch for it (the Fencer) hangs for Lead, for Down.
+	// The coordinator halts the Path at the switch away from it: at its
+	// fence's start (Rounds 0) or at the switch itself, during the wait
+	// for orders in flight (Rounds 1); and assigns the active endpoint
+	// again For later.
+	MoveHaltSwitch MoveKind = "halt-in-switch"
 )
 
 // Move is one composed move of a Scenario (see MoveKind for each field's
@@ -419,6 +431,28 @@ func NewComposedScenario(seed uint64) Scenario {
 			s.Identity = true
 			s.IdentityInterval = dur(3*time.Second, 20*time.Second)
 		}
+		s.Moves = append(s.Moves, m)
+	}
+	// What was added to the moves later draws from a source of its own, so
+	// that every move above is as it was drawn.
+	r2 := rand.New(rand.NewPCG(seed, seed^0x5eed2e2e5eed2e2e))
+	dur2 := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r2.Int64N(int64(hi-lo)+1)) }
+	for i := range s.Moves {
+		if m := &s.Moves[i]; m.Kind == MoveStartCut {
+			m.N = s.FailureThreshold + r2.IntN(2)
+			if r2.IntN(2) == 0 {
+				// A later cut, and the primary failing sooner after it.
+				m.For, m.Lead = m.For+m.Lead, m.For
+			}
+		}
+	}
+	if s.Coordinated && r2.IntN(2) == 0 {
+		m := Move{Kind: MoveHaltSwitch, Region: "active"}
+		m.At = dur2(500*time.Millisecond, late) + 23*time.Microsecond
+		m.For = dur2(300*time.Millisecond, 1500*time.Millisecond)
+		m.Lead = dur2(50*time.Millisecond, 900*time.Millisecond) + 29*time.Microsecond
+		m.Down = dur2(time.Second, 4*time.Second)
+		m.Rounds = r2.IntN(2)
 		s.Moves = append(s.Moves, m)
 	}
 	return s

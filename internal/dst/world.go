@@ -316,6 +316,25 @@ func (w *world) build() error {
 		pc.Fencer = w.fence(true)
 		pc.Unfence = w.fence(false)
 	}
+	for _, m := range s.Moves {
+		if m.Kind == MoveHaltSwitch {
+			// The kill switch for a dying region hangs for m.Lead (or
+			// until the Path gives up on it).
+			inner := pc.Fencer
+			pc.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+				if w.armedNow(f.Endpoint.Region, spanFenceHang) {
+					t := time.NewTimer(m.Lead)
+					select {
+					case <-t.C:
+					case <-ctx.Done():
+						t.Stop()
+						return fmt.Errorf("kill switch %s: no answer: %w", f.Endpoint.Region, ctx.Err())
+					}
+				}
+				return inner(ctx, f)
+			}
+		}
+	}
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.ReconcileTimeout = 2 * time.Second
@@ -435,6 +454,12 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 		w.mu.Lock()
 		w.cx.grants = append(w.cx.grants, grantRec{id: id, endpoint: a[:strings.Index(a, ".")], at: time.Now()})
 		w.mu.Unlock()
+		if w.armedNow(a[:strings.Index(a, ".")], spanDialHang) {
+			// A dying region (MoveHaltSwitch): the dial gets no answer
+			// until the order's deadline; the order stays in flight.
+			<-ctx.Done()
+			return nil, fmt.Errorf("dial %s: no answer: %w", a, ctx.Err())
+		}
 	}
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {

@@ -213,7 +213,11 @@ var defects = map[string]Defect{
 		}},
 	},
 	// A wait for a running probe whose result will not be recorded (its
-	// owner's context ended: Start's) returns without probing afresh.
+	// owner's context ended: Start's) returns without probing afresh; and,
+	// as before the same fix, a probe whose result its owner dropped holds
+	// the endpoint's slot until its call returns (without that half no wait
+	// could ever meet a dropped probe: Start returns, and the controller
+	// starts, only after its round's owners dropped theirs).
 	"no-fresh-probe": {
 		File:      "pathdialer/monitor.go",
 		Doc:       "an on-demand probe that waited for a probe whose result was dropped does not probe afresh",
@@ -224,6 +228,12 @@ var defects = map[string]Defect{
 		}
 		// It will not be recorded: probe afresh (its owner freed the slot).`,
 		Body: `		return // DEFECT (plant no-fresh-probe): recorded or not`,
+		More: []Defect{{
+			Old: `		if !recorded && rt.probing == run {
+			rt.probing = nil
+		}`,
+			Body: `		// DEFECT (plant no-fresh-probe): a dropped probe holds the slot until its call returns`,
+		}},
 	},
 	// A probe failing while orders also fail is taken for a broken probe
 	// when an order succeeded after the probe began failing: order failures
