@@ -3,11 +3,18 @@ GO      ?= go
 PKGS    ?= ./...
 GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './vendor/*')
 
-.PHONY: test fmt-check vet unit bench lint vet-bench
+.PHONY: test fmt-check vet unit bench lint vet-bench determinism
 
 ## test: gofmt check, go vet, the whole suite under the race detector, the
 ## coord/etcd module's suite (embedded etcd), and a vet of the bench module.
-test: fmt-check vet unit test-coord vet-bench
+test: fmt-check vet unit determinism test-coord vet-bench
+
+# determinism: the simulation's replay tests, built without the race detector
+# (under -race the scheduler randomizes the order of goroutines made ready at
+# one instant on purpose, see internal/dst/doc.go); unit runs the rest of the
+# package, sweeps included, under -race.
+determinism:
+	$(GO) test -count=1 -run 'Deterministic' ./internal/dst
 
 vet-bench:
 	cd bench && $(GO) vet ./...

@@ -210,26 +210,6 @@ func traceDiff(a, b *Result) string {
 	return s.String()
 }
 
-// TestSimDeterministic runs twenty seeds twice each and requires
-// byte-identical traces for every one (the package documentation says what
-// keeps them identical, and under which conditions).
-func TestSimDeterministic(t *testing.T) {
-	for seed := uint64(1); seed <= 20; seed++ {
-		a := runSeed(t, seed, Options{})
-		b := runSeed(t, seed, Options{})
-		if a.Stats.Orders == 0 || a.Stats.Probes == 0 || a.Stats.Ticks == 0 {
-			t.Fatalf("seed %d ran nothing: %+v", seed, a.Stats)
-		}
-		if d := traceDiff(a, b); d != "" {
-			cmd := replayCommand(seed)
-			if !*flagTwice {
-				cmd += " -sim.twice"
-			}
-			t.Errorf("seed %d: two runs gave different traces: %s\nreplay: %s", seed, d, cmd)
-		}
-	}
-}
-
 // The checker has teeth: with a reconciler that drops the orders that
 // finished unknown before a switch (as the unknown-at-switch race did), a
 // sweep finds a seed that breaks every-unknown-order-settled, and the
@@ -291,43 +271,5 @@ func TestSimMayResendNoDuplicate(t *testing.T) {
 	t.Logf("%d resends allowed by MayResend over 60 seeds", resends)
 	if resends == 0 {
 		t.Fatal("MayResend allowed no resend in 60 seeds: nothing was checked")
-	}
-}
-
-// The composed moves replay too: ten composed seeds, run twice each, give
-// byte-identical traces, and every kind of move is drawn among the first
-// hundred seeds. (Whether their invariants hold is TestSimSeeds's business
-// under -sim.composed.)
-func TestSimComposedDeterministic(t *testing.T) {
-	kinds := map[MoveKind]bool{}
-	for seed := uint64(1); seed <= 100; seed++ {
-		for _, m := range NewComposedScenario(seed).Moves {
-			kinds[m.Kind] = true
-		}
-	}
-	for _, k := range moveKinds {
-		if !kinds[k] {
-			t.Errorf("no seed of the first 100 draws a %s move", k)
-		}
-	}
-	for seed := uint64(1); seed <= 10; seed++ {
-		s := NewComposedScenario(seed)
-		run := func() *Result {
-			var res *Result
-			synctest.Test(t, func(t *testing.T) {
-				var err error
-				if res, err = Run(s, Options{}); err != nil {
-					t.Fatalf("seed %d: %v", seed, err)
-				}
-			})
-			return res
-		}
-		a, b := run(), run()
-		if a.Stats.Orders == 0 || a.Stats.Probes == 0 {
-			t.Fatalf("seed %d ran nothing: %+v", seed, a.Stats)
-		}
-		if d := traceDiff(a, b); d != "" {
-			t.Errorf("composed seed %d: two runs gave different traces: %s\nreplay: go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.composed -sim.twice", seed, d, seed)
-		}
 	}
 }

@@ -71,6 +71,10 @@ type OrderRecord struct {
 	Sent bool
 	// NotSent is why the last attempt did not leave ("" when it did).
 	NotSent string
+	// ResendRefused is why the Path refused to resend it after a final
+	// NOT_RECEIVED (the venue cannot make a resend safe, or its one resend
+	// was granted already): the order is given up, not pending.
+	ResendRefused string
 	// Unknown: an attempt ended with an unknown outcome (handed to reconcile).
 	Unknown bool
 	// Acked: the broker answered it (accepted, possibly filled); Rejected: the
@@ -458,7 +462,7 @@ func setAttemptEndpoint(r *OrderRecord, ep string) {
 func (c *Client) Pending() []string {
 	var out []string
 	for _, o := range c.Orders() {
-		notReceived := o.Settled && o.Fate == pathdialer.FateNotReceived && !o.Acked && !o.Rejected
+		notReceived := o.Settled && o.Fate == pathdialer.FateNotReceived && !o.Acked && !o.Rejected && o.ResendRefused == ""
 		if o.Sent && !o.Answered() || notReceived {
 			out = append(out, o.ClOrdID)
 		}
@@ -816,7 +820,14 @@ func (c *Client) mayResendLocked(r *OrderRecord) bool {
 			return false
 		}
 	}
-	return c.pathAllowsResend(r.ClOrdID, r.Verdicts[n-1].Source)
+	ok, why := c.pathAllowsResend(r.ClOrdID, r.Verdicts[n-1].Source)
+	if !ok && why != "" {
+		// A final NOT_RECEIVED the venue cannot make a resend safe for (or
+		// whose one resend was granted already): the order is given up, as a
+		// strategy would, not left pending for ever.
+		r.ResendRefused = why
+	}
+	return ok
 }
 
 // maxResends bounds the re-sends of one order (each after its own final

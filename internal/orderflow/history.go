@@ -99,13 +99,17 @@ func settlementFinal(s pathdialer.Settlement) bool {
 	return !s.Provisional
 }
 
-// pathAllowsResend asks the Path whether an order it judged may be re-sent.
-func (c *Client) pathAllowsResend(id, source string) bool {
+// pathAllowsResend asks the Path whether an order it judged may be re-sent,
+// and why not.
+func (c *Client) pathAllowsResend(id, source string) (bool, string) {
 	if source == "in-place reconcile" {
-		return true // judged by the client (ReconcileUnknown), not the Path
+		return true, "" // judged by the client (ReconcileUnknown), not the Path
 	}
 	r, err := c.path.MayResend(id)
-	return err == nil && r.Allowed
+	if err != nil {
+		return false, err.Error()
+	}
+	return r.Allowed, r.Reason
 }
 
 // regionOfEndpoint returns the region of an endpoint name ("" if unknown).
