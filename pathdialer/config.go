@@ -619,6 +619,11 @@ func checkServiceAddress(svc, addr string) error {
 	scheme := ""
 	if isURL {
 		scheme = strings.ToLower(addr[:strings.Index(addr, "://")])
+		// Credentials in a URL end up in logs, errors and proxies' records;
+		// they belong in headers (or the transport's options). Never echo them.
+		if u, err := url.Parse(addr); err == nil && u.User != nil {
+			return fmt.Errorf("a %q address must not carry credentials (user:password@): put them in a header or the transport's options", svc)
+		}
 	}
 	switch svc {
 	case ServiceREST:

@@ -216,3 +216,25 @@ func TestBackoffAndHelpers(t *testing.T) {
 		t.Error(s, err)
 	}
 }
+
+// A service address with credentials is refused at New, without echoing
+// them: a ws URL with user:pass once passed validation and then halted
+// trading.
+func TestNewRefusesCredentialsInServiceAddresses(t *testing.T) {
+	for _, svc := range []string{"rest", "ws"} {
+		cfg := baseConfig()
+		cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+		cfg.Fencer = pathdialer.LocalFenceOnly
+		cfg.Reconciler = pathdialer.NoReconcile
+		us := epUS
+		us.Services = map[string]string{"rest": "https://api-us.broker.example", svc: map[string]string{"rest": "https://alice:s3cret@api-us.broker.example", "ws": "wss://alice:s3cret@ws-us.broker.example/ws"}[svc]}
+		cfg.Endpoints = []pathdialer.Endpoint{epEU, us}
+		_, err := pathdialer.New(cfg)
+		if !errors.Is(err, pathdialer.ErrInvalidConfig) || !strings.Contains(err.Error(), "credentials") {
+			t.Fatalf("%s: New = %v, want ErrInvalidConfig naming the credentials", svc, err)
+		}
+		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "alice") {
+			t.Fatalf("%s: the error echoes the credentials: %v", svc, err)
+		}
+	}
+}
