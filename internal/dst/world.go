@@ -21,6 +21,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
@@ -735,6 +736,17 @@ func (w *world) onEvent(ev pathdialer.Event) {
 				w.trace = append(w.trace, tline{at: ev.Time.Sub(w.start), text: fmt.Sprintf("may-resend %s: no (%s)", id, r.Reason)})
 			}
 			w.mu.Unlock()
+		}
+	}
+	if ev.Kind == pathdialer.EventDecision && ev.Decision != nil {
+		switch ev.Decision.Outcome {
+		case engine.CooldownActive, engine.PrimaryNotStable:
+			// A failback not yet due, announced when the outcome changes:
+			// when that is noticed depends on how many evaluations the
+			// controller ran at one instant (kicks from several goroutines
+			// coalesce), not on anything the Path does. It changes nothing:
+			// left out of the trace.
+			return
 		}
 	}
 	line := ev.Kind.String()
