@@ -105,6 +105,7 @@ type composed struct {
 	halts    []haltCall
 	fences   []fenceCall // the sim's Fencer: every call and its return
 	checks   []probeRec  // the trade-path checks' answers
+	conns    []*connRec  // the order connections and when the client closed them
 	lastKind pathdialer.EventKind
 	lastEP   string
 	haltArm  []chan struct{} // MoveHaltSettle: armed, fired at the next settle

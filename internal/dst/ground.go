@@ -3,7 +3,9 @@ package dst
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
@@ -202,4 +204,63 @@ func (w *world) checkGround(viol func(inv, format string, a ...any)) {
 		start: w.start, gates: w.cx.gates, grants: w.cx.grants, fences: w.cx.fences, spans: w.cx.spans, probes: append(slices.Clone(w.cx.probes), w.cx.checks...),
 		cooldown: w.s.Cooldown, successThreshold: w.s.FailbackSuccess, decidesItself: !w.s.Coordinated,
 	}.judge(viol)
+	judgeFenceCloses(w.start, w.cx.fences, w.cx.conns, viol)
+}
+
+// InvFenceCloses: the local fence closes every order connection to the
+// endpoint being left (judged from the connections the sim handed out and
+// when the client closed them, against the sim's Fencer calls).
+const InvFenceCloses = "fence-closes-order-connections"
+
+// connRec is one order connection the sim's network handed the client.
+type connRec struct {
+	id, endpoint   string
+	opened, closed time.Time // closed zero: never closed by the client
+}
+
+type trackedConn struct {
+	net.Conn
+	w    *world
+	rec  *connRec
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.w.mu.Lock()
+		c.rec.closed = time.Now()
+		c.w.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// trackConn records an order connection to endpoint.
+func (w *world) trackConn(c net.Conn, id, endpoint string) net.Conn {
+	r := &connRec{id: id, endpoint: endpoint, opened: time.Now()}
+	w.mu.Lock()
+	w.cx.conns = append(w.cx.conns, r)
+	w.mu.Unlock()
+	return &trackedConn{Conn: c, w: w, rec: r}
+}
+
+// judgeFenceCloses: at every call of the Fencer for an endpoint (the local
+// fence comes just before it), every order connection to that endpoint the
+// client still had open is closed within slack.
+func judgeFenceCloses(start time.Time, fences []fenceCall, conns []*connRec, viol func(inv, format string, a ...any)) {
+	for _, f := range fences {
+		for _, c := range conns {
+			if c.endpoint != f.endpoint || !c.opened.Before(f.start) || (!c.closed.IsZero() && !c.closed.After(f.start.Add(slack))) {
+				continue
+			}
+			if !c.closed.IsZero() && c.closed.Before(f.start) {
+				continue
+			}
+			closed := "never closed"
+			if !c.closed.IsZero() {
+				closed = fmt.Sprintf("closed at %v", c.closed.Sub(start))
+			}
+			viol(InvFenceCloses, "order %s's connection to %s (opened at %v) outlived the fence of %s at %v (%s)", c.id, c.endpoint, c.opened.Sub(start), f.endpoint, f.start.Sub(start), closed)
+			break
+		}
+	}
 }

@@ -465,6 +465,9 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	}
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {
+		if strings.Contains(a, ".rest.") {
+			c = w.trackConn(c, id, a[:strings.Index(a, ".")])
+		}
 		w.co.inWrite(id) // the order's ticket passed Valid; its bytes not yet written
 	}
 	return c, err

@@ -303,7 +303,7 @@ var defects = map[string]Defect{
 	"fence-closes-nothing": {
 		File:      "pathdialer/dial.go",
 		Doc:       "the local fence refuses new dials and closes none of the endpoint's connections",
-		Invariant: "no-order-through-fenced-path",
+		Invariant: "fence-closes-order-connections",
 		Composed:  true,
 		Old: `	for _, c := range conns {
 		// Abort rather than close: bytes of an order still in this host's send
@@ -358,7 +358,8 @@ var defects = map[string]Defect{
 	}
 	c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})`,
 	},
-	// Acquire grants a ticket on a held gate (on the endpoint it holds).
+	// Acquire grants a ticket on a held gate, on the active endpoint (a held
+	// gate names none).
 	"acquire-while-held": {
 		File:      "pathdialer/gate.go",
 		Doc:       "Acquire grants a ticket while the gate is held",
@@ -366,6 +367,13 @@ var defects = map[string]Defect{
 		Composed:  true,
 		Old:       `if state == GateHeld && v.released[service] {`,
 		Body:      `if state == GateHeld { // DEFECT (plant acquire-while-held)`,
+		More: []Defect{{
+			Old: `t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until`,
+			Body: `t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
+				if a := p.active.Load(); t.Endpoint == "" && a != nil { // DEFECT (plant acquire-while-held): a held gate names no endpoint: the active one
+					t.Endpoint = a.rt.ep.Name
+				}`,
+		}},
 	},
 	// The engine fails back with no cooldown and on the first success.
 	"failback-no-cooldown": {
