@@ -330,12 +330,12 @@ sim-plant:
 # MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
 MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate
 MUTANT_SEEDS  ?= $(SIM_SEEDS)
-MUTANT_ORDERS ?= 300
-MUTANT_FAULTS ?= 8
-MUTANT_CHAOS_SEED ?= 1
+MUTANT_ORDERS ?= 500
+MUTANT_FAULTS ?= 10
+MUTANT_CHAOS_SEED ?= 7
 MUTANT_GAP    ?= none
 # mutant=policy (the cell where it must show); others: dedup=none,fence=none,tokens=off
-MUTANT_CELLS ?= fence-closes-nothing=dedup=none,fence=none,tokens=off \
+MUTANT_CELLS ?= acquire-while-held=dedup=none,fence=enforced,tokens=off \
   fence-not-waited=dedup=none,fence=enforced,tokens=off
 MUTANT_CELL_DEFAULT ?= dedup=none,fence=none,tokens=off
 
