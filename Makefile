@@ -319,6 +319,54 @@ sim-plant:
 	  rm -rf $$d; \
 	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
+# --- mutants ---
+# mutants: the checks have teeth. Each mutant (a defect of internal/dst/plant,
+# planted through a go build overlay; no file of the module changes) is built
+# into the simulation and swept over MUTANT_SEEDS composed seeds, then run in
+# one chaos cell (its policy from MUTANT_CELLS, MUTANT_ORDERS orders,
+# MUTANT_FAULTS faults, chaos seed MUTANT_CHAOS_SEED). One sweep or cell at a
+# time. Prints one table: mutant | sim: the invariant it must break, the lowest
+# seed that broke it, how many seeds did | chaos: the cell, its violations.
+# MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
+MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate
+MUTANT_SEEDS  ?= $(SIM_SEEDS)
+MUTANT_ORDERS ?= 500
+MUTANT_FAULTS ?= 10
+MUTANT_CHAOS_SEED ?= 7
+MUTANT_GAP    ?= none
+# mutant=policy (the cell where it must show); others: dedup=none,fence=none,tokens=off
+MUTANT_CELLS ?= acquire-while-held=dedup=none,fence=enforced,tokens=off \
+  fence-not-waited=dedup=none,fence=enforced,tokens=off
+MUTANT_CELL_DEFAULT ?= dedup=none,fence=none,tokens=off
+
+.PHONY: mutants
+mutants:
+	@out=$$(mktemp -d); status=0; \
+	printf '%-24s | %-40s %6s %6s | %-36s %s\n' mutant "sim: invariant" lowest seeds "chaos: cell" violations >$$out/table; \
+	for m in $(MUTANTS); do \
+	  d=$$out/$$m; mkdir -p $$d; bin=$$d/dst.test; \
+	  inv=$$($(GO) run ./internal/dst/plant -invariant=$$m) || { status=2; continue; }; \
+	  comp=$$($(GO) run ./internal/dst/plant -composed=$$m); \
+	  ov=$$($(GO) run ./internal/dst/plant -defect=$$m -gap=$(MUTANT_GAP) -out=$$d/plant) || { status=2; continue; }; \
+	  $(GO) test -c -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
+	  for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
+	    (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
+	      -sim.seeds=$(MUTANT_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$$comp >$$d/log.$$i 2>&1) & \
+	  done; wait; cat $$d/log.* >$$d/log; \
+	  seeds=$$(awk -v inv="INVARIANT $$inv:" '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } index($$0, inv) { print s }' $$d/log | sort -nu); \
+	  n=$$(echo "$$seeds" | grep -c .); first=$$(echo "$$seeds" | head -1); \
+	  [ -n "$$first" ] || { first=-; status=1; }; \
+	  if grep -q '^panic' $$d/log; then first="$$first(panic)"; status=1; fi; \
+	  cell=$(MUTANT_CELL_DEFAULT); for c in $(MUTANT_CELLS); do [ "$${c%%=*}" = "$$m" ] && cell=$${c#*=}; done; \
+	  $(GO) run -overlay=$$ov ./integration/chaos -seed $(MUTANT_CHAOS_SEED) -orders $(MUTANT_ORDERS) -faults $(MUTANT_FAULTS) -policies "$$cell" >$$d/chaos 2>&1; \
+	  v=$$(grep -E -o '(OK|FAILED|interrupted) \([0-9]+ violations\)' $$d/chaos | tail -1 | grep -E -o '[0-9]+'); \
+	  [ -n "$$v" ] && [ "$$v" -gt 0 ] || status=1; \
+	  printf '%-24s | %-40s %6s %6s | %-36s %s\n' $$m $$inv $$first $$n "$$cell" "$${v:-?}" | tee -a $$out/table; \
+	done; \
+	echo; cat $$out/table; \
+	echo "sim: $(MUTANT_SEEDS) composed seeds from $(SIM_START); chaos: seed $(MUTANT_CHAOS_SEED), $(MUTANT_ORDERS) orders, $(MUTANT_FAULTS) faults; logs in $$out"; \
+	exit $$status
+# --- end mutants ---
 
 # --- fuzz ---
 # fuzz: every fuzz target in the repository (each module: the library,

@@ -150,6 +150,7 @@ func (w *world) check() *Result {
 	w.checkLease(res, audit, viol)
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
+		w.checkGround(viol)
 	}
 
 	for _, r := range audit {

@@ -71,6 +71,7 @@ type probeRec struct {
 type grantRec struct {
 	id, endpoint string
 	at           time.Time
+	acq          time.Time // the dial's start, before a paused process waits there
 }
 
 type stateRec struct {
@@ -82,11 +83,12 @@ type stateRec struct {
 }
 
 type gateRec struct {
-	at    time.Time
-	kind  pathdialer.EventKind
-	to    string // switch
-	cause string
-	seq   uint64
+	at       time.Time
+	kind     pathdialer.EventKind
+	from, to string // switch
+	service  string // release: the service released ("" the gate)
+	cause    string
+	seq      uint64
 }
 
 type haltCall struct {
@@ -101,6 +103,9 @@ type composed struct {
 	states   []stateRec
 	gates    []gateRec
 	halts    []haltCall
+	fences   []fenceCall // the sim's Fencer: every call and its return
+	checks   []probeRec  // the trade-path checks' answers
+	conns    []*connRec  // the order connections and when the client closed them
 	lastKind pathdialer.EventKind
 	lastEP   string
 	haltArm  []chan struct{} // MoveHaltSettle: armed, fired at the next settle
@@ -351,7 +356,7 @@ func (w *world) recordEvent(ev pathdialer.Event) {
 		w.cx.states = append(w.cx.states, stateRec{endpoint: ev.Endpoint, at: ev.Time, prev: ev.PrevState, state: ev.State, probe: probe, seq: ev.Seq})
 	case pathdialer.EventHold, pathdialer.EventHalt, pathdialer.EventFenceStart, pathdialer.EventSwitch,
 		pathdialer.EventRelease, pathdialer.EventResume:
-		w.cx.gates = append(w.cx.gates, gateRec{at: ev.Time, kind: ev.Kind, to: ev.To, cause: ev.Cause, seq: ev.Seq})
+		w.cx.gates = append(w.cx.gates, gateRec{at: ev.Time, kind: ev.Kind, from: ev.From, to: ev.To, service: ev.Service, cause: ev.Cause, seq: ev.Seq})
 	}
 	if chs := w.cx.haltOn[ev.Kind]; len(chs) > 0 {
 		for _, ch := range chs {

@@ -299,6 +299,66 @@
 // the default). TestSimComposedDeterministic runs ten composed seeds twice in
 // every test run and requires byte-identical traces whatever the flag says.
 //
+// # Ground truth
+//
+// Four more invariants are judged in composed seeds from the simulation's
+// own record alone, never from the Path's account of itself: every call of
+// its Fencer and when it returned, the faults it injected and the answers
+// its probes and trade-path checks gave, every order connection its network
+// handed out and when the client closed it, and when each order was granted
+// (its dial, taken before a paused process waits there). The Path's events
+// only say when it switched, held or released:
+//
+//	switch-after-fence-confirmed    no switch away from an endpoint before the Fencer, in a call
+//	                                begun after the previous switch, returned nil for it
+//	no-ticket-while-held            no order granted (dialed) more than 1 ms after a hold, halt,
+//	                                fence or switch and before the next release of the gate
+//	                                (or of REST)
+//	no-failback-within-cooldown     (a Path deciding by itself) no failback to an endpoint
+//	                                within Cooldown of the start of the injected failure armed
+//	                                on it when flow left it, nor before FailbackSuccessThreshold
+//	                                probe or trade-path answers in a row since its last failed one
+//	fence-closes-order-connections  at every Fencer call for an endpoint (the local fence comes
+//	                                just before it), every order connection to it the client
+//	                                still had open is closed within 1 ms
+//
+// Each has a planted-violation test on a hand-built record (ground_test.go),
+// and each is broken by a mutant of the runtime (below).
+//
+// # Mutants
+//
+// make mutants plants, one at a time, the mutants of internal/dst/plant
+// listed below (each the smallest overlay of today's code that breaks one
+// guarantee), sweeps 1,000 composed seeds against each (MUTANT_SEEDS), runs
+// one chaos cell with the same overlay (go run -overlay=... ./integration/chaos;
+// MUTANT_CHAOS_SEED, MUTANT_ORDERS, MUTANT_FAULTS, the cell per mutant in
+// MUTANT_CELLS) and prints one table. Measured on this code:
+//
+//	mutant                 invariant broken                lowest seed  seeds of 1000  chaos cell (dedup,fence,tokens)  violations
+//	fence-closes-nothing   fence-closes-order-connections  1            191            none,none,off                    1 (I11; 0 in another run)
+//	gate-before-reconcile  no-ticket-while-held            1            460            none,none,off                    0
+//	fence-not-waited       switch-after-fence-confirmed    6            537            none,enforced,off                0
+//	acquire-while-held     no-ticket-while-held            1            541            none,enforced,off                0 (1, I11, in another run)
+//	failback-no-cooldown   no-failback-within-cooldown     1            441            none,none,off                    0
+//	drop-unknown           every-unknown-order-settled     2            329            none,none,off                    4 (I2 losses)
+//	split-gate             (unknown-settled-before-release) -           0              none,none,off                    0
+//
+// The chaos cell is seed 7 (blackholes: unknown outcomes), 500 orders, 10
+// faults; a chaos seed fixes the schedule, not the network, so a cell's
+// count varies between runs. The chaos checker judges what reached the
+// broker, and three mutants leave nothing there it looks at: an early gate
+// opens as the reconcile's lookups leave, on the same region, so orders
+// rarely beat them to the broker (I11); a switch made before the broker's
+// kill switch answered, and a failback without cooldown or success
+// threshold, book nothing wrongly in a short cell. Catching them there needs
+// checks the chaos checker does not have: orders granted between a hold and
+// its release from the client's own record, the switch against the broker's
+// record of its kill switch, failbacks against the schedule's injected
+// faults. split-gate, the old split hand-over with nothing between its two
+// steps, is not found by either: on one P without preemption nothing runs
+// between them (make sim-defect SIM_GAP=gosched finds it with a planted
+// yield; the simulation has no seeded yield points yet).
+//
 // # Planted defects
 //
 // internal/dst/plant writes a go build overlay that re-plants a named

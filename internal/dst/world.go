@@ -336,6 +336,7 @@ func (w *world) build() error {
 			}
 		}
 	}
+	pc.Fencer = w.recordFences(pc.Fencer)
 	pc.FenceTimeout = time.Second
 	pc.FenceBackoff = pathdialer.Backoff{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond}
 	pc.ReconcileTimeout = 2 * time.Second
@@ -448,12 +449,13 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	if name == "" {
 		name = a
 	}
+	acq := time.Now() // the ticket was granted here, before a pause's wait
 	w.co.wait(resumeDial, name)
 	if id != "" && strings.Contains(a, ".rest.") {
 		// The order's ticket was granted at this instant (the transport
 		// dials right after Acquire): the grant's record.
 		w.mu.Lock()
-		w.cx.grants = append(w.cx.grants, grantRec{id: id, endpoint: a[:strings.Index(a, ".")], at: time.Now()})
+		w.cx.grants = append(w.cx.grants, grantRec{id: id, endpoint: a[:strings.Index(a, ".")], at: time.Now(), acq: acq})
 		w.mu.Unlock()
 		if w.armedNow(a[:strings.Index(a, ".")], spanDialHang) {
 			// A dying region (MoveHaltSwitch): the dial gets no answer
@@ -464,6 +466,9 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	}
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {
+		if strings.Contains(a, ".rest.") {
+			c = w.trackConn(c, id, a[:strings.Index(a, ".")])
+		}
 		w.co.inWrite(id) // the order's ticket passed Valid; its bytes not yet written
 	}
 	return c, err
@@ -532,8 +537,14 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 // order-status query, through the endpoint's REST address, of a client order
 // ID that was never sent. It passes on the broker's 404 (the order path
 // authenticated, routed and answered) and fails on anything else.
-func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) error {
+func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) (err error) {
 	w.co.wait(resumeProbe, ep.Name+"/trade-path")
+	began := time.Now()
+	defer func() {
+		w.mu.Lock()
+		w.cx.checks = append(w.cx.checks, probeRec{endpoint: ep.Name, start: began, end: time.Now(), ok: err == nil})
+		w.mu.Unlock()
+	}()
 	ctx, cancel := ownDeadline(ctx, ep, 1)
 	defer cancel()
 	u, _ := ep.Address(pathdialer.ServiceREST)

@@ -292,6 +292,125 @@ var defects = map[string]Defect{
 		Func:      "Path.switchChecks",
 		Body:      `func (p *Path) switchChecks() bool { return false } // DEFECT (plant no-identity-at-switch)`,
 	},
+
+	// Section 6: the mutants of make mutants (each the smallest overlay of
+	// today's code that breaks one guarantee; found by the simulation and by
+	// a chaos cell).
+
+	// The fence marks the endpoint fenced (its dials are refused) and closes
+	// none of its connections: an order already on one still reaches the
+	// broker through the region being left.
+	"fence-closes-nothing": {
+		File:      "pathdialer/dial.go",
+		Doc:       "the local fence refuses new dials and closes none of the endpoint's connections",
+		Invariant: "fence-closes-order-connections",
+		Composed:  true,
+		Old: `	for _, c := range conns {
+		// Abort rather than close: bytes of an order still in this host's send
+		// buffer are discarded, not flushed to the broker after the fence.
+		if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
+			_ = tc.SetLinger(0)
+		}
+		_ = c.Close()
+	}
+	return len(conns)`,
+		Body: `	return len(conns) // DEFECT (plant fence-closes-nothing): no connection closed`,
+	},
+	// The gate opens when the switch's reconcile starts, not when it
+	// succeeded; the release event is still emitted when the reconcile
+	// returns.
+	"gate-before-reconcile": {
+		File:      "pathdialer/controller.go",
+		Doc:       "the gate opens as the switch's reconcile starts (the release event still comes after it returns)",
+		Invariant: "no-ticket-while-held",
+		Composed:  true,
+		Old: `	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconciler)
+}`,
+		Body: `	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconciler)
+	if a := p.active.Load(); a != nil { // DEFECT (plant gate-before-reconcile): open before the result
+		p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	}
+}`,
+	},
+	// The switch does not wait for the Fencer: it runs beside, its result
+	// ignored, and the controller takes the fence as confirmed at once.
+	"fence-not-waited": {
+		File:      "pathdialer/controller.go",
+		Doc:       "the switch proceeds without the Fencer's result (the Fencer runs, unwaited)",
+		Invariant: "switch-after-fence-confirmed",
+		Composed:  true,
+		Old: `	if p.cfg.Fencer == nil {
+		c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})
+		return
+	}
+	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback}
+	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error { return p.cfg.Fencer(ctx, f) })
+	c.fenceRun.fence = &f`,
+		Body: `	if p.cfg.Fencer != nil { // DEFECT (plant fence-not-waited): its result is not waited for
+		f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback}
+		fctx, fcancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
+		c.hooks.Add(1)
+		go func() {
+			defer c.hooks.Done()
+			defer fcancel()
+			_ = p.cfg.Fencer(fctx, f)
+		}()
+	}
+	c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})`,
+	},
+	// Acquire grants a ticket on a held gate, on the active endpoint (a held
+	// gate names none).
+	"acquire-while-held": {
+		File:      "pathdialer/gate.go",
+		Doc:       "Acquire grants a ticket while the gate is held",
+		Invariant: "no-ticket-while-held",
+		Composed:  true,
+		Old:       `if state == GateHeld && v.released[service] {`,
+		Body:      `if state == GateHeld { // DEFECT (plant acquire-while-held)`,
+		More: []Defect{{
+			Old: `t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until`,
+			Body: `t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
+				if a := p.active.Load(); t.Endpoint == "" && a != nil { // DEFECT (plant acquire-while-held): a held gate names no endpoint: the active one
+					t.Endpoint = a.rt.ep.Name
+				}`,
+		}},
+	},
+	// The engine fails back with no cooldown and on the first success.
+	"failback-no-cooldown": {
+		File:      "engine/evaluate.go",
+		Doc:       "failback without Cooldown or FailbackSuccessThreshold",
+		Invariant: "no-failback-within-cooldown",
+		Composed:  true,
+		Old: `	if m.switched {
+		cool := m.failbackCooldownLocked(prim, now)`,
+		Body: `	if m.switched && false { // DEFECT (plant failback-no-cooldown)
+		cool := m.failbackCooldownLocked(prim, now)`,
+		More: []Defect{{
+			Old:  `prim.consecSucc < m.cfg.FailbackSuccessThreshold {`,
+			Body: `prim.consecSucc < 1 { // DEFECT (plant failback-no-cooldown)`,
+		}},
+	},
+	// One unknown outcome in seven (by its client order ID) is dropped: the
+	// ticket leaves "in flight" and never reaches the unknown ones.
+	"drop-unknown": {
+		File:      "pathdialer/gate.go",
+		Doc:       "Ticket.Unknown drops one unknown outcome in seven (by order ID): no reconcile ever sees it",
+		Invariant: "every-unknown-order-settled",
+		Composed:  true,
+		Old: `		t.unknownAt = time.Now()
+		s.unlink(t)
+		t.p.addUnknown(t)`,
+		Body: `		t.unknownAt = time.Now()
+		s.unlink(t)
+		if h := func() (h uint32) { // DEFECT (plant drop-unknown): one in seven dropped
+			for _, c := range t.OrderID {
+				h = h*31 + uint32(c)
+			}
+			return h
+		}(); h%7 != 0 {
+			t.p.addUnknown(t)
+		}`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
