@@ -303,6 +303,9 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		b.statusReqs[clOrdID]++
 		status, ok := b.book[clOrdID]
 		b.mu.Unlock()
+		if sym, _ := m.Body.GetString(55); strings.Contains(sym, "SILENT") {
+			return nil // …SILENT…: status requests are never answered
+		}
 		if !ok {
 			b.execReport(sid, clOrdID, "8", "5", true)
 		} else {

@@ -21,8 +21,9 @@ type ReconcileOptions struct {
 	// AnswerTimeout bounds the wait for the status answers after the requests
 	// are sent (the Path's ReconcileTimeout bounds the whole call). Default 2 s.
 	AnswerTimeout time.Duration
-	// RetryInterval: unanswered status requests are sent again this often
-	// (they are reads). Default 250 ms.
+	// RetryInterval: unanswered status requests are sent again after this
+	// long (they are reads), then after twice as long each time, up to 8×
+	// RetryInterval or AnswerTimeout/2, whichever is shorter. Default 250 ms.
 	RetryInterval time.Duration
 	// AcceptUndetermined releases flow even when some orders' fate could not be
 	// learned (they are reported as FateUndetermined). Default false: the
@@ -371,9 +372,13 @@ func isUnsupported(msg *quickfix.Message) bool {
 	return false
 }
 
+// maxRetryBackoff bounds the growth of the wait between repeated status
+// requests, in RetryIntervals.
+const maxRetryBackoff = 8
+
 // awaitAnswers sends an OrderStatusRequest for every order in ask and collects
 // the answers into got until all are in or AnswerTimeout passes. Unanswered
-// requests are repeated every RetryInterval: a status request is a read, and a
+// requests are repeated with a backoff from RetryInterval: a status request is a read, and a
 // counterparty still repairing a sequence gap may hold requests it received
 // out of order until the next message arrives. A session whose counterparty
 // answers "unsupported message type" is not asked again (now or in later
@@ -416,7 +421,13 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 	}
 	deadline := time.NewTimer(opts.AnswerTimeout)
 	defer deadline.Stop()
-	retry := time.NewTicker(opts.RetryInterval)
+	// Unanswered requests are repeated after RetryInterval, then after twice
+	// as long each time up to maxRetryBackoff× RetryInterval (at most half of
+	// AnswerTimeout): a slow counterparty asked about many orders is not sent
+	// every request again each RetryInterval.
+	wait := opts.RetryInterval
+	maxWait := min(maxRetryBackoff*opts.RetryInterval, opts.AnswerTimeout/2)
+	retry := time.NewTimer(wait)
 	defer retry.Stop()
 	for pending > 0 {
 		select {
@@ -456,6 +467,10 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 			if err := send(); err != nil {
 				return err
 			}
+			if wait = min(2*wait, maxWait); wait < opts.RetryInterval {
+				wait = opts.RetryInterval
+			}
+			retry.Reset(wait)
 		case <-deadline.C:
 			return nil
 		case <-ctx.Done():
