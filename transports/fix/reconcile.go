@@ -79,6 +79,14 @@ type Reconciler struct {
 	opts ReconcileOptions
 	mu   sync.Mutex
 	in   *Initiator
+	// kept: the booked or rejected answers a failed attempt got, by the
+	// endpoint asked and whether it was a re-query, for the next attempt.
+	kept map[keptKey]map[string]*quickfix.Message
+}
+
+type keptKey struct {
+	to      string
+	requery bool
 }
 
 // NewReconciler validates opts and returns an unbound Reconciler.
@@ -128,6 +136,11 @@ func (r *Reconciler) unbind(in *Initiator) {
 // verdict is then final), and waits at most AnswerTimeout for the session to
 // be logged on to rec.To: it runs while flow is open, and the Path retries a
 // failed one later.
+//
+// Retries: an attempt that fails keeps the answers that found an order
+// booked or rejected; the next attempt through the same endpoint (and of the
+// same kind, settle or re-query) settles those orders from them without
+// asking again. "Unknown order" answers are not kept: they are asked again.
 func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var tickets []pathdialer.TicketInfo
 	for _, t := range rec.Tickets {
@@ -138,18 +151,64 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	if len(tickets) == 0 {
 		return nil, nil
 	}
+	key := keptKey{to: rec.To, requery: rec.Reason == pathdialer.ReasonRequery}
 	r.mu.Lock()
-	in := r.in
+	in, kept := r.in, r.kept[key]
 	r.mu.Unlock()
 	if in == nil {
 		return nil, fmt.Errorf("%w: no Initiator bound to the reconciler (Options.Reconciler)", ErrReconcileIncomplete)
 	}
-	return in.reconcile(ctx, rec, tickets, r.opts)
+	got := make(map[string]*quickfix.Message, len(tickets))
+	settled, err := in.reconcile(ctx, rec, tickets, r.opts, kept, got)
+	// A failed attempt keeps the answers that booked or rejected an order
+	// (facts that do not change) for the next attempt on the same endpoint,
+	// so that a retry asks only about the rest: an attempt that ends at its
+	// deadline before every answer is in does not start over. An "unknown
+	// order" answer is asked again: a copy may land meanwhile.
+	r.mu.Lock()
+	if err == nil {
+		r.kept = nil
+	} else {
+		keep := make(map[string]*quickfix.Message)
+		for id, msg := range got {
+			if keepable(msg, r.opts) {
+				keep[id] = msg
+			}
+		}
+		if r.kept == nil {
+			r.kept = make(map[keptKey]map[string]*quickfix.Message)
+		}
+		if len(keep) > 0 {
+			r.kept[key] = keep
+		} else {
+			delete(r.kept, key)
+		}
+	}
+	r.mu.Unlock()
+	return settled, err
 }
 
-func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliation, tickets []pathdialer.TicketInfo, opts ReconcileOptions) ([]pathdialer.Settlement, error) {
+// keepable reports whether an answer may settle its order in a later
+// attempt: it books or rejects the order.
+func keepable(msg *quickfix.Message, opts ReconcileOptions) bool {
+	if msg == nil || isUnsupported(msg) {
+		return false
+	}
+	fate, ok := pathdialer.FateUndetermined, false
+	if opts.Classify != nil {
+		fate, _, ok = opts.Classify(msg)
+	}
+	if !ok {
+		fate, _ = FateOf(msg)
+	}
+	return fate != pathdialer.FateUndetermined && fate != pathdialer.FateNotReceived
+}
+
+// reconcile settles tickets into got (kept: answers a failed attempt on the
+// same endpoint got, used instead of asking again).
+func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliation, tickets []pathdialer.TicketInfo, opts ReconcileOptions,
+	kept, got map[string]*quickfix.Message) ([]pathdialer.Settlement, error) {
 	to := rec.To
-	got := make(map[string]*quickfix.Message, len(tickets))
 	ask := make(map[string]*order, len(tickets)) // unanswered, with what to ask
 	ans := make(chan answer, 4*len(tickets)+16)
 	requery := rec.Reason == pathdialer.ReasonRequery
@@ -157,11 +216,19 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	for _, t := range tickets {
 		if o := in.orders[t.OrderID]; o != nil {
 			ask[t.OrderID] = in.askOn(o, to)
+			if m := kept[t.OrderID]; m != nil {
+				got[t.OrderID] = m // answered to a failed attempt: not asked again
+				continue
+			}
 			in.waiters[t.OrderID] = ans
 		} else if m := in.recent.m[t.OrderID]; m != nil {
 			got[t.OrderID] = m // answered after it was handed over (or landed late)
 		} else if o := in.provisional.get(t.OrderID); o != nil {
 			ask[t.OrderID] = in.askOn(o, to) // settled NOT_RECEIVED before: asked again
+			if m := kept[t.OrderID]; m != nil {
+				got[t.OrderID] = m
+				continue
+			}
 			in.waiters[t.OrderID] = ans
 		}
 	}
@@ -384,7 +451,12 @@ const maxRetryBackoff = 8
 // answers "unsupported message type" is not asked again (now or in later
 // reconciles on that endpoint): its orders go to unsupported.
 func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported map[string]string, ans chan answer, opts ReconcileOptions) error {
-	pending := len(ask)
+	pending := 0
+	for id := range ask {
+		if got[id] == nil {
+			pending++
+		}
+	}
 	markUnsupported := func(sid quickfix.SessionID) {
 		in.mu.Lock()
 		why := in.unsupported[unsupportedKey{sid, to}]

@@ -178,3 +178,47 @@ func TestReconcileRetriesBackOff(t *testing.T) {
 		t.Fatalf("the broker got %d status requests for one order in %v (RetryInterval %v), want at most 13 (backoff)", n, answer, retry)
 	}
 }
+
+// A reconcile that fails (here: one order's status is never answered) keeps
+// the answers it did get for the next attempt on the same endpoint: the
+// retry does not ask again about an order already settled, and settles it
+// even when the broker no longer answers.
+func TestFailedReconcileKeepsItsAnswersForTheNextAttempt(t *testing.T) {
+	h := newHarness(t, harnessOpts{
+		cfg:     func(c *pathdialer.Config) { c.Quarantine = time.Hour },
+		recOpts: fix.ReconcileOptions{AnswerTimeout: 300 * time.Millisecond},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	booked, silent := uniq("booked-"), uniq("silent-")
+	if err := h.in.SendOrder(ctx, order(booked, "MUTE"), h.sid); err != nil { // booked, never answered
+		t.Fatal(err)
+	}
+	if err := h.in.SendOrder(ctx, order(silent, "STUCK-SILENT"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "both orders at the broker", func() bool {
+		return len(h.b.received(booked)) == 1 && len(h.b.received(silent)) == 1
+	})
+	reconcile := func() map[string]pathdialer.Settlement {
+		s, err := h.rec.Reconcile(ctx, pathdialer.Reconciliation{From: "eu", To: "eu", Service: pathdialer.ServiceFIX, Tickets: []pathdialer.TicketInfo{
+			{OrderID: booked, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded},
+			{OrderID: silent, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded},
+		}})
+		if !errors.Is(err, fix.ErrReconcileIncomplete) {
+			t.Fatalf("reconcile with an order whose status is never answered: %v, want ErrReconcileIncomplete", err)
+		}
+		return settlementsByID(s)
+	}
+	if s := reconcile()[booked]; s.Fate != pathdialer.FateFilled {
+		t.Fatalf("first attempt: %+v, want %s FILLED", s, booked)
+	}
+	asked := h.b.statusRequests(booked)
+	h.b.statusSilent.Store(true)
+	if s := reconcile()[booked]; s.Fate != pathdialer.FateFilled {
+		t.Fatalf("second attempt, the broker silent: %+v, want %s FILLED (answered to the first attempt)", s, booked)
+	}
+	if n := h.b.statusRequests(booked); n != asked {
+		t.Errorf("the second attempt asked again about %s (%d status requests, %d before)", booked, n, asked)
+	}
+}
