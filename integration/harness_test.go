@@ -266,7 +266,11 @@ func (e *env) finish(sc *orderflow.Scenario, faultAt time.Time, wantHalt bool) o
 	t := e.t
 	t.Helper()
 	e.stopTrading()
-	drain := e.bud.scaled(10 * time.Second)
+	// Orders still pending may wait for a re-query after their quarantine
+	// (one reconcile, retried once) and then for their re-send's answer:
+	// on a starved host the re-query alone can take seconds (its lookups go
+	// one by one).
+	drain := e.bud.scaled(10*time.Second) + 2*e.bud.timing.ReconcileTimeout
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	pending := e.c.Drain(ctx)
 	cancel()

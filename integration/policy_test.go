@@ -72,8 +72,9 @@ func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 		return r.Region == e.primary && r.Time.After(healAt) && r.Time.Before(healAt.Add(2*time.Second)) && r.Service != string(simbroker.Probe)
 	})
 	rep, unrep := sum.LateReported()
-	t.Logf("policy %s: %d orders; %d copies reached eu within 2 s of the heal; late landings %d reported / %d unreported; duplicates %d (%d after an allowed re-send); two live paths %d",
-		p, len(e.c.Orders()), len(late), rep, unrep, sum.Duplicates, sum.DuplicatesAllowed, sum.TwoLivePaths)
+	fixLookups := e.b.Audit().Lookups().Filter(func(r simbroker.Record) bool { return r.Service == string(simbroker.FIX) })
+	t.Logf("policy %s: %d orders; %d copies reached eu within 2 s of the heal; late landings %d reported / %d unreported; duplicates %d (%d after an allowed re-send); two live paths %d; FIX status requests answered by the broker %d",
+		p, len(e.c.Orders()), len(late), rep, unrep, sum.Duplicates, sum.DuplicatesAllowed, sum.TwoLivePaths, len(fixLookups))
 	return sum
 }
 

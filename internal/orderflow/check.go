@@ -926,6 +926,17 @@ func (ck *checker) scenario() {
 	}
 }
 
+// reasonSettle is the Reason of the Path's settle of unknown outcomes
+// (pathdialer.Config.SettleUnknown): submissions are not held for it.
+const reasonSettle = "settle unknown outcomes"
+
+// holdsFlow reports whether a reconcile with this reason holds submissions
+// until it is done: not a re-query of provisional verdicts, nor a settle of
+// unknown outcomes (both run while flow is open).
+func holdsFlow(reason string) bool {
+	return reason != pathdialer.ReasonRequery && reason != reasonSettle
+}
+
 // reconcileFirst judges guarantee 2 from the broker's audit: after a
 // reconcile began (the Path's event names its orders), no order of a
 // service reached the broker through the new endpoint's region before the
@@ -936,7 +947,7 @@ func (ck *checker) scenario() {
 func (ck *checker) reconcileFirst() {
 	events := ck.h.Events
 	for i, e := range events {
-		if e.Kind != pathdialer.EventReconcileStart || e.Cause == pathdialer.ReasonRequery || len(e.Tickets) == 0 {
+		if e.Kind != pathdialer.EventReconcileStart || !holdsFlow(e.Cause) || len(e.Tickets) == 0 {
 			continue
 		}
 		to := e.To
@@ -951,7 +962,7 @@ func (ck *checker) reconcileFirst() {
 		var until time.Time
 		for _, f := range events[i+1:] {
 			if f.Kind == pathdialer.EventSwitch || f.Kind == pathdialer.EventHold || f.Kind == pathdialer.EventHalt ||
-				(f.Kind == pathdialer.EventReconcileStart && f.Cause != pathdialer.ReasonRequery) {
+				(f.Kind == pathdialer.EventReconcileStart && holdsFlow(f.Cause)) {
 				until = f.Time
 				break
 			}

@@ -430,3 +430,28 @@ func TestCheckHistoryUnreadableSubmissionsAreNotARepeat(t *testing.T) {
 		t.Fatalf("two unreadable submissions were taken for a repeated order (%d repeats): %v", sum.Repeats, sum.Violations)
 	}
 }
+
+// The Path's settle of unknown outcomes (From = To, Reason "settle unknown
+// outcomes") does not hold submissions (pathdialer.Config.SettleUnknown): an
+// order reaching the broker while it runs is not "released before reconcile".
+func TestCheckHistorySettleOfUnknownOutcomesDoesNotHoldFlow(t *testing.T) {
+	h := cleanHistory()
+	h.Events = append(h.Events,
+		pathdialer.Event{Kind: pathdialer.EventReconcileStart, Time: at(1300), From: "us", To: "us", Cause: "settle unknown outcomes",
+			Tickets: []pathdialer.TicketInfo{{OrderID: "R6", Service: "rest", Endpoint: "us"}}},
+		pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Time: at(1360), From: "us", To: "us", Cause: "settle unknown outcomes"})
+	// R6: booked on us, its answer cut (unknown outcome), settled FILLED.
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R6", Transport: "rest", PlacedAt: at(1280), AttemptAt: at(1280), Sent: true, Unknown: true,
+		Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1360), Attempts: []orderflow.Attempt{{At: at(1280), Sent: true, Endpoint: "us"}},
+		Verdicts: []orderflow.Verdict{{At: at(1360), Fate: pathdialer.FateFilled, Final: true, Region: "us", Source: "reconcile"}}})
+	bookIn(&h, 1285, "us", "rest", "us/rest/1", "R6", simbroker.OutcomeCut)
+	// R7: placed while the settle runs, booked before its lookup.
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R7", Transport: "rest", PlacedAt: at(1305), AttemptAt: at(1305), Sent: true,
+		Acked: true, AckedAt: at(1315), AckEndpoint: "us", BookedRegion: "us", Attempts: []orderflow.Attempt{{At: at(1305), Sent: true, Endpoint: "us"}}})
+	bookIn(&h, 1310, "us", "rest", "us/rest/1", "R7", simbroker.OutcomeNew)
+	h.Audit = append(h.Audit, simbroker.Record{Time: at(1350), Kind: simbroker.KindLookup, Region: "us", Service: "rest", ClientOrderID: "R6", Outcome: simbroker.OutcomeOK})
+	renumber(&h)
+	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); !sum.OK() {
+		t.Fatalf("an order placed during a settle of unknown outcomes failed the check: %v", sum.Violations)
+	}
+}

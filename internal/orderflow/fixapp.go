@@ -198,15 +198,27 @@ func (c *Client) fixAnswer(id, execType, ordStatus string) {
 	booked := ep
 	c.mu.Lock()
 	if r := c.orders[id]; r != nil {
-		for i := len(r.Attempts) - 1; i >= 0; i-- {
-			if r.Attempts[i].Sent && r.Attempts[i].Endpoint != "" {
-				booked = r.Attempts[i].Endpoint
-				break
-			}
-		}
+		booked = bookedEndpoint(r, ep)
 	}
 	c.mu.Unlock()
 	c.ack(id, FIX, ep, c.regionOfEndpoint(booked), ordStatus == "8")
+}
+
+// bookedEndpoint is the endpoint that booked r, answered over a session
+// logged on through via: the endpoint of its latest attempt marked sent, or
+// via when none is. A re-send on its way is answered through via: its
+// ExecutionReport can arrive before placeFIX marks the attempt sent, and the
+// earlier attempts were found NOT_RECEIVED (booked nowhere).
+func bookedEndpoint(r *OrderRecord, via string) string {
+	if n := len(r.Attempts); r.resending && n > 0 && r.Attempts[n-1].Resend && !r.Attempts[n-1].Sent {
+		return via
+	}
+	for i := len(r.Attempts) - 1; i >= 0; i-- {
+		if r.Attempts[i].Sent && r.Attempts[i].Endpoint != "" {
+			return r.Attempts[i].Endpoint
+		}
+	}
+	return via
 }
 
 func (c *Client) placeFIX(ctx context.Context, o OrderSpec) error {

@@ -91,6 +91,8 @@ type broker struct {
 	changed    chan struct{}
 	onOrder    func(b *broker, sym string) // called under no lock before answering
 	resendReq  atomic.Int64
+	// statusSilent: status requests are counted, never answered.
+	statusSilent atomic.Bool
 	// rejectLogon, when it holds a non-empty string, refuses every logon
 	// with a Logout carrying that text.
 	rejectLogon atomic.Value
@@ -303,6 +305,9 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		b.statusReqs[clOrdID]++
 		status, ok := b.book[clOrdID]
 		b.mu.Unlock()
+		if sym, _ := m.Body.GetString(55); strings.Contains(sym, "SILENT") || b.statusSilent.Load() {
+			return nil // …SILENT…: status requests are never answered
+		}
 		if !ok {
 			b.execReport(sid, clOrdID, "8", "5", true)
 		} else {

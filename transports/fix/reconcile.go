@@ -21,8 +21,9 @@ type ReconcileOptions struct {
 	// AnswerTimeout bounds the wait for the status answers after the requests
 	// are sent (the Path's ReconcileTimeout bounds the whole call). Default 2 s.
 	AnswerTimeout time.Duration
-	// RetryInterval: unanswered status requests are sent again this often
-	// (they are reads). Default 250 ms.
+	// RetryInterval: unanswered status requests are sent again after this
+	// long (they are reads), then after twice as long each time, up to 8×
+	// RetryInterval or AnswerTimeout/2, whichever is shorter. Default 250 ms.
 	RetryInterval time.Duration
 	// AcceptUndetermined releases flow even when some orders' fate could not be
 	// learned (they are reported as FateUndetermined). Default false: the
@@ -78,6 +79,14 @@ type Reconciler struct {
 	opts ReconcileOptions
 	mu   sync.Mutex
 	in   *Initiator
+	// kept: the booked or rejected answers a failed attempt got, by the
+	// endpoint asked and whether it was a re-query, for the next attempt.
+	kept map[keptKey]map[string]*quickfix.Message
+}
+
+type keptKey struct {
+	to      string
+	requery bool
 }
 
 // NewReconciler validates opts and returns an unbound Reconciler.
@@ -127,6 +136,11 @@ func (r *Reconciler) unbind(in *Initiator) {
 // verdict is then final), and waits at most AnswerTimeout for the session to
 // be logged on to rec.To: it runs while flow is open, and the Path retries a
 // failed one later.
+//
+// Retries: an attempt that fails keeps the answers that found an order
+// booked or rejected; the next attempt through the same endpoint (and of the
+// same kind, settle or re-query) settles those orders from them without
+// asking again. "Unknown order" answers are not kept: they are asked again.
 func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	var tickets []pathdialer.TicketInfo
 	for _, t := range rec.Tickets {
@@ -137,18 +151,64 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	if len(tickets) == 0 {
 		return nil, nil
 	}
+	key := keptKey{to: rec.To, requery: rec.Reason == pathdialer.ReasonRequery}
 	r.mu.Lock()
-	in := r.in
+	in, kept := r.in, r.kept[key]
 	r.mu.Unlock()
 	if in == nil {
 		return nil, fmt.Errorf("%w: no Initiator bound to the reconciler (Options.Reconciler)", ErrReconcileIncomplete)
 	}
-	return in.reconcile(ctx, rec, tickets, r.opts)
+	got := make(map[string]*quickfix.Message, len(tickets))
+	settled, err := in.reconcile(ctx, rec, tickets, r.opts, kept, got)
+	// A failed attempt keeps the answers that booked or rejected an order
+	// (facts that do not change) for the next attempt on the same endpoint,
+	// so that a retry asks only about the rest: an attempt that ends at its
+	// deadline before every answer is in does not start over. An "unknown
+	// order" answer is asked again: a copy may land meanwhile.
+	r.mu.Lock()
+	if err == nil {
+		r.kept = nil
+	} else {
+		keep := make(map[string]*quickfix.Message)
+		for id, msg := range got {
+			if keepable(msg, r.opts) {
+				keep[id] = msg
+			}
+		}
+		if r.kept == nil {
+			r.kept = make(map[keptKey]map[string]*quickfix.Message)
+		}
+		if len(keep) > 0 {
+			r.kept[key] = keep
+		} else {
+			delete(r.kept, key)
+		}
+	}
+	r.mu.Unlock()
+	return settled, err
 }
 
-func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliation, tickets []pathdialer.TicketInfo, opts ReconcileOptions) ([]pathdialer.Settlement, error) {
+// keepable reports whether an answer may settle its order in a later
+// attempt: it books or rejects the order.
+func keepable(msg *quickfix.Message, opts ReconcileOptions) bool {
+	if msg == nil || isUnsupported(msg) {
+		return false
+	}
+	fate, ok := pathdialer.FateUndetermined, false
+	if opts.Classify != nil {
+		fate, _, ok = opts.Classify(msg)
+	}
+	if !ok {
+		fate, _ = FateOf(msg)
+	}
+	return fate != pathdialer.FateUndetermined && fate != pathdialer.FateNotReceived
+}
+
+// reconcile settles tickets into got (kept: answers a failed attempt on the
+// same endpoint got, used instead of asking again).
+func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliation, tickets []pathdialer.TicketInfo, opts ReconcileOptions,
+	kept, got map[string]*quickfix.Message) ([]pathdialer.Settlement, error) {
 	to := rec.To
-	got := make(map[string]*quickfix.Message, len(tickets))
 	ask := make(map[string]*order, len(tickets)) // unanswered, with what to ask
 	ans := make(chan answer, 4*len(tickets)+16)
 	requery := rec.Reason == pathdialer.ReasonRequery
@@ -156,11 +216,19 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	for _, t := range tickets {
 		if o := in.orders[t.OrderID]; o != nil {
 			ask[t.OrderID] = in.askOn(o, to)
+			if m := kept[t.OrderID]; m != nil {
+				got[t.OrderID] = m // answered to a failed attempt: not asked again
+				continue
+			}
 			in.waiters[t.OrderID] = ans
 		} else if m := in.recent.m[t.OrderID]; m != nil {
 			got[t.OrderID] = m // answered after it was handed over (or landed late)
 		} else if o := in.provisional.get(t.OrderID); o != nil {
 			ask[t.OrderID] = in.askOn(o, to) // settled NOT_RECEIVED before: asked again
+			if m := kept[t.OrderID]; m != nil {
+				got[t.OrderID] = m
+				continue
+			}
 			in.waiters[t.OrderID] = ans
 		}
 	}
@@ -371,15 +439,24 @@ func isUnsupported(msg *quickfix.Message) bool {
 	return false
 }
 
+// maxRetryBackoff bounds the growth of the wait between repeated status
+// requests, in RetryIntervals.
+const maxRetryBackoff = 8
+
 // awaitAnswers sends an OrderStatusRequest for every order in ask and collects
 // the answers into got until all are in or AnswerTimeout passes. Unanswered
-// requests are repeated every RetryInterval: a status request is a read, and a
+// requests are repeated with a backoff from RetryInterval: a status request is a read, and a
 // counterparty still repairing a sequence gap may hold requests it received
 // out of order until the next message arrives. A session whose counterparty
 // answers "unsupported message type" is not asked again (now or in later
 // reconciles on that endpoint): its orders go to unsupported.
 func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported map[string]string, ans chan answer, opts ReconcileOptions) error {
-	pending := len(ask)
+	pending := 0
+	for id := range ask {
+		if got[id] == nil {
+			pending++
+		}
+	}
 	markUnsupported := func(sid quickfix.SessionID) {
 		in.mu.Lock()
 		why := in.unsupported[unsupportedKey{sid, to}]
@@ -416,7 +493,13 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 	}
 	deadline := time.NewTimer(opts.AnswerTimeout)
 	defer deadline.Stop()
-	retry := time.NewTicker(opts.RetryInterval)
+	// Unanswered requests are repeated after RetryInterval, then after twice
+	// as long each time up to maxRetryBackoff× RetryInterval (at most half of
+	// AnswerTimeout): a slow counterparty asked about many orders is not sent
+	// every request again each RetryInterval.
+	wait := opts.RetryInterval
+	maxWait := min(maxRetryBackoff*opts.RetryInterval, opts.AnswerTimeout/2)
+	retry := time.NewTimer(wait)
 	defer retry.Stop()
 	for pending > 0 {
 		select {
@@ -456,6 +539,10 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 			if err := send(); err != nil {
 				return err
 			}
+			if wait = min(2*wait, maxWait); wait < opts.RetryInterval {
+				wait = opts.RetryInterval
+			}
+			retry.Reset(wait)
 		case <-deadline.C:
 			return nil
 		case <-ctx.Done():

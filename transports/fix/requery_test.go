@@ -148,3 +148,85 @@ func testVenue() venue.Profile {
 	p.DedupWindow = venue.Documented(venue.Forever, doc, "the test acceptor refuses a repeated ClOrdID")
 	return p
 }
+
+// Unanswered status requests are sent again with a backoff that doubles from
+// RetryInterval up to 8× RetryInterval (at most AnswerTimeout/2): a slow
+// broker asked about many orders is not flooded with a copy of every request
+// each RetryInterval.
+func TestReconcileRetriesBackOff(t *testing.T) {
+	const retry, answer = 20 * time.Millisecond, 1500 * time.Millisecond
+	h := newHarness(t, harnessOpts{
+		cfg:     func(c *pathdialer.Config) { c.Quarantine = time.Hour },
+		recOpts: fix.ReconcileOptions{AnswerTimeout: answer, RetryInterval: retry},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id := uniq("silent-")
+	if err := h.in.SendOrder(ctx, order(id, "STUCK-SILENT"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the order at the broker's gateway", func() bool { return len(h.b.received(id)) == 1 })
+	s, err := h.rec.Reconcile(ctx, pathdialer.Reconciliation{From: "eu", To: "eu", Reason: pathdialer.ReasonRequery, Service: pathdialer.ServiceFIX,
+		Tickets: []pathdialer.TicketInfo{{OrderID: id, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded}}})
+	if !errors.Is(err, fix.ErrReconcileIncomplete) || len(s) != 1 || s[0].Fate != pathdialer.FateUndetermined {
+		t.Fatalf("reconcile of an order whose status is never answered = %+v, %v, want undetermined and ErrReconcileIncomplete", s, err)
+	}
+	// Sends at 0, 20, 60, 140, then every 160 ms until 1500 ms: 13 at most
+	// (a starved host sends fewer); every 20 ms would be 76.
+	eventually(t, 5*time.Second, "the status requests at the broker", func() bool { return h.b.statusRequests(id) >= 2 })
+	if n := h.b.statusRequests(id); n > 13 {
+		t.Fatalf("the broker got %d status requests for one order in %v (RetryInterval %v), want at most 13 (backoff)", n, answer, retry)
+	}
+}
+
+// A reconcile that fails (here: one order's status is never answered) keeps
+// the answers it did get for the next attempt on the same endpoint: the
+// retry does not ask again about an order already settled, and settles it
+// even when the broker no longer answers.
+func TestFailedReconcileKeepsItsAnswersForTheNextAttempt(t *testing.T) {
+	h := newHarness(t, harnessOpts{
+		cfg:     func(c *pathdialer.Config) { c.Quarantine = time.Hour },
+		recOpts: fix.ReconcileOptions{AnswerTimeout: 300 * time.Millisecond},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	booked, silent := uniq("booked-"), uniq("silent-")
+	if err := h.in.SendOrder(ctx, order(booked, "MUTE"), h.sid); err != nil { // booked, never answered
+		t.Fatal(err)
+	}
+	if err := h.in.SendOrder(ctx, order(silent, "STUCK-SILENT"), h.sid); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "both orders at the broker", func() bool {
+		return len(h.b.received(booked)) == 1 && len(h.b.received(silent)) == 1
+	})
+	reconcile := func() map[string]pathdialer.Settlement {
+		s, err := h.rec.Reconcile(ctx, pathdialer.Reconciliation{From: "eu", To: "eu", Service: pathdialer.ServiceFIX, Tickets: []pathdialer.TicketInfo{
+			{OrderID: booked, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded},
+			{OrderID: silent, Service: pathdialer.ServiceFIX, Endpoint: "eu", State: pathdialer.TicketHanded},
+		}})
+		if !errors.Is(err, fix.ErrReconcileIncomplete) {
+			t.Fatalf("reconcile with an order whose status is never answered: %v, want ErrReconcileIncomplete", err)
+		}
+		return settlementsByID(s)
+	}
+	// A starved host may answer later than AnswerTimeout: attempts until one
+	// got the booked order's answer.
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		s := reconcile()[booked]
+		if s.Fate == pathdialer.FateFilled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempts for 15 s: %+v, want %s FILLED", s, booked)
+		}
+	}
+	asked := h.b.statusRequests(booked)
+	h.b.statusSilent.Store(true)
+	if s := reconcile()[booked]; s.Fate != pathdialer.FateFilled {
+		t.Fatalf("second attempt, the broker silent: %+v, want %s FILLED (answered to the first attempt)", s, booked)
+	}
+	if n := h.b.statusRequests(booked); n != asked {
+		t.Errorf("the second attempt asked again about %s (%d status requests, %d before)", booked, n, asked)
+	}
+}
