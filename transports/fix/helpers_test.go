@@ -34,7 +34,7 @@ import (
 	"github.com/brokerpath/brokerpath/venue"
 )
 
-// TestMain checks for leaked goroutines. Two are ignored, by name: quickfix
+// TestMain checks for leaked goroutines. Four are ignored, by name: quickfix
 // v0.9.10 arms time.AfterFunc callbacks for the logon timeout
 // ((*stateMachine).Connect.func1) and the logout timeout
 // ((*session).initiateLogoutInReplyTo.func1) that send on the session's
