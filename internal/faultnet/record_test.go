@@ -63,7 +63,7 @@ func TestRelayHistoryRecordsBytesAndWhoClosed(t *testing.T) {
 			if h[0].ClosedBy != faultnet.ClosedByClient || h[1].ClosedBy != faultnet.ClosedByFault {
 				t.Fatalf("closed by %q and %q, want client and fault", h[0].ClosedBy, h[1].ClosedBy)
 			}
-			if len(h[0].Sent) == 0 || h[0].Sent[0].Left.Before(before) || h[0].Sent[0].Arrived.Before(h[0].Sent[0].Left) {
+			if len(h[0].Sent) == 0 || h[0].Sent[0].Left.Before(before) || h[0].Sent[0].Arrived.Before(h[0].Sent[0].Left) || h[0].Sent[0].After.IsZero() || h[0].Sent[0].After.After(h[0].Sent[0].Left) {
 				t.Fatalf("chunks %+v", h[0].Sent)
 			}
 			n, _ := h[0].Delivered(time.Now())
