@@ -172,7 +172,8 @@
 // detection, the switch and the reconcile. Where the broker does not fence
 // (one session across regions, the old connection silently held), it refuses
 // the session on the new region until it times the old connection out
-// (quickfix acceptors: about 2.4 × HeartBtInt; Binance: 2 × HeartBtInt); the
+// (quickfix acceptors: about 2.4 × HeartBtInt; Binance: 2 × HeartBtInt, per
+// https://developers.binance.com/docs/binance-spot-api-docs/fix-api); the
 // logon backoff is cut at 2 × HeartBtInt after the last message heard and is
 // at most ReconnectInterval from then on, so FIX trades within about one
 // ReconnectInterval of that release.

@@ -117,7 +117,8 @@ type Options struct {
 	// is not stormed. Default {Initial: 200 ms, Max: 5 s}. No wait runs past
 	// 2 × HeartBtInt after the last message heard on the session (when a
 	// broker that keeps one session per identity releases a session dropped
-	// without a Logout: Binance after 2 × HeartBtInt, quickfix acceptors
+	// without a Logout: Binance after 2 × HeartBtInt (
+	// https://developers.binance.com/docs/binance-spot-api-docs/fix-api), quickfix acceptors
 	// after about 2.4 ×), and from then on no wait is longer than
 	// ReconnectInterval: the session resumes within about one
 	// ReconnectInterval of the release.
@@ -165,7 +166,10 @@ type Options struct {
 // SenderCompID: Binance refuses a SenderCompID already live and locks it for
 // 2 × HeartBtInt after a drop without Logout) and deribit allows it;
 // coinbase-exchange-fix (one FIX session per API key) and
-// ibkr-client-portal (one brokerage session) forbid it.
+// ibkr-client-portal (one brokerage session) forbid it. Sources: Binance,
+// https://developers.binance.com/docs/binance-spot-api-docs/fix-api; Coinbase Exchange,
+// https://docs.cdp.coinbase.com/exchange/fix-api/order-entry-messages/order-entry-messages5; every profile field
+// carries its own (go doc ./venue).
 //
 // A session whose endpoint the path has fenced (switched away from) cannot
 // connect until that endpoint is active again: after a failover the old
