@@ -255,7 +255,7 @@ var defects = map[string]Defect{
 
 	// Section 3: a stream's failures reported as the orders' evidence.
 	"stream-reports": {
-		File:      "transports/ws/stream.go",
+		File:      "transports/ws/connect.go",
 		Doc:       "the stream reports its failed dials and lost connections to the Path (Path.Report)",
 		Invariant: "stream-evidence-alone-moves-no-order",
 		Composed:  true,
@@ -274,12 +274,12 @@ var defects = map[string]Defect{
 	}
 	s.event(StreamEvent{Kind: StreamEventDialFailed, Endpoint: name, Err: err})`,
 		}, {
-			Old: `		s.lost(l, err)`,
-			Body: `		closedByUs := l.closing.Load()
-		s.lost(l, err)
-		if !serverFault && !closedByUs { // DEFECT (plant stream-reports): the lost connection is the orders' evidence
-			s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
-		}`,
+			Old: `	s.lost(l, err)`,
+			Body: `	closedByUs := l.closing.Load()
+	s.lost(l, err)
+	if !serverFault && !closedByUs { // DEFECT (plant stream-reports): the lost connection is the orders' evidence
+		s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
+	}`,
 		}},
 	},
 
