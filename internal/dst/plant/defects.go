@@ -150,14 +150,14 @@ var defects = map[string]Defect{
 		Doc:       "probe failures during a gray failure make it an ordinary outage that probe successes end",
 		Invariant: "no-failback-while-trade-path-fails",
 		Composed:  true,
-		Old: `			// A gray failure stands whatever the probe says: the probe could
-			// not see it when it began, so its failures (a late probe on a
-			// loaded host, the region briefly dark) are no evidence about the
-			// trade path, and its successes after them none either.`,
-		Body: `			if es.gray && es.consecFail >= thr { // DEFECT (plant gray-probe-blip)
-				es.gray = false
-				es.grayCount--
-			}`,
+		Old: `		// A gray failure stands whatever the probe says: the probe could
+		// not see it when it began, so its failures (a late probe on a
+		// loaded host, the region briefly dark) are no evidence about the
+		// trade path, and its successes after them none either.`,
+		Body: `		if es.gray && es.consecFail >= m.cfg.FailureThreshold { // DEFECT (plant gray-probe-blip)
+			es.gray = false
+			es.grayCount--
+		}`,
 		// The trade-path check no longer runs once the gray failure ended
 		// (it caught the failback the rule above allows).
 		More: []Defect{{
