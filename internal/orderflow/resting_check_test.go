@@ -127,3 +127,24 @@ func TestCheckHistoryCatchesPlantedRestingViolations(t *testing.T) {
 		})
 	}
 }
+
+// A moment without an armed timer while no resting order is open exposes
+// nothing: it is a note, not a violation.
+func TestCheckHistoryDeadManGapWithNothingOpenIsANote(t *testing.T) {
+	h := restingHistory()
+	h.Audit = append(h.Audit,
+		simbroker.Record{Time: at(300), Kind: simbroker.KindCancel, ClientOrderID: "L2", Outcome: simbroker.OutcomeOK, Detail: "user"},
+		simbroker.Record{Time: at(1700), Kind: simbroker.KindDeadMan, Outcome: simbroker.OutcomeOK, Detail: "disarm"})
+	renumber(&h)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() || sum.DeadManGaps != 0 {
+		t.Fatalf("a gap with nothing open: %v (gaps %d)", sum.Violations, sum.DeadManGaps)
+	}
+	noted := false
+	for _, n := range sum.Notes {
+		noted = noted || strings.Contains(n, "no resting order was open")
+	}
+	if !noted {
+		t.Fatalf("the gap is not noted: %v", sum.Notes)
+	}
+}
