@@ -340,6 +340,13 @@ func (ck *checker) restingReported() {
 				break
 			}
 		}
+		// A reconcile of an order whose outcome was unknown tells the
+		// client too: a CANCELED verdict after the cancel.
+		for _, v := range o.Verdicts {
+			if v.Fate == pathdialer.FateCanceled && !v.At.Before(c.Time) {
+				told = true
+			}
+		}
 		if !told {
 			ck.violate(InvRestingReported, c.ClientOrderID, "SILENT CANCEL: resting order %s was cancelled by %s (%s, connection %s) at +%v and no open-order reconcile reported it",
 				c.ClientOrderID, c.Cause, c.Detail, c.ConnID, ck.rel(c.Time).Round(time.Millisecond))

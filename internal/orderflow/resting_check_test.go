@@ -9,6 +9,7 @@ import (
 
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 // restingHistory is cleanHistory with resting orders and a dead-man timer,
@@ -146,5 +147,25 @@ func TestCheckHistoryDeadManGapWithNothingOpenIsANote(t *testing.T) {
 	}
 	if !noted {
 		t.Fatalf("the gap is not noted: %v", sum.Notes)
+	}
+}
+
+// An order whose outcome was unknown is told by its reconcile: a CANCELED
+// verdict after the broker's cancel reports it.
+func TestCheckHistoryCancelToldByASettlement(t *testing.T) {
+	h := restingHistory()
+	h.Resting = h.Resting[1:] // no open-order report of L1
+	l1 := orderIn(&h, "L1")
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if sum.OK() {
+		t.Fatal("the unreported cancel was not caught")
+	}
+	l1.Verdicts = append(l1.Verdicts, orderflow.Verdict{At: at(1100), Fate: pathdialer.FateCanceled, Final: true, Source: "reconcile"})
+	if sum = orderflow.CheckHistory(h, orderflow.CheckOptions{}); !sum.OK() || sum.RestingReported != 1 {
+		t.Fatalf("a CANCELED verdict after the cancel did not count as a report: %v", sum.Violations)
+	}
+	l1.Verdicts[len(l1.Verdicts)-1].At = at(850) // before the cancel: not a report of it
+	if sum = orderflow.CheckHistory(h, orderflow.CheckOptions{}); sum.OK() {
+		t.Fatal("a verdict before the cancel counted as a report")
 	}
 }
