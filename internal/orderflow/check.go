@@ -183,6 +183,8 @@ type Summary struct {
 	// dead-man), of those reported by an open-order reconcile; dead-man gaps.
 	RestingCancelled, RestingReported int
 	DeadManGaps                       int
+	// RestingBySwitch says what each switch did to the resting orders.
+	RestingBySwitch []RestingSwitch
 	// Notes explain the run (why a partial fault did or did not fail over,
 	// what the repeated submissions were).
 	Notes []string
@@ -339,6 +341,7 @@ func (ck *checker) run() {
 	case !audit:
 	case ck.restingOrders():
 		ck.restingReported()
+		ck.restingBySwitch()
 	default:
 		notChecked[InvRestingReported] = "no resting orders"
 	}

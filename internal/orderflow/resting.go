@@ -439,3 +439,90 @@ func (ck *checker) openDuring(from, to time.Time) string {
 	}
 	return ""
 }
+
+// RestingSwitch is what one switch did to the client's resting orders: the
+// broker's own cancels and the fills from the previous release up to this
+// switch's release (the span its open-order reconcile covers), and how many
+// of the cancels the client was told of.
+type RestingSwitch struct {
+	// From, To: the switch (empty From: after the last release).
+	From, To string
+	At       time.Duration
+	// CancelledBy counts the broker's own cancels by cause and connection
+	// ("cod eu/fix/1", "dead-man").
+	CancelledBy map[string]int
+	Cancelled   int
+	Reported    int
+	Filled      int
+}
+
+// restingBySwitch splits the broker's cancels and fills of resting orders
+// over the switches whose reconcile covers them.
+func (ck *checker) restingBySwitch() {
+	type span struct {
+		sw      RestingSwitch
+		release time.Time
+	}
+	var spans []*span
+	var cur *span
+	for _, e := range ck.h.Events {
+		switch e.Kind {
+		case pathdialer.EventSwitch:
+			cur = &span{sw: RestingSwitch{From: e.From, To: e.To, At: ck.rel(e.Time), CancelledBy: map[string]int{}}}
+			spans = append(spans, cur)
+		case pathdialer.EventRelease:
+			if cur != nil && cur.release.IsZero() {
+				cur.release = e.Time
+			}
+		}
+	}
+	after := &span{sw: RestingSwitch{CancelledBy: map[string]int{}}}
+	spanOf := func(t time.Time) *span {
+		for _, s := range spans {
+			if !s.release.IsZero() && !t.After(s.release) {
+				return s
+			}
+		}
+		return after
+	}
+	told := map[string]bool{}
+	for _, r := range ck.h.Resting {
+		if r.Cause == RestingCancelled {
+			told[r.Order] = true
+		}
+	}
+	for _, o := range ck.h.Orders {
+		for _, v := range o.Verdicts {
+			if v.Fate == pathdialer.FateCanceled {
+				told[o.ClOrdID] = true
+			}
+		}
+	}
+	for _, r := range ck.h.Audit {
+		o, ours := ck.byID[r.ClientOrderID]
+		if !ours || o.Spec.Limit == "" {
+			continue
+		}
+		switch r.Kind {
+		case simbroker.KindFill:
+			spanOf(r.Time).sw.Filled++
+		case simbroker.KindCODCancel, simbroker.KindDeadManCancel:
+			s := spanOf(r.Time)
+			key := "dead-man"
+			if r.Kind == simbroker.KindCODCancel {
+				key = "cod " + r.ConnID
+			}
+			s.sw.CancelledBy[key]++
+			s.sw.Cancelled++
+			if told[r.ClientOrderID] {
+				s.sw.Reported++
+			}
+		}
+	}
+	for _, s := range spans {
+		ck.sum.RestingBySwitch = append(ck.sum.RestingBySwitch, s.sw)
+	}
+	if after.sw.Cancelled+after.sw.Filled > 0 {
+		ck.sum.RestingBySwitch = append(ck.sum.RestingBySwitch, after.sw)
+	}
+}
