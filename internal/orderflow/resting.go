@@ -164,7 +164,7 @@ func (c *Client) ReconcileOpen(ctx context.Context, after string) ([]RestingRepo
 		}
 		rep := RestingReport{At: time.Now(), Order: id, Cause: cause, After: after}
 		out = append(out, rep)
-		c.rec.NoteOrder(Info, "client", id, "resting order %s is no longer open: %s (open-order reconcile on %s)", id, cause, after)
+		c.rec.NoteOrder(Info, "client", id, "resting order %s: no longer open, %s (open-order reconcile on %s)", id, cause, after)
 	}
 	c.rst.mu.Lock()
 	for _, r := range out {
@@ -307,15 +307,22 @@ func (ck *checker) restingOrders() bool {
 
 // restingReported checks that every resting order the broker cancelled by
 // itself (cancel-on-disconnect, the dead-man timer) before the last release
-// was reported by an open-order reconcile after the cancel, and that no
-// report says "cancelled" of an order the broker did not cancel.
+// or the last open-order reconcile was reported after the cancel (by an
+// open-order reconcile, or a CANCELED verdict), and that no report says
+// "cancelled" of an order the broker did not cancel.
 func (ck *checker) restingReported() {
-	var lastRelease time.Time
+	var judgedUntil time.Time
 	for _, e := range ck.h.Events {
-		if e.Kind == pathdialer.EventRelease && e.Time.After(lastRelease) {
-			lastRelease = e.Time
+		if e.Kind == pathdialer.EventRelease && e.Time.After(judgedUntil) {
+			judgedUntil = e.Time
 		}
 	}
+	for _, t := range ck.h.OpenReconciles {
+		if t.After(judgedUntil) {
+			judgedUntil = t
+		}
+	}
+	unjudged := 0
 	reports := map[string][]RestingReport{}
 	for _, r := range ck.h.Resting {
 		reports[r.Order] = append(reports[r.Order], r)
@@ -328,11 +335,6 @@ func (ck *checker) restingReported() {
 			continue
 		}
 		ck.sum.RestingCancelled++
-		if !c.Time.Before(lastRelease) {
-			ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("resting order %s cancelled by %s at +%v, after the last release: not judged",
-				c.ClientOrderID, c.Cause, ck.rel(c.Time).Round(time.Millisecond)))
-			continue
-		}
 		told := false
 		for _, r := range reports[c.ClientOrderID] {
 			if r.Cause == RestingCancelled && !r.At.Before(c.Time) {
@@ -347,12 +349,21 @@ func (ck *checker) restingReported() {
 				told = true
 			}
 		}
-		if !told {
-			ck.violate(InvRestingReported, c.ClientOrderID, "SILENT CANCEL: resting order %s was cancelled by %s (%s, connection %s) at +%v and no open-order reconcile reported it",
-				c.ClientOrderID, c.Cause, c.Detail, c.ConnID, ck.rel(c.Time).Round(time.Millisecond))
+		if told {
+			ck.sum.RestingReported++
 			continue
 		}
-		ck.sum.RestingReported++
+		if !c.Time.Before(judgedUntil) {
+			unjudged++
+			continue
+		}
+		{
+			ck.violate(InvRestingReported, c.ClientOrderID, "SILENT CANCEL: resting order %s was cancelled by %s (%s, connection %s) at +%v and no open-order reconcile reported it",
+				c.ClientOrderID, c.Cause, c.Detail, c.ConnID, ck.rel(c.Time).Round(time.Millisecond))
+		}
+	}
+	if unjudged > 0 {
+		ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("%d resting order(s) cancelled by the broker after the last release and the last open-order reconcile, not reported: not judged", unjudged))
 	}
 	for _, r := range ck.h.Resting {
 		if r.Cause != RestingCancelled {
@@ -441,11 +452,10 @@ func (ck *checker) openDuring(from, to time.Time) string {
 }
 
 // RestingSwitch is what one switch did to the client's resting orders: the
-// broker's own cancels and the fills from the previous release up to this
-// switch's release (the span its open-order reconcile covers), and how many
-// of the cancels the client was told of.
+// broker's own cancels and the fills nearest in time to it, and how many of
+// the cancels the client was told of.
 type RestingSwitch struct {
-	// From, To: the switch (empty From: after the last release).
+	// From, To: the switch (both empty: a run without a switch).
 	From, To string
 	At       time.Duration
 	// CancelledBy counts the broker's own cancels by cause and connection
@@ -459,31 +469,27 @@ type RestingSwitch struct {
 // restingBySwitch splits the broker's cancels and fills of resting orders
 // over the switches whose reconcile covers them.
 func (ck *checker) restingBySwitch() {
-	type span struct {
-		sw      RestingSwitch
-		release time.Time
-	}
+	type span struct{ sw RestingSwitch }
 	var spans []*span
-	var cur *span
 	for _, e := range ck.h.Events {
-		switch e.Kind {
-		case pathdialer.EventSwitch:
-			cur = &span{sw: RestingSwitch{From: e.From, To: e.To, At: ck.rel(e.Time), CancelledBy: map[string]int{}}}
-			spans = append(spans, cur)
-		case pathdialer.EventRelease:
-			if cur != nil && cur.release.IsZero() {
-				cur.release = e.Time
-			}
+		if e.Kind == pathdialer.EventSwitch {
+			spans = append(spans, &span{sw: RestingSwitch{From: e.From, To: e.To, At: ck.rel(e.Time), CancelledBy: map[string]int{}}})
 		}
 	}
 	after := &span{sw: RestingSwitch{CancelledBy: map[string]int{}}}
+	// Each cancel or fill goes to the switch nearest in time: a drop that
+	// fires cancel-on-disconnect comes shortly before the switch it causes
+	// (an outage) or shortly after (the fence of the old path).
 	spanOf := func(t time.Time) *span {
+		best := after
+		var bestD time.Duration
 		for _, s := range spans {
-			if !s.release.IsZero() && !t.After(s.release) {
-				return s
+			d := (ck.h.Start.Add(s.sw.At)).Sub(t).Abs()
+			if best == after || d < bestD {
+				best, bestD = s, d
 			}
 		}
-		return after
+		return best
 	}
 	told := map[string]bool{}
 	for _, r := range ck.h.Resting {

@@ -175,7 +175,7 @@ func (s Summary) writeResting(w io.Writer) {
 	fmt.Fprintf(w, "  resting orders   %d cancelled by the broker itself (cancel-on-disconnect, dead-man), %d of them reported to the client\n",
 		s.RestingCancelled, s.RestingReported)
 	for _, r := range s.RestingBySwitch {
-		what := "after the last switch"
+		what := "no switch"
 		if r.To != "" {
 			what = fmt.Sprintf("switch %s → %s at %s", r.From, r.To, fmtDur(r.At))
 		}
