@@ -499,7 +499,7 @@ type resting struct {
 func restingRules(name, mode string) (resting, error) {
 	var fm venue.FenceMode
 	switch mode {
-	case "preserve":
+	case "preserve", "": // the default
 		fm = venue.Preserve
 	case "flatten":
 		fm = venue.Flatten
