@@ -60,10 +60,13 @@ type restingState struct {
 // and, with Config.DeadManTimeout, arms the dead-man timer and starts
 // refreshing it.
 func (c *Client) startResting(ctx context.Context) error {
-	c.rst.kick = make(chan string, 1)
+	kick := make(chan string, 1)
+	c.rst.mu.Lock() // the Path may already deliver events
+	c.rst.kick = kick
 	c.rst.closed = map[string]bool{}
+	c.rst.mu.Unlock()
 	c.wg.Add(1)
-	go c.openReconciler()
+	go c.openReconciler(kick)
 	if c.cfg.DeadManTimeout <= 0 {
 		return nil
 	}
@@ -78,22 +81,25 @@ func (c *Client) startResting(ctx context.Context) error {
 // kickOpenReconcile asks for an open-order reconcile (after a release on
 // endpoint).
 func (c *Client) kickOpenReconcile(endpoint string) {
-	if c.rst.kick == nil {
+	c.rst.mu.Lock()
+	kick := c.rst.kick
+	c.rst.mu.Unlock()
+	if kick == nil {
 		return
 	}
 	select {
-	case c.rst.kick <- endpoint:
+	case kick <- endpoint:
 	default:
 	}
 }
 
-func (c *Client) openReconciler() {
+func (c *Client) openReconciler(kick <-chan string) {
 	defer c.wg.Done()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
-		case ep := <-c.rst.kick:
+		case ep := <-kick:
 			// A few tries: the first may meet the endpoint still settling.
 			for try := 1; ; try++ {
 				_, err := c.ReconcileOpen(c.ctx, ep)
@@ -167,6 +173,9 @@ func (c *Client) ReconcileOpen(ctx context.Context, after string) ([]RestingRepo
 		c.rec.NoteOrder(Info, "client", id, "resting order %s: no longer open, %s (open-order reconcile on %s)", id, cause, after)
 	}
 	c.rst.mu.Lock()
+	if c.rst.closed == nil {
+		c.rst.closed = map[string]bool{}
+	}
 	for _, r := range out {
 		c.rst.closed[r.Order] = true
 	}
