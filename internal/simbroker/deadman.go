@@ -114,8 +114,9 @@ func (b *Broker) stopDeadMan() {
 // account.
 type DeadManSpan struct {
 	From time.Time `json:"from"`
-	// Until is when the protection ended: the timer's expiry (it fired, or
-	// would have), or a disarm. Refreshes before expiry extend one span.
+	// Until is when the protection ended: the timer's firing (it cancelled
+	// every open order then), its expiry when no firing is recorded, or a
+	// disarm. Refreshes before expiry extend one span.
 	Until time.Time `json:"until"`
 	// Ended says how: "lapsed" (the timer fired, or expired with no fire
 	// recorded yet), "disarmed", or "open" (armed at the end of the log).
@@ -142,6 +143,11 @@ func (l AuditLog) DeadManSpans(end time.Time) []DeadManSpan {
 		if r.Kind != KindDeadMan {
 			continue
 		}
+		if r.Detail == "fired" {
+			// Protected until the firing itself: it cancelled what was open.
+			closeAt(r.Time, "lapsed")
+			continue
+		}
 		if cur != nil && !expires.IsZero() && r.Time.After(expires) {
 			closeAt(expires, "lapsed")
 		}
@@ -160,8 +166,6 @@ func (l AuditLog) DeadManSpans(end time.Time) []DeadManSpan {
 			expires = r.Time.Add(d)
 		case r.Detail == "disarm":
 			closeAt(r.Time, "disarmed")
-		case r.Detail == "fired":
-			closeAt(r.Time, "lapsed")
 		}
 	}
 	if cur != nil {

@@ -99,6 +99,12 @@ func TestDeadManSpansFromLog(t *testing.T) {
 	if len(got) != 2 || got[0].Until != at(18) || got[0].Ended != "lapsed" || got[1].From != at(25) || got[1].Ended != "open" || got[1].Until != at(35) {
 		t.Fatalf("spans %+v", got)
 	}
+	// A recorded firing ends the span when it cancelled, a moment after
+	// the expiry.
+	fired := append(l[:2:2], Record{Kind: KindDeadMan, Time: at(18).Add(time.Millisecond), Detail: "fired"})
+	if got := fired.DeadManSpans(at(30)); len(got) != 1 || got[0].Until != at(18).Add(time.Millisecond) || got[0].Ended != "lapsed" {
+		t.Fatalf("spans with a firing %+v", got)
+	}
 }
 
 // FillCrossing fills exactly the limits the price reaches; FillResting one
