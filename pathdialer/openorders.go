@@ -50,6 +50,17 @@ func (s VenueOrderState) String() string {
 // MarshalText renders the state as its String form.
 func (s VenueOrderState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText parses the String form.
+func (s *VenueOrderState) UnmarshalText(b []byte) error {
+	for i, name := range venueOrderStateNames {
+		if string(b) == name {
+			*s = VenueOrderState(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("pathdialer: %q is not a venue order state (open, filled, cancelled, not-found)", safetext.Bound(string(b)))
+}
+
 // VenueOrder is one order as the venue reports it.
 type VenueOrder struct {
 	OrderID string          `json:"order_id"`
