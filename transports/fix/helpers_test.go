@@ -91,6 +91,7 @@ type broker struct {
 	statusReqs map[string]int    // ClOrdID → OrderStatusRequests received
 	audit      []received
 	logons     []received // MsgType "A", PossDup = ResetSeqNumFlag
+	logouts    []string   // "region 9003=value" of every Logout received
 	connOf     map[quickfix.SessionID]net.Conn
 	regionOf   map[quickfix.SessionID]string
 	loggedOn   map[quickfix.SessionID]bool
@@ -268,6 +269,12 @@ func (b *broker) FromAdmin(m *quickfix.Message, sid quickfix.SessionID) quickfix
 		}
 	case "2":
 		b.resendReq.Add(1)
+	case "5":
+		keep, _ := m.Body.GetString(9003)
+		b.mu.Lock()
+		b.logouts = append(b.logouts, b.regionOf[sid]+" 9003="+keep)
+		b.notify()
+		b.mu.Unlock()
 	}
 	return nil
 }
