@@ -39,7 +39,7 @@ type relay struct {
 	// farewell, with Options.PreserveLogout, is the session's graceful
 	// Logout, set on every upstream connection (pathdialer.Conn.SetFarewell).
 	farewell pathdialer.Farewell
-	maxMsg  int                             // Options.MaxMessageSize
+	maxMsg   int // Options.MaxMessageSize
 	// interval paces connections to one generation of the path
 	// (Options.ReconnectInterval): quickfix itself reconnects almost at once,
 	// and the relay holds its connection until interval has passed since the
