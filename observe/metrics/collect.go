@@ -17,6 +17,7 @@ type descs struct {
 	epState, epActive, epEligible, epFenced, epFailures, epSuccesses, epAge, epConns *prometheus.Desc
 	generation, gateState, gateAge, halts, inFlight, unknown                         *prometheus.Desc
 	monitorStale, monitorAge, droppedReports                                         *prometheus.Desc
+	restingCancelled                                                                 *prometheus.Desc
 
 	restRequests, restOutcomes, restBreaker *prometheus.Desc
 
@@ -61,10 +62,12 @@ func newDescs() descs {
 		epAge:       desc("endpoint_last_success_age_seconds", "Seconds since the endpoint's last success (+Inf if never): health-check staleness.", ep...),
 		epConns:     desc("endpoint_connections", "Connections the Path tracks to an endpoint.", ep...),
 
-		generation:     desc("generation", "Generation of the active path: the number of switches since the Path was created."),
-		gateState:      desc("gate_state", "State of the submission gate: 1 for the current state (not_started, open, held, halted, closed), 0 for the others.", "state"),
-		gateAge:        desc("gate_state_age_seconds", "Seconds the gate has been in its current state: how long submissions have been held or halted, when they are."),
-		halts:          desc("halts_total", "Times trading was halted (no eligible target, or fence or reconcile kept failing)."),
+		generation: desc("generation", "Generation of the active path: the number of switches since the Path was created."),
+		gateState:  desc("gate_state", "State of the submission gate: 1 for the current state (not_started, open, held, halted, closed), 0 for the others.", "state"),
+		gateAge:    desc("gate_state_age_seconds", "Seconds the gate has been in its current state: how long submissions have been held or halted, when they are."),
+		halts:      desc("halts_total", "Times trading was halted (no eligible target, or fence or reconcile kept failing)."),
+		restingCancelled: desc("resting_orders_cancelled_by_switch_total",
+			"Resting orders the open-order reconcile after a switch found cancelled by it (cancel-on-disconnect of the path left): each was reported to the application."),
 		inFlight:       desc("tickets_in_flight", "Submissions granted a ticket and not yet finished."),
 		unknown:        desc("tickets_unknown_outcome", "Submissions finished with an unknown outcome, waiting for reconciliation."),
 		monitorStale:   desc("monitor_stale", "1 when no probe round completed for three intervals: the monitor itself has stalled."),
@@ -120,7 +123,7 @@ func (d *descs) all() []*prometheus.Desc {
 	out := []*prometheus.Desc{
 		d.epState, d.epActive, d.epEligible, d.epFenced, d.epFailures, d.epSuccesses, d.epAge, d.epConns,
 		d.generation, d.gateState, d.gateAge, d.halts, d.inFlight, d.unknown,
-		d.monitorStale, d.monitorAge, d.droppedReports,
+		d.monitorStale, d.monitorAge, d.droppedReports, d.restingCancelled,
 		d.restRequests, d.restOutcomes, d.restBreaker, d.wsConnected, d.wsHealth,
 	}
 	for _, c := range d.wsCounters {
@@ -230,6 +233,7 @@ func (m *Metrics) collectPath(ch chan<- prometheus.Metric, s pathdialer.Snapshot
 	}
 	g(m.d.gateAge, max(gateAge, 0).Seconds())
 	c(m.d.halts, float64(s.Halts))
+	c(m.d.restingCancelled, float64(s.RestingCancelled))
 	g(m.d.inFlight, float64(s.InFlight))
 	g(m.d.unknown, float64(s.Unknown))
 	g(m.d.monitorStale, b2f(s.Monitor.Stale))
