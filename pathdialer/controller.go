@@ -398,7 +398,7 @@ func (c *controller) localFence(name string) <-chan struct{} {
 	p := c.p
 	rt := p.eps[name]
 	preserve := p.rest.fence.Mode == venue.Preserve
-	n, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log)
+	n, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
 	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n, "mode", p.rest.fence.Mode)
 	c.oweOpenOrders(name) // an open-order reconcile follows the next release (openorders.go)
 	return farewells

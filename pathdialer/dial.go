@@ -79,12 +79,12 @@ func (c *Conn) Close() error {
 // bounded by deadline, in its own goroutine: done closes when every farewell
 // returned and its connection was closed (nil when there was none).
 func (rt *endpointRT) fence() int {
-	n, _ := rt.fenceWith(false, time.Time{}, nil)
+	n, _ := rt.fenceWith(false, time.Time{}, nil, nil)
 	return n
 }
 
 // fenceWith is fence, with the farewells of preserve mode when farewell is set.
-func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }) (n int, done <-chan struct{}) {
+func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, done <-chan struct{}) {
 	rt.mu.Lock()
 	rt.fenced = true
 	rt.fencedFlag.Store(true)
@@ -100,7 +100,7 @@ func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface
 	sortByDial(conns)
 	rest := conns
 	if farewell {
-		rest, done = farewells(log, conns, deadline)
+		rest, done = farewells(log, conns, deadline, track)
 	}
 	for _, c := range rest {
 		// Abort rather than close: bytes of an order still in this host's send

@@ -195,7 +195,7 @@ func (e Event) String() string {
 	if len(e.Tickets) > 0 {
 		s += fmt.Sprintf(" tickets=%d", len(e.Tickets))
 	}
-	if e.Service != "" {
+	if e.Service != "" && (e.Kind == EventOpenOrderDiff || e.Kind == EventRestingCancelled) {
 		s += " service=" + e.Service
 	}
 	if e.Kind == EventOpenOrderDiff && len(e.Diffs) > 0 {

@@ -123,9 +123,12 @@ func (c *Conn) SetFarewell(fn Farewell) {
 // concurrently, each bounded by deadline, and then aborts it; connections
 // without one are aborted at once by the caller. The returned channel closes
 // when every farewell returned (nil when there is none).
+//
+// Every goroutine it starts is counted in track (the controller's, so Close
+// waits for them: each ends by deadline when its farewell honours it).
 func farewells(log interface {
 	Warn(msg string, args ...any)
-}, conns []*Conn, deadline time.Time) (rest []*Conn, done <-chan struct{}) {
+}, conns []*Conn, deadline time.Time, track *sync.WaitGroup) (rest []*Conn, done <-chan struct{}) {
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		fp := c.farewell.Load()
@@ -134,7 +137,9 @@ func farewells(log interface {
 			continue
 		}
 		wg.Add(1)
+		track.Add(1)
 		go func() {
+			defer track.Done()
 			defer wg.Done()
 			_ = c.Conn.SetWriteDeadline(deadline)
 			if err := callFarewell(*fp, deadline); err != nil {
@@ -147,7 +152,9 @@ func farewells(log interface {
 		return rest, nil
 	}
 	ch := make(chan struct{})
+	track.Add(1)
 	go func() {
+		defer track.Done()
 		wg.Wait()
 		close(ch)
 	}()
