@@ -74,16 +74,15 @@ func (c *Conn) Close() error {
 
 // fence marks the endpoint fenced (new dials refused) and closes every tracked
 // connection to it, oldest first. It returns how many connections it closed.
-//
-// With farewell (preserve mode), a connection with a farewell says it first,
-// bounded by deadline, in its own goroutine: done closes when every farewell
-// returned and its connection was closed (nil when there was none).
 func (rt *endpointRT) fence() int {
 	n, _ := rt.fenceWith(false, time.Time{}, nil, nil)
 	return n
 }
 
-// fenceWith is fence, with the farewells of preserve mode when farewell is set.
+// fenceWith is fence, with the farewells of preserve mode when farewell is
+// set: a connection with a farewell says it first, bounded by deadline, in
+// its own goroutine (counted in track); done closes when every farewell
+// returned and its connection was closed (nil when there was none).
 func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, done <-chan struct{}) {
 	rt.mu.Lock()
 	rt.fenced = true
