@@ -390,6 +390,10 @@ func (d *dispatcher) deliver(e Event) {
 	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding, EventBrokenProbe, EventGray,
 		EventDeadManFailure, EventRestingCancelled:
 		level = slog.LevelWarn
+	case EventOpenOrderDiff:
+		if e.Err != nil || len(e.Diffs) > 0 {
+			level = slog.LevelWarn
+		}
 	}
 	if d.log.Enabled(context.Background(), level) {
 		d.log.Log(context.Background(), level, "pathdialer: "+e.Kind.String(), "event", e.String())
