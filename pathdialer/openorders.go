@@ -299,6 +299,12 @@ func (c *controller) openOrdersDone(res bgResult) {
 	}
 	p.rest.reports[rep.Service] = *rep
 	p.rest.mu.Unlock()
+	// Counted before any event says so: a Snapshot taken on the event agrees.
+	for _, d := range rep.Diffs {
+		if d.Cause == DiffCancelledBySwitch {
+			p.rest.cancelled.Add(1)
+		}
+	}
 	e := Event{Kind: EventOpenOrderDiff, From: rep.From, To: rep.To, Generation: rep.Generation, Service: rep.Service, Attempt: rep.Attempts, Duration: time.Since(res.start), Diffs: rep.Diffs}
 	if res.err != nil {
 		e.Err = fmt.Errorf("pathdialer: open orders of %q not reconciled after %d attempts: %w", rep.Service, rep.Attempts, res.err)
@@ -310,7 +316,6 @@ func (c *controller) openOrdersDone(res bgResult) {
 		if d.Cause != DiffCancelledBySwitch {
 			continue
 		}
-		p.rest.cancelled.Add(1)
 		p.events.emit(Event{Kind: EventRestingCancelled, From: rep.From, To: rep.To, Generation: rep.Generation, Service: d.Service, OrderID: d.OrderID, Cause: d.Detail, Diffs: []OrderDiff{d}})
 	}
 }
