@@ -62,17 +62,17 @@ func newDescs() descs {
 		epAge:       desc("endpoint_last_success_age_seconds", "Seconds since the endpoint's last success (+Inf if never): health-check staleness.", ep...),
 		epConns:     desc("endpoint_connections", "Connections the Path tracks to an endpoint.", ep...),
 
-		generation: desc("generation", "Generation of the active path: the number of switches since the Path was created."),
-		gateState:  desc("gate_state", "State of the submission gate: 1 for the current state (not_started, open, held, halted, closed), 0 for the others.", "state"),
-		gateAge:    desc("gate_state_age_seconds", "Seconds the gate has been in its current state: how long submissions have been held or halted, when they are."),
-		halts:      desc("halts_total", "Times trading was halted (no eligible target, or fence or reconcile kept failing)."),
-		restingCancelled: desc("resting_orders_cancelled_by_switch_total",
-			"Resting orders the open-order reconcile after a switch found cancelled by it (cancel-on-disconnect of the path left): each was reported to the application."),
+		generation:     desc("generation", "Generation of the active path: the number of switches since the Path was created."),
+		gateState:      desc("gate_state", "State of the submission gate: 1 for the current state (not_started, open, held, halted, closed), 0 for the others.", "state"),
+		gateAge:        desc("gate_state_age_seconds", "Seconds the gate has been in its current state: how long submissions have been held or halted, when they are."),
+		halts:          desc("halts_total", "Times trading was halted (no eligible target, or fence or reconcile kept failing)."),
 		inFlight:       desc("tickets_in_flight", "Submissions granted a ticket and not yet finished."),
 		unknown:        desc("tickets_unknown_outcome", "Submissions finished with an unknown outcome, waiting for reconciliation."),
 		monitorStale:   desc("monitor_stale", "1 when no probe round completed for three intervals: the monitor itself has stalled."),
 		monitorAge:     desc("monitor_last_round_age_seconds", "Seconds since the last completed probe round (+Inf before the first)."),
 		droppedReports: desc("dropped_reports_total", "Passive results dropped as stale (older generation or fenced endpoint)."),
+
+		restingCancelled: desc("resting_orders_cancelled_by_switch_total", "Resting orders the open-order reconcile after a switch found cancelled by it (cancel-on-disconnect of the path left); each was reported to the application."),
 
 		restRequests: desc("rest_requests_total", "REST requests started through the transport, by kind (read or submission).", "kind"),
 		restOutcomes: desc("rest_request_outcomes_total",

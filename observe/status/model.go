@@ -15,31 +15,32 @@ import (
 // (snake_case keys, durations in milliseconds with an _ms suffix, times in
 // RFC 3339, unset times omitted) and what the HTML view is made from.
 type report struct {
-	Time           string           `json:"time"`
-	Active         string           `json:"active"`
-	Primary        string           `json:"primary"`
-	Switches       uint64           `json:"switches"`
-	OrderFlow      string           `json:"order_flow"` // OPEN, HELD, HALTED, NOT_STARTED, CLOSED
-	OrderFlowWhy   string           `json:"order_flow_cause,omitempty"`
-	OrderFlowSince string           `json:"order_flow_since,omitempty"`
-	OrderFlowForMS *float64         `json:"order_flow_for_ms,omitempty"`
-	Failback       failbackReport   `json:"failback"`
-	LastSwitch     *incidentReport  `json:"last_switch,omitempty"`
-	Incidents      []incidentReport `json:"recent_switches,omitempty"`
-	Orders         []ordersReport   `json:"orders"`
-	Stream         *streamReport    `json:"stream,omitempty"`
-	InFlight       int              `json:"orders_in_flight"`
-	Unknown        int              `json:"orders_unknown"`
-	Halts          uint64           `json:"halts"`
+	Time           string            `json:"time"`
+	Active         string            `json:"active"`
+	Primary        string            `json:"primary"`
+	Switches       uint64            `json:"switches"`
+	OrderFlow      string            `json:"order_flow"` // OPEN, HELD, HALTED, NOT_STARTED, CLOSED
+	OrderFlowWhy   string            `json:"order_flow_cause,omitempty"`
+	OrderFlowSince string            `json:"order_flow_since,omitempty"`
+	OrderFlowForMS *float64          `json:"order_flow_for_ms,omitempty"`
+	Failback       failbackReport    `json:"failback"`
+	LastSwitch     *incidentReport   `json:"last_switch,omitempty"`
+	Incidents      []incidentReport  `json:"recent_switches,omitempty"`
+	Orders         []ordersReport    `json:"orders"`
+	Stream         *streamReport     `json:"stream,omitempty"`
+	InFlight       int               `json:"orders_in_flight"`
+	Unknown        int               `json:"orders_unknown"`
+	Halts          uint64            `json:"halts"`
+	DroppedReports uint64            `json:"dropped_reports"`
+	Monitor        monitorReport     `json:"monitor"`
+	Endpoints      []endpointReport  `json:"endpoints"`
+	Events         []eventReport     `json:"events"`
+	Links          map[string]string `json:"links,omitempty"`
+
 	// FenceMode is how a switch leaves the old path and what that does to
 	// resting orders; RestingCancelled counts the orders switches cancelled.
-	FenceMode        string            `json:"fence_mode"`
-	RestingCancelled uint64            `json:"resting_cancelled"`
-	DroppedReports   uint64            `json:"dropped_reports"`
-	Monitor          monitorReport     `json:"monitor"`
-	Endpoints        []endpointReport  `json:"endpoints"`
-	Events           []eventReport     `json:"events"`
-	Links            map[string]string `json:"links,omitempty"`
+	FenceMode        string `json:"fence_mode"`
+	RestingCancelled uint64 `json:"resting_cancelled"`
 }
 
 type failbackReport struct {
@@ -159,12 +160,12 @@ func build(src sources) report {
 	r := report{
 		Time: stamp(s.Time), Active: s.Active, Switches: s.Generation, OrderFlow: s.Gate.String(),
 		OrderFlowWhy: s.GateCause, InFlight: s.InFlight, Unknown: s.Unknown, Halts: s.Halts,
-		FenceMode:        fmt.Sprintf("%s (%s): %s", s.Fence.Mode, s.Fence.Chosen, s.Fence.Effect),
-		RestingCancelled: s.RestingCancelled,
-		DroppedReports:   s.DroppedReports,
-		Monitor:          monitorReport{IntervalMS: ms(s.Monitor.Interval), LastRound: stamp(s.Monitor.LastRound), Stale: s.Monitor.Stale},
-		Links:            map[string]string{"json": opts.JSONURL},
+		DroppedReports: s.DroppedReports,
+		Monitor:        monitorReport{IntervalMS: ms(s.Monitor.Interval), LastRound: stamp(s.Monitor.LastRound), Stale: s.Monitor.Stale},
+		Links:          map[string]string{"json": opts.JSONURL},
 	}
+	r.FenceMode = fmt.Sprintf("%s (%s): %s", s.Fence.Mode, s.Fence.Chosen, s.Fence.Effect)
+	r.RestingCancelled = s.RestingCancelled
 	if opts.MetricsURL != "" {
 		r.Links["metrics"] = opts.MetricsURL
 	}
