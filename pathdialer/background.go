@@ -31,6 +31,8 @@ const (
 	bgSwitch
 	bgFence
 	bgDrain
+	bgDeadMan    // the DeadMan hook (deadman.go)
+	bgOpenOrders // one service's open-order reconcile (openorders.go)
 )
 
 // bgRun is one reconcile in progress outside the controller.
@@ -41,6 +43,8 @@ type bgRun struct {
 	start   time.Time
 	tickets []TicketInfo // a settle's orders, returned to c.settle when superseded
 	fence   *Fence       // a fence's call, for the event when superseded
+	arm     *DeadManArm  // a dead-man arm, for the event when superseded
+	oo      *ooSwitch    // an open-order reconcile's switch
 	then    func(context.Context)
 	done    chan struct{} // a drain's goroutine has returned
 }
@@ -59,6 +63,7 @@ type bgResult struct {
 	settled []Settlement
 	err     error
 	start   time.Time
+	report  *OpenOrderReport // an open-order reconcile's result
 }
 
 // runBackground calls fn(r) with ReconcileTimeout in a goroutine the
@@ -157,6 +162,7 @@ func (c *controller) stopBackground() {
 		c.supersede(c.requeryRuns[key])
 		delete(c.requeryRuns, key)
 	}
+	c.stopOpenOrders() // owed still: the next release runs them again (openorders.go)
 }
 
 // stopSwitchWork cancels the switch's fence, wait for orders in flight or
@@ -177,6 +183,12 @@ func (c *controller) stopSwitchWork() {
 		f := run.fence
 		c.p.events.emit(Event{Kind: EventFenceFailure, Endpoint: f.Endpoint.Name, To: f.To, Generation: f.Generation, Attempt: f.Attempt, Duration: time.Since(run.start), Err: errFenceSuperseded})
 		c.fenceRun = nil
+	}
+	if run := c.armRun; run != nil {
+		run.cancel()
+		a := run.arm
+		c.p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: a.Endpoint.Name, From: a.From, To: a.Endpoint.Name, Generation: a.Generation, Attempt: a.Attempt, Duration: time.Since(run.start), Err: errDeadManSuperseded})
+		c.armRun = nil
 	}
 }
 
@@ -229,6 +241,19 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		}
 		c.fenceRun = nil
 		c.fenced(ctx, res)
+	case bgDeadMan:
+		if c.armRun == nil || c.armRun.id != res.id || c.phase != phaseFencing {
+			return // the switch was abandoned
+		}
+		c.armRun = nil
+		c.armed(ctx, res)
+	case bgOpenOrders:
+		run := c.ooRuns[res.key]
+		if run == nil || run.id != res.id {
+			return // superseded
+		}
+		delete(c.ooRuns, res.key)
+		c.openOrdersDone(res)
 	}
 }
 

@@ -154,6 +154,13 @@ type Fence struct {
 	Attempt int
 	// Failback is true when the switch is a failback to the primary.
 	Failback bool
+	// Mode is how to leave the old path (Config.FenceMode resolved): with
+	// venue.Preserve, leave the way the venue keeps resting orders (a
+	// WebSocket logout call, a FIX Logout with the venue's opt-out tag);
+	// with venue.Flatten, let cancel-on-disconnect fire. Effect is what the
+	// venue's profile says leaving in Mode does to resting orders.
+	Mode   venue.FenceMode
+	Effect venue.SwitchEffect
 }
 
 // FenceFunc makes the outgoing path unable to submit orders (stop a process, revoke
@@ -463,6 +470,39 @@ type Config struct {
 	// resumes when an endpoint becomes eligible). 0 = Start opens the gate
 	// after one probe round whatever it found. >= 0.
 	StartWait time.Duration
+
+	// --- resting orders across a switch (fencemode.go, deadman.go, openorders.go) ---
+
+	// FenceMode is how a switch leaves the old path: FencePreserve (the way
+	// the venue keeps resting orders) or FenceFlatten (let
+	// cancel-on-disconnect fire, then confirm the cancels). The zero value,
+	// FenceModeDefault, takes preserve where Venue documents a way to keep
+	// orders and flatten elsewhere; Snapshot.Fence shows the mode in force.
+	FenceMode FenceMode
+	// FarewellTimeout bounds each connection's farewell in preserve mode
+	// (Conn.SetFarewell). Default 500 ms. > 0.
+	FarewellTimeout time.Duration
+	// DeadMan, optional, arms the venue's dead-man timer on the endpoint a
+	// switch goes to before the old path is fenced: the fence waits for it,
+	// at most DeadManTimeout a try; a failure holds the switch loudly
+	// (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), is retried
+	// with FenceBackoff, and halts after FenceAttempts in a row. Switches
+	// through Engine.BrokerFences (no fence step) arm it right after the
+	// switch, before the reconcile.
+	DeadMan DeadManFunc
+	// DeadManTimeout bounds one DeadMan call. Default 5 s. > 0.
+	DeadManTimeout time.Duration
+	// OpenOrders, optional, reconciles resting orders after every switch, by
+	// service: the application's open orders against the venue's, read
+	// through the new path CODSettle after the fence, with each difference
+	// reported with its cause (EventOpenOrderDiff, EventRestingCancelled,
+	// Snapshot.OpenOrders). Submissions are not held for it.
+	OpenOrders map[string]OpenOrderCheck
+	// CODSettle is how long after the fence the venue's open orders are read:
+	// long enough for its cancel-on-disconnect to have acted (a venue that
+	// detects the drop by a missed heartbeat needs that heartbeat's
+	// interval). Default 2 s. >= 0.
+	CODSettle time.Duration
 }
 
 // DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
@@ -491,6 +531,9 @@ func DefaultConfig() Config {
 		SwitchIdentityCheck: true,
 		MaxCopyHold:         DefaultMaxCopyHold,
 		StartWait:           defaultStartWait,
+		FarewellTimeout:     500 * time.Millisecond,
+		DeadManTimeout:      5 * time.Second,
+		CODSettle:           2 * time.Second,
 	}.withAdmissionDefaults()
 }
 
@@ -545,6 +588,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
 	}
 	if err := c.validateVenue(); err != nil {
+		return err
+	}
+	if err := c.validateResting(); err != nil { // openorders.go
 		return err
 	}
 	// The engine's own thresholds, checked as New will (with the Probe New

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // The controller is one goroutine that owns every switch: it runs the probe
@@ -34,6 +35,15 @@ type controller struct {
 	fenceFrom, fenceTo string
 	failback           bool
 	fenceAttempt       int
+	// dead-man timer (deadman.go): armed on fenceTo for this switch, and the
+	// attempts so far
+	armOK      bool
+	armAttempt int
+	armRun     *bgRun
+	// open-order reconcile (openorders.go): owed after a fence, by the next
+	// release; the runs in progress by service
+	ooDue  *ooSwitch
+	ooRuns map[string]*bgRun
 	// reconciling
 	rec       *Reconciliation
 	carry     []TicketInfo // tickets taken by an abandoned reconcile
@@ -202,7 +212,7 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 				return
 			}
 		}
-		if c.fenceRun == nil && (retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt)) {
+		if c.fenceRun == nil && c.armRun == nil && (retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt)) {
 			c.attemptFence(ctx)
 		}
 		return
@@ -361,6 +371,7 @@ const (
 	haltFence     = "fence"
 	haltReconcile = "reconcile"
 	haltExternal  = "coordinator"
+	haltDeadMan   = "dead-man"
 )
 
 // halt moves the gate to halted, or, when it is already halted for another
@@ -383,17 +394,21 @@ func (c *controller) halt(kind string, cause error) {
 	p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause.Error()})
 }
 
-func (c *controller) localFence(name string) {
+func (c *controller) localFence(name string) <-chan struct{} {
 	p := c.p
 	rt := p.eps[name]
-	n := rt.fence()
-	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n)
+	preserve := p.rest.fence.Mode == venue.Preserve
+	n, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
+	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n, "mode", p.rest.fence.Mode)
+	c.oweOpenOrders(name) // an open-order reconcile follows the next release (openorders.go)
+	return farewells
 }
 
 func (c *controller) beginFence(ctx context.Context, from, to string, failback bool) {
 	c.phase = phaseFencing
 	c.fenceFrom, c.fenceTo, c.failback = from, to, failback
 	c.fenceAttempt = 0
+	c.armOK, c.armAttempt = false, 0
 	c.retryAt = time.Time{}
 	c.attemptFence(ctx)
 }
@@ -403,18 +418,31 @@ func (c *controller) attemptFence(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	if c.needArm() { // the dead-man timer moves first (deadman.go)
+		c.attemptArm(ctx)
+		return
+	}
 	rt := p.eps[c.fenceFrom]
 	a := p.active.Load()
 	c.fenceAttempt++
 	p.events.emit(Event{Kind: EventFenceStart, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt})
-	c.localFence(c.fenceFrom)
+	farewells := c.localFence(c.fenceFrom)
 	c.retryAt = time.Time{} // the result, not the timer, moves on from here
 	if p.cfg.Fencer == nil {
 		c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})
 		return
 	}
-	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback}
-	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error { return p.cfg.Fencer(ctx, f) })
+	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
+	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error {
+		if farewells != nil { // preserve: the connections' farewells first (bounded by FarewellTimeout)
+			select {
+			case <-farewells:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return p.cfg.Fencer(ctx, f)
+	})
 	c.fenceRun.fence = &f
 }
 
@@ -599,6 +627,7 @@ func (c *controller) release(ctx context.Context) {
 	c.retryAt = time.Time{}
 	c.lastFbOut = engine.NoAction
 	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: held})
+	c.startOpenOrders(ctx) // after a fence: resting orders reconciled beside the flow (openorders.go)
 	for _, w := range c.waiters {
 		w <- nil
 	}

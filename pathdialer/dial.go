@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // endpointRT is the runtime side of one endpoint: its tracked connections and its
@@ -48,6 +49,7 @@ type Conn struct {
 	readOnly bool
 	seq      uint64 // order of tracking under rt: the fence closes in this order
 	once     sync.Once
+	farewell farewellHolder // preserve mode's graceful leave (fencemode.go)
 }
 
 // ReadOnly reports whether the connection was dialed with DialReadOnly: the fence
@@ -73,6 +75,15 @@ func (c *Conn) Close() error {
 // fence marks the endpoint fenced (new dials refused) and closes every tracked
 // connection to it, oldest first. It returns how many connections it closed.
 func (rt *endpointRT) fence() int {
+	n, _ := rt.fenceWith(false, time.Time{}, nil, nil)
+	return n
+}
+
+// fenceWith is fence, with the farewells of preserve mode when farewell is
+// set: a connection with a farewell says it first, bounded by deadline, in
+// its own goroutine (counted in track); done closes when every farewell
+// returned and its connection was closed (nil when there was none).
+func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, done <-chan struct{}) {
 	rt.mu.Lock()
 	rt.fenced = true
 	rt.fencedFlag.Store(true)
@@ -86,15 +97,16 @@ func (rt *endpointRT) fence() int {
 	// In the order they were dialed, not the map's: which reader wakes first
 	// is then the same in every run (a deterministic simulation relies on it).
 	sortByDial(conns)
-	for _, c := range conns {
+	rest := conns
+	if farewell {
+		rest, done = farewells(log, conns, deadline, track)
+	}
+	for _, c := range rest {
 		// Abort rather than close: bytes of an order still in this host's send
 		// buffer are discarded, not flushed to the broker after the fence.
-		if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
-			_ = tc.SetLinger(0)
-		}
-		_ = c.Close()
+		abort(c)
 	}
-	return len(conns)
+	return len(conns), done
 }
 
 func (rt *endpointRT) unfence() bool {

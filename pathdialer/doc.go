@@ -151,6 +151,60 @@
 // may not know: the fate of the other services' orders still being reconciled
 // (a FIX order of unknown fate may yet be filled while REST orders flow).
 //
+// # Resting orders across a switch
+//
+// Leaving a path closes its connections, and at many venues that cancels the
+// orders resting on the book (cancel-on-disconnect), sometimes more than the
+// old path's: at Coinbase Exchange every open order of the profile, including
+// those already placed over the new path. Three mechanisms make a switch safe
+// for them:
+//
+//   - Fence mode (Config.FenceMode, Snapshot.Fence). Preserve leaves the old
+//     path the way the venue keeps resting orders: the Fencer is told so
+//     (Fence.Mode), and every tracked connection with a farewell
+//     (Conn.SetFarewell; transports/fix sends a Logout carrying the venue's
+//     opt-out tag, Options.PreserveLogout) says it, bounded by
+//     FarewellTimeout, before the local fence closes it and before the
+//     Fencer runs. Flatten lets cancel-on-disconnect fire and confirms each
+//     cancel afterwards. The default is preserve where the venue's profile
+//     documents a way to keep orders (or has no cancel-on-disconnect), and
+//     flatten everywhere else: a graceful leave the venue does not promise to
+//     honour would leave the outcome to chance, while a flatten confirmed
+//     against the venue's book reports every order it cost. New refuses
+//     preserve for a venue that documents no way to honour it. A farewell
+//     cannot be said over a path that no longer answers: its orders may be
+//     cancelled by the venue's heartbeat timeout whatever the mode, and the
+//     reconcile below reports them.
+//   - Dead-man timer first (Config.DeadMan). Where the account is protected
+//     by a cancel-all-after timer (Kraken cancelAllOrdersAfter, BitMEX
+//     cancelAllAfter, Binance futures countdownCancelAll), the hook arms it
+//     over the endpoint the switch goes to before the old path is fenced; the
+//     fence waits for it, at most DeadManTimeout a try. A failure is a loud
+//     hold (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), retried
+//     with FenceBackoff, and a halt after FenceAttempts in a row (a failback is
+//     given up instead): the old path is never left with no timer armed on
+//     the new one. An arm still running when the switch is abandoned is
+//     reported superseded.
+//   - Open orders reconciled after every switch (Config.OpenOrders). For each
+//     service, CODSettle after the fence (once cancel-on-disconnect has
+//     acted) and after flow is released (submissions are not held for it),
+//     the application's open orders are compared with the venue's, read
+//     through the new path in one request where the venue allows it and
+//     retried no faster than the venue's lookup budget allows (at Deribit,
+//     running out of credits ends the session, which fires
+//     cancel-on-disconnect on the new path). Each difference is reported with
+//     its cause (EventOpenOrderDiff, Snapshot.OpenOrders): cancelled by the
+//     switch, filled meanwhile, unknown to the venue, or open at the venue
+//     but not in the application's record. Every order the switch cancelled
+//     gets its own EventRestingCancelled, so a strategy can re-quote, and is
+//     counted (Snapshot.RestingCancelled). A venue that lists only open
+//     orders cannot say whether a missing order filled or was cancelled: the
+//     difference is then marked Presumed, cancelled where the fence mode's
+//     cancel-on-disconnect reaches the order, unknown where it does not. A
+//     reconcile that fails ReconcileAttempts times is reported as a failure,
+//     never as agreement; one superseded by the next hold runs again after
+//     the next release.
+//
 // # Tickets and the cost of the gate
 //
 // Acquire allocates one Ticket; AcquireInto fills a Ticket the caller owns and

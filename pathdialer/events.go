@@ -73,6 +73,20 @@ const (
 	// EventGray: an endpoint was taken DOWN by live-traffic evidence while its
 	// probe passed (a gray failure), or came back (Cause says how).
 	EventGray
+	// EventDeadManArmed: the DeadMan hook armed the venue's dead-man timer
+	// on To (the endpoint the switch goes to), before the fence of From.
+	EventDeadManArmed
+	// EventDeadManFailure: the DeadMan hook failed or timed out (Err wraps
+	// ErrDeadManNotArmed); the switch holds, the old path is not fenced.
+	EventDeadManFailure
+	// EventOpenOrderDiff: one service's open-order reconcile after a switch
+	// (Service, From → To): Diffs lists every difference with its cause
+	// (none when the books agree); Err when it could not be done.
+	EventOpenOrderDiff
+	// EventRestingCancelled: a resting order the application held open was
+	// cancelled by the switch (OrderID, Service, Cause; Diffs[0] the
+	// difference): re-quote it if it is still wanted.
+	EventRestingCancelled
 )
 
 var eventNames = [...]string{
@@ -84,6 +98,8 @@ var eventNames = [...]string{
 	EventUnfence: "unfence", EventLateTicket: "late-ticket", EventIdentity: "identity", EventDegraded: "degraded",
 	EventLateLanding: "late-landing",
 	EventOnDemand:    "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
+	EventDeadManArmed: "dead-man-armed", EventDeadManFailure: "dead-man-failed",
+	EventOpenOrderDiff: "open-orders", EventRestingCancelled: "resting-cancelled",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -143,6 +159,9 @@ type Event struct {
 	Tickets []TicketInfo `json:"tickets,omitempty"`
 	// Settlements found (EventReconcileSuccess / Failure).
 	Settlements []Settlement `json:"settlements,omitempty"`
+	// Diffs found by an open-order reconcile (EventOpenOrderDiff,
+	// EventRestingCancelled).
+	Diffs []OrderDiff `json:"diffs,omitempty"`
 }
 
 // String renders the event on one line for logs and timelines.
@@ -175,6 +194,19 @@ func (e Event) String() string {
 	}
 	if len(e.Tickets) > 0 {
 		s += fmt.Sprintf(" tickets=%d", len(e.Tickets))
+	}
+	if e.Service != "" && (e.Kind == EventOpenOrderDiff || e.Kind == EventRestingCancelled) {
+		s += " service=" + e.Service
+	}
+	if e.Kind == EventOpenOrderDiff && len(e.Diffs) > 0 {
+		s += " diffs:"
+		for i, d := range e.Diffs {
+			if i == maxSettlementsShown {
+				s += fmt.Sprintf(" (+%d more)", len(e.Diffs)-i)
+				break
+			}
+			s += " " + d.OrderID + "=" + d.Cause.String()
+		}
 	}
 	if len(e.Settlements) > 0 {
 		s += " settled:"
@@ -355,8 +387,13 @@ func (d *dispatcher) deliver(e Event) {
 	switch e.Kind {
 	case EventProbe:
 		level = slog.LevelDebug
-	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding, EventBrokenProbe, EventGray:
+	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding, EventBrokenProbe, EventGray,
+		EventDeadManFailure, EventRestingCancelled:
 		level = slog.LevelWarn
+	case EventOpenOrderDiff:
+		if e.Err != nil || len(e.Diffs) > 0 {
+			level = slog.LevelWarn
+		}
 	}
 	if d.log.Enabled(context.Background(), level) {
 		d.log.Log(context.Background(), level, "pathdialer: "+e.Kind.String(), "event", e.String())

@@ -66,6 +66,8 @@ type Path struct {
 
 	adm admission // identity checks and evidence announcements (admission.go)
 
+	rest restingState // fence mode, dead-man timer, open-order reconciles (fencemode.go)
+
 	stats struct {
 		droppedReports atomic.Uint64
 		switches       atomic.Uint64
@@ -101,6 +103,11 @@ func New(cfg Config) (*Path, error) {
 	if err := p.resolveVenue(); err != nil { // venue.go
 		return nil, err
 	}
+	fc, err := cfg.fenceChoice() // fencemode.go
+	if err != nil {
+		return nil, err
+	}
+	p.rest.fence = fc
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

@@ -54,6 +54,18 @@ type Snapshot struct {
 	// ValidUntil is when the coordinator's decision lapses (the deadline last
 	// given to Extend); zero when it does not expire.
 	ValidUntil time.Time `json:"valid_until,omitzero"`
+	// Fence is the fence mode in force and what it does to resting orders
+	// at the venue (Config.FenceMode).
+	Fence FenceChoice `json:"fence"`
+	// DeadMan is the dead-man timer as the last switch left it (nil before
+	// the first arm, or without Config.DeadMan).
+	DeadMan *DeadManStatus `json:"dead_man,omitempty"`
+	// OpenOrders is the last open-order reconcile of each service, by
+	// service name (Config.OpenOrders).
+	OpenOrders []OpenOrderReport `json:"open_orders,omitempty"`
+	// RestingCancelled counts the resting orders found cancelled by a switch
+	// (EventRestingCancelled).
+	RestingCancelled uint64 `json:"resting_cancelled"`
 }
 
 // maxSnapshotProvisional bounds Snapshot.Provisional.
@@ -133,6 +145,7 @@ func (p *Path) Snapshot() Snapshot {
 	if dl := p.validNanos.Load(); dl != 0 {
 		s.ValidUntil = p.epoch.Add(time.Duration(dl))
 	}
+	p.rest.snapshot(&s) // fencemode.go
 	re, _ := p.ReadEndpoint()
 	s.ReadEndpoint = re.Name
 	p.unknownMu.Lock()

@@ -17,6 +17,7 @@ type descs struct {
 	epState, epActive, epEligible, epFenced, epFailures, epSuccesses, epAge, epConns *prometheus.Desc
 	generation, gateState, gateAge, halts, inFlight, unknown                         *prometheus.Desc
 	monitorStale, monitorAge, droppedReports                                         *prometheus.Desc
+	restingCancelled                                                                 *prometheus.Desc
 
 	restRequests, restOutcomes, restBreaker *prometheus.Desc
 
@@ -71,6 +72,8 @@ func newDescs() descs {
 		monitorAge:     desc("monitor_last_round_age_seconds", "Seconds since the last completed probe round (+Inf before the first)."),
 		droppedReports: desc("dropped_reports_total", "Passive results dropped as stale (older generation or fenced endpoint)."),
 
+		restingCancelled: desc("resting_orders_cancelled_by_switch_total", "Resting orders the open-order reconcile after a switch found cancelled by it (cancel-on-disconnect of the path left); each was reported to the application."),
+
 		restRequests: desc("rest_requests_total", "REST requests started through the transport, by kind (read or submission).", "kind"),
 		restOutcomes: desc("rest_request_outcomes_total",
 			"Finished REST requests by kind and outcome: reads failure or breaker_open (successful reads are requests minus these); "+
@@ -120,7 +123,7 @@ func (d *descs) all() []*prometheus.Desc {
 	out := []*prometheus.Desc{
 		d.epState, d.epActive, d.epEligible, d.epFenced, d.epFailures, d.epSuccesses, d.epAge, d.epConns,
 		d.generation, d.gateState, d.gateAge, d.halts, d.inFlight, d.unknown,
-		d.monitorStale, d.monitorAge, d.droppedReports,
+		d.monitorStale, d.monitorAge, d.droppedReports, d.restingCancelled,
 		d.restRequests, d.restOutcomes, d.restBreaker, d.wsConnected, d.wsHealth,
 	}
 	for _, c := range d.wsCounters {
@@ -230,6 +233,7 @@ func (m *Metrics) collectPath(ch chan<- prometheus.Metric, s pathdialer.Snapshot
 	}
 	g(m.d.gateAge, max(gateAge, 0).Seconds())
 	c(m.d.halts, float64(s.Halts))
+	c(m.d.restingCancelled, float64(s.RestingCancelled))
 	g(m.d.inFlight, float64(s.InFlight))
 	g(m.d.unknown, float64(s.Unknown))
 	g(m.d.monitorStale, b2f(s.Monitor.Stale))

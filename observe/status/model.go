@@ -36,6 +36,11 @@ type report struct {
 	Endpoints      []endpointReport  `json:"endpoints"`
 	Events         []eventReport     `json:"events"`
 	Links          map[string]string `json:"links,omitempty"`
+
+	// FenceMode is how a switch leaves the old path and what that does to
+	// resting orders; RestingCancelled counts the orders switches cancelled.
+	FenceMode        string `json:"fence_mode"`
+	RestingCancelled uint64 `json:"resting_cancelled"`
 }
 
 type failbackReport struct {
@@ -159,6 +164,8 @@ func build(src sources) report {
 		Monitor:        monitorReport{IntervalMS: ms(s.Monitor.Interval), LastRound: stamp(s.Monitor.LastRound), Stale: s.Monitor.Stale},
 		Links:          map[string]string{"json": opts.JSONURL},
 	}
+	r.FenceMode = fmt.Sprintf("%s (%s): %s", s.Fence.Mode, s.Fence.Chosen, s.Fence.Effect)
+	r.RestingCancelled = s.RestingCancelled
 	if opts.MetricsURL != "" {
 		r.Links["metrics"] = opts.MetricsURL
 	}

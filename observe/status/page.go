@@ -73,6 +73,7 @@ tr.active td{background:#eef5ff}
 {{range .Orders}}<tr><td><b>{{.Transport}}</b></td><td class="num">{{.Sent}}</td><td class="num">{{.Answered}}</td><td class="num">{{.Refused}}</td><td class="num">{{.Unknown}}</td><td class="num">{{.Reconciled}}</td><td class="small">{{.Settled}}</td></tr>
 {{end}}</table>{{else}}<div class="small">no transport watched and no order checked yet</div>{{end}}
 <div class="small" style="margin-top:6px">in flight now: {{.InFlight}} · outcome unknown now: {{.Unknown}} · halts since start: {{.Halts}}</div>
+<div class="small" id="resting">fence mode: <span class="mono">{{.FenceMode}}</span> · resting orders cancelled by switches: {{.RestingCancelled}}</div>
 </section>
 {{with .Stream}}<section>
 <h2>Market data</h2>

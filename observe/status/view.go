@@ -32,6 +32,8 @@ type view struct {
 
 	InFlight, Unknown int
 	Halts, Dropped    uint64
+	FenceMode         string
+	RestingCancelled  uint64
 
 	MonitorInterval string
 	MonitorAge      string
@@ -89,6 +91,7 @@ func newView(opts Options, r report, maxHealthAge time.Duration) view {
 		Active: r.Active, Switches: r.Switches, FlowCause: r.OrderFlowWhy,
 		Failback: r.Failback.Text, FailbackCls: failbackClass(r.Failback.State),
 		InFlight: r.InFlight, Unknown: r.Unknown, Halts: r.Halts, Dropped: r.DroppedReports,
+		FenceMode: r.FenceMode, RestingCancelled: r.RestingCancelled,
 		MonitorStale: r.Monitor.Stale, MonitorInterval: humanMS(r.Monitor.IntervalMS), MaxHealthAge: human(maxHealthAge),
 	}
 	now, _ := time.Parse(time.RFC3339Nano, r.Time)

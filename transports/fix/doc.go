@@ -49,7 +49,14 @@
 //     endpoint; the relay holds quickfix's reconnection until the path has
 //     switched and dials the new endpoint then, without waiting
 //     ReconnectInterval (a few milliseconds from the switch to the logon in
-//     this package's tests).
+//     this package's tests). When the Path leaves in preserve mode and
+//     Options.PreserveLogout is set, the session first logs out with the
+//     venue's opt-out fields (Deribit: DontCancelOnDisconnect 9003=Y), in
+//     sequence, and the connection closes once the counterparty answers (at
+//     most pathdialer.Config.FarewellTimeout): its resting orders stay.
+//     After the switch, Initiator.OpenOrders lists the venue's orders with an
+//     OrderMassStatusRequest, for the Path's open-order reconcile
+//     (pathdialer.Config.OpenOrders), where the venue supports it.
 //   - Hot standby (Options.Standby, off by default): where the venue gives
 //     each region a session of its own (its own CompIDs) and allows a second
 //     live session (venue.Profile.StandbyAllowed: binance-spot and deribit

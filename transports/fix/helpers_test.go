@@ -9,9 +9,11 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
+	"maps"
 	"math/big"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +93,7 @@ type broker struct {
 	statusReqs map[string]int    // ClOrdID → OrderStatusRequests received
 	audit      []received
 	logons     []received // MsgType "A", PossDup = ResetSeqNumFlag
+	logouts    []string   // "region 9003=value" of every Logout received
 	connOf     map[quickfix.SessionID]net.Conn
 	regionOf   map[quickfix.SessionID]string
 	loggedOn   map[quickfix.SessionID]bool
@@ -268,6 +271,12 @@ func (b *broker) FromAdmin(m *quickfix.Message, sid quickfix.SessionID) quickfix
 		}
 	case "2":
 		b.resendReq.Add(1)
+	case "5":
+		keep, _ := m.Body.GetString(9003)
+		b.mu.Lock()
+		b.logouts = append(b.logouts, b.regionOf[sid]+" 9003="+keep)
+		b.notify()
+		b.mu.Unlock()
 	}
 	return nil
 }
@@ -319,8 +328,41 @@ func (b *broker) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.M
 		} else {
 			b.execReport(sid, clOrdID, status, "", true)
 		}
+	case "AF": // OrderMassStatusRequest: every order of the book, in ClOrdID order
+		req, _ := m.Body.GetString(584)
+		b.mu.Lock()
+		ids := slices.Sorted(maps.Keys(b.book))
+		book := maps.Clone(b.book)
+		b.mu.Unlock()
+		for i, id := range ids {
+			b.massReport(sid, req, id, book[id], i == len(ids)-1)
+		}
+		if len(ids) == 0 {
+			b.massReport(sid, req, "", "8", true)
+		}
 	}
 	return nil
+}
+
+// massReport answers one line of an OrderMassStatusRequest.
+func (b *broker) massReport(sid quickfix.SessionID, req, clOrdID, ordStatus string, last bool) {
+	m := quickfix.NewMessage()
+	m.Header.SetString(35, "8")
+	n := strconv.FormatInt(execSeq.Add(1), 10)
+	m.Body.SetString(584, req)
+	m.Body.SetString(37, "O-"+clOrdID)
+	m.Body.SetString(17, "M-"+n)
+	if clOrdID != "" {
+		m.Body.SetString(11, clOrdID)
+	}
+	m.Body.SetString(39, ordStatus)
+	m.Body.SetString(150, "I")
+	m.Body.SetString(55, "X")
+	m.Body.SetString(54, "1")
+	m.Body.SetField(912, quickfix.FIXBoolean(last))
+	if err := quickfix.SendToTarget(m, sid); err != nil {
+		b.t.Logf("broker: mass status report: %v", err)
+	}
 }
 
 var execSeq atomic.Int64

@@ -168,6 +168,10 @@ type sessionState struct {
 	heartBt   time.Duration // HeartBtInt from the settings
 	live      atomic.Bool   // logged on (read by the log hook without the lock)
 	lastHeard atomic.Int64  // unix nanoseconds of the last message heard while logged on
+
+	// leaving, while a preserve-mode farewell waits (farewell.go), is closed
+	// when the counterparty's Logout arrives.
+	leaving chan struct{}
 }
 
 func (s *sessionState) notify() {
@@ -239,6 +243,9 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 			return "", "", "", err
 		}
 		r.before = func(ctx context.Context) error { return in.beforeDial(ctx, sid) }
+		if len(in.opts.PreserveLogout) > 0 {
+			r.farewell = func(deadline time.Time) error { return in.sayFarewell(sid, deadline) }
+		}
 		r.maxMsg = in.opts.MaxMessageSize
 		r.interval = in.opts.ReconnectInterval
 		r.pinned = in.pinned[sid]

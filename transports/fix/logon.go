@@ -28,6 +28,12 @@ func (in *Initiator) sawIncoming(sid quickfix.SessionID, b []byte) {
 	if !bytes.Contains(b, logoutMark) {
 		return
 	}
+	s.mu.Lock()
+	if s.leaving != nil { // a preserve-mode farewell is answered (farewell.go)
+		close(s.leaving)
+		s.leaving = nil
+	}
+	s.mu.Unlock()
 	m := quickfix.NewMessage()
 	if err := quickfix.ParseMessage(m, bytes.NewBuffer(append([]byte(nil), b...))); err != nil {
 		return

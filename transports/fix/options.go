@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
@@ -143,6 +144,20 @@ type Options struct {
 	// probes judge the endpoint's health). Default 10; negative means never
 	// halt.
 	LogonFailureLimit int
+	// PreserveLogout lists the fields a Logout must carry for the venue to
+	// keep the session's resting orders when it ends: Deribit's
+	// DontCancelOnDisconnect, {9003: "Y"}. With it, when the Path leaves an
+	// endpoint in preserve mode (pathdialer.Config.FenceMode), each session
+	// connected there says goodbye before the Path closes its connection:
+	// quickfix sends a Logout carrying these fields, in sequence, and the
+	// farewell waits for the counterparty's Logout, at most
+	// pathdialer.Config.FarewellTimeout (then the connection is aborted and
+	// cancel-on-disconnect may fire: the open-order reconcile after the
+	// switch reports what it cancelled). In flatten mode no Logout is sent.
+	// Empty (the default): no farewell; the connection is aborted and the
+	// venue's cancel-on-disconnect, where on, fires. Tags must be positive
+	// and values non-empty.
+	PreserveLogout map[quickfix.Tag]string
 	// Standby, when set, keeps a hot standby session: a session of its own
 	// (its own CompIDs) on every endpoint, logged on and heartbeating, so a
 	// switch needs no logon. Off by default. See Standby.
@@ -250,6 +265,11 @@ func (o *Options) validate() error {
 	case SequenceContinue, SequenceResetOnSwitch, SequenceResetOnLogon:
 	default:
 		return fmt.Errorf("%w: Options.Sequence must be chosen: SequenceContinue (one session across regions), SequenceResetOnSwitch (a session per region) or SequenceResetOnLogon (the broker resets at every logon)", ErrInvalidOptions)
+	}
+	for tag, v := range o.PreserveLogout {
+		if tag <= 0 || strings.TrimSpace(v) == "" {
+			return fmt.Errorf("%w: PreserveLogout[%d] = %q: tags must be positive and values non-empty (Deribit: {9003: \"Y\"})", ErrInvalidOptions, tag, v)
+		}
 	}
 	if o.TokenTag != 0 && o.TokenTag < 5000 {
 		return fmt.Errorf("%w: TokenTag %d is not a user-defined tag (5000 or above)", ErrInvalidOptions, o.TokenTag)

@@ -36,7 +36,10 @@ type relay struct {
 	user    string
 	pass    string
 	before  func(ctx context.Context) error // runs before every upstream dial
-	maxMsg  int                             // Options.MaxMessageSize
+	// farewell, with Options.PreserveLogout, is the session's graceful
+	// Logout, set on every upstream connection (pathdialer.Conn.SetFarewell).
+	farewell pathdialer.Farewell
+	maxMsg   int // Options.MaxMessageSize
 	// interval paces connections to one generation of the path
 	// (Options.ReconnectInterval): quickfix itself reconnects almost at once,
 	// and the relay holds its connection until interval has passed since the
@@ -257,6 +260,9 @@ func (r *relay) handle(sp *splice) {
 	}
 	r.cur = sp
 	r.mu.Unlock()
+	if r.farewell != nil {
+		pc.SetFarewell(r.farewell)
+	}
 	if err := socksReply(sp.down, socksSucceeded); err != nil {
 		return
 	}

@@ -1,0 +1,430 @@
+package pathdialer
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/brokerpath/brokerpath/internal/safetext"
+	"github.com/brokerpath/brokerpath/venue"
+)
+
+// OpenOrder is one order the application believes rests on the book.
+type OpenOrder struct {
+	OrderID string `json:"order_id"`
+	Symbol  string `json:"symbol,omitempty"`
+	// Endpoint the order was placed through ("" when not known): a
+	// cancel-on-disconnect scoped to a connection or session reaches only the
+	// old endpoint's orders.
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// VenueOrderState is an order's state as the venue reports it.
+type VenueOrderState uint8
+
+const (
+	// VenueOpen: the order rests on the book.
+	VenueOpen VenueOrderState = iota
+	// VenueFilled: the order filled (fully) since.
+	VenueFilled
+	// VenueCancelled: the venue cancelled it (cancel-on-disconnect, a
+	// dead-man timer, a cancel request).
+	VenueCancelled
+	// VenueNotFound: the venue has no record of it.
+	VenueNotFound
+)
+
+var venueOrderStateNames = [...]string{"open", "filled", "cancelled", "not-found"}
+
+// String returns "open", "filled", "cancelled" or "not-found".
+func (s VenueOrderState) String() string {
+	if int(s) < len(venueOrderStateNames) {
+		return venueOrderStateNames[s]
+	}
+	return fmt.Sprintf("VenueOrderState(%d)", int(s))
+}
+
+// MarshalText renders the state as its String form.
+func (s VenueOrderState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses the String form.
+func (s *VenueOrderState) UnmarshalText(b []byte) error {
+	for i, name := range venueOrderStateNames {
+		if string(b) == name {
+			*s = VenueOrderState(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("pathdialer: %q is not a venue order state (open, filled, cancelled, not-found)", safetext.Bound(string(b)))
+}
+
+// VenueOrder is one order as the venue reports it.
+type VenueOrder struct {
+	OrderID string          `json:"order_id"`
+	Symbol  string          `json:"symbol,omitempty"`
+	State   VenueOrderState `json:"state"`
+}
+
+// OpenOrderQuery is what an OpenOrderCheck's Venue function is asked after a
+// switch.
+type OpenOrderQuery struct {
+	// Service whose orders are reconciled.
+	Service string
+	// Endpoint to read through: the active endpoint (reads are never held).
+	Endpoint Endpoint
+	// From is the endpoint that was fenced; To the one flow resumed on.
+	From, To   string
+	Generation uint64
+	// Mode and Effect: how the old path was left, and what the venue's
+	// profile says that does to resting orders.
+	Mode   venue.FenceMode
+	Effect venue.SwitchEffect
+	// Ours is the application's open orders (from OpenOrderCheck.Ours).
+	Ours []OpenOrder
+	// Attempt counts from 1.
+	Attempt int
+}
+
+// OpenOrderCheck reconciles one service's resting orders after a switch.
+type OpenOrderCheck struct {
+	// Ours returns the orders the application's own record holds open for
+	// the service. Required.
+	Ours func(ctx context.Context, service string) ([]OpenOrder, error)
+	// Venue returns the venue's open orders for the account, read through
+	// q.Endpoint (a REST open-orders list, a FIX OrderMassStatusRequest), in
+	// one request where the venue allows it: it runs within the venue's
+	// lookup budget. It may also report, for orders of q.Ours that are no
+	// longer open, whether they filled, were cancelled or are unknown to the
+	// venue; an order of q.Ours it does not mention is taken as not open.
+	// Required.
+	Venue func(ctx context.Context, q OpenOrderQuery) ([]VenueOrder, error)
+}
+
+// DiffCause is why an order differs between the application's record and
+// the venue's book after a switch.
+type DiffCause uint8
+
+const (
+	// DiffCancelledBySwitch: the application holds it open; the venue
+	// cancelled it (its cancel-on-disconnect fired as the old path was left),
+	// or, Presumed, it is no longer open and the fence mode's
+	// cancel-on-disconnect reaches it.
+	DiffCancelledBySwitch DiffCause = iota + 1
+	// DiffFilled: the application holds it open; it filled meanwhile.
+	DiffFilled
+	// DiffUnknownToVenue: the application holds it open; the venue has no
+	// record of it (or it is not open, and nothing in the fence mode cancels
+	// it).
+	DiffUnknownToVenue
+	// DiffNotOurs: open at the venue, not in the application's record.
+	DiffNotOurs
+)
+
+var diffCauseNames = [...]string{"", "cancelled-by-switch", "filled", "unknown-to-venue", "not-ours"}
+
+// String returns a short name such as "cancelled-by-switch".
+func (d DiffCause) String() string {
+	if d > 0 && int(d) < len(diffCauseNames) {
+		return diffCauseNames[d]
+	}
+	return fmt.Sprintf("DiffCause(%d)", int(d))
+}
+
+// MarshalText renders the cause as its String form.
+func (d DiffCause) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// OrderDiff is one difference found by an open-order reconcile.
+type OrderDiff struct {
+	OrderID string    `json:"order_id"`
+	Service string    `json:"service"`
+	Symbol  string    `json:"symbol,omitempty"`
+	Cause   DiffCause `json:"cause"`
+	// Presumed: the venue did not report the order's state; the cause is
+	// inferred from the fence mode's effect (Detail says so).
+	Presumed bool   `json:"presumed,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// OpenOrderReport is the result of one service's open-order reconcile
+// (Snapshot.OpenOrders keeps the last per service).
+type OpenOrderReport struct {
+	Service    string             `json:"service"`
+	From       string             `json:"from"`
+	To         string             `json:"to"`
+	Generation uint64             `json:"generation"`
+	Mode       venue.FenceMode    `json:"mode"`
+	Effect     venue.SwitchEffect `json:"effect"`
+	// At is when the reconcile ended.
+	At time.Time `json:"at"`
+	// Ours and Open count the application's open orders and those the venue
+	// holds open.
+	Ours     int         `json:"ours"`
+	Open     int         `json:"open"`
+	Attempts int         `json:"attempts"`
+	Diffs    []OrderDiff `json:"diffs,omitempty"`
+	// Error is the last failure when every attempt failed ("" on success):
+	// the orders were not reconciled, and a human should look.
+	Error string `json:"error,omitempty"`
+}
+
+// ooSwitch is the fence an open-order reconcile is owed for.
+type ooSwitch struct {
+	from     string
+	fencedAt time.Time
+}
+
+// oweOpenOrders records that a fence cut the endpoint's connections: the
+// next release reconciles resting orders.
+func (c *controller) oweOpenOrders(from string) {
+	if len(c.p.cfg.OpenOrders) == 0 {
+		return
+	}
+	if c.ooDue == nil {
+		c.ooDue = &ooSwitch{from: from}
+	}
+	c.ooDue.fencedAt = time.Now()
+}
+
+// startOpenOrders starts the open-order reconcile owed, one run per service,
+// beside the controller; called when flow is released.
+func (c *controller) startOpenOrders(ctx context.Context) {
+	p := c.p
+	due := c.ooDue
+	if due == nil || ctx.Err() != nil {
+		return
+	}
+	c.ooDue = nil
+	a := p.active.Load()
+	if c.ooRuns == nil {
+		c.ooRuns = map[string]*bgRun{}
+	}
+	for _, svc := range slices.Sorted(maps.Keys(p.cfg.OpenOrders)) {
+		c.ooRuns[svc] = c.runOpenOrders(ctx, svc, due, a.rt.ep, a.gen)
+	}
+}
+
+// stopOpenOrders supersedes the open-order reconciles in progress; they are
+// owed again, to the next release.
+func (c *controller) stopOpenOrders() {
+	for _, svc := range slices.Sorted(maps.Keys(c.ooRuns)) {
+		run := c.ooRuns[svc]
+		run.cancel()
+		if c.ooDue == nil {
+			c.ooDue = run.oo
+		}
+		c.p.events.emit(Event{Kind: EventOpenOrderDiff, From: run.oo.from, To: run.r.To, Generation: run.r.Generation, Service: svc, Duration: time.Since(run.start), Err: errSuperseded, Cause: "open-order reconcile superseded: it runs again after the next release"})
+		delete(c.ooRuns, svc)
+	}
+}
+
+// runOpenOrders waits until CODSettle after the fence, then compares the
+// service's open orders, retrying a failure (ReconcileBackoff, and never
+// faster than the venue's lookup interval) up to ReconcileAttempts times.
+func (c *controller) runOpenOrders(ctx context.Context, svc string, due *ooSwitch, ep Endpoint, gen uint64) *bgRun {
+	p := c.p
+	c.bgSeq++
+	run := &bgRun{id: c.bgSeq, start: time.Now(), oo: due, r: Reconciliation{From: due.from, To: ep.Name, Generation: gen, Service: svc}}
+	rctx, cancel := context.WithCancel(ctx)
+	run.cancel = cancel
+	check := p.cfg.OpenOrders[svc]
+	fc := p.rest.fence
+	c.hooks.Add(1)
+	go func() {
+		defer c.hooks.Done()
+		defer cancel()
+		rep := &OpenOrderReport{Service: svc, From: due.from, To: ep.Name, Generation: gen, Mode: fc.Mode, Effect: fc.Effect}
+		if !sleepCtx(rctx, time.Until(due.fencedAt.Add(p.cfg.CODSettle))) {
+			return
+		}
+		var err error
+		for attempt := 1; attempt <= p.cfg.ReconcileAttempts; attempt++ {
+			rep.Attempts = attempt
+			err = callHook(rctx, func(ctx context.Context) error {
+				tctx, tcancel := context.WithTimeout(ctx, p.cfg.ReconcileTimeout)
+				defer tcancel()
+				ours, err := check.Ours(tctx, svc)
+				if err != nil {
+					return fmt.Errorf("the application's open orders: %w", err)
+				}
+				q := OpenOrderQuery{Service: svc, Endpoint: ep, From: due.from, To: ep.Name, Generation: gen, Mode: fc.Mode, Effect: fc.Effect, Ours: slices.Clone(ours), Attempt: attempt}
+				theirs, err := check.Venue(tctx, q)
+				if err != nil {
+					return fmt.Errorf("the venue's open orders: %w", err)
+				}
+				rep.Ours = len(ours)
+				rep.Open = 0
+				for _, o := range theirs {
+					if o.State == VenueOpen {
+						rep.Open++
+					}
+				}
+				rep.Diffs = diffOpenOrders(svc, ours, theirs, due.from, fc)
+				return nil
+			})
+			if err == nil || rctx.Err() != nil || attempt == p.cfg.ReconcileAttempts {
+				break
+			}
+			if !sleepCtx(rctx, max(p.cfg.ReconcileBackoff.delay(attempt), p.lookupPause(1))) {
+				return
+			}
+		}
+		if rctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			rep.Error = boundText(fmt.Sprintf("open orders of %q not reconciled after %d attempts: %v", svc, rep.Attempts, err))
+			rep.Diffs = nil
+		}
+		rep.At = time.Now()
+		select {
+		case c.bg <- bgResult{kind: bgOpenOrders, id: run.id, key: svc, start: run.start, report: rep, err: err}:
+		case <-rctx.Done():
+		}
+	}()
+	return run
+}
+
+// openOrdersDone takes one service's open-order reconcile on the controller:
+// the report, its event, and one EventRestingCancelled per order the switch
+// cancelled.
+func (c *controller) openOrdersDone(res bgResult) {
+	p := c.p
+	rep := res.report
+	p.rest.mu.Lock()
+	if p.rest.reports == nil {
+		p.rest.reports = map[string]OpenOrderReport{}
+	}
+	p.rest.reports[rep.Service] = *rep
+	p.rest.mu.Unlock()
+	// Counted before any event says so: a Snapshot taken on the event agrees.
+	for _, d := range rep.Diffs {
+		if d.Cause == DiffCancelledBySwitch {
+			p.rest.cancelled.Add(1)
+		}
+	}
+	e := Event{Kind: EventOpenOrderDiff, From: rep.From, To: rep.To, Generation: rep.Generation, Service: rep.Service, Attempt: rep.Attempts, Duration: time.Since(res.start), Diffs: rep.Diffs}
+	if res.err != nil {
+		e.Err = fmt.Errorf("pathdialer: open orders of %q not reconciled after %d attempts: %w", rep.Service, rep.Attempts, res.err)
+	} else {
+		e.Cause = fmt.Sprintf("%d open in the application's record, %d open at the venue, %d difference(s); left in %s mode (%s)", rep.Ours, rep.Open, len(rep.Diffs), rep.Mode, rep.Effect)
+	}
+	p.events.emit(e)
+	for _, d := range rep.Diffs {
+		if d.Cause != DiffCancelledBySwitch {
+			continue
+		}
+		p.events.emit(Event{Kind: EventRestingCancelled, From: rep.From, To: rep.To, Generation: rep.Generation, Service: d.Service, OrderID: d.OrderID, Cause: d.Detail, Diffs: []OrderDiff{d}})
+	}
+}
+
+// diffOpenOrders compares the application's open orders with the venue's
+// report, naming each difference's cause. from is the endpoint left.
+func diffOpenOrders(svc string, ours []OpenOrder, theirs []VenueOrder, from string, fc FenceChoice) []OrderDiff {
+	byID := make(map[string]VenueOrder, len(theirs))
+	for _, o := range theirs {
+		byID[o.OrderID] = o
+	}
+	mine := make(map[string]bool, len(ours))
+	ours = slices.Clone(ours)
+	slices.SortFunc(ours, func(a, b OpenOrder) int { return strings.Compare(a.OrderID, b.OrderID) })
+	var out []OrderDiff
+	for _, o := range ours {
+		mine[o.OrderID] = true
+		v, reported := byID[o.OrderID]
+		d := OrderDiff{OrderID: safetext.Bound(o.OrderID), Service: svc, Symbol: safetext.Bound(o.Symbol)}
+		reaches := codReaches(fc.Effect, o, from)
+		switch {
+		case reported && v.State == VenueOpen:
+			continue
+		case reported && v.State == VenueFilled:
+			d.Cause, d.Detail = DiffFilled, "filled meanwhile"
+		case reported && v.State == VenueCancelled && reaches:
+			d.Cause = DiffCancelledBySwitch
+			d.Detail = fmt.Sprintf("cancelled by the switch's cancel-on-disconnect (left %q in %s mode: %s)", from, fc.Mode, fc.Why)
+		case reported && v.State == VenueCancelled:
+			d.Cause = DiffCancelledBySwitch
+			d.Detail = fmt.Sprintf("cancelled during the switch, although leaving %q in %s mode should have kept it (%s): check how the old path was left", from, fc.Mode, fc.Why)
+		case reported && v.State == VenueNotFound:
+			d.Cause, d.Detail = DiffUnknownToVenue, "the venue has no record of it"
+		case reaches:
+			d.Cause, d.Presumed = DiffCancelledBySwitch, true
+			d.Detail = fmt.Sprintf("no longer open at the venue, and leaving %q in %s mode cancels it (%s); the venue did not say whether it filled instead", from, fc.Mode, fc.Why)
+		default:
+			d.Cause = DiffUnknownToVenue
+			d.Detail = fmt.Sprintf("not open at the venue, and the venue reported neither a fill nor a cancel (left %q in %s mode: %s)", from, fc.Mode, fc.Effect)
+		}
+		d.Detail = safetext.BoundN(d.Detail, safetext.DetailMax)
+		out = append(out, d)
+	}
+	var extra []OrderDiff
+	for _, v := range theirs {
+		if v.State == VenueOpen && !mine[v.OrderID] {
+			extra = append(extra, OrderDiff{OrderID: safetext.Bound(v.OrderID), Service: svc, Symbol: safetext.Bound(v.Symbol), Cause: DiffNotOurs,
+				Detail: "open at the venue, not in the application's record"})
+		}
+	}
+	slices.SortFunc(extra, func(a, b OrderDiff) int { return strings.Compare(a.OrderID, b.OrderID) })
+	return append(out, extra...)
+}
+
+// codReaches reports whether leaving the old path, with the given effect,
+// cancels o.
+func codReaches(eff venue.SwitchEffect, o OpenOrder, from string) bool {
+	switch eff {
+	case venue.EffectNone:
+		return false
+	case venue.EffectOldPathOrders:
+		return o.Endpoint == "" || o.Endpoint == from
+	}
+	return true // every open order, or unknown
+}
+
+// sleepCtx waits d, or until ctx ends (false then).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// validateResting checks the fields of fence mode, dead-man timer and
+// open-order reconcile.
+func (c Config) validateResting() error {
+	if _, err := c.fenceChoice(); err != nil {
+		return err
+	}
+	switch {
+	case c.FarewellTimeout <= 0:
+		return fmt.Errorf("%w: FarewellTimeout is %v, must be > 0", ErrInvalidConfig, c.FarewellTimeout)
+	case c.DeadMan != nil && c.DeadManTimeout <= 0:
+		return fmt.Errorf("%w: DeadManTimeout is %v, must be > 0 with a DeadMan hook", ErrInvalidConfig, c.DeadManTimeout)
+	case c.DeadMan != nil && c.Engine.BrokerFences:
+		return fmt.Errorf("%w: DeadMan needs a fence step to run before, and with Engine.BrokerFences the venue fences the old path at the new logon: arm the timer when the new session logs on instead", ErrInvalidConfig)
+	case c.CODSettle < 0:
+		return fmt.Errorf("%w: CODSettle is %v, must be >= 0", ErrInvalidConfig, c.CODSettle)
+	}
+	for _, svc := range slices.Sorted(maps.Keys(c.OpenOrders)) {
+		chk := c.OpenOrders[svc]
+		switch {
+		case strings.TrimSpace(svc) == "":
+			return fmt.Errorf("%w: OpenOrders has a blank service name", ErrInvalidConfig)
+		case chk.Ours == nil:
+			return fmt.Errorf("%w: OpenOrders[%q].Ours is nil: the application's open orders are what the venue's are compared with", ErrInvalidConfig, svc)
+		case chk.Venue == nil:
+			return fmt.Errorf("%w: OpenOrders[%q].Venue is nil: the venue's open-order list is required", ErrInvalidConfig, svc)
+		}
+	}
+	return nil
+}
+
+func boundText(s string) string { return safetext.BoundN(s, safetext.FieldMax) }

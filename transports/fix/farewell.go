@@ -1,0 +1,52 @@
+package fix
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quickfixgo/quickfix"
+)
+
+// errFarewellUnanswered: the counterparty did not answer the preserve-mode
+// Logout before the farewell's deadline.
+var errFarewellUnanswered = errors.New("fix: the counterparty did not answer the Logout before the farewell's deadline")
+
+// sayFarewell is a session's preserve-mode farewell (Options.PreserveLogout):
+// quickfix sends a Logout carrying the venue's fields to keep resting orders,
+// in sequence, and the farewell waits for the counterparty's Logout until
+// deadline. The Path aborts the connection when it returns.
+func (in *Initiator) sayFarewell(sid quickfix.SessionID, deadline time.Time) error {
+	s := in.sessions[sid]
+	if s == nil || !s.live.Load() {
+		return nil // not logged on: nothing to log out of
+	}
+	answered := make(chan struct{})
+	s.mu.Lock()
+	s.leaving = answered
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.leaving == answered {
+			s.leaving = nil
+		}
+		s.mu.Unlock()
+	}()
+	msg := quickfix.NewMessage()
+	msg.Header.SetField(tagMsgType, quickfix.FIXString(msgTypeLogout))
+	for tag, v := range in.opts.PreserveLogout {
+		msg.Body.SetField(tag, quickfix.FIXString(v))
+	}
+	if err := quickfix.SendToTarget(msg, sid); err != nil {
+		return fmt.Errorf("fix: preserve-mode Logout of %v: %w", sid, err)
+	}
+	in.log.Info("fix: leaving with a Logout that keeps resting orders", "session", sid.String())
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-answered:
+		return nil
+	case <-t.C:
+		return errFarewellUnanswered
+	}
+}
