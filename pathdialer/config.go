@@ -497,6 +497,10 @@ func DefaultConfig() Config {
 // Validate checks every field as written and names the first that cannot work.
 func (c Config) Validate() error {
 	switch {
+	case c.ProbeInterval == 0 && c.ProbeTimeout == 0 && c.FenceTimeout == 0 && c.ReconcileTimeout == 0 && c.Engine.FailureThreshold == 0:
+		// Not started from DefaultConfig: naming the first missing field
+		// would send the reader through every timing field in turn.
+		return fmt.Errorf("%w: the timing and safety fields are all zero: start from DefaultConfig() and set Endpoints, Probe, Fencer and Reconcilers (or Reconciler) on it", ErrInvalidConfig)
 	case c.Probe == nil:
 		return fmt.Errorf("%w: Probe is required (a TCP connect proves neither authentication nor order acceptance; see TCPProbe)", ErrInvalidConfig)
 	case c.Engine.Probe != nil:

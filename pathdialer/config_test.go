@@ -238,3 +238,32 @@ func TestNewRefusesCredentialsInServiceAddresses(t *testing.T) {
 		}
 	}
 }
+
+// A Config not started from DefaultConfig (the zero value, or one built field
+// by field) is refused with an error that points to DefaultConfig, not with
+// the first field that happens to be missing.
+func TestZeroConfigPointsToDefaultConfig(t *testing.T) {
+	probe := func(context.Context, pathdialer.Endpoint) error { return nil }
+	for name, cfg := range map[string]pathdialer.Config{
+		"zero value": {},
+		"only the quick start's fields": {
+			Endpoints: []pathdialer.Endpoint{
+				{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"rest": "https://eu.example:443"}},
+				{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": "https://us.example:443"}},
+			},
+			Probe:      probe,
+			Fencer:     pathdialer.LocalFenceOnly,
+			Reconciler: pathdialer.NoReconcile,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := pathdialer.New(cfg)
+			if !errors.Is(err, pathdialer.ErrInvalidConfig) {
+				t.Fatalf("New = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.Contains(err.Error(), "DefaultConfig()") {
+				t.Fatalf("New = %v, does not point to DefaultConfig()", err)
+			}
+		})
+	}
+}
