@@ -291,6 +291,12 @@ type Config struct {
 	Endpoints []Endpoint
 	// Probe is required: it should exercise the trade path.
 	Probe ProbeFunc
+	// AllowPlaintext lets a "rest" address be a plain http:// URL to a host
+	// that is not loopback. Default false: such an address is refused, since
+	// every order and the credentials in its headers would cross the network
+	// in the clear. Loopback addresses (127.0.0.0/8, ::1, localhost) are
+	// always allowed.
+	AllowPlaintext bool
 	// Engine holds the decision thresholds. Its Probe must be nil (the Path sets
 	// it from Probe) and its Clock nil (the Path runs on the system clock).
 	Engine engine.Config
@@ -570,7 +576,7 @@ func (c Config) Validate() error {
 	if len(c.Endpoints) < 2 {
 		return fmt.Errorf("%w: %d endpoint(s) configured; need at least two to fail over", ErrInvalidConfig, len(c.Endpoints))
 	}
-	return validateEndpoints(c.Endpoints)
+	return validateEndpoints(c.Endpoints, c.AllowPlaintext)
 }
 
 // validateEndpoints checks what New and the engine would refuse, so Validate
@@ -578,7 +584,7 @@ func (c Config) Validate() error {
 // primary, no service, and each service address (well formed, and for the
 // transports' own services the scheme they need: "rest" an http(s) URL, "ws"
 // a ws(s) or http(s) URL, "fix" host:port).
-func validateEndpoints(eps []Endpoint) error {
+func validateEndpoints(eps []Endpoint, allowPlaintext bool) error {
 	seen := make(map[string]bool, len(eps))
 	primaries := 0
 	for i, ep := range eps {
@@ -606,12 +612,30 @@ func validateEndpoints(eps []Endpoint) error {
 			if err := checkServiceAddress(svc, addr); err != nil {
 				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, svc, err)
 			}
+			if svc == ServiceREST && !allowPlaintext && plaintextRemote(addr) {
+				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: a plain http:// address to a host that is not loopback sends orders and credentials in the clear: use https://, or set Config.AllowPlaintext", ErrInvalidConfig, i, ep.Name, svc)
+			}
 		}
 	}
 	if primaries == 0 && len(eps) > 0 {
 		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, engine.ErrNoPrimary)
 	}
 	return nil
+}
+
+// plaintextRemote reports whether addr is an http:// URL whose host is not
+// loopback.
+func plaintextRemote(addr string) bool {
+	u, err := url.Parse(addr)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // checkServiceAddress never repeats the address (it may carry credentials).
