@@ -61,8 +61,18 @@ type incident struct {
 	RecFailed  int
 	RecErrors  []string // distinct reconcile errors
 	Halted     bool
-	Handed     map[string]int            // service → orders handed to reconciliation
-	Settled    map[string]map[string]int // service → fate → orders
+	// ServiceHeld is each service's hold, in release order, when the Path
+	// releases services one by one; the last is released with the gate.
+	ServiceHeld []serviceHold
+	Handed      map[string]int            // service → orders handed to reconciliation
+	Settled     map[string]map[string]int // service → fate → orders
+	reconciled  map[string]bool           // services whose reconcile succeeded, not yet released
+}
+
+// serviceHold is how long one service's orders were held.
+type serviceHold struct {
+	Service string
+	Held    time.Duration
 }
 
 // OnEvent records one event. It never blocks on anything but the Recorder's
@@ -144,8 +154,15 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 			r.handed[t.Service]++
 		}
 	case pathdialer.EventReconcileSuccess:
-		if r.cur != nil && !r.cur.RecAt.IsZero() && r.cur.RecTook == 0 {
-			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), time.Nanosecond)
+		if r.cur != nil && !r.cur.RecAt.IsZero() {
+			// Services reconcile on their own: the check took until the last.
+			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), r.cur.RecTook, time.Nanosecond)
+			if e.Service != "" {
+				if r.cur.reconciled == nil {
+					r.cur.reconciled = map[string]bool{}
+				}
+				r.cur.reconciled[e.Service] = true
+			}
 		}
 		for _, s := range e.Settlements {
 			add(r.settled, s.Service, fateKey(s.Fate))
@@ -165,6 +182,17 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 		if r.cur == nil {
 			return
 		}
+		if e.Service != "" { // one service flows again; the others are still held
+			r.cur.ServiceHeld = append(r.cur.ServiceHeld, serviceHold{e.Service, e.Duration})
+			delete(r.cur.reconciled, e.Service)
+			return
+		}
+		if len(r.cur.ServiceHeld) > 0 { // the services still held were released with the gate
+			for _, svc := range slices.Sorted(maps.Keys(r.cur.reconciled)) {
+				r.cur.ServiceHeld = append(r.cur.ServiceHeld, serviceHold{svc, e.Duration})
+			}
+		}
+		r.cur.reconciled = nil
 		r.cur.ReleasedAt, r.cur.Held = e.Time, e.Duration
 		r.done = append(r.done, *r.cur)
 		if len(r.done) > maxIncidents {
@@ -213,6 +241,8 @@ func (r *Recorder) view() (incidents []incident, open *incident, handed map[stri
 func (in incident) clone() incident {
 	in.Causes = slices.Clone(in.Causes)
 	in.RecErrors = slices.Clone(in.RecErrors)
+	in.ServiceHeld = slices.Clone(in.ServiceHeld)
+	in.reconciled = maps.Clone(in.reconciled)
 	in.Handed = maps.Clone(in.Handed)
 	in.Settled = cloneCounts(in.Settled)
 	return in
