@@ -94,3 +94,20 @@ func TestOnCallLeadsWithTheWorst(t *testing.T) {
 		t.Errorf("hold +19.340 s → +19.371 s listed as held %q, want 31 ms", rows[1])
 	}
 }
+
+// Services released one by one: the first switch's hold, and the hold in the
+// holds table, end at the last release (the gate's), not at the first
+// service's.
+func TestHoldEndsAtTheLastServiceRelease(t *testing.T) {
+	in := synthetic("eu", "us")
+	i := slices.IndexFunc(in.Events, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventRelease })
+	in.Events = slices.Insert(in.Events, i, pathdialer.Event{Kind: pathdialer.EventRelease, Time: at(2450 * time.Millisecond),
+		Endpoint: "us", Service: "rest", Duration: 150 * time.Millisecond})
+	f := Compute(in)
+	if f.OnCall.Held != 300*time.Millisecond {
+		t.Errorf("first switch held %v, want 300 ms (the last service released)", f.OnCall.Held)
+	}
+	if len(f.Holds) == 0 || f.Holds[0].End != 2600*time.Millisecond {
+		t.Errorf("holds %+v, want the first to end at +2.6 s", f.Holds)
+	}
+}
