@@ -24,6 +24,7 @@ type report struct {
 	OrderFlowSince string           `json:"order_flow_since,omitempty"`
 	OrderFlowForMS *float64         `json:"order_flow_for_ms,omitempty"`
 	Failback       failbackReport   `json:"failback"`
+	Worst          *worstReport     `json:"worst_since_start,omitempty"`
 	LastSwitch     *incidentReport  `json:"last_switch,omitempty"`
 	Incidents      []incidentReport `json:"recent_switches,omitempty"`
 	Orders         []ordersReport   `json:"orders"`
@@ -73,6 +74,17 @@ type incidentReport struct {
 	Halted        bool                      `json:"halted"`
 	Reconciled    map[string]int            `json:"reconciled,omitempty"`
 	Settled       map[string]map[string]int `json:"settled,omitempty"`
+}
+
+// worstReport is the worst since the Recorder started (needs a Recorder).
+type worstReport struct {
+	Halts          int      `json:"halts"`
+	HaltedMS       float64  `json:"halted_ms"`
+	LongestHaltMS  float64  `json:"longest_halt_ms"`
+	LastHaltAt     string   `json:"last_halt_at,omitempty"`
+	HaltedNow      bool     `json:"halted_now"`
+	LongestHoldMS  *float64 `json:"longest_hold_ms,omitempty"`
+	LongestHoldWas string   `json:"longest_hold_was,omitempty"`
 }
 
 type serviceHeldReport struct {
@@ -232,6 +244,21 @@ func build(src sources) report {
 		}
 	}
 	r.Failback = failback(s, primary, fbDec, src.engine)
+	if src.rec != nil {
+		w := src.rec.worstView()
+		if w.Halts > 0 || w.LongestHold > 0 {
+			wr := &worstReport{Halts: w.Halts, HaltedMS: ms(w.Halted), LongestHaltMS: ms(w.LongestHalt), LastHaltAt: stamp(w.LastHaltAt),
+				HaltedNow: !w.HaltOpen.IsZero(), LongestHoldWas: w.LongestHoldWhat}
+			if !w.HaltOpen.IsZero() { // the halt in progress counts up to now
+				d := max(s.Time.Sub(w.HaltOpen), 0)
+				wr.HaltedMS, wr.LongestHaltMS = ms(w.Halted+d), ms(max(w.LongestHalt, d))
+			}
+			if w.LongestHold > 0 {
+				wr.LongestHoldMS = msp(w.LongestHold)
+			}
+			r.Worst = wr
+		}
+	}
 
 	if open != nil {
 		ir := incidentOf(*open, true)

@@ -77,3 +77,46 @@ func TestPageSaysSwitchTimeHoldAndProvisional(t *testing.T) {
 		t.Logf("page:\n%s", html)
 	}
 }
+
+// After a run with halts the page leads with the worst since start — how
+// often trading halted, for how long in all and at most — above the last
+// switch, even once orders flow again.
+func TestPageLeadsWithTheWorstSinceStart(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	rec := NewRecorder()
+	for _, e := range []pathdialer.Event{
+		{Kind: pathdialer.EventHalt, Time: at(1000), Endpoint: "eu", Cause: "no endpoint eligible"},
+		{Kind: pathdialer.EventResume, Time: at(3000), Endpoint: "us"},
+		{Kind: pathdialer.EventRelease, Time: at(3100), Endpoint: "us", Duration: 2100 * time.Millisecond},
+		{Kind: pathdialer.EventHalt, Time: at(10_000), Endpoint: "us", Cause: "no endpoint eligible"},
+		{Kind: pathdialer.EventResume, Time: at(16_000), Endpoint: "us"},
+		{Kind: pathdialer.EventRelease, Time: at(16_050), Endpoint: "us", Duration: 6050 * time.Millisecond},
+	} {
+		rec.OnEvent(e)
+	}
+	snap := pathdialer.Snapshot{Time: at(20_000), Active: "us", Generation: 1, Gate: pathdialer.GateOpen, Halts: 2, Endpoints: []pathdialer.EndpointSnapshot{
+		{Endpoint: pathdialer.Endpoint{Name: "eu", Primary: true}, State: engine.Down, LastSuccessAge: -1},
+		{Endpoint: pathdialer.Endpoint{Name: "us", Priority: 1}, State: engine.Healthy, Active: true, LastSuccess: at(19_900), LastSuccessAge: 100 * time.Millisecond},
+	}}
+	r := build(sources{snap: snap, engine: engine.DefaultConfig(), opts: Options{JSONURL: "status.json"}, rec: rec})
+	var b bytes.Buffer
+	if err := page.Execute(&b, newView(Options{}, r, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	i := strings.Index(html, `id="worst"`)
+	if i < 0 {
+		t.Fatalf("no worst-since-start section:\n%s", html)
+	}
+	if j := strings.Index(html, `id="last-switch"`); j < i {
+		t.Errorf("the last switch comes before the worst since start")
+	}
+	worst := html[i:]
+	worst = worst[:strings.Index(worst, "</section>")]
+	for _, want := range []string{"trading halted 2×", "8 s in all", "longest 6 s", "last at 14:00:10.000", "badge bad"} {
+		if !strings.Contains(worst, want) {
+			t.Errorf("worst since start lacks %q:\n%s", want, worst)
+		}
+	}
+}

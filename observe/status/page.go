@@ -50,6 +50,7 @@ tr.active td{background:#eef5ff}
 <div class="kv small">{{.Now}} · <a href="{{.JSONURL}}">JSON</a>{{if .MetricsURL}} · <a href="{{.MetricsURL}}">metrics</a>{{end}}</div>
 </header>
 <main>
+{{if .Worst}}<section id="worst"><h2>Worst since start</h2>{{range .Worst}}<div><span class="badge {{.Class}}">{{.Text}}</span></div>{{end}}</section>{{end}}
 {{if .FlowCause}}<section><h2>Why orders are {{if eq .FlowClass "bad"}}refused{{else}}held{{end}}</h2><div class="mono" id="flow-cause">{{.FlowCause}}</div></section>{{end}}
 <section>
 <h2>Failback</h2>

@@ -33,6 +33,18 @@ type Recorder struct {
 	handed    map[string]int       // service → orders handed to reconciliation
 	settled   map[string]map[string]int
 	failback  *engine.Decision // the last failback verdict
+	worst     worstSoFar
+}
+
+// worstSoFar is the worst since the Recorder started: halts (how many, how
+// long in all and at most, the last one's start, one in progress) and the
+// longest hold released.
+type worstSoFar struct {
+	Halts                int
+	Halted, LongestHalt  time.Duration
+	LastHaltAt, HaltOpen time.Time // HaltOpen: the start of a halt in progress
+	LongestHold          time.Duration
+	LongestHoldWhat      string // "failover from eu to us at 14:00:01.000"
 }
 
 // NewRecorder returns an empty Recorder.
@@ -82,6 +94,32 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 	e.Cause, e.Error = safetext.BoundN(e.Cause, safetext.FieldMax), safetext.BoundN(e.Error, safetext.FieldMax)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	w := &r.worst
+	switch e.Kind {
+	case pathdialer.EventHalt:
+		if w.HaltOpen.IsZero() {
+			w.Halts++
+			w.HaltOpen, w.LastHaltAt = e.Time, e.Time
+		}
+	case pathdialer.EventResume, pathdialer.EventRelease:
+		if !w.HaltOpen.IsZero() {
+			d := e.Time.Sub(w.HaltOpen)
+			w.Halted += d
+			w.LongestHalt = max(w.LongestHalt, d)
+			w.HaltOpen = time.Time{}
+		}
+		if e.Kind == pathdialer.EventRelease && e.Service == "" && e.Duration > w.LongestHold && r.cur != nil {
+			w.LongestHold = e.Duration
+			kind := "failover from " + r.cur.From + " to " + r.cur.To
+			switch {
+			case r.cur.Failback:
+				kind = "failback from " + r.cur.From + " to " + r.cur.To
+			case r.cur.Halted:
+				kind = "halt, then resume on " + e.Endpoint
+			}
+			w.LongestHoldWhat = kind + " at " + e.Time.UTC().Format(clock)
+		}
+	}
 	switch e.Kind {
 	case pathdialer.EventProbe:
 		if e.Err == nil && e.Error == "" {
@@ -236,6 +274,13 @@ func (r *Recorder) view() (incidents []incident, open *incident, handed map[stri
 		failback = &d
 	}
 	return
+}
+
+// worstView copies the worst since start.
+func (r *Recorder) worstView() worstSoFar {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.worst
 }
 
 func (in incident) clone() incident {

@@ -25,6 +25,7 @@ type view struct {
 	Failback    string
 	FailbackCls string
 
+	Worst     []worstLine
 	Last      *incidentView
 	Incidents []incidentView
 	Orders    []ordersView
@@ -58,6 +59,11 @@ type incidentView struct {
 	Steps     []string
 	HeldSplit string
 	HeldBy    string
+}
+
+// worstLine is one line of the worst since start.
+type worstLine struct {
+	Text, Class string
 }
 
 type provisionalView struct {
@@ -128,6 +134,25 @@ func newView(opts Options, r report, maxHealthAge time.Duration) view {
 		v.MonitorAge = human(now.Sub(t)) + " ago"
 	} else {
 		v.MonitorAge = "never"
+	}
+	if w := r.Worst; w != nil {
+		if w.Halts > 0 {
+			l := fmt.Sprintf("trading halted %d× since start (orders refused at once) — %s in all, longest %s", w.Halts, humanMS(w.HaltedMS), humanMS(w.LongestHaltMS))
+			if t, err := time.Parse(time.RFC3339Nano, w.LastHaltAt); err == nil {
+				l += ", last at " + t.Format(clock) + " UTC"
+			}
+			if w.HaltedNow {
+				l += " — HALTED NOW"
+			}
+			v.Worst = append(v.Worst, worstLine{Text: l, Class: "bad"})
+		}
+		if w.LongestHoldMS != nil {
+			c := "good"
+			if *w.LongestHoldMS >= 1000 {
+				c = "warn"
+			}
+			v.Worst = append(v.Worst, worstLine{Text: fmt.Sprintf("longest hold: orders waited %s (%s)", humanMS(*w.LongestHoldMS), w.LongestHoldWas), Class: c})
+		}
 	}
 	if r.LastSwitch != nil {
 		iv := newIncidentView(*r.LastSwitch)
