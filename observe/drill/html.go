@@ -72,8 +72,8 @@ func WriteHTML(w io.Writer, in Input) error {
 
 // verdict is what the header says beside the invariants, so that a run whose
 // invariants held but whose orders failed or halted does not read as a good
-// one: the share of orders that failed (bad from 10 %) and the halts (bad
-// when one began before the fault, which the fault cannot explain).
+// one: the share of orders that failed (bad from 10 %) and the halts (bad;
+// it says how many began before the fault, which the fault cannot explain).
 func verdict(in Input, f Figures) []kv {
 	var out []kv
 	failed, total := 0, 0
@@ -101,10 +101,10 @@ func verdict(in Input, f Figures) []kv {
 				early++
 			}
 		}
-		k := kv{K: "halts", V: fmt.Sprintf("halted %d×", n), Class: "warn"}
+		// A halt refuses every order: always red, as in the on-call tiles.
+		k := kv{K: "halts", V: fmt.Sprintf("halted %d×", n), Class: "bad"}
 		if early > 0 {
 			k.V += fmt.Sprintf(" (%d before the fault)", early)
-			k.Class = "bad"
 		}
 		out = append(out, k)
 	}
@@ -533,6 +533,7 @@ td.n{white-space:nowrap;font-variant-numeric:tabular-nums}
 .tile span{display:block;color:#6b7385;font-size:12px}
 .tile b{font-size:17px}
 .good b,.badge.good{color:#11652b}.warn b,.badge.warn{color:#7a5300}.bad b,.badge.bad{color:#9b1c13}
+.badge.muted{color:#4a5366;background:#e6e8ec}
 td.warn{color:#7a5300;font-weight:600}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:700;background:#fff}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:14px}
