@@ -87,6 +87,8 @@ func (m *Manager) observe(name string, result error, latency time.Duration, src 
 	return m.statusLocked(es), nil
 }
 
+// recordLocked applies one result (a probe's, live traffic's or a trade-path
+// check's) to the endpoint's evidence, then derives its state from it.
 func (m *Manager) recordLocked(es *endpointState, err error, latency time.Duration, src source) {
 	now := m.clock.Now()
 	prev := es.state
@@ -95,85 +97,113 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 	es.lastResult = now
 	es.lastLatency = latency
 	if err != nil {
-		es.lastErr = err
-		es.consecSucc = 0
-		if src == srcProbe {
-			es.probeResults++
-			if es.consecFail == 0 {
-				es.probeFailSeq = m.seq
-			}
-			es.consecFail++
-			es.lastProbeFailure = now
-			// A gray failure stands whatever the probe says: the probe could
-			// not see it when it began, so its failures (a late probe on a
-			// loaded host, the region briefly dark) are no evidence about the
-			// trade path, and its successes after them none either.
-		} else {
-			es.trafficFail++
-			es.lastTrafficResult = now
-			es.lastTrafficFailure = now
-			es.trafficFailSeq = m.seq
-		}
+		m.failureLocked(es, err, src, now)
 	} else {
-		es.lastSuccess = now
-		es.slow = m.cfg.DegradedLatency > 0 && latency > m.cfg.DegradedLatency
-		if src == srcProbe {
-			es.probeResults++
-			es.consecFail = 0
-			es.probeOK = true
-			es.lastProbeSuccess = now
-			switch {
-			case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure):
-				// The probe failed too, after the orders did: it sees this
-				// failure, so its success is evidence of recovery.
-				es.trafficFail = 0
-			case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
-				es.trafficFail = 0 // stale live-traffic failures below the threshold
-			}
-			if es.trafficFail >= thr && !es.gray {
-				// DOWN on live traffic while an earlier probe failure hid the
-				// gray failure: the probe passes now while the orders failed,
-				// so it cannot vouch for recovery. Without this the endpoint
-				// would stay DOWN for good (an inactive endpoint gets no
-				// traffic to clear it).
-				m.beginGrayLocked(es, now)
-			}
-			if es.gray && !now.Before(m.grayUntilLocked(es)) && now.Sub(es.lastTrafficFailure) >= m.cfg.MaxHealthAge {
-				// Waited long enough without trade-path evidence, and no
-				// trade-path check (or order) failed recently: a failing
-				// trade-path check keeps the endpoint out whatever the wait.
-				es.gray = false
-				es.trafficFail = 0
-			}
-			if es.slow {
-				// Answering, but too slowly to trade on: Degraded evidence, and
-				// no progress towards failback stability.
-				es.consecSucc = 0
-			} else {
-				es.consecSucc++
-			}
-		} else {
-			es.trafficFail = 0
-			es.lastTrafficResult = now
-			es.lastTrafficSuccess = now
-			es.trafficOKSeq = m.seq
-			es.gray = false // the trade path works
-			if src == srcTraffic {
-				es.tradePathDue = false // it carries orders again
-			}
-			if es.slow {
-				es.consecSucc = 0
-			} else {
-				es.consecSucc++
-			}
-		}
-		if es.consecFail == 0 && es.trafficFail == 0 {
-			es.lastErr = nil
-		}
+		m.successLocked(es, latency, src, now)
 	}
 	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
 		m.beginGrayLocked(es, now)
 	}
+	m.stateLocked(es, prev, now)
+}
+
+// failureLocked records a failed result: a probe's, or live traffic's (an
+// order, a trade-path check).
+func (m *Manager) failureLocked(es *endpointState, err error, src source, now time.Time) {
+	es.lastErr = err
+	es.consecSucc = 0
+	if src == srcProbe {
+		es.probeResults++
+		if es.consecFail == 0 {
+			es.probeFailSeq = m.seq
+		}
+		es.consecFail++
+		es.lastProbeFailure = now
+		// A gray failure stands whatever the probe says: the probe could
+		// not see it when it began, so its failures (a late probe on a
+		// loaded host, the region briefly dark) are no evidence about the
+		// trade path, and its successes after them none either.
+		return
+	}
+	es.trafficFail++
+	es.lastTrafficResult = now
+	es.lastTrafficFailure = now
+	es.trafficFailSeq = m.seq
+}
+
+// successLocked records a successful result: a probe's, or live traffic's (an
+// order, a trade-path check). A success slower than DegradedLatency is no
+// progress towards failback stability.
+func (m *Manager) successLocked(es *endpointState, latency time.Duration, src source, now time.Time) {
+	es.lastSuccess = now
+	es.slow = m.cfg.DegradedLatency > 0 && latency > m.cfg.DegradedLatency
+	if src == srcProbe {
+		m.probeSuccessLocked(es, now)
+	} else {
+		es.trafficFail = 0
+		es.lastTrafficResult = now
+		es.lastTrafficSuccess = now
+		es.trafficOKSeq = m.seq
+		es.gray = false // the trade path works
+		if src == srcTraffic {
+			es.tradePathDue = false // it carries orders again
+		}
+		if es.slow {
+			es.consecSucc = 0
+		} else {
+			es.consecSucc++
+		}
+	}
+	if es.consecFail == 0 && es.trafficFail == 0 {
+		es.lastErr = nil
+	}
+}
+
+// probeSuccessLocked records a probe's success: it ends the probe's failures,
+// and, when the probe can see them, the live-traffic failures and a gray
+// failure.
+func (m *Manager) probeSuccessLocked(es *endpointState, now time.Time) {
+	thr := m.cfg.FailureThreshold
+	es.probeResults++
+	es.consecFail = 0
+	es.probeOK = true
+	es.lastProbeSuccess = now
+	switch {
+	case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure):
+		// The probe failed too, after the orders did: it sees this
+		// failure, so its success is evidence of recovery.
+		es.trafficFail = 0
+	case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
+		es.trafficFail = 0 // stale live-traffic failures below the threshold
+	}
+	if es.trafficFail >= thr && !es.gray {
+		// DOWN on live traffic while an earlier probe failure hid the
+		// gray failure: the probe passes now while the orders failed,
+		// so it cannot vouch for recovery. Without this the endpoint
+		// would stay DOWN for good (an inactive endpoint gets no
+		// traffic to clear it).
+		m.beginGrayLocked(es, now)
+	}
+	if es.gray && !now.Before(m.grayUntilLocked(es)) && now.Sub(es.lastTrafficFailure) >= m.cfg.MaxHealthAge {
+		// Waited long enough without trade-path evidence, and no
+		// trade-path check (or order) failed recently: a failing
+		// trade-path check keeps the endpoint out whatever the wait.
+		es.gray = false
+		es.trafficFail = 0
+	}
+	if es.slow {
+		// Answering, but too slowly to trade on: Degraded evidence, and
+		// no progress towards failback stability.
+		es.consecSucc = 0
+	} else {
+		es.consecSucc++
+	}
+}
+
+// stateLocked derives the endpoint's state from its evidence (prev is the
+// state before the result) and when it became Degraded.
+func (m *Manager) stateLocked(es *endpointState, prev HealthState, now time.Time) {
+	thr := m.cfg.FailureThreshold
 	fails := max(es.consecFail, es.trafficFail)
 	switch {
 	case es.gray || fails >= thr && !m.trafficVouchesLocked(es, now):

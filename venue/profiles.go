@@ -189,8 +189,11 @@ func CoinbaseExchangeFIX() Profile {
 			OnByDefault: false,
 			Control:     "Logon tag CancelOrdersOnDisconnect (8013): S = the session's orders, Y = every open order of the profile (recommended)",
 			Trigger:     "disconnect of a session logged on with 8013",
-			KeepOrders:  "a session logged on without CancelOrdersOnDisconnect (8013), which is opt-in; none documented once it is set",
-		}, oe, "8013 CancelOrdersOnDisconnect: S = Cancel all session orders on disconnect; Y = Cancel all profile orders on disconnect (recommended)"),
+			KeepOrders:  "a session logged on without CancelOrdersOnDisconnect (8013); none documented once it is set",
+		}, oe, "8013 CancelOrdersOnDisconnect: S = Cancel all session orders on disconnect; Y = Cancel all profile orders on disconnect (recommended)").
+			With("no default for 8013 is stated: confirm that a logon without it cancels nothing; the retired FIX 4.2 gateway words the tag " +
+				"\"S: Batch cancel all open orders placed during session; Y: Batch cancel all open orders for the current profile. The latter is more performant and recommended.\" " +
+				"(https://docs.cdp.coinbase.com/exchange/changes/archive/order-entry-messages4)"),
 		DeadMan: Unknown[DeadMan]("no cancel-all-after timer found"),
 		// One session per API key (a rule for the client).
 		SessionsPerIdentity: Required(1, oe,
@@ -233,9 +236,10 @@ func Deribit() Profile {
 			Scope:       CODConnection,
 			OnByDefault: false,
 			Control:     "private/enable_cancel_on_disconnect (scope connection, or account: on for every new connection); FIX Logon CancelOnDisconnect (9001)",
-			Trigger:     "TCP termination, 10 minutes of inactivity, heartbeat loss; not private/logout",
+			Trigger:     "TCP termination, 10 minutes of inactivity, heartbeat loss, a FIX Logout(5) without DontCancelOnDisconnect (9003)=Y; not WebSocket private/logout",
 			KeepOrders:  "WebSocket private/logout; FIX Logout(5) with DontCancelOnDisconnect (9003)=Y",
-		}, cod, "Cancel-on-Disconnect does not affect orders created by other connections - they will remain active! … If the connection is gracefully closed using private/logout, cancel-on-disconnect will not be triggered."),
+		}, cod, "Cancel-on-Disconnect does not affect orders created by other connections - they will remain active! … If the connection is gracefully closed using private/logout, cancel-on-disconnect will not be triggered.").
+			With("on FIX even a graceful Logout cancels: \"if CancelOnDisconnect(9001) was set at Logon, all orders will be cancelled at Logout\", unless the Logout carries DontCancelOnDisconnect (9003)=Y (https://docs.deribit.com/fix-api/production/logout)"),
 		DeadMan: Unknown[DeadMan]("no cancel-all-after timer found; cancel-on-disconnect with public/set_heartbeat is the documented mechanism"),
 		// Sixteen sessions per API key, so a standby region may hold its own.
 		SessionsPerIdentity: Documented(16, conn, "Max number of sessions per API key: 16"),
@@ -300,15 +304,18 @@ func KrakenSpot() Profile {
 			With("decay 0.33/s (Starter), 0.5/s (Intermediate), 1/s (Pro); burst 15-20"),
 		BrokerFence:   Unknown[FenceKind]("no session limit or kill switch found"),
 		FencingTokens: Unknown[Support]("none found"),
-		// FIX: on by default for the session's orders.
+		// FIX: on by default for the session's orders; only a drop without a
+		// Logout fires it.
 		CancelOnDisconnect: Documented(CancelOnDisconnect{
 			Scope:       CODSession,
 			OnByDefault: true,
 			Control:     "FIX Logon CancelOrdersOnDisconnect (8674): 0 (default) cancels the session's open orders, 1 cancels none",
-			Trigger:     "disconnect of the FIX session",
-			KeepOrders:  "log on with CancelOrdersOnDisconnect (8674)=1 (chosen at logon, not at logout)",
+			Trigger:     "a FIX session that ends without a Logout exchange (an abnormal disconnection)",
+			KeepOrders:  "a FIX Logout(5) answered before the socket closes, or a logon with CancelOrdersOnDisconnect (8674)=1",
 		}, fixLogon, "8674 - CancelOrdersOnDisconnect … Default value: 0 • 0 : Cancel all open orders from this session • 1: Cancel no orders even if the session is disconnected").
-			With("FIX only; REST and WebSocket use the dead man's switch instead"),
+			With("FIX only (REST and WebSocket have the dead man's switch instead); " +
+				"\"Abnormal disconnection without logout will activate cancel-on-disconnect on the session\" (https://docs.kraken.com/exchange/api-reference/unified-fix/logout): confirm on your account that a graceful Logout keeps the orders before relying on it; " +
+				"\"Single-order cancels on FIX (OrderCancelRequest) only affect orders placed on the same FIX session\" (https://docs.kraken.com/exchange/api-reference/unified-fix): the new session reaches the old session's orders only by OrderMassCancelRequest (530=7: the account's open orders in the older reference, the SenderCompID's in the newer) or over REST"),
 		// CancelAllOrdersAfter: every order of the account, refreshed every
 		// 15-30 s with a 60 s timeout.
 		DeadMan: Documented(DeadMan{

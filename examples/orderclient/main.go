@@ -12,6 +12,19 @@
 //	go run ./examples/orderclient -fault partial -v     # every event and acknowledgement
 //	go run ./examples/orderclient -config broker.json   # real endpoints (see orderflow.LoadConfig)
 //	go run ./examples/orderclient -report reports/drill.html  # game day: HTML drill report
+//	go run ./examples/orderclient -fault down -venue coinbase -fence-mode flatten  # resting orders under a venue's rules
+//
+// Every third order is a resting limit order. With -venue the simulated
+// broker plays that venue's resting-order rules, from its profile in package
+// venue: kraken (cancel-on-disconnect of the FIX session's orders, on by
+// default, and a dead-man timer the client keeps armed), coinbase (8013=Y:
+// every open order of the profile, the new path's and REST's included) or
+// deribit (the connection's orders; only a graceful logout keeps them).
+// -fence-mode flatten lets cancel-on-disconnect fire; preserve leaves the
+// venue's way (an opt-out at logon where the venue has one). After every
+// switch the client reconciles its open orders against the broker's list,
+// and the summary says what each switch did to them: cancelled (by what),
+// reported, filled meanwhile.
 //
 // With -report the run is also a game day: -drill-clients extra
 // WebSocket clients share the Path so the surviving region sees a reconnect
@@ -48,6 +61,7 @@ import (
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/observe/drill"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 func main() {
@@ -74,6 +88,10 @@ type options struct {
 	report       string
 	drillClients int
 	drillBudget  float64
+	// venue: the venue whose resting-order rules the simulated broker plays
+	// (cancel-on-disconnect, dead-man timer); fenceMode preserve or flatten.
+	venue     string
+	fenceMode string
 }
 
 var runs atomic.Int64
@@ -87,6 +105,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.phase, "duration", 3*time.Second, "length of each trading phase (before the fault, on the backup, after recovery); with -config, how long to trade")
 	fs.StringVar(&o.config, "config", "", "JSON file of real endpoints (see orderflow.LoadConfig); secrets come from the environment variables it names")
 	fs.BoolVar(&o.verbose, "v", false, "print every event (successful probes, every acknowledgement)")
+	fs.StringVar(&o.venue, "venue", "none", "resting-order rules the simulated broker plays: none, kraken (session cancel-on-disconnect, dead-man timer), coinbase (profile-wide cancel-on-disconnect) or deribit (per-connection)")
+	fs.StringVar(&o.fenceMode, "fence-mode", "preserve", "how the FIX session leaves a path: preserve (the venue's way of keeping resting orders) or flatten (let cancel-on-disconnect fire)")
 	fs.StringVar(&o.report, "report", "", "write a game-day drill report (self-contained HTML) to this file")
 	fs.IntVar(&o.drillClients, "drill-clients", 100, "with -report: extra WebSocket clients on the path, the population whose reconnect wave the survivor absorbs (0: none; simulated broker only)")
 	fs.Float64Var(&o.drillBudget, "drill-budget", 40, "with -report: WebSocket handshake budget per second of each simulated region (0: unlimited)")
@@ -101,6 +121,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.drillClients < 0 || o.drillBudget < 0 {
 		return o, errors.New("-drill-clients and -drill-budget must be >= 0")
+	}
+	if _, err := restingRules(o.venue, o.fenceMode); err != nil {
+		fmt.Fprintln(stderr, "orderclient:", err)
+		return o, err
 	}
 	return o, nil
 }
@@ -163,13 +187,21 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		budget = drill.Budget{PerSecond: o.drillBudget, Burst: max(1, int(o.drillBudget/4))}
 		bcfg.HandshakesPerSecond, bcfg.HandshakeBurst = budget.PerSecond, budget.Burst
 	}
+	rules, err := restingRules(o.venue, o.fenceMode)
+	if err != nil {
+		return 2, err
+	}
 	b, err := simbroker.Start(ctx, bcfg)
 	if err != nil {
 		return 1, err
 	}
 	defer b.Close()
+	if err := b.SetCancelOnDisconnect(simbroker.FIX, rules.cod); err != nil {
+		return 1, err
+	}
 
 	cfg := orderflow.FromSimBroker(b)
+	cfg.DeadManTimeout, cfg.DeadManRefresh = rules.deadMan, rules.deadMan/4
 	if o.timing != nil {
 		cfg.Timing = *o.timing
 	}
@@ -196,6 +228,14 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	fmt.Fprintf(w, "orderclient: simulated broker, regions eu (primary) and us; fault %q; seed %d\n", o.fault, o.seed)
 	fmt.Fprintf(w, "  transports: REST orders + account reads, WebSocket px.EURUSD, FIX 4.4 session %s→%s (sequence model %s, session policy %s)\n",
 		cfg.FIXSenderCompID, cfg.FIXTargetCompID, cfg.Sequence, cfg.SessionPolicy)
+	if rules.name != "" {
+		fmt.Fprintf(w, "  resting orders: the broker plays %s, fence mode %s: %s\n", rules.name, o.fenceMode, rules.effect)
+		fmt.Fprintf(w, "    FIX cancel-on-disconnect %s", rules.cod)
+		if rules.deadMan > 0 {
+			fmt.Fprintf(w, "; dead-man timer %s, refreshed every %s (the venue's %s, scaled to the demo)", rules.deadMan, rules.deadMan/4, rules.venueDeadMan)
+		}
+		fmt.Fprintln(w)
+	}
 	t := cfg.Timing
 	fmt.Fprintf(w, "  timing: probe every %s (timeout %s), DOWN after %d failures, failback after %s cooldown + %d successes; API key: set, not shown\n\n",
 		t.ProbeInterval, t.ProbeTimeout, t.FailureThreshold, t.Cooldown, t.FailbackSuccessThreshold)
@@ -317,6 +357,9 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	if len(pending) > 0 {
 		rec.Note(orderflow.Info, "scenario", "still pending after drain: %v", pending)
 	}
+	if rules.name != "" {
+		finalOpenReconcile(ctx, c, rec)
+	}
 	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
 	var report drillflow.Run
 	if sampler != nil {
@@ -437,4 +480,69 @@ func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// resting is the resting-order rules the simulated broker plays for a venue
+// in a fence mode.
+type resting struct {
+	name         string
+	cod          simbroker.CODScope
+	deadMan      time.Duration
+	venueDeadMan time.Duration
+	effect       string
+}
+
+// restingRules maps -venue and -fence-mode to the broker's rules, from the
+// venue profile: flatten lets the venue's cancel-on-disconnect fire;
+// preserve leaves its way — where that way is chosen at logon (Kraken
+// 8674=1, Coinbase without 8013), the session cancels nothing on a drop;
+// where it is a graceful logout (Deribit 9003=Y), an outage that kills the
+// connection still fires it.
+func restingRules(name, mode string) (resting, error) {
+	var fm venue.FenceMode
+	switch mode {
+	case "preserve", "": // the default
+		fm = venue.Preserve
+	case "flatten":
+		fm = venue.Flatten
+	default:
+		return resting{}, fmt.Errorf("-fence-mode %q: want preserve or flatten", mode)
+	}
+	var p venue.Profile
+	switch name {
+	case "none", "":
+		return resting{}, nil
+	case "kraken":
+		p = venue.KrakenSpot()
+	case "coinbase":
+		p = venue.CoinbaseExchangeFIX()
+	case "deribit":
+		p = venue.Deribit()
+	default:
+		return resting{}, fmt.Errorf("-venue %q: want none, kraken, coinbase or deribit", name)
+	}
+	effect, why := p.FenceEffect(fm)
+	r := resting{name: p.Name, cod: simbroker.CODScopeOf(p), effect: why}
+	if fm == venue.Preserve && effect == venue.EffectNone && name != "deribit" {
+		r.cod = simbroker.CODOff // opted out at logon
+	}
+	if dm, ok := p.DeadManTimer(); ok {
+		r.venueDeadMan, r.deadMan = dm.Timeout, 4*time.Second
+	}
+	return r, nil
+}
+
+// finalOpenReconcile reconciles the open orders once more after the drain
+// (resting orders cancelled after the last switch's reconcile are reported
+// too) and disarms the dead-man timer.
+func finalOpenReconcile(ctx context.Context, c *orderflow.Client, rec *orderflow.Recorder) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	ep, _ := c.Path().Active()
+	if _, err := c.ReconcileOpen(ctx, ep.Name); err != nil {
+		rec.Note(orderflow.Info, "scenario", "final open-order reconcile: %v", err)
+	}
+	if err := c.StopDeadMan(ctx); err != nil {
+		rec.Note(orderflow.Info, "scenario", "stop the dead-man timer: %v", err)
+	}
 }

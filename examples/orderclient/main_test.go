@@ -149,3 +149,52 @@ func TestDemoReport(t *testing.T) {
 		}
 	}
 }
+
+// The demo with resting orders fails over and back under the rules of three
+// venues: session cancel-on-disconnect with a dead-man timer (Kraken),
+// profile-wide cancel-on-disconnect (Coinbase 8013=Y), and the same venue
+// preserving its orders (no 8013 at logon). Every order the broker cancels
+// by itself is reported; preserve cancels none.
+func TestDemoRestingOrdersPerVenue(t *testing.T) {
+	for _, tc := range []struct {
+		venue, mode string
+		cancels     bool
+		deadMan     bool
+		want        string
+	}{
+		{"kraken", "flatten", true, true, "cancel-on-disconnect cancels the session's orders"},
+		{"coinbase", "flatten", true, false, "cancels every open order of the profile, including the new path's"},
+		{"coinbase", "preserve", false, false, "leave with a session logged on without CancelOrdersOnDisconnect"},
+	} {
+		t.Run(tc.venue+"-"+tc.mode, func(t *testing.T) {
+			o := testOptions("down")
+			o.venue, o.fenceMode = tc.venue, tc.mode
+			var out, errb bytes.Buffer
+			if code := runWith(context.Background(), o, &out, &errb); code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
+			}
+			sum := lastSummary.Load()
+			if sum == nil || !sum.OK() {
+				t.Fatalf("summary not OK:\n%s", out.String())
+			}
+			if got := sum.RestingCancelled > 0; got != tc.cancels || sum.RestingReported != sum.RestingCancelled {
+				t.Errorf("resting orders cancelled by the broker %d, reported %d; want cancels=%v, all reported\n%s",
+					sum.RestingCancelled, sum.RestingReported, tc.cancels, out.String())
+			}
+			for _, inv := range sum.Invariants {
+				if inv.ID == orderflow.InvDeadMan && inv.Checked != tc.deadMan {
+					t.Errorf("I13 checked=%v, want %v (%s)", inv.Checked, tc.deadMan, inv.NotChecked)
+				}
+			}
+			for _, w := range []string{tc.want, "resting orders   ", "switch eu → us at"} {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q\n%s", w, out.String())
+				}
+			}
+		})
+	}
+	var errb bytes.Buffer
+	if code := run(context.Background(), []string{"-venue", "nasdaq"}, &bytes.Buffer{}, &errb); code != 2 || !strings.Contains(errb.String(), "nasdaq") {
+		t.Errorf("unknown venue: exit %d, %q", code, errb.String())
+	}
+}

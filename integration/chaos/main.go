@@ -13,6 +13,16 @@
 // digest first, a progress line every few seconds, each run's report, and
 // exits non-zero on any violation.
 //
+// Every third order is a resting limit order. The FIX session's
+// cancel-on-disconnect (-cod, default profile: every open order, as
+// Coinbase's 8013=Y) cancels them when a fault drops the session; the
+// client reconciles its open orders after every switch (and once after the
+// drain), and the table counts the resting orders the broker cancelled by
+// itself against those the client was told of (invariant I12). With
+// -deadman the client keeps the broker's dead-man timer armed and the table
+// counts the gaps in which a resting order was open and no timer was
+// (invariant I13).
+//
 //	go run ./integration/chaos                          # fresh random seed, printed; the whole matrix
 //	go run ./integration/chaos -seed 12345              # replay: same schedule
 //	go run ./integration/chaos -seed 12345 -policies dedup=none,fence=none   # one cell
@@ -63,6 +73,10 @@ type options struct {
 	scheduleOnly      bool
 	verbose           bool
 	policies          []orderflow.BrokerPolicy
+	// Resting orders: the FIX session's cancel-on-disconnect scope and the
+	// dead-man timer's timeout (0: none).
+	cod     simbroker.CODScope
+	deadMan time.Duration
 }
 
 func run(ctx context.Context, args []string, w io.Writer) int {
@@ -77,11 +91,21 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	fs.DurationVar(&o.progress, "progress", 3*time.Second, "progress line interval")
 	fs.BoolVar(&o.scheduleOnly, "schedule", false, "print the schedule and exit")
 	fs.BoolVar(&o.verbose, "v", false, "print the timeline at the end")
+	cod := fs.String("cod", "profile", "cancel-on-disconnect of the FIX session: off, connection, session or profile (every open order, as Coinbase 8013=Y)")
+	fs.DurationVar(&o.deadMan, "deadman", 0, "arm the broker's dead-man timer with this timeout, refreshed every quarter of it (0: none)")
 	pols := fs.String("policies", "matrix", "broker policies to run the schedule under, separated by ';' (each: dedup=across|open-only|none,fence=none|enforced,tokens=off|checked), or \"matrix\" for "+orderflow.PolicyMatrixNames())
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	var err error
+	if o.cod, err = parseCOD(*cod); err != nil {
+		fmt.Fprintln(w, "chaos:", err)
+		return 2
+	}
+	if o.deadMan < 0 {
+		fmt.Fprintln(w, "chaos: -deadman must not be negative")
+		return 2
+	}
 	if o.policies, err = orderflow.ParsePolicies(*pols); err != nil {
 		fmt.Fprintln(w, "chaos:", err)
 		return 2
@@ -168,7 +192,14 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 	if err != nil {
 		return nil, err
 	}
+	if err := b.SetCancelOnDisconnect(simbroker.FIX, o.cod); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
 	cfg := orderflow.FromSimBroker(b)
+	if o.deadMan > 0 {
+		cfg.DeadManTimeout, cfg.DeadManRefresh = o.deadMan, o.deadMan/4
+	}
 	cfg.Timing.FlapLimit = 12
 	cfg.Timing.FlapWindow = 30 * time.Second
 	cfg.Timing.Cooldown = 2 * time.Second
@@ -232,6 +263,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	r.progressLine()
 	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
 	pending := r.drain()
+	r.finalOpenReconcile()
 	audit := r.b.Audit()
 	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
 	closed = true
@@ -329,7 +361,9 @@ func (r *runner) inTransit() int {
 func (r *runner) row(sum orderflow.Summary, violations []string) Row {
 	rep, unrep := sum.LateReported()
 	row := Row{Policy: r.pol, Orders: len(r.c.Orders()), Duplicates: sum.Duplicates, Allowed: sum.DuplicatesAllowed,
-		Losses: sum.Losses, TwoLive: sum.TwoLivePaths, LateReported: rep, LateUnreported: unrep, Halts: sum.Halts,
+		RestingCancelled: sum.RestingCancelled, RestingReported: sum.RestingReported, DeadManGaps: sum.DeadManGaps,
+		DeadMan: r.o.deadMan > 0,
+		Losses:  sum.Losses, TwoLive: sum.TwoLivePaths, LateReported: rep, LateUnreported: unrep, Halts: sum.Halts,
 		Repeats: sum.Repeats, Violations: len(violations), Result: "OK"}
 	for _, t := range sum.Transports {
 		row.NotSent += t.NotSent
@@ -726,5 +760,30 @@ func (r *runner) report(sum orderflow.Summary, violations, notes []string) {
 			break
 		}
 		fmt.Fprintf(w, "    ✗ %s\n", v)
+	}
+}
+
+// parseCOD reads the -cod flag.
+func parseCOD(s string) (simbroker.CODScope, error) {
+	for _, c := range []simbroker.CODScope{simbroker.CODOff, simbroker.CODConnection, simbroker.CODSession, simbroker.CODProfile} {
+		if c.String() == s {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("-cod %q: want off, connection, session or profile", s)
+}
+
+// finalOpenReconcile runs the client's open-order reconcile once more after
+// the drain, on the active endpoint, and stops the dead-man timer: resting
+// orders cancelled after the last switch's reconcile are reported too.
+func (r *runner) finalOpenReconcile() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ep, _ := r.c.Path().Active()
+	if _, err := r.c.ReconcileOpen(ctx, ep.Name); err != nil {
+		fmt.Fprintf(r.w, "chaos: final open-order reconcile: %v\n", err)
+	}
+	if err := r.c.StopDeadMan(ctx); err != nil {
+		fmt.Fprintf(r.w, "chaos: stop the dead-man timer: %v\n", err)
 	}
 }

@@ -19,20 +19,26 @@ type Row struct {
 	Losses, TwoLive                  int
 	LateReported, LateUnreported     int
 	Halts, Repeats, Violations       int
-	Result                           string
+	// Resting orders the broker cancelled by itself (cancel-on-disconnect,
+	// dead-man) and of those reported to the client; dead-man gaps while a
+	// resting order was open (DeadMan: a timer was armed in this run).
+	RestingCancelled, RestingReported, DeadManGaps int
+	DeadMan                                        bool
+	Result                                         string
 }
 
 // WriteTable prints the matrix as a Markdown table.
 func WriteTable(w io.Writer, rows []Row) {
 	head := []string{"dedup", "fence", "tokens", "orders", "not sent", "refused", "faults", "duplicates (after allowed re-send)",
-		"losses", "two live paths", "late landings reported / unreported", "halts", "repeats", "result"}
+		"losses", "two live paths", "late landings reported / unreported", "halts", "repeats",
+		"resting cancelled by the broker / reported", "dead-man gaps", "result"}
 	cells := [][]string{head}
 	for _, r := range rows {
 		cells = append(cells, []string{r.Policy.Dedup, r.Policy.Fence, r.Policy.Tokens,
 			fmt.Sprint(r.Orders), fmt.Sprint(r.NotSent), fmt.Sprint(r.Refused), fmt.Sprint(r.Faults),
 			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), fmt.Sprint(r.Losses), fmt.Sprint(r.TwoLive),
 			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
-			result(r)})
+			fmt.Sprintf("%d / %d", r.RestingCancelled, r.RestingReported), deadManCell(r), result(r)})
 	}
 	width := make([]int, len(head))
 	for _, row := range cells {
@@ -69,4 +75,11 @@ func result(r Row) string {
 		return fmt.Sprintf("%s (%d violations)", r.Result, r.Violations)
 	}
 	return r.Result
+}
+
+func deadManCell(r Row) string {
+	if !r.DeadMan {
+		return "no timer"
+	}
+	return fmt.Sprint(r.DeadManGaps)
 }

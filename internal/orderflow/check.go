@@ -28,10 +28,16 @@ const (
 	InvFIXSeq       = 9  // FIX sequence numbers continuous
 	InvScenario     = 10 // the scenario's expectations (failover, failback, halt)
 	InvReconcile    = 11 // no order of a service reached the broker on the new endpoint before the reconcile's lookups were answered
+	// InvRestingReported: every resting order the broker cancelled by itself
+	// (cancel-on-disconnect, dead-man) before the last release was reported.
+	InvRestingReported = 12
+	// InvDeadMan: an armed dead-man timer protected the account throughout
+	// the window the client needed one.
+	InvDeadMan = 13
 )
 
 // invLast is the highest invariant number.
-const invLast = InvReconcile
+const invLast = InvDeadMan
 
 // relayLag is how late after the client's write the network may note
 // bytes as having left (a relay's read of its socket on a loaded host):
@@ -39,17 +45,19 @@ const invLast = InvReconcile
 const relayLag = 200 * time.Millisecond
 
 var invariantNames = map[int]string{
-	InvNoDuplicate:  "no order booked twice (broker's book: two bookings of one client order ID)",
-	InvNoLoss:       "no order lost (every order sent answered or settled; every acknowledged order booked)",
-	InvOneLivePath:  "never two live paths (no order sent to a region after its hold began, or on a connection its fence should have closed, was booked there)",
-	InvLateLandings: "late landings (sent before a fence, booked after it) reported, none after a final NOT_RECEIVED",
-	InvClientBook:   "the client's record of whether and where each order was booked matches the broker's book",
-	InvRepeats:      "repeated submissions are re-sends the client made, never replays or automatic retries",
-	InvHalt:         "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete)",
-	InvStream:       "every price once and in order, none missed",
-	InvFIXSeq:       "FIX sequence numbers continuous",
-	InvScenario:     "the scenario's expectations (failover, failback, halt)",
-	InvReconcile:    "reconcile before release (no order of a service reached the broker on the new endpoint before the broker had answered the reconcile's lookups of that service's orders)",
+	InvNoDuplicate:     "no order booked twice (broker's book: two bookings of one client order ID)",
+	InvNoLoss:          "no order lost (every order sent answered or settled; every acknowledged order booked)",
+	InvOneLivePath:     "never two live paths (no order sent to a region after its hold began, or on a connection its fence should have closed, was booked there)",
+	InvLateLandings:    "late landings (sent before a fence, booked after it) reported, none after a final NOT_RECEIVED",
+	InvClientBook:      "the client's record of whether and where each order was booked matches the broker's book",
+	InvRepeats:         "repeated submissions are re-sends the client made, never replays or automatic retries",
+	InvHalt:            "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete)",
+	InvStream:          "every price once and in order, none missed",
+	InvFIXSeq:          "FIX sequence numbers continuous",
+	InvScenario:        "the scenario's expectations (failover, failback, halt)",
+	InvReconcile:       "reconcile before release (no order of a service reached the broker on the new endpoint before the broker had answered the reconcile's lookups of that service's orders)",
+	InvRestingReported: "no resting order cancelled by a switch goes unreported (every cancel the broker made by itself — cancel-on-disconnect, dead-man — reported by an open-order reconcile)",
+	InvDeadMan:         "no dead-man gap (an armed timer protected the account throughout the window the client needed one)",
 }
 
 // InvariantName returns the text of invariant n.
@@ -183,6 +191,12 @@ type Summary struct {
 	TwoLivePaths                  int
 	LateLandings                  []LateLanding
 	Repeats                       int
+	// Resting orders: cancelled by the broker by itself (cancel-on-disconnect,
+	// dead-man), of those reported by an open-order reconcile; dead-man gaps.
+	RestingCancelled, RestingReported int
+	DeadManGaps                       int
+	// RestingBySwitch says what each switch did to the resting orders.
+	RestingBySwitch []RestingSwitch
 	// Notes explain the run (why a partial fault did or did not fail over,
 	// what the repeated submissions were).
 	Notes []string
@@ -331,9 +345,24 @@ func (ck *checker) run() {
 		ck.repeats()
 		ck.reconcileFirst()
 	} else {
-		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile} {
+		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile, InvRestingReported, InvDeadMan} {
 			notChecked[n] = "no broker audit"
 		}
+	}
+	switch {
+	case !audit:
+	case ck.restingOrders():
+		ck.restingReported()
+		ck.restingBySwitch()
+	default:
+		notChecked[InvRestingReported] = "no resting orders"
+	}
+	switch {
+	case !audit:
+	case !h.DeadMan.From.IsZero():
+		ck.deadManGap()
+	default:
+		notChecked[InvDeadMan] = "no dead-man timer"
 	}
 	ck.halts()
 	if h.StreamsConfigured > 0 {

@@ -134,6 +134,8 @@ type Client struct {
 	reads    struct{ ok, failed, streak int }
 	// refusedHalt counts orders refused at once by the current halt.
 	refusedHalt int
+
+	rst restingState // open-order reconciles and the dead-man timer (resting.go)
 }
 
 // New validates cfg and builds the Client's Path and transports. Nothing
@@ -317,6 +319,9 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	c.wg.Add(1)
 	go c.resender()
+	if err := c.startResting(ctx); err != nil {
+		return err
+	}
 	if c.stream != nil {
 		if err := c.stream.Start(c.ctx); err != nil {
 			return err
@@ -773,6 +778,7 @@ func (c *Client) onEvent(e pathdialer.Event) {
 		if n > 0 {
 			c.rec.Note(Info, "client", "%d order(s) were refused at once (ErrTradingHalted) during the halt: never sent, safe to place again", n)
 		}
+		c.kickOpenReconcile(e.Endpoint)
 		select {
 		case c.resend <- struct{}{}:
 		default:

@@ -202,6 +202,11 @@ type Config struct {
 	OnEvent func(pathdialer.Event)
 	// Logger for the Path and transports; nil discards.
 	Logger *slog.Logger
+	// DeadManTimeout, when positive, arms the broker's dead-man timer (POST
+	// /v1/account/cancel-all-after) with this timeout at Start and refreshes
+	// it every DeadManRefresh (required then, shorter than the timeout)
+	// until StopDeadMan or Close.
+	DeadManTimeout, DeadManRefresh time.Duration
 	// Venue is what the broker guarantees (pathdialer.Config.Venue); the zero
 	// value is the most conservative venue, whose minimum quarantine is far
 	// longer than Timing's. FromSimBroker sets the simulated broker's.
@@ -311,6 +316,12 @@ func (c Config) Validate() error {
 	}
 	if t.StreamBackoff <= 0 {
 		return bad("Timing.StreamBackoff must be > 0")
+	}
+	if c.DeadManTimeout < 0 {
+		return bad("DeadManTimeout %v is negative", c.DeadManTimeout)
+	}
+	if c.DeadManTimeout > 0 && (c.DeadManRefresh <= 0 || c.DeadManRefresh >= c.DeadManTimeout) {
+		return bad("DeadManRefresh %v must be > 0 and shorter than DeadManTimeout %v", c.DeadManRefresh, c.DeadManTimeout)
 	}
 	return nil
 }

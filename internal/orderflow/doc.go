@@ -16,13 +16,21 @@
 //     every order, each attempt and each verdict the library gave; the
 //     Path's events; stream and FIX counters; the broker's audit) and the
 //     checker that judges it with the broker's book as the truth, against
-//     ten numbered invariants: no order booked twice, none lost, never two
-//     live paths, late landings reported and never after a final
-//     NOT_RECEIVED, the client's record matching the book, repeated
-//     submissions explained, halt exactly when no target is eligible, every
-//     price once, FIX sequence numbers continuous, the scenario's
-//     expectations. Client.Check runs it on the Client's own History; tests
-//     feed it recorded histories with violations planted.
+//     numbered invariants: no order booked twice, none lost, never two live
+//     paths, late landings reported and never after a final NOT_RECEIVED,
+//     the client's record matching the book, repeated submissions
+//     explained, halt exactly when no target is eligible, every price once,
+//     FIX sequence numbers continuous, the scenario's expectations,
+//     reconcile before release, no resting order cancelled by the broker
+//     (cancel-on-disconnect, dead-man) left unreported, no dead-man gap
+//     while a resting order is open. Client.Check runs it on the Client's
+//     own History; tests feed it recorded histories with violations
+//     planted.
+//   - Resting orders: after every release the Client compares its resting
+//     orders with the broker's open-order list (ReconcileOpen) and records
+//     why each missing one is gone (cancelled, filled, unknown to the
+//     venue); with Config.DeadManTimeout it keeps the broker's dead-man
+//     timer armed. The Summary says what each switch did to them.
 //   - Scenario: a scripted fault (blackhole, down, 503, latency, partial,
 //     unknown-outcome, flapping, both) applied to every service of a region of
 //     the simulated broker, and its recovery.

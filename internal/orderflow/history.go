@@ -68,6 +68,12 @@ type History struct {
 	Sequence string
 	// ReadsOK and ReadsFail count account reads.
 	ReadsOK, ReadsFail int
+	// Resting are the open-order reconciles' reports (what the client was
+	// told about its resting orders), OpenReconciles when each ran.
+	Resting        []RestingReport
+	OpenReconciles []time.Time
+	// DeadMan is when the client needed an armed dead-man timer (zero: never).
+	DeadMan DeadManWindow
 }
 
 // History returns the run so far as a History, with audit as the broker's
@@ -90,6 +96,7 @@ func (c *Client) History(audit simbroker.AuditLog) History {
 		h.FIX = &st
 	}
 	h.ReadsOK, h.ReadsFail = c.Reads()
+	c.restingHistory(&h)
 	return h
 }
 

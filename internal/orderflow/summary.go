@@ -145,6 +145,7 @@ func (s Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "    late landing %s: sent %s, fence of %s began %s, booked there %s (%s) — %s\n",
 			l.Order, fmtDur(l.SentAt), l.Region, fmtDur(l.FenceAt), fmtDur(l.BookedAt), l.Service, status)
 	}
+	s.writeResting(w)
 	for _, n := range s.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
@@ -171,5 +172,25 @@ func (s Summary) Write(w io.Writer) {
 			break
 		}
 		fmt.Fprintf(w, "    ✗ %s\n", f)
+	}
+}
+
+// writeResting prints what each switch did to the resting orders.
+func (s Summary) writeResting(w io.Writer) {
+	if len(s.RestingBySwitch) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "  resting orders   %d cancelled by the broker itself (cancel-on-disconnect, dead-man), %d of them reported to the client\n",
+		s.RestingCancelled, s.RestingReported)
+	for _, r := range s.RestingBySwitch {
+		what := "no switch"
+		if r.To != "" {
+			what = fmt.Sprintf("switch %s → %s at %s", r.From, r.To, fmtDur(r.At))
+		}
+		by := countList(r.CancelledBy)
+		if by == "" {
+			by = "none"
+		}
+		fmt.Fprintf(w, "    %s: cancelled %d (%s), reported %d, filled meanwhile %d\n", what, r.Cancelled, by, r.Reported, r.Filled)
 	}
 }

@@ -40,6 +40,7 @@ type Broker struct {
 	lastLogon    *Region
 	gen          *generator
 	fix          *fixServer
+	rest         resting // cancel-on-disconnect scopes and the dead-man timer (resting.go)
 
 	regions []*Region
 	byName  map[string]*Region
@@ -159,6 +160,7 @@ func (b *Broker) Close() error {
 		close(b.tickStop)
 		<-b.tickDone
 	}
+	b.stopDeadMan()
 	for _, s := range flaps {
 		s.Stop()
 	}

@@ -132,7 +132,7 @@
 //	                             gets one report with TotNumReports=0 and OrdStatus=REJECTED.
 //
 // Messages with PossDupFlag=Y are audited with PossDup=true. ResetOnLogon
-// is configurable. OrderCancelRequest is not implemented (cancel over REST).
+// is configurable. OrderCancelRequest (F) cancels OrigClOrdID (see Resting orders).
 // The optional second mode, one session per region in a child process, is
 // not implemented.
 //
@@ -211,6 +211,39 @@
 // BookedWhileFenced give the broker's fences as intervals of Seq and time;
 // Rejected lists the policy refusals. Bookings(clientOrderID) lists every
 // order booked under one ID.
+//
+// # Resting orders
+//
+// Limit orders rest until a test fills them (FillResting, FillCrossing: a
+// deterministic market) or something cancels them; OpenOrders and GET
+// /v1/orders?status=open list them. Every cancel is audited with its cause
+// (AuditLog.Cancels): the client (KindCancel: REST DELETE /v1/orders/{id}
+// or DELETE /v1/orders for all, FIX OrderCancelRequest, WebSocket cancel),
+// cancel-on-disconnect (KindCODCancel, naming the connection whose end
+// fired it) or the dead-man timer (KindDeadManCancel).
+//
+// Cancel-on-disconnect: a FIX session chooses its scope at Logon with the
+// venues' own tags — 8013 (Coinbase: S session, Y every order of the
+// profile, N none), 8674 (Kraken: 0 session, 1 none), 9001 (Deribit: Y the
+// connection's orders) — or gets the broker's default
+// (SetCancelOnDisconnect; CODFor maps a venue profile). A FIX Logout with
+// 9003=Y leaves without cancelling (KindCODKept), any other end fires it.
+//
+// WebSocket order entry (same connection as market data):
+//
+//	{"type":"order","client_order_id","symbol","side","qty","order_type":"limit|market","price"}
+//	                                   → {"type":"order","order":{...}} or {"type":"rejected","error"}
+//	{"type":"cancel","client_order_id"} → {"type":"canceled","order"} or {"type":"rejected"}
+//	{"type":"enable_cancel_on_disconnect","scope":"connection|off"} → {"type":"cod","scope"}
+//	{"type":"logout"}                  the server closes the connection; its orders are kept
+//	{"type":"cancel_all_after","timeout":60} → {"type":"cancel_all_after","expires"}
+//
+// Dead-man timer (Kraken cancelAllOrdersAfter style), one for the account:
+// POST /v1/account/cancel-all-after {"timeout":60} (seconds; 0 disarms)
+// answers {"armed","expires"}; arming again refreshes it, through any
+// region; when it lapses every open order is cancelled. ArmDeadMan and
+// DeadMan do the same from Go; AuditLog.DeadManSpans gives the intervals in
+// which an armed timer protected the account.
 //
 // # Injected listeners (simulation)
 //

@@ -15,6 +15,7 @@ import (
 	"github.com/quickfixgo/field"
 	"github.com/quickfixgo/fix44/executionreport"
 	"github.com/quickfixgo/fix44/newordersingle"
+	"github.com/quickfixgo/fix44/ordercancelrequest"
 	"github.com/quickfixgo/fix44/ordermassstatusrequest"
 	"github.com/quickfixgo/fix44/orderstatusrequest"
 	"github.com/quickfixgo/quickfix"
@@ -78,6 +79,7 @@ func startFIX(b *Broker) (*fixServer, error) {
 	fs.router.AddRoute(newordersingle.Route(fs.onNewOrderSingle))
 	fs.router.AddRoute(orderstatusrequest.Route(fs.onOrderStatus))
 	fs.router.AddRoute(ordermassstatusrequest.Route(fs.onMassStatus))
+	fs.router.AddRoute(ordercancelrequest.Route(fs.onCancel))
 
 	if _, err := quickfix.GetExpectedSenderNum(fs.sid); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrFIXSessionInUse, fs.sid)
@@ -277,6 +279,7 @@ func (fs *fixServer) OnLogout(quickfix.SessionID) {
 		region = c.rg.name
 	}
 	fs.b.audit.add(Record{Kind: KindLogout, Region: region, Service: string(FIX), ConnID: c.id, Outcome: OutcomeOK})
+	fs.b.connEnded(c.rg, FIX, c.id)
 }
 
 // ToAdmin implements quickfix.Application.
@@ -286,7 +289,8 @@ func (fs *fixServer) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
 func (fs *fixServer) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
 
 // FromAdmin implements quickfix.Application.
-func (fs *fixServer) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+func (fs *fixServer) FromAdmin(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
+	fs.fixAdmin(msg)
 	return nil
 }
 

@@ -78,6 +78,7 @@ func (rg *Region) restHandler() http.Handler {
 	mux.Handle("GET /v1/account/fence", rg.guard(http.HandlerFunc(rg.handleFenceState)))
 	mux.Handle("POST /v1/account/fence", rg.guard(rg.fenceHandler(true)))
 	mux.Handle("POST /v1/account/unfence", rg.guard(rg.fenceHandler(false)))
+	rg.restingRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Region", rg.name)
 		mux.ServeHTTP(w, r)

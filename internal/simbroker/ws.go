@@ -220,6 +220,7 @@ func (c *wsConn) run() {
 	c.close()
 	<-writerDone
 	c.rg.feed.detachAll(c)
+	c.rg.b.connEnded(c.rg, WS, c.codID())
 }
 
 func (c *wsConn) readTimeout() time.Duration {
@@ -291,7 +292,9 @@ func (c *wsConn) handle(data []byte) {
 	case "ping":
 		c.enqueue(wsPongMsg{Type: "pong"})
 	default:
-		c.sendError("unknown message type " + strconv.Quote(in.Type))
+		if !c.handleOrderEntry(in.Type, data) {
+			c.sendError("unknown message type " + strconv.Quote(in.Type))
+		}
 	}
 }
 

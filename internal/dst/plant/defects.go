@@ -150,14 +150,14 @@ var defects = map[string]Defect{
 		Doc:       "probe failures during a gray failure make it an ordinary outage that probe successes end",
 		Invariant: "no-failback-while-trade-path-fails",
 		Composed:  true,
-		Old: `			// A gray failure stands whatever the probe says: the probe could
-			// not see it when it began, so its failures (a late probe on a
-			// loaded host, the region briefly dark) are no evidence about the
-			// trade path, and its successes after them none either.`,
-		Body: `			if es.gray && es.consecFail >= thr { // DEFECT (plant gray-probe-blip)
-				es.gray = false
-				es.grayCount--
-			}`,
+		Old: `		// A gray failure stands whatever the probe says: the probe could
+		// not see it when it began, so its failures (a late probe on a
+		// loaded host, the region briefly dark) are no evidence about the
+		// trade path, and its successes after them none either.`,
+		Body: `		if es.gray && es.consecFail >= m.cfg.FailureThreshold { // DEFECT (plant gray-probe-blip)
+			es.gray = false
+			es.grayCount--
+		}`,
 		// The trade-path check no longer runs once the gray failure ended
 		// (it caught the failback the rule above allows).
 		More: []Defect{{
@@ -255,7 +255,7 @@ var defects = map[string]Defect{
 
 	// Section 3: a stream's failures reported as the orders' evidence.
 	"stream-reports": {
-		File:      "transports/ws/stream.go",
+		File:      "transports/ws/connect.go",
 		Doc:       "the stream reports its failed dials and lost connections to the Path (Path.Report)",
 		Invariant: "stream-evidence-alone-moves-no-order",
 		Composed:  true,
@@ -274,12 +274,12 @@ var defects = map[string]Defect{
 	}
 	s.event(StreamEvent{Kind: StreamEventDialFailed, Endpoint: name, Err: err})`,
 		}, {
-			Old: `		s.lost(l, err)`,
-			Body: `		closedByUs := l.closing.Load()
-		s.lost(l, err)
-		if !serverFault && !closedByUs { // DEFECT (plant stream-reports): the lost connection is the orders' evidence
-			s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
-		}`,
+			Old: `	s.lost(l, err)`,
+			Body: `	closedByUs := l.closing.Load()
+	s.lost(l, err)
+	if !serverFault && !closedByUs { // DEFECT (plant stream-reports): the lost connection is the orders' evidence
+		s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
+	}`,
 		}},
 	},
 

@@ -136,6 +136,8 @@ func main() {
 	}
 }
 
+// run connects to etcd and runs this process's role (-role: monitor,
+// decider or trader) until ctx ends.
 func run(ctx context.Context, log *slog.Logger, o options) error {
 	if o.simAdmin != "" {
 		if err := fromSimbroker(ctx, &o); err != nil {
@@ -179,82 +181,101 @@ func run(ctx context.Context, log *slog.Logger, o options) error {
 
 	switch o.role {
 	case "monitor":
-		if o.partition != "" {
-			probe = partitionedProbe(ctx, log, probe, o.partition, o.partitionAfter)
-		} else {
-			ignoreUSR1(ctx, log)
-		}
-		cfg := etcdcoord.DefaultObserverConfig()
-		cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints, cfg.Probe, cfg.Logger = cli, o.prefix, o.name, o.region, eps, probe, log
-		cfg.TTL = o.ttl
-		ob, err := etcdcoord.NewObserver(cfg)
-		if err != nil {
-			return err
-		}
-		go report(ctx, log, func() any {
-			out := map[string]string{}
-			for _, x := range ob.Observations() {
-				out[x.Endpoint] = x.State.String()
-			}
-			return out
-		})
-		return ob.Run(ctx)
+		return runMonitor(ctx, log, o, cli, eps, probe)
 	case "decider":
-		cfg := etcdcoord.DefaultDeciderConfig()
-		cfg.Client, cfg.Prefix, cfg.Name, cfg.Endpoints, cfg.Quorum, cfg.Logger = cli, o.prefix, o.name, eps, o.quorum, log
-		cfg.TTL = o.ttl
-		d, err := etcdcoord.NewDecider(cfg)
-		if err != nil {
-			return err
-		}
-		go report(ctx, log, func() any {
-			out := map[string]any{"leading": d.Leading()}
-			for ep, v := range d.Aggregator().Verdicts() {
-				out[ep] = fmt.Sprintf("%s (down %d/healthy %d of %d live)", v.State, v.Down, v.Healthy, v.Live)
-			}
-			return out
-		})
-		return d.Run(ctx)
+		return runDecider(ctx, log, o, cli, eps)
 	default: // trader
-		pc := pathdialer.DefaultConfig()
-		pc.Endpoints, pc.Probe, pc.Logger = eps, probe, log
-		pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
-		pc.ExternalDecisions = true
-		p, err := pathdialer.New(pc)
-		if err != nil {
-			return err
-		}
-		if err := p.Start(ctx); err != nil {
-			return err
-		}
-		defer p.Close()
-		fc := etcdcoord.DefaultFollowerConfig()
-		fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, o.prefix, o.name, p, log
-		fc.TTL = o.ttl
-		f, err := etcdcoord.NewFollower(fc)
-		if err != nil {
-			return err
-		}
-		go report(ctx, log, func() any {
-			st, cause := p.GateState()
-			a, gen := p.Active()
-			fs := f.State()
-			out := map[string]any{"gate": st.String(), "active": a.Name, "generation": gen,
-				"token": fs.Revision, "phase": fs.Assignment.Phase, "session": fs.Session}
-			if cause != nil {
-				out["cause"] = cause.Error()
-			}
-			return out
-		})
-		if o.orderEvery > 0 {
-			rt, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsCfg, Logger: log})
-			if err != nil {
-				return err
-			}
-			go trade(ctx, log, &http.Client{Transport: rt, Timeout: 5 * time.Second}, o, apiKey, f)
-		}
-		return f.Run(ctx)
+		return runTrader(ctx, log, o, cli, eps, probe, tlsCfg, apiKey)
 	}
+}
+
+// runMonitor runs an observer: it probes every endpoint and writes what it
+// sees to etcd (with -partition, its probes fail from -partition-after on).
+func runMonitor(ctx context.Context, log *slog.Logger, o options, cli *clientv3.Client, eps []pathdialer.Endpoint, probe pathdialer.ProbeFunc) error {
+	if o.partition != "" {
+		probe = partitionedProbe(ctx, log, probe, o.partition, o.partitionAfter)
+	} else {
+		ignoreUSR1(ctx, log)
+	}
+	cfg := etcdcoord.DefaultObserverConfig()
+	cfg.Client, cfg.Prefix, cfg.Name, cfg.Region, cfg.Endpoints, cfg.Probe, cfg.Logger = cli, o.prefix, o.name, o.region, eps, probe, log
+	cfg.TTL = o.ttl
+	ob, err := etcdcoord.NewObserver(cfg)
+	if err != nil {
+		return err
+	}
+	go report(ctx, log, func() any {
+		out := map[string]string{}
+		for _, x := range ob.Observations() {
+			out[x.Endpoint] = x.State.String()
+		}
+		return out
+	})
+	return ob.Run(ctx)
+}
+
+// runDecider runs a decider: elected, it turns the observers' quorum into the
+// assignment every trader follows.
+func runDecider(ctx context.Context, log *slog.Logger, o options, cli *clientv3.Client, eps []pathdialer.Endpoint) error {
+	cfg := etcdcoord.DefaultDeciderConfig()
+	cfg.Client, cfg.Prefix, cfg.Name, cfg.Endpoints, cfg.Quorum, cfg.Logger = cli, o.prefix, o.name, eps, o.quorum, log
+	cfg.TTL = o.ttl
+	d, err := etcdcoord.NewDecider(cfg)
+	if err != nil {
+		return err
+	}
+	go report(ctx, log, func() any {
+		out := map[string]any{"leading": d.Leading()}
+		for ep, v := range d.Aggregator().Verdicts() {
+			out[ep] = fmt.Sprintf("%s (down %d/healthy %d of %d live)", v.State, v.Down, v.Healthy, v.Live)
+		}
+		return out
+	})
+	return d.Run(ctx)
+}
+
+// runTrader runs a trader: a Path that takes its decisions from etcd (a
+// Follower), and, with -order-every, orders through it.
+func runTrader(ctx context.Context, log *slog.Logger, o options, cli *clientv3.Client, eps []pathdialer.Endpoint,
+	probe pathdialer.ProbeFunc, tlsCfg *tls.Config, apiKey string) error {
+	pc := pathdialer.DefaultConfig()
+	pc.Endpoints, pc.Probe, pc.Logger = eps, probe, log
+	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.ExternalDecisions = true
+	p, err := pathdialer.New(pc)
+	if err != nil {
+		return err
+	}
+	if err := p.Start(ctx); err != nil {
+		return err
+	}
+	defer p.Close()
+	fc := etcdcoord.DefaultFollowerConfig()
+	fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, o.prefix, o.name, p, log
+	fc.TTL = o.ttl
+	f, err := etcdcoord.NewFollower(fc)
+	if err != nil {
+		return err
+	}
+	go report(ctx, log, func() any {
+		st, cause := p.GateState()
+		a, gen := p.Active()
+		fs := f.State()
+		out := map[string]any{"gate": st.String(), "active": a.Name, "generation": gen,
+			"token": fs.Revision, "phase": fs.Assignment.Phase, "session": fs.Session}
+		if cause != nil {
+			out["cause"] = cause.Error()
+		}
+		return out
+	})
+	if o.orderEvery > 0 {
+		rt, err := rest.NewTransport(p, rest.Options{TLSConfig: tlsCfg, Logger: log})
+		if err != nil {
+			return err
+		}
+		go trade(ctx, log, &http.Client{Transport: rt, Timeout: 5 * time.Second}, o, apiKey, f)
+	}
+	return f.Run(ctx)
 }
 
 // fromSimbroker reads the endpoints of a running cmd/simbroker from its admin

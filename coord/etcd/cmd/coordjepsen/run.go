@@ -378,6 +378,9 @@ type Result struct {
 
 var faultKinds = []string{"pause-trader", "kill-etcd-leader", "kill-decider", "quorum-loss"}
 
+// runMode runs one token mode: the cluster and its processes, o.iterations
+// faults in turn, each followed by a wait for both traders to book through
+// the region the fault switched to, then the check of the broker's audit.
 func runMode(ctx context.Context, o opts, mode string, seed uint64, out io.Writer) (Result, error) {
 	res := Result{Mode: mode, Faults: map[string]int{}}
 	work, err := os.MkdirTemp(o.workDir, "coordjepsen-"+mode+"-")
@@ -388,56 +391,13 @@ func runMode(ctx context.Context, o opts, mode string, seed uint64, out io.Write
 	_, _ = crand.Read(key)
 	h := &harness{o: o, mode: mode, work: work, key: hex.EncodeToString(key), procs: map[string]*proc{}, clients: map[string]string{}, out: out}
 	defer h.stopAll()
-	// etcd: three members. A port chosen free can be taken by another process
-	// before a member binds it: then the cluster is started again on new ports.
-	var etcdList string
-	for attempt := 1; ; attempt++ {
-		etcdList, err = h.startEtcd(ctx, filepath.Join(work, fmt.Sprintf("etcd-%d", attempt)))
-		if err == nil {
-			break
-		}
-		if attempt == 3 || ctx.Err() != nil {
-			return res, fmt.Errorf("%w (logs in %s)", err, work)
-		}
-		fmt.Fprintf(h.out, "coordjepsen: etcd attempt %d: %v; again on new ports\n", attempt, err)
+	etcdList, err := h.startEtcdCluster(ctx)
+	if err != nil {
+		return res, err
 	}
 	defer h.cli.Close()
-	// broker: cmd/simbroker, one shared book, tokens checked or off.
-	h.admin, err = freeAddr()
-	if err != nil {
+	if err := h.startProcesses(ctx, etcdList); err != nil {
 		return res, err
-	}
-	if err := h.startExe("simbroker", o.simbroker, "-admin", h.admin, "-api-key", h.key, "-tokens", mode,
-		"-tick", "0", "-regions", "eu,us"); err != nil {
-		return res, err
-	}
-	eps, err := h.brokerEndpoints(ctx, 60*time.Second)
-	if err != nil {
-		return res, fmt.Errorf("%w (logs in %s)", err, work)
-	}
-	common := []string{"-etcd", etcdList, "-eu", eps.Regions["eu"].REST, "-us", eps.Regions["us"].REST,
-		"-eu-probe", eps.Regions["eu"].Probe, "-us-probe", eps.Regions["us"].Probe, "-ca", eps.CAFile,
-		"-prefix", o.prefix, "-ttl", o.ttl.String()}
-	for _, n := range []string{"obs-eu", "obs-us", "obs-ap"} {
-		if err := h.start(n, append([]string{"-role", "observer", "-name", n}, common...)...); err != nil {
-			return res, err
-		}
-	}
-	for _, n := range []string{"decider-1", "decider-2", "trader-1", "trader-2"} {
-		role := "decider"
-		if strings.HasPrefix(n, "trader") {
-			role = "trader"
-		}
-		args := append([]string{"-role", role, "-name", n}, common...)
-		if n == "trader-2" {
-			args = append(args, "-stall", "50ms")
-		}
-		if err := h.start(n, args...); err != nil {
-			return res, err
-		}
-	}
-	if _, ok := h.waitOrders(ctx, time.Now(), "eu", 60*time.Second); !ok {
-		return res, fmt.Errorf("no orders from both traders within 60 s (logs in %s)", work)
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(len(mode))))
 	active := "eu" // the region the next switch moves away from
@@ -456,48 +416,8 @@ func runMode(ctx context.Context, o opts, mode string, seed uint64, out io.Write
 		kind := faultKinds[i%len(faultKinds)]
 		res.Faults[kind]++
 		res.Iterations++
-		extra := time.Duration(rng.IntN(1000)) * time.Millisecond
-		switch kind {
-		case "pause-trader":
-			tr := "trader-2" // its slow write path: the pause falls between check and write
-			if rng.IntN(4) == 0 {
-				tr = "trader-1"
-			}
-			h.signal(tr, syscall.SIGSTOP)
-			flip()
-			time.Sleep(o.ttl + 500*time.Millisecond + extra)
-			h.signal(tr, syscall.SIGCONT)
-		case "kill-etcd-leader":
-			m := h.leaderMember(ctx)
-			if m == "" {
-				m = h.members[rng.IntN(3)]
-			}
-			h.kill("etcd-" + m)
-			flip()
-			time.Sleep(time.Second + extra)
-			if err := h.restart("etcd-" + m); err != nil {
-				return res, err
-			}
-		case "kill-decider":
-			d := h.leadingDecider(ctx)
-			if d == "" {
-				d = fmt.Sprintf("decider-%d", 1+rng.IntN(2))
-			}
-			h.kill(d)
-			flip()
-			time.Sleep(time.Second + extra)
-			if err := h.restart(d); err != nil {
-				return res, err
-			}
-		case "quorum-loss":
-			first := rng.IntN(3)
-			a, b := h.members[first], h.members[(first+1)%3]
-			h.signal("etcd-"+a, syscall.SIGSTOP)
-			h.signal("etcd-"+b, syscall.SIGSTOP)
-			flip()
-			time.Sleep(o.ttl + 500*time.Millisecond + extra)
-			h.signal("etcd-"+a, syscall.SIGCONT)
-			h.signal("etcd-"+b, syscall.SIGCONT)
+		if err := h.inject(ctx, kind, rng, flip); err != nil {
+			return res, err
 		}
 		// Recovered: both traders book through the region the switch moved to.
 		d, ok := h.waitOrders(ctx, start, active, 30*time.Second)
@@ -522,6 +442,121 @@ func runMode(ctx context.Context, o opts, mode string, seed uint64, out io.Write
 		res.Violations = append(res.Violations, "logs and audit.json kept in "+work)
 	}
 	return res, nil
+}
+
+// startEtcdCluster starts three etcd members and returns their client
+// addresses, comma-separated. A port chosen free can be taken by another
+// process before a member binds it: then the cluster is started again on new
+// ports.
+func (h *harness) startEtcdCluster(ctx context.Context) (string, error) {
+	var etcdList string
+	var err error
+	for attempt := 1; ; attempt++ {
+		etcdList, err = h.startEtcd(ctx, filepath.Join(h.work, fmt.Sprintf("etcd-%d", attempt)))
+		if err == nil {
+			break
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			return "", fmt.Errorf("%w (logs in %s)", err, h.work)
+		}
+		fmt.Fprintf(h.out, "coordjepsen: etcd attempt %d: %v; again on new ports\n", attempt, err)
+	}
+	return etcdList, nil
+}
+
+// startProcesses starts the simulated broker (one shared book, tokens
+// checked or off as the mode says), three observers, two deciders and two
+// traders, and waits until both traders book orders.
+func (h *harness) startProcesses(ctx context.Context, etcdList string) error {
+	var err error
+	h.admin, err = freeAddr()
+	if err != nil {
+		return err
+	}
+	if err := h.startExe("simbroker", h.o.simbroker, "-admin", h.admin, "-api-key", h.key, "-tokens", h.mode,
+		"-tick", "0", "-regions", "eu,us"); err != nil {
+		return err
+	}
+	eps, err := h.brokerEndpoints(ctx, 60*time.Second)
+	if err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, h.work)
+	}
+	common := []string{"-etcd", etcdList, "-eu", eps.Regions["eu"].REST, "-us", eps.Regions["us"].REST,
+		"-eu-probe", eps.Regions["eu"].Probe, "-us-probe", eps.Regions["us"].Probe, "-ca", eps.CAFile,
+		"-prefix", h.o.prefix, "-ttl", h.o.ttl.String()}
+	for _, n := range []string{"obs-eu", "obs-us", "obs-ap"} {
+		if err := h.start(n, append([]string{"-role", "observer", "-name", n}, common...)...); err != nil {
+			return err
+		}
+	}
+	for _, n := range []string{"decider-1", "decider-2", "trader-1", "trader-2"} {
+		role := "decider"
+		if strings.HasPrefix(n, "trader") {
+			role = "trader"
+		}
+		args := append([]string{"-role", role, "-name", n}, common...)
+		if n == "trader-2" {
+			args = append(args, "-stall", "50ms")
+		}
+		if err := h.start(n, args...); err != nil {
+			return err
+		}
+	}
+	if _, ok := h.waitOrders(ctx, time.Now(), "eu", 60*time.Second); !ok {
+		return fmt.Errorf("no orders from both traders within 60 s (logs in %s)", h.work)
+	}
+	return nil
+}
+
+// inject plays one fault of the given kind: it freezes or kills its target,
+// switches the region (flip) while the target is out, and brings the target
+// back after a pause (the TTL and half a second for a freeze, a second for a
+// kill) and up to a second more drawn from rng.
+func (h *harness) inject(ctx context.Context, kind string, rng *rand.Rand, flip func()) error {
+	extra := time.Duration(rng.IntN(1000)) * time.Millisecond
+	switch kind {
+	case "pause-trader":
+		tr := "trader-2" // its slow write path: the pause falls between check and write
+		if rng.IntN(4) == 0 {
+			tr = "trader-1"
+		}
+		h.signal(tr, syscall.SIGSTOP)
+		flip()
+		time.Sleep(h.o.ttl + 500*time.Millisecond + extra)
+		h.signal(tr, syscall.SIGCONT)
+	case "kill-etcd-leader":
+		m := h.leaderMember(ctx)
+		if m == "" {
+			m = h.members[rng.IntN(3)]
+		}
+		h.kill("etcd-" + m)
+		flip()
+		time.Sleep(time.Second + extra)
+		if err := h.restart("etcd-" + m); err != nil {
+			return err
+		}
+	case "kill-decider":
+		d := h.leadingDecider(ctx)
+		if d == "" {
+			d = fmt.Sprintf("decider-%d", 1+rng.IntN(2))
+		}
+		h.kill(d)
+		flip()
+		time.Sleep(time.Second + extra)
+		if err := h.restart(d); err != nil {
+			return err
+		}
+	case "quorum-loss":
+		first := rng.IntN(3)
+		a, b := h.members[first], h.members[(first+1)%3]
+		h.signal("etcd-"+a, syscall.SIGSTOP)
+		h.signal("etcd-"+b, syscall.SIGSTOP)
+		flip()
+		time.Sleep(h.o.ttl + 500*time.Millisecond + extra)
+		h.signal("etcd-"+a, syscall.SIGCONT)
+		h.signal("etcd-"+b, syscall.SIGCONT)
+	}
+	return nil
 }
 
 // Record is one order submission in the broker's audit, with what the trader
