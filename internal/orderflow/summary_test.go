@@ -3,8 +3,8 @@ package orderflow_test
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +51,10 @@ func TestSummarySaysEachServiceHold(t *testing.T) {
 	}
 }
 
-var rawDurationRE = regexp.MustCompile(`\d\.\d{4,}(s|ms|µs)`)
+var (
+	rawDurationRE = regexp.MustCompile(`\d\.\d{4,}(s|ms|µs)`)
+	stampRE       = regexp.MustCompile(`^\+\s*([0-9.]+)s `)
+)
 
 // The timeline reads top to bottom in time, never cuts a word, and shows no
 // raw Go duration.
@@ -79,9 +82,13 @@ func TestTimelineInOrderWholeWordsRoundDurations(t *testing.T) {
 		if !strings.HasPrefix(l, "+") {
 			continue // a continuation
 		}
-		var s float64
-		if _, err := fmtSscan(l, &s); err != nil {
-			t.Fatalf("no time on %q: %v", l, err)
+		m := stampRE.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("no time on %q", l)
+		}
+		s, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if s < last {
 			t.Errorf("the timeline goes backwards at:\n%s\n%s", l, out)
@@ -100,7 +107,3 @@ func TestTimelineInOrderWholeWordsRoundDurations(t *testing.T) {
 	}
 }
 
-// fmtSscan reads the "+ 1.234s" time at the start of a timeline line.
-func fmtSscan(l string, s *float64) (int, error) {
-	return fmt.Sscanf(strings.ReplaceAll(strings.TrimPrefix(l, "+"), " ", "")[:strings.Index(strings.ReplaceAll(strings.TrimPrefix(l, "+"), " ", ""), "s")], "%g", s)
-}
