@@ -106,4 +106,3 @@ func TestTimelineInOrderWholeWordsRoundDurations(t *testing.T) {
 		t.Errorf("durations not rounded for a reader:\n%s", out)
 	}
 }
-
