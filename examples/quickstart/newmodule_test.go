@@ -52,8 +52,10 @@ func TestQuickStartInANewModule(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	env := append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off")
-	goCmd := func(wd string, args ...string) {
+	// The new module may be updated (-mod=mod); the repository never is.
+	newEnv := append(os.Environ(), "GOFLAGS=-mod=mod -buildvcs=false", "GOWORK=off")
+	repoEnv := append(os.Environ(), "GOFLAGS=-mod=readonly -buildvcs=false", "GOWORK=off")
+	goCmd := func(wd string, env []string, args ...string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
@@ -63,9 +65,9 @@ func TestQuickStartInANewModule(t *testing.T) {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	goCmd(dir, "mod", "tidy")
-	goCmd(dir, "build", "-o", "quickstart", ".")
-	goCmd(repo, "build", "-o", filepath.Join(dir, "simbroker"), "./cmd/simbroker")
+	goCmd(dir, newEnv, "mod", "tidy")
+	goCmd(dir, newEnv, "build", "-o", "quickstart", ".")
+	goCmd(repo, repoEnv, "build", "-o", filepath.Join(dir, "simbroker"), "./cmd/simbroker")
 
 	// The broker, as documented: no flags.
 	broker := exec.Command(filepath.Join(dir, "simbroker"))
