@@ -17,6 +17,7 @@
 //	go run ./integration/chaos -seed 12345              # replay: same schedule
 //	go run ./integration/chaos -seed 12345 -policies dedup=none,fence=none   # one cell
 //	go run ./integration/chaos -seed 12345 -schedule    # print the schedule and exit
+//	go run ./integration/chaos -venues all              # the venue matrix (venues.go): one run per venue profile
 //
 // A seed fixes the schedule, not the network: which orders are on the wire
 // when a fault begins, how many a blackholed relay holds, whether a probe on
@@ -45,6 +46,7 @@ import (
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 func main() {
@@ -63,6 +65,8 @@ type options struct {
 	scheduleOnly      bool
 	verbose           bool
 	policies          []orderflow.BrokerPolicy
+	venues            []venue.Profile // -venues: the venue matrix instead (venues.go)
+	venueScale        float64
 }
 
 func run(ctx context.Context, args []string, w io.Writer) int {
@@ -77,6 +81,8 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	fs.DurationVar(&o.progress, "progress", 3*time.Second, "progress line interval")
 	fs.BoolVar(&o.scheduleOnly, "schedule", false, "print the schedule and exit")
 	fs.BoolVar(&o.verbose, "v", false, "print the timeline at the end")
+	vens := fs.String("venues", "", "run the venue matrix instead of the policy matrix: \"all\" (every shipped venue profile) or profile names separated by ','")
+	fs.Float64Var(&o.venueScale, "venue-scale", 60, "with -venues: venue time runs this many times faster (lookup lags, windows, budgets)")
 	pols := fs.String("policies", "matrix", "broker policies to run the schedule under, separated by ';' (each: dedup=across|open-only|none,fence=none|enforced,tokens=off|checked), or \"matrix\" for "+orderflow.PolicyMatrixNames())
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -85,6 +91,12 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	if o.policies, err = orderflow.ParsePolicies(*pols); err != nil {
 		fmt.Fprintln(w, "chaos:", err)
 		return 2
+	}
+	if *vens != "" {
+		if o.venues, err = parseVenues(*vens); err != nil {
+			fmt.Fprintln(w, "chaos:", err)
+			return 2
+		}
 	}
 	if o.seed == 0 {
 		var b [8]byte
@@ -102,6 +114,11 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	if o.scheduleOnly {
 		fmt.Fprint(w, sched.String())
 		return 0
+	}
+	if len(o.venues) > 0 {
+		fmt.Fprintf(w, "chaos: %d orders per venue at %.0f/s (REST every %s, FIX every %s), %d venue profiles\n",
+			o.orders, rate, o.restEvery, o.fixEvr, len(o.venues))
+		return runVenues(ctx, o, regions, sched, w, o.venues)
 	}
 	fmt.Fprintf(w, "chaos: %d orders per policy at %.0f/s (REST every %s, FIX every %s), expected ~%s per policy, %d policies\n",
 		o.orders, rate, o.restEvery, o.fixEvr, expected.Round(time.Second), len(o.policies))
@@ -150,6 +167,15 @@ type runner struct {
 	mu   sync.Mutex
 	inj  []*injected
 	errs []string
+
+	// The venue matrix (venues.go): the profile played, the copy hold, the
+	// client's quarantine, holds done, and extra, run beside the schedule
+	// until trading stops.
+	venue            *venue.Profile
+	hold, quarantine time.Duration
+	holds            int
+	extra            func(context.Context)
+	sum              orderflow.Summary
 }
 
 func newRunner(ctx context.Context, o options, regions []string, sched plan.Schedule, w io.Writer, pol orderflow.BrokerPolicy) (*runner, error) {
@@ -205,6 +231,11 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); r.inject(ctx) }()
+	xctx, xstop := context.WithCancel(ctx)
+	defer xstop()
+	if r.extra != nil {
+		wg.Go(func() { r.extra(xctx) })
+	}
 
 	tk := time.NewTicker(r.o.progress)
 	defer tk.Stop()
@@ -212,7 +243,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	defer poll.Stop()
 	interrupted := false
 	for {
-		if len(r.c.Orders()) >= r.o.orders && r.faultsDone() {
+		if len(r.c.Orders()) >= r.o.orders && r.faultsDone() && r.extraDone() {
 			break
 		}
 		select {
@@ -227,13 +258,21 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		break
 	}
 	tr.Stop()
+	xstop()
 	wg.Wait()
 	r.recoverAll()
 	r.progressLine()
 	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
 	pending := r.drain()
+	if r.venue != nil {
+		r.awaitReports()
+	}
 	audit := r.b.Audit()
 	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	if r.venue != nil {
+		sum = reportedAlarms(sum)
+	}
+	r.sum = sum
 	closed = true
 	_ = r.c.Close()
 	if r.o.verbose {
@@ -479,7 +518,7 @@ func (r *runner) verdict(sum orderflow.Summary, audit simbroker.AuditLog, pendin
 		byID[o.ClOrdID] = o
 	}
 	violations = append(violations, sum.Violations...)
-	if rep, unrep := sum.LateReported(); rep+unrep > 0 {
+	if rep, unrep := sum.LateReported(); rep+unrep > 0 && r.venue == nil { // the venue matrix notes its own (reportedAlarms)
 		notes = append(notes, fmt.Sprintf("%d late landing(s): orders written before a fence, booked through the old region after it (in flight across the fence, or held by a blackhole and delivered on heal): %d reported, %d unreported", rep+unrep, rep, unrep))
 	}
 	if len(pending) > 0 {
