@@ -166,7 +166,7 @@ func FromVenue(p venue.Profile, opts VenueOptions) (Config, error) {
 		// The rules pace an unknown budget at UnknownLookupInterval within
 		// LookupShare of it: the venue is played as allowing exactly that.
 		pl.LookupRate = 1 / venue.UnknownLookupInterval.Seconds() / venue.LookupShare * k
-		pl.LookupBurst = 1
+		pl.LookupBurst = unknownLookupBurst
 		pl.Overrun = venue.Throttled
 	}
 	pl.BanFor = sc(orDur(opts.BanFor, 2*time.Minute))
@@ -256,6 +256,11 @@ func windowText(w time.Duration) string {
 	}
 	return w.String()
 }
+
+// unknownLookupBurst is the burst played for an unknown lookup budget: the
+// rules let a re-query ask about 10 orders at once where the budget is
+// unknown, within LookupShare of it.
+const unknownLookupBurst = int(10 / venue.LookupShare)
 
 // validate checks a VenuePlay given in Config.Venue.
 func (pl *VenuePlay) validate() error {
