@@ -22,10 +22,10 @@ import (
 // fence, a FIX lockout after a drop) with venue time running -venue-scale
 // times faster, and the client judging by the same (scaled) profile with the
 // Path's own defaults: the quarantine is the profile's minimum. On top of
-// the schedule, copies are held longer than that quarantine: the region
-// flow is on is blackholed (every service) for the quarantine plus a few
-// seconds, twice in the run, so the copies it held land after the verdict
-// was final. Such a landing cannot be prevented where the venue neither
+// the schedule, copies are held longer than that quarantine: once the
+// schedule is over, the region flow is on is blackholed (every service) for
+// the quarantine plus a few seconds, twice, so the copies it held land after
+// the verdict was final. Such a landing cannot be prevented where the venue neither
 // fences nor deduplicates; it must be reported (by the late-landing watch)
 // and must not have been re-sent: the row counts it as "after final", and it
 // is a violation only when it was never reported.
@@ -155,14 +155,14 @@ func newVenueRunner(ctx context.Context, o options, regions []string, sched plan
 	return r, nil
 }
 
-// holdCopies blackholes the region flow is on for the hold, at a third and
-// at two thirds of the schedule, so the copies it held land after the
-// quarantine. run starts it with trading and cancels ctx when trading
-// stops (a hold then ends at once).
+// holdCopies blackholes the region flow is on for the hold, twice, once the
+// schedule is over (a scheduled fault's recovery would end a hold early), 5 s
+// apart, so the copies it held land after the quarantine. run starts it with
+// trading and cancels ctx when trading stops (a hold then ends at once).
 func (r *runner) holdCopies(ctx context.Context) {
-	span := r.planned()
-	for _, at := range []time.Duration{span / 3, 2 * span / 3} {
-		t := time.NewTimer(time.Until(r.start.Add(at)))
+	next := r.start.Add(r.planned() + 2*time.Second)
+	for range holdsPlanned {
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -180,6 +180,7 @@ func (r *runner) holdCopies(ctx context.Context) {
 		}
 		r.mu.Unlock()
 		r.c.Recorder().Note(orderflow.Info, "chaos", "RELEASE HOLD %s", region)
+		next = time.Now().Add(5 * time.Second)
 	}
 }
 
