@@ -361,7 +361,7 @@ func (v *venueState) visible(o *Order, now time.Time) bool {
 	if now.Sub(o.CreatedAt) < v.pl.LookupLag {
 		return false
 	}
-	if v.pl.Retention > 0 && !o.Open() && now.Sub(o.UpdatedAt) >= v.pl.Retention+v.pl.LookupLag {
+	if v.pl.Retention > 0 && !o.Open() && now.Sub(o.UpdatedAt) >= v.pl.Retention {
 		return false
 	}
 	return true

@@ -156,6 +156,29 @@ func TestVenueLookupLag(t *testing.T) {
 	})
 }
 
+// A finished order is forgotten by lookups after the venue's retention.
+func TestVenueLookupRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, c, eu := memBroker(t, func(c *Config) { c.Venue = &VenuePlay{Retention: 5 * time.Second} })
+		mustDo(t, c, http.MethodPost, eu+"/v1/orders", b.APIKey(), marketOrder("ret-1")) // fills at once
+		mustDo(t, c, http.MethodPost, eu+"/v1/orders", b.APIKey(), limitOrder("ret-open"))
+		time.Sleep(4 * time.Second)
+		if r := mustDo(t, c, http.MethodGet, eu+"/v1/orders/ret-1", b.APIKey(), nil); r.code != http.StatusOK {
+			t.Fatalf("within the retention: %d", r.code)
+		}
+		time.Sleep(time.Second)
+		if r := mustDo(t, c, http.MethodGet, eu+"/v1/orders/ret-1", b.APIKey(), nil); r.code != http.StatusNotFound {
+			t.Fatalf("a filled order past the retention: %d", r.code)
+		}
+		if r := mustDo(t, c, http.MethodGet, eu+"/v1/orders/ret-open", b.APIKey(), nil); r.code != http.StatusOK {
+			t.Fatalf("an open order is never forgotten: %d", r.code)
+		}
+		if _, ok := b.Order("ret-1"); !ok {
+			t.Fatal("the book itself forgot the order")
+		}
+	})
+}
+
 // Lookups over the budget get 429 with Retry-After; a venue that bans
 // answers 418 to a client that does not back off.
 func TestVenueLookupBudget(t *testing.T) {
