@@ -185,6 +185,25 @@ chaos:
 
 integration:
 	$(GO) test -race -count=1 -timeout 5m ./integration/...
+
+# chaos-venues: the same randomized run once per shipped venue profile
+# (venue.Shipped), the simulated broker playing the profile
+# (simbroker.FromVenue: deduplication scope and window, lookup lag, lookup
+# rate limits, fence, FIX lockout after a drop) with venue time
+# CHAOS_VENUE_SCALE times faster, the client judging by the same profile with
+# the Path's default quarantine, and copies held twice by a blackhole longer
+# than that quarantine. One row per profile: orders, faults, resends allowed,
+# booked twice, late landings (reported / after final / unreported), halts.
+# CHAOS_VENUES picks some (CHAOS_VENUES=binance-spot,alpaca). Not part of
+# `make test`.
+CHAOS_VENUES      ?= all
+CHAOS_VENUE_SCALE ?= 60
+
+.PHONY: chaos-venues
+chaos-venues:
+	@seed=$(SEED); if [ "$$seed" = "0" ]; then seed=$$(od -An -N4 -tu4 /dev/urandom | tr -d ' '); fi; \
+	echo "make chaos-venues: seed $$seed"; \
+	$(GO) run ./integration/chaos -seed $$seed -orders $(CHAOS_ORDERS) -faults $(CHAOS_FAULTS) -venues '$(CHAOS_VENUES)' -venue-scale $(CHAOS_VENUE_SCALE)
 # --- end chaos ---
 
 # --- core ---

@@ -27,6 +27,7 @@
 //	go run ./integration/chaos -seed 12345              # replay: same schedule
 //	go run ./integration/chaos -seed 12345 -policies dedup=none,fence=none   # one cell
 //	go run ./integration/chaos -seed 12345 -schedule    # print the schedule and exit
+//	go run ./integration/chaos -venues all              # the venue matrix (venues.go): one run per venue profile
 //
 // A seed fixes the schedule, not the network: which orders are on the wire
 // when a fault begins, how many a blackholed relay holds, whether a probe on
@@ -55,6 +56,7 @@ import (
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 func main() {
@@ -75,8 +77,10 @@ type options struct {
 	policies          []orderflow.BrokerPolicy
 	// Resting orders: the FIX session's cancel-on-disconnect scope and the
 	// dead-man timer's timeout (0: none).
-	cod     simbroker.CODScope
-	deadMan time.Duration
+	cod        simbroker.CODScope
+	deadMan    time.Duration
+	venues     []venue.Profile // -venues: the venue matrix instead (venues.go)
+	venueScale float64
 }
 
 func run(ctx context.Context, args []string, w io.Writer) int {
@@ -93,6 +97,8 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	fs.BoolVar(&o.verbose, "v", false, "print the timeline at the end")
 	cod := fs.String("cod", "profile", "cancel-on-disconnect of the FIX session: off, connection, session or profile (every open order, as Coinbase 8013=Y)")
 	fs.DurationVar(&o.deadMan, "deadman", 0, "arm the broker's dead-man timer with this timeout, refreshed every quarter of it (0: none)")
+	vens := fs.String("venues", "", "run the venue matrix instead of the policy matrix: \"all\" (every shipped venue profile) or profile names separated by ','")
+	fs.Float64Var(&o.venueScale, "venue-scale", 60, "with -venues: venue time runs this many times faster (lookup lags, windows, budgets)")
 	pols := fs.String("policies", "matrix", "broker policies to run the schedule under, separated by ';' (each: dedup=across|open-only|none,fence=none|enforced,tokens=off|checked), or \"matrix\" for "+orderflow.PolicyMatrixNames())
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -110,6 +116,12 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 		fmt.Fprintln(w, "chaos:", err)
 		return 2
 	}
+	if *vens != "" {
+		if o.venues, err = parseVenues(*vens); err != nil {
+			fmt.Fprintln(w, "chaos:", err)
+			return 2
+		}
+	}
 	if o.seed == 0 {
 		var b [8]byte
 		_, _ = crand.Read(b[:])
@@ -126,6 +138,11 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	if o.scheduleOnly {
 		fmt.Fprint(w, sched.String())
 		return 0
+	}
+	if len(o.venues) > 0 {
+		fmt.Fprintf(w, "chaos: %d orders per venue at %.0f/s (REST every %s, FIX every %s), %d venue profiles\n",
+			o.orders, rate, o.restEvery, o.fixEvr, len(o.venues))
+		return runVenues(ctx, o, regions, sched, w, o.venues)
 	}
 	fmt.Fprintf(w, "chaos: %d orders per policy at %.0f/s (REST every %s, FIX every %s), expected ~%s per policy, %d policies\n",
 		o.orders, rate, o.restEvery, o.fixEvr, expected.Round(time.Second), len(o.policies))
@@ -174,6 +191,15 @@ type runner struct {
 	mu   sync.Mutex
 	inj  []*injected
 	errs []string
+
+	// The venue matrix (venues.go): the profile played, the copy hold, the
+	// client's quarantine, holds done, and extra, run beside the schedule
+	// until trading stops.
+	venue            *venue.Profile
+	hold, quarantine time.Duration
+	holds            int
+	extra            func(context.Context)
+	sum              orderflow.Summary
 }
 
 func newRunner(ctx context.Context, o options, regions []string, sched plan.Schedule, w io.Writer, pol orderflow.BrokerPolicy) (*runner, error) {
@@ -236,6 +262,11 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); r.inject(ctx) }()
+	xctx, xstop := context.WithCancel(ctx)
+	defer xstop()
+	if r.extra != nil {
+		wg.Go(func() { r.extra(xctx) })
+	}
 
 	tk := time.NewTicker(r.o.progress)
 	defer tk.Stop()
@@ -243,7 +274,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	defer poll.Stop()
 	interrupted := false
 	for {
-		if len(r.c.Orders()) >= r.o.orders && r.faultsDone() {
+		if len(r.c.Orders()) >= r.o.orders && r.faultsDone() && r.extraDone() {
 			break
 		}
 		select {
@@ -258,14 +289,22 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		break
 	}
 	tr.Stop()
+	xstop()
 	wg.Wait()
 	r.recoverAll()
 	r.progressLine()
 	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
 	pending := r.drain()
 	r.finalOpenReconcile()
+	if r.venue != nil {
+		r.awaitReports()
+	}
 	audit := r.b.Audit()
 	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	if r.venue != nil {
+		sum = reportedAlarms(sum)
+	}
+	r.sum = sum
 	closed = true
 	_ = r.c.Close()
 	if r.o.verbose {
@@ -513,7 +552,7 @@ func (r *runner) verdict(sum orderflow.Summary, audit simbroker.AuditLog, pendin
 		byID[o.ClOrdID] = o
 	}
 	violations = append(violations, sum.Violations...)
-	if rep, unrep := sum.LateReported(); rep+unrep > 0 {
+	if rep, unrep := sum.LateReported(); rep+unrep > 0 && r.venue == nil { // the venue matrix notes its own (reportedAlarms)
 		notes = append(notes, fmt.Sprintf("%d late landing(s): orders written before a fence, booked through the old region after it (in flight across the fence, or held by a blackhole and delivered on heal): %d reported, %d unreported", rep+unrep, rep, unrep))
 	}
 	if len(pending) > 0 {

@@ -970,7 +970,8 @@ func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) 
 // reconcileBook settles the tickets of service by GET /v1/orders/{id}.
 func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
 	var out []pathdialer.Settlement
-	for _, t := range r.Tickets {
+	for i := 0; i < len(r.Tickets); i++ {
+		t := r.Tickets[i]
 		if t.Service != service {
 			continue
 		}
@@ -985,6 +986,15 @@ func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation,
 		}
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			// Over the venue's lookup budget: back off as told, then ask
+			// again (within the reconcile's context).
+			if err := backOff(ctx, resp.Header.Get("Retry-After")); err != nil {
+				return out, fmt.Errorf("orderflow: book lookup of %s: HTTP 429, backing off: %w", t.OrderID, err)
+			}
+			i--
+			continue
+		}
 		switch resp.StatusCode {
 		case http.StatusOK:
 			var o restOrder
@@ -1013,4 +1023,21 @@ func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation,
 		}
 	}
 	return out, nil
+}
+
+// backOff waits the Retry-After of a 429 (whole seconds; 1 s when absent or
+// unreadable), or until ctx is done.
+func backOff(ctx context.Context, retryAfter string) error {
+	d := time.Second
+	if n, err := strconv.Atoi(strings.TrimSpace(retryAfter)); err == nil && n > 0 {
+		d = time.Duration(n) * time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -61,6 +61,7 @@ var (
 type book struct {
 	mu     sync.Mutex
 	dedup  DedupPolicy
+	window time.Duration       // DedupAcrossRegions: how long an ID stays refused (0: for ever)
 	byCID  map[string][]*Order // every booking of a client order ID, oldest first
 	all    []*Order            // booking order
 	nextID uint64
@@ -105,7 +106,7 @@ func (r orderRequest) validate() (qty, price decimal.Decimal, err error) {
 
 // existingLocked returns the order a repeat of clientOrderID maps to under
 // the dedup policy, or nil when the submission must book.
-func (b *book) existingLocked(clientOrderID string) *Order {
+func (b *book) existingLocked(clientOrderID string, now time.Time) *Order {
 	prev := b.byCID[clientOrderID]
 	if len(prev) == 0 {
 		return nil
@@ -113,6 +114,12 @@ func (b *book) existingLocked(clientOrderID string) *Order {
 	last := prev[len(prev)-1]
 	switch b.dedup {
 	case DedupAcrossRegions:
+		if b.window > 0 {
+			if now.Sub(last.CreatedAt) < b.window {
+				return last
+			}
+			return nil
+		}
 		return prev[0]
 	case DedupOpenOnly:
 		if last.Open() {
@@ -129,7 +136,7 @@ func (b *book) place(req orderRequest, region, service string, token uint64, fil
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if req.ClientOrderID != "" {
-		if ex := b.existingLocked(req.ClientOrderID); ex != nil {
+		if ex := b.existingLocked(req.ClientOrderID, now); ex != nil {
 			return *ex, false, nil
 		}
 	}

@@ -38,6 +38,7 @@ type Broker struct {
 	fenced       map[string]time.Time
 	highestToken uint64
 	lastLogon    *Region
+	venue        *venueState // Config.Venue's running state; nil: none
 	gen          *generator
 	fix          *fixServer
 	rest         resting // cancel-on-disconnect scopes and the dead-man timer (resting.go)
@@ -82,6 +83,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		gen:    newGenerator(cfg.Streams, cfg.Seed),
 		byName: map[string]*Region{},
 		flaps:  map[string]*faultnet.Schedule{},
+		venue:  newVenueState(cfg.Venue),
+	}
+	if cfg.Venue != nil {
+		b.book.window = cfg.Venue.DedupWindow
 	}
 	if b.apiKey == "" {
 		var raw [16]byte
@@ -430,7 +435,7 @@ func (b *Broker) placeOrder(rg *Region, svc Service, src source, req orderReques
 func (b *Broker) lookupOrder(rg *Region, svc Service, src source, clientOrderID string) (Order, bool) {
 	b.orderMu.Lock()
 	defer b.orderMu.Unlock()
-	o, ok := b.book.get(clientOrderID)
+	o, ok := b.visibleOrder(clientOrderID, time.Now())
 	rec := Record{Kind: KindLookup, Region: rg.name, Service: string(svc), ConnID: src.connID, ClientOrderID: clientOrderID,
 		Outcome: OutcomeFailed, Detail: "not found", ConnOpened: src.opened, SentBy: src.sentBy, SentAfter: src.sentAfter}
 	if ok {

@@ -126,6 +126,9 @@ type Config struct {
 	// Tokens is whether orders must carry a fencing token, checked
 	// account-wide (default TokensOff).
 	Tokens TokenPolicy
+	// Venue, optional, plays a venue profile's facts (lookup lag, lookup
+	// budget, dedup window, lockout): see VenuePlay and FromVenue.
+	Venue *VenuePlay
 	// Listen, optional, makes the broker serve on listeners it is given
 	// instead of 127.0.0.1 sockets behind faultnet relays: it is called once
 	// per region for REST, Probe and WS (Probe is served by the same REST
@@ -268,6 +271,9 @@ func (c Config) Validate() error {
 	}
 	if c.Tokens != TokensOff && c.Tokens != TokensChecked {
 		return bad("Tokens %d is unknown", int(c.Tokens))
+	}
+	if err := c.Venue.validate(); err != nil {
+		return bad("%v", err)
 	}
 	return nil
 }

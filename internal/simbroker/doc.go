@@ -175,6 +175,18 @@
 // (validation and deduplication), all decided under one lock with its audit
 // record.
 //
+// # Venue profiles
+//
+// FromVenue(profile, VenueOptions{TimeScale: 60}) returns a Config whose
+// broker plays a venue.Profile (Config.Venue, a VenuePlay): its client-order-ID
+// deduplication scope and window, a lookup lag (a booked order answers "not
+// found" for the venue's false-negative horizon), a lookup rate limit (429
+// with Retry-After; 418 bans where the venue bans), its fence, and a FIX
+// lockout after a session dropped without a logout. HoldCopies blackholes a
+// region for longer than a client of the profile quarantines, so copies land
+// after the verdict. Broker.Profile is then the (scaled) profile a client
+// should judge by; VenueStats counts throttled lookups and refused logons.
+//
 // # Faults
 //
 // SetFault(region, service, fault) with service rest, probe, ws or fix:

@@ -21,6 +21,7 @@ var (
 	errFIXClosing      = errors.New("broker is closing")
 	errFIXSessionBusy  = errors.New("FIX session already logged on (concurrent policy: log out of the other region first)")
 	errFIXFenceTimeout = errors.New("old FIX session did not drop within FenceTimeout")
+	errFIXLockedOut    = errors.New("FIX logon refused: identity locked out")
 )
 
 // fixServer is the broker's one quickfix acceptor (one session ID for the
@@ -54,6 +55,9 @@ type fixConn struct {
 	relayID   uint64
 	id        string
 	loggedOut chan struct{}
+	// clean: the client sent Logout, or the broker dropped the session for
+	// a newer logon; otherwise its end is a drop (Config.Venue's lockout).
+	clean atomic.Bool
 }
 
 // FIXSessionID returns the account's FIX session ID as the client
@@ -202,6 +206,9 @@ func (fs *fixServer) Validate(conn net.Conn, _ quickfix.SessionID) error {
 		return fs.refuse(nil, "direct:"+conn.RemoteAddr().String(), errFIXNotRelayed)
 	}
 	nc := &fixConn{rg: rg, relayID: relayID, id: connID(rg.name, FIX, relayID), loggedOut: make(chan struct{})}
+	if locked, until := fs.b.venue.lockedOut(time.Now()); locked {
+		return fs.refuse(rg, nc.id, fmt.Errorf("%w until %s (a session dropped without a logout)", errFIXLockedOut, until.Format(time.RFC3339Nano)))
+	}
 	fs.mu.Lock()
 	if fs.closing {
 		fs.mu.Unlock()
@@ -220,6 +227,7 @@ func (fs *fixServer) Validate(conn net.Conn, _ quickfix.SessionID) error {
 		fs.mu.Unlock()
 		fs.b.audit.add(Record{Kind: KindFence, Region: old.rg.name, Service: string(FIX), ConnID: old.id,
 			Outcome: OutcomeOK, Detail: "dropped for logon through " + nc.id})
+		old.clean.Store(true)
 		old.rg.relays[FIX].ResetConn(old.relayID)
 		select {
 		case <-old.loggedOut:
@@ -267,6 +275,9 @@ func (fs *fixServer) OnLogout(quickfix.SessionID) {
 		return
 	}
 	close(c.loggedOut)
+	if !c.clean.Load() {
+		fs.b.venue.sessionDropped(time.Now())
+	}
 	region := ""
 	if c.rg != nil {
 		region = c.rg.name
@@ -284,6 +295,11 @@ func (fs *fixServer) ToApp(*quickfix.Message, quickfix.SessionID) error { return
 // FromAdmin implements quickfix.Application.
 func (fs *fixServer) FromAdmin(msg *quickfix.Message, _ quickfix.SessionID) quickfix.MessageRejectError {
 	fs.fixAdmin(msg)
+	if msg.IsMsgTypeOf(msgTypeLogout) {
+		if c := fs.current(); c != nil {
+			c.clean.Store(true)
+		}
+	}
 	return nil
 }
 
@@ -469,6 +485,9 @@ func (fs *fixServer) onOrderStatus(msg *quickfix.Message, sid quickfix.SessionID
 	var o Order
 	var ok bool
 	if fc := fs.current(); fc != nil && fc.rg != nil {
+		if fs.throttleFIX(fc, clOrdID) {
+			return nil
+		}
 		o, ok = fs.b.lookupOrder(fc.rg, FIX, fc.source(), clOrdID)
 	} else {
 		o, ok = fs.b.book.get(clOrdID)
@@ -490,8 +509,11 @@ func (fs *fixServer) onMassStatus(msg *quickfix.Message, sid quickfix.SessionID)
 	if rerr != nil {
 		return rerr
 	}
-	orders := fs.b.book.list(false)
+	orders := fs.b.visibleList(false, time.Now())
 	if fc := fs.current(); fc != nil && fc.rg != nil {
+		if fs.throttleFIX(fc, "") {
+			return nil
+		}
 		src := fc.source()
 		fs.b.audit.add(Record{Kind: KindLookup, Region: fc.rg.name, Service: string(FIX), ConnID: src.connID,
 			Outcome: OutcomeOK, Detail: "mass status", ConnOpened: src.opened, SentBy: src.sentBy, SentAfter: src.sentAfter})

@@ -198,6 +198,9 @@ func cutHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rg *Region) handleGet(w http.ResponseWriter, r *http.Request) {
+	if rg.throttleREST(w, r) {
+		return
+	}
 	svc, src := rg.sourceOf(r)
 	o, ok := rg.b.lookupOrder(rg, svc, src, r.PathValue("id"))
 	if !ok {
@@ -217,7 +220,10 @@ func (rg *Region) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "status must be open or all")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"orders": rg.b.book.list(open)})
+	if rg.throttleREST(w, r) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"orders": rg.b.visibleList(open, time.Now())})
 }
 
 func (rg *Region) handleCancel(w http.ResponseWriter, r *http.Request) {

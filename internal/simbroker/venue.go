@@ -39,8 +39,12 @@ func Profile(dedup DedupPolicy, fence FencePolicy, tokens TokenPolicy) venue.Pro
 	return p
 }
 
-// Profile is the venue profile of this broker's policies (see Profile).
+// Profile is the venue profile of this broker's policies (see Profile), or
+// the (scaled) profile it plays (Config.Venue).
 func (b *Broker) Profile() venue.Profile {
+	if b.cfg.Venue != nil && b.cfg.Venue.Profile.Name != "" {
+		return b.cfg.Venue.Profile
+	}
 	c := b.Config()
 	return Profile(c.Dedup, c.Fence, c.Tokens)
 }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // ErrReconcileIncomplete: the fate of some orders could not be learned (the
@@ -33,7 +34,8 @@ type ReconcileOptions struct {
 	// OrderIDPlaceholder once, in the path or the query, e.g.
 	// "https://broker.example/v1/orders/{client_order_id}". The ID is escaped
 	// for where it stands. Sent through a rest.Transport (see Bind), the host
-	// is rewritten to the endpoint the Path releases flow on. Required.
+	// is rewritten to the endpoint the Path releases flow on. Required unless
+	// ListURLs is set.
 	URL string
 	// Header is sent with every lookup (the credentials). Never logged.
 	Header http.Header
@@ -66,6 +68,29 @@ type ReconcileOptions struct {
 	// reconcile fails with ErrReconcileIncomplete, the Path keeps holding,
 	// retries, and halts after pathdialer.Config.ReconcileAttempts.
 	AcceptUndetermined bool
+
+	// Venue, optional, is the venue's profile (the presets set it): lookups
+	// are spaced within its lookup budget (venue.Profile.LookupInterval,
+	// as many at once as one window of the budget allows), shared by every
+	// reconcile, and a "not found" names its false-negative horizon. The
+	// zero value leaves lookups unpaced.
+	Venue venue.Profile
+	// StatusField and IDField may be dotted paths ("order.state").
+	// ListField, optional, names the field (a dotted path; alternatives
+	// separated by '|') of an answer that lists orders, as an array or an
+	// object keyed by the venue's own IDs: the listed order whose IDField is
+	// the order's settles it, and none is "not found".
+	ListField string
+	// ListURLs, instead of URL, are listings (absolute http(s) URLs without
+	// the placeholder) read once per reconcile for every order, for a venue
+	// without a lookup by client order ID. ListField is then required.
+	ListURLs []string
+	// ListLimit, optional, is a listing's page size: an order missing from a
+	// listing that returned that many is undetermined, not "not found".
+	ListLimit int
+	// Method is the HTTP method of lookups and listings: GET (default) or
+	// POST (signed listings; Sign sets the body).
+	Method string
 }
 
 // DefaultFates maps the status words common to broker REST APIs (and the
@@ -108,6 +133,7 @@ func AlpacaOrderLookup(base string) ReconcileOptions {
 		StatusField: "status",
 		IDField:     "client_order_id",
 		Fates:       f,
+		Venue:       venue.Alpaca(),
 	}
 }
 
@@ -136,6 +162,7 @@ func BinanceSpotOrderLookup(base, symbol string) ReconcileOptions {
 			"CANCELED": pathdialer.FateCanceled, "EXPIRED": pathdialer.FateCanceled, "EXPIRED_IN_MATCH": pathdialer.FateCanceled,
 			"REJECTED": pathdialer.FateRejected,
 		},
+		Venue: venue.BinanceSpot(),
 		NotFound: func(status int, body []byte) bool {
 			if status != http.StatusBadRequest {
 				return false
@@ -164,18 +191,25 @@ type Reconciler struct {
 	suffix string                     // after it
 	query  bool                       // the placeholder is in the query
 
+	limit *lookupLimiter // Venue's budget; nil: unpaced
+
 	mu     sync.Mutex
 	client *http.Client
 }
 
 // NewReconciler validates opts and returns an unbound Reconciler.
 func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
-	if strings.Count(opts.URL, OrderIDPlaceholder) != 1 {
-		return nil, fmt.Errorf("%w: ReconcileOptions.URL must contain %s exactly once", ErrInvalidOptions, OrderIDPlaceholder)
+	if err := checkVenueOptions(opts); err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(strings.Replace(opts.URL, OrderIDPlaceholder, "x", 1))
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("%w: ReconcileOptions.URL must be an absolute http(s) URL", ErrInvalidOptions)
+	if len(opts.ListURLs) == 0 {
+		if strings.Count(opts.URL, OrderIDPlaceholder) != 1 {
+			return nil, fmt.Errorf("%w: ReconcileOptions.URL must contain %s exactly once", ErrInvalidOptions, OrderIDPlaceholder)
+		}
+		u, err := url.Parse(strings.Replace(opts.URL, OrderIDPlaceholder, "x", 1))
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("%w: ReconcileOptions.URL must be an absolute http(s) URL", ErrInvalidOptions)
+		}
 	}
 	if opts.Parallel < 0 {
 		return nil, fmt.Errorf("%w: ReconcileOptions.Parallel is negative", ErrInvalidOptions)
@@ -195,13 +229,14 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if opts.NotFound == nil {
 		opts.NotFound = func(status int, _ []byte) bool { return status == http.StatusNotFound }
 	}
-	r := &Reconciler{opts: opts, fates: make(map[string]pathdialer.Fate, len(opts.Fates))}
+	r := &Reconciler{opts: opts, fates: make(map[string]pathdialer.Fate, len(opts.Fates)), limit: newLookupLimiter(opts.Venue)}
 	for k, v := range opts.Fates {
 		r.fates[strings.ToLower(k)] = v
 	}
-	i := strings.Index(opts.URL, OrderIDPlaceholder)
-	r.prefix, r.suffix = opts.URL[:i], opts.URL[i+len(OrderIDPlaceholder):]
-	r.query = strings.Contains(r.prefix, "?")
+	if i := strings.Index(opts.URL, OrderIDPlaceholder); i >= 0 {
+		r.prefix, r.suffix = opts.URL[:i], opts.URL[i+len(OrderIDPlaceholder):]
+		r.query = strings.Contains(r.prefix, "?")
+	}
 	return r, nil
 }
 
@@ -243,10 +278,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	if client == nil {
 		return nil, errors.New("rest: reconciler is not bound to a transport (call Reconciler.Bind)")
 	}
+	if len(r.opts.ListURLs) > 0 {
+		return r.reconcileListing(ctx, client, tickets)
+	}
 	out := make([]pathdialer.Settlement, len(tickets))
 	sem := make(chan struct{}, r.opts.Parallel)
 	var wg sync.WaitGroup
 	for i, t := range tickets {
+		if err := r.limit.wait(ctx); err != nil {
+			wg.Wait()
+			return nil, err
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -277,7 +319,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 // lookup asks the broker for one order.
 func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdialer.TicketInfo) pathdialer.Settlement {
 	s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
-	req, err := http.NewRequestWithContext(WithReconcile(ctx), http.MethodGet, r.lookupURL(t.OrderID), nil)
+	req, err := http.NewRequestWithContext(WithReconcile(ctx), r.method(), r.lookupURL(t.OrderID), nil)
 	if err != nil {
 		s.Detail = "building the lookup: " + RedactError(err).Error()
 		return s
@@ -311,8 +353,11 @@ func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdial
 func (r *Reconciler) settle(s pathdialer.Settlement, status int, body []byte) pathdialer.Settlement {
 	if r.opts.NotFound(status, body) {
 		s.Fate = pathdialer.FateNotReceived
-		s.Detail = fmt.Sprintf("the broker has no record of it (HTTP %d; provisional)", status)
+		s.Detail = fmt.Sprintf("the broker has no record of it (HTTP %d; %s)", status, r.horizonNote())
 		return s
+	}
+	if r.opts.ListField != "" {
+		return r.settleList(s, status, body)
 	}
 	if status != http.StatusOK {
 		s.Detail = fmt.Sprintf("lookup answered HTTP %d", status)
@@ -324,12 +369,12 @@ func (r *Reconciler) settle(s pathdialer.Settlement, status int, body []byte) pa
 		return s
 	}
 	if r.opts.IDField != "" {
-		if id := jsonString(m[r.opts.IDField]); id != s.OrderID {
+		if id := jsonString(field(m, r.opts.IDField)); id != s.OrderID {
 			s.Detail = fmt.Sprintf("the answer names order %s in %q, not this one", quoteBounded(id), r.opts.IDField)
 			return s
 		}
 	}
-	st := jsonString(m[r.opts.StatusField])
+	st := jsonString(field(m, r.opts.StatusField))
 	fate, ok := r.fates[strings.ToLower(st)]
 	if !ok {
 		s.Detail = fmt.Sprintf("status %s in %q is not mapped to a fate", quoteBounded(st), r.opts.StatusField)
