@@ -1,0 +1,167 @@
+// Package doccheck checks the "Start here" section that opens every public
+// package's documentation: it comes first, it is short, and its code is
+// compiled code, taken line for line from one of the package's Examples.
+package doccheck
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The public packages, relative to the repository root (coord/etcd is a
+// module of its own; its files are read from here all the same).
+var publicPackages = []string{
+	"pathdialer",
+	"engine",
+	"engine/enginetest",
+	"transports/rest",
+	"transports/ws",
+	"transports/fix",
+	"venue",
+	"observe",
+	"observe/metrics",
+	"observe/status",
+	"observe/drill",
+	"coord/etcd",
+}
+
+const maxStartHereWords = 300
+
+func TestStartHere(t *testing.T) {
+	for _, pkg := range publicPackages {
+		t.Run(pkg, func(t *testing.T) {
+			dir := filepath.Join("..", "..", filepath.FromSlash(pkg))
+			doc, err := packageDoc(filepath.Join(dir, "doc.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			section, err := startHere(doc)
+			if err != nil {
+				t.Fatalf("%s/doc.go: %v", pkg, err)
+			}
+			if n := len(strings.Fields(strings.Join(section, "\n"))); n > maxStartHereWords {
+				t.Errorf("%s: the Start here section has %d words, want at most %d", pkg, n, maxStartHereWords)
+			}
+			code := codeLines(section)
+			if len(code) == 0 {
+				t.Fatalf("%s: the Start here section has no code block", pkg)
+			}
+			files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if missing := subsequence(code, trimmedLines(string(b))); missing == "" {
+					return
+				}
+			}
+			// Report against the file that holds the most of it.
+			best, bestFile := "", ""
+			for _, f := range files {
+				b, _ := os.ReadFile(f)
+				best, bestFile = subsequence(code, trimmedLines(string(b))), filepath.Base(f)
+				if strings.Contains(string(b), "func Example") {
+					break
+				}
+			}
+			t.Errorf("%s: the Start here code is not, line for line and in order, in one of the package's test files (in %s, first missing line: %q)", pkg, bestFile, best)
+		})
+	}
+}
+
+// packageDoc returns the package comment of a doc.go file, without the
+// comment markers.
+func packageDoc(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "package ") {
+			break
+		}
+		if !strings.HasPrefix(l, "//") {
+			doc = doc[:0] // a comment not attached to the package clause
+			continue
+		}
+		l = strings.TrimPrefix(l, "//")
+		l = strings.TrimPrefix(l, " ")
+		doc = append(doc, l)
+	}
+	return doc, nil
+}
+
+// startHere returns the lines of the "# Start here" section, which must be
+// the doc's first heading.
+func startHere(doc []string) ([]string, error) {
+	start := -1
+	for i, l := range doc {
+		if strings.HasPrefix(l, "# ") {
+			if l != "# Start here" {
+				return nil, errorf("the first heading is %q, want \"# Start here\"", l)
+			}
+			start = i + 1
+			break
+		}
+	}
+	if start < 0 {
+		return nil, errorf("no \"# Start here\" heading")
+	}
+	end := len(doc)
+	for i := start; i < len(doc); i++ {
+		if strings.HasPrefix(doc[i], "# ") {
+			end = i
+			break
+		}
+	}
+	return doc[start:end], nil
+}
+
+// codeLines returns the code block lines (indented in the doc), trimmed.
+func codeLines(section []string) []string {
+	var code []string
+	for _, l := range section {
+		if strings.HasPrefix(l, "\t") {
+			if l = strings.TrimSpace(l); l != "" {
+				code = append(code, l)
+			}
+		}
+	}
+	return code
+}
+
+func trimmedLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		out = append(out, strings.TrimSpace(l))
+	}
+	return out
+}
+
+// subsequence returns "" when every line of want occurs in have in order,
+// or else the first line of want that does not.
+func subsequence(want, have []string) string {
+	j := 0
+	for _, w := range want {
+		for j < len(have) && have[j] != w {
+			j++
+		}
+		if j == len(have) {
+			return w
+		}
+		j++
+	}
+	return ""
+}
+
+func errorf(format string, args ...any) error {
+	return fmt.Errorf(format, args...)
+}

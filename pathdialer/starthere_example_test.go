@@ -1,0 +1,73 @@
+package pathdialer_test
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// The package documentation's "Start here": a Path over two regions, and
+// what a transport does for each order. (The package Example runs a switch.)
+func ExampleNew() {
+	cfg := pathdialer.DefaultConfig()
+	cfg.Endpoints = []pathdialer.Endpoint{
+		{Name: "eu", Priority: 0, Primary: true, Services: map[string]string{"orders": "orders-eu.broker.example:7000"}},
+		{Name: "us", Priority: 1, Services: map[string]string{"orders": "orders-us.broker.example:7000"}},
+	}
+	cfg.Probe = askOrderService            // asks the order service: a TCP connect proves nothing
+	cfg.Fencer = pathdialer.LocalFenceOnly // this process alone trades the account
+	cfg.Reconciler = lookUpInBook          // settles orders of unknown fate from the broker's book
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		log.Fatal(err) // names what is missing or wrong
+	}
+	defer p.Close()
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	log.Println(submit(ctx, p, "order-1"))
+}
+
+func submit(ctx context.Context, p *pathdialer.Path, orderID string) error {
+	t, err := p.Acquire(ctx, "orders", orderID) // held during a switch; ErrTradingHalted when halted
+	if err != nil {
+		return err // not sent
+	}
+	ep, _ := p.Endpoint(t.Endpoint)
+	c, err := p.DialEndpoint(ctx, t.Endpoint, "tcp", ep.Services["orders"]) // tracked: the fence closes it
+	if err != nil {
+		t.Done() // nothing was written
+		return err
+	}
+	defer c.Close()
+	if err := writeOrderAndReadAnswer(c, orderID); err != nil {
+		t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
+		return err
+	}
+	t.Done()
+	return nil
+}
+
+func askOrderService(ctx context.Context, ep pathdialer.Endpoint) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", ep.Services["orders"])
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = ask(ctx, c, "PING")
+	return err
+}
+
+func lookUpInBook(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	return nil, errors.New("ask the broker's book through r.To about each of r.Tickets")
+}
+
+func writeOrderAndReadAnswer(c net.Conn, orderID string) error {
+	_, err := ask(context.Background(), c, "ORDER "+orderID)
+	return err
+}
