@@ -8,6 +8,44 @@
 // about, fences the old path, and reconciles in-flight orders. The runtime in package
 // pathdialer does all of that around a Manager.
 //
+// # Start here
+//
+// Most applications never use the engine directly: pathdialer runs it. Use
+// it to test a configuration's decisions, or to build a runtime of your own.
+// Register endpoints, feed it evidence, ask it to evaluate, and perform what
+// it decides:
+//
+//	cfg := engine.DefaultConfig()
+//	cfg.FailureThreshold = 2
+//	cfg.Clock = clk
+//	cfg.Probe = func(ctx context.Context, ep engine.Endpoint) error { return failing[ep.Name] }
+//	m, err := engine.New(cfg)
+//	if err != nil {
+//		panic(err)
+//	}
+//	for _, ep := range []engine.Endpoint{
+//		{Name: "eu", Address: "https://eu.broker.example", Region: "eu-west-1", Priority: 0, Primary: true},
+//		{Name: "us", Address: "https://us.broker.example", Region: "us-east-1", Priority: 10},
+//	} {
+//		if err := m.Register(ep); err != nil {
+//			panic(err)
+//		}
+//	}
+//	if err := m.Validate(); err != nil { // before the probe loop starts
+//		panic(err)
+//	}
+//	m.Probe(ctx, "eu")
+//	d, _ := m.EvaluateFailover(false)
+//	// ... make eu unable to submit (stop its sessions, revoke its credential) ...
+//	d, _ = m.EvaluateFailover(true)
+//	// ... reconcile in-flight orders with the broker before releasing flow ...
+//
+// A switch is first answered FenceRequired; evaluate again with the fence
+// confirmed and it is Switched. NoTargetAvailable means halt;
+// NoAction means keep trading. The Examples (failover, failback, halt) run
+// these steps on a fake clock (enginetest.FakeClock) and print each
+// decision.
+//
 // # What it guarantees
 //
 //   - New endpoints start [Unknown]. Unknown is never a target.
