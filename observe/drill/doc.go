@@ -16,6 +16,31 @@
 // versus fetched a snapshot, error rates before, during and after the fault,
 // and the orders held and for how long.
 //
+// # Start here
+//
+// Collect an Input while the drill runs — the Path's events from its
+// OnEvent hook, the orders you placed, your own notes — then compute the
+// figures or write the report:
+//
+//	in := drill.Input{
+//		Title: "game day: blackhole on eu",
+//		Start: start, End: at(5 * time.Second),
+//		Fault: "eu: rest=blackhole", FaultAt: at(2000 * ms),
+//		Primary: "eu", Survivor: "us",
+//	}
+//	// In a drill: cfg.OnEvent = observe.Tee(..., func(e pathdialer.Event) { in.Events = append(in.Events, e) })
+//	f := drill.Compute(in)
+//	fmt.Println("down:", f.OnCall.Endpoint, "detected after", f.OnCall.Detect)
+//	if err := drill.WriteHTML(&report, in); err != nil {
+//		log.Fatal(err)
+//	}
+//
+// The Example computes the figures of a short synthetic run. Compute and
+// WriteHTML are pure functions of the Input; a figure the Input cannot
+// support is reported as not measured, never as zero.
+//
+// # Driving a drill
+//
 // A drill driver collects an Input (the Path's events, its own notes, its
 // orders, and Samples of counters taken during the run), then calls Compute
 // for the figures or WriteHTML for the report:
