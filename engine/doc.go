@@ -2,12 +2,6 @@
 // evidence, whether order flow should move off the active path to a broker and to
 // which path, and refuses every switch that is not evidenced.
 //
-// The engine is pure. It opens no sockets, starts no goroutines and reads time only
-// from an injected [Clock]. The caller supplies the health probe ([ProbeFunc]) or feeds
-// results measured elsewhere ([Manager.Observe]), performs the switch it is told
-// about, fences the old path, and reconciles in-flight orders. The runtime in package
-// pathdialer does all of that around a Manager.
-//
 // # Start here
 //
 // Most applications never use the engine directly: pathdialer runs it. Use
@@ -45,6 +39,14 @@
 // NoAction means keep trading. The Examples (failover, failback, halt) run
 // these steps on a fake clock (enginetest.FakeClock) and print each
 // decision.
+//
+// # The engine and its caller
+//
+// The engine is pure. It opens no sockets, starts no goroutines and reads time only
+// from an injected [Clock]. The caller supplies the health probe ([ProbeFunc]) or feeds
+// results measured elsewhere ([Manager.Observe]), performs the switch it is told
+// about, fences the old path, and reconciles in-flight orders. The runtime in package
+// pathdialer does all of that around a Manager.
 //
 // # What it guarantees
 //

@@ -28,7 +28,11 @@ var publicPackages = []string{
 	"coord/etcd",
 }
 
-const maxStartHereWords = 300
+const (
+	maxStartHereWords = 300
+	// maxPreambleWords bounds what comes before "# Start here": a synopsis.
+	maxPreambleWords = 80
+)
 
 func TestStartHere(t *testing.T) {
 	for _, pkg := range publicPackages {
@@ -41,6 +45,9 @@ func TestStartHere(t *testing.T) {
 			section, err := startHere(doc)
 			if err != nil {
 				t.Fatalf("%s/doc.go: %v", pkg, err)
+			}
+			if n := len(strings.Fields(strings.Join(preamble(doc), "\n"))); n > maxPreambleWords {
+				t.Errorf("%s: %d words come before Start here, want at most %d", pkg, n, maxPreambleWords)
 			}
 			if n := len(strings.Fields(strings.Join(section, "\n"))); n > maxStartHereWords {
 				t.Errorf("%s: the Start here section has %d words, want at most %d", pkg, n, maxStartHereWords)
@@ -123,6 +130,16 @@ func startHere(doc []string) ([]string, error) {
 		}
 	}
 	return doc[start:end], nil
+}
+
+// preamble returns the lines before the first heading.
+func preamble(doc []string) []string {
+	for i, l := range doc {
+		if strings.HasPrefix(l, "# ") {
+			return doc[:i]
+		}
+	}
+	return doc
 }
 
 // codeLines returns the code block lines (indented in the doc), trimmed.
