@@ -27,6 +27,8 @@
 //		})
 //	defer in.Close()
 //	if err := in.WaitLoggedOn(ctx, sid, ""); err != nil {
+//		log.Fatal(err)
+//	}
 //	if err := in.SendOrder(ctx, nos, sid); err != nil {
 //		log.Fatal(err) // pathdialer.ErrTradingHalted, fix.ErrNotSent (send again, same ClOrdID), ...
 //	}

@@ -31,6 +31,8 @@
 //		resp.Body.Close()
 //	}
 //	if v.MayResend {
+//		log.Println("may send again, under the same client order ID:", v.Reason)
+//	}
 //
 // ExampleOutcome holds this code; the package Example runs an order and a
 // reconcile against two regions. For the Path's reconciler, see
