@@ -1,6 +1,7 @@
 // Package doccheck checks the "Start here" section that opens every public
 // package's documentation: it comes first, it is short, and its code is
-// compiled code, taken line for line from one of the package's Examples.
+// compiled code, taken line for line from the package's test files; and
+// every public package has an Example.
 package doccheck
 
 import (
@@ -60,25 +61,38 @@ func TestStartHere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			hasExample := false
 			for _, f := range files {
 				b, err := os.ReadFile(f)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if missing := subsequence(code, trimmedLines(string(b))); missing == "" {
+				hasExample = hasExample || strings.Contains(string(b), "\nfunc Example")
+			}
+			if !hasExample {
+				t.Errorf("%s: no Example function", pkg)
+			}
+			// The file that holds the longest leading part of the block is
+			// the one the block was taken from.
+			bestFile, bestMatched := "", -1
+			for _, f := range files {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := matched(code, trimmedLines(string(b)))
+				if n == len(code) {
 					return
 				}
-			}
-			// Report against the file that holds the most of it.
-			best, bestFile := "", ""
-			for _, f := range files {
-				b, _ := os.ReadFile(f)
-				best, bestFile = subsequence(code, trimmedLines(string(b))), filepath.Base(f)
-				if strings.Contains(string(b), "func Example") {
-					break
+				if n > bestMatched {
+					bestFile, bestMatched = filepath.Base(f), n
 				}
 			}
-			t.Errorf("%s: the Start here code is not, line for line and in order, in one of the package's test files (in %s, first missing line: %q)", pkg, bestFile, best)
+			if bestFile == "" {
+				t.Fatalf("%s: no test file holds an Example", pkg)
+			}
+			t.Errorf("%s: the Start here code is not, line for line and in order, in one of the package's test files (closest: %s, which lacks %q)",
+				pkg, bestFile, code[bestMatched])
 		})
 	}
 }
@@ -163,20 +177,19 @@ func trimmedLines(s string) []string {
 	return out
 }
 
-// subsequence returns "" when every line of want occurs in have in order,
-// or else the first line of want that does not.
-func subsequence(want, have []string) string {
+// matched returns how many leading lines of want occur in have, in order.
+func matched(want, have []string) int {
 	j := 0
-	for _, w := range want {
+	for i, w := range want {
 		for j < len(have) && have[j] != w {
 			j++
 		}
 		if j == len(have) {
-			return w
+			return i
 		}
 		j++
 	}
-	return ""
+	return len(want)
 }
 
 func errorf(format string, args ...any) error {
