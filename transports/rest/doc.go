@@ -8,7 +8,7 @@
 //
 //	rt, err := rest.NewTransport(path, rest.Options{
 //		TLSConfig: &tls.Config{RootCAs: pool},
-//		Hosts:     []string{"broker"},  // the name your URLs use: https://broker/v2/orders
+//		Hosts:     []string{"broker"}, // the name your URLs use: https://broker/v2/orders
 //		Rules:     rest.AlpacaRules(), // which requests are orders
 //	})
 //	client := &http.Client{Transport: rt}

@@ -20,7 +20,7 @@ func ExampleOutcome() {
 
 	rt, err := rest.NewTransport(path, rest.Options{
 		TLSConfig: &tls.Config{RootCAs: pool},
-		Hosts:     []string{"broker"},  // the name your URLs use: https://broker/v2/orders
+		Hosts:     []string{"broker"}, // the name your URLs use: https://broker/v2/orders
 		Rules:     rest.AlpacaRules(), // which requests are orders
 	})
 	if err != nil {
