@@ -8,13 +8,13 @@
 // consumers (metrics, a status page's recorder, a logger) without either
 // knowing about the other:
 //
+//	m := metrics.New()
+//	rec := status.NewRecorder()
 //	cfg := pathdialer.DefaultConfig()
-//	cfg.OnEvent = observe.Tee(count, count)
+//	cfg.OnEvent = observe.Tee(m.OnEvent, rec.OnEvent, logger) // before pathdialer.New
 //
-// In a program: cfg.OnEvent = observe.Tee(m.OnEvent, rec.OnEvent, log),
-// with m from metrics.New and rec from status.NewRecorder, before
-// pathdialer.New. Each hook sees every event, in order, on the Path's event
-// goroutine: keep them quick. Then see observe/metrics for Prometheus,
+// Each hook sees every event, in order, on the Path's event goroutine: keep
+// them quick. Then see observe/metrics for Prometheus,
 // observe/status for the on-call page and observe/drill for game-day
 // reports.
 //

@@ -4,8 +4,9 @@
 // # Start here
 //
 // Pick the profile of your venue (or Conservative for one nobody described)
-// and set it as the Path's Config.Venue; the runtime then asks it every
-// question below. To ask yourself:
+// and set it as pathdialer.Config.Venue: the Path's verdicts (MayResend,
+// final or provisional NOT_RECEIVED, how long to watch for late landings)
+// then follow the venue's facts. To ask the rules yourself:
 //
 //	binance := venue.BinanceSpot()
 //	q := binance.MinQuarantine(hold)
@@ -17,8 +18,9 @@
 //
 // A lookup that finds nothing after the quarantine is final at Binance
 // spot, yet a resend is not safe there: the venue refuses a duplicate client
-// order ID only among open orders. The Example prints each answer with the
-// sentence of the venue's documentation it rests on.
+// order ID only among open orders. The Example prints each answer and its
+// reason; every fact of a profile names the public page it comes from
+// (Source).
 //
 // # Facts and rules
 //
