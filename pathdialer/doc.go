@@ -12,8 +12,8 @@
 //
 //	cfg := pathdialer.DefaultConfig()
 //	cfg.Endpoints = []pathdialer.Endpoint{
-//		{Name: "eu", Priority: 0, Primary: true, Services: map[string]string{"orders": "orders-eu.broker.example:7000"}},
-//		{Name: "us", Priority: 1, Services: map[string]string{"orders": "orders-us.broker.example:7000"}},
+//		{Name: "eu", Region: "eu-west", Priority: 0, Primary: true, Services: map[string]string{"orders": euAddr}},
+//		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"orders": usAddr}},
 //	}
 //	cfg.Probe = askOrderService            // asks the order service: a TCP connect proves nothing
 //	cfg.Fencer = pathdialer.LocalFenceOnly // this process alone trades the account
@@ -36,8 +36,8 @@
 //	t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
 //	t.Done()
 //
-// ExampleNew holds this code whole; the package Example runs a switch between
-// two regions on loopback. Then read the guarantees below, the table of what
+// ExampleNew runs this code whole against two regions on loopback; the
+// package Example runs a switch between them. Then read the guarantees below, the table of what
 // each promise relies on (it depends on your broker), and Config's fields.
 //
 // # How a Path is used
