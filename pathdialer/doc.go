@@ -27,18 +27,30 @@
 //		log.Fatal(err)
 //	}
 //
-// Most applications then hand p to a transport (transports/rest, ws, fix) and
-// never take tickets themselves. What a transport does for each order:
+// Most applications hand p to a transport (transports/rest, ws, fix). What
+// a transport does for each order:
 //
 //	t, err := p.Acquire(ctx, "orders", orderID) // held during a switch; ErrTradingHalted when halted
+//	if err != nil {
+//		return "", err // not sent
+//	}
+//	ep, _ := p.Endpoint(t.Endpoint)
 //	c, err := p.DialEndpoint(ctx, t.Endpoint, "tcp", ep.Services["orders"]) // tracked: the fence closes it
-//	t.Done() // nothing was written
-//	t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
+//	if err != nil {
+//		t.Done() // nothing was written
+//		return "", err
+//	}
+//	defer c.Close()
+//	answer, err := ask(ctx, c, "ORDER "+orderID)
+//	if err != nil {
+//		t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
+//		return "", err
+//	}
 //	t.Done()
 //
-// ExampleNew runs this code whole against two regions on loopback; the
-// package Example runs a switch between them. Then read the guarantees below, the table of what
-// each promise relies on (it depends on your broker), and Config's fields.
+// ExampleNew runs this against two regions on loopback; the package Example
+// runs a switch. Then read the guarantees, the table of what each promise
+// relies on (it depends on your broker), and Config's fields.
 //
 // # How a Path is used
 //
