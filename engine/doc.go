@@ -2,6 +2,46 @@
 // evidence, whether order flow should move off the active path to a broker and to
 // which path, and refuses every switch that is not evidenced.
 //
+// # Start here
+//
+// Most applications never use the engine directly: pathdialer runs it. Use
+// it to test a configuration's decisions, or to build a runtime of your own.
+// Register endpoints, feed it evidence, ask it to evaluate, and perform what
+// it decides:
+//
+//	cfg := engine.DefaultConfig()
+//	cfg.FailureThreshold = 2
+//	cfg.Clock = clk
+//	cfg.Probe = func(ctx context.Context, ep engine.Endpoint) error { return failing[ep.Name] }
+//	m, err := engine.New(cfg)
+//	if err != nil {
+//		panic(err)
+//	}
+//	for _, ep := range []engine.Endpoint{
+//		{Name: "eu", Address: "https://eu.broker.example", Region: "eu-west-1", Priority: 0, Primary: true},
+//		{Name: "us", Address: "https://us.broker.example", Region: "us-east-1", Priority: 10},
+//	} {
+//		if err := m.Register(ep); err != nil {
+//			panic(err)
+//		}
+//	}
+//	if err := m.Validate(); err != nil { // before the probe loop starts
+//		panic(err)
+//	}
+//	m.Probe(ctx, "eu")
+//	d, _ := m.EvaluateFailover(false)
+//	// ... make eu unable to submit (stop its sessions, revoke its credential) ...
+//	d, _ = m.EvaluateFailover(true)
+//	// ... reconcile in-flight orders with the broker before releasing flow ...
+//
+// A switch is first answered FenceRequired; evaluate again with the fence
+// confirmed and it is Switched. NoTargetAvailable means halt;
+// NoAction means keep trading. The Examples (failover, failback, halt) run
+// these steps on a fake clock (enginetest.FakeClock) and print each
+// decision.
+//
+// # The engine and its caller
+//
 // The engine is pure. It opens no sockets, starts no goroutines and reads time only
 // from an injected [Clock]. The caller supplies the health probe ([ProbeFunc]) or feeds
 // results measured elsewhere ([Manager.Observe]), performs the switch it is told

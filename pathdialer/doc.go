@@ -3,6 +3,57 @@
 // what it decides, so that order flow only ever goes over one fenced, reconciled
 // path.
 //
+// # Start here
+//
+// Describe the account's endpoints (one per region or line, an address per
+// service), then choose the three things that have no safe default: a probe
+// that asks the order service, a fence and a reconciler. DefaultConfig gives
+// the rest.
+//
+//	cfg := pathdialer.DefaultConfig()
+//	cfg.Endpoints = []pathdialer.Endpoint{
+//		{Name: "eu", Region: "eu-west", Priority: 0, Primary: true, Services: map[string]string{"orders": euAddr}},
+//		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"orders": usAddr}},
+//	}
+//	cfg.Probe = askOrderService            // asks the order service: a TCP connect proves nothing
+//	cfg.Fencer = pathdialer.LocalFenceOnly // this process alone trades the account
+//	cfg.Reconciler = lookUpInBook          // settles orders of unknown fate from the broker's book
+//	p, err := pathdialer.New(cfg)
+//	if err != nil {
+//		log.Fatal(err) // names what is missing or wrong
+//	}
+//	defer p.Close()
+//	if err := p.Start(ctx); err != nil {
+//		log.Fatal(err)
+//	}
+//
+// Most applications hand p to a transport (transports/rest, ws, fix). What
+// a transport does for each order:
+//
+//	t, err := p.Acquire(ctx, "orders", orderID) // held during a switch; ErrTradingHalted when halted
+//	if err != nil {
+//		return "", err // not sent
+//	}
+//	ep, _ := p.Endpoint(t.Endpoint)
+//	c, err := p.DialEndpoint(ctx, t.Endpoint, "tcp", ep.Services["orders"]) // tracked: the fence closes it
+//	if err != nil {
+//		t.Done() // nothing was written
+//		return "", err
+//	}
+//	defer c.Close()
+//	answer, err := ask(ctx, c, "ORDER "+orderID)
+//	if err != nil {
+//		t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
+//		return "", err
+//	}
+//	t.Done()
+//
+// ExampleNew runs this against two regions on loopback; the package Example
+// runs a switch. Then read the guarantees, the table of what each promise
+// relies on (it depends on your broker), and Config's fields.
+//
+// # How a Path is used
+//
 // A Path owns one account's endpoints (regions, base endpoints, lines), each with
 // an address per service ("rest", "ws", "fix"); a switch moves every service
 // together. Transports (packages rest, ws and fix under transports/) are built on

@@ -1,6 +1,29 @@
 // Package venue states what a broker or exchange guarantees, and the rules
 // that read it.
 //
+// # Start here
+//
+// Pick the profile of your venue (or Conservative for one nobody described)
+// and set it as pathdialer.Config.Venue: the Path's verdicts (MayResend,
+// final or provisional NOT_RECEIVED, how long to watch for late landings)
+// then follow the venue's facts. To ask the rules yourself:
+//
+//	binance := venue.BinanceSpot()
+//	q := binance.MinQuarantine(hold)
+//	e := venue.Evidence{LookupAfterSend: q, MaxCopyHold: hold, SinceFirstSend: q}
+//	final, _ := binance.FinalNotReceived(e)
+//	safe, why := binance.ResendSafe(e)
+//	unknown := venue.Conservative()
+//	fmt.Println("unknown venue quarantine:", unknown.MinQuarantine(hold))
+//
+// A lookup that finds nothing after the quarantine is final at Binance
+// spot, yet a resend is not safe there: the venue refuses a duplicate client
+// order ID only among open orders. The Example prints each answer and its
+// reason; every fact of a profile names the public page it comes from
+// (Source).
+//
+// # Facts and rules
+//
 // Whether a resend can book an order twice, how long a lookup may wrongly
 // answer "not found", what a dropped connection cancels: these are facts
 // about the venue, not about the network path. A Profile records them, each

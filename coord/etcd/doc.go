@@ -1,6 +1,43 @@
 // Package etcdcoord runs brokerpath's failover decision on etcd, for
 // deployments in which more than one process can trade one broker account.
 //
+// # Start here
+//
+// A single-process deployment needs none of this: pathdialer decides
+// locally. When several processes trade one account, monitors run an
+// Observer each, a few processes run a Decider (one is elected), and every
+// trading process builds its Path with ExternalDecisions and runs a
+// Follower:
+//
+//	cfg := pathdialer.DefaultConfig()
+//	cfg.Endpoints = accountEndpoints
+//	cfg.Probe = probeOrders
+//	cfg.Fencer, cfg.Reconciler = pathdialer.LocalFenceOnly, reconcileOrders
+//	cfg.ExternalDecisions = true // the elected Decider makes the switches
+//	path, err := pathdialer.New(cfg)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer path.Close()
+//	if err := path.Start(ctx); err != nil {
+//		log.Fatal(err)
+//	}
+//	fc := etcdcoord.DefaultFollowerConfig()
+//	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, "/brokerpath/acct-1/", "trader-us", path
+//	f, err := etcdcoord.NewFollower(fc)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	if err := f.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+//		log.Fatal(err)
+//	}
+//
+// The package Example is this process whole; ExampleNewObserver and
+// ExampleNewDecider show the other two roles. Give each process etcd
+// credentials for its own keys only (the module's README lists the roles).
+//
+// # Roles
+//
 // One process deciding alone cannot tell two things apart: a partition between
 // a monitor and a region looks exactly like the region dying, and two trading
 // processes that decide separately can put two live paths in front of one
@@ -18,8 +55,6 @@
 //     grants tickets only under the current token, acknowledges every
 //     Assignment it has applied, and holds or halts submissions as soon as it
 //     cannot prove its etcd session is alive.
-//
-// A single-process deployment needs none of this: pathdialer decides locally.
 //
 // # What it guarantees
 //

@@ -1,5 +1,3 @@
-// Package enginetest holds test helpers for code built on package engine. They are
-// meant for users' tests as much as for the engine's own.
 package enginetest
 
 import (

@@ -3,6 +3,26 @@
 // transitions, health-check staleness, reconnection rate) and what a game day
 // measures (resumes versus snapshots, gaps).
 //
+// # Start here
+//
+// Chain the hook before pathdialer.New, watch the Path after, register once:
+//
+//	m := metrics.New()
+//	cfg.OnEvent = observe.Tee(m.OnEvent)
+//	path, err := pathdialer.New(cfg)
+//	m.Watch(path)
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(m)
+//	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
+// Add m.WatchREST(rt), m.WatchStream(s) and m.WatchFIX(in) for the
+// transports' counters. The Example scrapes the handler and prints the
+// active endpoint's gauge. Every name starts with brokerpath_; labels are
+// only endpoint and region names and fixed enums, never an address, order
+// ID or error text.
+//
+// # Two halves
+//
 // A Metrics value is one prometheus.Collector with two halves:
 //
 //   - Gauges and transport counters are read at scrape time from
@@ -11,18 +31,6 @@
 //   - Probe latency, decisions, switches, fence, reconcile and hold durations
 //     come from the Path's events: chain Metrics.OnEvent into
 //     pathdialer.Config.OnEvent (observe.Tee fans the one hook out).
-//
-// Wiring, in the order the objects can be built:
-//
-//	m := metrics.New()
-//	cfg.OnEvent = observe.Tee(m.OnEvent, myLogger)
-//	path, _ := pathdialer.New(cfg)
-//	m.Watch(path)
-//	rt, _ := rest.NewTransport(path, rest.Options{})
-//	m.WatchREST(rt)
-//	reg := prometheus.NewRegistry()
-//	reg.MustRegister(m)
-//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // # What it guarantees
 //

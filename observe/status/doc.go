@@ -2,13 +2,24 @@
 // a small, self-contained HTML page (no external assets, no JavaScript) and
 // the same figures as JSON. It imports no metrics library.
 //
+// # Start here
+//
+// Chain a Recorder into the Path's hook before pathdialer.New, then serve
+// the Handler wherever on-call can reach it:
+//
 //	rec := status.NewRecorder()
-//	cfg.OnEvent = observe.Tee(rec.OnEvent, ...) // before pathdialer.New
-//	...
+//	cfg.OnEvent = observe.Tee(rec.OnEvent) // before pathdialer.New
+//	path, err := pathdialer.New(cfg)
 //	mux.Handle("/status/", http.StripPrefix("/status", status.Handler(path, status.Options{
-//		Recorder: rec, REST: restTransport, FIX: initiator, Stream: stream, Ticks: ticks,
+//		Recorder:   rec, // and REST, FIX, Stream, Ticks: each adds its part of the page
 //		MetricsURL: "/metrics",
 //	})))
+//
+// The page is at /status/; scripts read /status/status.json (or any path
+// with ?format=json). Options' zero value works: every source is optional
+// and adds its part (the REST transport, the FIX initiator and the Stream
+// their order counts; Ticks the ticks missed). The Example serves the page
+// and reads its JSON.
 //
 // # What the page leads with
 //

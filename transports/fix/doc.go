@@ -2,20 +2,50 @@
 // FIX application moves with the path in well under a second and never replays
 // an order into another region.
 //
+// # Start here
+//
+// Give each endpoint of the Path a "fix" address, probe with a FIX Logon,
+// reconcile with status requests, and pass quickfix's own arguments plus
+// the Path to NewInitiator. Your settings name no SocketConnectHost: the
+// Path chooses the host.
+//
+//	rec, err := fix.NewReconciler(fix.ReconcileOptions{
+//		AnswerTimeout: 2 * time.Second,
+//		// Fallback: restReconcile, // when the broker does not answer OrderStatusRequest
+//	})
+//	probe, err := fix.Probe(fix.ProbeOptions{
+//		SessionID: quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: "ACME-PROBE", TargetCompID: "BROKER"},
+//	})
+//	cfg.Probe = probe
+//	cfg.Fencer = pathdialer.LocalFenceOnly
+//	cfg.Reconciler = rec.Reconcile // or pathdialer.ReconcileAll(restReconcile, rec.Reconcile)
+//	path, err := pathdialer.New(cfg)
+//	in, err := fix.NewInitiator(app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), path,
+//		fix.Options{
+//			Sequence:   fix.SequenceContinue, // the broker's model: see the package documentation
+//			Reconciler: rec,
+//		})
+//	defer in.Close()
+//	if err := in.WaitLoggedOn(ctx, sid, ""); err != nil {
+//		log.Fatal(err)
+//	}
+//	if err := in.SendOrder(ctx, nos, sid); err != nil {
+//		log.Fatal(err) // pathdialer.ErrTradingHalted, fix.ErrNotSent (send again, same ClOrdID), ...
+//	}
+//
+// Options.Sequence has no default: choose the broker's model from the table
+// under "Sequence numbers" below. The memory store loses sequence numbers on
+// restart; in production pass a durable quickfix store factory. The package
+// Example runs this against an acceptor on loopback (each call's error
+// checked).
+//
+// # How it connects
+//
 // quickfix's initiator cannot be handed a dialer, and its own failover is a blind
 // round-robin over SocketConnectHost<n> every ReconnectInterval (30 s by
 // default) with no health, fence or halt. NewInitiator takes quickfix's own
 // arguments (application, store factory, settings, log factory) plus the Path,
-// and returns a started initiator:
-//
-//	rec, _ := fix.NewReconciler(fix.ReconcileOptions{Fallback: restReconcile}) // see below
-//	cfg.Reconciler = rec.Reconcile // or pathdialer.ReconcileAll(restRec, rec.Reconcile)
-//	path, _ := pathdialer.New(cfg)
-//	_ = path.Start(ctx)
-//	in, err := fix.NewInitiator(app, quickfix.NewMemoryStoreFactory(), settings,
-//		quickfix.NewNullLogFactory(), path, fix.Options{Sequence: fix.SequenceContinue, Reconciler: rec})
-//	defer in.Close()
-//	err = in.SendOrder(ctx, newOrderSingle, sessionID)
+// and returns a started initiator that dials only through the Path.
 //
 // # What it guarantees
 //

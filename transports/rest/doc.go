@@ -1,36 +1,44 @@
 // Package rest is a drop-in http.RoundTripper for broker REST APIs that sends every
 // request over the active endpoint of a pathdialer.Path.
 //
-// The application keeps its http.Client and broker SDK and swaps in the transport:
+// # Start here
+//
+// The application keeps its http.Client and broker SDK and swaps in the
+// transport, built on a started pathdialer.Path:
 //
 //	rt, err := rest.NewTransport(path, rest.Options{
 //		TLSConfig: &tls.Config{RootCAs: pool},
-//		Hosts:     []string{"broker"},  // the name your URLs use: https://broker/v2/orders
+//		Hosts:     []string{"broker"}, // the name your URLs use: https://broker/v2/orders
 //		Rules:     rest.AlpacaRules(), // which requests are orders
 //	})
 //	client := &http.Client{Transport: rt}
 //
-// # The order loop
-//
 // RoundTrip keeps net/http's contract: whenever the broker answered, the
-// response comes back with err == nil, 5xx included, body intact (the
-// broker's own words). Ask Outcome what became of each order, and send an
-// order again only when the verdict's MayResend is true — never on Unknown,
-// which a 5xx is: the order may be booked, and the Path's reconciliation
-// settles it.
+// response comes back with err == nil, 5xx included, body intact. Ask
+// Outcome what became of each order, and send it again only when MayResend
+// is true — never on Unknown, which a 5xx is: the order may be booked, and
+// the Path's reconciliation settles it.
 //
 //	resp, err := client.Do(req)
 //	v := rest.Outcome(resp, err)
 //	switch v.Kind {
 //	case rest.Accepted: // resp.Body is the broker's account of the order
 //	case rest.Rejected: // 4xx: refused, not booked; resp.Body says why
-//	case rest.Unknown: // 5xx or no answer: handed to reconciliation (v.Order); do not resend
+//	case rest.Unknown: // 5xx or no answer: handed to reconciliation; do not resend
 //	case rest.NotSent: // nothing left the process (halted, dial failed, ...)
 //	}
 //	if resp != nil {
 //		resp.Body.Close()
 //	}
-//	if v.MayResend { /* may send again, under the same client order ID */ }
+//	if v.MayResend {
+//		log.Println("may send again, under the same client order ID:", v.Reason)
+//	}
+//
+// ExampleOutcome holds this code; the package Example runs an order and a
+// reconcile against two regions. For the Path's reconciler, see
+// NewReconciler; for probes, Probe.
+//
+// # Logging errors
 //
 // http.Client wraps every RoundTrip error in a *url.Error that repeats the
 // URL as you wrote it, query signature included: log RedactError(err) or

@@ -5,14 +5,35 @@
 // jitter, endpoint fallback, resume from sequence), never stalls silently, and
 // survives a server that restarts its numbering.
 //
+// # Start here
+//
+// Give each endpoint of the Path a "ws" address (ws:// or wss://), name the
+// streams, and handle messages; the Stream does the rest:
+//
 //	cfg := ws.DefaultStreamConfig()
 //	cfg.Streams = []string{"px.EURUSD"}
-//	cfg.Handler = func(m ws.Message) { ... }
+//	cfg.Handler = func(m ws.Message) { got <- m }
 //	s, err := ws.NewStream(path, cfg)
-//	if err != nil { ... }
-//	if err := s.Start(ctx); err != nil { ... }
-//	defer s.Close()
-//	... s.Health() == ws.HealthLive ...
+//	if err != nil {
+//		panic(err)
+//	}
+//	if err := s.Start(context.Background()); err != nil {
+//		panic(err)
+//	}
+//	fmt.Println(s.Health())
+//	_ = s.Close()
+//
+// The Handler sees each stream's messages once, in sequence order, across
+// reconnects and switches; a resume the server cannot replay arrives as a
+// snapshot (Message.Snapshot). Health says whether the data is live; read it
+// before trusting a price. The wire protocol is StreamConfig.Protocol:
+// JSONProtocol by default; a real feed's shape needs a Protocol of its own
+// (see Protocol: the promises rest on the server's sequence numbers and
+// epochs).
+//
+// The package Example runs this against a server on loopback. The Stream
+// only ever dials read-only connections, which the fence leaves open; for a
+// connection that carries orders, use Dialer.
 //
 // # What it guarantees
 //
