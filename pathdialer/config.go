@@ -298,6 +298,12 @@ type Config struct {
 	Endpoints []Endpoint
 	// Probe is required: it should exercise the trade path.
 	Probe ProbeFunc
+	// AllowPlaintext lets a "rest" address be a plain http:// URL to a host
+	// that is not loopback. Default false: such an address is refused, since
+	// every order and the credentials in its headers would cross the network
+	// in the clear. Loopback addresses (127.0.0.0/8, ::1, localhost) are
+	// always allowed.
+	AllowPlaintext bool
 	// Engine holds the decision thresholds. Its Probe must be nil (the Path sets
 	// it from Probe) and its Clock nil (the Path runs on the system clock).
 	Engine engine.Config
@@ -540,6 +546,10 @@ func DefaultConfig() Config {
 // Validate checks every field as written and names the first that cannot work.
 func (c Config) Validate() error {
 	switch {
+	case c.ProbeInterval == 0 && c.ProbeTimeout == 0 && c.FenceTimeout == 0 && c.ReconcileTimeout == 0 && c.Engine.FailureThreshold == 0:
+		// Not started from DefaultConfig: naming the first missing field
+		// would send the reader through every timing field in turn.
+		return fmt.Errorf("%w: the timing and safety fields are all zero: start from DefaultConfig() and set Endpoints, Probe, Fencer and Reconcilers (or Reconciler) on it", ErrInvalidConfig)
 	case c.Probe == nil:
 		return fmt.Errorf("%w: Probe is required (a TCP connect proves neither authentication nor order acceptance; see TCPProbe)", ErrInvalidConfig)
 	case c.Engine.Probe != nil:
@@ -612,7 +622,7 @@ func (c Config) Validate() error {
 	if len(c.Endpoints) < 2 {
 		return fmt.Errorf("%w: %d endpoint(s) configured; need at least two to fail over", ErrInvalidConfig, len(c.Endpoints))
 	}
-	return validateEndpoints(c.Endpoints)
+	return validateEndpoints(c.Endpoints, c.AllowPlaintext)
 }
 
 // validateEndpoints checks what New and the engine would refuse, so Validate
@@ -620,7 +630,7 @@ func (c Config) Validate() error {
 // primary, no service, and each service address (well formed, and for the
 // transports' own services the scheme they need: "rest" an http(s) URL, "ws"
 // a ws(s) or http(s) URL, "fix" host:port).
-func validateEndpoints(eps []Endpoint) error {
+func validateEndpoints(eps []Endpoint, allowPlaintext bool) error {
 	seen := make(map[string]bool, len(eps))
 	primaries := 0
 	for i, ep := range eps {
@@ -648,12 +658,30 @@ func validateEndpoints(eps []Endpoint) error {
 			if err := checkServiceAddress(svc, addr); err != nil {
 				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, svc, err)
 			}
+			if svc == ServiceREST && !allowPlaintext && plaintextRemote(addr) {
+				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: a plain http:// address to a host that is not loopback sends orders and credentials in the clear: use https://, or set Config.AllowPlaintext", ErrInvalidConfig, i, ep.Name, svc)
+			}
 		}
 	}
 	if primaries == 0 && len(eps) > 0 {
 		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, engine.ErrNoPrimary)
 	}
 	return nil
+}
+
+// plaintextRemote reports whether addr is an http:// URL whose host is not
+// loopback.
+func plaintextRemote(addr string) bool {
+	u, err := url.Parse(addr)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // checkServiceAddress never repeats the address (it may carry credentials).

@@ -129,11 +129,14 @@ func TestNewAccepts(t *testing.T) {
 			c.Fencer = nil
 			c.Engine.BrokerFences = true
 		},
-		"addresses": withEndpoints(
-			pathdialer.Endpoint{Name: "a", Region: "r1", Primary: true, Services: map[string]string{"rest": "https://a.example", "ws": "wss://a.example/ws", "fix": "10.0.0.1:9878"}},
-			pathdialer.Endpoint{Name: "b", Region: "r2", Priority: 1, Services: map[string]string{"rest": "http://b.example", "ws": "ws://b.example:8080/ws"}},
-			pathdialer.Endpoint{Name: "c", Region: "r3", Priority: 2, Services: map[string]string{"custom": "[::1]:4000"}},
-		),
+		"addresses": func(c *pathdialer.Config) {
+			c.AllowPlaintext = true // b's "rest" is plain http:// to a remote host
+			withEndpoints(
+				pathdialer.Endpoint{Name: "a", Region: "r1", Primary: true, Services: map[string]string{"rest": "https://a.example", "ws": "wss://a.example/ws", "fix": "10.0.0.1:9878"}},
+				pathdialer.Endpoint{Name: "b", Region: "r2", Priority: 1, Services: map[string]string{"rest": "http://b.example", "ws": "ws://b.example:8080/ws"}},
+				pathdialer.Endpoint{Name: "c", Region: "r3", Priority: 2, Services: map[string]string{"custom": "[::1]:4000"}},
+			)(c)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := validConfig()
@@ -236,5 +239,75 @@ func TestNewRefusesCredentialsInServiceAddresses(t *testing.T) {
 		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "alice") {
 			t.Fatalf("%s: the error echoes the credentials: %v", svc, err)
 		}
+	}
+}
+
+// A Config not started from DefaultConfig (the zero value, or one built field
+// by field) is refused with an error that points to DefaultConfig, not with
+// the first field that happens to be missing.
+func TestZeroConfigPointsToDefaultConfig(t *testing.T) {
+	probe := func(context.Context, pathdialer.Endpoint) error { return nil }
+	for name, cfg := range map[string]pathdialer.Config{
+		"zero value": {},
+		"only the quick start's fields": {
+			Endpoints: []pathdialer.Endpoint{
+				{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"rest": "https://eu.example:443"}},
+				{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": "https://us.example:443"}},
+			},
+			Probe:      probe,
+			Fencer:     pathdialer.LocalFenceOnly,
+			Reconciler: pathdialer.NoReconcile,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := pathdialer.New(cfg)
+			if !errors.Is(err, pathdialer.ErrInvalidConfig) {
+				t.Fatalf("New = %v, want ErrInvalidConfig", err)
+			}
+			if !strings.Contains(err.Error(), "DefaultConfig()") {
+				t.Fatalf("New = %v, does not point to DefaultConfig()", err)
+			}
+		})
+	}
+}
+
+// Orders over plaintext HTTP to a remote host carry the API key and the order
+// in the clear: a "rest" http:// address is refused unless it is loopback or
+// the Config opts in with AllowPlaintext.
+func TestPlaintextRESTAddress(t *testing.T) {
+	pair := func(a, b string) []pathdialer.Endpoint {
+		return []pathdialer.Endpoint{
+			{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"rest": a}},
+			{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": b}},
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		eps       []pathdialer.Endpoint
+		allow, ok bool
+	}{
+		{"remote http refused", pair("https://eu.broker.example", "http://us.broker.example"), false, false},
+		{"remote http by IP refused", pair("http://203.0.113.7:8080", "https://us.broker.example"), false, false},
+		{"remote http with opt-in", pair("https://eu.broker.example", "http://us.broker.example"), true, true},
+		{"loopback http", pair("http://127.0.0.1:8080", "http://[::1]:8081"), false, true},
+		{"localhost http", pair("http://localhost:8080", "https://us.broker.example"), false, true},
+		{"https", pair("https://eu.broker.example", "https://us.broker.example"), false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := validConfig()
+			cfg.Endpoints = tc.eps
+			cfg.AllowPlaintext = tc.allow
+			p, err := pathdialer.New(cfg)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				_ = p.Close()
+				return
+			}
+			if !errors.Is(err, pathdialer.ErrInvalidConfig) || !strings.Contains(err.Error(), "AllowPlaintext") || !strings.Contains(err.Error(), "https://") {
+				t.Fatalf("New = %v, want ErrInvalidConfig naming https:// and AllowPlaintext", err)
+			}
+		})
 	}
 }

@@ -3,17 +3,16 @@
 // failover drill by hand.
 //
 // It prints every endpoint (REST, probe, WebSocket and FIX per region), the
-// CA file to trust, the API key (a simulator key: printing it is the point)
-// and the admin endpoint, which switches faults at run time:
+// CA file to trust, the API key (a simulator key: printing it is the point),
+// ready curl lines for the order API and the admin endpoint (one command
+// each, to paste as printed), and the export lines the quick start reads
+// (BROKER_REGIONS, BROKER_CA_FILE, BROKER_API_KEY, BROKER_FIX_SENDER,
+// BROKER_FIX_TARGET):
 //
 //	go run ./cmd/simbroker -tick 250ms -lag us=2s -budget 20 -session-policy one-per-credential
 //	go run ./cmd/simbroker -dedup none -fence enforced -tokens checked   # a strict broker
-//	curl -X POST '127.0.0.1:PORT/fault?region=eu&service=rest&kind=blackhole'
-//	curl -X POST '127.0.0.1:PORT/fence?region=eu'
-//	curl 127.0.0.1:PORT/audit
-//
-// The start-up output also lists the REST order API with a ready curl line
-// to place an order, one to probe, and one for the broker's kill switch.
+//	curl -sS --fail-with-body -X POST 'http://127.0.0.1:PORT/fault?region=eu&service=rest&kind=blackhole'
+//	curl -sS --fail-with-body 'http://127.0.0.1:PORT/audit'
 //
 // It stops cleanly on SIGINT or SIGTERM.
 package main
@@ -118,6 +117,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return options{cfg: cfg, admin: *admin}, nil
 }
 
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -196,7 +200,9 @@ func printEndpoints(w io.Writer, b *simbroker.Broker, admin string) {
 		tokHdr = fmt.Sprintf(" -H '%s: 1'", simbroker.TokenHeader)
 		tokNote = fmt.Sprintf(" (tokens checked: every order needs header %s or FIX tag %d; lower than the highest seen is rejected 409)", simbroker.TokenHeader, simbroker.TokenTag)
 	}
-	curl := fmt.Sprintf("curl -sS --cacert %s -H 'X-API-Key: %s'", b.CAFile(), b.APIKey())
+	// Every printed command is one command with one URL, and fails on an
+	// HTTP error (--fail-with-body), so it can be pasted as it stands.
+	curl := fmt.Sprintf("curl -sS --fail-with-body --cacert %s -H 'X-API-Key: %s'", shellQuote(b.CAFile()), b.APIKey())
 	fmt.Fprintf(w, "REST order API (JSON; every /v1 call needs X-API-Key)%s\n", tokNote)
 	fmt.Fprintf(w, "  POST   /v1/orders                    body {\"client_order_id\",\"symbol\",\"side\":\"buy|sell\",\"qty\",\"type\":\"market|limit\",\"price\"}\n")
 	fmt.Fprintf(w, "                                       201 booked; 200 existing order (repeat, dedup %s); 400 invalid;\n", cfg.Dedup)
@@ -209,15 +215,49 @@ func printEndpoints(w io.Writer, b *simbroker.Broker, admin string) {
 	fmt.Fprintf(w, "  place an order:\n    %s%s -H 'Content-Type: application/json' \\\n      -d '{\"client_order_id\":\"hello-1\",\"symbol\":\"EURUSD\",\"side\":\"buy\",\"qty\":\"1000\",\"type\":\"market\"}' %s/v1/orders\n",
 		curl, tokHdr, first.RESTURL())
 	fmt.Fprintf(w, "  probe:\n    %s %s/v1/account\n", curl, first.ProbeURL())
-	fmt.Fprintf(w, "  fence %s (through %s):\n    %s -d '{\"region\":\"%s\"}' %s/v1/account/fence\n", first.Name(), last.Name(), curl, first.Name(), last.RESTURL())
-	fmt.Fprintf(w, "admin     %s\n", admin)
-	fmt.Fprintf(w, "  curl -X POST '%s/fault?region=%s&service=rest&kind=blackhole'\n", admin, cfg.Regions[0])
+	if cfg.Fence == simbroker.FenceEnforced {
+		fmt.Fprintf(w, "  fence %s (through %s):\n    %s -d '{\"region\":\"%s\"}' %s/v1/account/fence\n", first.Name(), last.Name(), curl, first.Name(), last.RESTURL())
+	} else {
+		fmt.Fprintf(w, "  the kill switch answers 501 (fence none): start with -fence enforced to try it\n")
+	}
+
+	// The admin lines, one command each.
+	adminCurl := "curl -sS --fail-with-body"
+	post := func(path string) { fmt.Fprintf(w, "  %s -X POST '%s%s'\n", adminCurl, admin, path) }
+	fmt.Fprintf(w, "admin     %s   (no key; loopback only)\n", admin)
+	fmt.Fprintf(w, "  faults, one region and service at a time:\n")
+	post(fmt.Sprintf("/fault?region=%s&service=rest&kind=blackhole", cfg.Regions[0]))
+	post(fmt.Sprintf("/fault?region=%s&service=rest&kind=none", cfg.Regions[0]))
 	fmt.Fprintf(w, "    service: rest | probe | ws | fix\n")
 	fmt.Fprintf(w, "    kind:    none | down | blackhole | latency&delay=200ms&jitter=50ms | reset |\n")
 	fmt.Fprintf(w, "             503&n=10 (or &for=30s, &retry_after=2s) | partial | unknown&n=1 |\n")
 	fmt.Fprintf(w, "             flap&period=2s[&fault=down|blackhole|reset] | partition (probe blackhole; service ignored)\n")
-	fmt.Fprintf(w, "  curl -X POST '%s/fence?region=%s'   '%s/unfence?region=%s'   '%s/token?value=7'\n", admin, cfg.Regions[0], admin, cfg.Regions[0], admin)
-	fmt.Fprintf(w, "  curl %s/audit   %s/book   %s/faults   %s/stats   %s/endpoints\n", admin, admin, admin, admin, admin)
-	fmt.Fprintf(w, "  curl -X POST '%s/tick?stream=%s'   curl -X POST '%s/lag?region=%s&lag=2s'\n", admin, cfg.Streams[0], admin, cfg.Regions[len(cfg.Regions)-1])
+	if cfg.Fence == simbroker.FenceEnforced {
+		fmt.Fprintf(w, "  the broker's kill switch:\n")
+		post("/fence?region=" + cfg.Regions[0])
+		post("/unfence?region=" + cfg.Regions[0])
+	}
+	if cfg.Tokens == simbroker.TokensChecked {
+		fmt.Fprintf(w, "  raise the highest fencing token seen:\n")
+		post("/token?value=7")
+	}
+	fmt.Fprintf(w, "  what the broker booked and saw:\n")
+	for _, p := range []string{"audit", "book", "faults", "stats", "endpoints"} {
+		fmt.Fprintf(w, "  %s '%s/%s'\n", adminCurl, admin, p)
+	}
+	fmt.Fprintf(w, "  a tick now, and replication lag:\n")
+	post("/tick?stream=" + cfg.Streams[0])
+	post(fmt.Sprintf("/lag?region=%s&lag=2s", cfg.Regions[len(cfg.Regions)-1]))
+
+	// The quick start (README, examples/quickstart) reads these.
+	var regions []string
+	for _, rg := range b.Regions() {
+		regions = append(regions, fmt.Sprintf("%s=%s,%s,%s", rg.Name(), rg.RESTURL(), rg.WSURL(), rg.FIXAddr()))
+	}
+	fmt.Fprintf(w, "quick start: paste these into the shell that runs it, then go run .\n")
+	fmt.Fprintf(w, "  export BROKER_REGIONS=%s\n", shellQuote(strings.Join(regions, " ")))
+	fmt.Fprintf(w, "  export BROKER_CA_FILE=%s\n", shellQuote(b.CAFile()))
+	fmt.Fprintf(w, "  export BROKER_API_KEY=%s\n", shellQuote(b.APIKey()))
+	fmt.Fprintf(w, "  export BROKER_FIX_SENDER=%s BROKER_FIX_TARGET=%s\n", shellQuote(sid.SenderCompID), shellQuote(sid.TargetCompID))
 	fmt.Fprintln(w, "Ctrl-C to stop.")
 }

@@ -286,17 +286,17 @@ func TestRunPrintsPoliciesAndWorkingCurlLines(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	placeRE := regexp.MustCompile(`curl -sS --cacert (\S+) -H 'X-API-Key: (\S+)' -H '(X-Fencing-Token): (\d+)' -H 'Content-Type: application/json' \\\n\s+-d '(\{[^']*\})' (https://\S+/v1/orders)\n`)
+	placeRE := regexp.MustCompile(`curl -sS --fail-with-body --cacert '(\S+)' -H 'X-API-Key: (\S+)' -H '(X-Fencing-Token): (\d+)' -H 'Content-Type: application/json' \\\n\s+-d '(\{[^']*\})' (https://\S+/v1/orders)\n`)
 	m := placeRE.FindStringSubmatch(text)
 	if m == nil {
 		t.Fatalf("no order curl line in:\n%s", text)
 	}
-	probeRE := regexp.MustCompile(`curl -sS --cacert \S+ -H 'X-API-Key: \S+' (https://\S+/v1/account)\n`)
+	probeRE := regexp.MustCompile(`curl -sS --fail-with-body --cacert \S+ -H 'X-API-Key: \S+' (https://\S+/v1/account)\n`)
 	pm := probeRE.FindStringSubmatch(text)
 	if pm == nil {
 		t.Fatalf("no probe curl line in:\n%s", text)
 	}
-	fenceRE := regexp.MustCompile(`curl -sS --cacert \S+ -H 'X-API-Key: \S+' -d '(\{"region":"eu"\})' (https://\S+/v1/account/fence)\n`)
+	fenceRE := regexp.MustCompile(`curl -sS --fail-with-body --cacert \S+ -H 'X-API-Key: \S+' -d '(\{"region":"eu"\})' (https://\S+/v1/account/fence)\n`)
 	fm := fenceRE.FindStringSubmatch(text)
 	if fm == nil {
 		t.Fatalf("no fence curl line in:\n%s", text)

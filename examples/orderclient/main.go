@@ -304,6 +304,8 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	gateOpen := func() bool { g, _ := c.Path().GateState(); return g == pathdialer.GateOpen }
 	halted := func() bool { g, _ := c.Path().GateState(); return g == pathdialer.GateHalted }
 	waitRounds := t.Cooldown + time.Duration(t.FailbackSuccessThreshold+4)*t.ProbeInterval + 3*time.Second
+	rec.Note(orderflow.Info, "scenario", "phases of %s each (-duration): before the fault, after the failover, after the failback; plus detection and the failback gate (up to %s)",
+		o.phase, waitRounds.Round(time.Second))
 
 	if !pause(o.phase) {
 		return 1, ctx.Err()
@@ -327,7 +329,7 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		pause(o.phase)
 	case "flapping":
 		waitFor(5*time.Second, func() bool { return active() == "us" })
-		pause(2 * o.phase)
+		pause(o.phase)
 	default:
 		wait := 8 * time.Second
 		if sc.Failover != orderflow.Must {
@@ -346,7 +348,7 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 			rec.Note(orderflow.Info, "scenario", "no failback to eu within %s", waitRounds.Round(time.Second))
 		}
 	}
-	pause(o.phase / 2)
+	pause(o.phase)
 	stopTrading()
 	rec.Note(orderflow.Info, "scenario", "trading stopped; draining: waiting for every order's answer or settlement")
 	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -17,45 +17,94 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The quick start runs against the simulated broker: one order booked over
-// REST and one over FIX, each exactly once, through the primary region, and a
-// live tick read from the stream.
-func TestQuickStartRuns(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	err := simulated(ctx, func(sim *simbroker.Broker, b Broker) error {
-		if err := run(ctx, b, &out); err != nil {
-			return err
-		}
-		for id, service := range map[string]string{"quickstart-rest-1": "rest", "quickstart-fix-1": "fix"} {
-			o, ok := sim.Order(id)
-			if !ok {
-				t.Errorf("the broker has no order %s", id)
-				continue
-			}
-			if o.Status != "filled" || o.Region != "eu" || o.Service != service {
-				t.Errorf("order %s: status %q region %q service %q, want filled through eu over %s", id, o.Status, o.Region, o.Service, service)
-			}
-		}
-		if n := len(sim.Book()); n != 2 {
-			t.Errorf("the broker booked %d orders, want 2", n)
-		}
-		if d := sim.Audit().Duplicates(); len(d) != 0 {
-			t.Errorf("duplicate bookings: %v", d)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("quick start: %v\noutput:\n%s", err, out.String())
+// simulated describes a running simulated broker as a Broker.
+func simulated(t *testing.T, sim *simbroker.Broker) Broker {
+	b := Broker{RootCAs: sim.CertPool(), APIKey: sim.APIKey(), FIX: sim.FIXSessionID(), FIXStore: t.TempDir(), Stream: "px.EURUSD"}
+	for _, r := range sim.Regions() {
+		b.Regions = append(b.Regions, Region{Name: r.Name(), REST: r.RESTURL(), WS: r.WSURL(), FIX: r.FIXAddr()})
 	}
-	want := regexp.MustCompile(`^REST order quickstart-rest-1: filled in eu
-FIX order quickstart-fix-1: filled
+	return b
+}
+
+var outputRE = regexp.MustCompile(`^REST order (qs-[a-z0-9]{10})-rest: filled in eu
+FIX order (qs-[a-z0-9]{10})-fix: filled
 px\.EURUSD \d+\.\d+ \(tick #[1-9]\d* from eu\)
 trading through eu
 $`)
-	if !want.MatchString(out.String()) {
-		t.Errorf("output:\n%s\nwant it to match:\n%s", out.String(), want)
+
+// checkOutput returns the client order IDs one run's output names.
+func checkOutput(t *testing.T, out string) []string {
+	t.Helper()
+	m := outputRE.FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("output:\n%s\nwant it to match:\n%s", out, outputRE)
+	}
+	return []string{m[1] + "-rest", m[1] + "-fix"}
+}
+
+// The quick start runs against the simulated broker, twice in a row: each
+// run books one order over REST and one over FIX, each exactly once, through
+// the primary region, under client order IDs of its own, and reads a live
+// tick from the stream.
+func TestQuickStartRunsTwice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sim, err := simbroker.Start(ctx, simbroker.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	b := simulated(t, sim)
+	want := map[string]string{}
+	for range 2 {
+		var out bytes.Buffer
+		if err := run(ctx, b, &out); err != nil {
+			t.Fatalf("quick start: %v\noutput:\n%s", err, out.String())
+		}
+		ids := checkOutput(t, out.String())
+		want[ids[0]], want[ids[1]] = "rest", "fix"
+	}
+	if len(want) != 4 {
+		t.Fatalf("the two runs used the client order IDs %v, want four different ones", want)
+	}
+	for id, service := range want {
+		o, ok := sim.Order(id)
+		if !ok {
+			t.Errorf("the broker has no order %s", id)
+			continue
+		}
+		if o.Status != "filled" || o.Region != "eu" || o.Service != service {
+			t.Errorf("order %s: status %q region %q service %q, want filled through eu over %s", id, o.Status, o.Region, o.Service, service)
+		}
+	}
+	if n := len(sim.Book()); n != 4 {
+		t.Errorf("the broker booked %d orders, want 4", n)
+	}
+	if d := sim.Audit().Duplicates(); len(d) != 0 {
+		t.Errorf("duplicate bookings: %v", d)
+	}
+}
+
+// Without a broker the quick start says what to set, and where to get it.
+func TestQuickStartWithoutBrokerSaysWhatToSet(t *testing.T) {
+	for _, k := range []string{"BROKER_REGIONS", "BROKER_API_KEY", "BROKER_FIX_SENDER", "BROKER_FIX_TARGET", "BROKER_CA_FILE"} {
+		t.Setenv(k, "")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+		hint bool // names where the simulated broker's values come from
+	}{
+		{nil, "BROKER_REGIONS", true},
+		{[]string{"-regions", "eu=https://127.0.0.1:1,wss://127.0.0.1:2/ws"}, "want name=REST-URL,WS-URL,FIX-host:port", false},
+		{[]string{"-regions", "eu=https://127.0.0.1:1,wss://127.0.0.1:2/ws,127.0.0.1:3"}, "BROKER_API_KEY", true},
+	} {
+		_, err := brokerFromFlags(tc.args)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("brokerFromFlags(%q) = %v, want an error naming %s", tc.args, err, tc.want)
+		} else if tc.hint && !strings.Contains(err.Error(), "go run ./cmd/simbroker") {
+			t.Errorf("brokerFromFlags(%q) = %v, does not say where a broker comes from", tc.args, err)
+		}
 	}
 }
 

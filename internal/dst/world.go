@@ -299,6 +299,7 @@ func (w *world) build() error {
 	w.dc = &http.Client{Transport: &http.Transport{DialContext: w.net.Dial, DisableKeepAlives: true}}
 
 	pc := pathdialer.DefaultConfig()
+	pc.AllowPlaintext = true // the in-memory network carries plain HTTP
 	for i, r := range s.Regions {
 		rg := w.b.Region(r)
 		pc.Endpoints = append(pc.Endpoints, pathdialer.Endpoint{Name: r, Region: r, Priority: i, Primary: i == 0,

@@ -3,6 +3,8 @@ package orderflow
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -145,8 +147,18 @@ type SwitchSummary struct {
 	// completed (since the start); both equal At when the broker fences.
 	FenceBegan, FenceDone time.Duration
 	// Held is how long submissions were held until released on To (from the
-	// hold to the release; -1: never released); Reconcile how long the
-	// reconcile before that release took.
+	// hold to the release of the last service; -1: never released);
+	// Reconcile how long the reconcile before that release took.
+	Held, Reconcile time.Duration
+	// Services is each service's own hold, in the order they were released,
+	// when the Path releases services one by one (Config.Reconcilers).
+	Services []ServiceHold
+}
+
+// ServiceHold is how long one service's orders were held at a switch, and
+// how long its reconcile took.
+type ServiceHold struct {
+	Service         string
 	Held, Reconcile time.Duration
 }
 
@@ -394,6 +406,9 @@ func (ck *checker) run() {
 // fenced.
 func (ck *checker) switches() {
 	open := map[string]int{} // endpoint → index of its open window
+	// reconciled: the services whose reconcile succeeded since the last
+	// switch and that are not released yet, with the reconcile's duration.
+	reconciled := map[string]time.Duration{}
 	// The active endpoint and when submissions to it were last held (the
 	// hold before a fence: from then on no ticket may be granted on it).
 	active := ck.primary
@@ -447,12 +462,32 @@ func (ck *checker) switches() {
 		case pathdialer.EventReconcileSuccess:
 			if n := len(ck.sum.Switches); n > 0 && ck.sum.Switches[n-1].Held < 0 {
 				ck.sum.Switches[n-1].Reconcile = e.Duration
+				if e.Service != "" {
+					reconciled[e.Service] = e.Duration
+				}
 			}
 		case pathdialer.EventUnfence, pathdialer.EventRelease, pathdialer.EventResume:
 			closeW(e.Endpoint, e.Time)
-			if n := len(ck.sum.Switches); e.Kind == pathdialer.EventRelease && n > 0 && ck.sum.Switches[n-1].Held < 0 && ck.sum.Switches[n-1].To == e.Endpoint {
-				ck.sum.Switches[n-1].Held = e.Duration
+			n := len(ck.sum.Switches)
+			if e.Kind != pathdialer.EventRelease || n == 0 || ck.sum.Switches[n-1].Held >= 0 || ck.sum.Switches[n-1].To != e.Endpoint {
+				break
 			}
+			sw := &ck.sum.Switches[n-1]
+			if e.Service != "" { // one service released; the gate stays held for the others
+				sw.Services = append(sw.Services, ServiceHold{Service: e.Service, Held: e.Duration, Reconcile: reconciled[e.Service]})
+				delete(reconciled, e.Service)
+				break
+			}
+			sw.Held = e.Duration
+			if len(sw.Services) > 0 { // the services still held were released with the gate
+				for _, svc := range slices.Sorted(maps.Keys(reconciled)) {
+					sw.Services = append(sw.Services, ServiceHold{Service: svc, Held: e.Duration, Reconcile: reconciled[svc]})
+				}
+				for _, h := range sw.Services {
+					sw.Reconcile = max(sw.Reconcile, h.Reconcile)
+				}
+			}
+			clear(reconciled)
 		}
 	}
 }

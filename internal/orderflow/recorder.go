@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/pathdialer"
@@ -116,11 +118,62 @@ func (r *Recorder) Rel(t time.Time) string {
 // listing the orders; a late finish of an order already handed to
 // reconciliation is shown once per order; a decision to switch is shown by
 // its SWITCHED line; and a RELEASE names what held the orders and for how
-// long.
+// long. Lines are in time order, durations are rounded for a reader, and a
+// line longer than timelineWidth is wrapped at spaces, never cut.
 func (r *Recorder) WriteTimeline(w io.Writer, verbose bool) {
 	for _, l := range r.timeline(verbose) {
-		fmt.Fprintf(w, "%s  %s\n", r.Rel(l.t), l.text)
+		stamp := r.Rel(l.t)
+		indent := strings.Repeat(" ", utf8.RuneCountInString(stamp)+2+10) // under the text, past the source column
+		for i, part := range wrap(roundDurations(l.text), timelineWidth-utf8.RuneCountInString(stamp)-2, 10) {
+			if i == 0 {
+				fmt.Fprintf(w, "%s  %s\n", stamp, part)
+			} else {
+				fmt.Fprintf(w, "%s%s\n", indent, part)
+			}
+		}
 	}
+}
+
+// timelineWidth is the widest a timeline line gets before it wraps.
+const timelineWidth = 118
+
+// wrap breaks text at spaces into lines of at most width runes; lines after
+// the first are hang runes narrower (they are indented by the caller). A
+// word longer than a line is kept whole.
+func wrap(text string, width, hang int) []string {
+	var lines []string
+	line, w := "", width
+	for _, word := range strings.Split(text, " ") {
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= w:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line, w = word, width-hang
+		}
+	}
+	return append(lines, line)
+}
+
+// goDurationRE matches a duration as Go prints it: 1.832453421s, 250ms,
+// 1m59.999989635s.
+var goDurationRE = regexp.MustCompile(`\b(?:\d+h)?(?:\d+m)?\d+(?:\.\d+)?(?:ms|µs|ns|s)\b`)
+
+// roundDurations rewrites the Go durations in text for a reader ("1.83 s",
+// "250 ms").
+func roundDurations(text string) string {
+	return goDurationRE.ReplaceAllStringFunc(text, func(m string) string {
+		d, err := time.ParseDuration(m)
+		if err != nil {
+			return m
+		}
+		if d >= time.Second {
+			d = d.Round(10 * time.Millisecond)
+		}
+		return human(d)
+	})
 }
 
 type tline struct {
@@ -203,6 +256,9 @@ func (r *Recorder) timeline(verbose bool) []tline {
 		}
 		add(ev.Time, "path", describe(ev), "")
 	}
+	// In time order: an event carries the time it happened, a note the time
+	// it was recorded, and the two arrive interleaved.
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].t.Before(lines[j].t) })
 	if verbose {
 		return lines
 	}
@@ -418,13 +474,22 @@ func errSuffix(e pathdialer.Event) string {
 	return ""
 }
 
+// shortErr renders an error for the timeline: whole, up to errorWidth
+// runes; past that, cut at a space and the rest counted.
 func shortErr(err error) string {
 	s := err.Error()
-	if len(s) > 110 {
-		s = s[:107] + "..."
+	if utf8.RuneCountInString(s) <= errorWidth {
+		return s
 	}
-	return s
+	r := []rune(s)
+	cut := errorWidth
+	for cut > errorWidth/2 && r[cut] != ' ' {
+		cut--
+	}
+	return fmt.Sprintf("%s (+%d characters)", strings.TrimRight(string(r[:cut]), " "), len(r)-cut)
 }
+
+const errorWidth = 240
 
 func ticketList(ts []pathdialer.TicketInfo) string {
 	if len(ts) == 0 {
@@ -450,6 +515,15 @@ func finality(s pathdialer.Settlement) string {
 	return ""
 }
 
+func all(xs []string, f func(string) bool) bool {
+	for _, x := range xs {
+		if !f(x) {
+			return false
+		}
+	}
+	return true
+}
+
 func settlementList(ss []pathdialer.Settlement) string {
 	if len(ss) == 0 {
 		return "nothing to settle"
@@ -464,7 +538,18 @@ func settlementList(ss []pathdialer.Settlement) string {
 	}
 	parts := make([]string, 0, len(order))
 	for _, f := range order {
-		parts = append(parts, fmt.Sprintf("%s %s", f, strings.Join(by[f], " ")))
+		ids := by[f]
+		// One finality for all: say it once.
+		fin := ""
+		for _, suffix := range []string{" (provisional)", " (final)"} {
+			if all(ids, func(id string) bool { return strings.HasSuffix(id, suffix) }) {
+				fin = suffix
+				for i := range ids {
+					ids[i] = strings.TrimSuffix(ids[i], suffix)
+				}
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s%s %s", f, fin, idList(ids)))
 	}
 	return strings.Join(parts, "; ")
 }

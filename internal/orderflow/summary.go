@@ -73,7 +73,15 @@ func (s Summary) Write(w io.Writer) {
 			fence = "the broker fences: the switch is the fence"
 		}
 		held := "orders held until released: not released"
-		if sw.Held >= 0 {
+		switch {
+		case sw.Held >= 0 && len(sw.Services) > 0:
+			// Services are released one by one: the hold is the longest.
+			parts := make([]string, 0, len(sw.Services))
+			for _, h := range sw.Services {
+				parts = append(parts, fmt.Sprintf("%s %s (reconcile %s)", h.Service, human(h.Held), human(h.Reconcile)))
+			}
+			held = fmt.Sprintf("orders held %s: %s; the RELEASE lines in the timeline name each wait", human(sw.Held), strings.Join(parts, ", "))
+		case sw.Held >= 0:
 			held = fmt.Sprintf("orders held %s, of which reconcile %s (the RELEASE line in the timeline names the wait)", human(sw.Held), human(sw.Reconcile))
 		}
 		fmt.Fprintf(w, "  %-16s %s → %s at %s (%s; %s)\n", kind, sw.From, sw.To, fmtDur(sw.At), fence, held)

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/quickfixgo/enum"
-	"github.com/quickfixgo/fix44/ordercancelrequest"
 	"github.com/quickfixgo/quickfix"
 
 	"github.com/brokerpath/brokerpath/venue"
@@ -214,7 +212,7 @@ func (b *Broker) cancelByClient(rg *Region, svc Service, connID, clientOrderID s
 // session asks for) and of a Logout (9003=Y: leave without cancelling).
 func (fs *fixServer) fixAdmin(msg *quickfix.Message) {
 	switch {
-	case msg.IsMsgTypeOf(string(enum.MsgType_LOGON)):
+	case msg.IsMsgTypeOf(msgTypeLogon):
 		scope, how, ok := logonCOD(msg)
 		if !ok {
 			return
@@ -225,7 +223,7 @@ func (fs *fixServer) fixAdmin(msg *quickfix.Message) {
 		if c != nil && c.rg != nil {
 			fs.b.chooseCOD(c.rg, FIX, c.id, scope, how)
 		}
-	case msg.IsMsgTypeOf(string(enum.MsgType_LOGOUT)):
+	case msg.IsMsgTypeOf(msgTypeLogout):
 		if v, err := msg.Body.GetString(TagDontCancelOnDisconnect); err == nil && v == "Y" {
 			if c := fs.current(); c != nil {
 				fs.b.keepOrders(c.id, "FIX Logout with DontCancelOnDisconnect (9003)=Y")
@@ -268,22 +266,22 @@ func logonCOD(msg *quickfix.Message) (CODScope, string, bool) {
 
 // onCancel serves OrderCancelRequest (F): cancels OrigClOrdID and answers
 // an ExecutionReport ExecType=CANCELED, or OrdStatus=REJECTED with Text.
-func (fs *fixServer) onCancel(msg ordercancelrequest.OrderCancelRequest, sid quickfix.SessionID) quickfix.MessageRejectError {
+func (fs *fixServer) onCancel(msg *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
 	fc := fs.current()
 	if fc == nil || fc.rg == nil {
 		return quickfix.NewBusinessMessageRejectError("no region attributed to this session", 0, nil)
 	}
-	orig, rerr := msg.GetOrigClOrdID()
+	orig, rerr := msg.Body.GetString(tagOrigClOrdID)
 	if rerr != nil {
 		return rerr
 	}
-	side, _ := msg.GetSide()
+	side, _ := msg.Body.GetString(tagSide)
 	o, err := fs.b.cancelByClient(fc.rg, FIX, fc.id, orig)
 	if err != nil {
-		fs.send(fs.rejectReport(orig, side, enum.ExecType_CANCELED, enum.OrdRejReason_UNKNOWN_ORDER, "cancel refused: "+err.Error()), sid)
+		fs.send(fs.rejectReport(orig, side, execTypeCanceled, rejUnknownOrder, "cancel refused: "+err.Error()), sid)
 		return nil
 	}
-	fs.send(fs.report(o, enum.ExecType_CANCELED), sid)
+	fs.send(fs.report(o, execTypeCanceled), sid)
 	return nil
 }
 

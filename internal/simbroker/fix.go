@@ -11,13 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/quickfixgo/enum"
-	"github.com/quickfixgo/field"
-	"github.com/quickfixgo/fix44/executionreport"
-	"github.com/quickfixgo/fix44/newordersingle"
-	"github.com/quickfixgo/fix44/ordercancelrequest"
-	"github.com/quickfixgo/fix44/ordermassstatusrequest"
-	"github.com/quickfixgo/fix44/orderstatusrequest"
 	"github.com/quickfixgo/quickfix"
 	"github.com/quickfixgo/quickfix/config"
 	"github.com/shopspring/decimal"
@@ -76,10 +69,10 @@ func startFIX(b *Broker) (*fixServer, error) {
 		sid:    quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: b.cfg.BrokerCompID, TargetCompID: b.cfg.ClientCompID},
 		router: quickfix.NewMessageRouter(),
 	}
-	fs.router.AddRoute(newordersingle.Route(fs.onNewOrderSingle))
-	fs.router.AddRoute(orderstatusrequest.Route(fs.onOrderStatus))
-	fs.router.AddRoute(ordermassstatusrequest.Route(fs.onMassStatus))
-	fs.router.AddRoute(ordercancelrequest.Route(fs.onCancel))
+	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeNewOrderSingle, fs.onNewOrderSingle)
+	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeOrderStatusRequest, fs.onOrderStatus)
+	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeOrderMassStatus, fs.onMassStatus)
+	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeOrderCancelRequest, fs.onCancel)
 
 	if _, err := quickfix.GetExpectedSenderNum(fs.sid); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrFIXSessionInUse, fs.sid)
@@ -305,41 +298,41 @@ func (fs *fixServer) send(m quickfix.Messagable, sid quickfix.SessionID) {
 	}
 }
 
-func sideToBook(s enum.Side) string {
+func sideToBook(s string) string {
 	switch s {
-	case enum.Side_BUY:
+	case sideBuy:
 		return "buy"
-	case enum.Side_SELL:
+	case sideSell:
 		return "sell"
 	}
-	return "side:" + string(s)
+	return "side:" + s
 }
 
-func sideToFIX(s string) enum.Side {
+func sideToFIX(s string) string {
 	if s == "sell" {
-		return enum.Side_SELL
+		return sideSell
 	}
-	return enum.Side_BUY
+	return sideBuy
 }
 
-func ordTypeToBook(t enum.OrdType) string {
+func ordTypeToBook(t string) string {
 	switch t {
-	case enum.OrdType_MARKET:
+	case ordTypeMarket:
 		return "market"
-	case enum.OrdType_LIMIT:
+	case ordTypeLimit:
 		return "limit"
 	}
-	return "ordtype:" + string(t)
+	return "ordtype:" + t
 }
 
-func ordStatusToFIX(s string) enum.OrdStatus {
+func ordStatusToFIX(s string) string {
 	switch s {
 	case StatusFilled:
-		return enum.OrdStatus_FILLED
+		return ordStatusFilled
 	case StatusCanceled:
-		return enum.OrdStatus_CANCELED
+		return ordStatusCanceled
 	}
-	return enum.OrdStatus_NEW
+	return ordStatusNew
 }
 
 // dec parses a booked decimal string and returns it with its scale.
@@ -357,7 +350,7 @@ func dec(s string) (decimal.Decimal, int32) {
 func (fs *fixServer) nextExecID() string { return "E-" + strconv.FormatUint(fs.execID.Add(1), 10) }
 
 // report builds an ExecutionReport describing o.
-func (fs *fixServer) report(o Order, execType enum.ExecType) executionreport.ExecutionReport {
+func (fs *fixServer) report(o Order, execType string) execReport {
 	qty, qs := dec(o.Qty)
 	cum, cs := dec(o.FilledQty)
 	leaves := decimal.Zero
@@ -365,53 +358,37 @@ func (fs *fixServer) report(o Order, execType enum.ExecType) executionreport.Exe
 		leaves = qty.Sub(cum)
 	}
 	avg, as := dec(o.AvgPrice)
-	er := executionreport.New(
-		field.NewOrderID(o.OrderID),
-		field.NewExecID(fs.nextExecID()),
-		field.NewExecType(execType),
-		field.NewOrdStatus(ordStatusToFIX(o.Status)),
-		field.NewSide(sideToFIX(o.Side)),
-		field.NewLeavesQty(leaves, max(qs, cs)),
-		field.NewCumQty(cum, cs),
-		field.NewAvgPx(avg, as),
-	)
-	er.SetClOrdID(o.ClientOrderID)
-	er.SetSymbol(o.Symbol)
-	er.SetOrderQty(qty, qs)
-	er.SetAccount(fs.b.cfg.AccountID)
-	er.SetTransactTime(o.UpdatedAt)
+	er := newExecReport(o.OrderID, fs.nextExecID(), execType, ordStatusToFIX(o.Status), sideToFIX(o.Side),
+		fixDecimal(leaves, max(qs, cs)), fixDecimal(cum, cs), fixDecimal(avg, as))
+	er.setString(tagClOrdID, o.ClientOrderID)
+	er.setString(tagSymbol, o.Symbol)
+	er.setDecimal(tagOrderQty, qty, qs)
+	er.setString(tagAccount, fs.b.cfg.AccountID)
+	er.setTime(tagTransactTime, o.UpdatedAt)
 	if o.Type == "limit" {
-		er.SetOrdType(enum.OrdType_LIMIT)
+		er.setString(tagOrdType, ordTypeLimit)
 		p, ps := dec(o.Price)
-		er.SetPrice(p, ps)
+		er.setDecimal(tagPrice, p, ps)
 	} else {
-		er.SetOrdType(enum.OrdType_MARKET)
+		er.setString(tagOrdType, ordTypeMarket)
 	}
 	return er
 }
 
 // rejectReport builds an ExecutionReport with OrdStatus=REJECTED for an
 // order that was not booked or does not exist.
-func (fs *fixServer) rejectReport(clOrdID string, side enum.Side, execType enum.ExecType, reason enum.OrdRejReason, text string) executionreport.ExecutionReport {
+func (fs *fixServer) rejectReport(clOrdID, side, execType, reason, text string) execReport {
 	if side == "" {
-		side = enum.Side_BUY
+		side = sideBuy
 	}
-	er := executionreport.New(
-		field.NewOrderID("NONE"),
-		field.NewExecID(fs.nextExecID()),
-		field.NewExecType(execType),
-		field.NewOrdStatus(enum.OrdStatus_REJECTED),
-		field.NewSide(side),
-		field.NewLeavesQty(decimal.Zero, 0),
-		field.NewCumQty(decimal.Zero, 0),
-		field.NewAvgPx(decimal.Zero, 0),
-	)
+	zero := fixDecimal(decimal.Zero, 0)
+	er := newExecReport("NONE", fs.nextExecID(), execType, ordStatusRejected, side, zero, zero, zero)
 	if clOrdID != "" {
-		er.SetClOrdID(clOrdID)
+		er.setString(tagClOrdID, clOrdID)
 	}
-	er.SetOrdRejReason(reason)
-	er.SetText(text)
-	er.SetTransactTime(time.Now())
+	er.setString(tagOrdRejReason, reason)
+	er.setString(tagText, text)
+	er.setTime(tagTransactTime, time.Now())
 	return er
 }
 
@@ -425,25 +402,25 @@ func (fc *fixConn) source() source {
 	return source{connID: fc.id}
 }
 
-func (fs *fixServer) onNewOrderSingle(msg newordersingle.NewOrderSingle, sid quickfix.SessionID) quickfix.MessageRejectError {
+func (fs *fixServer) onNewOrderSingle(msg *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
 	fc := fs.current()
 	if fc == nil || fc.rg == nil {
 		return quickfix.NewBusinessMessageRejectError("no region attributed to this session", 0, nil)
 	}
-	clOrdID, rerr := msg.GetClOrdID()
+	clOrdID, rerr := msg.Body.GetString(tagClOrdID)
 	if rerr != nil {
 		return rerr
 	}
-	possDup, _ := msg.Header.GetPossDupFlag()
-	side, _ := msg.GetSide()
-	ordType, _ := msg.GetOrdType()
-	symbol, _ := msg.GetSymbol()
+	possDup, _ := msg.Header.GetBool(tagPossDupFlag)
+	side, _ := msg.Body.GetString(tagSide)
+	ordType, _ := msg.Body.GetString(tagOrdType)
+	symbol, _ := msg.Body.GetString(tagSymbol)
 	req := orderRequest{ClientOrderID: clOrdID, Symbol: symbol, Side: sideToBook(side), Type: ordTypeToBook(ordType)}
-	if q, err := msg.GetOrderQty(); err == nil {
+	if q, err := decimalField(msg, tagOrderQty); err == nil {
 		req.Qty = q.String()
 	}
-	if msg.HasPrice() {
-		if p, err := msg.GetPrice(); err == nil {
+	if msg.Body.Has(tagPrice) {
+		if p, err := decimalField(msg, tagPrice); err == nil {
 			req.Price = p.String()
 		}
 	}
@@ -452,43 +429,43 @@ func (fs *fixServer) onNewOrderSingle(msg newordersingle.NewOrderSingle, sid qui
 	if fc.rg.app.isPartial(FIX) {
 		fs.b.audit.add(Record{Kind: KindOrder, Region: fc.rg.name, Service: string(FIX), ConnID: fc.id,
 			ClientOrderID: clOrdID, Token: tok.value, Outcome: OutcomeUnavailable, PossDup: possDup, Detail: "partial: order path broken"})
-		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, "order entry unavailable"), sid)
+		fs.send(fs.rejectReport(clOrdID, side, execTypeRejected, rejOther, "order entry unavailable"), sid)
 		return nil
 	}
 	o, out, cut, err := fs.b.placeOrder(fc.rg, FIX, fc.source(), req, possDup, tok)
 	switch {
 	case err != nil:
-		fs.send(fs.rejectReport(clOrdID, side, enum.ExecType_REJECTED, enum.OrdRejReason_OTHER, string(out)+": "+err.Error()), sid)
+		fs.send(fs.rejectReport(clOrdID, side, execTypeRejected, rejOther, string(out)+": "+err.Error()), sid)
 	case cut:
 		// Booked; cut the connection before any answer.
 		fc.rg.relays[FIX].ResetConn(fc.relayID)
 	case out == OutcomeDuplicate:
-		fs.send(fs.report(o, enum.ExecType_ORDER_STATUS), sid)
+		fs.send(fs.report(o, execTypeOrderStatus), sid)
 	default:
 		if o.Status == StatusFilled {
 			pending := o
 			pending.Status, pending.FilledQty, pending.AvgPrice = StatusNew, "0", ""
-			fs.send(fs.report(pending, enum.ExecType_NEW), sid)
-			fill := fs.report(o, enum.ExecType_TRADE)
+			fs.send(fs.report(pending, execTypeNew), sid)
+			fill := fs.report(o, execTypeTrade)
 			px, ps := dec(o.AvgPrice)
 			q, qs := dec(o.FilledQty)
-			fill.SetLastPx(px, ps)
-			fill.SetLastQty(q, qs)
+			fill.setDecimal(tagLastPx, px, ps)
+			fill.setDecimal(tagLastQty, q, qs)
 			fs.send(fill, sid)
 		} else {
-			fs.send(fs.report(o, enum.ExecType_NEW), sid)
+			fs.send(fs.report(o, execTypeNew), sid)
 		}
 	}
 	return nil
 }
 
-func (fs *fixServer) onOrderStatus(msg orderstatusrequest.OrderStatusRequest, sid quickfix.SessionID) quickfix.MessageRejectError {
-	clOrdID, rerr := msg.GetClOrdID()
+func (fs *fixServer) onOrderStatus(msg *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
+	clOrdID, rerr := msg.Body.GetString(tagClOrdID)
 	if rerr != nil {
 		return rerr
 	}
-	side, _ := msg.GetSide()
-	var er executionreport.ExecutionReport
+	side, _ := msg.Body.GetString(tagSide)
+	var er execReport
 	var o Order
 	var ok bool
 	if fc := fs.current(); fc != nil && fc.rg != nil {
@@ -497,19 +474,19 @@ func (fs *fixServer) onOrderStatus(msg orderstatusrequest.OrderStatusRequest, si
 		o, ok = fs.b.book.get(clOrdID)
 	}
 	if ok {
-		er = fs.report(o, enum.ExecType_ORDER_STATUS)
+		er = fs.report(o, execTypeOrderStatus)
 	} else {
-		er = fs.rejectReport(clOrdID, side, enum.ExecType_ORDER_STATUS, enum.OrdRejReason_UNKNOWN_ORDER, "unknown ClOrdID")
+		er = fs.rejectReport(clOrdID, side, execTypeOrderStatus, rejUnknownOrder, "unknown ClOrdID")
 	}
-	if id, err := msg.GetOrdStatusReqID(); err == nil {
-		er.SetOrdStatusReqID(id)
+	if id, err := msg.Body.GetString(tagOrdStatusReqID); err == nil {
+		er.setString(tagOrdStatusReqID, id)
 	}
 	fs.send(er, sid)
 	return nil
 }
 
-func (fs *fixServer) onMassStatus(msg ordermassstatusrequest.OrderMassStatusRequest, sid quickfix.SessionID) quickfix.MessageRejectError {
-	reqID, rerr := msg.GetMassStatusReqID()
+func (fs *fixServer) onMassStatus(msg *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
+	reqID, rerr := msg.Body.GetString(tagMassStatusReqID)
 	if rerr != nil {
 		return rerr
 	}
@@ -519,7 +496,7 @@ func (fs *fixServer) onMassStatus(msg ordermassstatusrequest.OrderMassStatusRequ
 		fs.b.audit.add(Record{Kind: KindLookup, Region: fc.rg.name, Service: string(FIX), ConnID: src.connID,
 			Outcome: OutcomeOK, Detail: "mass status", ConnOpened: src.opened, SentBy: src.sentBy, SentAfter: src.sentAfter})
 	}
-	if sym, err := msg.GetSymbol(); err == nil && sym != "" {
+	if sym, err := msg.Body.GetString(tagSymbol); err == nil && sym != "" {
 		kept := orders[:0]
 		for _, o := range orders {
 			if o.Symbol == sym {
@@ -529,18 +506,18 @@ func (fs *fixServer) onMassStatus(msg ordermassstatusrequest.OrderMassStatusRequ
 		orders = kept
 	}
 	if len(orders) == 0 {
-		er := fs.rejectReport("", enum.Side_BUY, enum.ExecType_ORDER_STATUS, enum.OrdRejReason_UNKNOWN_ORDER, "no orders")
-		er.SetMassStatusReqID(reqID)
-		er.SetTotNumReports(0)
-		er.SetLastRptRequested(true)
+		er := fs.rejectReport("", sideBuy, execTypeOrderStatus, rejUnknownOrder, "no orders")
+		er.setString(tagMassStatusReqID, reqID)
+		er.Body.SetInt(tagTotNumReports, 0)
+		er.Body.SetBool(tagLastRptRequested, true)
 		fs.send(er, sid)
 		return nil
 	}
 	for i, o := range orders {
-		er := fs.report(o, enum.ExecType_ORDER_STATUS)
-		er.SetMassStatusReqID(reqID)
-		er.SetTotNumReports(len(orders))
-		er.SetLastRptRequested(i == len(orders)-1)
+		er := fs.report(o, execTypeOrderStatus)
+		er.setString(tagMassStatusReqID, reqID)
+		er.Body.SetInt(tagTotNumReports, len(orders))
+		er.Body.SetBool(tagLastRptRequested, i == len(orders)-1)
 		fs.send(er, sid)
 	}
 	return nil

@@ -2,9 +2,11 @@
 // (/metrics) for a Path on the embedded simulated broker, with an order every
 // 100 ms, over REST and FIX in turn, and a price stream over WebSocket, and cuts region eu off
 // (blackhole) after -outage, so the page can be looked at (or screenshotted by
-// `make status-screenshot`) with real content.
+// `make status-screenshot`) with real content. With -halt, us is cut off too
+// once the failover is done, for that long: trading halts, then resumes.
 //
 //	go run ./internal/statusdemo -addr 127.0.0.1:8080 -outage 2s
+//	go run ./internal/statusdemo -outage 2s -halt 4s     # a run with a halt
 //
 // It writes its base URL to -url-file once it is listening, and exits after
 // -for (0: on SIGINT/SIGTERM).
@@ -58,6 +60,7 @@ func run() error {
 	urlFile := flag.String("url-file", "", "write the base URL here once listening")
 	outage := flag.Duration("outage", 2*time.Second, "cut region eu off (REST, probe and WebSocket blackholed) after this long; 0: never")
 	lifetime := flag.Duration("for", 0, "exit after this long; 0: on SIGINT/SIGTERM")
+	halt := flag.Duration("halt", 0, "after the failover (-outage + 3 s), cut us off too for this long: trading halts, then resumes on us; 0: no halt")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -195,9 +198,12 @@ func run() error {
 	// some wait while the switch is held.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	var outageC <-chan time.Time
+	var outageC, haltC, resumeC <-chan time.Time
 	if *outage > 0 {
 		outageC = time.After(*outage)
+		if *halt > 0 {
+			haltC = time.After(*outage + 3*time.Second)
+		}
 	}
 	var orders sync.WaitGroup
 	defer orders.Wait()
@@ -220,6 +226,21 @@ func run() error {
 				}
 			}
 			fmt.Println("statusdemo: region eu is cut off (blackhole)")
+		case <-haltC:
+			for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS, simbroker.FIX} {
+				if err := b.SetFault("us", svc, simbroker.Blackhole{}); err != nil {
+					return err
+				}
+			}
+			resumeC = time.After(*halt)
+			fmt.Println("statusdemo: region us is cut off too (blackhole): nowhere to go")
+		case <-resumeC:
+			for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS, simbroker.FIX} {
+				if err := b.SetFault("us", svc, simbroker.None{}); err != nil {
+					return err
+				}
+			}
+			fmt.Println("statusdemo: region us answers again")
 		case <-tick.C:
 			orders.Add(1)
 			go func(id string) {

@@ -1,7 +1,11 @@
 // Package drill turns one game day — a region outage played against a Path —
-// into a self-contained HTML report. It leads with what on-call asks first:
-// time to detect (fault → endpoint declared down), time to switch, how long
-// orders were held and why, orders refused, unknown and settled per
+// into a self-contained HTML report. It leads with what on-call asks first,
+// the worst first: the halts (how many, how long), the transport whose
+// orders came back last after the fault, and the share of orders that
+// failed — in the header too, where "invariants OK" is green only when none
+// of these is bad; then the first switch's time to detect (fault → endpoint
+// declared down), time to switch, how long orders were held and why, orders
+// refused, unknown and settled per
 // transport, ticks missed and the longest silence of the price stream; then
 // the invariants checked (and any broken), the date, seed and commit of the
 // run, an SVG timeline (probe results per endpoint, health states, verdicts,

@@ -315,7 +315,7 @@ func TestOnCallFigures(t *testing.T) {
 	}
 	html := buf.String()
 	oncall := html[strings.Index(html, `id="oncall"`):strings.Index(html, "Drill figures")]
-	for _, want := range []string{"time to detect", "<b>300 ms</b>", "time to switch", "<b>100 ms</b>", "orders held around the switch",
+	for _, want := range []string{"time to detect", "<b>300 ms</b>", "time to switch", "<b>100 ms</b>", "first switch: orders held around it",
 		"ticks missed", "<b>3</b>", "longest silence", "<b>1.50 s</b>", "failover: fencing eu",
 		"<td>fix</td><td class=\"n\">2</td><td class=\"n\">1</td><td class=\"n\">0</td><td class=\"n\">1</td><td class=\"n\">1</td><td class=\"small\">1 not received</td>"} {
 		if !strings.Contains(oncall, want) {
@@ -339,8 +339,9 @@ func TestOnCallFigures(t *testing.T) {
 }
 
 // The header does not read as a good run when the invariants held but the
-// orders failed or trading halted before the fault: beside "invariants OK"
-// it says what share of orders failed and how often trading halted.
+// orders failed or trading halted before the fault: it leads with what share
+// of orders failed and how often trading halted, and "invariants OK" is green
+// only when nothing beside it is bad.
 func TestHeaderVerdict(t *testing.T) {
 	header := func(in Input) string {
 		t.Helper()
@@ -357,7 +358,7 @@ func TestHeaderVerdict(t *testing.T) {
 	}
 	in := synthetic("eu", "us") // 2 of 5 orders failed, no halt
 	h := header(in)
-	for _, want := range []string{`badge good">invariants OK`, `badge bad">40.0% of orders failed`} {
+	for _, want := range []string{`badge bad">40.0% of orders failed</span> <span class="badge muted">invariants held`} {
 		if !strings.Contains(h, want) {
 			t.Errorf("header %q lacks %q", h, want)
 		}
@@ -371,7 +372,7 @@ func TestHeaderVerdict(t *testing.T) {
 	slices.SortStableFunc(in.Events, func(a, b pathdialer.Event) int { return a.Time.Compare(b.Time) })
 	in.Orders = in.Orders[:1] // the one that succeeded
 	h = header(in)
-	for _, want := range []string{`badge good">0.0% of orders failed`, `badge bad">halted 1× (1 before the fault)`} {
+	for _, want := range []string{`badge bad">halted 1× (1 before the fault)</span> <span class="badge muted">invariants held`, `badge good">0.0% of orders failed`} {
 		if !strings.Contains(h, want) {
 			t.Errorf("header %q lacks %q", h, want)
 		}

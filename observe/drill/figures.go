@@ -290,10 +290,15 @@ func landing(in Input) []Landing {
 		out = append(out, Landing{Transport: "WS population", After: w.First, How: "first extra stream connected to " + in.Survivor})
 	}
 	for _, e := range in.Events {
-		if e.Kind == pathdialer.EventRelease && e.Endpoint == in.Survivor && !e.Time.Before(in.FaultAt) {
-			out = append(out, Landing{Transport: "submission gate", After: e.Time.Sub(in.FaultAt), How: "flow released on " + in.Survivor})
-			break
+		if e.Kind != pathdialer.EventRelease || e.Endpoint != in.Survivor || e.Time.Before(in.FaultAt) {
+			continue
 		}
+		if e.Service != "" { // this service's orders flow; the others are still held
+			out = append(out, Landing{Transport: e.Service + " released", After: e.Time.Sub(in.FaultAt), How: e.Service + " orders released on " + in.Survivor})
+			continue
+		}
+		out = append(out, Landing{Transport: "submission gate", After: e.Time.Sub(in.FaultAt), How: "every service released on " + in.Survivor})
+		break
 	}
 	return out
 }
@@ -537,6 +542,9 @@ func holds(in Input) ([]Hold, []Span) {
 				open = &Hold{Span: Span{Start: in.rel(e.Time), End: NotMeasured, Cause: e.Cause}}
 			}
 		case pathdialer.EventRelease, pathdialer.EventResume:
+			if e.Kind == pathdialer.EventRelease && e.Service != "" {
+				continue // one service flows again; the gate stays held for the others
+			}
 			if e.Kind == pathdialer.EventRelease {
 				closeHold(e)
 			}

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,8 @@ type view struct {
 	Survivor   string
 	Duration   string
 	OK         bool
+	InvClass   string // the invariants badge when they held
+	InvText    string
 	Verdict    []kv // beside the invariants: what the orders went through
 	Checked    int
 	Invariants []string
@@ -69,8 +72,8 @@ func WriteHTML(w io.Writer, in Input) error {
 
 // verdict is what the header says beside the invariants, so that a run whose
 // invariants held but whose orders failed or halted does not read as a good
-// one: the share of orders that failed (bad from 10 %) and the halts (bad
-// when one began before the fault, which the fault cannot explain).
+// one: the share of orders that failed (bad from 10 %) and the halts (bad;
+// it says how many began before the fault, which the fault cannot explain).
 func verdict(in Input, f Figures) []kv {
 	var out []kv
 	failed, total := 0, 0
@@ -98,10 +101,10 @@ func verdict(in Input, f Figures) []kv {
 				early++
 			}
 		}
-		k := kv{K: "halts", V: fmt.Sprintf("halted %d×", n), Class: "warn"}
+		// A halt refuses every order: always red, as in the on-call tiles.
+		k := kv{K: "halts", V: fmt.Sprintf("halted %d×", n), Class: "bad"}
 		if early > 0 {
 			k.V += fmt.Sprintf(" (%d before the fault)", early)
-			k.Class = "bad"
 		}
 		out = append(out, k)
 	}
@@ -126,19 +129,30 @@ func buildView(in Input, f Figures) view {
 	}
 	v.Invariants = in.Checked
 	v.Verdict = verdict(in, f)
+	// Green only when nothing beside the invariants is bad: a run whose
+	// orders failed does not read as a good one.
+	v.InvClass, v.InvText = "good", "invariants OK"
+	for _, k := range v.Verdict {
+		if k.Class == "bad" {
+			v.InvClass, v.InvText = "muted", "invariants held"
+		}
+	}
 	v.Seed, v.Commit = orNotRecorded(in.Seed), orNotRecorded(in.Commit)
 	if !in.Start.IsZero() {
 		v.Date = in.Start.UTC().Format("2006-01-02 15:04 UTC")
 	}
-	// What on-call asks first: how fast the fault was seen and acted on, how
-	// long orders waited and why, what happened to the orders, what the
-	// market data consumer lost.
+	// What on-call asks first: the worst that happened (halts, the longest
+	// any transport's orders waited after the fault, the share of orders
+	// that failed), then how fast the first switch saw and acted on the
+	// fault, how long orders waited there and why, what happened to the
+	// orders, what the market data consumer lost.
+	v.OnCall = worst(in, f)
 	oc := f.OnCall
 	down := orDash(oc.Endpoint)
 	v.OnCall = append(v.OnCall,
-		kv{K: "time to detect (fault → " + down + " declared down)", V: ms(oc.Detect), Class: timeClass(oc.Detect)},
-		kv{K: "time to switch (declared down → orders go to " + orDash(oc.To) + ")", V: ms(oc.Switch), Class: timeClass(oc.Switch)},
-		kv{K: "orders held around the switch", V: ms(oc.Held), Class: timeClass(oc.Held)})
+		kv{K: "first switch: time to detect (fault → " + down + " declared down)", V: ms(oc.Detect), Class: timeClass(oc.Detect)},
+		kv{K: "first switch: time to switch (declared down → orders go to " + orDash(oc.To) + ")", V: ms(oc.Switch), Class: timeClass(oc.Switch)},
+		kv{K: "first switch: orders held around it", V: ms(oc.Held), Class: timeClass(oc.Held)})
 	v.HeldWhy = oc.HeldBecause
 	for _, t := range oc.Orders {
 		v.Orders = append(v.Orders, []string{t.Transport, fmt.Sprint(t.Placed), fmt.Sprint(t.Answered), fmt.Sprint(t.Refused),
@@ -277,12 +291,17 @@ func buildView(in Input, f Figures) view {
 		for _, k := range keys {
 			parts = append(parts, fmt.Sprintf("%s %d", k, h.Orders[k]))
 		}
-		end := "never released"
+		end, held, cause := "never released", "—", redact(h.Cause)
 		if h.End != NotMeasured {
-			end = rels(h.End)
+			// Held agrees with its own start and end; the Path's own figure
+			// also counts a halt that preceded the hold.
+			end, held = rels(h.End), ms(h.End-h.Start)
+			if h.Held > h.End-h.Start+time.Millisecond {
+				cause += fmt.Sprintf(" (orders waited %s counting the halt before)", ms(h.Held))
+			}
 		}
-		v.Holds = append(v.Holds, []string{rels(h.Start), end, ms(h.Held), orDash(h.Endpoint), orDash(strings.Join(parts, ", ")),
-			fmt.Sprintf("%d, longest wait %s", h.Answered, ms(h.MaxWait)), fmt.Sprint(h.Refused), redact(h.Cause)})
+		v.Holds = append(v.Holds, []string{rels(h.Start), end, held, orDash(h.Endpoint), orDash(strings.Join(parts, ", ")),
+			fmt.Sprintf("%d, longest wait %s", h.Answered, ms(h.MaxWait)), fmt.Sprint(h.Refused), cause})
 	}
 	for _, h := range f.Halts {
 		end := "still halted"
@@ -313,6 +332,74 @@ func buildView(in Input, f Figures) view {
 		v.Gaps = append(v.Gaps, "No fault was injected: times to land are not measured.")
 	}
 	return v
+}
+
+// worst are the on-call tiles for the worst of the run, most severe first:
+// the halts, the transport whose orders waited longest after the fault, and
+// the share of orders that failed.
+func worst(in Input, f Figures) []kv {
+	var out []kv
+	if n := len(f.Halts); n > 0 {
+		var total, longest time.Duration
+		open := false
+		for _, h := range f.Halts {
+			end := h.End
+			if end == NotMeasured {
+				end, open = in.rel(in.end()), true
+			}
+			total += end - h.Start
+			longest = max(longest, end-h.Start)
+		}
+		v := fmt.Sprintf("%d× — %s in all, longest %s", n, ms(total), ms(longest))
+		if open {
+			v += ", still halted at the end"
+		}
+		out = append(out, kv{K: "trading halted (orders refused at once)", V: v, Class: "bad"})
+	}
+	var slowest Landing
+	found := false
+	for _, l := range f.Landing {
+		if !strings.HasSuffix(l.Transport, " orders") || found && slowest.After == NotMeasured {
+			continue
+		}
+		if !found || l.After == NotMeasured || l.After > slowest.After {
+			slowest, found = l, true
+		}
+	}
+	if found {
+		k := kv{K: "slowest back after the fault: " + slowest.Transport + " (" + slowest.How + ")", V: afterFault(slowest.After), Class: "good"}
+		switch {
+		case slowest.After == NotMeasured || slowest.After >= 10*time.Second:
+			k.Class = "bad"
+		case slowest.After >= time.Second:
+			k.Class = "warn"
+		}
+		if slowest.After == NotMeasured {
+			k.V = "never"
+		}
+		out = append(out, k)
+	}
+	failed, total := 0, 0
+	for _, o := range in.Orders {
+		total++
+		if o.Failed() {
+			failed++
+		}
+	}
+	if total > 0 {
+		r := float64(failed) / float64(total)
+		k := kv{K: "orders with an error (not sent, unknown, rejected or never answered)", V: fmt.Sprintf("%s (%d of %d)", pct(r), failed, total), Class: "good"}
+		switch {
+		case r >= 0.10:
+			k.Class = "bad"
+		case failed > 0:
+			k.Class = "warn"
+		}
+		out = append(out, k)
+	}
+	rank := map[string]int{"bad": 0, "warn": 1, "good": 2, "": 3}
+	slices.SortStableFunc(out, func(a, b kv) int { return rank[a.Class] - rank[b.Class] })
+	return out
 }
 
 func timeClass(d time.Duration) string {
@@ -446,6 +533,7 @@ td.n{white-space:nowrap;font-variant-numeric:tabular-nums}
 .tile span{display:block;color:#6b7385;font-size:12px}
 .tile b{font-size:17px}
 .good b,.badge.good{color:#11652b}.warn b,.badge.warn{color:#7a5300}.bad b,.badge.bad{color:#9b1c13}
+.badge.muted{color:#4a5366;background:#e6e8ec}
 td.warn{color:#7a5300;font-weight:600}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:700;background:#fff}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:14px}
@@ -464,7 +552,7 @@ svg .bold{font:700 12px system-ui,sans-serif}
 </head>
 <body>
 <header>
-<h1>{{.Title}} {{if .OK}}<span class="badge good">invariants OK</span>{{else}}<span class="badge bad">INVARIANTS BROKEN</span>{{end}}{{range .Verdict}} <span class="badge {{.Class}}">{{.V}}</span>{{end}}</h1>
+<h1>{{.Title}}{{range .Verdict}}{{if eq .Class "bad"}} <span class="badge {{.Class}}">{{.V}}</span>{{end}}{{end}} {{if .OK}}<span class="badge {{.InvClass}}">{{.InvText}}</span>{{else}}<span class="badge bad">INVARIANTS BROKEN</span>{{end}}{{range .Verdict}}{{if ne .Class "bad"}} <span class="badge {{.Class}}">{{.V}}</span>{{end}}{{end}}</h1>
 <div class="sub">fault: {{if .Fault}}{{.Fault}}{{else}}none{{end}} · primary {{if .Primary}}{{.Primary}}{{else}}—{{end}} · survivor {{if .Survivor}}{{.Survivor}}{{else}}—{{end}} · run {{.Duration}} · {{.Checked}} invariants checked</div>
 <div class="sub" id="provenance">date {{if .Date}}{{.Date}}{{else}}—{{end}} · seed {{.Seed}} · commit {{.Commit}}</div>
 </header>

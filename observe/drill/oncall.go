@@ -107,8 +107,8 @@ func onCall(in Input) OnCall {
 					recFailed = append(recFailed, msg)
 				}
 			case pathdialer.EventReconcileSuccess:
-				if !recStart.IsZero() && recTook == 0 {
-					recTook = max(e.Time.Sub(recStart), time.Nanosecond)
+				if !recStart.IsZero() { // services reconcile on their own: until the last
+					recTook = max(e.Time.Sub(recStart), recTook, time.Nanosecond)
 				}
 			}
 			switch e.Kind {
@@ -122,7 +122,9 @@ func onCall(in Input) OnCall {
 					oc.SwitchAt, oc.Switch = in.rel(e.Time), e.Time.Sub(down)
 				}
 			case pathdialer.EventRelease:
-				if switched && oc.ReleaseAt == NotMeasured {
+				// A service released on its own leaves the others held: the
+				// hold ends with the gate's release.
+				if switched && oc.ReleaseAt == NotMeasured && e.Service == "" {
 					oc.ReleaseAt, oc.Held = in.rel(e.Time), e.Duration
 				}
 			}

@@ -15,11 +15,17 @@
 //   - Where orders go now, whether they flow, are held or are refused, for
 //     how long and why; and where the way back to the primary stands, in
 //     words ("waiting for eu to recover (DOWN)").
-//   - The last switch: time to detect (first failed probe → endpoint declared
-//     down), time to switch (declared down → orders go to the new path), how
-//     long orders were held and every reason they were held, and how many
-//     orders per transport had to be checked with the broker and what was
-//     found (needs a Recorder).
+//   - The last switch, at the time it switched, with each step's time (first
+//     failed probe, declared down, held, switched, released): time to detect
+//     (first failed probe → endpoint declared down), time to switch (declared
+//     down → the new path chosen), how long orders were held, where that went
+//     (cutting the old path off, checking orders with the broker), how long
+//     each service waited when services are released one by one, every
+//     reason they were held, and how many orders per transport had to be
+//     checked with the broker and what was found (needs a Recorder).
+//   - The orders NOT_RECEIVED only provisionally (a copy through the old path
+//     could still be booked), when each is looked up again, and what to do
+//     about them: nothing until Path.MayResend says yes.
 //   - Orders per transport: sent, answered, refused (not sent), outcome
 //     unknown now, checked after a switch (needs the transports).
 //   - The market data stream: ticks missed, longest silence, reconnects

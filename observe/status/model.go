@@ -15,27 +15,32 @@ import (
 // (snake_case keys, durations in milliseconds with an _ms suffix, times in
 // RFC 3339, unset times omitted) and what the HTML view is made from.
 type report struct {
-	Time           string            `json:"time"`
-	Active         string            `json:"active"`
-	Primary        string            `json:"primary"`
-	Switches       uint64            `json:"switches"`
-	OrderFlow      string            `json:"order_flow"` // OPEN, HELD, HALTED, NOT_STARTED, CLOSED
-	OrderFlowWhy   string            `json:"order_flow_cause,omitempty"`
-	OrderFlowSince string            `json:"order_flow_since,omitempty"`
-	OrderFlowForMS *float64          `json:"order_flow_for_ms,omitempty"`
-	Failback       failbackReport    `json:"failback"`
-	LastSwitch     *incidentReport   `json:"last_switch,omitempty"`
-	Incidents      []incidentReport  `json:"recent_switches,omitempty"`
-	Orders         []ordersReport    `json:"orders"`
-	Stream         *streamReport     `json:"stream,omitempty"`
-	InFlight       int               `json:"orders_in_flight"`
-	Unknown        int               `json:"orders_unknown"`
-	Halts          uint64            `json:"halts"`
-	DroppedReports uint64            `json:"dropped_reports"`
-	Monitor        monitorReport     `json:"monitor"`
-	Endpoints      []endpointReport  `json:"endpoints"`
-	Events         []eventReport     `json:"events"`
-	Links          map[string]string `json:"links,omitempty"`
+	Time           string           `json:"time"`
+	Active         string           `json:"active"`
+	Primary        string           `json:"primary"`
+	Switches       uint64           `json:"switches"`
+	OrderFlow      string           `json:"order_flow"` // OPEN, HELD, HALTED, NOT_STARTED, CLOSED
+	OrderFlowWhy   string           `json:"order_flow_cause,omitempty"`
+	OrderFlowSince string           `json:"order_flow_since,omitempty"`
+	OrderFlowForMS *float64         `json:"order_flow_for_ms,omitempty"`
+	Failback       failbackReport   `json:"failback"`
+	Worst          *worstReport     `json:"worst_since_start,omitempty"`
+	LastSwitch     *incidentReport  `json:"last_switch,omitempty"`
+	Incidents      []incidentReport `json:"recent_switches,omitempty"`
+	Orders         []ordersReport   `json:"orders"`
+	Stream         *streamReport    `json:"stream,omitempty"`
+	// Provisional lists the NOT_RECEIVED verdicts that are not final yet
+	// (at most 50; ProvisionalCount counts them all).
+	Provisional      []provisionalReport `json:"provisional,omitempty"`
+	ProvisionalCount int                 `json:"provisional_count"`
+	InFlight         int                 `json:"orders_in_flight"`
+	Unknown          int                 `json:"orders_unknown"`
+	Halts            uint64              `json:"halts"`
+	DroppedReports   uint64              `json:"dropped_reports"`
+	Monitor          monitorReport       `json:"monitor"`
+	Endpoints        []endpointReport    `json:"endpoints"`
+	Events           []eventReport       `json:"events"`
+	Links            map[string]string   `json:"links,omitempty"`
 
 	// FenceMode is how a switch leaves the old path and what that does to
 	// resting orders; RestingCancelled counts the orders switches cancelled.
@@ -51,22 +56,55 @@ type failbackReport struct {
 }
 
 type incidentReport struct {
-	From         string                    `json:"from"`
-	To           string                    `json:"to,omitempty"`
-	Kind         string                    `json:"kind"` // failover, failback, halt
-	InProgress   bool                      `json:"in_progress"`
-	TroubleAt    string                    `json:"first_failed_probe_at,omitempty"`
-	DownAt       string                    `json:"declared_down_at,omitempty"`
-	HeldAt       string                    `json:"held_at,omitempty"`
-	SwitchedAt   string                    `json:"switched_at,omitempty"`
-	ReleasedAt   string                    `json:"released_at,omitempty"`
-	TimeToDetect *float64                  `json:"time_to_detect_ms,omitempty"`
-	TimeToSwitch *float64                  `json:"time_to_switch_ms,omitempty"`
-	Held         *float64                  `json:"held_ms,omitempty"`
-	HeldWhy      []string                  `json:"held_because,omitempty"`
-	Halted       bool                      `json:"halted"`
-	Reconciled   map[string]int            `json:"reconciled,omitempty"`
-	Settled      map[string]map[string]int `json:"settled,omitempty"`
+	From         string   `json:"from"`
+	To           string   `json:"to,omitempty"`
+	Kind         string   `json:"kind"` // failover, failback, halt
+	InProgress   bool     `json:"in_progress"`
+	TroubleAt    string   `json:"first_failed_probe_at,omitempty"`
+	DownAt       string   `json:"declared_down_at,omitempty"`
+	HeldAt       string   `json:"held_at,omitempty"`
+	SwitchedAt   string   `json:"switched_at,omitempty"`
+	ReleasedAt   string   `json:"released_at,omitempty"`
+	TimeToDetect *float64 `json:"time_to_detect_ms,omitempty"`
+	TimeToSwitch *float64 `json:"time_to_switch_ms,omitempty"`
+	Held         *float64 `json:"held_ms,omitempty"`
+	HeldWhy      []string `json:"held_because,omitempty"`
+	// FenceMS and ReconcileMS split the hold: cutting the old path off, and
+	// checking the orders of unknown fate with the broker.
+	FenceMS     *float64 `json:"fence_ms,omitempty"`
+	ReconcileMS *float64 `json:"reconcile_ms,omitempty"`
+	// HeldByService is each service's own hold when services are released
+	// one by one.
+	HeldByService []serviceHeldReport       `json:"held_by_service,omitempty"`
+	Halted        bool                      `json:"halted"`
+	Reconciled    map[string]int            `json:"reconciled,omitempty"`
+	Settled       map[string]map[string]int `json:"settled,omitempty"`
+}
+
+// worstReport is the worst since the Recorder started (needs a Recorder).
+type worstReport struct {
+	Halts          int      `json:"halts"`
+	HaltedMS       float64  `json:"halted_ms"`
+	LongestHaltMS  float64  `json:"longest_halt_ms"`
+	LastHaltAt     string   `json:"last_halt_at,omitempty"`
+	HaltedNow      bool     `json:"halted_now"`
+	LongestHoldMS  *float64 `json:"longest_hold_ms,omitempty"`
+	LongestHoldWas string   `json:"longest_hold_was,omitempty"`
+}
+
+type serviceHeldReport struct {
+	Service string  `json:"service"`
+	HeldMS  float64 `json:"held_ms"`
+}
+
+// provisionalReport is one NOT_RECEIVED verdict not yet final.
+type provisionalReport struct {
+	OrderID     string   `json:"order_id,omitempty"` // only with Options.ShowOrderIDs
+	Service     string   `json:"service"`
+	Endpoint    string   `json:"endpoint"`
+	FoundAt     string   `json:"found_at,omitempty"`
+	RequeryAt   string   `json:"requery_at,omitempty"`
+	RequeryInMS *float64 `json:"requery_in_ms,omitempty"`
 }
 
 type ordersReport struct {
@@ -213,6 +251,21 @@ func build(src sources) report {
 		}
 	}
 	r.Failback = failback(s, primary, fbDec, src.engine)
+	if src.rec != nil {
+		w := src.rec.worstView()
+		if w.Halts > 0 || w.LongestHold > 0 {
+			wr := &worstReport{Halts: w.Halts, HaltedMS: ms(w.Halted), LongestHaltMS: ms(w.LongestHalt), LastHaltAt: stamp(w.LastHaltAt),
+				HaltedNow: !w.HaltOpen.IsZero(), LongestHoldWas: w.LongestHoldWhat}
+			if !w.HaltOpen.IsZero() { // the halt in progress counts up to now
+				d := max(s.Time.Sub(w.HaltOpen), 0)
+				wr.HaltedMS, wr.LongestHaltMS = ms(w.Halted+d), ms(max(w.LongestHalt, d))
+			}
+			if w.LongestHold > 0 {
+				wr.LongestHoldMS = msp(w.LongestHold)
+			}
+			r.Worst = wr
+		}
+	}
 
 	if open != nil {
 		ir := incidentOf(*open, true)
@@ -224,6 +277,21 @@ func build(src sources) report {
 			r.LastSwitch = &ir
 		}
 		r.Incidents = append(r.Incidents, ir)
+	}
+
+	r.ProvisionalCount = s.ProvisionalCount
+	for _, v := range s.Provisional {
+		if len(r.Provisional) == maxProvisionalShown {
+			break
+		}
+		pr := provisionalReport{Service: v.Service, Endpoint: v.Endpoint, FoundAt: stamp(v.FoundAt), RequeryAt: stamp(v.RequeryAt)}
+		if opts.ShowOrderIDs {
+			pr.OrderID = v.OrderID
+		}
+		if !v.RequeryAt.IsZero() {
+			pr.RequeryInMS = msp(max(v.RequeryAt.Sub(s.Time), 0))
+		}
+		r.Provisional = append(r.Provisional, pr)
 	}
 
 	// Orders per transport: the transports' counters, the orders unknown now,
@@ -293,12 +361,25 @@ func build(src sources) report {
 	return r
 }
 
+// maxProvisionalShown bounds the provisional verdicts on the page and in
+// the JSON.
+const maxProvisionalShown = 50
+
 func incidentOf(in incident, inProgress bool) incidentReport {
 	ir := incidentReport{
 		From: in.From, To: in.To, Kind: "failover", InProgress: inProgress,
 		TroubleAt: stamp(in.TroubleAt), DownAt: stamp(in.DownAt), HeldAt: stamp(in.HeldAt),
 		SwitchedAt: stamp(in.SwitchedAt), ReleasedAt: stamp(in.ReleasedAt),
 		HeldWhy: slices.Clone(in.Causes), Halted: in.Halted, Reconciled: in.Handed, Settled: in.Settled,
+	}
+	if in.FenceTook > 0 {
+		ir.FenceMS = msp(in.FenceTook)
+	}
+	if in.RecTook > 0 {
+		ir.ReconcileMS = msp(in.RecTook)
+	}
+	for _, h := range in.ServiceHeld {
+		ir.HeldByService = append(ir.HeldByService, serviceHeldReport{Service: h.Service, HeldMS: ms(h.Held)})
 	}
 	// Where the held time went.
 	if in.FenceTook > 0 {

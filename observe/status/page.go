@@ -50,6 +50,7 @@ tr.active td{background:#eef5ff}
 <div class="kv small">{{.Now}} · <a href="{{.JSONURL}}">JSON</a>{{if .MetricsURL}} · <a href="{{.MetricsURL}}">metrics</a>{{end}}</div>
 </header>
 <main>
+{{if .Worst}}<section id="worst"><h2>Worst since start</h2>{{range .Worst}}<div><span class="badge {{.Class}}">{{.Text}}</span></div>{{end}}</section>{{end}}
 {{if .FlowCause}}<section><h2>Why orders are {{if eq .FlowClass "bad"}}refused{{else}}held{{end}}</h2><div class="mono" id="flow-cause">{{.FlowCause}}</div></section>{{end}}
 <section>
 <h2>Failback</h2>
@@ -59,13 +60,22 @@ tr.active td{background:#eef5ff}
 {{with .Last}}<h2>Last switch: {{.Title}}{{if .At}} at {{.At}} UTC{{end}}{{if .InProgress}} <span class="badge warn">in progress</span>{{end}}</h2>
 <div class="grid">
 <div><span>time to detect</span><b id="time-to-detect">{{.Detect}}</b><i>first failed probe → declared down</i></div>
-<div><span>time to switch</span><b id="time-to-switch">{{.Switch}}</b><i>declared down → orders go to the new path</i></div>
-<div><span>orders held</span><b id="time-held">{{.Held}}</b><i>orders waited (or were refused) this long</i></div>
+<div><span>time to switch</span><b id="time-to-switch">{{.Switch}}</b><i>declared down → the new path chosen (orders stay held until checked)</i></div>
+<div><span>orders held</span><b id="time-held">{{.Held}}</b><i>orders waited (or were refused) this long{{if .HeldSplit}}: {{.HeldSplit}}{{end}}</i>{{if .HeldBy}}<i id="held-by-service">by service: {{.HeldBy}}</i>{{end}}</div>
 <div><span>orders checked with the broker</span><b id="reconciled">{{.Reconciled}}</b><i>outcome unknown at the switch, then settled</i></div>
 </div>
+{{if .Steps}}<div class="small mono" style="margin-top:8px" id="steps">{{range $i, $s := .Steps}}{{if $i}} → {{end}}{{$s}}{{end}}</div>{{end}}
 {{if .Why}}<div class="small" style="margin-top:8px">held because: {{range $i, $w := .Why}}{{if $i}}; then {{end}}<span class="mono">{{$w}}</span>{{end}}</div>{{end}}
 {{else}}<h2>Last switch</h2><div class="small">no switch since start</div>{{end}}
 </section>
+{{if .ProvisionalCount}}<section id="provisional">
+<h2>Orders not yet known to be lost: {{.ProvisionalCount}} order{{if ne .ProvisionalCount 1}}s{{end}} NOT_RECEIVED, provisionally</h2>
+<div class="small" style="margin-bottom:6px">The broker has no record of these orders, but a copy sent through the old path could still be booked. Do not place them again under a new client order ID. The Path looks each one up again when its re-query is due; place it again only when <span class="mono">Path.MayResend(id)</span> says yes, under the same client order ID. Until then, count each as possibly filled.</div>
+<table>
+<tr><th>order</th><th>transport</th><th>sent through</th><th>found at (UTC)</th><th>re-query</th></tr>
+{{range .Provisional}}<tr><td class="mono">{{.Order}}</td><td>{{.Service}}</td><td>{{.Endpoint}}</td><td class="mono">{{.Found}}</td><td class="nw">{{.Requery}}</td></tr>
+{{end}}</table>{{if gt .ProvisionalMore 0}}<div class="small">… and {{.ProvisionalMore}} more (see the JSON)</div>{{end}}
+</section>{{end}}
 <section>
 <h2>Orders per transport</h2>
 {{if .Orders}}<table id="orders">

@@ -33,6 +33,18 @@ type Recorder struct {
 	handed    map[string]int       // service → orders handed to reconciliation
 	settled   map[string]map[string]int
 	failback  *engine.Decision // the last failback verdict
+	worst     worstSoFar
+}
+
+// worstSoFar is the worst since the Recorder started: halts (how many, how
+// long in all and at most, the last one's start, one in progress) and the
+// longest hold released.
+type worstSoFar struct {
+	Halts                int
+	Halted, LongestHalt  time.Duration
+	LastHaltAt, HaltOpen time.Time // HaltOpen: the start of a halt in progress
+	LongestHold          time.Duration
+	LongestHoldWhat      string // "failover from eu to us at 14:00:01.000"
 }
 
 // NewRecorder returns an empty Recorder.
@@ -61,8 +73,18 @@ type incident struct {
 	RecFailed  int
 	RecErrors  []string // distinct reconcile errors
 	Halted     bool
-	Handed     map[string]int            // service → orders handed to reconciliation
-	Settled    map[string]map[string]int // service → fate → orders
+	// ServiceHeld is each service's hold, in release order, when the Path
+	// releases services one by one; the last is released with the gate.
+	ServiceHeld []serviceHold
+	Handed      map[string]int            // service → orders handed to reconciliation
+	Settled     map[string]map[string]int // service → fate → orders
+	reconciled  map[string]bool           // services whose reconcile succeeded, not yet released
+}
+
+// serviceHold is how long one service's orders were held.
+type serviceHold struct {
+	Service string
+	Held    time.Duration
 }
 
 // OnEvent records one event. It never blocks on anything but the Recorder's
@@ -72,6 +94,32 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 	e.Cause, e.Error = safetext.BoundN(e.Cause, safetext.FieldMax), safetext.BoundN(e.Error, safetext.FieldMax)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	w := &r.worst
+	switch e.Kind {
+	case pathdialer.EventHalt:
+		if w.HaltOpen.IsZero() {
+			w.Halts++
+			w.HaltOpen, w.LastHaltAt = e.Time, e.Time
+		}
+	case pathdialer.EventResume, pathdialer.EventRelease:
+		if !w.HaltOpen.IsZero() {
+			d := e.Time.Sub(w.HaltOpen)
+			w.Halted += d
+			w.LongestHalt = max(w.LongestHalt, d)
+			w.HaltOpen = time.Time{}
+		}
+		if e.Kind == pathdialer.EventRelease && e.Service == "" && e.Duration > w.LongestHold && r.cur != nil {
+			w.LongestHold = e.Duration
+			kind := "failover from " + r.cur.From + " to " + r.cur.To
+			switch {
+			case r.cur.Failback:
+				kind = "failback from " + r.cur.From + " to " + r.cur.To
+			case r.cur.Halted:
+				kind = "halt, then resume on " + e.Endpoint
+			}
+			w.LongestHoldWhat = kind + " at " + e.Time.UTC().Format(clock)
+		}
+	}
 	switch e.Kind {
 	case pathdialer.EventProbe:
 		if e.Err == nil && e.Error == "" {
@@ -144,8 +192,15 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 			r.handed[t.Service]++
 		}
 	case pathdialer.EventReconcileSuccess:
-		if r.cur != nil && !r.cur.RecAt.IsZero() && r.cur.RecTook == 0 {
-			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), time.Nanosecond)
+		if r.cur != nil && !r.cur.RecAt.IsZero() {
+			// Services reconcile on their own: the check took until the last.
+			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), r.cur.RecTook, time.Nanosecond)
+			if e.Service != "" {
+				if r.cur.reconciled == nil {
+					r.cur.reconciled = map[string]bool{}
+				}
+				r.cur.reconciled[e.Service] = true
+			}
 		}
 		for _, s := range e.Settlements {
 			add(r.settled, s.Service, fateKey(s.Fate))
@@ -165,6 +220,17 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 		if r.cur == nil {
 			return
 		}
+		if e.Service != "" { // one service flows again; the others are still held
+			r.cur.ServiceHeld = append(r.cur.ServiceHeld, serviceHold{e.Service, e.Duration})
+			delete(r.cur.reconciled, e.Service)
+			return
+		}
+		if len(r.cur.ServiceHeld) > 0 { // the services still held were released with the gate
+			for _, svc := range slices.Sorted(maps.Keys(r.cur.reconciled)) {
+				r.cur.ServiceHeld = append(r.cur.ServiceHeld, serviceHold{svc, e.Duration})
+			}
+		}
+		r.cur.reconciled = nil
 		r.cur.ReleasedAt, r.cur.Held = e.Time, e.Duration
 		r.done = append(r.done, *r.cur)
 		if len(r.done) > maxIncidents {
@@ -210,9 +276,18 @@ func (r *Recorder) view() (incidents []incident, open *incident, handed map[stri
 	return
 }
 
+// worstView copies the worst since start.
+func (r *Recorder) worstView() worstSoFar {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.worst
+}
+
 func (in incident) clone() incident {
 	in.Causes = slices.Clone(in.Causes)
 	in.RecErrors = slices.Clone(in.RecErrors)
+	in.ServiceHeld = slices.Clone(in.ServiceHeld)
+	in.reconciled = maps.Clone(in.reconciled)
 	in.Handed = maps.Clone(in.Handed)
 	in.Settled = cloneCounts(in.Settled)
 	return in

@@ -25,10 +25,15 @@ type view struct {
 	Failback    string
 	FailbackCls string
 
+	Worst     []worstLine
 	Last      *incidentView
 	Incidents []incidentView
 	Orders    []ordersView
 	Stream    *streamView
+
+	Provisional      []provisionalView
+	ProvisionalCount int
+	ProvisionalMore  int // listed beyond the page's bound
 
 	InFlight, Unknown int
 	Halts, Dropped    uint64
@@ -51,6 +56,20 @@ type incidentView struct {
 	DetectFrom           string
 	Why                  []string
 	Reconciled           string
+	// Steps: first failed probe, declared down, switched, released, each
+	// with its time. HeldSplit: where the hold went; HeldBy: each service's.
+	Steps     []string
+	HeldSplit string
+	HeldBy    string
+}
+
+// worstLine is one line of the worst since start.
+type worstLine struct {
+	Text, Class string
+}
+
+type provisionalView struct {
+	Order, Service, Endpoint, Found, Requery string
 }
 
 type ordersView struct {
@@ -119,6 +138,25 @@ func newView(opts Options, r report, maxHealthAge time.Duration) view {
 	} else {
 		v.MonitorAge = "never"
 	}
+	if w := r.Worst; w != nil {
+		if w.Halts > 0 {
+			l := fmt.Sprintf("trading halted %d× since start (orders refused at once) — %s in all, longest %s", w.Halts, humanMS(w.HaltedMS), humanMS(w.LongestHaltMS))
+			if t, err := time.Parse(time.RFC3339Nano, w.LastHaltAt); err == nil {
+				l += ", last at " + t.Format(clock) + " UTC"
+			}
+			if w.HaltedNow {
+				l += " — HALTED NOW"
+			}
+			v.Worst = append(v.Worst, worstLine{Text: l, Class: "bad"})
+		}
+		if w.LongestHoldMS != nil {
+			c := "good"
+			if *w.LongestHoldMS >= 1000 {
+				c = "warn"
+			}
+			v.Worst = append(v.Worst, worstLine{Text: fmt.Sprintf("longest hold: orders waited %s (%s)", humanMS(*w.LongestHoldMS), w.LongestHoldWas), Class: c})
+		}
+	}
 	if r.LastSwitch != nil {
 		iv := newIncidentView(*r.LastSwitch)
 		v.Last = &iv
@@ -169,6 +207,21 @@ func newView(opts Options, r report, maxHealthAge time.Duration) view {
 		}
 		v.Endpoints = append(v.Endpoints, ev)
 	}
+	v.ProvisionalCount = r.ProvisionalCount
+	v.ProvisionalMore = r.ProvisionalCount - len(r.Provisional)
+	for _, p := range r.Provisional {
+		pv := provisionalView{Order: p.OrderID, Service: p.Service, Endpoint: p.Endpoint, Requery: "—"}
+		if pv.Order == "" {
+			pv.Order = "(hidden)"
+		}
+		if t, err := time.Parse(time.RFC3339Nano, p.FoundAt); err == nil {
+			pv.Found = t.Format(clock)
+		}
+		if p.RequeryInMS != nil {
+			pv.Requery = "due in " + humanMS(*p.RequeryInMS)
+		}
+		v.Provisional = append(v.Provisional, pv)
+	}
 	for _, e := range r.Events {
 		t, _ := time.Parse(time.RFC3339Nano, e.Time)
 		v.Events = append(v.Events, eventView{Time: t.Format(clock), Kind: e.Kind, Class: eventClass(e.Kind), Text: e.Text})
@@ -185,12 +238,39 @@ func newIncidentView(in incidentReport) incidentView {
 	default:
 		iv.Title = fmt.Sprintf("%s from %s to %s", in.Kind, in.From, in.To)
 	}
-	for _, at := range []string{in.TroubleAt, in.DownAt, in.HeldAt, in.SwitchedAt} {
+	// The incident's time is the switch's; until there is one (a halt, a
+	// switch in progress), its first sign's.
+	for _, at := range []string{in.SwitchedAt, in.TroubleAt, in.DownAt, in.HeldAt} {
 		if t, err := time.Parse(time.RFC3339Nano, at); err == nil {
 			iv.At = t.Format(clock)
 			break
 		}
 	}
+	for _, st := range []struct{ name, at string }{
+		{"first failed probe", in.TroubleAt}, {"declared down", in.DownAt}, {"orders held", in.HeldAt},
+		{"switched", in.SwitchedAt}, {"orders released", in.ReleasedAt},
+	} {
+		if t, err := time.Parse(time.RFC3339Nano, st.at); err == nil {
+			iv.Steps = append(iv.Steps, st.name+" "+t.Format(clock))
+		}
+	}
+	var split []string
+	if in.FenceMS != nil {
+		split = append(split, fmt.Sprintf("cutting %s off %s", in.From, humanMS(*in.FenceMS)))
+	}
+	if in.ReconcileMS != nil {
+		n := 0
+		for _, c := range in.Reconciled {
+			n += c
+		}
+		split = append(split, fmt.Sprintf("checking %d order(s) with the broker %s", n, humanMS(*in.ReconcileMS)))
+	}
+	iv.HeldSplit = strings.Join(split, " · ")
+	var by []string
+	for _, h := range in.HeldByService {
+		by = append(by, h.Service+" "+humanMS(h.HeldMS))
+	}
+	iv.HeldBy = strings.Join(by, " · ")
 	if in.TimeToDetect != nil {
 		iv.Detect = humanMS(*in.TimeToDetect)
 	} else if in.Kind == "failback" {

@@ -25,7 +25,8 @@
 //     given a dialer; it reaches its relay as a SOCKS5 proxy (ProxyType=socks)
 //     with a random password that only its own rewritten settings hold, so any
 //     other local client of the relay is refused before anything is dialed.
-//     The settings name no address (SocketConnectHost/Port are overwritten).
+//     The settings name no address: SocketConnectHost/Port are refused
+//     unless Options.ReplaceSocketConnect says to replace them.
 //     quickfix reconnects to its relay at once; the relay holds the
 //     connection and paces dials to one endpoint by Options.ReconnectInterval
 //     (100 ms by default), but dials the new endpoint as soon as the path

@@ -88,7 +88,8 @@ type order struct {
 // own arguments plus the Path. Every session in settings connects through an
 // in-process relay on 127.0.0.1 that is spliced to the active endpoint's
 // Options.Service address through path.Dial: the settings name no address
-// (SocketConnectHost/Port, if present, are overwritten), and
+// (SocketConnectHost/Port are refused, or replaced with
+// Options.ReplaceSocketConnect), and
 // ReconnectInterval is set from Options. The user's settings are not modified.
 //
 // It refuses, with ErrInvalidOptions, settings that cannot work through the

@@ -86,6 +86,12 @@ type Options struct {
 	// requests and receive their answers (create it before the Path, because
 	// the Path's Config needs its Reconcile func).
 	Reconciler *Reconciler
+	// ReplaceSocketConnect lets the sessions' settings name an address
+	// (SocketConnectHost/Port, plain or numbered, as a quickfix configuration
+	// file written for a direct connection does): it is replaced by the
+	// relay's, and the Path chooses the endpoint. Default false: such
+	// settings are refused, so no address the user wrote is ignored silently.
+	ReplaceSocketConnect bool
 	// AllowUngatedOrders lets orders sent directly with quickfix.SendToTarget
 	// (not through SendOrder) leave the process. Default false: such orders are
 	// refused by ToApp (quickfix returns ErrDoNotSend to the caller), so no order
@@ -344,6 +350,11 @@ func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.S
 				return nil, fmt.Errorf("%w: session %v sets %s: %s", ErrInvalidOptions, sid, f.key, f.why)
 			}
 		}
+		if !o.ReplaceSocketConnect {
+			if k := connectSetting(s); k != "" {
+				return nil, fmt.Errorf("%w: session %v sets %s: the Path chooses the address a session connects to (the endpoints' %q service); remove the setting, or set Options.ReplaceSocketConnect to have it replaced", ErrInvalidOptions, sid, k, o.Service)
+			}
+		}
 		for _, k := range resetSettings {
 			if s.HasSetting(k) {
 				if v, err := s.BoolSetting(k); err != nil || v {
@@ -384,6 +395,24 @@ func rewriteSettings(user *quickfix.Settings, o *Options, listen func(quickfix.S
 		}
 	}
 	return out, nil
+}
+
+// connectSetting names the first address setting (SocketConnectHost/Port,
+// plain or numbered) that s sets, or "".
+func connectSetting(s *quickfix.SessionSettings) string {
+	for _, k := range []string{config.SocketConnectHost, config.SocketConnectPort} {
+		if s.HasSetting(k) {
+			return k
+		}
+	}
+	for i := 1; i <= 16; i++ {
+		for _, k := range []string{config.SocketConnectHost, config.SocketConnectPort} {
+			if s.HasSetting(k + strconv.Itoa(i)) {
+				return k + strconv.Itoa(i)
+			}
+		}
+	}
+	return ""
 }
 
 func splitHostPort(addr string) (string, string) {

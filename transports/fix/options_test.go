@@ -50,6 +50,9 @@ func TestNewInitiatorRefusesWhatCannotWork(t *testing.T) {
 		{"ResetOnLogon", "FIX.4.4", map[string]string{"ResetOnLogon": "Y"}, good},
 		{"ResetOnDisconnect", "FIX.4.4", map[string]string{"ResetOnDisconnect": "Y"}, good},
 		{"FIX.4.1", "FIX.4.1", nil, good},
+		{"SocketConnectHost", "FIX.4.4", map[string]string{"SocketConnectHost": "203.0.113.7"}, good},
+		{"SocketConnectPort", "FIX.4.4", map[string]string{"SocketConnectPort": "9876"}, good},
+		{"SocketConnectHost1", "FIX.4.4", map[string]string{"SocketConnectHost1": "203.0.113.8", "SocketConnectPort1": "9877"}, good},
 		{"MaxMessageSize negative", "FIX.4.4", nil, fix.Options{Sequence: fix.SequenceContinue, MaxMessageSize: -1}},
 		{"MaxMessageSize too small", "FIX.4.4", nil, fix.Options{Sequence: fix.SequenceContinue, MaxMessageSize: 100}},
 		{"MaxMessageSize too large", "FIX.4.4", nil, fix.Options{Sequence: fix.SequenceContinue, MaxMessageSize: 1 << 30}},
@@ -79,6 +82,9 @@ func TestNewInitiatorRefusesWhatCannotWork(t *testing.T) {
 			if tc.opts.MaxMessageSize != 0 && !strings.Contains(err.Error(), "MaxMessageSize") {
 				t.Fatalf("err = %v, does not name MaxMessageSize", err)
 			}
+			if strings.HasPrefix(tc.name, "SocketConnect") && (!strings.Contains(err.Error(), tc.name) || !strings.Contains(err.Error(), "ReplaceSocketConnect")) {
+				t.Fatalf("err = %v, does not name %s and the opt-in Options.ReplaceSocketConnect", err, tc.name)
+			}
 		})
 	}
 	if _, err := fix.NewInitiator(nopApp{}, quickfix.NewMemoryStoreFactory(), quickfix.NewSettings(), quickfix.NewNullLogFactory(), path, good); !errors.Is(err, fix.ErrInvalidOptions) {
@@ -89,12 +95,12 @@ func TestNewInitiatorRefusesWhatCannotWork(t *testing.T) {
 	}
 }
 
-// The user's own addresses and ReconnectInterval are overridden: the session
-// still reaches the broker through the relay, and the user's settings are left
-// as they were.
+// With Options.ReplaceSocketConnect, the user's own addresses and
+// ReconnectInterval are overridden: the session still reaches the broker
+// through the relay, and the user's settings are left as they were.
 func TestSettingsAddressesAreRewritten(t *testing.T) {
 	var user *quickfix.SessionSettings
-	h := newHarness(t, harnessOpts{settings: func(s *quickfix.SessionSettings) {
+	h := newHarness(t, harnessOpts{opts: fix.Options{ReplaceSocketConnect: true}, settings: func(s *quickfix.SessionSettings) {
 		s.Set("SocketConnectHost", "203.0.113.7")
 		s.Set("SocketConnectPort", "9876")
 		s.Set("SocketConnectHost1", "203.0.113.8")
