@@ -127,37 +127,9 @@ func New(cfg Config) (*Path, error) {
 		return nil, fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
 	}
 	for i, ep := range cfg.Endpoints {
-		svc := make(map[string]string, len(ep.Services))
-		for k, v := range ep.Services {
-			svc[k] = v
+		if err := p.addEndpoint(eng, i, ep); err != nil {
+			return nil, err
 		}
-		ep.Services = svc
-		addr := ""
-		for _, name := range []string{ServiceREST, ServiceFIX, ServiceWS} {
-			if a, ok := svc[name]; ok {
-				addr = a
-				break
-			}
-		}
-		if addr == "" {
-			for _, a := range svc {
-				addr = a
-				break
-			}
-		}
-		if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: addr, Region: ep.Region, Priority: ep.Priority, Primary: ep.Primary, Jurisdiction: ep.Jurisdiction}); err != nil {
-			return nil, fmt.Errorf("%w: Endpoints[%d]: %w", ErrInvalidConfig, i, err)
-		}
-		rt := &endpointRT{ep: ep, conns: make(map[*Conn]struct{}), hostPorts: make(map[string]string, len(svc))}
-		for name, a := range svc {
-			hp, err := hostPort(a) // checked by Validate
-			if err != nil {
-				return nil, fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, name, err)
-			}
-			rt.hostPorts[name] = hp
-		}
-		p.eps[ep.Name] = rt
-		p.order = append(p.order, rt)
 	}
 	if err := cfg.engineVerdict(eng.Validate()); err != nil { // admission.go
 		return nil, err
@@ -168,6 +140,49 @@ func New(cfg Config) (*Path, error) {
 	p.gate.Store(&gateView{state: GateNotStarted, changed: make(chan struct{})})
 	p.events = newDispatcher(p.log, cfg.OnEvent)
 	return p, nil
+}
+
+// addEndpoint registers cfg.Endpoints[i], ep, with the engine and gives it
+// its runtime state (its own copy of Services, resolved to host:port).
+func (p *Path) addEndpoint(eng *engine.Manager, i int, ep Endpoint) error {
+	svc := make(map[string]string, len(ep.Services))
+	for k, v := range ep.Services {
+		svc[k] = v
+	}
+	ep.Services = svc
+	if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: engineAddress(svc), Region: ep.Region, Priority: ep.Priority, Primary: ep.Primary, Jurisdiction: ep.Jurisdiction}); err != nil {
+		return fmt.Errorf("%w: Endpoints[%d]: %w", ErrInvalidConfig, i, err)
+	}
+	rt := &endpointRT{ep: ep, conns: make(map[*Conn]struct{}), hostPorts: make(map[string]string, len(svc))}
+	for name, a := range svc {
+		hp, err := hostPort(a) // checked by Validate
+		if err != nil {
+			return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, name, err)
+		}
+		rt.hostPorts[name] = hp
+	}
+	p.eps[ep.Name] = rt
+	p.order = append(p.order, rt)
+	return nil
+}
+
+// engineAddress is the address an endpoint is known by in the engine: its
+// REST, else FIX, else WebSocket service's, else any of its services'.
+func engineAddress(svc map[string]string) string {
+	addr := ""
+	for _, name := range []string{ServiceREST, ServiceFIX, ServiceWS} {
+		if a, ok := svc[name]; ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		for _, a := range svc {
+			addr = a
+			break
+		}
+	}
+	return addr
 }
 
 // Engine returns the decision engine, for inspection (Statuses, History).

@@ -65,56 +65,8 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 	if s == nil {
 		return nil
 	}
-	active := struct{ Name string }{in.target(sid)}
-	var events []Event
-	var wait time.Duration
-	s.mu.Lock()
-	if s.failOn != active.Name {
-		// Another endpoint: earlier failures say nothing about this one, and a
-		// halt decided there is lifted (it is decided again here if need be).
-		s.failures, s.failOn = 0, active.Name
-		if s.halted != nil {
-			s.halted = nil
-			close(s.resume)
-			s.resume = make(chan struct{})
-			s.notify()
-			events = append(events, Event{Kind: EventLogonResumed, Session: sid, Endpoint: active.Name,
-				Detail: "the path moved to another endpoint: trying its logon"})
-		}
-	}
-	if s.attempting && s.attemptOn != active.Name {
-		// The pending Logon went to an endpoint the path has left (a switch
-		// cut it): it says nothing about this one, and costs no backoff.
-		s.attempting = false
-	}
-	if s.attempting {
-		s.attempting = false
-		s.failures++
-		cause, detail := s.cause, s.causeDetail
-		if cause == 0 {
-			cause, detail = LogonNoAnswer, "the connection ended before the counterparty accepted the Logon"
-		}
-		b := in.opts.LogonBackoff
-		ceil := b.Initial
-		for i := 1; i < s.failures && ceil < b.Max; i++ {
-			ceil *= 2
-		}
-		ceil = min(ceil, b.Max)
-		wait = s.capBackoff(rand.N(ceil+1), in.opts.ReconnectInterval) // full jitter: uniform in [0, ceil]
-		events = append(events, Event{Kind: EventLogonFailed, Session: sid, Endpoint: active.Name, Cause: cause,
-			Attempt: s.failures, Backoff: wait, Detail: detail + "; " + cause.advice(in.opts.Sequence)})
-		// Halt only on a refusal the counterparty explained (sequence numbers,
-		// credentials, a Logout): that is configuration, and retrying cannot
-		// fix it. Silence keeps backing off: the Path's probes judge health.
-		if in.opts.LogonFailureLimit > 0 && s.failures >= in.opts.LogonFailureLimit && s.halted == nil && cause != LogonNoAnswer {
-			s.halted = fmt.Errorf("%w (%w): session %v on endpoint %q: %d consecutive logons failed, the last with %s (%s); %s; fix it, then call Initiator.Resume",
-				ErrLogonHalted, pathdialer.ErrTradingHalted, sid, active.Name, s.failures, cause, detail, cause.advice(in.opts.Sequence))
-			s.notify() // SendOrder waiting for a logon gives up
-			events = append(events, Event{Kind: EventLogonHalted, Session: sid, Endpoint: active.Name, Cause: cause,
-				Attempt: s.failures, Detail: s.halted.Error()})
-		}
-	}
-	s.mu.Unlock()
+	active := in.target(sid)
+	wait, events := in.concludeLogon(sid, s, active)
 	for _, e := range events {
 		in.emit(e)
 	}
@@ -131,13 +83,79 @@ func (in *Initiator) beforeDial(ctx context.Context, sid quickfix.SessionID) err
 			return ctx.Err()
 		}
 	}
+	return in.waitUnhalted(ctx, sid, s, active)
+}
+
+// concludeLogon concludes session s's previous logon attempt before a
+// connection to endpoint active: a Logon sent there and never accepted is a
+// failure, which earns a backoff (returned) and, after
+// Options.LogonFailureLimit refusals the counterparty explained, halts
+// logons. A move to another endpoint forgets the failures and lifts a halt.
+// It returns the events to report.
+func (in *Initiator) concludeLogon(sid quickfix.SessionID, s *sessionState, active string) (wait time.Duration, events []Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failOn != active {
+		// Another endpoint: earlier failures say nothing about this one, and a
+		// halt decided there is lifted (it is decided again here if need be).
+		s.failures, s.failOn = 0, active
+		if s.halted != nil {
+			s.halted = nil
+			close(s.resume)
+			s.resume = make(chan struct{})
+			s.notify()
+			events = append(events, Event{Kind: EventLogonResumed, Session: sid, Endpoint: active,
+				Detail: "the path moved to another endpoint: trying its logon"})
+		}
+	}
+	if s.attempting && s.attemptOn != active {
+		// The pending Logon went to an endpoint the path has left (a switch
+		// cut it): it says nothing about this one, and costs no backoff.
+		s.attempting = false
+	}
+	if !s.attempting {
+		return 0, events
+	}
+	s.attempting = false
+	s.failures++
+	cause, detail := s.cause, s.causeDetail
+	if cause == 0 {
+		cause, detail = LogonNoAnswer, "the connection ended before the counterparty accepted the Logon"
+	}
+	b := in.opts.LogonBackoff
+	ceil := b.Initial
+	for i := 1; i < s.failures && ceil < b.Max; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, b.Max)
+	wait = s.capBackoff(rand.N(ceil+1), in.opts.ReconnectInterval) // full jitter: uniform in [0, ceil]
+	events = append(events, Event{Kind: EventLogonFailed, Session: sid, Endpoint: active, Cause: cause,
+		Attempt: s.failures, Backoff: wait, Detail: detail + "; " + cause.advice(in.opts.Sequence)})
+	// Halt only on a refusal the counterparty explained (sequence numbers,
+	// credentials, a Logout): that is configuration, and retrying cannot
+	// fix it. Silence keeps backing off: the Path's probes judge health.
+	if in.opts.LogonFailureLimit > 0 && s.failures >= in.opts.LogonFailureLimit && s.halted == nil && cause != LogonNoAnswer {
+		s.halted = fmt.Errorf("%w (%w): session %v on endpoint %q: %d consecutive logons failed, the last with %s (%s); %s; fix it, then call Initiator.Resume",
+			ErrLogonHalted, pathdialer.ErrTradingHalted, sid, active, s.failures, cause, detail, cause.advice(in.opts.Sequence))
+		s.notify() // SendOrder waiting for a logon gives up
+		events = append(events, Event{Kind: EventLogonHalted, Session: sid, Endpoint: active, Cause: cause,
+			Attempt: s.failures, Detail: s.halted.Error()})
+	}
+	return wait, events
+}
+
+// waitUnhalted returns at once unless session s's logons are halted; then it
+// waits (no connection to the broker at all) for Resume, or for the path to
+// move away from endpoint active, which concludes afresh (beforeDial) for
+// the new endpoint.
+func (in *Initiator) waitUnhalted(ctx context.Context, sid quickfix.SessionID, s *sessionState, active string) error {
 	pathClosed := false
 	for {
 		var moved <-chan struct{}
 		if !pathClosed {
 			moved = in.path.ActiveChanged() // before reading Active: no lost wake-up
 		}
-		if in.target(sid) != active.Name {
+		if in.target(sid) != active {
 			return in.beforeDial(ctx, sid) // lifts a halt decided on the old endpoint
 		}
 		s.mu.Lock()

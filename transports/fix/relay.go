@@ -3,7 +3,6 @@ package fix
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
@@ -152,52 +151,6 @@ func (r *relay) serve() {
 	}
 }
 
-// dialUp connects to the active endpoint (dialing again if the path switched
-// during the dial) and performs TLS when configured.
-func (r *relay) dialUp() (net.Conn, *pathdialer.Conn, error) {
-	ctx, cancel := context.WithTimeout(r.ctx, r.timeout)
-	defer cancel()
-	var pc *pathdialer.Conn
-	var err error
-	if r.pinned != "" {
-		ep, _ := r.path.Endpoint(r.pinned)
-		var hp string
-		if hp, err = ep.HostPort(r.service); err == nil {
-			pc, err = r.path.DialEndpoint(ctx, r.pinned, "tcp", hp)
-		}
-	} else {
-		for range 3 {
-			pc, err = r.path.Dial(ctx, r.service)
-			if !errors.Is(err, pathdialer.ErrSwitched) {
-				break
-			}
-		}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if r.tlsCfg == nil {
-		return pc, pc, nil
-	}
-	ep, _ := r.path.Endpoint(pc.Endpoint())
-	hp, err := ep.HostPort(r.service)
-	if err != nil {
-		_ = pc.Close()
-		return nil, nil, err
-	}
-	host, _, _ := net.SplitHostPort(hp)
-	cfg := r.tlsCfg.Clone()
-	if cfg.ServerName == "" {
-		cfg.ServerName = host
-	}
-	tc := tls.Client(pc, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		_ = pc.Close()
-		return nil, nil, fmt.Errorf("fix relay: TLS to endpoint %q: %w", pc.Endpoint(), err)
-	}
-	return tc, pc, nil
-}
-
 func (r *relay) handle(sp *splice) {
 	defer r.wg.Done()
 	defer func() {
@@ -220,37 +173,9 @@ func (r *relay) handle(sp *splice) {
 			return
 		}
 	}
-	// quickfix's connection is held (no SOCKS reply yet) until an upstream
-	// connection is made: dial failures are retried here, paced, and a switch
-	// dials the new endpoint at once.
-	var up net.Conn
-	var pc *pathdialer.Conn
-	for {
-		if !r.pace() {
-			_ = socksReply(sp.down, socksGeneralFailure)
-			return
-		}
-		_, gen := r.path.Active()
-		var err error
-		up, pc, err = r.dialUp()
-		if err == nil {
-			break
-		}
-		r.log.Info("fix relay: no upstream; holding the session's connection", "err", err)
-		// A failed dial is a passive signal against the endpoint it was for
-		// (the Path drops it if that endpoint is fenced or the generation moved).
-		// A standby session's endpoint is judged by the Path's probes.
-		if r.ctx.Err() == nil && r.pinned == "" && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
-			ep, gen := r.path.Active()
-			r.path.Report(ep.Name, gen, err, 0)
-		}
-		r.ended(gen)
-		if errors.Is(err, pathdialer.ErrClosed) {
-			// Nothing to dial ever again: hold until the Initiator closes.
-			<-r.ctx.Done()
-			_ = socksReply(sp.down, socksGeneralFailure)
-			return
-		}
+	up, pc, ok := r.connectUp(sp)
+	if !ok {
+		return
 	}
 	r.mu.Lock()
 	sp.up, sp.endpoint, sp.gen = up, pc.Endpoint(), pc.Generation()
@@ -267,6 +192,12 @@ func (r *relay) handle(sp *splice) {
 		return
 	}
 	r.log.Debug("fix relay: spliced", "endpoint", sp.endpoint, "generation", sp.gen)
+	r.reportEnd(sp, r.pipe(sp, up))
+}
+
+// pipe copies both ways between quickfix and the endpoint (up) until either
+// side ends, then closes both, and returns the upstream side's error.
+func (r *relay) pipe(sp *splice, up net.Conn) error {
 	done := make(chan struct{}, 2)
 	upErr := make(chan error, 1)
 	go func() { _, _ = io.Copy(up, sp.down); done <- struct{}{} }()
@@ -280,7 +211,12 @@ func (r *relay) handle(sp *splice) {
 	sp.close() // either side ending (the fence closing upstream) ends both
 	<-done
 	r.ended(sp.gen)
-	err = <-upErr
+	return <-upErr
+}
+
+// reportEnd reports to the Path how the endpoint's side of sp ended, when
+// that is evidence against the endpoint.
+func (r *relay) reportEnd(sp *splice, err error) {
 	switch {
 	case errors.Is(err, ErrMalformedStream) || errors.Is(err, ErrMessageTooLarge):
 		// Evidence against the endpoint, whatever the state of the relay.
@@ -291,52 +227,6 @@ func (r *relay) handle(sp *splice) {
 		// The broker side failing (a reset, a timeout; not a clean EOF, and
 		// not our own close or fence, which the Path drops) is a passive signal.
 		r.path.Report(sp.endpoint, sp.gen, fmt.Errorf("fix: connection to %q lost: %w", sp.endpoint, err), 0)
-	}
-}
-
-// ended records that a connection of generation gen ended (or a dial under
-// it failed) now: the next dial under the same generation waits interval.
-func (r *relay) ended(gen uint64) {
-	r.mu.Lock()
-	r.lastEnd, r.lastGen = time.Now(), gen
-	r.mu.Unlock()
-}
-
-// pace waits until interval has passed since the last connection ended or
-// dial failed, and not at all once the path has moved to another generation
-// since then (a switch: the new endpoint is dialed at once). It returns false
-// when the relay is closing.
-func (r *relay) pace() bool {
-	pathClosed := false
-	for {
-		var moved <-chan struct{}
-		if !pathClosed {
-			moved = r.path.ActiveChanged() // before reading Active: no lost wake-up
-		}
-		_, gen := r.path.Active()
-		r.mu.Lock()
-		last, lastGen := r.lastEnd, r.lastGen
-		r.mu.Unlock()
-		if last.IsZero() || gen != lastGen {
-			return r.ctx.Err() == nil
-		}
-		d := time.Until(last.Add(max(r.interval, relayMinInterval)))
-		if d <= 0 {
-			return r.ctx.Err() == nil
-		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-			return r.ctx.Err() == nil
-		case <-moved:
-			t.Stop()
-			if r.path.ActiveChanged() == moved {
-				pathClosed = true // closed, not switched: it will not move again
-			}
-		case <-r.ctx.Done():
-			t.Stop()
-			return false
-		}
 	}
 }
 
@@ -403,116 +293,3 @@ const (
 	// microseconds: it is local).
 	relayHandshakeTimeout = 3 * time.Second
 )
-
-const (
-	socksSucceeded      = 0x00
-	socksGeneralFailure = 0x01
-)
-
-// socksAccept performs the server side of a SOCKS5 handshake (RFC 1928) that
-// requires username/password authentication (RFC 1929) with the relay's
-// credentials and a CONNECT command; the requested address is ignored (the
-// relay always dials the Path's active endpoint). The reply is sent by the
-// caller once the upstream connection is made.
-func (r *relay) socksAccept(c net.Conn) (err error) {
-	// Every error is a refusal, counted before the client can see it (a
-	// reply written, or the connection closed by the caller).
-	counted := false
-	refuse := func() {
-		if !counted {
-			counted = true
-			r.refused.Add(1)
-		}
-	}
-	defer func() {
-		if err != nil {
-			refuse()
-		}
-	}()
-	_ = c.SetDeadline(time.Now().Add(relayHandshakeTimeout))
-	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	var hdr [2]byte
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		return fmt.Errorf("greeting: %w", err)
-	}
-	if hdr[0] != 5 {
-		return fmt.Errorf("not a SOCKS5 greeting (first byte %#x)", hdr[0])
-	}
-	methods := make([]byte, hdr[1])
-	if _, err := io.ReadFull(c, methods); err != nil {
-		return fmt.Errorf("greeting: %w", err)
-	}
-	ok := false
-	for _, m := range methods {
-		ok = ok || m == 0x02
-	}
-	if !ok {
-		refuse()
-		_, _ = c.Write([]byte{5, 0xff})
-		return errors.New("client offers no username/password authentication")
-	}
-	if _, err := c.Write([]byte{5, 0x02}); err != nil {
-		return err
-	}
-	readField := func() ([]byte, error) {
-		var n [1]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return nil, err
-		}
-		b := make([]byte, n[0])
-		_, err := io.ReadFull(c, b)
-		return b, err
-	}
-	var ver [1]byte
-	if _, err := io.ReadFull(c, ver[:]); err != nil || ver[0] != 1 {
-		return fmt.Errorf("bad authentication request (%v)", err)
-	}
-	user, err := readField()
-	if err != nil {
-		return err
-	}
-	pass, err := readField()
-	if err != nil {
-		return err
-	}
-	if subtle.ConstantTimeCompare(user, []byte(r.user))&subtle.ConstantTimeCompare(pass, []byte(r.pass)) != 1 {
-		refuse()
-		_, _ = c.Write([]byte{1, 1})
-		return errors.New("wrong credentials")
-	}
-	if _, err := c.Write([]byte{1, 0}); err != nil {
-		return err
-	}
-	var req [4]byte
-	if _, err := io.ReadFull(c, req[:]); err != nil {
-		return fmt.Errorf("request: %w", err)
-	}
-	if req[0] != 5 || req[1] != 1 {
-		return fmt.Errorf("unsupported SOCKS request (version %d, command %d)", req[0], req[1])
-	}
-	var skip int
-	switch req[3] {
-	case 1:
-		skip = 4
-	case 4:
-		skip = 16
-	case 3:
-		var n [1]byte
-		if _, err := io.ReadFull(c, n[:]); err != nil {
-			return err
-		}
-		skip = int(n[0])
-	default:
-		return fmt.Errorf("unsupported address type %d", req[3])
-	}
-	if _, err := io.ReadFull(c, make([]byte, skip+2)); err != nil {
-		return fmt.Errorf("request address: %w", err)
-	}
-	return nil
-}
-
-// socksReply sends the CONNECT reply (bound address 0.0.0.0:0).
-func socksReply(c net.Conn, code byte) error {
-	_, err := c.Write([]byte{5, code, 0, 1, 0, 0, 0, 0, 0, 0})
-	return err
-}

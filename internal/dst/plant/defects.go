@@ -305,16 +305,14 @@ var defects = map[string]Defect{
 		Doc:       "the local fence refuses new dials and closes none of the endpoint's connections",
 		Invariant: "fence-closes-order-connections",
 		Composed:  true,
-		Old: `	for _, c := range conns {
+		Old: `	for _, c := range rest {
 		// Abort rather than close: bytes of an order still in this host's send
 		// buffer are discarded, not flushed to the broker after the fence.
-		if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
-			_ = tc.SetLinger(0)
-		}
-		_ = c.Close()
+		abort(c)
 	}
-	return len(conns)`,
-		Body: `	return len(conns) // DEFECT (plant fence-closes-nothing): no connection closed`,
+	return len(conns), done`,
+		Body: `	_ = rest
+	return len(conns), done // DEFECT (plant fence-closes-nothing): no connection closed`,
 	},
 	// The gate opens when the switch's reconcile starts, not when it
 	// succeeded; the release event is still emitted when the reconcile
@@ -343,11 +341,21 @@ var defects = map[string]Defect{
 		c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})
 		return
 	}
-	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback}
-	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error { return p.cfg.Fencer(ctx, f) })
+	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
+	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error {
+		if farewells != nil { // preserve: the connections' farewells first (bounded by FarewellTimeout)
+			select {
+			case <-farewells:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return p.cfg.Fencer(ctx, f)
+	})
 	c.fenceRun.fence = &f`,
-		Body: `	if p.cfg.Fencer != nil { // DEFECT (plant fence-not-waited): its result is not waited for
-		f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback}
+		Body: `	_ = farewells
+	if p.cfg.Fencer != nil { // DEFECT (plant fence-not-waited): its result is not waited for
+		f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
 		fctx, fcancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
 		c.hooks.Add(1)
 		go func() {
