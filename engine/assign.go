@@ -6,17 +6,17 @@ import (
 )
 
 // Assign records a switch decided elsewhere — by a coordinator that runs its own
-// Manager on a quorum's view and hands out generations as fencing tokens — and
-// makes name the active endpoint under generation. It does not check health: the
+// Manager on a quorum's view and hands out tokens as fencing tokens — and
+// makes name the active endpoint under token. It does not check health: the
 // coordinator already did. It refuses an unknown endpoint (ErrUnknownEndpoint),
-// a generation that does not move forward (ErrStaleGeneration), and an endpoint
+// a token that does not move forward (ErrStaleToken), and an endpoint
 // this Manager knows cannot carry the account's orders: found fronting another
 // account (ErrIdentityMismatch) or outside Config.TargetJurisdictions
 // (ErrJurisdiction). A refused Assign changes nothing. Assigning the
-// active endpoint again with a higher generation only advances the generation
+// active endpoint again with a higher token only advances the token
 // (no switch is recorded). A recorded switch counts towards cooldown and the flap
 // limiter like any other and appears in History with Outcome Switched.
-func (m *Manager) Assign(name string, generation uint64, note string) (Decision, error) {
+func (m *Manager) Assign(name string, token uint64, note string) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	es, ok := m.byName[name]
@@ -26,8 +26,8 @@ func (m *Manager) Assign(name string, generation uint64, note string) (Decision,
 	if m.active == nil {
 		return Decision{}, ErrNoActiveEndpoint
 	}
-	if generation <= m.gen {
-		return Decision{}, fmt.Errorf("%w: generation %d is not after the current %d", ErrStaleGeneration, generation, m.gen)
+	if token <= m.gen {
+		return Decision{}, fmt.Errorf("%w: token %d is not after the current %d", ErrStaleToken, token, m.gen)
 	}
 	if err := m.refusalLocked(es); err != nil {
 		return Decision{}, fmt.Errorf("engine: Assign refused: %w", err)
@@ -38,15 +38,15 @@ func (m *Manager) Assign(name string, generation uint64, note string) (Decision,
 		d.Notes = []string{note}
 	}
 	if es == m.active {
-		m.gen = generation
+		m.gen = token
 		d.Outcome = NoAction
 		d.To = ""
-		d.Generation = generation
+		d.Token = token
 		return d, nil
 	}
 	m.switchLocked(es, now, &d)
-	m.gen = generation
-	d.Generation = generation
-	m.history[len(m.history)-1].Generation = generation
+	m.gen = token
+	d.Token = token
+	m.history[len(m.history)-1].Token = token
 	return d, nil
 }

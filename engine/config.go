@@ -64,10 +64,13 @@ type Config struct {
 	FlapLimit int
 	// FlapWindow is the flap limiter's window. Must be > 0.
 	FlapWindow time.Duration
-	// BrokerFences is true ONLY when the broker enforces one session per credential,
-	// so that connecting through the new path provably disconnects the old. With it,
-	// switches skip FenceRequired. Verify it in your broker's documentation.
-	BrokerFences bool
+	// BrokerFencesAtLogon is true ONLY when the broker enforces one session
+	// per credential, so that logging on through the new path provably
+	// disconnects the old: the broker's logon is the fence. With it, switches
+	// skip FenceRequired. Verify it in your broker's documentation. (Through
+	// pathdialer, its sibling Config.BrokerFencesViaFencer declares instead
+	// that the broker confirms the Fencer's fence.)
+	BrokerFencesAtLogon bool
 	// DegradedLatency: a successful probe slower than this is Degraded evidence.
 	// 0 turns latency awareness off. Must be >= 0.
 	DegradedLatency time.Duration

@@ -69,7 +69,7 @@
 //     Down and no endpoint is eligible) are different outcomes;
 //     Decision.RequiresTradingHalt is true for exactly the second, and the active
 //     endpoint is left unchanged.
-//   - Unless Config.BrokerFences is set, a switch is first answered with
+//   - Unless Config.BrokerFencesAtLogon is set, a switch is first answered with
 //     [FenceRequired] and nothing changes until the caller evaluates again with the
 //     fence confirmed.
 //   - Failback to the primary is gated three ways: Config.Cooldown since the last
@@ -116,7 +116,7 @@
 //     switch). With Config.TargetJurisdictions a failover target must lie in an
 //     allowed jurisdiction (Endpoint.Jurisdiction), compared exactly as written.
 //
-// Every switch increments the generation (Decision.Generation, [Manager.Generation]);
-// results that started under an older generation can be recognised and dropped by
+// Every switch increments the token (Decision.Token, [Manager.Token]);
+// results that started under an older token can be recognised and dropped by
 // the caller.
 package engine

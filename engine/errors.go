@@ -25,9 +25,9 @@ var (
 	// ErrNoActiveEndpoint: an evaluation was asked for before a primary (the first
 	// active endpoint) was registered.
 	ErrNoActiveEndpoint = errors.New("engine: no active endpoint")
-	// ErrStaleGeneration: Assign was given a generation that is not after the
+	// ErrStaleToken: Assign was given a token that is not after the
 	// current one (a deposed coordinator's, or a replay).
-	ErrStaleGeneration = errors.New("engine: stale generation")
+	ErrStaleToken = errors.New("engine: stale fencing token")
 	// ErrProbePanic: the probe panicked. The panic is counted as a failure and kept
 	// in Status.LastProbeError wrapped in this error (and in the panic value, when
 	// that is an error).

@@ -12,7 +12,7 @@ import (
 // Config.MaxDegradedDuration (when set) with fresh evidence (its last result younger
 // than Config.MaxHealthAge). Then it picks the eligible endpoint with the lowest
 // Priority (ties: registered first). With a target and no confirmed fence (and
-// !Config.BrokerFences) the outcome is FenceRequired and nothing changes; with a
+// !Config.BrokerFencesAtLogon) the outcome is FenceRequired and nothing changes; with a
 // target otherwise, Switched. With no target and the active endpoint Down, the
 // outcome is NoTargetAvailable (halt) and the active endpoint is unchanged; with no
 // target and the active endpoint merely Degraded it is NoAction: a slow path that
@@ -28,7 +28,7 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 	}
 	now := m.clock.Now()
 	act := m.active
-	d := Decision{At: now, From: act.ep.Name, Generation: m.gen}
+	d := Decision{At: now, From: act.ep.Name, Token: m.gen}
 	reason := m.failoverReasonLocked(act, now)
 	if reason == "" {
 		d.Outcome = NoAction
@@ -57,7 +57,7 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 	}
 	d.To = target.ep.Name
 	d.Notes = []string{reason}
-	if !m.cfg.BrokerFences && !fenceConfirmed {
+	if !m.cfg.BrokerFencesAtLogon && !fenceConfirmed {
 		d.Outcome = FenceRequired
 		d.Notes = append(d.Notes, fmt.Sprintf("fence %q before switching to %q", act.ep.Name, target.ep.Name))
 		return d, nil
@@ -72,7 +72,7 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 // FlapSuppressed while Config.FlapLimit switches lie within Config.FlapWindow;
 // PrimaryNotStable unless the primary is Healthy, fresh, and has
 // Config.FailbackSuccessThreshold consecutive successes; then FenceRequired (unless
-// fenceConfirmed or Config.BrokerFences) and finally Switched.
+// fenceConfirmed or Config.BrokerFencesAtLogon) and finally Switched.
 // It returns ErrNoActiveEndpoint before a primary is registered.
 func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 	m.mu.Lock()
@@ -82,7 +82,7 @@ func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 	}
 	now := m.clock.Now()
 	act, prim := m.active, m.primary
-	d := Decision{At: now, From: act.ep.Name, Generation: m.gen, Failback: true}
+	d := Decision{At: now, From: act.ep.Name, Token: m.gen, Failback: true}
 	if act == prim {
 		d.Outcome = NoAction
 		return d, nil
@@ -118,7 +118,7 @@ func (m *Manager) EvaluateFailback(fenceConfirmed bool) (Decision, error) {
 		}
 		return d, nil
 	}
-	if !m.cfg.BrokerFences && !fenceConfirmed {
+	if !m.cfg.BrokerFencesAtLogon && !fenceConfirmed {
 		d.Outcome = FenceRequired
 		d.Notes = []string{fmt.Sprintf("fence %q before failing back to %q", act.ep.Name, prim.ep.Name)}
 		return d, nil
@@ -142,7 +142,7 @@ func (m *Manager) switchLocked(target *endpointState, now time.Time, d *Decision
 	}
 	m.switches = append(keep, now)
 	d.Outcome = Switched
-	d.Generation = m.gen
+	d.Token = m.gen
 	h := *d
 	h.Notes = slices.Clone(d.Notes) // the caller owns d.Notes
 	m.history = append(m.history, h)

@@ -313,8 +313,8 @@ func TestAssignRefusesInadmissible(t *testing.T) {
 	if err := m.Admissible("ap"); !errors.Is(err, engine.ErrIdentityMismatch) {
 		t.Fatalf("Admissible: %v", err)
 	}
-	if m.Generation() != 0 {
-		t.Fatal("a refused Assign moved the generation")
+	if m.Token() != 0 {
+		t.Fatal("a refused Assign moved the token")
 	}
 }
 

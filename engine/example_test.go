@@ -65,7 +65,7 @@ func ExampleManager_failover() {
 
 	// ... make eu unable to submit (stop its sessions, revoke its credential) ...
 	d, _ = m.EvaluateFailover(true)
-	fmt.Println(d.Outcome, d.From, "->", d.To, "generation", d.Generation)
+	fmt.Println(d.Outcome, d.From, "->", d.To, "token", d.Token)
 	active, _ = m.Active()
 	fmt.Println("active:", active.Name, "switches:", len(m.History()))
 	// ... reconcile in-flight orders with the broker before releasing flow ...
@@ -77,7 +77,7 @@ func ExampleManager_failover() {
 	// FENCE_REQUIRED eu -> us
 	//   fence "eu" before switching to "us"
 	// active: eu
-	// SWITCHED eu -> us generation 1
+	// SWITCHED eu -> us token 1
 	// active: us switches: 1
 }
 
@@ -111,14 +111,14 @@ func ExampleManager_failback() {
 	d, _ = m.EvaluateFailback(false)
 	fmt.Printf("%v: %s\n", d.Outcome, d.Notes[0])
 	d, _ = m.EvaluateFailback(true)
-	fmt.Println("failback:", d.Outcome, d.From, "->", d.To, "generation", d.Generation)
+	fmt.Println("failback:", d.Outcome, d.From, "->", d.To, "token", d.Token)
 
 	// Output:
 	// failover: SWITCHED eu -> us
 	// COOLDOWN_ACTIVE: cooldown: 0s of 1m0s since the last switch
 	// PRIMARY_NOT_STABLE: primary "eu" not yet stable: HEALTHY and fresh, 2 of 3 consecutive successes
 	// FENCE_REQUIRED: fence "us" before failing back to "eu"
-	// failback: SWITCHED us -> eu generation 2
+	// failback: SWITCHED us -> eu token 2
 }
 
 // The active path is DOWN and no other path has answered recently: that is not "no

@@ -103,9 +103,10 @@ type Decision struct {
 	Notes []string
 	// At is the Clock reading at which the evaluation ran.
 	At time.Time
-	// Generation is the switch count after this decision (a Switched decision
-	// carries the new generation).
-	Generation uint64
+	// Token is the fencing token after this decision: the number of switches
+	// so far, or the value last given to Assign (a Switched decision carries
+	// the new token).
+	Token uint64
 	// Failback reports whether the decision came from EvaluateFailback.
 	Failback bool
 	// ReadOnlyTarget, on NoTargetAvailable, names a healthy, fresh, verified
@@ -276,8 +277,9 @@ func (m *Manager) Primary() (Endpoint, bool) {
 	return m.primary.ep, true
 }
 
-// Generation returns the number of switches made so far.
-func (m *Manager) Generation() uint64 {
+// Token returns the fencing token: the number of switches made so far, or
+// the value last given to Assign.
+func (m *Manager) Token() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.gen

@@ -227,7 +227,7 @@ func (h *harness) expectFailover(now time.Time, fence bool) (engine.Outcome, int
 		return engine.NoTargetAvailable, -1
 	case b < 0:
 		return engine.NoAction, -1
-	case !h.cfg.BrokerFences && !fence:
+	case !h.cfg.BrokerFencesAtLogon && !fence:
 		return engine.FenceRequired, b
 	}
 	return engine.Switched, b
@@ -257,7 +257,7 @@ func (h *harness) expectFailback(now time.Time, fence bool) (engine.Outcome, int
 		return engine.FlapSuppressed, h.primary
 	case !h.eligible(h.primary, now) || h.model[h.primary].cs < h.cfg.FailbackSuccessThreshold:
 		return engine.PrimaryNotStable, h.primary
-	case !h.cfg.BrokerFences && !fence:
+	case !h.cfg.BrokerFencesAtLogon && !fence:
 		return engine.FenceRequired, h.primary
 	}
 	return engine.Switched, h.primary
@@ -409,10 +409,10 @@ func (h *harness) evaluate(back, fence bool) {
 	if len(hist) != histBefore+grow || len(hist) != len(h.switches) {
 		h.fatalf("History %d -> %d after %v (model %d)", histBefore, len(hist), d.Outcome, len(h.switches))
 	}
-	if gen := h.m.Generation(); gen != uint64(len(hist)) || d.Generation != gen {
-		h.fatalf("Generation %d, decision %d, History %d", gen, d.Generation, len(hist))
+	if gen := h.m.Token(); gen != uint64(len(hist)) || d.Token != gen {
+		h.fatalf("Generation %d, decision %d, History %d", gen, d.Token, len(hist))
 	}
-	if grow == 1 && (hist[len(hist)-1].To != d.To || hist[len(hist)-1].Generation != d.Generation) {
+	if grow == 1 && (hist[len(hist)-1].To != d.To || hist[len(hist)-1].Token != d.Token) {
 		h.fatalf("History's last %+v, decision %+v", hist[len(hist)-1], d)
 	}
 }
@@ -451,7 +451,7 @@ func drawScenario(t *rapid.T) scenario {
 		FailbackSuccessThreshold: rapid.IntRange(1, 4).Draw(t, "FailbackSuccessThreshold"),
 		FlapLimit:                rapid.IntRange(1, 4).Draw(t, "FlapLimit"),
 		FlapWindow:               time.Duration(rapid.IntRange(1, 1800).Draw(t, "FlapWindowS")) * time.Second,
-		BrokerFences:             rapid.Bool().Draw(t, "BrokerFences"),
+		BrokerFencesAtLogon:      rapid.Bool().Draw(t, "BrokerFencesAtLogon"),
 	}
 	if rapid.Bool().Draw(t, "latencyAware") {
 		cfg.DegradedLatency = time.Duration(rapid.IntRange(50, 500).Draw(t, "DegradedLatencyMs")) * time.Millisecond
@@ -537,7 +537,7 @@ func decodeScenario(r *byteReader) scenario {
 		FlapWindow:               time.Duration(1+r.next()*8) * time.Second,
 	}
 	flags := r.next()
-	cfg.BrokerFences = flags&1 != 0
+	cfg.BrokerFencesAtLogon = flags&1 != 0
 	if flags&2 != 0 {
 		cfg.DegradedLatency = time.Duration(50+r.next()*2) * time.Millisecond
 		cfg.MaxDegradedDuration = time.Duration(r.next()%61) * time.Second

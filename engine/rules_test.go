@@ -53,7 +53,7 @@ func TestDefaultConfig(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("DefaultConfig with a Probe: %v", err)
 	}
-	if cfg.BrokerFences || cfg.DegradedLatency != 0 || cfg.MaxDegradedDuration != 0 || cfg.Clock != nil {
+	if cfg.BrokerFencesAtLogon || cfg.DegradedLatency != 0 || cfg.MaxDegradedDuration != 0 || cfg.Clock != nil {
 		t.Fatalf("DefaultConfig must require a fence and leave latency awareness off: %+v", cfg)
 	}
 	m, err := engine.New(cfg)
@@ -612,7 +612,7 @@ func TestLatencyDegradation(t *testing.T) {
 
 func TestBrokerFencesSkipsFenceRequired(t *testing.T) {
 	m, clk, pt := fixture(t, func(c *engine.Config) {
-		c.BrokerFences = true
+		c.BrokerFencesAtLogon = true
 		c.FailbackSuccessThreshold = 1
 		c.Cooldown = 0
 	}, epEU, epUS)
@@ -670,8 +670,8 @@ func TestFailbackGatesInOrder(t *testing.T) {
 	pt.fail("eu", errRefused)
 	driveDown(t, m, "eu")
 	wantOutcome(t, failover(t, m, true), engine.Switched)
-	if m.Generation() != 3 {
-		t.Fatalf("generation %d", m.Generation())
+	if m.Token() != 3 {
+		t.Fatalf("generation %d", m.Token())
 	}
 
 	// 1. Cooldown first, although the limiter is tripped and the primary is DOWN.
@@ -721,8 +721,8 @@ func TestFailbackGatesInOrder(t *testing.T) {
 	d = failback(t, m, true)
 	wantOutcome(t, d, engine.Switched)
 	wantActive(t, m, "eu")
-	if d.Generation != 4 || m.Generation() != 4 || len(m.History()) != 4 {
-		t.Fatalf("generation %d/%d, history %d", d.Generation, m.Generation(), len(m.History()))
+	if d.Token != 4 || m.Token() != 4 || len(m.History()) != 4 {
+		t.Fatalf("generation %d/%d, history %d", d.Token, m.Token(), len(m.History()))
 	}
 }
 
@@ -763,8 +763,8 @@ func TestFailoverIsNeverGated(t *testing.T) {
 	if d.To != "eu" || d.Failback {
 		t.Fatalf("%+v", d)
 	}
-	if m.Generation() != 3 {
-		t.Fatalf("generation %d", m.Generation())
+	if m.Token() != 3 {
+		t.Fatalf("generation %d", m.Token())
 	}
 }
 
@@ -782,12 +782,12 @@ func TestHistoryGrowsOnlyOnSwitched(t *testing.T) {
 			want = append(want, d)
 		}
 		h := m.History()
-		if len(h) != len(want) || m.Generation() != uint64(len(want)) || d.Generation != m.Generation() {
-			t.Fatalf("after %v: history %d, generation %d, decision generation %d, want %d",
-				d.Outcome, len(h), m.Generation(), d.Generation, len(want))
+		if len(h) != len(want) || m.Token() != uint64(len(want)) || d.Token != m.Token() {
+			t.Fatalf("after %v: history %d, token %d, decision token %d, want %d",
+				d.Outcome, len(h), m.Token(), d.Token, len(want))
 		}
 		for i := range h {
-			if h[i].Outcome != engine.Switched || h[i].Generation != uint64(i+1) || h[i].To != want[i].To || !h[i].At.Equal(want[i].At) {
+			if h[i].Outcome != engine.Switched || h[i].Token != uint64(i+1) || h[i].To != want[i].To || !h[i].At.Equal(want[i].At) {
 				t.Fatalf("history[%d] = %+v, want %+v", i, h[i], want[i])
 			}
 		}
@@ -988,8 +988,8 @@ func TestConcurrentHammer(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := m.History()
-	if m.Generation() != uint64(len(h)) {
-		t.Fatalf("generation %d, history %d", m.Generation(), len(h))
+	if m.Token() != uint64(len(h)) {
+		t.Fatalf("generation %d, history %d", m.Token(), len(h))
 	}
 	active, ok := m.Active()
 	if !ok {
@@ -999,7 +999,7 @@ func TestConcurrentHammer(t *testing.T) {
 		t.Fatalf("last switch to %q, active %q", h[len(h)-1].To, active.Name)
 	}
 	for i, d := range h {
-		if d.Generation != uint64(i+1) || (i > 0 && d.From != h[i-1].To) {
+		if d.Token != uint64(i+1) || (i > 0 && d.From != h[i-1].To) {
 			t.Fatalf("history[%d] = %+v", i, d)
 		}
 	}

@@ -50,8 +50,8 @@ func TestVerification_NoTargetThenSwitched(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 	wantActive(t, m, "us")
-	if h := m.History(); len(h) != 1 || h[0].To != "us" || m.Generation() != 1 || d.Generation != 1 {
-		t.Fatalf("History %v, Generation %d, d.Generation %d", h, m.Generation(), d.Generation)
+	if h := m.History(); len(h) != 1 || h[0].To != "us" || m.Token() != 1 || d.Token != 1 {
+		t.Fatalf("History %v, Token %d, d.Token %d", h, m.Token(), d.Token)
 	}
 }
 
@@ -59,7 +59,7 @@ func TestVerification_NoTargetThenSwitched(t *testing.T) {
 // failover_history empty until evaluate_failover(fence_confirmed=True) is called."
 func TestVerification_FenceRequired(t *testing.T) {
 	m, _, pt := fixture(t, nil, epEU, epUS)
-	if m.Config().BrokerFences {
+	if m.Config().BrokerFencesAtLogon {
 		t.Fatal("DefaultConfig must require a client-side fence")
 	}
 	pt.fail("eu", errRefused)
@@ -75,8 +75,8 @@ func TestVerification_FenceRequired(t *testing.T) {
 		}
 		wantNote(t, d, "fence", `"eu"`)
 		wantActive(t, m, "eu")
-		if h := m.History(); len(h) != 0 || m.Generation() != 0 || d.Generation != 0 {
-			t.Fatalf("FenceRequired changed History %v / Generation %d", h, m.Generation())
+		if h := m.History(); len(h) != 0 || m.Token() != 0 || d.Token != 0 {
+			t.Fatalf("FenceRequired changed History %v / Token %d", h, m.Token())
 		}
 	}
 
@@ -235,7 +235,7 @@ func TestVerification_AlternatingPrimaryNeverFailsBack(t *testing.T) {
 		c.FailbackSuccessThreshold = 3
 		c.FailureThreshold = 3
 		c.Cooldown = 10 * time.Second
-		c.BrokerFences = true // nothing but stability may refuse
+		c.BrokerFencesAtLogon = true // nothing but stability may refuse
 	}, epEU, epUS)
 	mustProbe(t, m, "us")
 	pt.fail("eu", errRefused)

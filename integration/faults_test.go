@@ -296,7 +296,7 @@ func TestMonitorPartition(t *testing.T) {
 }
 
 // TestMonitorPartitionBrokerFences: one session per credential (engine
-// BrokerFences): the FIX logon through us makes the broker drop the session
+// BrokerFencesAtLogon): the FIX logon through us makes the broker drop the session
 // still held through eu, and the audit records that fence.
 func TestMonitorPartitionBrokerFences(t *testing.T) {
 	e, _ := monitorPartition(t, simbroker.SessionOnePerCredential)

@@ -302,7 +302,7 @@ func (p *Path) admit(rt *endpointRT, verdict error, asked time.Time) {
 		if verdict != nil {
 			cause = verdict.Error()
 		}
-		p.events.emit(Event{Kind: EventIdentity, Endpoint: rt.ep.Name, Generation: p.active.Load().gen, Err: verdict, Cause: cause})
+		p.events.emit(Event{Kind: EventIdentity, Endpoint: rt.ep.Name, Token: p.active.Load().gen, Err: verdict, Cause: cause})
 	}
 	if st.IdentityMismatch && st.Active {
 		p.kick() // the active endpoint fronts another account: evaluate now
@@ -332,7 +332,7 @@ func (p *Path) noteExpiries() {
 		if st.IdentityError != nil {
 			cause += fmt.Sprintf(" (last check: %v)", st.IdentityError)
 		}
-		p.events.emit(Event{Kind: EventIdentity, Endpoint: name, Generation: p.active.Load().gen, Err: st.IdentityError, Cause: cause})
+		p.events.emit(Event{Kind: EventIdentity, Endpoint: name, Token: p.active.Load().gen, Err: st.IdentityError, Cause: cause})
 	}
 }
 
@@ -345,7 +345,7 @@ func (p *Path) admissible(endpoint string) error {
 	return nil
 }
 
-// ReadEndpoint returns the endpoint reads go to and its generation: the active
+// ReadEndpoint returns the endpoint reads go to and its token: the active
 // endpoint, or, in the degraded mode of Config.DegradedReads, the healthy endpoint
 // outside the allowed jurisdictions that reads may use while submissions stay
 // halted.

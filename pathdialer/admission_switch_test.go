@@ -311,7 +311,7 @@ func TestSwitchIdentityCheckInconclusive(t *testing.T) {
 	})
 }
 
-// With Reconcilers, a service is released on the new endpoint when its own
+// With ReconcileByService, a service is released on the new endpoint when its own
 // reconcile succeeded, but not before the switch's identity re-check proved
 // the endpoint: a REST reconcile done at once waits for a 2 s check; when the
 // check finds another account, REST is never released there.
@@ -339,7 +339,7 @@ func TestServiceReleaseWaitsForSwitchIdentityCheck(t *testing.T) {
 					}
 					c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
 					c.IdentityInterval = time.Hour
-					c.Reconcilers = map[string]pathdialer.ReconcileFunc{
+					c.ReconcileByService = map[string]pathdialer.ReconcileFunc{
 						pathdialer.ServiceREST: pathdialer.NoReconcile,
 						pathdialer.ServiceFIX: func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 							select { // the FIX reconcile outlasts the check

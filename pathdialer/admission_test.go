@@ -168,7 +168,7 @@ func TestAdmissionConfigRefusals(t *testing.T) {
 		cfg := baseConfig()
 		cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 		cfg.Fencer = pathdialer.LocalFenceOnly
-		cfg.Reconciler = pathdialer.NoReconcile
+		cfg.Reconcile = pathdialer.NoReconcile
 		tc.edit(&cfg)
 		_, err := pathdialer.New(cfg)
 		if !errors.Is(err, pathdialer.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
@@ -533,7 +533,7 @@ func TestAdmissionRefusesWhatCannotCompare(t *testing.T) {
 		cfg := baseConfig()
 		cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 		cfg.Fencer = pathdialer.LocalFenceOnly
-		cfg.Reconciler = pathdialer.NoReconcile
+		cfg.Reconcile = pathdialer.NoReconcile
 		tc.edit(&cfg)
 		_, err := pathdialer.New(cfg)
 		if !errors.Is(err, pathdialer.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -11,12 +11,12 @@ import (
 
 // Reconciles (and fences) never run on the controller. The controller is the one goroutine
 // that takes a Report that took the active endpoint DOWN, a coordinator's
-// Assign, Hold or Halt, and the probe rounds' evaluations; a Reconciler may
+// Assign, Hold or Halt, and the probe rounds' evaluations; a Reconcile may
 // take up to ReconcileTimeout (its reads may go through the region that is
 // dying). So every reconcile — a switch's, a settle of unknown outcomes, a
 // re-query of provisional verdicts — runs in its own goroutine, and its
 // result comes back to the controller as a message, like the per-service
-// reconciles of Config.Reconcilers. A settle or re-query in progress is
+// reconciles of Config.ReconcileByService. A settle or re-query in progress is
 // superseded by anything that holds or halts the gate: it is cancelled, a
 // settle's orders go to the next reconcile, and a re-query is simply asked
 // again later. A result that arrives after its run was superseded is dropped.
@@ -51,7 +51,7 @@ type bgRun struct {
 
 // errSuperseded ends a reconcile whose result will not be used: a hold, a
 // halt or a switch came first. Its orders go to the next reconcile (so a
-// Reconciler may see an order again, as after a failed attempt).
+// Reconcile may see an order again, as after a failed attempt).
 var errSuperseded = errors.New("pathdialer: reconcile superseded by a hold, halt or switch; its orders go to the next reconcile")
 
 // bgResult is a background reconcile's outcome, sent to the controller.
@@ -181,13 +181,13 @@ func (c *controller) stopSwitchWork() {
 	if run := c.fenceRun; run != nil {
 		run.cancel()
 		f := run.fence
-		c.p.events.emit(Event{Kind: EventFenceFailure, Endpoint: f.Endpoint.Name, To: f.To, Generation: f.Generation, Attempt: f.Attempt, Duration: time.Since(run.start), Err: errFenceSuperseded})
+		c.p.events.emit(Event{Kind: EventFenceFailure, Endpoint: f.Endpoint.Name, To: f.To, Token: f.Token, Attempt: f.Attempt, Duration: time.Since(run.start), Err: errFenceSuperseded})
 		c.fenceRun = nil
 	}
 	if run := c.armRun; run != nil {
 		run.cancel()
 		a := run.arm
-		c.p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: a.Endpoint.Name, From: a.From, To: a.Endpoint.Name, Generation: a.Generation, Attempt: a.Attempt, Duration: time.Since(run.start), Err: errDeadManSuperseded})
+		c.p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: a.Endpoint.Name, From: a.From, To: a.Endpoint.Name, Token: a.Token, Attempt: a.Attempt, Duration: time.Since(run.start), Err: errDeadManSuperseded})
 		c.armRun = nil
 	}
 }
@@ -200,7 +200,7 @@ var errFenceSuperseded = errors.New("pathdialer: fence superseded: the switch wa
 func (c *controller) supersede(run *bgRun) {
 	run.cancel()
 	r := run.r
-	c.p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(run.start), Err: errSuperseded, Cause: r.Reason, Service: r.Service})
+	c.p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(run.start), Err: errSuperseded, Cause: r.Reason, Service: r.Service})
 }
 
 // onBackground takes a background reconcile's result on the controller.
@@ -257,7 +257,7 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 	}
 }
 
-// maybeSettle hands unknown-outcome orders to the Reconciler while flow is
+// maybeSettle hands unknown-outcome orders to the reconcile function while flow is
 // open on the active endpoint (Config.SettleUnknown), without holding
 // submissions. At most one settle runs at a time.
 func (c *controller) maybeSettle(ctx context.Context) {
@@ -281,8 +281,8 @@ func (c *controller) maybeSettle(ctx context.Context) {
 	tickets := append(slices.Clone(c.settle), p.takeUnknown()...)
 	c.settle = nil
 	c.settleAttempt++
-	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: reasonSettle, Tickets: tickets, Attempt: c.settleAttempt}
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason})
+	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Token: a.gen, Reason: reasonSettle, Tickets: tickets, Attempt: c.settleAttempt}
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason})
 	c.settleRun = c.runBackground(ctx, bgSettle, "", r, p.reconcileAny)
 	c.settleRun.tickets = tickets
 }
@@ -294,27 +294,27 @@ func (c *controller) settled(res bgResult) {
 	p := c.p
 	r := res.r
 	if res.err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason})
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason})
 		c.settle = append(c.settle, r.Tickets...)
 		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
 		return
 	}
 	c.settleAttempt = 0
 	settled := p.judge(r, res.settled, time.Now())
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 }
 
 // requeryGroup starts the re-query of one reconciler's due verdicts.
 func (c *controller) requeryGroup(ctx context.Context, key string, tickets []TicketInfo, st *requeryState) {
 	p := c.p
-	fn := p.cfg.Reconciler
+	fn := p.cfg.Reconcile
 	if key != "" {
-		fn = p.cfg.Reconcilers[key]
+		fn = p.cfg.ReconcileByService[key]
 	}
 	a := p.active.Load()
 	st.attempt++
-	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Generation: a.gen, Reason: ReasonRequery, Tickets: tickets, Attempt: st.attempt, Service: key}
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason, Service: key})
+	r := Reconciliation{From: a.rt.ep.Name, To: a.rt.ep.Name, Token: a.gen, Reason: ReasonRequery, Tickets: tickets, Attempt: st.attempt, Service: key}
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Tickets: slices.Clone(tickets), Cause: r.Reason, Service: key})
 	if c.requeryRuns == nil {
 		c.requeryRuns = map[string]*bgRun{}
 	}
@@ -337,16 +337,16 @@ func (c *controller) requeried(res bgResult) {
 		if key != "" {
 			err = fmt.Errorf("pathdialer: re-query of %s: %w", key, err)
 		}
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled, Cause: r.Reason, Service: key})
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled, Cause: r.Reason, Service: key})
 		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
 		return
 	}
 	out, late := p.requeried(res.settled, time.Now())
 	st.attempt = 0
 	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
 	for _, v := range late {
-		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Generation: v.Generation, OrderID: v.OrderID,
+		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Token: v.Token, OrderID: v.OrderID,
 			Settlements: []Settlement{{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true}},
 			Cause:       lateCause(v)}) // verdict.go
 	}

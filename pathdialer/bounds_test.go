@@ -51,7 +51,7 @@ func TestCounterpartyTextIsBoundedAndEscaped(t *testing.T) {
 		var returned []pathdialer.Settlement // what the reconciler handed over, to check it is not changed
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if fails > 0 {

@@ -148,8 +148,8 @@ type Fence struct {
 	Endpoint Endpoint
 	// To is the endpoint the engine intends to switch to.
 	To string
-	// Generation is the generation being left.
-	Generation uint64
+	// Token is the fencing token of the path being left.
+	Token uint64
 	// Attempt counts from 1.
 	Attempt int
 	// Failback is true when the switch is a failback to the primary.
@@ -180,18 +180,18 @@ type Reconciliation struct {
 	// From and To are the endpoint names; equal when resuming after a halt on the
 	// same endpoint.
 	From, To string
-	// Generation is the generation flow will be released under.
-	Generation uint64
+	// Token is the fencing token flow will be released under.
+	Token uint64
 	// Reason: "failover", "failback" or "resume after halt".
 	Reason string
 	// Tickets are the orders whose fate is not known: in flight when the switch
-	// began, or finished with an unknown outcome, on any earlier generation.
+	// began, or finished with an unknown outcome, on any earlier token.
 	Tickets []TicketInfo
 	// Attempt counts from 1.
 	Attempt int
-	// Service, with Config.Reconcilers, is the service whose tickets these
+	// Service, with Config.ReconcileByService, is the service whose tickets these
 	// are ("" for every service without its own reconciler, and always
-	// without Reconcilers).
+	// without ReconcileByService).
 	Service string
 }
 
@@ -236,7 +236,7 @@ type Settlement struct {
 	Service string `json:"service"`
 	Fate    Fate   `json:"fate"`
 	Detail  string `json:"detail,omitempty"`
-	// Final and Provisional are set by the Path (a Reconciler leaves them
+	// Final and Provisional are set by the Path (a Reconcile leaves them
 	// alone): Final when no later evidence can change the fate; Provisional
 	// for a NOT_RECEIVED found while the order's path could still deliver it
 	// (see Path.MayResend). An UNDETERMINED fate is neither.
@@ -315,7 +315,7 @@ type Config struct {
 	// ProbeJitter: each probe of a round starts after a random delay in
 	// [0, ProbeJitter), so probes of many processes do not align. >= 0.
 	ProbeJitter time.Duration
-	// Fencer is required unless Engine.BrokerFences; choose LocalFenceOnly
+	// Fencer is required unless Engine.BrokerFencesAtLogon; choose LocalFenceOnly
 	// explicitly when the local fence is the whole fence.
 	Fencer FenceFunc
 	// Unfence, optional, is called when a fenced endpoint becomes active again
@@ -328,13 +328,13 @@ type Config struct {
 	// FenceAttempts failed fence attempts in a row turn the hold into a halt
 	// (attempts continue in the background). Must be >= 1.
 	FenceAttempts int
-	// Reconciler settles the orders of every service not named in
-	// Reconcilers. Required unless Reconcilers is set; then, left nil, only the
+	// Reconcile settles the orders of every service not named in
+	// ReconcileByService. Required unless ReconcileByService is set; then, left nil, only the
 	// services named there may submit (Acquire refuses any other with
 	// ErrInvalidConfig, so no order can escape reconciliation). Choose
 	// NoReconcile explicitly to skip reconciliation.
-	Reconciler ReconcileFunc
-	// ReconcileTimeout bounds one Reconciler call. Must be > 0.
+	Reconcile ReconcileFunc
+	// ReconcileTimeout bounds one Reconcile function call. Must be > 0.
 	ReconcileTimeout time.Duration
 	// ReconcileBackoff between failed reconcile attempts.
 	ReconcileBackoff Backoff
@@ -346,7 +346,7 @@ type Config struct {
 	// as in flight. >= 0.
 	InflightGrace time.Duration
 	// SettleUnknown: an order that finished with an unknown outcome while no
-	// switch is under way is handed to the Reconciler this long after it
+	// switch is under way is handed to the reconcile function this long after it
 	// finished (with others that joined meanwhile; Reason "settle unknown
 	// outcomes", From = To = the active endpoint). Submissions are not held for
 	// it: those orders are already out, and new orders are other orders. A
@@ -414,7 +414,7 @@ type Config struct {
 
 	// --- Late landings and decision validity ---
 
-	// FenceAtBroker declares that the Fencer's nil return means the broker
+	// BrokerFencesViaFencer declares that the Fencer's nil return means the broker
 	// itself confirmed the old endpoint can no longer book this account's
 	// orders (a kill switch, a one-session-per-credential logon, a fencing
 	// token advanced at the broker). A NOT_RECEIVED found for an order sent
@@ -424,7 +424,7 @@ type Config struct {
 	// Leave it false when the Fencer only stops this side (the local fence, a
 	// process, a route): NOT_RECEIVED is then provisional until Quarantine
 	// passed and a re-query still finds nothing.
-	FenceAtBroker bool
+	BrokerFencesViaFencer bool
 	// Venue states what the broker guarantees (client-order-ID
 	// deduplication, how long a lookup may wrongly say "not found", whether
 	// it can fence, its lookup budget): verdicts, MayResend, Quarantine's
@@ -447,14 +447,14 @@ type Config struct {
 	// refuses a shorter one, with the reason. 0 means exactly that minimum.
 	// >= 0.
 	Quarantine time.Duration
-	// Reconcilers, optional, reconcile and release services independently:
+	// ReconcileByService, optional, reconcile and release services independently:
 	// after a switch each service named here is settled by its own function,
 	// concurrently with the others, and its submissions are released as soon
 	// as its own reconcile succeeded (a REST order does not wait for a FIX
-	// logon). Services not named here are settled by Reconciler and released
+	// logon). Services not named here are settled by Reconcile and released
 	// when every reconcile succeeded. See the package documentation for the
 	// exact rules.
-	Reconcilers map[string]ReconcileFunc
+	ReconcileByService map[string]ReconcileFunc
 
 	// OnEvent, optional, receives every event in order, from one goroutine,
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
@@ -493,7 +493,7 @@ type Config struct {
 	// at most DeadManTimeout a try; a failure holds the switch loudly
 	// (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), is retried
 	// with FenceBackoff, and halts after FenceAttempts in a row. Switches
-	// through Engine.BrokerFences (no fence step) arm it right after the
+	// through Engine.BrokerFencesAtLogon (no fence step) arm it right after the
 	// switch, before the reconcile.
 	DeadMan DeadManFunc
 	// DeadManTimeout bounds one DeadMan call. Default 5 s. > 0.
@@ -512,7 +512,7 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
-// and Reconciler is set: probes every 1 s with a 500 ms timeout, the engine's
+// and Reconcile is set: probes every 1 s with a 500 ms timeout, the engine's
 // defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
 // 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
 // verifications that expire after 3 minutes, and identity re-proved at every
@@ -549,7 +549,7 @@ func (c Config) Validate() error {
 	case c.ProbeInterval == 0 && c.ProbeTimeout == 0 && c.FenceTimeout == 0 && c.ReconcileTimeout == 0 && c.Engine.FailureThreshold == 0:
 		// Not started from DefaultConfig: naming the first missing field
 		// would send the reader through every timing field in turn.
-		return fmt.Errorf("%w: the timing and safety fields are all zero: start from DefaultConfig() and set Endpoints, Probe, Fencer and Reconcilers (or Reconciler) on it", ErrInvalidConfig)
+		return fmt.Errorf("%w: the timing and safety fields are all zero: start from DefaultConfig() and set Endpoints, Probe, Fencer and ReconcileByService (or Reconcile) on it", ErrInvalidConfig)
 	case c.Probe == nil:
 		return fmt.Errorf("%w: Probe is required (a TCP connect proves neither authentication nor order acceptance; see TCPProbe)", ErrInvalidConfig)
 	case c.Engine.Probe != nil:
@@ -566,14 +566,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ProbeTimeout (%v) plus ProbeJitter (%v) must be below ProbeInterval (%v), or probe rounds overlap", ErrInvalidConfig, c.ProbeTimeout, c.ProbeJitter, c.ProbeInterval)
 	case c.Engine.MaxHealthAge < 2*c.ProbeInterval:
 		return fmt.Errorf("%w: Engine.MaxHealthAge (%v) must be at least twice ProbeInterval (%v): one late probe round must not make every endpoint stale", ErrInvalidConfig, c.Engine.MaxHealthAge, c.ProbeInterval)
-	case c.Fencer == nil && !c.Engine.BrokerFences:
-		return fmt.Errorf("%w: Fencer is required unless Engine.BrokerFences (choose LocalFenceOnly explicitly if this process is the only one trading the account)", ErrInvalidConfig)
+	case c.Fencer == nil && !c.Engine.BrokerFencesAtLogon:
+		return fmt.Errorf("%w: Fencer is required unless Engine.BrokerFencesAtLogon (choose LocalFenceOnly explicitly if this process is the only one trading the account)", ErrInvalidConfig)
 	case c.FenceTimeout <= 0:
 		return fmt.Errorf("%w: FenceTimeout is %v, must be > 0", ErrInvalidConfig, c.FenceTimeout)
 	case c.FenceAttempts < 1:
 		return fmt.Errorf("%w: FenceAttempts is %d, must be >= 1", ErrInvalidConfig, c.FenceAttempts)
-	case c.Reconciler == nil && len(c.Reconcilers) == 0:
-		return fmt.Errorf("%w: Reconciler is required unless Reconcilers names every service that submits orders (choose NoReconcile explicitly to skip reconciliation)", ErrInvalidConfig)
+	case c.Reconcile == nil && len(c.ReconcileByService) == 0:
+		return fmt.Errorf("%w: Reconcile is required unless ReconcileByService names every service that submits orders (choose NoReconcile explicitly to skip reconciliation)", ErrInvalidConfig)
 	case c.ReconcileTimeout <= 0:
 		return fmt.Errorf("%w: ReconcileTimeout is %v, must be > 0", ErrInvalidConfig, c.ReconcileTimeout)
 	case c.ReconcileAttempts < 1:
@@ -588,8 +588,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
 		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
-	case slices.ContainsFunc(slices.Collect(maps.Keys(c.Reconcilers)), func(s string) bool { return strings.TrimSpace(s) == "" || c.Reconcilers[s] == nil }):
-		return fmt.Errorf("%w: Reconcilers has a blank service name or a nil function", ErrInvalidConfig)
+	case slices.ContainsFunc(slices.Collect(maps.Keys(c.ReconcileByService)), func(s string) bool { return strings.TrimSpace(s) == "" || c.ReconcileByService[s] == nil }):
+		return fmt.Errorf("%w: ReconcileByService has a blank service name or a nil function", ErrInvalidConfig)
 	case c.MaxCopyHold < 0:
 		return fmt.Errorf("%w: MaxCopyHold is %v, must be >= 0 (0 = DefaultMaxCopyHold, %v)", ErrInvalidConfig, c.MaxCopyHold, DefaultMaxCopyHold)
 	case c.Quarantine < 0:

@@ -21,7 +21,7 @@ func TestConfigRestingFieldsValidated(t *testing.T) {
 	}{
 		{"farewell timeout", func(c *pathdialer.Config) { c.FarewellTimeout = 0 }, "FarewellTimeout is 0s"},
 		{"dead-man timeout", func(c *pathdialer.Config) { c.DeadMan, c.DeadManTimeout = arm, -1 }, "DeadManTimeout is -1ns"},
-		{"dead-man with broker fences", func(c *pathdialer.Config) { c.DeadMan, c.Engine.BrokerFences = arm, true }, "DeadMan needs a fence step"},
+		{"dead-man with broker fences", func(c *pathdialer.Config) { c.DeadMan, c.Engine.BrokerFencesAtLogon = arm, true }, "DeadMan needs a fence step"},
 		{"COD settle", func(c *pathdialer.Config) { c.CODSettle = -1 }, "CODSettle is -1ns"},
 		{"blank service", func(c *pathdialer.Config) {
 			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{" ": {Ours: ours, Venue: theirs}}
@@ -38,7 +38,7 @@ func TestConfigRestingFieldsValidated(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Probe = newProbes().probe
 			cfg.Fencer = pathdialer.LocalFenceOnly
-			cfg.Reconciler = pathdialer.NoReconcile
+			cfg.Reconcile = pathdialer.NoReconcile
 			tc.edit(&cfg)
 			_, err := pathdialer.New(cfg)
 			if !errors.Is(err, pathdialer.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
@@ -50,7 +50,7 @@ func TestConfigRestingFieldsValidated(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Probe = newProbes().probe
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	cfg.DeadMan = arm
 	cfg.OpenOrders = map[string]pathdialer.OpenOrderCheck{"rest": {Ours: ours, Venue: theirs}}
 	p, err := pathdialer.New(cfg)

@@ -15,7 +15,7 @@ func validConfig() pathdialer.Config {
 	cfg := baseConfig()
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	return cfg
 }
 
@@ -58,7 +58,7 @@ func TestNewValidation(t *testing.T) {
 			c.FenceBackoff = pathdialer.Backoff{Initial: time.Second, Max: time.Millisecond}
 		}, want: "FenceBackoff"},
 		{name: "zero fence backoff", edit: func(c *pathdialer.Config) { c.FenceBackoff = pathdialer.Backoff{} }, want: "FenceBackoff"},
-		{name: "no reconciler", edit: func(c *pathdialer.Config) { c.Reconciler = nil }, want: "Reconciler is required"},
+		{name: "no reconciler", edit: func(c *pathdialer.Config) { c.Reconcile = nil }, want: "Reconcile is required"},
 		{name: "zero reconcile timeout", edit: func(c *pathdialer.Config) { c.ReconcileTimeout = 0 }, want: "ReconcileTimeout"},
 		{name: "zero reconcile attempts", edit: func(c *pathdialer.Config) { c.ReconcileAttempts = 0 }, want: "ReconcileAttempts"},
 		{name: "bad reconcile backoff", edit: func(c *pathdialer.Config) { c.ReconcileBackoff.Initial = 0 }, want: "ReconcileBackoff"},
@@ -120,14 +120,14 @@ type fixedClock struct{}
 
 func (fixedClock) Now() time.Time { return time.Time{} }
 
-// The configurations New must accept: the defaults, BrokerFences without a
+// The configurations New must accept: the defaults, BrokerFencesAtLogon without a
 // Fencer, host:port and URL addresses with default ports.
 func TestNewAccepts(t *testing.T) {
 	for name, edit := range map[string]func(*pathdialer.Config){
 		"valid": func(*pathdialer.Config) {},
 		"broker fences without Fencer": func(c *pathdialer.Config) {
 			c.Fencer = nil
-			c.Engine.BrokerFences = true
+			c.Engine.BrokerFencesAtLogon = true
 		},
 		"addresses": func(c *pathdialer.Config) {
 			c.AllowPlaintext = true // b's "rest" is plain http:// to a remote host
@@ -228,7 +228,7 @@ func TestNewRefusesCredentialsInServiceAddresses(t *testing.T) {
 		cfg := baseConfig()
 		cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 		cfg.Fencer = pathdialer.LocalFenceOnly
-		cfg.Reconciler = pathdialer.NoReconcile
+		cfg.Reconcile = pathdialer.NoReconcile
 		us := epUS
 		us.Services = map[string]string{"rest": "https://api-us.broker.example", svc: map[string]string{"rest": "https://alice:s3cret@api-us.broker.example", "ws": "wss://alice:s3cret@ws-us.broker.example/ws"}[svc]}
 		cfg.Endpoints = []pathdialer.Endpoint{epEU, us}
@@ -254,9 +254,9 @@ func TestZeroConfigPointsToDefaultConfig(t *testing.T) {
 				{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"rest": "https://eu.example:443"}},
 				{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"rest": "https://us.example:443"}},
 			},
-			Probe:      probe,
-			Fencer:     pathdialer.LocalFenceOnly,
-			Reconciler: pathdialer.NoReconcile,
+			Probe:     probe,
+			Fencer:    pathdialer.LocalFenceOnly,
+			Reconcile: pathdialer.NoReconcile,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -65,14 +65,14 @@ type controller struct {
 	waiters []chan error
 	// re-query of provisional NOT_RECEIVED verdicts, by reconciler key
 	requery map[string]*requeryState
-	// Config.Reconcilers: the switch's reconcile split by service, its
+	// Config.ReconcileByService: the switch's reconcile split by service, its
 	// results, and the goroutines running the reconcilers.
 	multi    *multiRec
 	multiSeq uint64
 	results  chan svcResult
 	hooks    sync.WaitGroup
 	// Background reconciles (background.go): the settle, the re-queries by
-	// reconciler key, and the switch's own reconcile (with Reconciler alone).
+	// reconciler key, and the switch's own reconcile (with Reconcile alone).
 	bg          chan bgResult
 	bgSeq       uint64
 	settleRun   *bgRun
@@ -272,9 +272,9 @@ func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 		if c.halted {
 			// The active endpoint answers again: leave the halt through
 			// reconciliation on the same endpoint.
-			p.events.emit(Event{Kind: EventResume, Endpoint: d.From, Generation: d.Generation, Cause: "active endpoint answers again"})
+			p.events.emit(Event{Kind: EventResume, Endpoint: d.From, Token: d.Token, Cause: "active endpoint answers again"})
 			c.hold(fmt.Errorf("resuming on %q after a halt: reconciling", d.From))
-			c.beginReconcile(ctx, d.From, d.From, d.Generation, "resume after halt")
+			c.beginReconcile(ctx, d.From, d.From, d.Token, "resume after halt")
 			return
 		}
 		c.evaluateFailback(ctx)
@@ -287,14 +287,14 @@ func (c *controller) onFailover(ctx context.Context, d engine.Decision) {
 
 // startSwitch begins a warranted switch: hold submissions, then fence the old
 // endpoint (FenceRequired) or, when the engine already switched (only with
-// BrokerFences: the broker fences the old session when the new one logs on),
+// BrokerFencesAtLogon: the broker fences the old session when the new one logs on),
 // apply the local fence and go straight to reconciliation.
 func (c *controller) startSwitch(ctx context.Context, d engine.Decision, failback bool) {
 	kind := "failover"
 	if failback {
 		kind = "failback"
 	}
-	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
 	c.startSwitchVerification(ctx, d.To) // identity re-proved alongside fence and reconcile (guard.go)
 	if d.Outcome == engine.FenceRequired {
 		c.hold(fmt.Errorf("%s from %q to %q: fencing", kind, d.From, d.To))
@@ -322,12 +322,12 @@ func (c *controller) evaluateFailback(ctx context.Context) {
 	case engine.NoAction:
 	case engine.CooldownActive, engine.PrimaryNotStable:
 		if prev != d.Outcome {
-			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
 		}
 	case engine.FlapSuppressed:
 		if prev != d.Outcome {
-			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
-			p.events.emit(Event{Kind: EventFlapSuppressed, From: d.From, To: d.To, Generation: d.Generation, Cause: strings.Join(d.Notes, "; ")})
+			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
+			p.events.emit(Event{Kind: EventFlapSuppressed, From: d.From, To: d.To, Token: d.Token, Cause: strings.Join(d.Notes, "; ")})
 		}
 	case engine.FenceRequired, engine.Switched:
 		c.startSwitch(ctx, d, true)
@@ -343,7 +343,7 @@ func (c *controller) noteStaleness(d engine.Decision) {
 		}
 	}
 	if note != "" && c.lastNote == "" {
-		c.p.events.emit(Event{Kind: EventMonitorStale, Endpoint: d.From, Generation: d.Generation, Cause: note})
+		c.p.events.emit(Event{Kind: EventMonitorStale, Endpoint: d.From, Token: d.Token, Cause: note})
 	}
 	c.lastNote = note
 }
@@ -363,7 +363,7 @@ func (c *controller) hold(cause error) {
 	if c.heldSince.IsZero() {
 		c.heldSince = time.Now()
 	}
-	p.events.emit(Event{Kind: EventHold, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause.Error()})
+	p.events.emit(Event{Kind: EventHold, Endpoint: a.rt.ep.Name, Token: a.gen, Cause: cause.Error()})
 }
 
 const (
@@ -391,7 +391,7 @@ func (c *controller) halt(kind string, cause error) {
 		c.heldSince = time.Now()
 	}
 	p.stats.halts.Add(1)
-	p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause.Error()})
+	p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Token: a.gen, Cause: cause.Error()})
 }
 
 func (c *controller) localFence(name string) <-chan struct{} {
@@ -425,14 +425,14 @@ func (c *controller) attemptFence(ctx context.Context) {
 	rt := p.eps[c.fenceFrom]
 	a := p.active.Load()
 	c.fenceAttempt++
-	p.events.emit(Event{Kind: EventFenceStart, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt})
+	p.events.emit(Event{Kind: EventFenceStart, Endpoint: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt})
 	farewells := c.localFence(c.fenceFrom)
 	c.retryAt = time.Time{} // the result, not the timer, moves on from here
 	if p.cfg.Fencer == nil {
 		c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})
 		return
 	}
-	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
+	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
 	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error {
 		if farewells != nil { // preserve: the connections' farewells first (bounded by FarewellTimeout)
 			select {
@@ -455,7 +455,7 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 	a := p.active.Load()
 	start, err := res.start, res.err
 	if err != nil {
-		p.events.emit(Event{Kind: EventFenceFailure, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start), Err: err})
+		p.events.emit(Event{Kind: EventFenceFailure, Endpoint: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start), Err: err})
 		if c.failback && c.fenceAttempt >= p.cfg.FenceAttempts {
 			// A failback is voluntary: the backup carries flow fine. Give it up
 			// rather than halt a healthy path, and do not try again for a Cooldown.
@@ -469,11 +469,11 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 		c.retryAt = time.Now().Add(p.cfg.FenceBackoff.delay(c.fenceAttempt))
 		return
 	}
-	if p.cfg.FenceAtBroker && p.cfg.Fencer != nil {
+	if p.cfg.BrokerFencesViaFencer && p.cfg.Fencer != nil {
 		rt.brokerFencedAt.Store(int64(time.Since(p.epoch)))
 		rt.brokerFenced.Store(true)
 	}
-	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})
+	p.events.emit(Event{Kind: EventFenceSuccess, Endpoint: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start)})
 	c.retryAt = time.Time{}
 	c.phase = phaseNormal
 	if c.assign != nil {
@@ -488,7 +488,7 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 	}
 	switch d.Outcome {
 	case engine.Switched:
-		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
 		reason := "failover"
 		if c.failback {
 			reason = "failback"
@@ -501,9 +501,9 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 		// failback gate closed). Its connections were cut by the fence, so flow
 		// resumes on it only through reconciliation.
 		if d.Outcome != engine.NoAction {
-			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+			p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
 		}
-		c.beginReconcile(ctx, d.From, d.From, d.Generation, "switch abandoned after the fence")
+		c.beginReconcile(ctx, d.From, d.From, d.Token, "switch abandoned after the fence")
 	}
 }
 
@@ -511,10 +511,10 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 // dials and reads, then reconciliation runs before submissions are released.
 func (c *controller) switched(ctx context.Context, d engine.Decision, reason string) {
 	p := c.p
-	p.setActive(p.eps[d.To], d.Generation)
+	p.setActive(p.eps[d.To], d.Token)
 	p.stats.switches.Add(1)
-	p.events.emit(Event{Kind: EventSwitch, From: d.From, To: d.To, Generation: d.Generation, Cause: reason})
-	c.beginReconcile(ctx, d.From, d.To, d.Generation, reason)
+	p.events.emit(Event{Kind: EventSwitch, From: d.From, To: d.To, Token: d.Token, Cause: reason})
+	c.beginReconcile(ctx, d.From, d.To, d.Token, reason)
 }
 
 func (c *controller) beginReconcile(ctx context.Context, from, to string, gen uint64, reason string) {
@@ -553,8 +553,8 @@ func (c *controller) takeAndReconcile(ctx context.Context, from, to string, gen 
 	tickets := p.takeTicketsInto(append(c.carry, c.settle...))
 	c.settle, c.settleAttempt = nil, 0
 	c.carry = nil
-	c.rec = &Reconciliation{From: from, To: to, Generation: gen, Reason: reason, Tickets: tickets}
-	if len(p.cfg.Reconcilers) > 0 {
+	c.rec = &Reconciliation{From: from, To: to, Token: gen, Reason: reason, Tickets: tickets}
+	if len(p.cfg.ReconcileByService) > 0 {
 		c.endMulti()
 		p.setPending(tickets[:len(tickets):len(tickets)])
 		c.beginMulti(ctx)
@@ -577,12 +577,12 @@ func (c *controller) attemptReconcile(ctx context.Context) {
 	// The event shares r.Tickets, which is only ever appended to, never written
 	// in place (the capacity is cut so an append cannot reach the event's
 	// elements); the reconciler gets its own copy, which it may reorder.
-	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: r.Tickets[:len(r.Tickets):len(r.Tickets)], Cause: r.Reason})
+	p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Tickets: r.Tickets[:len(r.Tickets):len(r.Tickets)], Cause: r.Reason})
 	c.retryAt = time.Time{} // the result, not the timer, moves on from here
-	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconciler)
+	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconcile)
 }
 
-// reconciled takes the switch's reconcile result (Reconciler alone): it
+// reconciled takes the switch's reconcile result (Reconcile alone): it
 // releases flow on success, and retries (halting after ReconcileAttempts
 // failures in a row) on failure.
 func (c *controller) reconciled(ctx context.Context, res bgResult) {
@@ -592,7 +592,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 		return
 	}
 	if err := res.err; err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled})
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled})
 		if r.Attempt >= p.cfg.ReconcileAttempts {
 			c.halt(haltReconcile, fmt.Errorf("reconcile on %q failed %d times in a row (retrying): %w", r.To, r.Attempt, err))
 		}
@@ -601,7 +601,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 	}
 	settled := p.judge(res.r, res.settled, time.Now())
 	p.setPending(nil)
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)
 }
 
@@ -615,7 +615,7 @@ func (c *controller) release(ctx context.Context) {
 	c.unfenceActive(ctx)
 	if p.readView.Load() != nil {
 		p.setReadView(nil)
-		p.events.emit(Event{Kind: EventDegraded, Generation: a.gen, Cause: "degraded mode ended: reads follow the active endpoint again"})
+		p.events.emit(Event{Kind: EventDegraded, Token: a.gen, Cause: "degraded mode ended: reads follow the active endpoint again"})
 	}
 	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
 	held := time.Since(c.heldSince)
@@ -626,7 +626,7 @@ func (c *controller) release(ctx context.Context) {
 	c.endMulti()
 	c.retryAt = time.Time{}
 	c.lastFbOut = engine.NoAction
-	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: held})
+	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Token: a.gen, Duration: held})
 	c.startOpenOrders(ctx) // after a fence: resting orders reconciled beside the flow (openorders.go)
 	for _, w := range c.waiters {
 		w <- nil
@@ -648,12 +648,12 @@ func (c *controller) unfenceActive(ctx context.Context) <-chan struct{} {
 		return nil
 	}
 	a.rt.brokerFenced.Store(false)
-	p.events.emit(Event{Kind: EventUnfence, Endpoint: a.rt.ep.Name, Generation: a.gen})
+	p.events.emit(Event{Kind: EventUnfence, Endpoint: a.rt.ep.Name, Token: a.gen})
 	if p.cfg.Unfence == nil {
 		return nil
 	}
 	done := make(chan struct{})
-	f := Fence{Endpoint: a.rt.ep, To: a.rt.ep.Name, Generation: a.gen}
+	f := Fence{Endpoint: a.rt.ep, To: a.rt.ep.Name, Token: a.gen}
 	c.hooks.Add(1)
 	go func() {
 		defer c.hooks.Done()

@@ -18,8 +18,8 @@ type DeadManArm struct {
 	Endpoint Endpoint
 	// From is the endpoint being left (its timer refreshes stop with it).
 	From string
-	// Generation is the generation being left.
-	Generation uint64
+	// Token is the fencing token of the path being left.
+	Token uint64
 	// Attempt counts from 1.
 	Attempt int
 	// Timer is the venue's timer as its profile states it; TimerKnown is
@@ -62,7 +62,7 @@ func (c *controller) attemptArm(ctx context.Context) {
 	p := c.p
 	a := p.active.Load()
 	c.armAttempt++
-	arm := DeadManArm{Endpoint: p.eps[c.fenceTo].ep, From: c.fenceFrom, Generation: a.gen, Attempt: c.armAttempt}
+	arm := DeadManArm{Endpoint: p.eps[c.fenceTo].ep, From: c.fenceFrom, Token: a.gen, Attempt: c.armAttempt}
 	arm.Timer, arm.TimerKnown = p.cfg.Venue.DeadManTimer()
 	c.retryAt = time.Time{}
 	c.armRun = c.runHook(ctx, bgDeadMan, p.cfg.DeadManTimeout, func(ctx context.Context) error { return p.cfg.DeadMan(ctx, arm) })
@@ -81,7 +81,7 @@ func (c *controller) armed(ctx context.Context, res bgResult) {
 		err := fmt.Errorf("%w: %q: %w", ErrDeadManNotArmed, c.fenceTo, res.err)
 		st.Error = boundErrText(err)
 		p.rest.setDeadMan(st)
-		p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: c.fenceTo, From: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.armAttempt, Duration: time.Since(res.start), Err: err})
+		p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: c.fenceTo, From: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.armAttempt, Duration: time.Since(res.start), Err: err})
 		if c.failback && c.armAttempt >= p.cfg.FenceAttempts {
 			c.noFailbackUntil = time.Now().Add(max(p.cfg.Engine.Cooldown, p.cfg.ProbeInterval))
 			c.abandonFence(ctx, fmt.Sprintf("failback: dead-man timer not armed on %q after %d attempts: %v", c.fenceTo, c.armAttempt, res.err))
@@ -97,7 +97,7 @@ func (c *controller) armed(ctx context.Context, res bgResult) {
 	}
 	p.rest.setDeadMan(st)
 	c.armOK = true
-	p.events.emit(Event{Kind: EventDeadManArmed, Endpoint: c.fenceTo, From: c.fenceFrom, To: c.fenceTo, Generation: a.gen, Attempt: c.armAttempt, Duration: time.Since(res.start)})
+	p.events.emit(Event{Kind: EventDeadManArmed, Endpoint: c.fenceTo, From: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.armAttempt, Duration: time.Since(res.start)})
 	if c.halted {
 		c.hold(fmt.Errorf("switch from %q to %q: fencing", c.fenceFrom, c.fenceTo))
 	}

@@ -37,7 +37,7 @@ func TestDegradedOnlyBackupConfig(t *testing.T) {
 		cfg := baseConfig()
 		cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 		cfg.Fencer = pathdialer.LocalFenceOnly
-		cfg.Reconciler = pathdialer.NoReconcile
+		cfg.Reconcile = pathdialer.NoReconcile
 		degradedOnly(tc.degraded)(&cfg)
 		p, err := pathdialer.New(cfg)
 		if tc.want == nil {

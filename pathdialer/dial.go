@@ -25,7 +25,7 @@ type endpointRT struct {
 
 	fencedFlag atomic.Bool // mirrors fenced, for the lock-free passive-report path
 	obsMu      sync.Mutex  // serialises observe for this endpoint (exact state-change events)
-	// brokerFenced: the Fencer confirmed (with Config.FenceAtBroker) that the
+	// brokerFenced: the Fencer confirmed (with Config.BrokerFencesViaFencer) that the
 	// broker fenced this endpoint; cleared when it is unfenced.
 	brokerFenced atomic.Bool
 	// brokerFencedAt: when brokerFenced was last set (ns since the Path's
@@ -59,8 +59,8 @@ func (c *Conn) ReadOnly() bool { return c.readOnly }
 // Endpoint returns the name of the endpoint the connection goes to.
 func (c *Conn) Endpoint() string { return c.rt.ep.Name }
 
-// Generation returns the generation under which the connection was dialed.
-func (c *Conn) Generation() uint64 { return c.gen }
+// Token returns the fencing token under which the connection was dialed.
+func (c *Conn) Token() uint64 { return c.gen }
 
 // Close closes the connection and stops tracking it.
 func (c *Conn) Close() error {
@@ -147,7 +147,7 @@ func (rt *endpointRT) connCount() int {
 	return len(rt.conns)
 }
 
-// activeView is the endpoint that dials and reads go to, and its generation. It
+// activeView is the endpoint that dials and reads go to, and its token. It
 // changes at the switch, before reconciliation, so reconciliation reads the new path.
 type activeView struct {
 	rt      *endpointRT

@@ -17,7 +17,7 @@
 //	}
 //	cfg.Probe = askOrderService            // asks the order service: a TCP connect proves nothing
 //	cfg.Fencer = pathdialer.LocalFenceOnly // this process alone trades the account
-//	cfg.Reconciler = lookUpInBook          // settles orders of unknown fate from the broker's book
+//	cfg.Reconcile = lookUpInBook           // settles orders of unknown fate from the broker's book
 //	p, err := pathdialer.New(cfg)
 //	if err != nil {
 //		log.Fatal(err) // names what is missing or wrong
@@ -43,7 +43,7 @@
 //	defer c.Close()
 //	answer, err := ask(ctx, c, "ORDER "+orderID)
 //	if err != nil {
-//		t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
+//		t.Unknown(err) // written, never answered: it may be booked; the reconcile function settles it
 //		return "", err
 //	}
 //	t.Done()
@@ -108,8 +108,8 @@
 //     the Report that took it DOWN returned.
 //  5. A stalled monitor, or stale health of the active endpoint, is reported
 //     (EventMonitorStale, Snapshot.Monitor.Stale), never acted on.
-//  6. Results from an older generation are dropped: a connection dialed before a
-//     switch finishes under the old generation, and its passive reports no longer
+//  6. Results from an older token are dropped: a connection dialed before a
+//     switch finishes under the old token, and its passive reports no longer
 //     count.
 //  7. Events are delivered in order, from one goroutine, never under a lock; none
 //     is dropped. Event.Seq numbers them from 1 without a gap, Event.Time never
@@ -127,20 +127,21 @@
 //	promise                             holds when                                   does not hold when
 //	one path submits at a time          always for this process (local fence:        another process or host trades the
 //	(this process)                      conns aborted, dials refused, gate held)     account and the Fencer does not stop it
-//	no order booked through the old     the broker fences (FenceAtBroker: kill       only the local fence: an order already
-//	path after the switch               switch, one session per credential, token    in a proxy, the network or the broker's
-//	                                    advance), or checks fencing tokens           gateway can still be booked (a late
-//	                                    (Ticket.Generation written on each order)    landing; reported, see below)
-//	no order lost                       the Reconciler reads the broker's book;      the Reconciler guesses, or the broker
-//	                                    every unknown outcome is handed to it        loses orders it acknowledged
-//	NOT_RECEIVED is final               on what Config.Venue guarantees: FenceAt-    the venue's facts are wrong (a lookup
-//	                                    Broker, a Fencer that succeeded for the      misses an order longer than its false-
-//	                                    order's endpoint and a venue that can fence  negative horizon) or a copy is held
-//	                                    or check tokens, then a lookup past its      longer than MaxCopyHold (then it is
-//	                                    false-negative horizon; or Quarantine (at    booked late: reported as an alarm,
-//	                                    least that horizon + MaxCopyHold; without    EventLateLanding "after a final
-//	                                    a profile 15 min + MaxCopyHold) passed and   verdict", Snapshot.LateAfterFinal)
-//	                                    a re-query found nothing
+//	no order booked through the old     the broker fences (BrokerFencesViaFencer:    only the local fence: an order already
+//	path after the switch               kill switch, one session per credential,     in a proxy, the network or the broker's
+//	                                    token advance), or checks fencing tokens     gateway can still be booked (a late
+//	                                    (Ticket.Token written on each order)         landing; reported, see below)
+//	no order lost                       the reconcile function reads the broker's    the reconcile function guesses, or the
+//	                                    book; every unknown outcome is handed to it  broker loses orders it acknowledged
+//	NOT_RECEIVED is final               on what Config.Venue guarantees: Broker-     the venue's facts are wrong (a lookup
+//	                                    FencesViaFencer, a Fencer that succeeded     misses an order longer than its false-
+//	                                    for the order's endpoint and a venue that    negative horizon) or a copy is held
+//	                                    can fence or check tokens, then a lookup     longer than MaxCopyHold (then it is
+//	                                    past its false-negative horizon; or          booked late: reported as an alarm,
+//	                                    Quarantine (at least that horizon +          EventLateLanding "after a final
+//	                                    MaxCopyHold; without a profile 15 min +      verdict", Snapshot.LateAfterFinal)
+//	                                    MaxCopyHold) passed and a re-query found
+//	                                    nothing
 //	no order booked twice               the client resends only when MayResend       the client resends on its own, under a
 //	                                    says Allowed: a final NOT_RECEIVED at a      new ID, or while a verdict is
 //	                                    venue that refuses a duplicate client        provisional; a venue whose profile
@@ -148,8 +149,8 @@
 //	                                    backed by its fence or token check (never
 //	                                    on a quarantine alone); same client order ID
 //	every late landing is reported      the order lands within the late-landing      it lands after the horizon, the Path
-//	(EventLateLanding, Snapshot)        horizon (Venue.LateLandingHorizon, at        is closed first, the Reconciler keeps
-//	                                    least 15 min after the final verdict) and    failing, or the venue forgets a
+//	(EventLateLanding, Snapshot)        horizon (Venue.LateLandingHorizon, at        is closed first, the reconcile function
+//	                                    least 15 min after the final verdict) and    keeps failing, or the venue forgets a
 //	                                    the re-queries succeed; looks at growing     finished order between two looks
 //	                                    intervals within the venue's lookup budget   (LookupRetention)
 //	a fenced connection delivers        always for this process: the local fence     the bytes already left this host (in
@@ -178,16 +179,16 @@
 //
 // # Services released independently
 //
-// With one Reconciler, every service waits for the whole reconcile. With
-// Config.Reconcilers, a switch reconciles each named service with its own
+// With one Reconcile function, every service waits for the whole reconcile. With
+// Config.ReconcileByService, a switch reconciles each named service with its own
 // function, concurrently, and releases it as soon as its own reconcile
 // succeeded:
 //
 //   - every ticket in flight or of unknown outcome is taken once, when the
-//     reconcile begins, and grouped by service; a service named in Reconcilers
+//     reconcile begins, and grouped by service; a service named in ReconcileByService
 //     is settled by its own function (Reconciliation.Service set, only its
 //     tickets; a service with none is reconciled at once, without a call), the
-//     tickets of every other service by Config.Reconciler;
+//     tickets of every other service by Config.Reconcile;
 //   - a named service is released (Acquire grants its tickets on the new
 //     endpoint; EventRelease with Service set; Snapshot.Released) when its own
 //     reconcile succeeded; the other services only when every reconcile
@@ -271,6 +272,6 @@
 // token, reconcile, release), Hold, Halt and Resume, with the same guarantees.
 //
 // The configuration has no silent defaults for what matters: Probe, Fencer (or
-// Engine.BrokerFences, or the explicit LocalFenceOnly) and Reconciler (or the
+// Engine.BrokerFencesAtLogon, or the explicit LocalFenceOnly) and Reconcile (or the
 // explicit NoReconcile) must be chosen.
 package pathdialer

@@ -35,7 +35,7 @@ func (p *Path) holdOnDown(rt *endpointRT) {
 	p.gate.Store(v)
 	close(old.changed)
 	p.gateMu.Unlock()
-	p.events.emit(Event{Kind: EventHold, Endpoint: rt.ep.Name, Generation: old.gen, Cause: v.cause.Error()})
+	p.events.emit(Event{Kind: EventHold, Endpoint: rt.ep.Name, Token: old.gen, Cause: v.cause.Error()})
 }
 
 // downByTraffic: endpoint was taken DOWN by live traffic and has not left DOWN
@@ -64,7 +64,7 @@ func (c *controller) reopenAfterDownHold() bool {
 	a := p.active.Load()
 	nv := p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
 	if nv.state == GateOpen {
-		p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: time.Since(v.since), Cause: "the endpoint answers again: no switch"})
+		p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Token: a.gen, Duration: time.Since(v.since), Cause: "the endpoint answers again: no switch"})
 	}
 	return true
 }

@@ -28,7 +28,7 @@ const (
 	EventFenceStart
 	EventFenceSuccess
 	EventFenceFailure
-	// EventSwitch: the active endpoint changed From → To (Generation).
+	// EventSwitch: the active endpoint changed From → To (Token).
 	EventSwitch
 	// EventReconcileStart, EventReconcileSuccess, EventReconcileFailure:
 	// reconciliation (Tickets, Settlements, Attempt, Err, Duration).
@@ -130,19 +130,19 @@ func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), ni
 // one's State).
 type Event struct {
 	// Seq numbers the Path's events from 1, strictly increasing, none skipped.
-	Seq        uint64             `json:"seq"`
-	Kind       EventKind          `json:"kind"`
-	Time       time.Time          `json:"time"`
-	Endpoint   string             `json:"endpoint,omitempty"`
-	From       string             `json:"from,omitempty"`
-	To         string             `json:"to,omitempty"`
-	Generation uint64             `json:"generation"`
-	State      engine.HealthState `json:"state"`
-	PrevState  engine.HealthState `json:"prev_state"`
-	Decision   *engine.Decision   `json:"decision,omitempty"`
-	Attempt    int                `json:"attempt,omitempty"`
-	Duration   time.Duration      `json:"duration,omitempty"`
-	Err        error              `json:"-"`
+	Seq       uint64             `json:"seq"`
+	Kind      EventKind          `json:"kind"`
+	Time      time.Time          `json:"time"`
+	Endpoint  string             `json:"endpoint,omitempty"`
+	From      string             `json:"from,omitempty"`
+	To        string             `json:"to,omitempty"`
+	Token     uint64             `json:"token"`
+	State     engine.HealthState `json:"state"`
+	PrevState engine.HealthState `json:"prev_state"`
+	Decision  *engine.Decision   `json:"decision,omitempty"`
+	Attempt   int                `json:"attempt,omitempty"`
+	Duration  time.Duration      `json:"duration,omitempty"`
+	Err       error              `json:"-"`
 	// Error is Err's text (for JSON).
 	Error string `json:"error,omitempty"`
 	Cause string `json:"cause,omitempty"`
@@ -150,7 +150,7 @@ type Event struct {
 	OrderID string `json:"order_id,omitempty"`
 	// Region of Endpoint (EventLateLanding).
 	Region string `json:"region,omitempty"`
-	// Service concerned, with Config.Reconcilers: the reconcile events of one
+	// Service concerned, with Config.ReconcileByService: the reconcile events of one
 	// service ("" for the services without their own), and EventRelease of one
 	// service released while others are still held ("" when the whole gate
 	// opens).
@@ -181,7 +181,7 @@ func (e Event) String() string {
 			s += " " + e.Decision.Outcome.String()
 		}
 	case EventSwitch, EventRelease:
-		s += fmt.Sprintf(" gen=%d", e.Generation)
+		s += fmt.Sprintf(" gen=%d", e.Token)
 	}
 	if e.Attempt > 0 {
 		s += fmt.Sprintf(" attempt=%d", e.Attempt)

@@ -134,11 +134,11 @@ func TestSnapshotMarshalsStatesAsStrings(t *testing.T) {
 			t.Fatal(err)
 		}
 		var s struct {
-			Active     string `json:"active"`
-			Generation uint64 `json:"generation"`
-			Gate       string `json:"gate"`
-			InFlight   int    `json:"in_flight"`
-			Endpoints  []struct {
+			Active    string `json:"active"`
+			Token     uint64 `json:"token"`
+			Gate      string `json:"gate"`
+			InFlight  int    `json:"in_flight"`
+			Endpoints []struct {
 				Name   string `json:"name"`
 				State  string `json:"state"`
 				Fenced bool   `json:"fenced"`
@@ -161,7 +161,7 @@ func TestSnapshotMarshalsStatesAsStrings(t *testing.T) {
 		if err := json.Unmarshal(b, &s); err != nil {
 			t.Fatalf("%v\n%s", err, b)
 		}
-		if s.Active != "us" || s.Generation != 1 || s.Gate != "OPEN" || s.InFlight != 1 {
+		if s.Active != "us" || s.Token != 1 || s.Gate != "OPEN" || s.InFlight != 1 {
 			t.Errorf("snapshot head: %+v", s)
 		}
 		if len(s.Endpoints) != 2 || s.Endpoints[0].Name != "eu" || s.Endpoints[0].State != "DOWN" || !s.Endpoints[0].Fenced ||
@@ -214,7 +214,7 @@ func TestStringers(t *testing.T) {
 		{pathdialer.EventFenceSuccess.String(), "fence-ok"},
 		{pathdialer.EventLateTicket.String(), "late-ticket"},
 		{pathdialer.EventKind(99).String(), "EventKind(99)"},
-		{pathdialer.Event{Kind: pathdialer.EventSwitch, From: "eu", To: "us", Generation: 1, Cause: "failover"}.String(), "switch eu→us gen=1: failover"},
+		{pathdialer.Event{Kind: pathdialer.EventSwitch, From: "eu", To: "us", Token: 1, Cause: "failover"}.String(), "switch eu→us gen=1: failover"},
 	}
 	for _, c := range cases {
 		if c.got != c.want {

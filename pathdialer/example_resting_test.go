@@ -35,7 +35,7 @@ func ExampleConfig_restingOrders() {
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return errors.New("probe the order path here") }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	cfg.Venue = venue.KrakenSpot()
 	cfg.FenceMode = pathdialer.FenceFlatten // let cancel-on-disconnect fire, then confirm each cancel
 	cfg.DeadMan = func(ctx context.Context, a pathdialer.DeadManArm) error {

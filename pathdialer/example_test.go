@@ -59,7 +59,7 @@ func Example() {
 	cfg.Fencer = pathdialer.LocalFenceOnly // this process is the only one trading the account
 	// Before flow is released on us, every order whose fate is unknown is
 	// looked up in the broker's book, through us.
-	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	cfg.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		var settled []pathdialer.Settlement
 		for _, t := range r.Tickets {
 			to, _ := p.Endpoint(r.To)
@@ -90,7 +90,7 @@ func Example() {
 		case pathdialer.EventFenceSuccess:
 			fmt.Println("fenced:", e.Endpoint)
 		case pathdialer.EventSwitch:
-			fmt.Println("switched:", e.From, "→", e.To, "generation", e.Generation)
+			fmt.Println("switched:", e.From, "→", e.To, "token", e.Token)
 		case pathdialer.EventReconcileSuccess:
 			for _, s := range e.Settlements {
 				fmt.Println("settled:", s.OrderID, s.Fate, "("+s.Detail+")")
@@ -128,7 +128,7 @@ func Example() {
 	// decision: eu → us FENCE_REQUIRED
 	// fenced: eu
 	// decision: eu → us SWITCHED
-	// switched: eu → us generation 1
+	// switched: eu → us token 1
 	// settled: order-2 FILLED (booked by eu)
 	// orders flow again on us
 	// order-2: outcome unknown, handed to reconciliation

@@ -16,12 +16,12 @@ import (
 // processes (see coord/etcd) drives it with Assign, Hold, Halt and Resume. The
 // guarantees do not change: every Assign to another endpoint fences the old one,
 // switches, reconciles, and only then releases flow; tickets carry the
-// coordinator's token as their Generation.
+// coordinator's token as their Token.
 
 var (
 	// ErrNotExternal: Assign, Hold, Halt or Resume on a Path that decides by itself.
 	ErrNotExternal = errors.New("pathdialer: the Path decides by itself (Config.ExternalDecisions is false)")
-	// ErrStaleToken: Assign's token is not after the Path's current generation.
+	// ErrStaleToken: Assign's token is not after the Path's current token.
 	ErrStaleToken = errors.New("pathdialer: stale fencing token")
 	// ErrSwitchInProgress: Assign arrived while another switch is being fenced
 	// or reconciled; assign again when it is released.
@@ -73,12 +73,12 @@ func (p *Path) external(ctx context.Context, r extReq) error {
 	}
 }
 
-// Assign makes endpoint the active one under the fencing token (a generation
+// Assign makes endpoint the active one under the fencing token (a token
 // that must be after the current one). To another endpoint, it holds
 // submissions, fences the old endpoint (locally and with the Fencer, retried as
 // usual), switches, reconciles and releases; Assign returns when flow is released
 // on endpoint under token, or when ctx ends (the switch goes on). To the active
-// endpoint, it moves the generation forward (tickets granted from then on carry
+// endpoint, it moves the token forward (tickets granted from then on carry
 // the new token) and, when submissions are held or halted (a Path with
 // ExternalDecisions starts held until its first Assign), releases them through
 // reconciliation. A Halt while a switch is in progress makes its Assign return
@@ -161,7 +161,7 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 		c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, a.gen, "resume after the coordinator's hold")
 	case extAssign:
 		if r.token <= a.gen {
-			r.done <- fmt.Errorf("%w: token %d is not after the current generation %d", ErrStaleToken, r.token, a.gen)
+			r.done <- fmt.Errorf("%w: token %d is not after the current token %d", ErrStaleToken, r.token, a.gen)
 			return
 		}
 		if c.phase != phaseNormal {
@@ -224,10 +224,10 @@ func (c *controller) assigned(ctx context.Context) {
 	}
 	if d.Outcome != engine.Switched {
 		a := p.active.Load()
-		c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, d.Generation, "assignment to the active endpoint")
+		c.beginReconcile(ctx, a.rt.ep.Name, a.rt.ep.Name, d.Token, "assignment to the active endpoint")
 		return
 	}
-	p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Generation: d.Generation, Decision: &d})
+	p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
 	c.switched(ctx, d, "assigned")
 }
 

@@ -61,16 +61,16 @@ func TestExternalDecisions(t *testing.T) {
 			t.Errorf("fence calls %+v", f)
 		}
 		recs := h.hooks.reconciliations()
-		if len(recs) != 2 || recs[0].Reason != "assigned by the coordinator" || recs[1].Generation != 7 || !slices.Equal(orderIDs(recs[1].Tickets), []string{"o-inflight"}) {
+		if len(recs) != 2 || recs[0].Reason != "assigned by the coordinator" || recs[1].Token != 7 || !slices.Equal(orderIDs(recs[1].Tickets), []string{"o-inflight"}) {
 			t.Fatalf("reconciliations %+v", recs)
 		}
 		inflight.Done() // late
 		tk := mustAcquire(t, h.p, "o-7")
-		if tk.Endpoint != "us" || tk.Generation != 7 {
-			t.Fatalf("ticket %s/%d, want us under token 7", tk.Endpoint, tk.Generation)
+		if tk.Endpoint != "us" || tk.Token != 7 {
+			t.Fatalf("ticket %s/%d, want us under token 7", tk.Endpoint, tk.Token)
 		}
 		tk.Done()
-		if hist := h.p.Engine().History(); len(hist) != 1 || hist[0].Generation != 7 {
+		if hist := h.p.Engine().History(); len(hist) != 1 || hist[0].Token != 7 {
 			t.Errorf("engine history %+v", hist)
 		}
 
@@ -80,8 +80,8 @@ func TestExternalDecisions(t *testing.T) {
 		if err := h.p.Assign(ctx, "us", 9); err != nil {
 			t.Fatal(err)
 		}
-		if tk := mustAcquire(t, h.p, "o-9"); tk.Generation != 9 || tk.Endpoint != "us" {
-			t.Fatalf("after a token-only Assign: %s/%d", tk.Endpoint, tk.Generation)
+		if tk := mustAcquire(t, h.p, "o-9"); tk.Token != 9 || tk.Endpoint != "us" {
+			t.Fatalf("after a token-only Assign: %s/%d", tk.Endpoint, tk.Token)
 		} else {
 			tk.Done()
 		}
@@ -197,8 +197,8 @@ func TestAcquireRefusesOnceTheDecisionLapsed(t *testing.T) {
 			t.Fatal(err)
 		}
 		granted := mustAcquire(t, h.p, "o-1")
-		if !granted.ValidUntil.Equal(until) || granted.Valid() != nil || granted.Generation != 3 {
-			t.Fatalf("ticket: ValidUntil %v (want %v), Valid %v, Generation %d", granted.ValidUntil, until, granted.Valid(), granted.Generation)
+		if !granted.ValidUntil.Equal(until) || granted.Valid() != nil || granted.Token != 3 {
+			t.Fatalf("ticket: ValidUntil %v (want %v), Valid %v, Token %d", granted.ValidUntil, until, granted.Valid(), granted.Token)
 		}
 		if s := h.p.Snapshot(); !s.ValidUntil.Equal(until) {
 			t.Errorf("Snapshot.ValidUntil = %v, want %v", s.ValidUntil, until)

@@ -42,7 +42,7 @@ func TestFenceModeDefaultFollowsTheVenue(t *testing.T) {
 			cfg := baseConfig()
 			cfg.Probe = newProbes().probe
 			cfg.Fencer = pathdialer.LocalFenceOnly
-			cfg.Reconciler = pathdialer.NoReconcile
+			cfg.Reconcile = pathdialer.NoReconcile
 			cfg.Venue = tc.profile
 			cfg.FenceMode = tc.mode
 			p, err := pathdialer.New(cfg)

@@ -53,7 +53,7 @@ type gateView struct {
 	cause    error
 	since    time.Time
 	changed  chan struct{}
-	// released (GateHeld only, with Config.Reconcilers): services whose own
+	// released (GateHeld only, with Config.ReconcileByService): services whose own
 	// reconcile succeeded; their tickets are granted on endpoint while the
 	// others still wait.
 	released map[string]bool
@@ -90,7 +90,7 @@ func (s TicketState) String() string {
 func (s TicketState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Ticket is the permission to submit one order on one endpoint under one
-// generation. Submit on Endpoint only, then call Done or Unknown exactly once.
+// token. Submit on Endpoint only, then call Done or Unknown exactly once.
 //
 // A Ticket from Acquire is the caller's to keep. AcquireInto fills a Ticket the
 // caller owns (no allocation); it may be filled again once it finished with
@@ -102,13 +102,12 @@ type Ticket struct {
 	Service string
 	// Endpoint is the endpoint to submit on: the active one when granted.
 	Endpoint string
-	// Generation is the generation the ticket was granted under. It is also the
-	// fencing token: on a coordinated Path (ExternalDecisions) it is the token
-	// passed to Assign (for coord/etcd, the etcd revision of the assignment), on a
+	// Token is the fencing token the ticket was granted under: on a
+	// coordinated Path (ExternalDecisions) the token passed to Assign (for coord/etcd, the etcd revision of the assignment), on a
 	// standalone Path the local switch count. Transports can write it into each
 	// order (a header, a FIX tag) so a broker or gateway that checks tokens
 	// rejects a stale writer.
-	Generation uint64
+	Token uint64
 	// ValidUntil is the instant (monotonic reading) after which the decision
 	// the ticket was granted under may have lapsed (a coordinated Path's lease
 	// minus a safety margin, as last given to Path.Extend). The zero time means
@@ -136,11 +135,11 @@ const (
 
 // TicketInfo is a ticket as handed to reconciliation.
 type TicketInfo struct {
-	OrderID    string      `json:"order_id"`
-	Service    string      `json:"service"`
-	Endpoint   string      `json:"endpoint"`
-	Generation uint64      `json:"generation"`
-	State      TicketState `json:"state"`
+	OrderID  string      `json:"order_id"`
+	Service  string      `json:"service"`
+	Endpoint string      `json:"endpoint"`
+	Token    uint64      `json:"token"`
+	State    TicketState `json:"state"`
 	// Cause is why the outcome is unknown (nil when it was still in flight).
 	Cause error `json:"-"`
 }
@@ -156,12 +155,12 @@ func (t *Ticket) Valid() error {
 	if now := time.Now(); now.Before(t.ValidUntil) {
 		return nil
 	} else {
-		return fmt.Errorf("%w: order %q, granted under token %d, valid until %s ago", ErrTicketExpired, t.OrderID, t.Generation, now.Sub(t.ValidUntil).Round(time.Millisecond))
+		return fmt.Errorf("%w: order %q, granted under token %d, valid until %s ago", ErrTicketExpired, t.OrderID, t.Token, now.Sub(t.ValidUntil).Round(time.Millisecond))
 	}
 }
 
 func (t *Ticket) info(st TicketState) TicketInfo {
-	return TicketInfo{OrderID: t.OrderID, Service: t.Service, Endpoint: t.Endpoint, Generation: t.Generation, State: st, Cause: t.cause}
+	return TicketInfo{OrderID: t.OrderID, Service: t.Service, Endpoint: t.Endpoint, Token: t.Token, State: st, Cause: t.cause}
 }
 
 // Done records that the broker answered the order definitively (accepted, filled
@@ -223,7 +222,7 @@ func (t *Ticket) Unknown(cause error) {
 
 // late reports a finish after the ticket was handed to reconciliation.
 func (t *Ticket) late(what string) {
-	t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Generation: t.Generation, OrderID: t.OrderID,
+	t.p.events.emit(Event{Kind: EventLateTicket, Endpoint: t.Endpoint, Token: t.Token, OrderID: t.OrderID,
 		Cause: fmt.Sprintf("order %q finished (%s) after it was handed to reconciliation", t.OrderID, what)})
 }
 
@@ -244,14 +243,14 @@ type ticketShard struct {
 }
 
 // shardEntry is what reconciliation needs of a ticket in flight, kept small:
-// the endpoint and generation come from the gate view it was granted under.
+// the endpoint and token come from the gate view it was granted under.
 type shardEntry struct {
 	orderID, service string
 	view             *gateView
 }
 
 func (e *shardEntry) info() TicketInfo {
-	return TicketInfo{OrderID: e.orderID, Service: e.service, Endpoint: e.view.endpoint, Generation: e.view.gen, State: TicketInFlight}
+	return TicketInfo{OrderID: e.orderID, Service: e.service, Endpoint: e.view.endpoint, Token: e.view.gen, State: TicketInFlight}
 }
 
 // The shard's lock is held for all of these. The slices keep their capacity,
@@ -312,8 +311,8 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 		return fmt.Errorf("%w: Acquire needs a client order ID (reconciliation identifies orders by it)", ErrInvalidConfig)
 	}
 	if p.namedOnly {
-		if _, ok := p.cfg.Reconcilers[service]; !ok {
-			return fmt.Errorf("%w: service %q has no reconciler (Config.Reconcilers names %s and Reconciler is nil): its orders could not be settled after a switch", ErrInvalidConfig, service, p.reconcilerNames())
+		if _, ok := p.cfg.ReconcileByService[service]; !ok {
+			return fmt.Errorf("%w: service %q has no reconciler (Config.ReconcileByService names %s and Reconcile is nil): its orders could not be settled after a switch", ErrInvalidConfig, service, p.reconcilerNames())
 		}
 	}
 	switch t.state.Load() {
@@ -363,7 +362,7 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 			// view and no ticket exists: a ticket is never granted under a held
 			// gate, and never handed to reconciliation unless it was granted.
 			if p.gate.Load() == v {
-				t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
+				t.OrderID, t.Service, t.Endpoint, t.Token, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
 				t.p, t.shard, t.cause, t.unknownAt = p, s, nil, time.Time{}
 				t.state.Store(ticketInFlight)
 				s.link(t, v)
@@ -485,7 +484,7 @@ func (p *Path) takeTicketsInto(out []TicketInfo) []TicketInfo {
 }
 
 // takeServiceInto takes the tickets of one service only (every service when
-// service is ""): with Config.Reconcilers, a service still held must not take
+// service is ""): with Config.ReconcileByService, a service still held must not take
 // the tickets of one already released, which are ordinary flow.
 func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
 	// Size the result once: the counts may only shrink (the gate is not open),
@@ -586,8 +585,8 @@ func (p *Path) Unknown() []TicketInfo {
 	return out
 }
 
-// reconcilerNames lists the services named in Config.Reconcilers, sorted.
+// reconcilerNames lists the services named in Config.ReconcileByService, sorted.
 func (p *Path) reconcilerNames() string {
-	names := slices.Sorted(maps.Keys(p.cfg.Reconcilers))
+	names := slices.Sorted(maps.Keys(p.cfg.ReconcileByService))
 	return "[" + strings.Join(names, " ") + "]"
 }

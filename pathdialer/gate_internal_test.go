@@ -13,9 +13,9 @@ import (
 // The gate's register-then-recheck in Acquire against takeTickets, white-box:
 // one goroutine holds the gate and takes the tickets, over and over, while others
 // acquire. A ticket taken for reconciliation must be one that Acquire really
-// granted (same order, same generation), never one it was about to withdraw
+// granted (same order, same token), never one it was about to withdraw
 // because the gate moved under it — that order would be settled as "not received"
-// while the caller goes on to submit it under the next generation.
+// while the caller goes on to submit it under the next token.
 func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 	cfg := twoEndpointConfig()
 	p, err := New(cfg)
@@ -28,7 +28,7 @@ func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 	const workers = 4
 	var (
 		stop    atomic.Bool
-		granted sync.Map // order ID → generation
+		granted sync.Map // order ID → token
 		wg      sync.WaitGroup
 	)
 	for w := range workers {
@@ -42,7 +42,7 @@ func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 					t.Errorf("Acquire: %v", err)
 					return
 				}
-				granted.Store(id, tk.Generation)
+				granted.Store(id, tk.Token)
 				if n%2 == 0 {
 					tk.Done()
 				}
@@ -64,8 +64,8 @@ func TestAcquireRecheckVersusTakeTickets(t *testing.T) {
 	}
 	for _, ti := range handed {
 		g, ok := granted.Load(ti.OrderID)
-		if !ok || g.(uint64) != ti.Generation {
-			t.Fatalf("order %s handed to reconciliation as generation %d, but Acquire granted it as %v (ok=%v)", ti.OrderID, ti.Generation, g, ok)
+		if !ok || g.(uint64) != ti.Token {
+			t.Fatalf("order %s handed to reconciliation as token %d, but Acquire granted it as %v (ok=%v)", ti.OrderID, ti.Token, g, ok)
 		}
 	}
 }
@@ -246,6 +246,6 @@ func twoEndpointConfig() Config {
 	}
 	cfg.Probe = func(context.Context, Endpoint) error { return nil }
 	cfg.Fencer = LocalFenceOnly
-	cfg.Reconciler = NoReconcile
+	cfg.Reconcile = NoReconcile
 	return cfg
 }

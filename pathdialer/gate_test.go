@@ -55,13 +55,13 @@ func TestAcquireHonoursContextWhileHeld(t *testing.T) {
 
 // Many goroutines acquire and finish tickets while the Path switches back and
 // forth. Checked against a global sequence of what happened:
-//   - a ticket of generation g is granted only after the reconcile that released
+//   - a ticket of token g is granted only after the reconcile that released
 //     g succeeded (never while held), and never by an Acquire that began after the
 //     fence of g began (never once g was being left);
-//   - its endpoint is the one active in generation g, and so is every Dial's;
+//   - its endpoint is the one active in token g, and so is every Dial's;
 //   - every ticket handed to reconciliation was really granted by Acquire (with
-//     that generation), none is handed twice, and every ticket left in flight or of
-//     unknown outcome on an earlier generation was handed.
+//     that token), none is handed twice, and every ticket left in flight or of
+//     unknown outcome on an earlier token was handed.
 //
 // A probe that misses its deadline on a loaded machine may halt trading for a
 // round (both endpoints look DOWN); the halt and its resume are checked the same
@@ -75,15 +75,15 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 		euDown  atomic.Bool
 		seq     atomic.Int64
 		mu      sync.Mutex
-		fenceAt = map[uint64]int64{} // generation being left → first fence start
-		// recAll: generation → every reconcile success. A switch abandoned
+		fenceAt = map[uint64]int64{} // token being left → first fence start
+		// recAll: token → every reconcile success. A switch abandoned
 		// after its fence (the endpoint answered again, as a loaded host's late
-		// probe makes it) resumes on the same endpoint and generation, through
+		// probe makes it) resumes on the same endpoint and token, through
 		// a reconcile after the fence.
 		recAll   = map[uint64][]int64{}
-		recOK    = map[uint64]int64{} // generation released → reconcile success
+		recOK    = map[uint64]int64{} // token released → reconcile success
 		genEP    = map[uint64]string{0: "eu"}
-		handed   = map[string]uint64{} // order → generation, as handed to reconciliation
+		handed   = map[string]uint64{} // order → token, as handed to reconciliation
 		problems []string
 	)
 	problem := func(format string, args ...any) {
@@ -116,29 +116,29 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 		s := seq.Add(1)
 		mu.Lock()
 		defer mu.Unlock()
-		if _, ok := fenceAt[f.Generation]; !ok {
-			fenceAt[f.Generation] = s
+		if _, ok := fenceAt[f.Token]; !ok {
+			fenceAt[f.Token] = s
 		}
 		return nil
 	}
-	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	cfg.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, tk := range r.Tickets {
 			// An order may be handed again only after the reconcile that had it
 			// was superseded (checked from the events: settled twice is wrong).
-			handed[tk.OrderID] = tk.Generation
-			// A resume after a halt (From == To) reconciles its own generation.
-			if tk.Generation > r.Generation || tk.Generation == r.Generation && r.From != r.To {
-				problems = append(problems, fmt.Sprintf("reconcile of generation %d handed %s of generation %d", r.Generation, tk.OrderID, tk.Generation))
+			handed[tk.OrderID] = tk.Token
+			// A resume after a halt (From == To) reconciles its own token.
+			if tk.Token > r.Token || tk.Token == r.Token && r.From != r.To {
+				problems = append(problems, fmt.Sprintf("reconcile of token %d handed %s of token %d", r.Token, tk.OrderID, tk.Token))
 			}
 		}
-		genEP[r.Generation] = r.To
+		genEP[r.Token] = r.To
 		at := seq.Add(1) // the last thing before success
-		if _, ok := recOK[r.Generation]; !ok {
-			recOK[r.Generation] = at
+		if _, ok := recOK[r.Token]; !ok {
+			recOK[r.Token] = at
 		}
-		recAll[r.Generation] = append(recAll[r.Generation], at)
+		recAll[r.Token] = append(recAll[r.Token], at)
 		return nil, nil
 	}
 	net := newPipeNet()
@@ -162,9 +162,9 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 			mu.Lock()
 			for _, tk := range startTickets[reconcileKey(e)] {
 				if g, dup := settled[tk.OrderID]; dup {
-					problems = append(problems, fmt.Sprintf("order %s settled by two reconciles (generations %d and %d)", tk.OrderID, g, e.Generation))
+					problems = append(problems, fmt.Sprintf("order %s settled by two reconciles (tokens %d and %d)", tk.OrderID, g, e.Token))
 				}
-				settled[tk.OrderID] = e.Generation
+				settled[tk.OrderID] = e.Token
 			}
 			mu.Unlock()
 		case pathdialer.EventRelease:
@@ -189,7 +189,7 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	// gens[w][n] is 1 + the generation of worker w's n-th ticket, 0 if none.
+	// gens[w][n] is 1 + the token of worker w's n-th ticket, 0 if none.
 	gens := make([][]uint32, workers)
 	var halted, grants atomic.Int64
 	for w := range workers {
@@ -218,17 +218,17 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 					return
 				}
 				grants.Add(1)
-				gens[w] = append(gens[w], uint32(tk.Generation)+1)
-				g := tk.Generation
+				gens[w] = append(gens[w], uint32(tk.Token)+1)
+				g := tk.Token
 				mu.Lock()
 				if ep, ok := genEP[g]; !ok || ep != tk.Endpoint {
-					problems = append(problems, fmt.Sprintf("%s granted on %q in generation %d, whose endpoint is %q", id, tk.Endpoint, g, ep))
+					problems = append(problems, fmt.Sprintf("%s granted on %q in token %d, whose endpoint is %q", id, tk.Endpoint, g, ep))
 				}
 				if at, ok := recOK[g]; g > 0 && (!ok || at > after) {
-					problems = append(problems, fmt.Sprintf("%s granted in generation %d before its reconcile succeeded", id, g))
+					problems = append(problems, fmt.Sprintf("%s granted in token %d before its reconcile succeeded", id, g))
 				}
 				if at, ok := fenceAt[g]; ok && at < before && !slices.ContainsFunc(recAll[g], func(r int64) bool { return at < r && r < after }) {
-					problems = append(problems, fmt.Sprintf("%s: Acquire began after the fence of generation %d began and was still granted in it", id, g))
+					problems = append(problems, fmt.Sprintf("%s: Acquire began after the fence of token %d began and was still granted in it", id, g))
 				}
 				mu.Unlock()
 				switch n % 8 {
@@ -245,7 +245,7 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 			}
 		}()
 	}
-	// Reads dial all the time; every connection goes to its generation's endpoint.
+	// Reads dial all the time; every connection goes to its token's endpoint.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -263,12 +263,12 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 				runtime.Gosched()
 				continue
 			}
-			want := "eu" // generations alternate: even on the primary, odd on the backup
-			if c.Generation()%2 == 1 {
+			want := "eu" // tokens alternate: even on the primary, odd on the backup
+			if c.Token()%2 == 1 {
 				want = "us"
 			}
 			if c.Endpoint() != want {
-				problem("conn of generation %d on %q", c.Generation(), c.Endpoint())
+				problem("conn of token %d on %q", c.Token(), c.Endpoint())
 			}
 			_ = c.Close()
 		}
@@ -306,7 +306,7 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 		t.Error(s)
 	}
 	if finalGen < 2*cycles {
-		t.Errorf("final generation %d, want at least %d", finalGen, 2*cycles)
+		t.Errorf("final token %d, want at least %d", finalGen, 2*cycles)
 	}
 	for id, g := range handed {
 		var w, n int
@@ -315,7 +315,7 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 			continue
 		}
 		if gens[w][n] != uint32(g)+1 {
-			t.Errorf("handed %s as generation %d; Acquire returned generation %d (0 = none)", id, g, int(gens[w][n])-1)
+			t.Errorf("handed %s as token %d; Acquire returned token %d (0 = none)", id, g, int(gens[w][n])-1)
 		}
 	}
 	var inflightHanded int
@@ -326,7 +326,7 @@ func TestConcurrentAcquireDuringSwitches(t *testing.T) {
 			}
 			id := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(n)
 			if _, ok := handed[id]; !ok {
-				t.Errorf("%s (generation %d, never answered) not handed to reconciliation", id, g1-1)
+				t.Errorf("%s (token %d, never answered) not handed to reconciliation", id, g1-1)
 			}
 			inflightHanded++
 		}
@@ -452,5 +452,5 @@ func TestAcquireIntoReuse(t *testing.T) {
 
 // reconcileKey names one reconcile attempt in events.
 func reconcileKey(e pathdialer.Event) string {
-	return fmt.Sprintf("%s>%s g%d a%d %s %s", e.From, e.To, e.Generation, e.Attempt, e.Service, e.Cause)
+	return fmt.Sprintf("%s>%s g%d a%d %s %s", e.From, e.To, e.Token, e.Attempt, e.Service, e.Cause)
 }

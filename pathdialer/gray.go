@@ -115,9 +115,9 @@ func (p *Path) noteEvidence() {
 			if st.ProbeNeverSucceeded {
 				cause = fmt.Sprintf("the probe of %q has never succeeded (%d failures in a row): check its address and credentials; last error: %v", name, st.ProbeFailures, st.LastProbeError)
 			}
-			p.events.emit(Event{Kind: EventBrokenProbe, Endpoint: name, Generation: gen, Err: st.LastProbeError, Cause: cause})
+			p.events.emit(Event{Kind: EventBrokenProbe, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: cause})
 		case !st.BrokenProbe && wasBroken:
-			p.events.emit(Event{Kind: EventBrokenProbe, Endpoint: name, Generation: gen, Cause: fmt.Sprintf("the probe of %q agrees with live traffic again", name)})
+			p.events.emit(Event{Kind: EventBrokenProbe, Endpoint: name, Token: gen, Cause: fmt.Sprintf("the probe of %q agrees with live traffic again", name)})
 		}
 		switch {
 		case st.GrayFailure && !wasGray:
@@ -125,11 +125,11 @@ func (p *Path) noteEvidence() {
 			if p.cfg.TradePathCheck != nil {
 				how = "TradePathCheck runs every probe round; without a success it waits"
 			}
-			p.events.emit(Event{Kind: EventGray, Endpoint: name, Generation: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
+			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
 				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe results do not bring it back; %s until %s (%v)",
 				name, st.GrayFailures, how, st.GrayWaitUntil.Format(time.RFC3339), time.Until(st.GrayWaitUntil).Round(time.Second))})
 		case !st.GrayFailure && wasGray:
-			p.events.emit(Event{Kind: EventGray, Endpoint: name, Generation: gen, Cause: fmt.Sprintf("%q is back from its gray failure (%v)", name, st.State)})
+			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Cause: fmt.Sprintf("%q is back from its gray failure (%v)", name, st.State)})
 		}
 	}
 }

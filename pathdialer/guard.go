@@ -77,7 +77,7 @@ func (p *Path) startHalt(a *activeView, kind string, cause error) {
 	p.adm.mu.Unlock()
 	p.setGate(GateHalted, "", a.gen, cause)
 	p.stats.halts.Add(1)
-	p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause.Error()})
+	p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Token: a.gen, Cause: cause.Error()})
 }
 
 // adoptStartGate makes the controller aware of a halt Start made.
@@ -112,7 +112,7 @@ func (c *controller) onNoTarget(d engine.Decision) {
 	if already && !changed {
 		return
 	}
-	p.events.emit(Event{Kind: EventDecision, From: d.From, Generation: d.Generation, Decision: &d})
+	p.events.emit(Event{Kind: EventDecision, From: d.From, Token: d.Token, Decision: &d})
 	cause := "no eligible target: " + strings.Join(d.Notes, "; ")
 	var degraded *Event
 	switch {
@@ -121,11 +121,11 @@ func (c *controller) onNoTarget(d engine.Decision) {
 			p.cfg.Engine.TargetJurisdictions, ro, strings.Join(d.Notes, "; "))
 		if changed {
 			p.setReadView(p.eps[ro])
-			degraded = &Event{Kind: EventDegraded, Endpoint: ro, Generation: d.Generation, Cause: cause}
+			degraded = &Event{Kind: EventDegraded, Endpoint: ro, Token: d.Token, Cause: cause}
 		}
 	case changed:
 		p.setReadView(nil)
-		degraded = &Event{Kind: EventDegraded, Generation: d.Generation, Cause: fmt.Sprintf("degraded mode ended: %q is no longer usable for reads; reads follow the active endpoint %q again", cur, d.From)}
+		degraded = &Event{Kind: EventDegraded, Token: d.Token, Cause: fmt.Sprintf("degraded mode ended: %q is no longer usable for reads; reads follow the active endpoint %q again", cur, d.From)}
 	}
 	// The gate's cause is current before the degraded event is announced: a
 	// caller reacting to the event is refused with the reason it announces.
@@ -135,7 +135,7 @@ func (c *controller) onNoTarget(d engine.Decision) {
 		if degraded != nil {
 			p.events.emit(*degraded)
 		}
-		p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Generation: a.gen, Cause: cause})
+		p.events.emit(Event{Kind: EventHalt, Endpoint: a.rt.ep.Name, Token: a.gen, Cause: cause})
 		return
 	}
 	c.halt(haltNoTarget, errors.New(cause))
@@ -239,7 +239,7 @@ type switchCheck struct {
 	// over: a new switch, a halt, the coordinator).
 	waiting   bool
 	gateCause error
-	// services: a service's release (Config.Reconcilers) waits for it.
+	// services: a service's release (Config.ReconcileByService) waits for it.
 	services bool
 }
 
@@ -377,7 +377,7 @@ func (p *Path) primary() string {
 // release waits for the switch's identity re-check, a failover the new
 // endpoint warrants is acted on at once; when the check ended, the release is
 // tried again (it opens the gate, or refuses it naming why). A service
-// release (Config.Reconcilers) that waited is tried again too. It reports
+// release (Config.ReconcileByService) that waited is tried again too. It reports
 // whether the step is done.
 func (c *controller) awaitSwitchProof(ctx context.Context) bool {
 	p := c.p
@@ -422,7 +422,7 @@ func (c *controller) awaitSwitchProof(ctx context.Context) bool {
 	return true
 }
 
-// holdServiceRelease keeps a service's submissions (Config.Reconcilers) held
+// holdServiceRelease keeps a service's submissions (Config.ReconcileByService) held
 // on an endpoint switched to until the switch's identity re-check proved it.
 func (c *controller) holdServiceRelease() bool {
 	sw, proven := c.switchProof(nil)

@@ -129,7 +129,7 @@ func (n *pipeNet) close() {
 	}
 }
 
-// hooks records Fencer, Unfence and Reconciler calls, and fails them on demand.
+// hooks records Fencer, Unfence and Reconcile calls, and fails them on demand.
 type hooks struct {
 	mu         sync.Mutex
 	fences     []pathdialer.Fence
@@ -290,7 +290,7 @@ func newHarness(t testing.TB, edit func(*pathdialer.Config)) *harness {
 	cfg.Probe = h.probes.probe
 	cfg.Fencer = h.hooks.fence
 	cfg.Unfence = h.hooks.unfence
-	cfg.Reconciler = h.hooks.reconcile
+	cfg.Reconcile = h.hooks.reconcile
 	cfg.Dial = h.net.dial
 	cfg.OnEvent = h.rec.on
 	if edit != nil {

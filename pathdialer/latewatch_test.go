@@ -91,7 +91,7 @@ func TestNoOrderBookedTwiceFollowingMayResend(t *testing.T) {
 					// The user claims copies are held no longer than the
 					// quarantine: the blackhole holds them longer.
 					c.Venue, c.MaxCopyHold, c.Quarantine = noDedupVenue(), row.quarantine, row.quarantine
-					c.Reconciler = bk.reconcile
+					c.Reconcile = bk.reconcile
 				})
 				defer h.close()
 				h.start()
@@ -187,7 +187,7 @@ func TestLateLandingWatchKeepsLookingWithinBudget(t *testing.T) {
 		}
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Venue, c.MaxCopyHold, c.Quarantine = v, 2*time.Second, 2*time.Second
-			c.Reconciler = bk.reconcile
+			c.Reconcile = bk.reconcile
 		})
 		defer h.close()
 		h.start()

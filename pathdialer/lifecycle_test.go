@@ -146,7 +146,7 @@ func TestCloseRacesStart(t *testing.T) {
 func TestCloseDuringReconcile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}

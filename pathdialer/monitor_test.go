@@ -156,7 +156,7 @@ func TestReportBelowThresholdDoesNotSwitch(t *testing.T) {
 	})
 }
 
-// Reports from an older generation, about a fenced endpoint, or of the caller's
+// Reports from an older token, about a fenced endpoint, or of the caller's
 // own cancellation are not counted.
 func TestReportDropsStaleFencedAndCanceled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -174,13 +174,13 @@ func TestReportDropsStaleFencedAndCanceled(t *testing.T) {
 		h.p.Report("nowhere", 0, errReset, 0) // unknown endpoint: ignored
 
 		h.probes.set("eu", probeBlackhole)
-		h.await(pathdialer.EventRelease, nil) // now on us, generation 1
+		h.await(pathdialer.EventRelease, nil) // now on us, token 1
 		before := status(t, h.p, "us")
-		h.p.Report("us", 0, errReset, 0) // from a connection dialed under generation 0
+		h.p.Report("us", 0, errReset, 0) // from a connection dialed under token 0
 		h.p.Report("eu", 1, errReset, 0) // eu is fenced
 		h.p.Report("eu", 1, nil, 0)
 		if st := status(t, h.p, "us"); st.ConsecutiveFailures != before.ConsecutiveFailures {
-			t.Errorf("a report from generation 0 counted on us")
+			t.Errorf("a report from token 0 counted on us")
 		}
 		if n := h.p.Snapshot().DroppedReports; n != 3 {
 			t.Errorf("DroppedReports = %d, want 3", n)

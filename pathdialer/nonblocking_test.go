@@ -19,7 +19,7 @@ import (
 
 var errCut = errors.New("connection cut after the write")
 
-// hangingReconciler returns a Config edit whose Reconciler blocks, until its
+// hangingReconciler returns a Config edit whose Reconcile blocks, until its
 // context ends, every reconcile whose Reason is one of reasons (its reads go to
 // a blackholed region), and passes the others to the harness's hooks; entered
 // receives the reason of each hanging reconcile as it begins.
@@ -38,7 +38,7 @@ func hangingReconciler(h **harness, reasons ...string) (func(*pathdialer.Config)
 		}
 		return (*h).hooks.reconcile(ctx, r)
 	}
-	return func(c *pathdialer.Config) { c.Reconciler = fn }, entered
+	return func(c *pathdialer.Config) { c.Reconcile = fn }, entered
 }
 
 // reportDown reports live-traffic failures on endpoint until the engine's

@@ -82,7 +82,7 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 	note := fmt.Sprintf("on-demand: %s excluded only by stale or inconclusive evidence (or an old identity mismatch), so probed and checked at once (%v): %s; now %s",
 		strings.Join(names, ", "), time.Since(start).Round(time.Millisecond), strings.Join(found, "; "), d2.Outcome)
 	d2.Notes = append(d2.Notes, note)
-	p.events.emit(Event{Kind: EventOnDemand, From: d2.From, To: d2.To, Generation: d2.Generation, Duration: time.Since(start), Cause: note})
+	p.events.emit(Event{Kind: EventOnDemand, From: d2.From, To: d2.To, Token: d2.Token, Duration: time.Since(start), Cause: note})
 	if held && d2.Outcome == engine.NoAction {
 		// The active endpoint keeps the flow after all (it was only held,
 		// never fenced): open the gate again.

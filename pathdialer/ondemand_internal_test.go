@@ -38,7 +38,7 @@ func newStalledPath(t *testing.T, edit func(*Config)) *stalledPath {
 		return s.fail[ep.Name]
 	}
 	cfg.Fencer = LocalFenceOnly
-	cfg.Reconciler = NoReconcile
+	cfg.Reconcile = NoReconcile
 	cfg.InflightGrace = 0
 	if edit != nil {
 		edit(&cfg)

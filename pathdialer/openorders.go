@@ -76,8 +76,8 @@ type OpenOrderQuery struct {
 	// Endpoint to read through: the active endpoint (reads are never held).
 	Endpoint Endpoint
 	// From is the endpoint that was fenced; To the one flow resumed on.
-	From, To   string
-	Generation uint64
+	From, To string
+	Token    uint64
 	// Mode and Effect: how the old path was left, and what the venue's
 	// profile says that does to resting orders.
 	Mode   venue.FenceMode
@@ -151,12 +151,12 @@ type OrderDiff struct {
 // OpenOrderReport is the result of one service's open-order reconcile
 // (Snapshot.OpenOrders keeps the last per service).
 type OpenOrderReport struct {
-	Service    string             `json:"service"`
-	From       string             `json:"from"`
-	To         string             `json:"to"`
-	Generation uint64             `json:"generation"`
-	Mode       venue.FenceMode    `json:"mode"`
-	Effect     venue.SwitchEffect `json:"effect"`
+	Service string             `json:"service"`
+	From    string             `json:"from"`
+	To      string             `json:"to"`
+	Token   uint64             `json:"token"`
+	Mode    venue.FenceMode    `json:"mode"`
+	Effect  venue.SwitchEffect `json:"effect"`
 	// At is when the reconcile ended.
 	At time.Time `json:"at"`
 	// Ours and Open count the application's open orders and those the venue
@@ -215,7 +215,7 @@ func (c *controller) stopOpenOrders() {
 		if c.ooDue == nil {
 			c.ooDue = run.oo
 		}
-		c.p.events.emit(Event{Kind: EventOpenOrderDiff, From: run.oo.from, To: run.r.To, Generation: run.r.Generation, Service: svc, Duration: time.Since(run.start), Err: errSuperseded, Cause: "open-order reconcile superseded: it runs again after the next release"})
+		c.p.events.emit(Event{Kind: EventOpenOrderDiff, From: run.oo.from, To: run.r.To, Token: run.r.Token, Service: svc, Duration: time.Since(run.start), Err: errSuperseded, Cause: "open-order reconcile superseded: it runs again after the next release"})
 		delete(c.ooRuns, svc)
 	}
 }
@@ -226,7 +226,7 @@ func (c *controller) stopOpenOrders() {
 func (c *controller) runOpenOrders(ctx context.Context, svc string, due *ooSwitch, ep Endpoint, gen uint64) *bgRun {
 	p := c.p
 	c.bgSeq++
-	run := &bgRun{id: c.bgSeq, start: time.Now(), oo: due, r: Reconciliation{From: due.from, To: ep.Name, Generation: gen, Service: svc}}
+	run := &bgRun{id: c.bgSeq, start: time.Now(), oo: due, r: Reconciliation{From: due.from, To: ep.Name, Token: gen, Service: svc}}
 	rctx, cancel := context.WithCancel(ctx)
 	run.cancel = cancel
 	check := p.cfg.OpenOrders[svc]
@@ -235,7 +235,7 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, due *ooSwitc
 	go func() {
 		defer c.hooks.Done()
 		defer cancel()
-		rep := &OpenOrderReport{Service: svc, From: due.from, To: ep.Name, Generation: gen, Mode: fc.Mode, Effect: fc.Effect}
+		rep := &OpenOrderReport{Service: svc, From: due.from, To: ep.Name, Token: gen, Mode: fc.Mode, Effect: fc.Effect}
 		if !sleepCtx(rctx, time.Until(due.fencedAt.Add(p.cfg.CODSettle))) {
 			return
 		}
@@ -249,7 +249,7 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, due *ooSwitc
 				if err != nil {
 					return fmt.Errorf("the application's open orders: %w", err)
 				}
-				q := OpenOrderQuery{Service: svc, Endpoint: ep, From: due.from, To: ep.Name, Generation: gen, Mode: fc.Mode, Effect: fc.Effect, Ours: slices.Clone(ours), Attempt: attempt}
+				q := OpenOrderQuery{Service: svc, Endpoint: ep, From: due.from, To: ep.Name, Token: gen, Mode: fc.Mode, Effect: fc.Effect, Ours: slices.Clone(ours), Attempt: attempt}
 				theirs, err := check.Venue(tctx, q)
 				if err != nil {
 					return fmt.Errorf("the venue's open orders: %w", err)
@@ -305,7 +305,7 @@ func (c *controller) openOrdersDone(res bgResult) {
 			p.rest.cancelled.Add(1)
 		}
 	}
-	e := Event{Kind: EventOpenOrderDiff, From: rep.From, To: rep.To, Generation: rep.Generation, Service: rep.Service, Attempt: rep.Attempts, Duration: time.Since(res.start), Diffs: rep.Diffs}
+	e := Event{Kind: EventOpenOrderDiff, From: rep.From, To: rep.To, Token: rep.Token, Service: rep.Service, Attempt: rep.Attempts, Duration: time.Since(res.start), Diffs: rep.Diffs}
 	if res.err != nil {
 		e.Err = fmt.Errorf("pathdialer: open orders of %q not reconciled after %d attempts: %w", rep.Service, rep.Attempts, res.err)
 	} else {
@@ -316,7 +316,7 @@ func (c *controller) openOrdersDone(res bgResult) {
 		if d.Cause != DiffCancelledBySwitch {
 			continue
 		}
-		p.events.emit(Event{Kind: EventRestingCancelled, From: rep.From, To: rep.To, Generation: rep.Generation, Service: d.Service, OrderID: d.OrderID, Cause: d.Detail, Diffs: []OrderDiff{d}})
+		p.events.emit(Event{Kind: EventRestingCancelled, From: rep.From, To: rep.To, Token: rep.Token, Service: d.Service, OrderID: d.OrderID, Cause: d.Detail, Diffs: []OrderDiff{d}})
 	}
 }
 
@@ -408,8 +408,8 @@ func (c Config) validateResting() error {
 		return fmt.Errorf("%w: FarewellTimeout is %v, must be > 0", ErrInvalidConfig, c.FarewellTimeout)
 	case c.DeadMan != nil && c.DeadManTimeout <= 0:
 		return fmt.Errorf("%w: DeadManTimeout is %v, must be > 0 with a DeadMan hook", ErrInvalidConfig, c.DeadManTimeout)
-	case c.DeadMan != nil && c.Engine.BrokerFences:
-		return fmt.Errorf("%w: DeadMan needs a fence step to run before, and with Engine.BrokerFences the venue fences the old path at the new logon: arm the timer when the new session logs on instead", ErrInvalidConfig)
+	case c.DeadMan != nil && c.Engine.BrokerFencesAtLogon:
+		return fmt.Errorf("%w: DeadMan needs a fence step to run before, and with Engine.BrokerFencesAtLogon the venue fences the old path at the new logon: arm the timer when the new session logs on instead", ErrInvalidConfig)
 	case c.CODSettle < 0:
 		return fmt.Errorf("%w: CODSettle is %v, must be >= 0", ErrInvalidConfig, c.CODSettle)
 	}

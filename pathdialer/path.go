@@ -31,8 +31,8 @@ type Path struct {
 	validNanos atomic.Int64 // Extend's deadline, monotonic ns since epoch; 0: none
 	closed     atomic.Bool
 	draining   atomic.Bool // a switch waits for tickets in flight: Done wakes it
-	// namedOnly: Config.Reconciler was nil, so only services named in
-	// Config.Reconcilers may acquire tickets.
+	// namedOnly: Config.Reconcile was nil, so only services named in
+	// Config.ReconcileByService may acquire tickets.
 	namedOnly bool
 
 	cfg    Config
@@ -81,11 +81,11 @@ func New(cfg Config) (*Path, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	// Reconcilers alone: only the services named there may submit; the
+	// ReconcileByService alone: only the services named there may submit; the
 	// catch-all reconcile then never has a ticket to settle.
-	namedOnly := cfg.Reconciler == nil
+	namedOnly := cfg.Reconcile == nil
 	if namedOnly {
-		cfg.Reconciler = NoReconcile
+		cfg.Reconcile = NoReconcile
 	}
 	p := &Path{
 		cfg:          cfg,
@@ -207,7 +207,7 @@ func (p *Path) Endpoint(name string) (Endpoint, bool) {
 	return rt.ep, true
 }
 
-// Active returns the endpoint dials and reads go to, and its generation (the
+// Active returns the endpoint dials and reads go to, and its token (the
 // number of switches so far). During a switch it is the new endpoint from the
 // moment the engine switched, while submissions are still held for reconciliation.
 func (p *Path) Active() (Endpoint, uint64) {
@@ -267,7 +267,7 @@ func (p *Path) Start(ctx context.Context) error {
 // Close stops the monitor, fails waiting and future Acquires with ErrClosed,
 // closes every tracked connection, and delivers every event emitted before it
 // returns. It waits for probes in progress, which must honour their context,
-// and for a Fencer, Unfence or Reconciler call in progress, which must honour
+// and for a Fencer, Unfence or Reconcile call in progress, which must honour
 // theirs. Close is idempotent. Do not call it from OnEvent or from one of those
 // hooks: it waits for them to return.
 func (p *Path) Close() error {
@@ -304,15 +304,15 @@ func (p *Path) Close() error {
 }
 
 // Report records the result of live traffic (a passive signal) on an endpoint:
-// err nil for success. generation is the one the traffic started under (from the
-// Ticket or Conn); results from an older generation, or from an endpoint that is
+// err nil for success. token is the one the traffic started under (from the
+// Ticket or Conn); results from an older token, or from an endpoint that is
 // fenced (its connections were closed by us), are dropped, and so are the caller's
 // own cancellations. A failure that takes the active endpoint DOWN holds the
 // gate before Report returns (no ticket is granted on it from then on) and
 // triggers an evaluation at once. Successes on a HEALTHY endpoint within 2 ms of the last
 // recorded one are coalesced (they add no evidence, and Report stays lock-free
 // on the hot path).
-func (p *Path) Report(endpoint string, generation uint64, err error, latency time.Duration) {
+func (p *Path) Report(endpoint string, token uint64, err error, latency time.Duration) {
 	if err != nil && errors.Is(err, context.Canceled) {
 		return
 	}
@@ -321,7 +321,7 @@ func (p *Path) Report(endpoint string, generation uint64, err error, latency tim
 		return
 	}
 	a := p.active.Load()
-	if generation != a.gen || rt.fencedFlag.Load() {
+	if token != a.gen || rt.fencedFlag.Load() {
 		p.stats.droppedReports.Add(1)
 		return
 	}
@@ -378,10 +378,10 @@ func (p *Path) observeOne(endpoint string, err error, latency time.Duration, pas
 	}
 	a := p.active.Load()
 	if !passive {
-		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Generation: a.gen, State: st.State, Duration: latency, Err: err})
+		p.events.emit(Event{Kind: EventProbe, Endpoint: endpoint, Token: a.gen, State: st.State, Duration: latency, Err: err})
 	}
 	if st.State != prev {
-		p.events.emit(Event{Kind: EventStateChange, Endpoint: endpoint, Generation: a.gen, State: st.State, PrevState: prev, Err: err})
+		p.events.emit(Event{Kind: EventStateChange, Endpoint: endpoint, Token: a.gen, State: st.State, PrevState: prev, Err: err})
 		return st.State, true
 	}
 	return st.State, false

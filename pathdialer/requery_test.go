@@ -61,7 +61,7 @@ func TestRequeryPerServiceFailingFIXDoesNotHoldREST(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
-			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 		})
 		defer h.close()
 		h.start()
@@ -113,7 +113,7 @@ func TestRequeryRunsWhileAServiceReconcileRetries(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
-			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 			c.ReconcileBackoff = pathdialer.Backoff{Initial: time.Second, Max: 2 * time.Second}
 		})
 		defer h.close()

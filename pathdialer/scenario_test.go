@@ -44,7 +44,7 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 		if got := hold.Time.Sub(start); got != 3500*time.Millisecond {
 			t.Errorf("hold after %v, want 3.5s", got)
 		}
-		if hold.Endpoint != "eu" || hold.Generation != 0 {
+		if hold.Endpoint != "eu" || hold.Token != 0 {
 			t.Errorf("hold event = %v", hold)
 		}
 		if st := gateState(h.p); st != pathdialer.GateHeld {
@@ -64,7 +64,7 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 
 		h.await(pathdialer.EventFenceSuccess, func(e pathdialer.Event) bool { return e.Endpoint == "eu" && e.To == "us" })
 		sw := h.await(pathdialer.EventSwitch, nil)
-		if sw.From != "eu" || sw.To != "us" || sw.Generation != 1 {
+		if sw.From != "eu" || sw.To != "us" || sw.Token != 1 {
 			t.Errorf("switch = %v", sw)
 		}
 		rs := h.await(pathdialer.EventReconcileStart, nil)
@@ -76,15 +76,15 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 		if <-returnedDuringReconcile {
 			t.Fatal("the held Acquire returned before the reconciler did")
 		}
-		if rel.Endpoint != "us" || rel.Generation != 1 {
+		if rel.Endpoint != "us" || rel.Token != 1 {
 			t.Errorf("release = %v", rel)
 		}
 		r := <-waiting
 		if r.err != nil {
 			t.Fatalf("Acquire that waited through the hold: %v", r.err)
 		}
-		if r.t.Endpoint != "us" || r.t.Generation != 1 {
-			t.Errorf("waiting Acquire got endpoint %q generation %d, want us 1", r.t.Endpoint, r.t.Generation)
+		if r.t.Endpoint != "us" || r.t.Token != 1 {
+			t.Errorf("waiting Acquire got endpoint %q token %d, want us 1", r.t.Endpoint, r.t.Token)
 		}
 		r.t.Done()
 
@@ -104,7 +104,7 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 		}
 
 		fences := h.hooks.fenceCalls()
-		if len(fences) != 1 || fences[0].Endpoint.Name != "eu" || fences[0].To != "us" || fences[0].Generation != 0 || fences[0].Attempt != 1 || fences[0].Failback {
+		if len(fences) != 1 || fences[0].Endpoint.Name != "eu" || fences[0].To != "us" || fences[0].Token != 0 || fences[0].Attempt != 1 || fences[0].Failback {
 			t.Errorf("fence calls = %+v", fences)
 		}
 		recs := h.hooks.reconciliations()
@@ -112,7 +112,7 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 			t.Fatalf("reconciliations = %+v", recs)
 		}
 		rec := recs[0]
-		if rec.From != "eu" || rec.To != "us" || rec.Generation != 1 || rec.Reason != "failover" || rec.Attempt != 1 {
+		if rec.From != "eu" || rec.To != "us" || rec.Token != 1 || rec.Reason != "failover" || rec.Attempt != 1 {
 			t.Errorf("reconciliation = %+v", rec)
 		}
 		if ids := orderIDs(rec.Tickets); !slices.Equal(ids, []string{"o-inflight", "o-unknown"}) {
@@ -120,8 +120,8 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 		}
 		for _, tk := range rec.Tickets {
 			want := map[string]pathdialer.TicketState{"o-inflight": pathdialer.TicketInFlight, "o-unknown": pathdialer.TicketUnknown}[tk.OrderID]
-			if tk.State != want || tk.Endpoint != "eu" || tk.Generation != 0 || tk.Service != "rest" {
-				t.Errorf("ticket %+v, want state %v on eu generation 0", tk, want)
+			if tk.State != want || tk.Endpoint != "eu" || tk.Token != 0 || tk.Service != "rest" {
+				t.Errorf("ticket %+v, want state %v on eu token 0", tk, want)
 			}
 			if tk.OrderID == "o-unknown" && (tk.Cause == nil || !strings.Contains(tk.Cause.Error(), "read timeout")) {
 				t.Errorf("unknown ticket's cause = %v", tk.Cause)
@@ -141,7 +141,7 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 		// A late answer for the order handed to reconciliation is reported.
 		inflight.Done()
 		late := h.await(pathdialer.EventLateTicket, nil)
-		if late.Endpoint != "eu" || late.Generation != 0 || !strings.Contains(late.Cause, "o-inflight") {
+		if late.Endpoint != "eu" || late.Token != 0 || !strings.Contains(late.Cause, "o-inflight") {
 			t.Errorf("late ticket event = %v", late)
 		}
 	})
@@ -196,7 +196,7 @@ func TestHaltAndResumeRunsReconcile(t *testing.T) {
 		h.await(pathdialer.EventHold, nil)
 		h.await(pathdialer.EventReconcileSuccess, nil)
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "eu" || rel.Generation != 0 {
+		if rel.Endpoint != "eu" || rel.Token != 0 {
 			t.Errorf("release = %v", rel)
 		}
 		recs := h.hooks.reconciliations()
@@ -207,13 +207,13 @@ func TestHaltAndResumeRunsReconcile(t *testing.T) {
 			t.Errorf("reconciled %v, want [o-1]", ids)
 		}
 		tk := mustAcquire(t, h.p, "o-3")
-		if tk.Endpoint != "eu" || tk.Generation != 0 {
-			t.Errorf("ticket after resume: %s/%d", tk.Endpoint, tk.Generation)
+		if tk.Endpoint != "eu" || tk.Token != 0 {
+			t.Errorf("ticket after resume: %s/%d", tk.Endpoint, tk.Token)
 		}
 		tk.Done()
 		inflight.Done()
 		h.await(pathdialer.EventLateTicket, nil)
-		if n := h.p.Engine().Generation(); n != 0 {
+		if n := h.p.Engine().Token(); n != 0 {
 			t.Errorf("generation = %d after a halt and resume, want 0 (no switch)", n)
 		}
 	})
@@ -252,8 +252,8 @@ func TestFailingFenceNeverSwitches(t *testing.T) {
 		if n := countKind(evs, pathdialer.EventFenceSuccess); n != 0 {
 			t.Fatalf("%d fence successes", n)
 		}
-		if ep, gen := h.p.Active(); ep.Name != "eu" || gen != 0 || h.p.Engine().Generation() != 0 || len(h.p.Engine().History()) != 0 {
-			t.Fatalf("active %s/%d, engine generation %d", ep.Name, gen, h.p.Engine().Generation())
+		if ep, gen := h.p.Active(); ep.Name != "eu" || gen != 0 || h.p.Engine().Token() != 0 || len(h.p.Engine().History()) != 0 {
+			t.Fatalf("active %s/%d, engine token %d", ep.Name, gen, h.p.Engine().Token())
 		}
 		if n := countKind(evs, pathdialer.EventHalt); n != 1 {
 			t.Errorf("%d halt events, want 1 (the halt is not repeated per attempt)", n)
@@ -307,7 +307,7 @@ func TestFenceFailsThenSucceeds(t *testing.T) {
 		h.await(pathdialer.EventSwitch, func(e pathdialer.Event) bool { return e.To == "us" })
 		h.await(pathdialer.EventReconcileSuccess, nil)
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "us" || rel.Generation != 1 {
+		if rel.Endpoint != "us" || rel.Token != 1 {
 			t.Errorf("release = %v", rel)
 		}
 		tk := mustAcquire(t, h.p, "o-2")
@@ -383,7 +383,7 @@ func TestReconcileFailsThenSucceeds(t *testing.T) {
 			t.Errorf("reconcile succeeded on attempt %d", ok.Attempt)
 		}
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "us" || rel.Generation != 1 {
+		if rel.Endpoint != "us" || rel.Token != 1 {
 			t.Errorf("release = %v", rel)
 		}
 		if st := gateState(h.p); st != pathdialer.GateOpen {
@@ -420,7 +420,7 @@ func TestFailbackAfterCooldownFencesAndReconciles(t *testing.T) {
 			t.Errorf("failback fence %v after the failover, want just after the 30s cooldown", got)
 		}
 		sw2 := h.await(pathdialer.EventSwitch, nil)
-		if sw2.From != "us" || sw2.To != "eu" || sw2.Generation != 2 || sw2.Cause != "failback" {
+		if sw2.From != "us" || sw2.To != "eu" || sw2.Token != 2 || sw2.Cause != "failback" {
 			t.Errorf("failback switch = %v", sw2)
 		}
 		unf := h.await(pathdialer.EventUnfence, nil)
@@ -429,18 +429,18 @@ func TestFailbackAfterCooldownFencesAndReconciles(t *testing.T) {
 		}
 		h.await(pathdialer.EventReconcileSuccess, nil)
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "eu" || rel.Generation != 2 {
+		if rel.Endpoint != "eu" || rel.Token != 2 {
 			t.Errorf("release = %v", rel)
 		}
 		fences := h.hooks.fenceCalls()
-		if len(fences) != 2 || fences[1].Endpoint.Name != "us" || fences[1].To != "eu" || !fences[1].Failback || fences[1].Generation != 1 {
+		if len(fences) != 2 || fences[1].Endpoint.Name != "us" || fences[1].To != "eu" || !fences[1].Failback || fences[1].Token != 1 {
 			t.Errorf("fence calls = %+v", fences)
 		}
 		if unf := h.hooks.unfenceCalls(); len(unf) != 1 || unf[0].Endpoint.Name != "eu" {
 			t.Errorf("Unfence calls = %+v", unf)
 		}
 		recs := h.hooks.reconciliations()
-		if len(recs) != 2 || recs[1].From != "us" || recs[1].To != "eu" || recs[1].Reason != "failback" || recs[1].Generation != 2 {
+		if len(recs) != 2 || recs[1].From != "us" || recs[1].To != "eu" || recs[1].Reason != "failback" || recs[1].Token != 2 {
 			t.Fatalf("reconciliations = %+v", recs)
 		}
 		if ids := orderIDs(recs[1].Tickets); !slices.Equal(ids, []string{"o-us"}) {
@@ -451,7 +451,7 @@ func TestFailbackAfterCooldownFencesAndReconciles(t *testing.T) {
 		}
 		onUS.Done()
 		c, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX)
-		if err != nil || c.Endpoint() != "eu" || c.Generation() != 2 {
+		if err != nil || c.Endpoint() != "eu" || c.Token() != 2 {
 			t.Fatalf("Dial after failback: %v", err)
 		}
 	})
@@ -470,8 +470,8 @@ func TestSwitchClosesOldConnsAndRefusesDials(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if viaDial.Endpoint() != "eu" || viaDial.Generation() != 0 {
-			t.Errorf("conn on %s/%d", viaDial.Endpoint(), viaDial.Generation())
+		if viaDial.Endpoint() != "eu" || viaDial.Token() != 0 {
+			t.Errorf("conn on %s/%d", viaDial.Endpoint(), viaDial.Token())
 		}
 		viaPool, err := h.p.EndpointDialer("eu")(ctx, "tcp", "api-eu.broker.example:443")
 		if err != nil {
@@ -511,7 +511,7 @@ func TestSwitchClosesOldConnsAndRefusesDials(t *testing.T) {
 			t.Errorf("a refused dial reached the network (%d dials)", n-dialsBefore)
 		}
 		c, err := h.p.Dial(ctx, pathdialer.ServiceREST)
-		if err != nil || c.Endpoint() != "us" || c.Generation() != 1 {
+		if err != nil || c.Endpoint() != "us" || c.Token() != 1 {
 			t.Fatalf("Dial after the switch: %v", err)
 		}
 		if s := h.p.Snapshot(); s.Endpoints[0].Conns != 0 || !s.Endpoints[0].Fenced {
@@ -548,11 +548,11 @@ func TestNewEndpointDiesDuringReconcile(t *testing.T) {
 		h.hooks.setRecFails(0)
 		h.probes.set("eu", probeOK)
 		sw := h.await(pathdialer.EventSwitch, func(e pathdialer.Event) bool { return e.To == "eu" })
-		if sw.Generation != 2 || sw.Cause != "failover" {
+		if sw.Token != 2 || sw.Cause != "failover" {
 			t.Errorf("switch back = %v", sw)
 		}
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "eu" || rel.Generation != 2 {
+		if rel.Endpoint != "eu" || rel.Token != 2 {
 			t.Errorf("release = %v", rel)
 		}
 		recs := h.hooks.reconciliations()
@@ -560,7 +560,7 @@ func TestNewEndpointDiesDuringReconcile(t *testing.T) {
 			t.Fatalf("%d reconciliations, want %d", len(recs), failedSoFar+1)
 		}
 		last := recs[len(recs)-1]
-		if last.From != "us" || last.To != "eu" || last.Generation != 2 || !slices.Equal(orderIDs(last.Tickets), []string{"o-gen0"}) {
+		if last.From != "us" || last.To != "eu" || last.Token != 2 || !slices.Equal(orderIDs(last.Tickets), []string{"o-gen0"}) {
 			t.Errorf("final reconciliation = %+v", last)
 		}
 		if h.p.Fenced("eu") || !h.p.Fenced("us") {
@@ -596,11 +596,11 @@ func TestAbandonedSwitchReconcilesOnSameEndpoint(t *testing.T) {
 		}
 		h.probes.set("eu", probeOK) // eu answers before the retry: the switch is abandoned
 		rs := h.await(pathdialer.EventReconcileStart, nil)
-		if rs.From != "eu" || rs.To != "eu" || rs.Generation != 0 || rs.Cause != "switch abandoned: the active endpoint answers again" {
+		if rs.From != "eu" || rs.To != "eu" || rs.Token != 0 || rs.Cause != "switch abandoned: the active endpoint answers again" {
 			t.Errorf("reconcile = %v", rs)
 		}
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "eu" || rel.Generation != 0 {
+		if rel.Endpoint != "eu" || rel.Token != 0 {
 			t.Errorf("release = %v", rel)
 		}
 		evs := h.rec.all()
@@ -632,8 +632,8 @@ func TestAbandonedSwitchReconcilesOnSameEndpoint(t *testing.T) {
 			t.Errorf("Dial after the abandoned switch: %v", err)
 		}
 		tk := mustAcquire(t, h.p, "o-2")
-		if tk.Endpoint != "eu" || tk.Generation != 0 {
-			t.Errorf("ticket %s/%d", tk.Endpoint, tk.Generation)
+		if tk.Endpoint != "eu" || tk.Token != 0 {
+			t.Errorf("ticket %s/%d", tk.Endpoint, tk.Token)
 		}
 		tk.Done()
 	})
@@ -677,7 +677,7 @@ func TestTargetDiesDuringFence(t *testing.T) {
 		}
 		h.probes.set("us", probeOK)
 		sw := h.await(pathdialer.EventSwitch, nil)
-		if sw.To != "us" || sw.Generation != 1 {
+		if sw.To != "us" || sw.Token != 1 {
 			t.Errorf("switch = %v", sw)
 		}
 		h.await(pathdialer.EventRelease, nil)
@@ -685,13 +685,13 @@ func TestTargetDiesDuringFence(t *testing.T) {
 	})
 }
 
-// With Engine.BrokerFences the engine switches at once (no FenceRequired, no
+// With Engine.BrokerFencesAtLogon the engine switches at once (no FenceRequired, no
 // Fencer needed), but the local fence still closes this process's connections to
 // the old endpoint and refuses new ones.
 func TestBrokerFences(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Engine.BrokerFences = true
+			c.Engine.BrokerFencesAtLogon = true
 			c.Fencer = nil
 			c.Unfence = nil
 		})
@@ -711,7 +711,7 @@ func TestBrokerFences(t *testing.T) {
 		evs := h.rec.all()
 		for _, k := range []pathdialer.EventKind{pathdialer.EventFenceStart, pathdialer.EventFenceSuccess, pathdialer.EventFenceFailure} {
 			if n := countKind(evs, k); n != 0 {
-				t.Errorf("%d %v events with BrokerFences", n, k)
+				t.Errorf("%d %v events with BrokerFencesAtLogon", n, k)
 			}
 		}
 		// Failback decisions (cooldown) may follow as soon as the probes resume; the
@@ -786,7 +786,7 @@ func TestUnknownTicketsReachNextReconcile(t *testing.T) {
 		if len(recs) != 2 || !slices.Equal(orderIDs(recs[1].Tickets), []string{"o-unknown-us"}) {
 			t.Fatalf("failback reconciliation = %+v", recs[len(recs)-1])
 		}
-		if tk := recs[1].Tickets[0]; tk.Endpoint != "us" || tk.Generation != 1 || tk.Cause == nil || tk.Cause.Error() != "HTTP 503" {
+		if tk := recs[1].Tickets[0]; tk.Endpoint != "us" || tk.Token != 1 || tk.Cause == nil || tk.Cause.Error() != "HTTP 503" {
 			t.Errorf("ticket = %+v", tk)
 		}
 	})
@@ -835,7 +835,7 @@ func TestReconcilerMayEditItsTickets(t *testing.T) {
 			events [][]string
 		)
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				mu.Lock()
 				given = append(given, orderIDs(r.Tickets))
 				n := len(given)
@@ -943,11 +943,11 @@ func TestFailbackFenceFailuresAbandonFailbackWithoutHalting(t *testing.T) {
 			t.Fatalf("failback fence = %v", fs)
 		}
 		rs := h.await(pathdialer.EventReconcileStart, nil)
-		if rs.From != "us" || rs.To != "us" || rs.Generation != 1 {
+		if rs.From != "us" || rs.To != "us" || rs.Token != 1 {
 			t.Errorf("reconcile after the abandoned failback = %v", rs)
 		}
 		rel := h.await(pathdialer.EventRelease, nil)
-		if rel.Endpoint != "us" || rel.Generation != 1 {
+		if rel.Endpoint != "us" || rel.Token != 1 {
 			t.Errorf("release = %v", rel)
 		}
 		evs := h.rec.all()
@@ -988,7 +988,7 @@ func TestSettleUnknownWithoutSwitch(t *testing.T) {
 			t.Errorf("failure event = %v", fail)
 		}
 		ok := h.await(pathdialer.EventReconcileSuccess, nil)
-		if ok.From != "eu" || ok.To != "eu" || ok.Generation != 0 {
+		if ok.From != "eu" || ok.To != "eu" || ok.Token != 0 {
 			t.Errorf("settle = %v", ok)
 		}
 		if since := ok.Time.Sub(fail.Time); since < 100*time.Millisecond {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Services released independently. With Config.Reconcilers, a switch (or a
+// Services released independently. With Config.ReconcileByService, a switch (or a
 // resume) reconciles each service with its own ReconcileFunc, concurrently,
 // and releases each service's submissions as soon as its own reconcile
 // succeeded: a REST order waits for the REST reconcile, not for a FIX logon
@@ -19,13 +19,13 @@ import (
 //
 //   - Every ticket in flight or of unknown outcome is taken once, when the
 //     switch's reconcile begins, and grouped by Ticket.Service. A service
-//     named in Reconcilers is settled by its own function (called with
+//     named in ReconcileByService is settled by its own function (called with
 //     Reconciliation.Service set and only that service's tickets, possibly
 //     none); the tickets of every other service go together to
-//     Config.Reconciler (Reconciliation.Service "").
-//   - A service of Reconcilers is released (Acquire grants its tickets on the
+//     Config.Reconcile (Reconciliation.Service "").
+//   - A service of ReconcileByService is released (Acquire grants its tickets on the
 //     new endpoint; EventRelease with Service set) when its own reconcile
-//     succeeded. A service not in Reconcilers is released only when every
+//     succeeded. A service not in ReconcileByService is released only when every
 //     reconcile succeeded (the gate opens: EventRelease with Service "").
 //   - A failing reconcile is retried with ReconcileBackoff on its own; after
 //     ReconcileAttempts failures in a row of any one of them the whole gate
@@ -47,7 +47,7 @@ type multiRec struct {
 	id     uint64
 	cancel context.CancelFunc
 	ctx    context.Context
-	groups map[string]*svcRec // "" = every service not in Config.Reconcilers
+	groups map[string]*svcRec // "" = every service not in Config.ReconcileByService
 	// released services, published with the held gate
 	released map[string]bool
 }
@@ -80,10 +80,10 @@ func (c *controller) beginMulti(ctx context.Context) {
 	c.multiSeq++
 	mctx, cancel := context.WithCancel(ctx)
 	m := &multiRec{id: c.multiSeq, ctx: mctx, cancel: cancel, groups: map[string]*svcRec{}, released: map[string]bool{}}
-	for svc, fn := range p.cfg.Reconcilers {
+	for svc, fn := range p.cfg.ReconcileByService {
 		m.groups[svc] = &svcRec{key: svc, fn: fn}
 	}
-	m.groups[""] = &svcRec{key: "", fn: p.cfg.Reconciler}
+	m.groups[""] = &svcRec{key: "", fn: p.cfg.Reconcile}
 	for _, t := range c.rec.Tickets {
 		g, ok := m.groups[t.Service]
 		if !ok {
@@ -145,7 +145,7 @@ func (c *controller) attemptMulti() {
 		r := *c.rec
 		r.Service, r.Attempt = key, g.attempt
 		r.Tickets = g.tickets[:len(g.tickets):len(g.tickets)]
-		p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Tickets: r.Tickets, Cause: r.Reason, Service: key})
+		p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Tickets: r.Tickets, Cause: r.Reason, Service: key})
 		id, fn, ctx := m.id, g.fn, m.ctx
 		c.hooks.Add(1)
 		go func() {
@@ -181,7 +181,7 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	r := res.r
 	if res.err != nil {
 		g.failures++
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason, Service: res.key})
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason, Service: res.key})
 		if g.failures >= p.cfg.ReconcileAttempts {
 			c.halt(haltReconcile, fmt.Errorf("reconcile of %s on %q failed %d times in a row (retrying): %w", serviceName(res.key), r.To, g.failures, res.err))
 		}
@@ -191,7 +191,7 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	}
 	g.done = true
 	settled := p.judge(r, res.settled, time.Now())
-	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason, Service: res.key})
+	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason, Service: res.key})
 	c.multiProgress(ctx)
 }
 
@@ -216,7 +216,7 @@ func (c *controller) releaseService(service string) {
 	p.setGateReleased(GateHeld, a.rt.ep.Name, a.gen, cause, maps.Clone(m.released))
 	c.halted = false
 	c.unfenceActive(m.ctx)
-	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Generation: a.gen, Duration: time.Since(c.heldSince), Service: service, Cause: cause.Error()})
+	p.events.emit(Event{Kind: EventRelease, Endpoint: a.rt.ep.Name, Token: a.gen, Duration: time.Since(c.heldSince), Service: service, Cause: cause.Error()})
 }
 
 // endMulti drops the split reconcile: its goroutines are told to stop (their
@@ -257,17 +257,17 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // reconcileAny runs the configured reconcilers on r outside a switch (settle
-// and re-query): with Reconcilers, each service's tickets go to its own
-// function and the rest to Reconciler, one after the other; the settlements
+// and re-query): with ReconcileByService, each service's tickets go to its own
+// function and the rest to Reconcile, one after the other; the settlements
 // are merged, and the first error is returned after all ran.
 func (p *Path) reconcileAny(ctx context.Context, r Reconciliation) ([]Settlement, error) {
-	if len(p.cfg.Reconcilers) == 0 {
-		return p.cfg.Reconciler(ctx, r)
+	if len(p.cfg.ReconcileByService) == 0 {
+		return p.cfg.Reconcile(ctx, r)
 	}
 	groups := map[string][]TicketInfo{}
 	for _, t := range r.Tickets {
 		key := t.Service
-		if _, ok := p.cfg.Reconcilers[key]; !ok {
+		if _, ok := p.cfg.ReconcileByService[key]; !ok {
 			key = ""
 		}
 		groups[key] = append(groups[key], t)
@@ -275,9 +275,9 @@ func (p *Path) reconcileAny(ctx context.Context, r Reconciliation) ([]Settlement
 	var all []Settlement
 	var errs []error
 	for _, key := range slices.Sorted(maps.Keys(groups)) {
-		fn := p.cfg.Reconciler
+		fn := p.cfg.Reconcile
 		if key != "" {
-			fn = p.cfg.Reconcilers[key]
+			fn = p.cfg.ReconcileByService[key]
 		}
 		rr := r
 		rr.Service, rr.Tickets = key, groups[key]

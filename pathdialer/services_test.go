@@ -54,7 +54,7 @@ func (s *svcReconciler) all() []pathdialer.Reconciliation {
 	return slices.Clone(s.recs)
 }
 
-// With Reconcilers, REST is released on the new endpoint as soon as the REST
+// With ReconcileByService, REST is released on the new endpoint as soon as the REST
 // reconcile succeeded while FIX still waits for its own; each reconciler gets
 // only its service's tickets; FIX is not granted before its reconcile; the
 // REST orders granted meanwhile are ordinary flow, not reconciled.
@@ -63,7 +63,7 @@ func TestServicesReleasedIndependently(t *testing.T) {
 		rest := &svcReconciler{}
 		fix := &svcReconciler{gate: make(chan struct{})}
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 			c.InflightGrace = 0
 		})
 		defer h.close()
@@ -82,7 +82,7 @@ func TestServicesReleasedIndependently(t *testing.T) {
 			t.Fatalf("snapshot gate %v released %v", s.Gate, s.Released)
 		}
 		tk, err := h.p.Acquire(ctx, pathdialer.ServiceREST, "o-rest-new")
-		if err != nil || tk.Endpoint != "us" || tk.Generation != 1 {
+		if err != nil || tk.Endpoint != "us" || tk.Token != 1 {
 			t.Fatalf("REST after its release: %+v, %v", tk, err)
 		}
 		fixWait := acquireAsync(ctx, h.p, pathdialer.ServiceFIX, "o-fix-new")
@@ -118,7 +118,7 @@ func TestServicesReleasedIndependently(t *testing.T) {
 			t.Fatalf("FIX reconciliations %+v", recs)
 		}
 		if n := len(h.hooks.reconciliations()); n != 0 {
-			t.Errorf("Config.Reconciler called %d times with nothing of its own", n)
+			t.Errorf("Config.Reconcile called %d times with nothing of its own", n)
 		}
 		if got := h.p.Snapshot().InFlight; got != 3 {
 			t.Errorf("in flight %d, want the 3 new orders", got)
@@ -134,7 +134,7 @@ func TestServiceReconcileFailuresHaltThenRelease(t *testing.T) {
 		rest := &svcReconciler{}
 		fix := &svcReconciler{fails: 3}
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 			c.ReconcileAttempts = 2
 			c.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: time.Second}
 		})
@@ -171,7 +171,7 @@ func TestAbandonedSwitchWithAServiceReleased(t *testing.T) {
 		rest := &svcReconciler{}
 		fix := &svcReconciler{gate: make(chan struct{})}
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
 			c.InflightGrace = 0
 		})
 		defer h.close()
@@ -206,15 +206,15 @@ func TestAbandonedSwitchWithAServiceReleased(t *testing.T) {
 	})
 }
 
-// With Reconcilers and no catch-all Reconciler, New accepts the config and
+// With ReconcileByService and no catch-all Reconcile, New accepts the config and
 // only the named services may submit: an order of any other service is
 // refused with a clear error (it could never be reconciled after a switch).
 func TestReconcilersAloneRefuseUnnamedServices(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rest := &svcReconciler{}
 		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Reconciler = nil
-			c.Reconcilers = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile}
+			c.Reconcile = nil
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile}
 		})
 		defer h.close()
 		h.start()
@@ -235,8 +235,8 @@ func TestReconcilersAloneRefuseUnnamedServices(t *testing.T) {
 	cfg := baseConfig()
 	cfg.Probe = newProbes().probe
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = nil
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Reconciler is required unless Reconcilers") {
-		t.Fatalf("no Reconciler and no Reconcilers: Validate = %v", err)
+	cfg.Reconcile = nil
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Reconcile is required unless ReconcileByService") {
+		t.Fatalf("no Reconcile and no ReconcileByService: Validate = %v", err)
 	}
 }

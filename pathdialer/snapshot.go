@@ -15,21 +15,21 @@ import (
 // replaced by "?REDACTED"). Text that may come from a counterparty (causes,
 // errors, notes, details) is escaped and cut as in Event.
 type Snapshot struct {
-	Time       time.Time          `json:"time"`
-	Active     string             `json:"active"`
-	Generation uint64             `json:"generation"`
-	Gate       GateState          `json:"gate"`
-	GateCause  string             `json:"gate_cause,omitempty"`
-	GateSince  time.Time          `json:"gate_since"`
-	InFlight   int                `json:"in_flight"`
-	Unknown    int                `json:"unknown"`
-	Endpoints  []EndpointSnapshot `json:"endpoints"`
-	Monitor    MonitorSnapshot    `json:"monitor"`
+	Time      time.Time          `json:"time"`
+	Active    string             `json:"active"`
+	Token     uint64             `json:"token"`
+	Gate      GateState          `json:"gate"`
+	GateCause string             `json:"gate_cause,omitempty"`
+	GateSince time.Time          `json:"gate_since"`
+	InFlight  int                `json:"in_flight"`
+	Unknown   int                `json:"unknown"`
+	Endpoints []EndpointSnapshot `json:"endpoints"`
+	Monitor   MonitorSnapshot    `json:"monitor"`
 	// Switches is the engine's history of switches, oldest first.
 	Switches []engine.Decision `json:"switches"`
 	// Events are the most recent events (probe results excluded), oldest first.
 	Events []Event `json:"events"`
-	// DroppedReports counts passive signals dropped as stale (older generation or
+	// DroppedReports counts passive signals dropped as stale (older token or
 	// fenced endpoint).
 	DroppedReports uint64 `json:"dropped_reports"`
 	Halts          uint64 `json:"halts"`
@@ -49,7 +49,7 @@ type Snapshot struct {
 	LateAfterFinal uint64 `json:"late_after_final"`
 	Watched        int    `json:"watched"`
 	// Released lists the services whose submissions flow again while the
-	// gate is still held for others (Config.Reconcilers).
+	// gate is still held for others (Config.ReconcileByService).
 	Released []string `json:"released,omitempty"`
 	// ValidUntil is when the coordinator's decision lapses (the deadline last
 	// given to Extend); zero when it does not expire.
@@ -114,7 +114,7 @@ func (p *Path) Snapshot() Snapshot {
 	s := Snapshot{
 		Time:           now,
 		Active:         a.rt.ep.Name,
-		Generation:     a.gen,
+		Token:          a.gen,
 		Gate:           v.state,
 		GateSince:      v.since,
 		InFlight:       p.inflightCount(),

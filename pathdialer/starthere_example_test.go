@@ -35,7 +35,7 @@ func ExampleNew() {
 	}
 	cfg.Probe = askOrderService            // asks the order service: a TCP connect proves nothing
 	cfg.Fencer = pathdialer.LocalFenceOnly // this process alone trades the account
-	cfg.Reconciler = lookUpInBook          // settles orders of unknown fate from the broker's book
+	cfg.Reconcile = lookUpInBook           // settles orders of unknown fate from the broker's book
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		log.Fatal(err) // names what is missing or wrong
@@ -65,7 +65,7 @@ func submit(ctx context.Context, p *pathdialer.Path, orderID string) (string, er
 	defer c.Close()
 	answer, err := ask(ctx, c, "ORDER "+orderID)
 	if err != nil {
-		t.Unknown(err) // written, never answered: it may be booked; the Reconciler settles it
+		t.Unknown(err) // written, never answered: it may be booked; the reconcile function settles it
 		return "", err
 	}
 	t.Done()

@@ -94,7 +94,7 @@ func (p *Path) evidence(v *Verdict, now time.Time) venue.Evidence {
 		SinceFirstSend:  now.Sub(v.FoundAt),
 	}
 	if at, ok := p.brokerFencedAt(v.Endpoint); ok {
-		// The Fencer's nil return with FenceAtBroker: the broker fenced the
+		// The Fencer's nil return with BrokerFencesViaFencer: the broker fenced the
 		// endpoint or advanced its fencing token. The profile says which of
 		// the two the venue can do.
 		e.BrokerFenced, e.TokenChecked = true, true
@@ -103,12 +103,12 @@ func (p *Path) evidence(v *Verdict, now time.Time) venue.Evidence {
 	return e
 }
 
-// brokerFencedAt: when the broker itself confirmed (Config.FenceAtBroker)
+// brokerFencedAt: when the broker itself confirmed (Config.BrokerFencesViaFencer)
 // that endpoint can no longer book this account's orders, if it was and the
 // endpoint was not unfenced since.
 func (p *Path) brokerFencedAt(endpoint string) (time.Time, bool) {
 	rt, ok := p.eps[endpoint]
-	if !ok || !p.cfg.FenceAtBroker || !rt.brokerFenced.Load() {
+	if !ok || !p.cfg.BrokerFencesViaFencer || !rt.brokerFenced.Load() {
 		return time.Time{}, false
 	}
 	return p.epoch.Add(time.Duration(rt.brokerFencedAt.Load())), true

@@ -45,7 +45,7 @@ func venueConfig(edit func(*pathdialer.Config)) pathdialer.Config {
 	cfg := baseConfig()
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	edit(&cfg)
 	return cfg
 }
@@ -100,15 +100,15 @@ func TestVenueQuarantineRefusedBelowTheVenuesMinimum(t *testing.T) {
 }
 
 // With the conservative default a NOT_RECEIVED waits the venue's minimum
-// (15 min + MaxCopyHold), and a FenceAtBroker the venue is not known to make
+// (15 min + MaxCopyHold), and a BrokerFencesViaFencer the venue is not known to make
 // does not make it final: the detail says why.
 func TestConservativeVenueKeepsNotReceivedProvisional(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &book{}
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Quarantine = 0
-			c.FenceAtBroker = true
-			c.Reconciler = b.reconcile
+			c.BrokerFencesViaFencer = true
+			c.Reconcile = b.reconcile
 		})
 		defer h.close()
 		h.start()

@@ -19,14 +19,14 @@ import (
 // events, Snapshot) and never lets MayResend answer yes for it. It becomes
 // final only on evidence the venue can give (venue.Profile.FinalNotReceived):
 //
-//   - the broker fenced the old path: Config.FenceAtBroker is set, the
+//   - the broker fenced the old path: Config.BrokerFencesViaFencer is set, the
 //     Fencer's nil return for the order's endpoint is still in force (the
 //     endpoint was not unfenced since), the venue can fence or check fencing
 //     tokens (Profile.CanFence, CanCheckTokens), and the lookup came at least
 //     the venue's false-negative horizon after the fence; or
 //   - Config.Quarantine (at least the venue's false-negative horizon plus
 //     Config.MaxCopyHold) passed since the verdict was first found and a
-//     re-query (the Path calls the Reconciler again by itself, without holding
+//     re-query (the Path calls the reconcile function again by itself, without holding
 //     submissions, Reason ReasonRequery) still finds nothing.
 //
 // A final NOT_RECEIVED stays watched: the Path looks it up again at growing
@@ -46,7 +46,7 @@ import (
 // MaxCopyHold did not hold what the verdict relied on.
 
 // ReasonRequery is Reconciliation.Reason for the Path's own re-query of
-// provisional NOT_RECEIVED verdicts. With Config.Reconcilers each service's
+// provisional NOT_RECEIVED verdicts. With Config.ReconcileByService each service's
 // function is re-queried on its own, with only its service's orders and
 // Reconciliation.Service set, and with its own backoff: one that fails keeps
 // only its own verdicts provisional. The re-query also runs while a switch's
@@ -60,12 +60,12 @@ var ErrOrderNotTracked = errors.New("pathdialer: no record of the order")
 
 // Verdict is what the Path knows about one order handed to reconciliation.
 type Verdict struct {
-	OrderID    string `json:"order_id"`
-	Service    string `json:"service"`
-	Endpoint   string `json:"endpoint"` // the endpoint the order was sent through
-	Region     string `json:"region"`
-	Generation uint64 `json:"generation"`
-	Fate       Fate   `json:"fate"`
+	OrderID  string `json:"order_id"`
+	Service  string `json:"service"`
+	Endpoint string `json:"endpoint"` // the endpoint the order was sent through
+	Region   string `json:"region"`
+	Token    uint64 `json:"token"`
+	Fate     Fate   `json:"fate"`
 	// Final: no later evidence can change the fate.
 	Final bool `json:"final"`
 	// FoundAt is when the fate was first found.
@@ -183,7 +183,7 @@ func (p *Path) judge(r Reconciliation, settled []Settlement, now time.Time) []Se
 		v := &Verdict{OrderID: s.OrderID, Service: s.Service, Fate: s.Fate, FoundAt: now, Detail: s.Detail}
 		if j, ok := idx[s.OrderID]; ok {
 			t := r.Tickets[j]
-			v.Endpoint, v.Generation = t.Endpoint, t.Generation
+			v.Endpoint, v.Token = t.Endpoint, t.Token
 			if v.Service == "" {
 				v.Service = t.Service
 			}
@@ -256,7 +256,7 @@ func (p *Path) requeryAt(v *Verdict, now time.Time) time.Time {
 
 // dueRequeries returns the NOT_RECEIVED verdicts due to be looked up again
 // (provisional ones whose quarantine ended, watched ones whose next look is
-// due), as tickets for the Reconciler, provisional ones first.
+// due), as tickets for the reconcile function, provisional ones first.
 func (p *Path) dueRequeries(now time.Time) []TicketInfo {
 	p.verdicts.mu.Lock()
 	defer p.verdicts.mu.Unlock()
@@ -266,7 +266,7 @@ func (p *Path) dueRequeries(now time.Time) []TicketInfo {
 		if v == nil || !v.open() || now.Before(v.RequeryAt) {
 			continue
 		}
-		t := TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Generation: v.Generation, State: TicketHanded}
+		t := TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Token: v.Token, State: TicketHanded}
 		if v.Final {
 			watched = append(watched, t)
 		} else {
@@ -458,13 +458,13 @@ func (p *Path) MayResend(orderID string) (Resend, error) {
 	}
 	for _, t := range pending {
 		if t.OrderID == orderID {
-			r.Verdict = Verdict{OrderID: orderID, Service: t.Service, Endpoint: t.Endpoint, Generation: t.Generation}
+			r.Verdict = Verdict{OrderID: orderID, Service: t.Service, Endpoint: t.Endpoint, Token: t.Token}
 			r.Reason = "awaiting reconciliation"
 			return r, nil
 		}
 	}
 	if t, st, ok := p.findTicket(orderID); ok {
-		r.Verdict = Verdict{OrderID: orderID, Service: t.Service, Endpoint: t.Endpoint, Generation: t.Generation}
+		r.Verdict = Verdict{OrderID: orderID, Service: t.Service, Endpoint: t.Endpoint, Token: t.Token}
 		r.Reason = "the order is " + st
 		return r, nil
 	}
@@ -498,16 +498,16 @@ func (p *Path) findTicket(orderID string) (TicketInfo, string, bool) {
 }
 
 // requeryState is one reconciler's re-query backoff (key as in
-// Config.Reconcilers; "" for Config.Reconciler).
+// Config.ReconcileByService; "" for Config.Reconcile).
 type requeryState struct {
 	attempt int
 	retryAt time.Time
 }
 
 // reconcilerKey names the reconciler that settles service's orders: the
-// service itself when Config.Reconcilers has it, else "" (Config.Reconciler).
+// service itself when Config.ReconcileByService has it, else "" (Config.Reconcile).
 func (p *Path) reconcilerKey(service string) string {
-	if _, ok := p.cfg.Reconcilers[service]; ok {
+	if _, ok := p.cfg.ReconcileByService[service]; ok {
 		return service
 	}
 	return ""
@@ -515,9 +515,9 @@ func (p *Path) reconcilerKey(service string) string {
 
 // maybeRequery re-queries the provisional NOT_RECEIVED verdicts whose
 // quarantine ended, without holding submissions, each reconciler on its own
-// (with Config.Reconcilers, one service's failing re-query neither delays nor
+// (with Config.ReconcileByService, one service's failing re-query neither delays nor
 // undoes another's) with its own backoff. It runs in the normal phase and,
-// with Config.Reconcilers, while a switch's reconcile is still under way, for
+// with Config.ReconcileByService, while a switch's reconcile is still under way, for
 // the services whose own reconcile already succeeded. The re-queries run in
 // their own goroutines (background.go); this only starts the due ones.
 func (c *controller) maybeRequery(ctx context.Context) {

@@ -12,7 +12,7 @@ import (
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
-// book is a Reconciler over a fake broker book: an order is NOT_RECEIVED until
+// book is a Reconcile over a fake broker book: an order is NOT_RECEIVED until
 // the test books it.
 type book struct {
 	mu     sync.Mutex
@@ -65,7 +65,7 @@ func TestProvisionalNotReceivedBecomesFinalAfterQuarantine(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
-			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				return b.reconcile(ctx, r)
 			}
 		})
@@ -118,7 +118,7 @@ func TestLateLandingIsReported(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Venue = labVenue() // exact lookups: the quarantine covers MaxCopyHold (10 s) alone
 			c.Quarantine = 10 * time.Second
-			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				return b.reconcile(ctx, r)
 			}
 		})
@@ -139,7 +139,7 @@ func TestLateLandingIsReported(t *testing.T) {
 	})
 }
 
-// With FenceAtBroker, the Fencer's success means the broker itself fenced the
+// With BrokerFencesViaFencer, the Fencer's success means the broker itself fenced the
 // old endpoint: NOT_RECEIVED for orders sent through it is final at once. An
 // order settled on the active (unfenced) endpoint stays provisional.
 func TestFenceAtBrokerMakesNotReceivedFinal(t *testing.T) {
@@ -147,9 +147,9 @@ func TestFenceAtBrokerMakesNotReceivedFinal(t *testing.T) {
 		b := &book{}
 		h := newHarness(t, func(c *pathdialer.Config) {
 			c.Venue = labVenue() // the venue has a kill switch and exact lookups
-			c.FenceAtBroker = true
+			c.BrokerFencesViaFencer = true
 			c.SettleUnknown = time.Second
-			c.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				return b.reconcile(ctx, r)
 			}
 		})

@@ -141,7 +141,7 @@ func fixFailover(bp bool, s Settings, bound time.Duration) (fixResult, error) {
 		if err != nil {
 			return fixResult{}, err
 		}
-		cfg.Reconciler = rec.Reconcile
+		cfg.Reconcile = rec.Reconcile
 		cfg.ReconcileTimeout = 5 * time.Second
 		p, err := pathdialer.New(cfg)
 		if err != nil {

@@ -299,7 +299,7 @@ func buildBrokerpathREST(a brokerAddrs, s Settings, h1 bool, perOrder time.Durat
 	if err != nil {
 		return nil, err
 	}
-	cfg.Reconciler = rec.Reconcile
+	cfg.Reconcile = rec.Reconcile
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		return nil, err
@@ -308,7 +308,7 @@ func buildBrokerpathREST(a brokerAddrs, s Settings, h1 bool, perOrder time.Durat
 	if err != nil {
 		return nil, err
 	}
-	rec.Bind(tr)
+	rec.SendLookupsVia(tr)
 	c := &http.Client{Transport: tr}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

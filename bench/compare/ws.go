@@ -136,7 +136,7 @@ func startStream(ctx context.Context, a brokerAddrs, s Settings, lg *tickLog) (f
 	if err != nil {
 		return nil, err
 	}
-	cfg.Reconciler = pathdialer.NoReconcile // market data only: no orders in flight
+	cfg.Reconcile = pathdialer.NoReconcile // market data only: no orders in flight
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		return nil, err

@@ -57,7 +57,7 @@ func (r *rig) traderLogged(name string, lc *logCount, bad *atomic.Int64) *trader
 	pc := pathdialer.DefaultConfig()
 	pc.Endpoints = endpoints
 	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
 	p, err := pathdialer.New(pc)

@@ -164,7 +164,7 @@ func TestTwoTradersNeverOnTwoPaths(t *testing.T) {
 		case "eu":
 			nEU++
 			if g.gen != uint64(first.rev) {
-				t.Fatalf("eu ticket under generation %d, token was %d", g.gen, first.rev)
+				t.Fatalf("eu ticket under token %d, token was %d", g.gen, first.rev)
 			}
 			if g.at.After(lastEU) {
 				lastEU = g.at
@@ -172,7 +172,7 @@ func TestTwoTradersNeverOnTwoPaths(t *testing.T) {
 		case "us":
 			nUS++
 			if g.gen != uint64(second.rev) {
-				t.Fatalf("us ticket under generation %d, token was %d", g.gen, second.rev)
+				t.Fatalf("us ticket under token %d, token was %d", g.gen, second.rev)
 			}
 			if firstUS.IsZero() || g.at.Before(firstUS) {
 				firstUS = g.at

@@ -35,7 +35,7 @@ type DeciderConfig struct {
 	// Engine decides on the aggregated view. The observers already counted
 	// their FailureThreshold, so the default here is 1 (one Down verdict);
 	// MaxHealthAge must exceed Interval. Probe and Clock must be nil, and
-	// BrokerFences false: the followers' acknowledgements are the fence.
+	// BrokerFencesAtLogon false: the followers' acknowledgements are the fence.
 	Engine engine.Config
 	// Interval between decisions. > 0.
 	Interval time.Duration
@@ -100,8 +100,8 @@ func (c DeciderConfig) Validate() error {
 	if c.Engine.Probe != nil || c.Engine.Clock != nil {
 		return fmt.Errorf("%w: Engine.Probe and Engine.Clock must be nil", ErrInvalidConfig)
 	}
-	if c.Engine.BrokerFences {
-		return fmt.Errorf("%w: Engine.BrokerFences must be false: the followers' acknowledgements are the fence", ErrInvalidConfig)
+	if c.Engine.BrokerFencesAtLogon {
+		return fmt.Errorf("%w: Engine.BrokerFencesAtLogon must be false: the followers' acknowledgements are the fence", ErrInvalidConfig)
 	}
 	if c.Engine.MaxHealthAge <= c.Interval {
 		return fmt.Errorf("%w: Engine.MaxHealthAge (%v) must exceed Interval (%v)", ErrInvalidConfig, c.Engine.MaxHealthAge, c.Interval)
@@ -314,7 +314,7 @@ func (l *leader) lead(ctx context.Context) error {
 	} else if l.rec.Endpoint != primary.Name {
 		// Adopt the endpoint flow is on. The recorded switch counts towards
 		// cooldown: a new decider does not fail back at once.
-		if _, err := eng.Assign(l.rec.Endpoint, eng.Generation()+1, "adopted from the assignment by a new decider"); err != nil {
+		if _, err := eng.Assign(l.rec.Endpoint, eng.Token()+1, "adopted from the assignment by a new decider"); err != nil {
 			return fmt.Errorf("adopt %q: %w", l.rec.Endpoint, err)
 		}
 	}

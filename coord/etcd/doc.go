@@ -12,7 +12,7 @@
 //	cfg := pathdialer.DefaultConfig()
 //	cfg.Endpoints = accountEndpoints
 //	cfg.Probe = probeOrders
-//	cfg.Fencer, cfg.Reconciler = pathdialer.LocalFenceOnly, reconcileOrders
+//	cfg.Fencer, cfg.Reconcile = pathdialer.LocalFenceOnly, reconcileOrders
 //	cfg.ExternalDecisions = true // the elected Decider makes the switches
 //	path, err := pathdialer.New(cfg)
 //	if err != nil {
@@ -86,7 +86,7 @@
 //     not write on the stale decision, without waiting for any goroutine to
 //     notice. At that deadline the follower also holds or halts, even with no
 //     network at all.
-//   - The token reaches the broker: Ticket.Generation is the token, and
+//   - The token reaches the broker: Ticket.Token is the token, and
 //     transports/rest (Options.TokenHeader) and transports/fix
 //     (Options.TokenTag) write it into every order, so a broker or gateway
 //     that checks tokens refuses a write that left before the deadline and

@@ -40,7 +40,7 @@ func Example() {
 	cfg := pathdialer.DefaultConfig()
 	cfg.Endpoints = accountEndpoints
 	cfg.Probe = probeOrders
-	cfg.Fencer, cfg.Reconciler = pathdialer.LocalFenceOnly, reconcileOrders
+	cfg.Fencer, cfg.Reconcile = pathdialer.LocalFenceOnly, reconcileOrders
 	cfg.ExternalDecisions = true // the elected Decider makes the switches
 	path, err := pathdialer.New(cfg)
 	if err != nil {

@@ -119,7 +119,7 @@ func (r *rig) trader(cli *clientv3.Client, name string) *trader {
 	pc := pathdialer.DefaultConfig()
 	pc.Endpoints = endpoints
 	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
 	p, err := pathdialer.New(pc)
@@ -160,7 +160,7 @@ func (tr *trader) trade(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex,
 			}
 			at := time.Now()
 			mu.Lock()
-			*out = append(*out, grant{tr.name, tk.Endpoint, tk.Generation, at})
+			*out = append(*out, grant{tr.name, tk.Endpoint, tk.Token, at})
 			mu.Unlock()
 			tk.Done()
 		}

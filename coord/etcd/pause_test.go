@@ -81,7 +81,7 @@ func TestPausedTraderNeverGrantsOnALapsedLease(t *testing.T) {
 	pc := pathdialer.DefaultConfig()
 	pc.Endpoints = endpoints
 	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
 	p, err := pathdialer.New(pc)
@@ -117,8 +117,8 @@ func TestPausedTraderNeverGrantsOnALapsedLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before.Generation != uint64(active.rev) || before.ValidUntil.IsZero() || before.Valid() != nil {
-		t.Fatalf("ticket under the assignment: generation %d (token %d), ValidUntil %v, Valid %v", before.Generation, active.rev, before.ValidUntil, before.Valid())
+	if before.Token != uint64(active.rev) || before.ValidUntil.IsZero() || before.Valid() != nil {
+		t.Fatalf("ticket under the assignment: token %d (token %d), ValidUntil %v, Valid %v", before.Token, active.rev, before.ValidUntil, before.Valid())
 	}
 	deadline := p.Snapshot().ValidUntil
 	if left := time.Until(deadline); left <= 0 || left > fc.TTL-fc.Margin {

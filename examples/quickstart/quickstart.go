@@ -148,7 +148,7 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 	cfg.Probe = probe
 	cfg.Fencer = pathdialer.LocalFenceOnly // this process is the only one trading the account
 	// Each service is released as soon as its own reconcile succeeds.
-	cfg.Reconcilers = map[string]pathdialer.ReconcileFunc{"rest": restRec.Reconcile, "fix": fixRec.Reconcile}
+	cfg.ReconcileByService = map[string]pathdialer.ReconcileFunc{"rest": restRec.Reconcile, "fix": fixRec.Reconcile}
 	path, err := pathdialer.New(cfg)
 	if err != nil {
 		return err
@@ -158,7 +158,7 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	restRec.Bind(rt)
+	restRec.SendLookupsVia(rt)
 	client := &http.Client{Transport: rt}
 	if err := path.Start(ctx); err != nil {
 		return err

@@ -135,7 +135,7 @@ func (w *world) check() *Result {
 		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
 	}
 	for _, t := range pending {
-		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Generation)
+		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Token)
 	}
 	for _, b := range w.wsBad {
 		viol(InvStream, "%s", b)

@@ -42,7 +42,7 @@
 // By default the client never resends. Options.ResendNotReceived (flag
 // -sim.resend) resends, once and under the same client order ID, an order
 // Path.MayResend allows (a final NOT_RECEIVED: through a region the broker's
-// kill switch fenced, Config.FenceAtBroker, or after the quarantine's
+// kill switch fenced, Config.BrokerFencesViaFencer, or after the quarantine's
 // re-query); a sweep with it must find no duplicate. Options.ResendNaive
 // resends every NOT_RECEIVED at once, provisional or not: against a broker
 // that deduplicates only open orders or not at all, an order still in the
@@ -52,7 +52,7 @@
 // With a broker that checks fencing tokens, each order carries the active
 // generation + 1, read before the order is sent. Options.LibraryToken (flag
 // -sim.libtoken) sends the library's own token instead (the REST transport's
-// TokenHeader: the ticket's Generation); a standalone Path's first
+// TokenHeader: the ticket's Token); a standalone Path's first
 // generation is 0, which a broker that wants positive tokens refuses, so
 // every order before the first switch is rejected (orders-flow fails).
 //

@@ -65,7 +65,7 @@ type Options struct {
 	// landing then books the order twice (no-duplicate-order has teeth).
 	ResendNaive bool
 	// LibraryToken sends the library's fencing token (rest.Options.TokenHeader:
-	// the ticket's Generation) instead of the simulation's own (the active
+	// the ticket's Token) instead of the simulation's own (the active
 	// generation + 1, read before the order). A standalone Path's first
 	// generation is 0, which the simulated broker, wanting positive tokens,
 	// rejects: every order before the first switch is refused.
@@ -354,10 +354,10 @@ func (w *world) build() error {
 		pc.IdentityTimeout = s.ProbeTimeout
 	}
 	pc.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 500 * time.Millisecond}
-	pc.Reconciler = w.reconcile
+	pc.Reconcile = w.reconcile
 	// The sim's Fencer is the broker's kill switch when the broker enforces
 	// fences: a NOT_RECEIVED through a fenced region is then final at once.
-	pc.FenceAtBroker = s.Fence == simbroker.FenceEnforced
+	pc.BrokerFencesViaFencer = s.Fence == simbroker.FenceEnforced
 	pc.Quarantine = quarantine
 	pc.Venue, pc.MaxCopyHold = simVenue(s), quarantine
 	pc.InflightGrace = s.InflightGrace
@@ -699,7 +699,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		w.mu.Unlock()
 	case pathdialer.EventRelease:
 		w.mu.Lock()
-		w.releases = append(w.releases, release{seq: ev.Seq, gen: ev.Generation, at: ev.Time})
+		w.releases = append(w.releases, release{seq: ev.Seq, gen: ev.Token, at: ev.Time})
 		w.mu.Unlock()
 	case pathdialer.EventSwitch, pathdialer.EventUnfence:
 		to := ev.To
@@ -772,7 +772,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 	case pathdialer.EventStateChange:
 		line += fmt.Sprintf(" %v->%v", ev.PrevState, ev.State)
 	case pathdialer.EventSwitch, pathdialer.EventRelease:
-		line += fmt.Sprintf(" gen=%d", ev.Generation)
+		line += fmt.Sprintf(" gen=%d", ev.Token)
 	case pathdialer.EventReconcileStart:
 		ids := make([]string, 0, len(ev.Tickets))
 		for _, t := range ev.Tickets {
@@ -941,8 +941,8 @@ func (w *world) place(id string, limit bool) {
 	var uo *rest.UnknownOutcomeError
 	switch {
 	case errors.As(err, &uo):
-		rec.outcome, rec.ticketGn = "unknown", uo.Generation
-		line = fmt.Sprintf("order %s unknown on %s gen=%d", id, uo.Endpoint, uo.Generation)
+		rec.outcome, rec.ticketGn = "unknown", uo.Token
+		line = fmt.Sprintf("order %s unknown on %s gen=%d", id, uo.Endpoint, uo.Token)
 	case errors.Is(err, pathdialer.ErrTradingHalted):
 		rec.outcome = "halted"
 	case errors.Is(err, pathdialer.ErrTicketExpired):

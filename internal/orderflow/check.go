@@ -151,7 +151,7 @@ type SwitchSummary struct {
 	// Reconcile how long the reconcile before that release took.
 	Held, Reconcile time.Duration
 	// Services is each service's own hold, in the order they were released,
-	// when the Path releases services one by one (Config.Reconcilers).
+	// when the Path releases services one by one (Config.ReconcileByService).
 	Services []ServiceHold
 }
 

@@ -42,11 +42,11 @@ func cleanHistory() orderflow.History {
 		{Kind: pathdialer.EventHold, Time: at(940), Cause: "fencing"},
 		{Kind: pathdialer.EventFenceStart, Time: at(950), Endpoint: "eu", Attempt: 1},
 		{Kind: pathdialer.EventFenceSuccess, Time: at(960), Endpoint: "eu", Duration: 10 * time.Millisecond},
-		{Kind: pathdialer.EventSwitch, Time: at(1000), From: "eu", To: "us", Generation: 1},
+		{Kind: pathdialer.EventSwitch, Time: at(1000), From: "eu", To: "us", Token: 1},
 		{Kind: pathdialer.EventReconcileStart, Time: at(1000), From: "eu", To: "us", Tickets: []pathdialer.TicketInfo{
 			{OrderID: "R2", Service: "rest", Endpoint: "eu"}, {OrderID: "R3", Service: "rest", Endpoint: "eu"}, {OrderID: "F1", Service: "fix", Endpoint: "eu"}}},
 		{Kind: pathdialer.EventReconcileSuccess, Time: at(1100)},
-		{Kind: pathdialer.EventRelease, Time: at(1100), Endpoint: "us", Generation: 1},
+		{Kind: pathdialer.EventRelease, Time: at(1100), Endpoint: "us", Token: 1},
 	}
 	acked := func(id, tr, ep string, sentMs, ackMs int) orderflow.OrderRecord {
 		return orderflow.OrderRecord{ClOrdID: id, Transport: tr, PlacedAt: at(sentMs), AttemptAt: at(sentMs), Sent: true,

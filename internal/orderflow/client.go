@@ -203,7 +203,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.SessionPolicy == PolicyOnePerCred {
 		// The broker drops the old session when we log on through the new
 		// path: it fences for us.
-		pc.Engine.BrokerFences = true
+		pc.Engine.BrokerFencesAtLogon = true
 	} else if cfg.BrokerFence != nil {
 		// The broker's kill switch: after the local fence, the broker itself
 		// refuses the account's orders through the old region.
@@ -222,7 +222,7 @@ func New(cfg Config) (*Client, error) {
 	pc.InflightGrace = t.InflightGrace
 	// A NOT_RECEIVED for an order sent through an endpoint the broker fenced
 	// is final at once; otherwise provisional until the quarantine's re-query.
-	pc.FenceAtBroker = cfg.BrokerFence != nil || cfg.SessionPolicy == PolicyOnePerCred
+	pc.BrokerFencesViaFencer = cfg.BrokerFence != nil || cfg.SessionPolicy == PolicyOnePerCred
 	pc.Venue = cfg.Venue
 	if t.Quarantine > 0 {
 		// The quarantine is chosen (by the scenario) to outlast the longest
@@ -247,12 +247,12 @@ func New(cfg Config) (*Client, error) {
 		}
 		recs = append(recs, c.reconcileFIX)
 	}
-	pc.Reconciler = pathdialer.ReconcileAll(recs...)
+	pc.Reconcile = pathdialer.ReconcileAll(recs...)
 	// Each transport is reconciled and released on its own: a REST order
 	// does not wait for the FIX session to log on through the new endpoint.
-	pc.Reconcilers = map[string]pathdialer.ReconcileFunc{REST: c.reconcileREST}
+	pc.ReconcileByService = map[string]pathdialer.ReconcileFunc{REST: c.reconcileREST}
 	if c.fixRec != nil {
-		pc.Reconcilers[FIX] = c.reconcileFIX
+		pc.ReconcileByService[FIX] = c.reconcileFIX
 	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
@@ -912,7 +912,7 @@ func (c *Client) ReconcileUnknown(ctx context.Context) ([]pathdialer.Settlement,
 		return nil, nil
 	}
 	active, gen := c.path.Active()
-	rc := pathdialer.Reconciliation{From: active.Name, To: active.Name, Generation: gen, Reason: "in place (no switch)", Tickets: todo, Attempt: 1}
+	rc := pathdialer.Reconciliation{From: active.Name, To: active.Name, Token: gen, Reason: "in place (no switch)", Tickets: todo, Attempt: 1}
 	var all []pathdialer.Settlement
 	ss, err := c.reconcileREST(ctx, rc)
 	all = append(all, ss...)

@@ -176,14 +176,14 @@ type Config struct {
 	// SessionPolicy is what the broker does with a second logon of the same
 	// credentials: PolicyConcurrent (nothing: the client fences itself,
 	// pathdialer.LocalFenceOnly) or PolicyOnePerCred (the broker fences:
-	// engine BrokerFences).
+	// engine BrokerFencesAtLogon).
 	SessionPolicy string
 	// BrokerFence, optional, is the broker's kill switch for this account:
 	// called with a region and true when the Path fences the endpoint of that
 	// region (after its local fence), with false when the endpoint becomes
 	// active again. With it the broker itself refuses orders that reach a
 	// fenced region, so a NOT_RECEIVED found for an order sent there is final
-	// at once (pathdialer's FenceAtBroker). Nil: the client fences only
+	// at once (pathdialer's BrokerFencesViaFencer). Nil: the client fences only
 	// itself.
 	BrokerFence func(ctx context.Context, region string, fenced bool) error
 	// FencingTokens writes each order's fencing token (its ticket's

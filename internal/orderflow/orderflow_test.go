@@ -253,7 +253,7 @@ func TestTimelineSaysEachThingOnce(t *testing.T) {
 	ev(1, pathdialer.Event{Kind: pathdialer.EventFenceStart, Endpoint: "eu", Attempt: 1})
 	ev(2, pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Endpoint: "eu", Duration: time.Millisecond})
 	ev(3, pathdialer.Event{Kind: pathdialer.EventDecision, Decision: &engine.Decision{Outcome: engine.Switched, From: "eu", To: "us"}})
-	ev(3, pathdialer.Event{Kind: pathdialer.EventSwitch, From: "eu", To: "us", Generation: 1})
+	ev(3, pathdialer.Event{Kind: pathdialer.EventSwitch, From: "eu", To: "us", Token: 1})
 	ev(4, pathdialer.Event{Kind: pathdialer.EventReconcileStart, From: "eu", To: "us"})
 	for i := range 3 {
 		for _, id := range []string{"F1", "F2"} {

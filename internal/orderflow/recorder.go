@@ -420,7 +420,7 @@ func describe(e pathdialer.Event) string {
 	case pathdialer.EventFenceFailure:
 		return fmt.Sprintf("fence %s: FAILED (attempt %d)%s", e.Endpoint, e.Attempt, errSuffix(e))
 	case pathdialer.EventSwitch:
-		return fmt.Sprintf("SWITCHED %s → %s (generation %d)", e.From, e.To, e.Generation)
+		return fmt.Sprintf("SWITCHED %s → %s (generation %d)", e.From, e.To, e.Token)
 	case pathdialer.EventReconcileStart:
 		if e.Cause == pathdialer.ReasonRequery {
 			return fmt.Sprintf("re-query on %s of %d provisional NOT_RECEIVED order(s), their quarantine over%s", e.To, len(e.Tickets), ticketList(e.Tickets))

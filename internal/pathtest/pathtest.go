@@ -49,7 +49,7 @@ func FastConfig(eps []pathdialer.Endpoint, p *Probes) pathdialer.Config {
 	cfg.Engine.MaxHealthAge = time.Second
 	cfg.Engine.Cooldown = time.Hour
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	return cfg
 }
 

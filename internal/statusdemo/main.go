@@ -105,7 +105,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg.Reconciler = pathdialer.ReconcileAll(func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	cfg.Reconcile = pathdialer.ReconcileAll(func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		return reconcile(ctx, client, auth, r)
 	}, fixRec.Reconcile)
 	cfg.ReconcileTimeout = 5 * time.Second

@@ -51,11 +51,11 @@ func synthetic(primary, survivor string) Input {
 	ev(pathdialer.Event{Kind: pathdialer.EventFenceStart, Endpoint: primary, Attempt: 1}, 2300*time.Millisecond)
 	ev(pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Endpoint: primary, Duration: 100 * time.Millisecond}, 2400*time.Millisecond)
 	ev(pathdialer.Event{Kind: pathdialer.EventDecision, Decision: &engine.Decision{Outcome: engine.Switched, From: primary, To: survivor}}, 2400*time.Millisecond)
-	ev(pathdialer.Event{Kind: pathdialer.EventSwitch, From: primary, To: survivor, Generation: 1}, 2400*time.Millisecond)
+	ev(pathdialer.Event{Kind: pathdialer.EventSwitch, From: primary, To: survivor, Token: 1}, 2400*time.Millisecond)
 	ev(pathdialer.Event{Kind: pathdialer.EventReconcileStart, From: primary, To: survivor}, 2400*time.Millisecond)
 	ev(pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Duration: 200 * time.Millisecond}, 2600*time.Millisecond)
 	ev(pathdialer.Event{Kind: pathdialer.EventRelease, Endpoint: survivor, Duration: 300 * time.Millisecond}, 2600*time.Millisecond)
-	ev(pathdialer.Event{Kind: pathdialer.EventSwitch, From: survivor, To: primary, Generation: 2}, 7*sec)
+	ev(pathdialer.Event{Kind: pathdialer.EventSwitch, From: survivor, To: primary, Token: 2}, 7*sec)
 
 	in.Orders = []Order{
 		{ID: "R1", Transport: "rest", PlacedAt: at(1 * sec), Acked: true, AckedAt: at(1010 * time.Millisecond), AckEndpoint: primary},

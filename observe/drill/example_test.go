@@ -33,7 +33,7 @@ func Example() {
 		{Kind: pathdialer.EventStateChange, Time: at(2300 * ms), Endpoint: "eu", PrevState: engine.Healthy, State: engine.Down},
 		{Kind: pathdialer.EventHold, Time: at(2300 * ms), Cause: "failover: fencing eu"},
 		{Kind: pathdialer.EventFenceSuccess, Time: at(2400 * ms), Endpoint: "eu", Duration: 100 * ms},
-		{Kind: pathdialer.EventSwitch, Time: at(2400 * ms), From: "eu", To: "us", Generation: 1},
+		{Kind: pathdialer.EventSwitch, Time: at(2400 * ms), From: "eu", To: "us", Token: 1},
 		{Kind: pathdialer.EventReconcileSuccess, Time: at(2600 * ms), Duration: 200 * ms},
 		{Kind: pathdialer.EventRelease, Time: at(2600 * ms), Endpoint: "us", Duration: 300 * ms},
 	}

@@ -15,7 +15,7 @@ import (
 // descs are the scrape-time metrics' descriptors.
 type descs struct {
 	epState, epActive, epEligible, epFenced, epFailures, epSuccesses, epAge, epConns *prometheus.Desc
-	generation, gateState, gateAge, halts, inFlight, unknown                         *prometheus.Desc
+	token, gateState, gateAge, halts, inFlight, unknown                              *prometheus.Desc
 	monitorStale, monitorAge, droppedReports                                         *prometheus.Desc
 	restingCancelled                                                                 *prometheus.Desc
 
@@ -62,7 +62,7 @@ func newDescs() descs {
 		epAge:       desc("endpoint_last_success_age_seconds", "Seconds since the endpoint's last success (+Inf if never): health-check staleness.", ep...),
 		epConns:     desc("endpoint_connections", "Connections the Path tracks to an endpoint.", ep...),
 
-		generation:     desc("generation", "Generation of the active path: the number of switches since the Path was created."),
+		token:          desc("generation", "Fencing token of the active path (Snapshot.Token): the number of switches since the Path was created."),
 		gateState:      desc("gate_state", "State of the submission gate: 1 for the current state (not_started, open, held, halted, closed), 0 for the others.", "state"),
 		gateAge:        desc("gate_state_age_seconds", "Seconds the gate has been in its current state: how long submissions have been held or halted, when they are."),
 		halts:          desc("halts_total", "Times trading was halted (no eligible target, or fence or reconcile kept failing)."),
@@ -70,7 +70,7 @@ func newDescs() descs {
 		unknown:        desc("tickets_unknown_outcome", "Submissions finished with an unknown outcome, waiting for reconciliation."),
 		monitorStale:   desc("monitor_stale", "1 when no probe round completed for three intervals: the monitor itself has stalled."),
 		monitorAge:     desc("monitor_last_round_age_seconds", "Seconds since the last completed probe round (+Inf before the first)."),
-		droppedReports: desc("dropped_reports_total", "Passive results dropped as stale (older generation or fenced endpoint)."),
+		droppedReports: desc("dropped_reports_total", "Passive results dropped as stale (older token or fenced endpoint)."),
 
 		restingCancelled: desc("resting_orders_cancelled_by_switch_total", "Resting orders the open-order reconcile after a switch found cancelled by it (cancel-on-disconnect of the path left); each was reported to the application."),
 
@@ -122,7 +122,7 @@ func newDescs() descs {
 func (d *descs) all() []*prometheus.Desc {
 	out := []*prometheus.Desc{
 		d.epState, d.epActive, d.epEligible, d.epFenced, d.epFailures, d.epSuccesses, d.epAge, d.epConns,
-		d.generation, d.gateState, d.gateAge, d.halts, d.inFlight, d.unknown,
+		d.token, d.gateState, d.gateAge, d.halts, d.inFlight, d.unknown,
 		d.monitorStale, d.monitorAge, d.droppedReports, d.restingCancelled,
 		d.restRequests, d.restOutcomes, d.restBreaker, d.wsConnected, d.wsHealth,
 	}
@@ -223,7 +223,7 @@ func (m *Metrics) collectPath(ch chan<- prometheus.Metric, s pathdialer.Snapshot
 		g(m.d.epAge, ageSeconds(age), e.Name, e.Region)
 		g(m.d.epConns, float64(e.Conns), e.Name, e.Region)
 	}
-	g(m.d.generation, float64(s.Generation))
+	g(m.d.token, float64(s.Token))
 	for _, st := range gateStates {
 		g(m.d.gateState, b2f(s.Gate == st), label(st.String()))
 	}

@@ -59,7 +59,7 @@ func newHarness(t *testing.T) *harness {
 	cfg.Engine.FailureThreshold = 2
 	cfg.Engine.MaxHealthAge = time.Second
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	cfg.OnEvent = observe.Tee(h.m.OnEvent, func(pathdialer.Event) { h.events.Add(1) })
 	p, err := pathdialer.New(cfg)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestRestingOrdersCancelledBySwitch(t *testing.T) {
 		cfg.Engine.FailureThreshold = 2
 		cfg.Engine.MaxHealthAge = time.Second
 		cfg.Fencer = pathdialer.LocalFenceOnly
-		cfg.Reconciler = pathdialer.NoReconcile
+		cfg.Reconcile = pathdialer.NoReconcile
 		cfg.FenceMode = pathdialer.FenceFlatten
 		cfg.OnEvent = m.OnEvent
 		cfg.OpenOrders = map[string]pathdialer.OpenOrderCheck{pathdialer.ServiceREST: {

@@ -38,7 +38,7 @@ func TestCounterpartyTextIsBoundedOnTheStatusPage(t *testing.T) {
 		cfg.Engine.FailureThreshold = 2
 		cfg.Engine.MaxHealthAge = time.Second
 		cfg.Fencer = pathdialer.LocalFenceOnly
-		cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+		cfg.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 			if fails.Add(-1) >= 0 {
 				return nil, errors.New(`lookup: status "` + huge + `"`)
 			}
@@ -63,11 +63,11 @@ func TestCounterpartyTextIsBoundedOnTheStatusPage(t *testing.T) {
 		}
 		down.Store(true)
 		for i := 0; ; i++ { // one Snapshot per look (two could straddle the switch)
-			if s := p.Snapshot(); s.Gate == pathdialer.GateOpen && s.Generation > 0 {
+			if s := p.Snapshot(); s.Gate == pathdialer.GateOpen && s.Token > 0 {
 				break
 			}
 			if i > 2500 {
-				t.Fatalf("no failover: gate %v, gen %d", p.Snapshot().Gate, p.Snapshot().Generation)
+				t.Fatalf("no failover: gate %v, gen %d", p.Snapshot().Gate, p.Snapshot().Token)
 			}
 			<-time.After(20 * time.Millisecond)
 		}

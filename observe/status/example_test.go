@@ -21,7 +21,7 @@ func Example() {
 		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"rest": "https://us.broker.example"}},
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil } // use rest.Probe in production
-	cfg.Fencer, cfg.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	cfg.Fencer, cfg.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 
 	rec := status.NewRecorder()
 	cfg.OnEvent = observe.Tee(rec.OnEvent) // before pathdialer.New

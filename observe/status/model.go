@@ -196,7 +196,7 @@ type sources struct {
 func build(src sources) report {
 	s, opts := src.snap, src.opts
 	r := report{
-		Time: stamp(s.Time), Active: s.Active, Switches: s.Generation, OrderFlow: s.Gate.String(),
+		Time: stamp(s.Time), Active: s.Active, Switches: s.Token, OrderFlow: s.Gate.String(),
 		OrderFlowWhy: s.GateCause, InFlight: s.InFlight, Unknown: s.Unknown, Halts: s.Halts,
 		DroppedReports: s.DroppedReports,
 		Monitor:        monitorReport{IntervalMS: ms(s.Monitor.Interval), LastRound: stamp(s.Monitor.LastRound), Stale: s.Monitor.Stale},
@@ -477,7 +477,7 @@ func describe(e pathdialer.Event) string {
 	case pathdialer.EventFenceFailure:
 		return why(fmt.Sprintf("cutting %s off failed%s", e.Endpoint, attempt))
 	case pathdialer.EventSwitch:
-		return fmt.Sprintf("orders now go to %s instead of %s (switch #%d)", e.To, e.From, e.Generation)
+		return fmt.Sprintf("orders now go to %s instead of %s (switch #%d)", e.To, e.From, e.Token)
 	case pathdialer.EventReconcileStart:
 		return fmt.Sprintf("asking the broker about %d order(s) whose outcome is unknown%s", len(e.Tickets), attempt)
 	case pathdialer.EventReconcileSuccess:

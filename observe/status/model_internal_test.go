@@ -50,7 +50,7 @@ func TestRecorderTimesASwitch(t *testing.T) {
 		{Kind: pathdialer.EventHold, Time: at(251), Endpoint: "eu", Cause: "failover from eu to us: fencing"},
 		{Kind: pathdialer.EventFenceStart, Time: at(252), Endpoint: "eu", Attempt: 1},
 		{Kind: pathdialer.EventFenceSuccess, Time: at(300), Endpoint: "eu"},
-		{Kind: pathdialer.EventSwitch, Time: at(318), From: "eu", To: "us", Generation: 1},
+		{Kind: pathdialer.EventSwitch, Time: at(318), From: "eu", To: "us", Token: 1},
 		{Kind: pathdialer.EventHold, Time: at(318), Endpoint: "us", Cause: "waiting for FIX logon on us"},
 		{Kind: pathdialer.EventReconcileStart, Time: at(400), From: "eu", To: "us", Tickets: tickets},
 		{Kind: pathdialer.EventReconcileFailure, Time: at(1400), Error: "fix: reconcile incomplete: not logged on", Attempt: 1},
@@ -62,7 +62,7 @@ func TestRecorderTimesASwitch(t *testing.T) {
 	} {
 		rec.OnEvent(e)
 	}
-	snap := pathdialer.Snapshot{Time: at(3000), Active: "us", Generation: 1, Gate: pathdialer.GateOpen, Endpoints: []pathdialer.EndpointSnapshot{
+	snap := pathdialer.Snapshot{Time: at(3000), Active: "us", Token: 1, Gate: pathdialer.GateOpen, Endpoints: []pathdialer.EndpointSnapshot{
 		{Endpoint: pathdialer.Endpoint{Name: "eu", Primary: true}, State: engine.Down, Fenced: true, LastSuccessAge: -1},
 		{Endpoint: pathdialer.Endpoint{Name: "us", Priority: 1}, State: engine.Healthy, Active: true, LastSuccess: at(2900), LastSuccessAge: 100 * time.Millisecond},
 	}}

@@ -30,7 +30,7 @@ func TestPageSaysSwitchTimeHoldAndProvisional(t *testing.T) {
 		{Kind: pathdialer.EventHold, Time: at(163), Endpoint: "eu", Cause: "failover from eu to us: fencing"},
 		{Kind: pathdialer.EventFenceStart, Time: at(200), Endpoint: "eu", Attempt: 1},
 		{Kind: pathdialer.EventFenceSuccess, Time: at(236), Endpoint: "eu"},
-		{Kind: pathdialer.EventSwitch, Time: at(237), From: "eu", To: "us", Generation: 1},
+		{Kind: pathdialer.EventSwitch, Time: at(237), From: "eu", To: "us", Token: 1},
 		{Kind: pathdialer.EventReconcileStart, Time: at(237), From: "eu", To: "us", Tickets: tickets},
 		{Kind: pathdialer.EventReconcileSuccess, Time: at(300), Service: "rest", Settlements: []pathdialer.Settlement{
 			{OrderID: "r1", Service: "rest", Fate: pathdialer.FateFilled}}},
@@ -42,7 +42,7 @@ func TestPageSaysSwitchTimeHoldAndProvisional(t *testing.T) {
 	} {
 		rec.OnEvent(e)
 	}
-	snap := pathdialer.Snapshot{Time: at(3000), Active: "us", Generation: 1, Gate: pathdialer.GateOpen, Endpoints: []pathdialer.EndpointSnapshot{
+	snap := pathdialer.Snapshot{Time: at(3000), Active: "us", Token: 1, Gate: pathdialer.GateOpen, Endpoints: []pathdialer.EndpointSnapshot{
 		{Endpoint: pathdialer.Endpoint{Name: "eu", Primary: true}, State: engine.Down, Fenced: true, LastSuccessAge: -1},
 		{Endpoint: pathdialer.Endpoint{Name: "us", Priority: 1}, State: engine.Healthy, Active: true, LastSuccess: at(2900), LastSuccessAge: 100 * time.Millisecond},
 	}, ProvisionalCount: 2, Provisional: []pathdialer.Verdict{
@@ -95,7 +95,7 @@ func TestPageLeadsWithTheWorstSinceStart(t *testing.T) {
 	} {
 		rec.OnEvent(e)
 	}
-	snap := pathdialer.Snapshot{Time: at(20_000), Active: "us", Generation: 1, Gate: pathdialer.GateOpen, Halts: 2, Endpoints: []pathdialer.EndpointSnapshot{
+	snap := pathdialer.Snapshot{Time: at(20_000), Active: "us", Token: 1, Gate: pathdialer.GateOpen, Halts: 2, Endpoints: []pathdialer.EndpointSnapshot{
 		{Endpoint: pathdialer.Endpoint{Name: "eu", Primary: true}, State: engine.Down, LastSuccessAge: -1},
 		{Endpoint: pathdialer.Endpoint{Name: "us", Priority: 1}, State: engine.Healthy, Active: true, LastSuccess: at(19_900), LastSuccessAge: 100 * time.Millisecond},
 	}}

@@ -23,7 +23,7 @@ func TestStatusShowsFenceMode(t *testing.T) {
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return errors.New("not probed in this test") }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	cfg.Venue = venue.Deribit()
 	cfg.Quarantine = time.Hour
 	p, err := pathdialer.New(cfg)

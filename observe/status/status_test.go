@@ -42,7 +42,7 @@ func newPath(t *testing.T, euDown *atomic.Bool, onEvent ...func(pathdialer.Event
 	cfg.Engine.FailureThreshold = 2
 	cfg.Engine.MaxHealthAge = time.Second
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	if len(onEvent) > 0 {
 		cfg.OnEvent = onEvent[0]
 	}
@@ -72,10 +72,10 @@ func get(t *testing.T, h http.Handler, target, accept string) *httptest.Response
 
 // jsonStatus is how a script reads the JSON: states are strings.
 type jsonStatus struct {
-	Active     string `json:"active"`
-	Generation uint64 `json:"switches"`
-	Gate       string `json:"order_flow"`
-	Endpoints  []struct {
+	Active    string `json:"active"`
+	Token     uint64 `json:"switches"`
+	Gate      string `json:"order_flow"`
+	Endpoints []struct {
 		Name   string `json:"name"`
 		State  string `json:"state"`
 		Active bool   `json:"active"`
@@ -137,9 +137,9 @@ func TestHTMLShowsActiveAndEscapes(t *testing.T) {
 		}
 		down.Store(true)
 		// One Snapshot per look: two could straddle the switch (the gate
-		// still open, then generation 1 with the gate held).
+		// still open, then token 1 with the gate held).
 		for i := 0; ; i++ {
-			if s := p.Snapshot(); s.Gate == pathdialer.GateOpen && s.Generation > 0 {
+			if s := p.Snapshot(); s.Gate == pathdialer.GateOpen && s.Token > 0 {
 				break
 			}
 			if i > 250 {
@@ -198,7 +198,7 @@ func TestHTMLShowsActiveAndEscapes(t *testing.T) {
 		if err := json.Unmarshal([]byte(js), &s); err != nil {
 			t.Fatal(err)
 		}
-		if s.Active != hostile || s.Generation != 1 || s.Endpoints[0].State != "DOWN" {
+		if s.Active != hostile || s.Token != 1 || s.Endpoints[0].State != "DOWN" {
 			t.Errorf("JSON after failover: %+v", s)
 		}
 		shown := get(t, status.Handler(p, status.Options{ShowOrderIDs: true}), "/status.json", "").Body.String()

@@ -350,7 +350,7 @@ func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	cfg.ProbeInterval, cfg.ProbeTimeout = 150*time.Millisecond, 120*time.Millisecond
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second
-	cfg.Reconciler = r.Reconcile
+	cfg.Reconcile = r.Reconcile
 	cfg.OnEvent = cs.events.Hook
 	cs.path = pathtest.Start(t, cfg)
 	st := quickfix.NewSettings()

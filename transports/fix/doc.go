@@ -18,7 +18,7 @@
 //	})
 //	cfg.Probe = probe
 //	cfg.Fencer = pathdialer.LocalFenceOnly
-//	cfg.Reconciler = rec.Reconcile // or pathdialer.ReconcileAll(restReconcile, rec.Reconcile)
+//	cfg.Reconcile = rec.Reconcile // or pathdialer.ReconcileAll(restReconcile, rec.Reconcile)
 //	path, err := pathdialer.New(cfg)
 //	in, err := fix.NewInitiator(app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), path,
 //		fix.Options{
@@ -115,7 +115,7 @@
 //     a switch are handed to reconciliation by the Path.
 //   - Reconciler settles those orders after logon on the new path with
 //     OrderStatusRequest and their ExecutionReports (FateOf), within a deadline;
-//     it plugs into pathdialer.Config.Reconciler and composes with
+//     it plugs into pathdialer.Config.Reconcile and composes with
 //     pathdialer.ReconcileAll. Rejects are matched to what they refer to by
 //     RefSeqNum (45) and RefMsgType (372), or BusinessRejectRefID (379), and
 //     classified by reason: "unknown ID" (380=1) is FateNotReceived, any
@@ -145,7 +145,7 @@
 //     and the SequenceModel to choose, until Initiator.Resume or until the
 //     Path moves to another endpoint. Unanswered logons back off, never halt.
 //   - Fencing tokens: with Options.TokenTag set, every order carries the
-//     ticket's generation (the coordinator's fencing token) in that tag, and
+//     ticket's token (the coordinator's fencing token) in that tag, and
 //     the ticket's validity (pathdialer.Ticket.Valid) is checked immediately
 //     before quickfix stores and sends the order: an expired ticket is not
 //     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).

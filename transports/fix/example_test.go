@@ -48,7 +48,7 @@ func Example() {
 	}
 	cfg.Probe = probe
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = rec.Reconcile // or pathdialer.ReconcileAll(restReconcile, rec.Reconcile)
+	cfg.Reconcile = rec.Reconcile // or pathdialer.ReconcileAll(restReconcile, rec.Reconcile)
 	path, err := pathdialer.New(cfg)
 	if err != nil {
 		log.Fatal(err)

@@ -19,12 +19,12 @@ import (
 )
 
 // The fencing token is written into every order as the configured tag, and
-// follows the ticket's generation across a switch.
+// follows the ticket's token across a switch.
 func TestTokenTagCarriesTheTicketGeneration(t *testing.T) {
 	h := newHarness(t, harnessOpts{opts: fix.Options{TokenTag: 9901}})
 	var mu sync.Mutex
 	gens := map[string]uint64{}
-	fix.SetTicketHook(h.in, func(tk *pathdialer.Ticket) { mu.Lock(); gens[tk.OrderID] = tk.Generation; mu.Unlock() })
+	fix.SetTicketHook(h.in, func(tk *pathdialer.Ticket) { mu.Lock(); gens[tk.OrderID] = tk.Token; mu.Unlock() })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := h.in.SendOrder(ctx, order("tok-1", "FILL"), h.sid); err != nil {

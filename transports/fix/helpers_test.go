@@ -521,7 +521,7 @@ func newHarness(t testing.TB, ho harnessOpts) *harness {
 	if ho.reconcile != nil {
 		rf = ho.reconcile(rec)
 	}
-	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	cfg.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		s, err := rf(ctx, r)
 		if err == nil {
 			h.recs <- s

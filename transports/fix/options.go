@@ -106,7 +106,7 @@ type Options struct {
 	// to 8 KiB before Logger's handler sees them.
 	Logger *slog.Logger
 	// TokenTag, when non-zero, is the FIX tag into which SendOrder writes the
-	// ticket's fencing token (pathdialer.Ticket.Generation, in decimal) on every
+	// ticket's fencing token (pathdialer.Ticket.Token, in decimal) on every
 	// order (the message given to SendOrder is modified; an existing value of
 	// the tag is replaced), so a broker or gateway that checks tokens rejects a writer whose
 	// decision is stale. It must be a user-defined tag (5000 or above); for

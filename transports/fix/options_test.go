@@ -23,7 +23,7 @@ func idlePath(t *testing.T, fixAddr string) *pathdialer.Path {
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		t.Fatal(err)

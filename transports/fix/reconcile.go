@@ -64,7 +64,7 @@ type ReconcileOptions struct {
 // session has logged on over the new path it sends an OrderStatusRequest for
 // every in-flight or unknown order of its service, waits for the answers with a
 // deadline, and reports each order's fate. Create it with NewReconciler before
-// the Path (pass Reconcile as pathdialer.Config.Reconciler, or inside
+// the Path (pass Reconcile as pathdialer.Config.Reconcile, or inside
 // pathdialer.ReconcileAll), then bind it with Options.Reconciler.
 type Reconciler struct {
 	opts ReconcileOptions

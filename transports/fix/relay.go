@@ -39,7 +39,7 @@ type relay struct {
 	// Logout, set on every upstream connection (pathdialer.Conn.SetFarewell).
 	farewell pathdialer.Farewell
 	maxMsg   int // Options.MaxMessageSize
-	// interval paces connections to one generation of the path
+	// interval paces connections to one token of the path
 	// (Options.ReconnectInterval): quickfix itself reconnects almost at once,
 	// and the relay holds its connection until interval has passed since the
 	// last connection ended or a dial failed, or until the path switches.
@@ -57,7 +57,7 @@ type relay struct {
 	splices map[*splice]struct{}
 	cur     *splice   // the newest connection whose upstream is established
 	lastEnd time.Time // when the last upstream connection ended or dial failed
-	lastGen uint64    // the path's generation then
+	lastGen uint64    // the path's token then
 }
 
 // splice is one relayed connection.
@@ -178,7 +178,7 @@ func (r *relay) handle(sp *splice) {
 		return
 	}
 	r.mu.Lock()
-	sp.up, sp.endpoint, sp.gen = up, pc.Endpoint(), pc.Generation()
+	sp.up, sp.endpoint, sp.gen = up, pc.Endpoint(), pc.Token()
 	if r.ctx.Err() != nil {
 		r.mu.Unlock()
 		return
@@ -284,7 +284,7 @@ const (
 	// settings: it reconnects to its relay almost at once, and the relay
 	// paces the connections to the broker (Options.ReconnectInterval).
 	quickfixReconnect = 2 * time.Millisecond
-	// relayMinInterval is the least pause between dials under one generation.
+	// relayMinInterval is the least pause between dials under one token.
 	relayMinInterval = 10 * time.Millisecond
 	// relayMaxHandshakes bounds the local connections being authenticated at
 	// once; further connections wait in the listener's backlog.

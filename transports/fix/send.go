@@ -122,7 +122,7 @@ func (in *Initiator) newOrder(m *quickfix.Message, sessionID quickfix.SessionID)
 // decision still holds. An error means the order must not be sent.
 func (in *Initiator) readyToSend(ctx context.Context, o *order, s *sessionState, m *quickfix.Message) error {
 	t := o.ticket
-	switched := func() bool { _, gen := in.path.Active(); return gen != t.Generation || s.haltErr() != nil }
+	switched := func() bool { _, gen := in.path.Active(); return gen != t.Token || s.haltErr() != nil }
 	if err := in.waitLoggedOn(ctx, o.sessionID, t.Endpoint, switched); err != nil {
 		if herr := s.haltErr(); herr != nil {
 			err = herr
@@ -130,7 +130,7 @@ func (in *Initiator) readyToSend(ctx context.Context, o *order, s *sessionState,
 		return err
 	}
 	if in.opts.TokenTag != 0 {
-		m.Body.SetString(in.opts.TokenTag, strconv.FormatUint(t.Generation, 10))
+		m.Body.SetString(in.opts.TokenTag, strconv.FormatUint(t.Token, 10))
 	}
 	o.symbol, _ = m.Body.GetString(tagSymbol)
 	o.side, _ = m.Body.GetString(tagSide)

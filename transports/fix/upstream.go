@@ -75,7 +75,7 @@ func (r *relay) connectUp(sp *splice) (net.Conn, *pathdialer.Conn, bool) {
 		}
 		r.log.Info("fix relay: no upstream; holding the session's connection", "err", err)
 		// A failed dial is a passive signal against the endpoint it was for
-		// (the Path drops it if that endpoint is fenced or the generation moved).
+		// (the Path drops it if that endpoint is fenced or the token moved).
 		// A standby session's endpoint is judged by the Path's probes.
 		if r.ctx.Err() == nil && r.pinned == "" && !errors.Is(err, pathdialer.ErrFenced) && !errors.Is(err, pathdialer.ErrClosed) {
 			ep, gen := r.path.Active()
@@ -91,8 +91,8 @@ func (r *relay) connectUp(sp *splice) (net.Conn, *pathdialer.Conn, bool) {
 	}
 }
 
-// ended records that a connection of generation gen ended (or a dial under
-// it failed) now: the next dial under the same generation waits interval.
+// ended records that a connection of token gen ended (or a dial under
+// it failed) now: the next dial under the same token waits interval.
 func (r *relay) ended(gen uint64) {
 	r.mu.Lock()
 	r.lastEnd, r.lastGen = time.Now(), gen
@@ -100,7 +100,7 @@ func (r *relay) ended(gen uint64) {
 }
 
 // pace waits until interval has passed since the last connection ended or
-// dial failed, and not at all once the path has moved to another generation
+// dial failed, and not at all once the path has moved to another token
 // since then (a switch: the new endpoint is dialed at once). It returns false
 // when the relay is closing.
 func (r *relay) pace() bool {

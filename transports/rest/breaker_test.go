@@ -93,7 +93,7 @@ func TestReconcileReadsAreNotRefusedByTheOpenBreaker(t *testing.T) {
 		},
 	}})
 	rec := orderLookup(t)
-	rec.Bind(rt)
+	rec.SendLookupsVia(rt)
 
 	broker.stalled.Store(true)
 	tripByTimeouts(t, c, rt)
@@ -162,7 +162,7 @@ func TestReconcileFailuresDoNotTripTheBreaker(t *testing.T) {
 	h := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 1000 })
 	c, rt := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us), Breaker: gobreaker.Settings{Timeout: time.Hour}})
 	rec := orderLookup(t)
-	rec.Bind(rt)
+	rec.SendLookupsVia(rt)
 	ids := []string{"o-1", "o-2", "o-3", "o-4", "o-5", "o-6", "o-7", "o-8"}
 	for range 3 { // three attempts, as the Path's retries would make
 		if _, err := rec.Reconcile(context.Background(), tickets(ids...)); !errors.Is(err, rest.ErrReconcileIncomplete) {
@@ -199,12 +199,12 @@ func TestResumeAfterHaltIsNotHeldByTheReadBreaker(t *testing.T) {
 	us := newServer(t, "us", true, broker.handle)
 	rec := orderLookup(t)
 	h := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) {
-		c.Reconciler = rec.Reconcile
+		c.Reconcile = rec.Reconcile
 		c.SettleUnknown = 0 // the unknown order waits for the resume
 		c.ReconcileTimeout = 2 * time.Second
 	})
 	c, rt := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us), Breaker: gobreaker.Settings{Timeout: time.Hour}})
-	rec.Bind(rt)
+	rec.SendLookupsVia(rt)
 
 	tk, err := h.path.Acquire(context.Background(), pathdialer.ServiceREST, "o-cut")
 	if err != nil {

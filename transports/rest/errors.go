@@ -39,8 +39,8 @@ type UnknownOutcomeError struct {
 	OrderID string
 	// Endpoint is the endpoint the order was sent to.
 	Endpoint string
-	// Generation is the generation it was sent under.
-	Generation uint64
+	// Token is the fencing token it was sent under.
+	Token uint64
 	// StatusCode is the HTTP status when the broker answered 5xx (found in
 	// Verdict.Order), else 0.
 	StatusCode int

@@ -72,7 +72,7 @@ func Example() {
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil } // use rest.Probe in production
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = rec.Reconcile
+	cfg.Reconcile = rec.Reconcile
 	path, err := pathdialer.New(cfg)
 	if err != nil {
 		fmt.Println(err)
@@ -94,7 +94,7 @@ func Example() {
 		return
 	}
 	defer rt.CloseIdleConnections()
-	rec.Bind(rt)
+	rec.SendLookupsVia(rt)
 	client := &http.Client{Transport: rt}
 
 	// The application writes the broker's name: the transport sends it to the active region.

@@ -80,7 +80,7 @@ func newHarness(t *testing.T, eu, us string, mutate func(*pathdialer.Config)) *h
 		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"rest": us}},
 	}, probes)
 	cfg.InflightGrace = 100 * time.Millisecond
-	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	cfg.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		h.reconcile <- r
 		if h.gate != nil {
 			select {

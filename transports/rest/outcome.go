@@ -56,7 +56,7 @@ type Verdict struct {
 	// broker's own words are in the response body.
 	Reason string
 	// Order is set when an order's outcome is unknown and it was handed to
-	// reconciliation: its client order ID, endpoint and generation.
+	// reconciliation: its client order ID, endpoint and token.
 	Order *UnknownOutcomeError
 }
 

@@ -50,7 +50,7 @@ func BenchmarkTransportOverhead(b *testing.B) {
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	path := pathtest.Start(b, cfg)
 	defer func() {
 		if ep, _ := path.ReadEndpoint(); ep.Name != "eu" {

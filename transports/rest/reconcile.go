@@ -33,7 +33,7 @@ type ReconcileOptions struct {
 	// URL is the lookup template, an absolute http(s) URL containing
 	// OrderIDPlaceholder once, in the path or the query, e.g.
 	// "https://broker.example/v1/orders/{client_order_id}". The ID is escaped
-	// for where it stands. Sent through a rest.Transport (see Bind), the host
+	// for where it stands. Sent through a rest.Transport (see SendLookupsVia), the host
 	// is rewritten to the endpoint the Path releases flow on. Required unless
 	// ListURLs is set.
 	URL string
@@ -177,9 +177,10 @@ func BinanceSpotOrderLookup(base, symbol string) ReconcileOptions {
 
 // Reconciler is a ready pathdialer.ReconcileFunc for REST orders: it looks up
 // every in-flight or unknown order of its service by client order ID and
-// reports each one's fate. Create it before the Path (pass Reconcile as
-// pathdialer.Config.Reconciler, or inside pathdialer.ReconcileAll), then Bind
-// it to the rest.Transport built on that Path: lookups are reads, never held
+// reports each one's fate. Create it before the Path (pass its Reconcile
+// method as pathdialer.Config.Reconcile, or inside pathdialer.ReconcileAll),
+// then give it the rest.Transport built on that Path with SendLookupsVia:
+// lookups are reads, never held
 // by the gate, and go to the endpoint flow is about to be released on. They
 // are marked WithReconcile: the Transport's read breaker neither refuses nor
 // counts them, so a breaker opened during an outage does not keep flow held
@@ -197,7 +198,7 @@ type Reconciler struct {
 	client *http.Client
 }
 
-// NewReconciler validates opts and returns an unbound Reconciler.
+// NewReconciler validates opts and returns a Reconciler that has no transport yet (see SendLookupsVia).
 func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if err := checkVenueOptions(opts); err != nil {
 		return nil, err
@@ -240,10 +241,11 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	return r, nil
 }
 
-// Bind sets the RoundTripper lookups are sent with: the rest.Transport on the
-// Path this Reconciler settles for (or any RoundTripper that reaches the
-// broker). Until it is bound, Reconcile fails.
-func (r *Reconciler) Bind(rt http.RoundTripper) {
+// SendLookupsVia sets the RoundTripper the order lookups are sent with: the
+// rest.Transport on the Path this Reconciler settles for (or any
+// RoundTripper that reaches the broker). Until it is called, Reconcile
+// fails.
+func (r *Reconciler) SendLookupsVia(rt http.RoundTripper) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.client = &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -276,7 +278,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	client := r.client
 	r.mu.Unlock()
 	if client == nil {
-		return nil, errors.New("rest: reconciler is not bound to a transport (call Reconciler.Bind)")
+		return nil, errors.New("rest: the reconciler has no transport to send lookups with (call Reconciler.SendLookupsVia)")
 	}
 	if len(r.opts.ListURLs) > 0 {
 		return r.reconcileListing(ctx, client, tickets)

@@ -40,7 +40,7 @@ func bind(t *testing.T, rec *rest.Reconciler, eu, us *server) {
 	t.Helper()
 	h := newHarness(t, eu.URL, us.URL, nil)
 	_, rt := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us)})
-	rec.Bind(rt)
+	rec.SendLookupsVia(rt)
 }
 
 // An Alpaca-shaped broker: GET /v2/orders:by_client_order_id?client_order_id=…,
@@ -182,7 +182,7 @@ func TestNewReconcilerRefusesWhatCannotWork(t *testing.T) {
 		}
 	}
 	rec, _ := rest.NewReconciler(rest.ReconcileOptions{URL: "https://broker.example/v1/orders/{client_order_id}"})
-	if _, err := rec.Reconcile(context.Background(), tickets("x")); err == nil || !strings.Contains(err.Error(), "Bind") {
+	if _, err := rec.Reconcile(context.Background(), tickets("x")); err == nil || !strings.Contains(err.Error(), "SendLookupsVia") {
 		t.Fatalf("unbound reconcile: err = %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestReconcilerOnTheSimulatedBroker(t *testing.T) {
 	}
 	cfg := pathtest.FastConfig(eps, probes)
 	results := make(chan []pathdialer.Settlement, 4)
-	cfg.Reconciler = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	cfg.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		s, err := rec.Reconcile(ctx, r)
 		if err == nil {
 			results <- s
@@ -227,7 +227,7 @@ func TestReconcilerOnTheSimulatedBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.CloseIdleConnections()
-	rec.Bind(rt)
+	rec.SendLookupsVia(rt)
 	c := &http.Client{Transport: rt}
 
 	place := func(id, typ string) error {

@@ -79,7 +79,7 @@ type Options struct {
 	// OnStateChange is told.
 	Breaker gobreaker.Settings
 	// TokenHeader, when set, names a header that carries the fencing token of
-	// the ticket each submission was granted under (pathdialer.Ticket.Generation,
+	// the ticket each submission was granted under (pathdialer.Ticket.Token,
 	// in decimal), so a broker or gateway that checks tokens refuses a writer
 	// whose decision has been superseded. For example "X-Fencing-Token", the
 	// header the simulated broker's token mode reads. Empty: no header.
@@ -551,7 +551,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		if r3.Header == nil {
 			r3.Header = make(http.Header, 1)
 		}
-		r3.Header[t.tokenKey] = []string{strconv.FormatUint(ticket.Generation, 10)}
+		r3.Header[t.tokenKey] = []string{strconv.FormatUint(ticket.Token, 10)}
 	}
 	// The last moment before the request is handed to net/http: a decision
 	// that lapsed while we waited (a paused process, an expired lease) must
@@ -569,7 +569,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		cause := RedactError(err)
 		if req.Context().Err() == nil {
-			t.reportErr(ec, ticket.Generation, err, lat)
+			t.reportErr(ec, ticket.Token, err, lat)
 		}
 		if neverSent(err) {
 			ticket.Done() // nothing reached the broker
@@ -577,7 +577,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 			t.stats.NotSent.Add(1)
 			return nil, fmt.Errorf("%w: order %q on endpoint %q: %w", ErrNotSent, orderID, ec.name, cause)
 		}
-		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, Cause: cause}
+		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Token: ticket.Token, Cause: cause}
 		ticket.Unknown(uerr)
 		t.stats.Unknown.Add(1)
 		t.log.Warn("rest: order outcome unknown", "order", orderID, "endpoint", ec.name, "err", cause)
@@ -591,15 +591,15 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		// first (up to 64 KiB; a longer one keeps its rest to be read), so
 		// the connection is free before reconciliation can begin.
 		bufferBody(resp)
-		t.reportErr(ec, ticket.Generation, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
-		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Generation: ticket.Generation, StatusCode: resp.StatusCode}
+		t.reportErr(ec, ticket.Token, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Token: ticket.Token, StatusCode: resp.StatusCode}
 		ticket.Unknown(uerr)
 		t.stats.Unknown.Add(1)
 		t.log.Warn("rest: order outcome unknown", "order", orderID, "endpoint", ec.name, "status", resp.StatusCode)
 		markUnknown(resp, r3, uerr)
 		return resp, nil
 	}
-	t.reportOK(ec, ticket.Generation, start+lat, lat)
+	t.reportOK(ec, ticket.Token, start+lat, lat)
 	ticket.Done()
 	t.tickets.Put(ticket)
 	t.stats.Acknowledged.Add(1)

@@ -41,7 +41,7 @@ func TestAddressWithCredentialsRefused(t *testing.T) {
 			}
 			cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 			cfg.Fencer = pathdialer.LocalFenceOnly
-			cfg.Reconciler = pathdialer.NoReconcile
+			cfg.Reconcile = pathdialer.NoReconcile
 			_, err := pathdialer.New(cfg)
 			if !errors.Is(err, pathdialer.ErrInvalidConfig) {
 				t.Fatalf("New accepted a ws address with user information: %v", err)
@@ -121,14 +121,14 @@ func TestFailingStreamDoesNotTouchTheGate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("order %d refused: %v", i, err)
 			}
-			if tk.Endpoint != "eu" || tk.Generation != 0 {
-				t.Fatalf("order %d granted on %s gen %d, want eu gen 0", i, tk.Endpoint, tk.Generation)
+			if tk.Endpoint != "eu" || tk.Token != 0 {
+				t.Fatalf("order %d granted on %s gen %d, want eu gen 0", i, tk.Endpoint, tk.Token)
 			}
 			tk.Done()
 		}
 		snap := path.Snapshot()
-		if snap.Active != "eu" || snap.Generation != 0 || snap.Halts != 0 {
-			t.Fatalf("active %s gen %d halts %d: the stream's failures moved the orders", snap.Active, snap.Generation, snap.Halts)
+		if snap.Active != "eu" || snap.Token != 0 || snap.Halts != 0 {
+			t.Fatalf("active %s gen %d halts %d: the stream's failures moved the orders", snap.Active, snap.Token, snap.Halts)
 		}
 		for _, e := range snap.Endpoints {
 			if e.State.String() != "HEALTHY" || e.TrafficFailures != 0 || e.GrayFailures != 0 {

@@ -160,7 +160,7 @@ func (s *Stream) round(active string, gen uint64, failedLast []string) []string 
 }
 
 // connected records a connection to name, made in a round that began with
-// active as the Path's active endpoint, at generation gen.
+// active as the Path's active endpoint, at token gen.
 func (s *Stream) connected(name, active string, gen uint64) {
 	// s.failed is not reset here: a connection counts as a success only once
 	// it has lived HealthyAfter (see drop).
@@ -346,7 +346,7 @@ func (s *Stream) drop(ctx context.Context, l *live, err error, stall bool) {
 		s.count(func(st *Stats) { st.Migrations++; st.Endpoint = s.cur.c.Endpoint() })
 		s.follow(ctx)
 	default:
-		s.lostGen, s.lostOK = l.c.Generation(), true
+		s.lostGen, s.lostOK = l.c.Token(), true
 		short := s.cfg.HealthyAfter > 0 && time.Since(l.born) < s.cfg.HealthyAfter
 		if stall || short {
 			s.failed++ // the next reconnect waits a wider window

@@ -34,7 +34,7 @@ type Dialer struct {
 }
 
 // Conn is a WebSocket connection handed out by a Dialer, with the endpoint and
-// the Path generation it was dialed under: what Path.Report needs for the
+// the Path token it was dialed under: what Path.Report needs for the
 // results of orders sent over it. Market data over it is not evidence for the
 // Path (see the package doc, "Evidence"). Its NextReader, ReadMessage and
 // ReadJSON hold every message, compressed or not, to the read limit set with
@@ -55,8 +55,8 @@ func (c *Conn) ReadOnly() bool { return c.readOnly }
 // Endpoint returns the name of the endpoint the connection goes to.
 func (c *Conn) Endpoint() string { return c.endpoint }
 
-// Generation returns the Path generation the connection was dialed under.
-func (c *Conn) Generation() uint64 { return c.gen }
+// Token returns the Path's fencing token the connection was dialed under.
+func (c *Conn) Token() uint64 { return c.gen }
 
 // HandshakeError is a handshake the server answered with an HTTP status instead
 // of an upgrade. RetryAfter is the server's Retry-After (seconds or HTTP date)
@@ -182,7 +182,7 @@ func (d *Dialer) dial(ctx context.Context, endpoint string, header http.Header, 
 	}
 	gen := uint64(0)
 	if pc != nil {
-		gen = pc.Generation()
+		gen = pc.Token()
 	}
 	return &Conn{Conn: wc, endpoint: ep.Name, gen: gen, readOnly: readOnly}, resp, nil
 }

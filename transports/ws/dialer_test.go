@@ -159,7 +159,7 @@ func TestDialerFence(t *testing.T) {
 		t.Fatalf("dial to fenced eu: %v", err)
 	}
 	c2, _, err := d.Dial(context.Background(), nil)
-	if err != nil || c2.Endpoint() != "us" || c2.Generation() != 1 {
+	if err != nil || c2.Endpoint() != "us" || c2.Token() != 1 {
 		t.Fatalf("dial after switch: %v", err)
 	}
 	_ = c2.Close()

@@ -164,7 +164,7 @@
 //     from DialReadOnly carries market data and its owner should not report
 //     it either. A connection from Dial or DialEndpoint may carry orders (a
 //     broker's WebSocket order API): its owner reports the orders' results
-//     with Path.Report (Conn.Endpoint, Conn.Generation), as the order
+//     with Path.Report (Conn.Endpoint, Conn.Token), as the order
 //     transports do, and not the connection's own failures.
 //
 // The wire protocol is the Protocol interface (with an optional epoch per

@@ -69,7 +69,7 @@ func (d *orderDesk) place(ctx context.Context) (string, error) {
 			err = fmt.Errorf("order %s: HTTP %d", id, resp.StatusCode)
 		}
 	}
-	d.path.Report(tk.Endpoint, tk.Generation, err, time.Since(start))
+	d.path.Report(tk.Endpoint, tk.Token, err, time.Since(start))
 	if err != nil {
 		tk.Unknown(err)
 		return tk.Endpoint, err
@@ -165,9 +165,9 @@ func TestStreamFailuresDoNotMoveOrders(t *testing.T) {
 				}
 			}
 			snap := h.path.Snapshot()
-			if snap.Active != "eu" || snap.Generation != 0 || len(snap.Switches) != 0 || snap.Halts != 0 || snap.Gate != pathdialer.GateOpen {
+			if snap.Active != "eu" || snap.Token != 0 || len(snap.Switches) != 0 || snap.Halts != 0 || snap.Gate != pathdialer.GateOpen {
 				t.Fatalf("active %s gen %d switches %d halts %d gate %v (%s): the stream's failures moved the orders",
-					snap.Active, snap.Generation, len(snap.Switches), snap.Halts, snap.Gate, snap.GateCause)
+					snap.Active, snap.Token, len(snap.Switches), snap.Halts, snap.Gate, snap.GateCause)
 			}
 			for _, e := range snap.Endpoints {
 				if e.Name == "eu" && (e.State.String() != "HEALTHY" || e.GrayFailures != 0) {
@@ -291,15 +291,15 @@ func TestStarvedHostStreamTimeoutsDoNotHaltOrders(t *testing.T) {
 					if err != nil {
 						t.Fatalf("order %d refused: %v", i, err)
 					}
-					if tk.Endpoint != "eu" || tk.Generation != 0 {
-						t.Fatalf("order %d granted on %s gen %d, want eu gen 0", i, tk.Endpoint, tk.Generation)
+					if tk.Endpoint != "eu" || tk.Token != 0 {
+						t.Fatalf("order %d granted on %s gen %d, want eu gen 0", i, tk.Endpoint, tk.Token)
 					}
-					path.Report(tk.Endpoint, tk.Generation, nil, time.Millisecond)
+					path.Report(tk.Endpoint, tk.Token, nil, time.Millisecond)
 					tk.Done()
 				}
 				snap := path.Snapshot()
-				if snap.Active != "eu" || snap.Generation != 0 || snap.Halts != 0 || snap.Gate != pathdialer.GateOpen {
-					t.Fatalf("active %s gen %d halts %d gate %v (%s): stream timeouts moved the orders", snap.Active, snap.Generation, snap.Halts, snap.Gate, snap.GateCause)
+				if snap.Active != "eu" || snap.Token != 0 || snap.Halts != 0 || snap.Gate != pathdialer.GateOpen {
+					t.Fatalf("active %s gen %d halts %d gate %v (%s): stream timeouts moved the orders", snap.Active, snap.Token, snap.Halts, snap.Gate, snap.GateCause)
 				}
 				for _, e := range snap.Endpoints {
 					if e.Name == "eu" && (e.State.String() != "HEALTHY" || e.TrafficFailures != 0 || e.GrayFailures != 0) {
@@ -410,8 +410,8 @@ func TestDialerFailuresDoNotMoveOrders(t *testing.T) {
 		}
 	}
 	snap := h.path.Snapshot()
-	if snap.Active != "eu" || snap.Generation != 0 || snap.Gate != pathdialer.GateOpen {
-		t.Fatalf("active %s gen %d gate %v: the Dialer's failures moved the orders", snap.Active, snap.Generation, snap.Gate)
+	if snap.Active != "eu" || snap.Token != 0 || snap.Gate != pathdialer.GateOpen {
+		t.Fatalf("active %s gen %d gate %v: the Dialer's failures moved the orders", snap.Active, snap.Token, snap.Gate)
 	}
 	for _, e := range snap.Endpoints {
 		if e.Name == "eu" && (e.State.String() != "HEALTHY" || e.TrafficFailures != 0) {

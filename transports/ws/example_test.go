@@ -47,7 +47,7 @@ func Example() {
 		{Name: "us", Region: "us-east", Priority: 1, Services: map[string]string{"ws": url}},
 	}
 	pcfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pcfg.Fencer, pcfg.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pcfg.Fencer, pcfg.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	path, err := pathdialer.New(pcfg)
 	if err != nil {
 		panic(err)

@@ -96,14 +96,14 @@ type Stream struct {
 	resuming map[string]*live // resume sent on this conn, first answer not seen
 	dirty    bool             // a trouble began or ended: reassess health and timers
 	reported Health           // the health last reported by an event
-	// seenGen is the Path generation the stream last acted on; stay keeps it
+	// seenGen is the Path token the stream last acted on; stay keeps it
 	// on its current endpoint until the next switch (it is a fallback, or
 	// make-before-break dials kept failing).
 	seenGen uint64
 	stay    bool
 	// Reconnect rounds failed in a row (a connection shorter than
 	// HealthyAfter counts as one), the largest Retry-After of the last one,
-	// and the generation of the connection that was lost (lostOK false when
+	// and the token of the connection that was lost (lostOK false when
 	// the last connection was closed by us or there was none).
 	failed     int
 	retryAfter time.Duration

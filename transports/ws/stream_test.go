@@ -167,8 +167,8 @@ func TestBlackholeMovesTheStreamNotThePath(t *testing.T) {
 		t.Fatalf("stats %+v: want a fallback to us after a failed handshake on eu", st)
 	}
 	snap := h.path.Snapshot()
-	if snap.Active != "eu" || snap.Generation != 0 {
-		t.Fatalf("path on %s gen %d: the stream's failures moved the orders", snap.Active, snap.Generation)
+	if snap.Active != "eu" || snap.Token != 0 {
+		t.Fatalf("path on %s gen %d: the stream's failures moved the orders", snap.Active, snap.Token)
 	}
 	for _, e := range snap.Endpoints {
 		if e.Name == "eu" && (e.GrayFailures != 0 || e.TrafficFailures != 0) {

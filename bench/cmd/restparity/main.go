@@ -367,7 +367,7 @@ func newPath(primary, backup string) (*pathdialer.Path, error) {
 	}
 	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 	cfg.Fencer = pathdialer.LocalFenceOnly
-	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.Reconcile = pathdialer.NoReconcile
 	p, err := pathdialer.New(cfg)
 	if err != nil {
 		return nil, err

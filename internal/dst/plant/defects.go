@@ -278,7 +278,7 @@ var defects = map[string]Defect{
 			Body: `	closedByUs := l.closing.Load()
 	s.lost(l, err)
 	if !serverFault && !closedByUs { // DEFECT (plant stream-reports): the lost connection is the orders' evidence
-		s.path.Report(l.c.Endpoint(), l.c.Generation(), fmt.Errorf("ws: connection lost: %w", err), 0)
+		s.path.Report(l.c.Endpoint(), l.c.Token(), fmt.Errorf("ws: connection lost: %w", err), 0)
 	}`,
 		}},
 	},
@@ -322,9 +322,9 @@ var defects = map[string]Defect{
 		Doc:       "the gate opens as the switch's reconcile starts (the release event still comes after it returns)",
 		Invariant: "no-ticket-while-held",
 		Composed:  true,
-		Old: `	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconciler)
+		Old: `	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconcile)
 }`,
-		Body: `	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconciler)
+		Body: `	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconcile)
 	if a := p.active.Load(); a != nil { // DEFECT (plant gate-before-reconcile): open before the result
 		p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
 	}
@@ -341,7 +341,7 @@ var defects = map[string]Defect{
 		c.fenced(ctx, bgResult{kind: bgFence, start: time.Now()})
 		return
 	}
-	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
+	f := Fence{Endpoint: rt.ep, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
 	c.fenceRun = c.runHook(ctx, bgFence, p.cfg.FenceTimeout, func(ctx context.Context) error {
 		if farewells != nil { // preserve: the connections' farewells first (bounded by FarewellTimeout)
 			select {
@@ -355,7 +355,7 @@ var defects = map[string]Defect{
 	c.fenceRun.fence = &f`,
 		Body: `	_ = farewells
 	if p.cfg.Fencer != nil { // DEFECT (plant fence-not-waited): its result is not waited for
-		f := Fence{Endpoint: rt.ep, To: c.fenceTo, Generation: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
+		f := Fence{Endpoint: rt.ep, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt, Failback: c.failback, Mode: p.rest.fence.Mode, Effect: p.rest.fence.Effect}
 		fctx, fcancel := context.WithTimeout(ctx, p.cfg.FenceTimeout)
 		c.hooks.Add(1)
 		go func() {
@@ -376,8 +376,8 @@ var defects = map[string]Defect{
 		Old:       `if state == GateHeld && v.released[service] {`,
 		Body:      `if state == GateHeld { // DEFECT (plant acquire-while-held)`,
 		More: []Defect{{
-			Old: `t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until`,
-			Body: `t.OrderID, t.Service, t.Endpoint, t.Generation, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
+			Old: `t.OrderID, t.Service, t.Endpoint, t.Token, t.ValidUntil = orderID, service, v.endpoint, v.gen, until`,
+			Body: `t.OrderID, t.Service, t.Endpoint, t.Token, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
 				if a := p.active.Load(); t.Endpoint == "" && a != nil { // DEFECT (plant acquire-while-held): a held gate names no endpoint: the active one
 					t.Endpoint = a.rt.ep.Name
 				}`,

@@ -240,7 +240,7 @@ func runTrader(ctx context.Context, log *slog.Logger, o options, cli *clientv3.C
 	probe pathdialer.ProbeFunc, tlsCfg *tls.Config, apiKey string) error {
 	pc := pathdialer.DefaultConfig()
 	pc.Endpoints, pc.Probe, pc.Logger = eps, probe, log
-	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
 	p, err := pathdialer.New(pc)
 	if err != nil {

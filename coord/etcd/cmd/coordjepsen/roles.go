@@ -142,7 +142,7 @@ func runCoord(ctx context.Context, o opts) error {
 	// trader
 	pc := pathdialer.DefaultConfig()
 	pc.Endpoints, pc.Probe, pc.Logger = eps, probe, log
-	pc.Fencer, pc.Reconciler = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 200*time.Millisecond, 150*time.Millisecond, 0
 	p, err := pathdialer.New(pc)
