@@ -46,9 +46,20 @@ type systemClock struct{}
 func (systemClock) Now() time.Time { return time.Now() }
 
 // Config is the engine's configuration. Start from DefaultConfig and set Probe.
+// Through pathdialer it is pathdialer.Config.Engine: there leave Probe and
+// Clock nil, and every other field keeps its default until a threshold needs
+// tuning; BrokerFencesAtLogon is the one fence choice made here.
 type Config struct {
+	// ===== Set by pathdialer: leave nil there. =====
+	// Using the engine directly, set Probe (required) and, in tests, Clock.
+
 	// Probe is required; there is no default.
 	Probe ProbeFunc
+	// Clock; nil means the system's monotonic clock.
+	Clock Clock
+
+	// ===== Decision thresholds: defaults from DefaultConfig. =====
+
 	// FailureThreshold consecutive failures make an endpoint Down. Must be >= 1.
 	FailureThreshold int
 	// MaxHealthAge: a success older than this is not fresh, so the endpoint is not
@@ -64,6 +75,15 @@ type Config struct {
 	FlapLimit int
 	// FlapWindow is the flap limiter's window. Must be > 0.
 	FlapWindow time.Duration
+	// DegradedLatency: a successful probe slower than this is Degraded evidence.
+	// 0 turns latency awareness off. Must be >= 0.
+	DegradedLatency time.Duration
+	// MaxDegradedDuration: an active endpoint Degraded this long warrants failover.
+	// 0 = never. Must be >= 0.
+	MaxDegradedDuration time.Duration
+
+	// ===== The fence choice. =====
+
 	// BrokerFencesAtLogon is true ONLY when the broker enforces one session
 	// per credential, so that logging on through the new path provably
 	// disconnects the old: the broker's logon is the fence. With it, switches
@@ -71,14 +91,9 @@ type Config struct {
 	// pathdialer, its sibling Config.BrokerFencesViaFencer declares instead
 	// that the broker confirms the Fencer's fence.)
 	BrokerFencesAtLogon bool
-	// DegradedLatency: a successful probe slower than this is Degraded evidence.
-	// 0 turns latency awareness off. Must be >= 0.
-	DegradedLatency time.Duration
-	// MaxDegradedDuration: an active endpoint Degraded this long warrants failover.
-	// 0 = never. Must be >= 0.
-	MaxDegradedDuration time.Duration
-	// Clock; nil means the system's monotonic clock.
-	Clock Clock
+
+	// ===== Admission and jurisdictions, optional. =====
+
 	// RequireAdmission: an endpoint is a target only after an identity check
 	// verified it (Manager.Admit with nil). Without it, only a proven mismatch
 	// excludes an endpoint.
@@ -91,9 +106,6 @@ type Config struct {
 	// endpoint lies in, a backup without a jurisdiction, and a rule no backup
 	// satisfies.
 	TargetJurisdictions []string
-
-	// --- evidence freshness for admission (identity) ---
-
 	// VerificationMaxAge: a verification (Manager.Admit with nil) older than
 	// this no longer counts: with RequireAdmission the endpoint is not a target
 	// until it is verified again (Status.VerificationExpired). 0 = verifications
@@ -106,7 +118,7 @@ type Config struct {
 	// 0 = no extra requirement. Must be >= 0.
 	SwitchVerificationAge time.Duration
 
-	// --- gray failures and bounces ---
+	// ===== Gray failures and bounces: defaults from DefaultConfig. =====
 
 	// BounceWindow: a failover away from an endpoint within this long after a
 	// failback to it is a bounce. Every bounce within FlapWindow multiplies

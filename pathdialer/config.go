@@ -292,18 +292,74 @@ func (b Backoff) validate(name string) error {
 	return nil
 }
 
-// Config configures a Path. Start from DefaultConfig.
+// Config configures a Path. Start from DefaultConfig and set the fields of
+// the first block, "Start here"; the blocks after it (timing, verdicts,
+// admission, resting orders, coordination, plumbing) have defaults from
+// DefaultConfig or Venue, and a first configuration can ignore them.
 type Config struct {
+	// ===== Start here: set these. =====
+	// Everything after this block has a default, from DefaultConfig or from
+	// Venue, that a first configuration leaves alone.
+
 	// Endpoints of the account; at least two, exactly one Primary.
 	Endpoints []Endpoint
 	// Probe is required: it should exercise the trade path.
 	Probe ProbeFunc
-	// AllowPlaintext lets a "rest" address be a plain http:// URL to a host
-	// that is not loopback. Default false: such an address is refused, since
-	// every order and the credentials in its headers would cross the network
-	// in the clear. Loopback addresses (127.0.0.0/8, ::1, localhost) are
-	// always allowed.
-	AllowPlaintext bool
+	// Fencer closes the old path at a switch. Required unless
+	// Engine.BrokerFencesAtLogon; choose LocalFenceOnly explicitly when the
+	// local fence is the whole fence.
+	//
+	// The fence choice is one of three: the local fence alone
+	// (LocalFenceOnly), a Fencer the broker confirms (a kill switch, a token
+	// advance: set BrokerFencesViaFencer too), or a broker that fences the
+	// old session when the new one logs on (Engine.BrokerFencesAtLogon: no
+	// fence step at all). Both flags start "BrokerFencesAtLogon" because both
+	// declare the same thing, that the broker enforces the fence; they say
+	// how.
+	Fencer FenceFunc
+	// BrokerFencesViaFencer declares that the Fencer's nil return means the broker
+	// itself confirmed the old endpoint can no longer book this account's
+	// orders (a kill switch, a one-session-per-credential logon, a fencing
+	// token advanced at the broker). A NOT_RECEIVED found for an order sent
+	// through an endpoint so fenced (and not unfenced since) is final once
+	// the venue's false-negative horizon passed since the fence, and only
+	// where Venue says the venue can fence or check fencing tokens.
+	// Leave it false when the Fencer only stops this side (the local fence, a
+	// process, a route): NOT_RECEIVED is then provisional until Quarantine
+	// passed and a re-query still finds nothing.
+	BrokerFencesViaFencer bool
+	// Reconcile settles, after a switch, the orders of every service not
+	// named in ReconcileByService: it is the function, and rest.Reconciler
+	// and fix.Reconciler are types whose Reconcile method fits here
+	// (cfg.Reconcile = restRec.Reconcile). Required unless
+	// ReconcileByService is set; then, left nil, only the services named
+	// there may submit (Acquire refuses any other with ErrInvalidConfig, so
+	// no order can escape reconciliation). Choose NoReconcile explicitly to
+	// skip reconciliation.
+	Reconcile ReconcileFunc
+	// ReconcileByService, optional, reconciles and releases services
+	// independently, one function per service name:
+	// after a switch each service named here is settled by its own function,
+	// concurrently with the others, and its submissions are released as soon
+	// as its own reconcile succeeded (a REST order does not wait for a FIX
+	// logon). Services not named here are settled by Reconcile and released
+	// when every reconcile succeeded. See the package documentation for the
+	// exact rules.
+	ReconcileByService map[string]ReconcileFunc
+	// Venue states what the broker guarantees (client-order-ID
+	// deduplication, how long a lookup may wrongly say "not found", whether
+	// it can fence, its lookup budget): verdicts, MayResend, Quarantine's
+	// default and the late-landing watch are read from it (see
+	// venue.Profile, venue.ByName for the shipped profiles). The zero value
+	// is venue.Conservative(), the most conservative venue: a NOT_RECEIVED
+	// then becomes final only after a quarantine of 15 min plus MaxCopyHold,
+	// and MayResend never allows a resend (nothing proves a copy cannot be
+	// booked as a second order). New refuses a profile that fails its
+	// Validate.
+	Venue venue.Profile
+
+	// ===== Timing and retries: defaults from DefaultConfig. =====
+
 	// Engine holds the decision thresholds. Its Probe must be nil (the Path sets
 	// it from Probe) and its Clock nil (the Path runs on the system clock).
 	Engine engine.Config
@@ -315,12 +371,6 @@ type Config struct {
 	// ProbeJitter: each probe of a round starts after a random delay in
 	// [0, ProbeJitter), so probes of many processes do not align. >= 0.
 	ProbeJitter time.Duration
-	// Fencer is required unless Engine.BrokerFencesAtLogon; choose LocalFenceOnly
-	// explicitly when the local fence is the whole fence.
-	Fencer FenceFunc
-	// Unfence, optional, is called when a fenced endpoint becomes active again
-	// (failback, or a switch abandoned after the fence), to undo what Fencer did.
-	Unfence FenceFunc
 	// FenceTimeout bounds one Fencer call. Must be > 0.
 	FenceTimeout time.Duration
 	// FenceBackoff between failed fence attempts.
@@ -328,12 +378,6 @@ type Config struct {
 	// FenceAttempts failed fence attempts in a row turn the hold into a halt
 	// (attempts continue in the background). Must be >= 1.
 	FenceAttempts int
-	// Reconcile settles the orders of every service not named in
-	// ReconcileByService. Required unless ReconcileByService is set; then, left nil, only the
-	// services named there may submit (Acquire refuses any other with
-	// ErrInvalidConfig, so no order can escape reconciliation). Choose
-	// NoReconcile explicitly to skip reconciliation.
-	Reconcile ReconcileFunc
 	// ReconcileTimeout bounds one Reconcile function call. Must be > 0.
 	ReconcileTimeout time.Duration
 	// ReconcileBackoff between failed reconcile attempts.
@@ -357,10 +401,29 @@ type Config struct {
 	// meanwhile; the same holds for the re-query of provisional verdicts).
 	// >= 0.
 	SettleUnknown time.Duration
-	// ExternalDecisions hands every switch to a coordinator (coord/etcd): the
-	// Path probes, reports and settles unknown outcomes, but switches, holds and
-	// halts only through Assign, Hold, Halt and Resume.
-	ExternalDecisions bool
+	// StartWait: Start waits (probing every ProbeInterval) until at least one
+	// endpoint is eligible, at most this long, then returns an error wrapping
+	// ErrNoEligibleEndpoint with the gate halted (the Path keeps running and
+	// resumes when an endpoint becomes eligible). 0 = Start opens the gate
+	// after one probe round whatever it found. >= 0.
+	StartWait time.Duration
+
+	// ===== Verdicts and late landings: defaults from Venue. =====
+
+	// MaxCopyHold is the longest a copy of an order can be held between this
+	// process and the venue's book (socket buffers, proxies, the network, the
+	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
+	// >= 0.
+	MaxCopyHold time.Duration
+	// Quarantine is how long a provisional NOT_RECEIVED waits before the
+	// re-query that can make it final. It must cover the venue's lookup
+	// false-negative horizon plus MaxCopyHold (Venue.MinQuarantine): New
+	// refuses a shorter one, with the reason. 0 means exactly that minimum.
+	// >= 0.
+	Quarantine time.Duration
+
+	// ===== Admission, optional: which endpoints may carry orders. =====
+
 	// Identity, optional, asks every endpoint who it fronts, at Start and every
 	// IdentityInterval; the answer is compared with ExpectedIdentity. With
 	// Identity set, admission is required (the Path sets
@@ -396,6 +459,13 @@ type Config struct {
 	// one then: the default is 0, which adds no re-check). Ignored without
 	// Identity.
 	SwitchIdentityCheck bool
+	// TradePathCheck, optional, checks the path orders take (an authenticated
+	// order-status query, a test order the broker rejects in a known way). It
+	// runs every probe round, bounded by ProbeTimeout, on each endpoint taken
+	// out by a gray failure (DOWN on live-traffic evidence while its probe
+	// passed): its success is the evidence that lets the endpoint back (see
+	// engine.Config.GrayFailbackWait for the wait without it).
+	TradePathCheck ProbeFunc
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them
 	// while submissions stay halted with an error naming the rule. Default off:
@@ -405,80 +475,12 @@ type Config struct {
 	// (an outage of the primary halts orders and moves reads to the US).
 	// Without it New refuses such a rule: failover could never happen.
 	DegradedReads bool
-	// Dial opens every tracked connection (the raw TCP connection; TLS is the
-	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
-	// Plug a SOCKS or interface-bound dialer here.
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Logger receives structured logs; nil discards them.
-	Logger *slog.Logger
 
-	// --- Late landings and decision validity ---
+	// ===== Resting orders across a switch, optional. =====
 
-	// BrokerFencesViaFencer declares that the Fencer's nil return means the broker
-	// itself confirmed the old endpoint can no longer book this account's
-	// orders (a kill switch, a one-session-per-credential logon, a fencing
-	// token advanced at the broker). A NOT_RECEIVED found for an order sent
-	// through an endpoint so fenced (and not unfenced since) is final once
-	// the venue's false-negative horizon passed since the fence, and only
-	// where Venue says the venue can fence or check fencing tokens.
-	// Leave it false when the Fencer only stops this side (the local fence, a
-	// process, a route): NOT_RECEIVED is then provisional until Quarantine
-	// passed and a re-query still finds nothing.
-	BrokerFencesViaFencer bool
-	// Venue states what the broker guarantees (client-order-ID
-	// deduplication, how long a lookup may wrongly say "not found", whether
-	// it can fence, its lookup budget): verdicts, MayResend, Quarantine's
-	// default and the late-landing watch are read from it (see
-	// venue.Profile, venue.ByName for the shipped profiles). The zero value
-	// is venue.Conservative(), the most conservative venue: a NOT_RECEIVED
-	// then becomes final only after a quarantine of 15 min plus MaxCopyHold,
-	// and MayResend never allows a resend (nothing proves a copy cannot be
-	// booked as a second order). New refuses a profile that fails its
-	// Validate.
-	Venue venue.Profile
-	// MaxCopyHold is the longest a copy of an order can be held between this
-	// process and the venue's book (socket buffers, proxies, the network, the
-	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
-	// >= 0.
-	MaxCopyHold time.Duration
-	// Quarantine is how long a provisional NOT_RECEIVED waits before the
-	// re-query that can make it final. It must cover the venue's lookup
-	// false-negative horizon plus MaxCopyHold (Venue.MinQuarantine): New
-	// refuses a shorter one, with the reason. 0 means exactly that minimum.
-	// >= 0.
-	Quarantine time.Duration
-	// ReconcileByService, optional, reconcile and release services independently:
-	// after a switch each service named here is settled by its own function,
-	// concurrently with the others, and its submissions are released as soon
-	// as its own reconcile succeeded (a REST order does not wait for a FIX
-	// logon). Services not named here are settled by Reconcile and released
-	// when every reconcile succeeded. See the package documentation for the
-	// exact rules.
-	ReconcileByService map[string]ReconcileFunc
-
-	// OnEvent, optional, receives every event in order, from one goroutine,
-	// never under a lock: it may call the Path (Snapshot, Acquire), but not
-	// Close, which waits for it. A slow hook delays later events, not the Path.
-	OnEvent func(Event)
-
-	// --- admission, evidence and start (see admission.go, ondemand.go, gray.go) ---
-
-	// TradePathCheck, optional, checks the path orders take (an authenticated
-	// order-status query, a test order the broker rejects in a known way). It
-	// runs every probe round, bounded by ProbeTimeout, on each endpoint taken
-	// out by a gray failure (DOWN on live-traffic evidence while its probe
-	// passed): its success is the evidence that lets the endpoint back (see
-	// engine.Config.GrayFailbackWait for the wait without it).
-	TradePathCheck ProbeFunc
-	// StartWait: Start waits (probing every ProbeInterval) until at least one
-	// endpoint is eligible, at most this long, then returns an error wrapping
-	// ErrNoEligibleEndpoint with the gate halted (the Path keeps running and
-	// resumes when an endpoint becomes eligible). 0 = Start opens the gate
-	// after one probe round whatever it found. >= 0.
-	StartWait time.Duration
-
-	// --- resting orders across a switch (fencemode.go, deadman.go, openorders.go) ---
-
+	// Unfence, optional, is called when a fenced endpoint becomes active again
+	// (failback, or a switch abandoned after the fence), to undo what Fencer did.
+	Unfence FenceFunc
 	// FenceMode is how a switch leaves the old path: FencePreserve (the way
 	// the venue keeps resting orders) or FenceFlatten (let
 	// cancel-on-disconnect fire, then confirm the cancels). The zero value,
@@ -509,6 +511,32 @@ type Config struct {
 	// detects the drop by a missed heartbeat needs that heartbeat's
 	// interval). Default 2 s. >= 0.
 	CODSettle time.Duration
+
+	// ===== Coordination, optional: several processes, one decider. =====
+
+	// ExternalDecisions hands every switch to a coordinator (coord/etcd): the
+	// Path probes, reports and settles unknown outcomes, but switches, holds and
+	// halts only through Assign, Hold, Halt and Resume.
+	ExternalDecisions bool
+
+	// ===== Observing and plumbing, optional. =====
+
+	// OnEvent, optional, receives every event in order, from one goroutine,
+	// never under a lock: it may call the Path (Snapshot, Acquire), but not
+	// Close, which waits for it. A slow hook delays later events, not the Path.
+	OnEvent func(Event)
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Dial opens every tracked connection (the raw TCP connection; TLS is the
+	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
+	// Plug a SOCKS or interface-bound dialer here.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// AllowPlaintext lets a "rest" address be a plain http:// URL to a host
+	// that is not loopback. Default false: such an address is refused, since
+	// every order and the credentials in its headers would cross the network
+	// in the clear. Loopback addresses (127.0.0.0/8, ::1, localhost) are
+	// always allowed.
+	AllowPlaintext bool
 }
 
 // DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
