@@ -140,7 +140,7 @@ func run(ctx context.Context, b Broker, out io.Writer) error {
 		return err
 	}
 
-	cfg := pathdialer.DefaultConfig()
+	cfg := pathdialer.DefaultConfig() // timing and safety defaults: set only the "Start here" fields
 	for i, r := range b.Regions {
 		cfg.Endpoints = append(cfg.Endpoints, pathdialer.Endpoint{Name: r.Name, Region: r.Name, Priority: i,
 			Primary: i == 0, Services: map[string]string{"rest": r.REST, "ws": r.WS, "fix": r.FIX}})
