@@ -55,7 +55,7 @@ func ExampleConfig_restingOrders() {
 		return
 	}
 	defer p.Close()
-	fc := p.FenceChoice()
+	fc := p.Snapshot().Fence
 	fmt.Println("fence mode:", fc.Mode, "("+fc.Chosen+"):", fc.Effect)
 	// Output:
 	// fence mode: flatten (configured): old path's orders cancelled

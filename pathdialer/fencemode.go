@@ -94,10 +94,6 @@ func (c Config) fenceChoice() (FenceChoice, error) {
 	return fc, nil
 }
 
-// FenceChoice returns the fence mode the Path uses and its effect on resting
-// orders at the venue.
-func (p *Path) FenceChoice() FenceChoice { return p.rest.fence }
-
 // Farewell is how a connection leaves gracefully (see Conn.SetFarewell). It
 // must write what it has to by deadline and return; the Path aborts the
 // connection right after it returns.

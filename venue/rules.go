@@ -175,10 +175,10 @@ func (p Profile) cutoffFinal(e Evidence) (bool, string) {
 	return false, strings.Join(notes, "; ")
 }
 
-// DedupCovers reports whether the venue itself refuses a copy of an order
+// dedupCovers reports whether the venue itself refuses a copy of an order
 // first sent `since` ago, when a copy may be held up to maxCopyHold: the
 // dedup is over all states, reliably known, and its window spans both.
-func (p Profile) DedupCovers(since, maxCopyHold time.Duration) bool {
+func (p Profile) dedupCovers(since, maxCopyHold time.Duration) bool {
 	return p.DedupScope.Reliable() && p.DedupScope.Value == DedupAllStates &&
 		p.DedupWindow.Reliable() && p.DedupWindow.Value > 0 &&
 		p.DedupWindow.Value >= satAdd(max(since, 0), max(maxCopyHold, 0))
@@ -187,12 +187,12 @@ func (p Profile) DedupCovers(since, maxCopyHold time.Duration) bool {
 // ResendSafe reports whether resending the order under the same client order
 // ID can never book it twice at this venue, and says why, naming the venue
 // fact relied on or missing. It is safe when the venue refuses the copy
-// itself (DedupCovers), or when the "not received" verdict is final by a
+// itself (its deduplication covers the copy), or when the "not received" verdict is final by a
 // broker fence or a token check (a quarantine alone never is: a copy held
 // longer than any quarantine would be booked as a second order wherever the
 // venue's deduplication does not cover it).
 func (p Profile) ResendSafe(e Evidence) (bool, string) {
-	if p.DedupCovers(e.SinceFirstSend, e.MaxCopyHold) {
+	if p.dedupCovers(e.SinceFirstSend, e.MaxCopyHold) {
 		return true, fmt.Sprintf("%s refuses a duplicate client order ID in every state for %s (%s): a copy cannot book twice", p.Name, windowString(p.DedupWindow.Value), p.DedupScope.URL)
 	}
 	if ok, why := p.cutoffFinal(e); ok {

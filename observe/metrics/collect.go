@@ -41,7 +41,7 @@ type fixCounter struct {
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil)
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
 }
 
 func newDescs() descs {

@@ -13,8 +13,8 @@ import (
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
 
-// Namespace prefixes every metric name.
-const Namespace = "brokerpath"
+// namespace prefixes every metric name.
+const namespace = "brokerpath"
 
 // RESTSource is what Metrics reads from a REST transport at scrape time;
 // *rest.Transport implements it.
@@ -80,39 +80,39 @@ func New() *Metrics {
 	epLabels := []string{"endpoint", "region"}
 	m := &Metrics{
 		probeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "probe_duration_seconds",
+			Namespace: namespace, Name: "probe_duration_seconds",
 			Help:    "Latency of health probes by endpoint and outcome (success or failure; a timeout is a failure).",
 			Buckets: probeBuckets,
 		}, append(epLabels, "outcome")),
 		stateChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "endpoint_state_changes_total",
+			Namespace: namespace, Name: "endpoint_state_changes_total",
 			Help: "Health state transitions of an endpoint, by the state entered. Frequent transitions mean misconfigured thresholds.",
 		}, append(epLabels, "state")),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "decisions_total",
+			Namespace: namespace, Name: "decisions_total",
 			Help: "Engine evaluations other than no_action, by kind (failover or failback) and outcome.",
 		}, []string{"kind", "outcome"}),
 		switches: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "switches_total",
+			Namespace: namespace, Name: "switches_total",
 			Help: "Switches of the active endpoint, by kind (failover or failback).",
 		}, []string{"kind"}),
 		fenceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "fence_duration_seconds",
+			Namespace: namespace, Name: "fence_duration_seconds",
 			Help:    "Duration of fence attempts of the endpoint being left, by outcome (success or failure); _count{outcome=\"failure\"} counts failed fences.",
 			Buckets: hookBuckets,
 		}, append(epLabels, "outcome")),
 		reconcileDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "reconcile_duration_seconds",
+			Namespace: namespace, Name: "reconcile_duration_seconds",
 			Help:    "Duration of reconcile attempts (after a switch, or before leaving a halt), by outcome (success or failure); _count{outcome=\"failure\"} counts failed reconciles.",
 			Buckets: hookBuckets,
 		}, []string{"outcome"}),
 		holdDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: Namespace, Name: "gate_hold_duration_seconds",
+			Namespace: namespace, Name: "gate_hold_duration_seconds",
 			Help:    "How long submissions were held (or halted) before flow was released, by the endpoint released on.",
 			Buckets: hookBuckets,
 		}, epLabels),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: Namespace, Name: "events_total",
+			Namespace: namespace, Name: "events_total",
 			Help: "Every event of the Path, by kind (probe, state, decision, hold, fence-start, ..., late-ticket).",
 		}, []string{"kind"}),
 		d: newDescs(),

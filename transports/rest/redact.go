@@ -12,11 +12,11 @@ const redacted = "REDACTED"
 // of these is a credential.
 var sensitiveWords = []string{"key", "token", "secret", "signature", "password", "passwd", "auth", "credential", "session", "cookie", "sig"}
 
-// IsSensitiveName reports whether a header or query parameter name is treated as a
+// isSensitiveName reports whether a header or query parameter name is treated as a
 // credential and masked: Authorization, X-API-Key, X-MBX-APIKEY, Cookie,
 // signature, token, apiKey, ... (any name containing key, token, secret,
 // signature, sig, password, auth, credential, session or cookie).
-func IsSensitiveName(name string) bool {
+func isSensitiveName(name string) bool {
 	n := strings.ToLower(name)
 	for _, w := range sensitiveWords {
 		if strings.Contains(n, w) {
@@ -41,7 +41,7 @@ func RedactURL(u *url.URL) string {
 			c.RawQuery = redacted // unparseable: show nothing of it
 		} else {
 			for k := range q {
-				if IsSensitiveName(k) {
+				if isSensitiveName(k) {
 					q[k] = []string{redacted}
 				}
 			}
@@ -55,7 +55,7 @@ func RedactURL(u *url.URL) string {
 func RedactHeader(h http.Header) http.Header {
 	out := make(http.Header, len(h))
 	for k, v := range h {
-		if IsSensitiveName(k) {
+		if isSensitiveName(k) {
 			out[k] = []string{redacted}
 		} else {
 			out[k] = append([]string(nil), v...)
@@ -154,7 +154,7 @@ func scrub(err error, u *url.URL) error {
 			secrets = append(secrets, u.RawQuery) // unparseable: all of it
 		}
 		for k, vs := range q {
-			if !IsSensitiveName(k) {
+			if !isSensitiveName(k) {
 				continue
 			}
 			for _, v := range vs {

@@ -58,7 +58,7 @@ func (s *Stream) frame(in inbound) request {
 	switch f.Kind {
 	case FrameError:
 		s.count(func(st *Stats) { st.ServerErrors++ })
-		s.log.Warn("ws: server error", "endpoint", in.l.c.Endpoint(), "message", Redact(f.Err))
+		s.log.Warn("ws: server error", "endpoint", in.l.c.Endpoint(), "message", redact(f.Err))
 		return reqNone
 	case FrameOther:
 		return reqNone

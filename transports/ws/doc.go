@@ -125,7 +125,7 @@
 //     Message.Data the Handler keeps is the application's.
 //   - Nothing the server wrote is logged or exported: error messages, close
 //     reasons and unreadable handshake responses are reduced to their length
-//     or type (Redact); errors keep the original for errors.Is/As. No
+//     or type; errors keep the original for errors.Is/As. No
 //     address is printed with its credentials (RedactURL, for other
 //     packages that print a Path's ws addresses).
 //   - Stats counts what a failover drill asks for: reconnects, resumes vs

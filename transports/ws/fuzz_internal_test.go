@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/gorilla/websocket"
@@ -67,4 +68,11 @@ func FuzzDecompressedReadLimit(f *testing.F) {
 			t.Fatalf("within the limit: %d bytes, %v (%d failures); the decompressor gives %d bytes, %v", len(got), err, calls, len(ref), refErr)
 		}
 	})
+}
+
+// Server-sent text is described by its length, never shown.
+func TestRedactShowsLengthNotContent(t *testing.T) {
+	if got := redact("token abc"); strings.Contains(got, "abc") || !strings.Contains(got, "9 bytes") {
+		t.Errorf("redact = %q", got)
+	}
 }

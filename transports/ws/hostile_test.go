@@ -644,9 +644,6 @@ func TestRedactURL(t *testing.T) {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if got := ws.Redact("token abc"); strings.Contains(got, "abc") || !strings.Contains(got, "9 bytes") {
-		t.Errorf("Redact = %q", got)
-	}
 }
 
 // DefaultStreamConfig alone is invalid, and the error says what to fill in.

@@ -33,7 +33,7 @@ type Frame struct {
 	// numbering) changes it. Empty means the server has none; see Protocol.
 	Epoch string
 	// Err is the server's error text (FrameError). The Stream counts it and
-	// never logs or exports it: it may carry anything (see Redact).
+	// never logs or exports it: it may carry anything (see redact).
 	Err string
 }
 

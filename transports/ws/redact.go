@@ -53,10 +53,10 @@ func RedactURL(raw string) string {
 	return out.String()
 }
 
-// Redact returns a description of server-sent text safe to log or export: its
+// redact returns a description of server-sent text safe to log or export: its
 // length, never its content (a server's error text may echo a credential, an
 // account number, or bytes crafted for a log).
-func Redact(serverText string) string {
+func redact(serverText string) string {
 	return fmt.Sprintf("[%d bytes redacted]", len(serverText))
 }
 
@@ -93,7 +93,7 @@ func sanitize(err error, limit int64) error {
 	case errors.As(err, &ce):
 		msg := fmt.Sprintf("%s: close code %d", ErrServerClosed.Error(), ce.Code)
 		if ce.Text != "" {
-			msg += " " + Redact(ce.Text)
+			msg += " " + redact(ce.Text)
 		}
 		return &safeErr{msg: msg, cause: errors.Join(ErrServerClosed, err)}
 	case errors.Is(err, websocket.ErrReadLimit):
