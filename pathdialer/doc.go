@@ -179,7 +179,7 @@
 //
 // # Services released independently
 //
-// With one Reconcile function, every service waits for the whole reconcile. With
+// With Config.Reconcile alone, every service waits for the whole reconcile. With
 // Config.ReconcileByService, a switch reconciles each named service with its own
 // function, concurrently, and releases it as soon as its own reconcile
 // succeeded:

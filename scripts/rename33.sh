@@ -47,6 +47,7 @@ perl -pi -e 's/^\/\/ Bind sets/\/\/ SendLookupsVia sets/; s/^func \(r \*Reconcil
 # In pathdialer, a bare "Reconciler" is the Config field.
 perl -pi -e '
 	s/\b([Tt])he Reconciler\b/$1he reconcile function/g;
+	s/\bWith one Reconciler,/With Config.Reconcile alone,/g;
 	s/\bone Reconciler\b/one Reconcile function/g;
 	s/(?<![.\w])Reconciler\b/Reconcile/g;
 ' $(git ls-files 'pathdialer/*.go')
