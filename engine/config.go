@@ -52,14 +52,14 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Config struct {
 	// ===== Set by pathdialer: leave nil there. =====
 	// Using the engine directly, set Probe (required) and, in tests, Clock.
-
+	//
 	// Probe is required; there is no default.
 	Probe ProbeFunc
 	// Clock; nil means the system's monotonic clock.
 	Clock Clock
 
 	// ===== Decision thresholds: defaults from DefaultConfig. =====
-
+	//
 	// FailureThreshold consecutive failures make an endpoint Down. Must be >= 1.
 	FailureThreshold int
 	// MaxHealthAge: a success older than this is not fresh, so the endpoint is not
@@ -83,7 +83,7 @@ type Config struct {
 	MaxDegradedDuration time.Duration
 
 	// ===== The fence choice. =====
-
+	//
 	// BrokerFencesAtLogon is true ONLY when the broker enforces one session
 	// per credential, so that logging on through the new path provably
 	// disconnects the old: the broker's logon is the fence. With it, switches
@@ -93,7 +93,7 @@ type Config struct {
 	BrokerFencesAtLogon bool
 
 	// ===== Admission and jurisdictions, optional. =====
-
+	//
 	// RequireAdmission: an endpoint is a target only after an identity check
 	// verified it (Manager.Admit with nil). Without it, only a proven mismatch
 	// excludes an endpoint.
@@ -119,7 +119,7 @@ type Config struct {
 	SwitchVerificationAge time.Duration
 
 	// ===== Gray failures and bounces: defaults from DefaultConfig. =====
-
+	//
 	// BounceWindow: a failover away from an endpoint within this long after a
 	// failback to it is a bounce. Every bounce within FlapWindow multiplies
 	// the endpoint's failback cooldown by BounceFactor (at most

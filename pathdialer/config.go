@@ -300,7 +300,7 @@ type Config struct {
 	// ===== Start here: set these. =====
 	// Everything after this block has a default, from DefaultConfig or from
 	// Venue, that a first configuration leaves alone.
-
+	//
 	// Endpoints of the account; at least two, exactly one Primary.
 	Endpoints []Endpoint
 	// Probe is required: it should exercise the trade path.
@@ -313,9 +313,9 @@ type Config struct {
 	// (LocalFenceOnly), a Fencer the broker confirms (a kill switch, a token
 	// advance: set BrokerFencesViaFencer too), or a broker that fences the
 	// old session when the new one logs on (Engine.BrokerFencesAtLogon: no
-	// fence step at all). Both flags start "BrokerFencesAtLogon" because both
-	// declare the same thing, that the broker enforces the fence; they say
-	// how.
+	// fence step at all). The two flags' names begin alike because both
+	// declare the same thing, that the broker enforces the fence; their
+	// endings say how.
 	Fencer FenceFunc
 	// BrokerFencesViaFencer declares that the Fencer's nil return means the broker
 	// itself confirmed the old endpoint can no longer book this account's
@@ -359,7 +359,7 @@ type Config struct {
 	Venue venue.Profile
 
 	// ===== Timing and retries: defaults from DefaultConfig. =====
-
+	//
 	// Engine holds the decision thresholds. Its Probe must be nil (the Path sets
 	// it from Probe) and its Clock nil (the Path runs on the system clock).
 	Engine engine.Config
@@ -409,7 +409,7 @@ type Config struct {
 	StartWait time.Duration
 
 	// ===== Verdicts and late landings: defaults from Venue. =====
-
+	//
 	// MaxCopyHold is the longest a copy of an order can be held between this
 	// process and the venue's book (socket buffers, proxies, the network, the
 	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
@@ -423,7 +423,7 @@ type Config struct {
 	Quarantine time.Duration
 
 	// ===== Admission, optional: which endpoints may carry orders. =====
-
+	//
 	// Identity, optional, asks every endpoint who it fronts, at Start and every
 	// IdentityInterval; the answer is compared with ExpectedIdentity. With
 	// Identity set, admission is required (the Path sets
@@ -477,7 +477,7 @@ type Config struct {
 	DegradedReads bool
 
 	// ===== Resting orders across a switch, optional. =====
-
+	//
 	// Unfence, optional, is called when a fenced endpoint becomes active again
 	// (failback, or a switch abandoned after the fence), to undo what Fencer did.
 	Unfence FenceFunc
@@ -513,14 +513,14 @@ type Config struct {
 	CODSettle time.Duration
 
 	// ===== Coordination, optional: several processes, one decider. =====
-
+	//
 	// ExternalDecisions hands every switch to a coordinator (coord/etcd): the
 	// Path probes, reports and settles unknown outcomes, but switches, holds and
 	// halts only through Assign, Hold, Halt and Resume.
 	ExternalDecisions bool
 
 	// ===== Observing and plumbing, optional. =====
-
+	//
 	// OnEvent, optional, receives every event in order, from one goroutine,
 	// never under a lock: it may call the Path (Snapshot, Acquire), but not
 	// Close, which waits for it. A slow hook delays later events, not the Path.
