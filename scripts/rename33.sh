@@ -61,4 +61,11 @@ perl -pi -e '
 	s/json:"generation"/json:"token"/g;
 ' $pubprose
 
+# 4. Exported identifiers nothing outside their package needs.
+perl -pi -e 's/\bIsSensitiveName\b/isSensitiveName/g' $(git ls-files 'transports/rest/*.go')
+perl -pi -e 's/(?<![.\w])Redact\(/redact(/g' $(git ls-files 'transports/ws/*.go')
+perl -pi -e 's/\bDedupCovers\b/dedupCovers/g' $(git ls-files 'venue/*.go')
+perl -pi -e 's/BuildFQName\(Namespace,/BuildFQName(namespace,/g; s/Namespace: Namespace,/Namespace: namespace,/g; s/^const Namespace =/const namespace =/' $(git ls-files 'observe/metrics/*.go')
+perl -pi -e 's/\.FenceChoice\(\)/.Snapshot().Fence/g' $files
+
 gofmt -w $(git ls-files '*.go') >/dev/null
