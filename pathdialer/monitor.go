@@ -17,6 +17,7 @@ import (
 // answered or timed out. A probe still running from an earlier round (it ignores
 // its context) is not started again; that endpoint is counted as timed out.
 func (p *Path) probeRound(ctx context.Context) {
+	p.newSuspicionRound()
 	var wg sync.WaitGroup
 	for _, rt := range p.order {
 		wg.Add(1)
@@ -52,6 +53,9 @@ type probeRun struct {
 	// dropped it; recorded, written before, says which.
 	settled  chan struct{}
 	recorded bool
+	// returned, when not nil, is closed once the call of Config.Probe returned
+	// (an early probe's: suspicion.go).
+	returned chan struct{}
 }
 
 // probeOne probes rt once, bounded by ProbeTimeout, and records the result. A
@@ -79,7 +83,9 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 			run = &probeRun{started: time.Now(), settled: make(chan struct{})}
 			rt.probing = run
 			rt.mu.Unlock()
-			p.runProbe(ctx, rt, run)
+			if p.runProbe(ctx, rt, run) {
+				p.suspect(ctx, rt) // suspicion.go
+			}
 			return
 		}
 		rt.mu.Unlock()
@@ -102,8 +108,10 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 
 // runProbe runs run, the probe of rt that this call owns, and records its
 // result, or a timeout at ProbeTimeout (the probe ignores its context: its late
-// result is discarded), or nothing when ctx ends first.
-func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
+// result is discarded), or nothing when ctx ends first. It reports whether it
+// recorded a timeout. A probe of the active endpoint still running after
+// SuspectAfter makes it suspect (suspicion.go).
+func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (timedOut bool) {
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
 	recorded := false
@@ -123,6 +131,9 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 		start := time.Now()
 		err := callProbe(pctx, p.cfg.Probe, rt.ep)
 		lat := time.Since(start)
+		if run.returned != nil {
+			close(run.returned)
+		}
 		// The slot is free before the result is delivered: a probe of rt
 		// started from now on is a new probe. One that started waiting before
 		// waits for this result to be recorded (run.settled).
@@ -135,10 +146,31 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 	}()
 	timer := time.NewTimer(p.cfg.ProbeTimeout)
 	defer timer.Stop()
+	var late <-chan time.Time
+	if d := p.suspectAfter(); d > 0 && p.suspectable(rt) {
+		lt := time.NewTimer(d)
+		defer lt.Stop()
+		late = lt.C
+	}
+	for late != nil {
+		select {
+		case <-late:
+			late = nil
+			p.suspect(ctx, rt) // the probe is late: probe again beside it
+		case r := <-done:
+			done <- r // taken below
+			late = nil
+		case <-timer.C:
+			late = nil
+			timer.Reset(0) // taken below
+		case <-ctx.Done():
+			late = nil
+		}
+	}
 	select {
 	case r := <-done:
 		if ctx.Err() != nil {
-			return // the Path is closing (or Start's context ended): not evidence about the endpoint
+			return false // the Path is closing (or Start's context ended): not evidence about the endpoint
 		}
 		if pctx.Err() != nil {
 			// It outlived ProbeTimeout: a failure whatever it returned, as the
@@ -153,15 +185,18 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 		}
 		p.observe(rt.ep.Name, r.err, r.latency, false)
 		recorded = true
+		return pctx.Err() != nil
 	case <-timer.C:
 		// The probe ignores its context: count the timeout now; its late result
 		// will be discarded.
 		if ctx.Err() == nil {
 			p.observe(rt.ep.Name, fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
 			recorded = true
+			return true
 		}
 	case <-ctx.Done():
 	}
+	return false
 }
 
 func callProbe(ctx context.Context, probe ProbeFunc, ep Endpoint) (err error) {

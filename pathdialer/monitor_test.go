@@ -51,7 +51,9 @@ func TestProbeTimeoutHonouringContext(t *testing.T) {
 // again once it has returned.
 func TestProbeIgnoringContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 5 })
+		// Rounds alone (SuspectAfter < 0): TestSuspicionProbeIgnoringContext
+		// has the early probes.
+		h := newHarness(t, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 5; c.SuspectAfter = -1 })
 		defer h.close()
 		h.start()
 		h.probes.set("eu", probeHang)

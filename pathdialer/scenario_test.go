@@ -39,10 +39,12 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 
 		h.probes.set("eu", probeBlackhole)
 		hold := h.await(pathdialer.EventHold, nil)
-		// Rounds at 1 s, 2 s and 3 s each time out after 500 ms; the third failure
-		// makes eu DOWN and the hold follows at once.
-		if got := hold.Time.Sub(start); got != 3500*time.Millisecond {
-			t.Errorf("hold after %v, want 3.5s", got)
+		// The round at 1 s is late at 1.25 s (SuspectAfter, ProbeTimeout/2): an
+		// early probe then; the round's probe times out at 1.5 s, the early one
+		// at 1.75 s, and the next early probe at 2.25 s: the third failure makes
+		// eu DOWN and the hold follows at once.
+		if got := hold.Time.Sub(start); got != 2250*time.Millisecond {
+			t.Errorf("hold after %v, want 2.25s", got)
 		}
 		if hold.Endpoint != "eu" || hold.Generation != 0 {
 			t.Errorf("hold event = %v", hold)
