@@ -306,7 +306,8 @@ type Config struct {
 	// SuspectAfter, or that timed out while the endpoint is not DOWN, makes the
 	// endpoint suspect: it is probed again at once, beside the late probe,
 	// instead of at the next round (at most one such probe at a time, and at
-	// most Engine.FailureThreshold − 1 of them between two rounds). Each probe
+	// most Engine.FailureThreshold of them between two rounds); so does an
+	// order on it still unanswered after SuspectAfter. Each probe
 	// still counts once and DOWN still takes Engine.FailureThreshold failures in
 	// a row; a late probe that answers is a success. On a blackhole the active
 	// endpoint is then DOWN about SuspectAfter + ProbeTimeout after its first

@@ -39,12 +39,12 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 
 		h.probes.set("eu", probeBlackhole)
 		hold := h.await(pathdialer.EventHold, nil)
-		// The round at 1 s is late at 1.25 s (SuspectAfter, ProbeTimeout/2): an
-		// early probe then; the round's probe times out at 1.5 s, the early one
-		// at 1.75 s, and the next early probe at 2.25 s: the third failure makes
-		// eu DOWN and the hold follows at once.
-		if got := hold.Time.Sub(start); got != 2250*time.Millisecond {
-			t.Errorf("hold after %v, want 2.25s", got)
+		// o-inflight, unanswered, is late at 0.25 s (SuspectAfter, ProbeTimeout/2):
+		// eu is probed early then, and that probe times out at 0.75 s, the next
+		// early one at 1.25 s, the round's at 1 s at 1.5 s: the third failure
+		// makes eu DOWN and the hold follows at once.
+		if got := hold.Time.Sub(start); got != 1500*time.Millisecond {
+			t.Errorf("hold after %v, want 1.5s", got)
 		}
 		if hold.Endpoint != "eu" || hold.Generation != 0 {
 			t.Errorf("hold event = %v", hold)

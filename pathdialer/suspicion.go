@@ -21,11 +21,16 @@ import (
 // probe that fails at once (refused, reset, an error answer) waits for the
 // next round as before: live traffic finds those failures itself, and probing
 // again at once would take the endpoint DOWN before an order could vouch for it.
+//
+// Orders are evidence too: an order on the active endpoint still unanswered
+// after SuspectAfter (it was in flight at two checks SuspectAfter/2 apart)
+// makes the endpoint suspect the same way, once per order. A late order is
+// never a failure by itself; it only brings the next probe forward.
 
 // suspicion is an endpoint's early probes.
 type suspicion struct {
 	running atomic.Bool  // an early probe is in progress
-	budget  atomic.Int32 // early probes left until the next round
+	budget  atomic.Int32 // early probes left until the next round (FailureThreshold)
 }
 
 // suspectAfter is the effective SuspectAfter; 0 when suspicion is off.
@@ -43,7 +48,7 @@ func (p *Path) suspectAfter() time.Duration {
 // newSuspicionRound gives every endpoint its early-probe budget for the round
 // that starts.
 func (p *Path) newSuspicionRound() {
-	n := int32(max(1, p.cfg.Engine.FailureThreshold-1))
+	n := int32(max(1, p.cfg.Engine.FailureThreshold))
 	for _, rt := range p.order {
 		rt.suspect.budget.Store(n)
 	}
@@ -87,4 +92,51 @@ func (p *Path) suspect(ctx context.Context, rt *endpointRT) {
 			p.suspect(ctx, rt)
 		}
 	}()
+}
+
+// lateOrders reports whether a ticket on endpoint granted between the two
+// previous calls is still in flight: each order counts once, at the first
+// check that finds it late. marks holds, per shard, the grants so far at the
+// previous call ([0]) and at the one before ([1]); it is updated.
+func (p *Path) lateOrders(endpoint string, marks *[2][ticketShards]uint64) bool {
+	late := false
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		if !late {
+			for j := range s.infos {
+				if e := &s.infos[j]; e.grant > marks[1][i] && e.grant <= marks[0][i] && e.view.endpoint == endpoint {
+					late = true
+					break
+				}
+			}
+		}
+		marks[1][i], marks[0][i] = marks[0][i], s.grants
+		s.mu.Unlock()
+	}
+	return late
+}
+
+// watchOrders checks every SuspectAfter/2, until ctx ends, for orders on the
+// active endpoint that have been in flight since the previous check, and makes
+// the endpoint suspect when it finds one.
+func (p *Path) watchOrders(ctx context.Context) {
+	d := p.suspectAfter()
+	if d <= 0 {
+		return
+	}
+	var marks [2][ticketShards]uint64
+	t := time.NewTicker(max(d/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rt := p.active.Load().rt
+			if p.lateOrders(rt.ep.Name, &marks) && p.suspectable(rt) {
+				p.suspect(ctx, rt)
+			}
+		}
+	}
 }

@@ -209,3 +209,55 @@ func TestSuspicionProbeIgnoringContext(t *testing.T) {
 		close(h.probes.release)
 	})
 }
+
+// An order unanswered for SuspectAfter brings the next probe forward: with an
+// order in flight into the blackhole, eu is DOWN sooner than on probes alone.
+func TestSuspicionLateOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		fault := time.Now()
+		sp.set(true)
+		tk := mustAcquire(t, h.p, "o-into-the-blackhole") // sent, never answered
+		defer tk.Done()
+		h.await(pathdialer.EventStateChange, func(e pathdialer.Event) bool {
+			return e.Endpoint == "eu" && e.State == engine.Down
+		})
+		// The order is found late 30 ms after the fault (checks every 20 ms):
+		// an early probe, which times out 80 ms later; the round's at 50 ms
+		// times out at 130 ms: DOWN (170 ms on probes alone).
+		if down := time.Since(fault); down > 130*time.Millisecond {
+			t.Fatalf("eu DOWN %v after the blackhole with an order in flight; want ≤ 130ms", down)
+		}
+	})
+}
+
+// A late order that is answered is no failure, and an order stuck for ever
+// brings one probe forward, not one every round.
+func TestSuspicionLateOrderOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		from := len(h.rec.all())
+		sp.mu.Lock()
+		before := sp.calls
+		sp.mu.Unlock()
+		tk := mustAcquire(t, h.p, "o-stuck")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		tk.Done()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 11 {
+			t.Fatalf("%d probes of eu in 1 s with one order stuck; want 11 (10 rounds + 1 early)", calls)
+		}
+		for _, e := range h.rec.all()[from:] {
+			if e.Kind == pathdialer.EventStateChange && e.Endpoint == "eu" {
+				t.Fatalf("eu changed state on a late order: %v", e)
+			}
+		}
+	})
+}
