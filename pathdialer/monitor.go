@@ -53,8 +53,8 @@ type probeRun struct {
 	// dropped it; recorded, written before, says which.
 	settled  chan struct{}
 	recorded bool
-	// returned, when not nil, is closed once the call of Config.Probe returned
-	// (an early probe's: suspicion.go).
+	// returned is closed once the call of Config.Probe returned and the slot
+	// (endpointRT.probing) is free.
 	returned chan struct{}
 }
 
@@ -64,8 +64,10 @@ type probeRun struct {
 // it waits until that probe's result is recorded (not merely returned), so
 // that whatever the caller does next sees it; when that probe ends without a
 // recorded result (its owner's context ended), probeOne probes afresh. A
-// round that finds a probe of rt still running past its ProbeTimeout (it
-// ignores its context) counts rt as timed out again.
+// round that finds a probe of rt still running past its ProbeTimeout waits
+// up to ProbeTimeout more for its call to return (a stalled host), then
+// probes afresh; if it has not returned by then (it ignores its context), the
+// round counts rt as timed out again.
 func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 	if j := p.cfg.ProbeJitter; j > 0 && !onDemand {
 		t := time.NewTimer(rand.N(j))
@@ -80,7 +82,7 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 		rt.mu.Lock()
 		run := rt.probing
 		if run == nil {
-			run = &probeRun{started: time.Now(), settled: make(chan struct{})}
+			run = &probeRun{started: time.Now(), settled: make(chan struct{}), returned: make(chan struct{})}
 			rt.probing = run
 			rt.mu.Unlock()
 			if p.runProbe(ctx, rt, run) {
@@ -90,6 +92,21 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 		}
 		rt.mu.Unlock()
 		if !onDemand && time.Since(run.started) >= p.cfg.ProbeTimeout {
+			// Its timeout was counted, or is being counted, and its call has
+			// not returned. A probe that honours its context returns at its
+			// deadline unless the host stalled: that stall is one failure, not
+			// two. Give it this round's ProbeTimeout to return, then probe
+			// afresh; one that still runs ignores its context.
+			t := time.NewTimer(p.cfg.ProbeTimeout)
+			select {
+			case <-run.returned:
+				t.Stop()
+				continue
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
 			p.observe(rt.ep.Name, fmt.Errorf("%w: the previous probe of %q has not returned yet (it ignores its context): %w", ErrProbeTimeout, rt.ep.Name, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
 			return
 		}
@@ -131,9 +148,6 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (tim
 		start := time.Now()
 		err := callProbe(pctx, p.cfg.Probe, rt.ep)
 		lat := time.Since(start)
-		if run.returned != nil {
-			close(run.returned)
-		}
 		// The slot is free before the result is delivered: a probe of rt
 		// started from now on is a new probe. One that started waiting before
 		// waits for this result to be recorded (run.settled).
@@ -142,6 +156,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (tim
 			rt.probing = nil
 		}
 		rt.mu.Unlock()
+		close(run.returned) // after the slot is free: a round waiting for it probes afresh
 		done <- probeResult{err: err, latency: lat}
 	}()
 	timer := time.NewTimer(p.cfg.ProbeTimeout)

@@ -261,3 +261,51 @@ func TestSuspicionLateOrderOnce(t *testing.T) {
 		}
 	})
 }
+
+// A probe that honours its context but comes back late (a stalled host: its
+// goroutine runs again only after the deadline) is one failure: the next round
+// waits for it to return and probes afresh, instead of counting a second
+// timeout for the same stall.
+func TestStalledProbeIsOneFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		stall := false
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ProbeInterval = 100 * time.Millisecond
+			c.ProbeTimeout = 80 * time.Millisecond
+			c.SuspectAfter = -1 // rounds alone
+			c.Engine.FailureThreshold = 2
+			c.Engine.MaxHealthAge = time.Second
+			c.Probe = func(ctx context.Context, ep pathdialer.Endpoint) error {
+				mu.Lock()
+				s := stall && ep.Name == "eu"
+				stall = stall && !s
+				mu.Unlock()
+				if !s {
+					return nil
+				}
+				<-ctx.Done()                      // the deadline (80 ms) passes …
+				time.Sleep(40 * time.Millisecond) // … and the goroutine runs again 40 ms later
+				return ctx.Err()
+			}
+		})
+		defer h.close()
+		h.start()
+		time.Sleep(150 * time.Millisecond)
+		from := len(h.rec.all())
+		mu.Lock()
+		stall = true // the round at 200 ms: timed out at 280 ms, returns at 320 ms
+		mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		evs := h.rec.all()[from:]
+		for _, e := range evs {
+			if e.Kind == pathdialer.EventStateChange && e.Endpoint == "eu" && e.State == engine.Down {
+				t.Fatalf("one stalled probe took eu DOWN:\n%s", timeline(evs))
+			}
+		}
+		if n := countKind(evs, pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches on one stalled probe", n)
+		}
+	})
+}

@@ -36,6 +36,9 @@ type DetectOptions struct {
 	SuspectAfter time.Duration
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
+	// OnDown, optional, receives the last failed probes and state changes
+	// whenever an endpoint is taken DOWN.
+	OnDown func(recent string)
 }
 
 // detectScenario is one row: a fault, with or without orders flowing.
@@ -153,7 +156,17 @@ func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
 	}
 	dc := &detectClient{}
 	cfg.Reconciler = rec.Reconcile
+	var recent []string // the last probe results and state changes, for a DOWN's report
 	cfg.OnEvent = func(e pathdialer.Event) {
+		if o.OnDown != nil && (e.Kind == pathdialer.EventProbe && e.Err != nil || e.Kind == pathdialer.EventStateChange) {
+			recent = append(recent, e.Time.Format("15:04:05.000")+" "+e.String())
+			if len(recent) > 8 {
+				recent = recent[1:]
+			}
+			if e.Kind == pathdialer.EventStateChange && e.State == engine.Down {
+				o.OnDown(strings.Join(recent, "\n"))
+			}
+		}
 		switch e.Kind {
 		case pathdialer.EventSwitch:
 			dc.switches.Add(1)

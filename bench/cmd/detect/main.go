@@ -26,7 +26,7 @@ func main() {
 	flag.IntVar(&s.FailureThreshold, "failures", 2, "failures in a row that make an endpoint DOWN")
 	flag.DurationVar(&s.InflightGrace, "inflight-grace", s.InflightGrace, "InflightGrace")
 	flag.DurationVar(&s.OrderTimeout, "order-timeout", s.OrderTimeout, "per-order context")
-	suspect := flag.Duration("suspect-after", 0, "SuspectAfter: a late probe makes the endpoint suspect (0: ProbeTimeout/2; negative: off)")
+	suspect := flag.Duration("suspect-after", 0, "SuspectAfter: a late probe makes the endpoint suspect (0: ProbeTimeout/2; negative, e.g. -1ms: off)")
 	flag.Parse()
 	o := compare.DetectOptions{Runs: *runs, Settings: s, OrderGap: *gap, H1: *h1, SuspectAfter: *suspect,
 		Progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
@@ -45,6 +45,7 @@ func main() {
 		s.ProbeInterval, s.ProbeTimeout, s.FailureThreshold, sus, *gap, proto, runtime.Version(), runtime.GOMAXPROCS(0))
 	start := compare.LoadAvg()
 	if *soak > 0 {
+		o.OnDown = func(recent string) { fmt.Fprintf(os.Stderr, "DOWN:\n%s\n", recent) }
 		r, err := compare.Soak(o, *soak)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "detect:", err)
