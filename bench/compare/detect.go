@@ -34,6 +34,8 @@ type DetectOptions struct {
 	// SuspectAfter is pathdialer.Config.SuspectAfter (zero: its default,
 	// ProbeTimeout/2; negative: suspicion off).
 	SuspectAfter time.Duration
+	// Only, when not empty, runs only the scenarios whose name contains it.
+	Only string
 	// Progress receives one line per step; nil discards.
 	Progress func(format string, args ...any)
 	// OnDown, optional, receives the last failed probes and state changes
@@ -81,6 +83,9 @@ func Detect(o DetectOptions) ([]DetectRow, error) {
 	bound := 10*o.Settings.ProbeInterval + 2*time.Second
 	var rows []DetectRow
 	for _, sc := range detectScenarios() {
+		if o.Only != "" && !strings.Contains(sc.name, o.Only) {
+			continue
+		}
 		row := DetectRow{Scenario: sc.name}
 		for i := range o.Runs {
 			d, err := detectOnce(o, sc, bound)
@@ -137,6 +142,8 @@ type detectClient struct {
 	// switches counts EventSwitch; downs counts endpoints taken DOWN; probeFails
 	// counts failed probes.
 	switches, downs, probeFails, degraded atomic.Int64
+	mu                                    sync.Mutex
+	log                                   []string // the events, probe successes left out
 }
 
 func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
@@ -158,6 +165,11 @@ func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
 	cfg.Reconciler = rec.Reconcile
 	var recent []string // the last probe results and state changes, for a DOWN's report
 	cfg.OnEvent = func(e pathdialer.Event) {
+		if e.Kind != pathdialer.EventProbe || e.Err != nil {
+			dc.mu.Lock()
+			dc.log = append(dc.log, e.Time.Format("15:04:05.000")+" "+e.String())
+			dc.mu.Unlock()
+		}
 		if o.OnDown != nil && (e.Kind == pathdialer.EventProbe && e.Err != nil || e.Kind == pathdialer.EventStateChange) {
 			recent = append(recent, e.Time.Format("15:04:05.000")+" "+e.String())
 			if len(recent) > 8 {
@@ -317,6 +329,11 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	close(stop)
 	c.close()
 	waitOrTimeout(done, 3*time.Second)
+	if o.Progress != nil && res > 10*o.Settings.ProbeInterval {
+		c.mu.Lock()
+		o.Progress("detect: %s took %v; fault at %s; the Path's events:\n%s", sc.name, res, t0.Format("15:04:05.000"), strings.Join(c.log, "\n"))
+		c.mu.Unlock()
+	}
 	return res, nil
 }
 

@@ -27,8 +27,9 @@ func main() {
 	flag.DurationVar(&s.InflightGrace, "inflight-grace", s.InflightGrace, "InflightGrace")
 	flag.DurationVar(&s.OrderTimeout, "order-timeout", s.OrderTimeout, "per-order context")
 	suspect := flag.Duration("suspect-after", 0, "SuspectAfter: a late probe makes the endpoint suspect (0: ProbeTimeout/2; negative, e.g. -1ms: off)")
+	only := flag.String("only", "", "run only the scenarios whose name contains this (e.g. \"no orders\")")
 	flag.Parse()
-	o := compare.DetectOptions{Runs: *runs, Settings: s, OrderGap: *gap, H1: *h1, SuspectAfter: *suspect,
+	o := compare.DetectOptions{Only: *only, Runs: *runs, Settings: s, OrderGap: *gap, H1: *h1, SuspectAfter: *suspect,
 		Progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	proto := "HTTP/2"
 	if *h1 {
