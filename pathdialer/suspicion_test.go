@@ -2,6 +2,8 @@ package pathdialer_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -308,4 +310,25 @@ func TestStalledProbeIsOneFailure(t *testing.T) {
 			t.Fatalf("%d switches on one stalled probe", n)
 		}
 	})
+}
+
+// SuspectAfter at or above ProbeTimeout is refused, naming the field.
+func TestSuspectAfterValidated(t *testing.T) {
+	cfg := baseConfig()
+	cfg.Probe = newProbes().probe
+	cfg.Fencer = pathdialer.LocalFenceOnly
+	cfg.Reconciler = pathdialer.NoReconcile
+	cfg.SuspectAfter = cfg.ProbeTimeout
+	_, err := pathdialer.New(cfg)
+	if !errors.Is(err, pathdialer.ErrInvalidConfig) || !strings.Contains(err.Error(), "SuspectAfter") {
+		t.Fatalf("New with SuspectAfter = ProbeTimeout: %v", err)
+	}
+	for _, ok := range []time.Duration{-1, 0, cfg.ProbeTimeout - time.Millisecond} {
+		cfg.SuspectAfter = ok
+		p, err := pathdialer.New(cfg)
+		if err != nil {
+			t.Fatalf("New with SuspectAfter %v: %v", ok, err)
+		}
+		_ = p.Close()
+	}
 }
