@@ -161,6 +161,23 @@ bench-rest:
 	cd bench && $(GO) run ./cmd/restparity $(BENCH_REST_ARGS)
 # --- end bench-rest ---
 
+# --- bench-detect ---
+# bench-detect: fault → first order booked on the backup, rest.Transport on
+# the simulated broker, 7 runs per fault (a blackhole with orders flowing and
+# without, a refused and reset connection with orders flowing), at 100 ms
+# probes, 80 ms timeout, DOWN after 2 failures; about 30 seconds. Then the same
+# with suspicion off, for comparison. bench-soak: 10 minutes of orders with no
+# fault, counting spurious failovers. NOT part of `make test`.
+# BENCH_DETECT_ARGS e.g. '-runs 15 -probe-interval 200ms -probe-timeout 150ms -failures 3'.
+BENCH_DETECT_ARGS ?=
+
+.PHONY: bench-detect bench-soak
+bench-detect:
+	cd bench && $(GO) run ./cmd/detect $(BENCH_DETECT_ARGS) && $(GO) run ./cmd/detect -suspect-after=-1ms $(BENCH_DETECT_ARGS)
+bench-soak:
+	cd bench && $(GO) run ./cmd/detect -soak 10m $(BENCH_DETECT_ARGS)
+# --- end bench-detect ---
+
 # --- chaos ---
 # chaos: the randomized run (integration/chaos) over a matrix of simulated-
 # broker policies: REST, FIX and a WebSocket stream against a three-region

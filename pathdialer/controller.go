@@ -155,6 +155,12 @@ func (p *Path) control(ctx context.Context) {
 // next: a slow one delays it) and the identity checks every IdentityInterval,
 // until ctx ends. After each round it asks the controller to evaluate.
 func (p *Path) monitor(ctx context.Context) {
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		p.watchOrders(ctx) // late orders make the active endpoint suspect (suspicion.go)
+	}()
+	defer func() { <-watchDone }()
 	ticker := time.NewTicker(p.cfg.ProbeInterval)
 	defer ticker.Stop()
 	var idTick <-chan time.Time

@@ -238,9 +238,10 @@ const ticketShards = 64
 type ticketShard struct {
 	mu     sync.Mutex
 	epoch  uint64
+	grants uint64 // tickets granted in this shard so far: numbers them (shardEntry.grant)
 	infos  []shardEntry
 	owners []*Ticket
-	_      [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(uint64(0)) - unsafe.Sizeof([]shardEntry(nil)) - unsafe.Sizeof([]*Ticket(nil))]byte // shards on separate cache lines
+	_      [128 - unsafe.Sizeof(sync.Mutex{}) - 2*unsafe.Sizeof(uint64(0)) - unsafe.Sizeof([]shardEntry(nil)) - unsafe.Sizeof([]*Ticket(nil))]byte // shards on separate cache lines
 }
 
 // shardEntry is what reconciliation needs of a ticket in flight, kept small:
@@ -248,6 +249,7 @@ type ticketShard struct {
 type shardEntry struct {
 	orderID, service string
 	view             *gateView
+	grant            uint64 // the shard's grants when it was granted (late orders: suspicion.go)
 }
 
 func (e *shardEntry) info() TicketInfo {
@@ -259,7 +261,8 @@ func (e *shardEntry) info() TicketInfo {
 
 func (s *ticketShard) link(t *Ticket, v *gateView) {
 	t.idx, t.epoch = len(s.infos), s.epoch
-	s.infos = append(s.infos, shardEntry{orderID: t.OrderID, service: t.Service, view: v})
+	s.grants++
+	s.infos = append(s.infos, shardEntry{orderID: t.OrderID, service: t.Service, view: v, grant: s.grants})
 	s.owners = append(s.owners, t)
 }
 

@@ -242,7 +242,7 @@ var flagResend = flag.Bool("sim.resend", false, "TestSimSeeds: resend an order t
 // order twice on a broker that does not deduplicate, when the first copy was
 // still in the network (a late landing). A sweep finds such a seed.
 func TestSimNaiveResendFindsDuplicate(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
+	for seed := uint64(1); seed <= 600; seed++ {
 		res := runSeed(t, seed, Options{ResendNaive: true})
 		for _, v := range res.Violations {
 			if strings.Contains(v, InvDuplicate) {
@@ -254,7 +254,7 @@ func TestSimNaiveResendFindsDuplicate(t *testing.T) {
 			}
 		}
 	}
-	t.Fatal("300 seeds with naive resends found no duplicate")
+	t.Fatal("600 seeds with naive resends found no duplicate")
 }
 
 // Resending only what Path.MayResend allows books nothing twice, whatever
