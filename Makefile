@@ -233,6 +233,9 @@ SIM_START  ?= 1
 SIM_ARGS   ?=
 SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
 SIM_BUILD  ?=
+# SIM_TAGS: the sweeps are built with the seeded yield points (internal/dst's
+# documentation, "Yield points"); SIM_TAGS= builds them without.
+SIM_TAGS   ?= -tags dstyield
 
 # sim-sweep runs the test binary $$bin over the seeds in SIM_SHARDS processes,
 # writing $$d/log (every shard's output); $$status is 1 if any shard failed.
@@ -251,7 +254,7 @@ endef
 .PHONY: sim
 sim:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
-	$(GO) test -c $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	awk '/broke [0-9]+ invariant|two runs gave|^panic/ { p = 1 } p { print } /replay:/ { p = 0 }' $$d/log; \
 	awk '/dst: [0-9]+ seeds in/ { n += $$3; f += $$(NF-1) } \
@@ -274,14 +277,14 @@ sim-defect: SIM_COMPOSED = 0
 sim-defect:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	first=$$(grep -E -o 'seed [0-9]+ \(' $$d/log | grep -E -o '[0-9]+' | sort -n | head -1); \
 	if grep -q 'INVARIANT unknown-settled-before-release' $$d/log; then \
 	  echo "split hand-over (gap $(SIM_GAP)) found; lowest failing seed: $$first"; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
-	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
+	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test $(SIM_TAGS) -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
 	  rm -rf $$d; \
 	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # sim-plant: the sweep against a build with DEFECT re-planted (a named
@@ -304,7 +307,7 @@ sim-plant:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	inv=$$($(GO) run ./internal/dst/plant -invariant=$(firstword $(subst $(comma), ,$(DEFECT)))) || { rm -rf $$d; exit 2; }; \
 	ov=$$($(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=$$d/plant) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	awk '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } \
@@ -315,7 +318,7 @@ sim-plant:
 	if grep -q "INVARIANT $$inv" $$d/log; then \
 	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first; $$(echo "$$seeds" | wc -l) seeds break it:" $$seeds; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
-	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
+	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test $(SIM_TAGS) -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
 	  rm -rf $$d; \
 	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
@@ -348,7 +351,7 @@ mutants:
 	  inv=$$($(GO) run ./internal/dst/plant -invariant=$$m) || { status=2; continue; }; \
 	  comp=$$($(GO) run ./internal/dst/plant -composed=$$m); \
 	  ov=$$($(GO) run ./internal/dst/plant -defect=$$m -gap=$(MUTANT_GAP) -out=$$d/plant) || { status=2; continue; }; \
-	  $(GO) test -c -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
+	  $(GO) test -c $(SIM_TAGS) -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
 	  for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
 	    (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
 	      -sim.seeds=$(MUTANT_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$$comp >$$d/log.$$i 2>&1) & \
