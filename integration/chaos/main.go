@@ -233,7 +233,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
 	pending := r.drain()
 	audit := r.b.Audit()
-	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	sum := r.c.Check(orderflow.CheckOptions{Audit: audit, Faults: r.injectedFaults()})
 	closed = true
 	_ = r.c.Close()
 	if r.o.verbose {
@@ -393,6 +393,34 @@ func (r *runner) inject(ctx context.Context) {
 			r.mu.Unlock()
 		}()
 	}
+}
+
+// injectedFaults lists the faults injected, per region, for the checker's
+// failback invariant (I14).
+func (r *runner) injectedFaults() []orderflow.Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []orderflow.Fault
+	for _, in := range r.inj {
+		fails := false
+		switch in.f.Kind {
+		case plan.Blackhole, plan.Down, plan.Flap, plan.AllDown, plan.Partition:
+			fails = true
+		}
+		has := func(s simbroker.Service) bool {
+			for _, x := range in.f.Services {
+				if x == s {
+					return true
+				}
+			}
+			return false
+		}
+		for _, rg := range in.f.Regions {
+			out = append(out, orderflow.Fault{Region: rg, Kind: in.f.Kind, At: in.at, Recovered: in.recovered,
+				FailsProbe: fails && has(simbroker.Probe), FailsTradePath: fails && has(simbroker.REST)})
+		}
+	}
+	return out
 }
 
 func (r *runner) faultsDone() bool {

@@ -26,10 +26,13 @@ const (
 	InvFIXSeq       = 9  // FIX sequence numbers continuous
 	InvScenario     = 10 // the scenario's expectations (failover, failback, halt)
 	InvReconcile    = 11 // no order of a service reached the broker on the new endpoint before the reconcile's lookups were answered
+	InvHeldGrant    = 12 // no order granted while its service's submissions were held (the client's record of its attempts)
+	InvFenceFirst   = 13 // no switch before the broker's kill switch for the region being left answered (the broker's audit)
+	InvFailback     = 14 // no failback within Cooldown of the failure injected on the primary, nor before it could answer FailbackSuccessThreshold probes since it healed
 )
 
 // invLast is the highest invariant number.
-const invLast = InvReconcile
+const invLast = InvFailback
 
 // relayLag is how late after the client's write the network may note
 // bytes as having left (a relay's read of its socket on a loaded host):
@@ -48,6 +51,9 @@ var invariantNames = map[int]string{
 	InvFIXSeq:       "FIX sequence numbers continuous",
 	InvScenario:     "the scenario's expectations (failover, failback, halt)",
 	InvReconcile:    "reconcile before release (no order of a service reached the broker on the new endpoint before the broker had answered the reconcile's lookups of that service's orders)",
+	InvHeldGrant:    "no order granted while its service's submissions were held (an attempt begun after a hold that was answered, refused as fenced or booked before the release)",
+	InvFenceFirst:   "no switch before the broker's kill switch for the region being left had answered (the broker's record of its fence)",
+	InvFailback:     "no failback within Cooldown of the failure injected on the primary, nor before the primary could have answered FailbackSuccessThreshold probes since that failure healed",
 }
 
 // InvariantName returns the text of invariant n.
@@ -222,6 +228,9 @@ type CheckOptions struct {
 	FaultAt time.Time
 	// Backup is the endpoint the fault should move flow to.
 	Backup string
+	// Faults are the faults the run injected (a chaos schedule), for the
+	// failback check (I14); none: not checked.
+	Faults []Fault
 }
 
 // Check evaluates the invariants over the Client's History with the
@@ -318,10 +327,21 @@ func (ck *checker) run() {
 		ck.clientBook()
 		ck.repeats()
 		ck.reconcileFirst()
+		if h.BrokerFence {
+			ck.fenceFirst()
+		} else {
+			notChecked[InvFenceFirst] = "no broker kill switch"
+		}
 	} else {
-		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile} {
+		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile, InvFenceFirst} {
 			notChecked[n] = "no broker audit"
 		}
+	}
+	ck.heldGrants()
+	if len(opts.Faults) > 0 && h.Failback.Cooldown > 0 {
+		ck.failbacks()
+	} else {
+		notChecked[InvFailback] = "no injected faults or failback rule given"
 	}
 	ck.halts()
 	if h.StreamsConfigured > 0 {
@@ -1028,4 +1048,265 @@ func doorService(s string) string {
 		return REST
 	}
 	return s
+}
+
+// heldMargin is how long before a release event an attempt must have been
+// granted to be judged: the release event is stamped just after the gate
+// opened (the controller may be descheduled between the two on a loaded
+// host), when no reconcile success, stamped before the gate opens, bounds
+// the opening more tightly.
+const heldMargin = 100 * time.Millisecond
+
+// heldSpan is a span in which a service's submissions were held: from the
+// hold or halt event (stamped after the gate was held) until the release
+// that let the service's orders flow again. openAfter is an instant the
+// gate cannot have opened before (the last reconcile success of the span,
+// stamped before the release; else the release minus heldMargin).
+type heldSpan struct {
+	service          string
+	from, release    time.Time // release zero: never released
+	openAfter        time.Time
+	cause            string
+	reconcileSuccess time.Time
+}
+
+// downHoldCause is how a hold taken by a Report on the reporting goroutine
+// (not the controller) is worded; its event can be stamped after the
+// controller reopened the gate, so it starts no span.
+const downHoldCause = "held while the switch is decided"
+
+// heldSpans returns, per service of the client's orders, the spans in which
+// its submissions were held, from the Path's controller's events.
+func (ck *checker) heldSpans() []heldSpan {
+	services := map[string]bool{}
+	for i := range ck.h.Orders {
+		services[ck.h.Orders[i].Transport] = true
+	}
+	open := map[string]*heldSpan{}
+	var out []heldSpan
+	end := func(svc string, e pathdialer.Event) {
+		s, ok := open[svc]
+		if !ok {
+			return
+		}
+		s.release = e.Time
+		s.openAfter = e.Time.Add(-heldMargin)
+		if !s.reconcileSuccess.IsZero() {
+			s.openAfter = s.reconcileSuccess
+		}
+		out = append(out, *s)
+		delete(open, svc)
+	}
+	for _, e := range ck.h.Events {
+		switch e.Kind {
+		case pathdialer.EventHold, pathdialer.EventHalt:
+			if e.Kind == pathdialer.EventHold && strings.Contains(e.Cause, downHoldCause) {
+				continue
+			}
+			for svc := range services {
+				if _, ok := open[svc]; !ok {
+					open[svc] = &heldSpan{service: svc, from: e.Time, cause: e.Cause}
+				}
+			}
+		case pathdialer.EventReconcileSuccess:
+			if !holdsFlow(e.Cause) {
+				continue
+			}
+			for svc, s := range open {
+				if e.Service == "" || e.Service == svc {
+					s.reconcileSuccess = e.Time
+				}
+			}
+		case pathdialer.EventRelease:
+			if e.Service != "" {
+				end(e.Service, e)
+				continue
+			}
+			for svc := range services {
+				end(svc, e)
+			}
+		}
+	}
+	for _, s := range open {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].from.Equal(out[j].from) {
+			return out[i].from.Before(out[j].from)
+		}
+		return out[i].service < out[j].service
+	})
+	return out
+}
+
+// heldGrants judges guarantee 2 (and the gate's hold) from the client's own
+// record: an attempt begun after its service's submissions were held (the
+// hold's event is stamped after the gate was held, so Acquire began on a
+// held gate) that was granted (answered, refused because its endpoint was
+// fenced, or seen by the broker) before the gate can have opened was
+// granted on a held gate.
+func (ck *checker) heldGrants() {
+	spans := ck.heldSpans()
+	for i := range ck.h.Orders {
+		o := &ck.h.Orders[i]
+		as := attempts(o)
+		for k, a := range as {
+			granted, how := a.Granted, "the transport returned with it granted"
+			if len(as) == 1 && ck.h.Audit != nil {
+				// The broker's first record of the order (it came through
+				// some door, so it had a ticket), when that is earlier.
+				for _, r := range ck.h.Audit.Orders() {
+					if r.ClientOrderID == o.ClOrdID && !r.Time.Before(a.At) {
+						if granted.IsZero() || r.Time.Before(granted) {
+							granted, how = r.Time, fmt.Sprintf("the broker received it through %s (%s, %s)", r.Region, r.Service, r.Outcome)
+						}
+						break
+					}
+				}
+			}
+			if granted.IsZero() {
+				continue
+			}
+			for _, s := range spans {
+				if s.service != o.Transport || !a.At.After(s.from) || !(s.release.IsZero() || granted.Before(s.openAfter)) {
+					continue
+				}
+				rel := "never released"
+				if !s.release.IsZero() {
+					rel = "released at " + fmtDur(ck.rel(s.release))
+				}
+				ck.violate(InvHeldGrant, o.ClOrdID, "GRANTED WHILE HELD: %s order %s (attempt %d) began at %s, after %s submissions were held at %s (%s), and was granted by %s: %s; the hold was %s",
+					o.Transport, o.ClOrdID, k+1, fmtDur(ck.rel(a.At)), o.Transport, fmtDur(ck.rel(s.from)), shortCause(s.cause), fmtDur(ck.rel(granted)), how, rel)
+				break
+			}
+		}
+	}
+}
+
+// shortCause cuts an event's cause to a readable length.
+func shortCause(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// fenceFirst judges, from the broker's audit alone, that every switch away
+// from an endpoint came after the broker's kill switch for its region had
+// answered: the region is fenced at the broker (a span of its fence
+// records) at the switch's instant. The switch event is stamped after the
+// Path switched, the fence record when the broker fenced: a fence recorded
+// after the switch was not waited for.
+func (ck *checker) fenceFirst() {
+	spans := ck.h.Audit.FenceSpans()
+	for _, e := range ck.h.Events {
+		if e.Kind != pathdialer.EventSwitch || e.From == "" || e.From == e.To {
+			continue
+		}
+		region := ck.regionOf[e.From]
+		if region == "" {
+			continue
+		}
+		covered := false
+		var later time.Time
+		for _, s := range spans {
+			if s.Region != region {
+				continue
+			}
+			if !s.From.After(e.Time) && (s.Until.IsZero() || s.Until.After(e.Time)) {
+				covered = true
+				break
+			}
+			if s.From.After(e.Time) && later.IsZero() {
+				later = s.From
+			}
+		}
+		if covered {
+			continue
+		}
+		what := "the broker never fenced it"
+		if !later.IsZero() {
+			what = fmt.Sprintf("the broker fenced it only at %s", fmtDur(ck.rel(later)))
+		}
+		ck.violate(InvFenceFirst, "", "SWITCH BEFORE THE KILL SWITCH: %s→%s at %s while region %s was not fenced at the broker: %s",
+			e.From, e.To, fmtDur(ck.rel(e.Time)), region, what)
+	}
+}
+
+// failbacks judges each failback against the faults the run injected, not
+// the Path's account of itself: flow comes back to the primary no sooner
+// than Cooldown after the failure injected on it that it left for (the
+// cooldown runs from a switch, which came after that failure was armed),
+// and no sooner than the primary could have answered
+// FailbackSuccessThreshold probes in a row after a failure of its probe
+// healed (half a ProbeInterval apart, allowing for probes made on demand).
+func (ck *checker) failbacks() {
+	rule := ck.h.Failback
+	faults := ck.opts.Faults
+	// left[ep]: when flow last began to leave ep (the hold or fence before
+	// the switch away from it: the engine's switch came after).
+	left := map[string]time.Time{}
+	holdAt := time.Time{}
+	for _, e := range ck.h.Events {
+		switch e.Kind {
+		case pathdialer.EventHold, pathdialer.EventHalt, pathdialer.EventFenceStart:
+			if holdAt.IsZero() {
+				holdAt = e.Time
+			}
+		case pathdialer.EventRelease, pathdialer.EventResume:
+			if e.Service == "" {
+				holdAt = time.Time{}
+			}
+		case pathdialer.EventSwitch:
+			from := holdAt
+			if from.IsZero() {
+				from = e.Time
+			}
+			left[e.From] = from
+			to := e.To
+			holdAt = time.Time{}
+			if to != ck.primary || e.From == to {
+				continue
+			}
+			region := ck.regionOf[to]
+			since, ok := left[to]
+			if !ok {
+				continue
+			}
+			// The failure it left for: the latest fault on its region armed
+			// before flow began to leave it.
+			var cause *Fault
+			for i := range faults {
+				f := &faults[i]
+				if f.Region == region && !f.At.After(since) && (cause == nil || f.At.After(cause.At)) {
+					cause = f
+				}
+			}
+			if cause != nil && e.Time.Before(cause.At.Add(rule.Cooldown)) {
+				ck.violate(InvFailback, "", "FAILBACK WITHIN COOLDOWN: back to %s at %s, %s after the %s fault injected on %s at %s (Cooldown %s)",
+					to, fmtDur(ck.rel(e.Time)), fmtDur(e.Time.Sub(cause.At)), cause.Kind, region, fmtDur(ck.rel(cause.At)), rule.Cooldown)
+				continue
+			}
+			if rule.Successes > 1 && rule.ProbeInterval > 0 {
+				need := time.Duration(rule.Successes-1) * rule.ProbeInterval / 2
+				for i := range faults {
+					f := &faults[i]
+					// Only a failure of both the probe and the trade path: either
+					// one's answers count towards the successes in a row.
+					if f.Region != region || !f.FailsProbe || !f.FailsTradePath || f.At.After(e.Time) {
+						continue
+					}
+					if f.Recovered.IsZero() || e.Time.Before(f.Recovered.Add(need)) {
+						healed := "still armed"
+						if !f.Recovered.IsZero() {
+							healed = fmt.Sprintf("%s after it healed at %s", fmtDur(e.Time.Sub(f.Recovered)), fmtDur(ck.rel(f.Recovered)))
+						}
+						ck.violate(InvFailback, "", "FAILBACK BEFORE THE PRIMARY COULD BE STABLE: back to %s at %s, %s, while %d answers in a row take at least %s (the %s fault injected on %s at %s)",
+							to, fmtDur(ck.rel(e.Time)), healed, rule.Successes, need, f.Kind, region, fmtDur(ck.rel(f.At)))
+						break
+					}
+				}
+			}
+		}
+	}
 }

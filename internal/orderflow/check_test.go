@@ -3,6 +3,7 @@ package orderflow_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -294,6 +295,25 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 		{"FIX sequence went back", func(h *orderflow.History) {
 			h.FIX.Backward = 1
 		}, orderflow.InvFIXSeq, "", "went back", nil},
+		{"granted while held: refused as fenced", func(h *orderflow.History) {
+			// R12's attempt began at 1000 ms, while submissions were held
+			// (940–1100), and came back at 1005 ms refused because its
+			// ticket's endpoint was fenced: it had a ticket, granted on a
+			// held gate. Nothing reached the broker.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R12", Transport: "rest", PlacedAt: at(1000), AttemptAt: at(1000),
+				NotSent:  "its endpoint was fenced before it left",
+				Attempts: []orderflow.Attempt{{At: at(1000), Granted: at(1005)}}})
+		}, orderflow.InvHeldGrant, "R12", "GRANTED WHILE HELD", nil},
+		{"granted while held: seen by the broker before the reconcile succeeded", func(h *orderflow.History) {
+			// F4 began at 1020 ms and reached the broker through us at 1040
+			// ms, before the reconcile succeeded (1100): the gate opened
+			// early, whatever the release event says.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F4", Transport: "fix", PlacedAt: at(1020), AttemptAt: at(1020),
+				Sent: true, Acked: true, AckedAt: at(1200), AckEndpoint: "us", BookedRegion: "us",
+				Attempts: []orderflow.Attempt{{At: at(1020), Sent: true, Endpoint: "us", Granted: at(1190)}}})
+			bookIn(h, 1040, "us", "fix", "us/fix/1", "F4", simbroker.OutcomeNew)
+			renumber(h)
+		}, orderflow.InvHeldGrant, "F4", "the broker received it through us", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,7 +379,9 @@ func TestCheckHistoryWithoutAudit(t *testing.T) {
 		t.Fatalf("violations: %v", sum.Violations)
 	}
 	for _, inv := range sum.Invariants {
-		want := inv.ID == orderflow.InvNoLoss || inv.ID == orderflow.InvHalt || inv.ID == orderflow.InvStream || inv.ID == orderflow.InvFIXSeq
+		// I12 reads the client's own record and the Path's events.
+		want := inv.ID == orderflow.InvNoLoss || inv.ID == orderflow.InvHalt || inv.ID == orderflow.InvStream || inv.ID == orderflow.InvFIXSeq ||
+			inv.ID == orderflow.InvHeldGrant
 		if inv.Checked != want {
 			t.Errorf("I%d checked=%v (%s)", inv.ID, inv.Checked, inv.NotChecked)
 		}
@@ -453,5 +475,150 @@ func TestCheckHistorySettleOfUnknownOutcomesDoesNotHoldFlow(t *testing.T) {
 	renumber(&h)
 	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); !sum.OK() {
 		t.Fatalf("an order placed during a settle of unknown outcomes failed the check: %v", sum.Violations)
+	}
+}
+
+// An attempt begun during a hold that waited for the release (granted
+// after it) is not a grant while held, nor is one begun before the hold;
+// a hold announced by a Report (the reporting goroutine's event can be
+// stamped after the controller reopened the gate) starts no span.
+func TestCheckHistoryGrantAfterReleaseIsNotHeld(t *testing.T) {
+	h := cleanHistory()
+	h.Orders = append(h.Orders,
+		orderflow.OrderRecord{ClOrdID: "R20", Transport: "rest", PlacedAt: at(1000), AttemptAt: at(1000), Sent: true,
+			Acked: true, AckedAt: at(1120), AckEndpoint: "us", BookedRegion: "us",
+			Attempts: []orderflow.Attempt{{At: at(1000), Sent: true, Granted: at(1120)}}},
+		orderflow.OrderRecord{ClOrdID: "R21", Transport: "rest", PlacedAt: at(2010), AttemptAt: at(2010), Sent: true,
+			Acked: true, AckedAt: at(2020), AckEndpoint: "us", BookedRegion: "us",
+			Attempts: []orderflow.Attempt{{At: at(2010), Sent: true, Granted: at(2020)}}})
+	bookIn(&h, 1110, "us", "rest", "us/rest/1", "R20", simbroker.OutcomeNew)
+	bookIn(&h, 2015, "us", "rest", "us/rest/1", "R21", simbroker.OutcomeNew)
+	h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventHold, Time: at(2000), Endpoint: "us",
+		Cause: `"us" is DOWN: held while the switch is decided`})
+	renumber(&h)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() {
+		t.Fatalf("violations: %v", sum.Violations)
+	}
+	// The same order granted 5 ms before the release event, with no
+	// reconcile success to bound the opening, is within the margin.
+	h.Events = slices.DeleteFunc(h.Events, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventReconcileSuccess })
+	o := orderIn(&h, "R20")
+	o.Attempts[0].Granted = at(1095)
+	for i := range h.Audit {
+		if h.Audit[i].ClientOrderID == "R20" {
+			h.Audit[i].Time = at(1096)
+		}
+	}
+	renumber(&h)
+	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); !sum.OK() {
+		t.Fatalf("within the margin: violations: %v", sum.Violations)
+	}
+	o.Attempts[0].At, o.Attempts[0].Granted = at(960), at(970)
+	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); sum.OK() {
+		t.Fatal("granted 130 ms before the release: not caught")
+	}
+}
+
+// I13 judges every switch against the broker's record of its kill switch.
+func TestCheckHistorySwitchBeforeKillSwitch(t *testing.T) {
+	fence := func(ms int, region string, on bool) simbroker.Record {
+		k := simbroker.KindRegionFenced
+		if !on {
+			k = simbroker.KindRegionUnfenced
+		}
+		return simbroker.Record{Time: at(ms), Kind: k, Region: region, Outcome: simbroker.OutcomeOK, Detail: "go api"}
+	}
+	for _, tc := range []struct {
+		name   string
+		fences []simbroker.Record
+		want   string // "" = no violation
+	}{
+		{"fenced before the switch", []simbroker.Record{fence(958, "eu", true)}, ""},
+		{"fenced after the switch", []simbroker.Record{fence(1003, "eu", true)}, "fenced it only at"},
+		{"never fenced", nil, "never fenced it"},
+		{"fence lifted before the switch", []simbroker.Record{fence(958, "eu", true), fence(990, "eu", false)}, "never fenced it"},
+		{"another region fenced", []simbroker.Record{fence(958, "us", true)}, "never fenced it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanHistory()
+			h.BrokerFence = true
+			h.Audit = append(h.Audit, tc.fences...)
+			renumber(&h)
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+			var got []orderflow.Finding
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvFenceFirst {
+					got = append(got, f)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Fatalf("violations: %v", sum.Violations)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Text, tc.want)):
+				t.Fatalf("want one I13 finding containing %q, got %v", tc.want, sum.Violations)
+			}
+		})
+	}
+	// Without a kill switch the check is not made.
+	h := cleanHistory()
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	for _, inv := range sum.Invariants {
+		if inv.ID == orderflow.InvFenceFirst && inv.Checked {
+			t.Error("I13 checked without a broker kill switch")
+		}
+	}
+}
+
+// I14 judges a failback against the faults the run injected.
+func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
+	rule := orderflow.FailbackRule{Cooldown: 2 * time.Second, Successes: 10, ProbeInterval: 300 * time.Millisecond}
+	// The clean history's failover (hold 940, switch 1000) followed by a
+	// failback to eu at failbackMs.
+	withFailback := func(failbackMs int) orderflow.History {
+		h := cleanHistory()
+		h.Failback = rule
+		h.Events = append(h.Events,
+			pathdialer.Event{Kind: pathdialer.EventHold, Time: at(failbackMs - 20), Cause: "failback"},
+			pathdialer.Event{Kind: pathdialer.EventFenceStart, Time: at(failbackMs - 10), Endpoint: "us"},
+			pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Time: at(failbackMs - 5), Endpoint: "us"},
+			pathdialer.Event{Kind: pathdialer.EventSwitch, Time: at(failbackMs), From: "us", To: "eu", Generation: 2},
+			pathdialer.Event{Kind: pathdialer.EventRelease, Time: at(failbackMs + 10), Endpoint: "eu", Generation: 2})
+		return h
+	}
+	blackhole := func(fromMs, toMs int) orderflow.Fault {
+		return orderflow.Fault{Region: "eu", Kind: "blackhole", At: at(fromMs), Recovered: at(toMs), FailsProbe: true, FailsTradePath: true}
+	}
+	for _, tc := range []struct {
+		name       string
+		failbackMs int
+		faults     []orderflow.Fault
+		want       string
+	}{
+		{"after cooldown and stability", 5000, []orderflow.Fault{blackhole(500, 1500)}, ""},
+		{"within cooldown of the failure", 2000, []orderflow.Fault{blackhole(500, 1500)}, "WITHIN COOLDOWN"},
+		{"too soon after the heal", 3000, []orderflow.Fault{blackhole(500, 2800)}, "COULD BE STABLE"},
+		{"while the failure is armed", 3000, []orderflow.Fault{{Region: "eu", Kind: "down", At: at(500), FailsProbe: true, FailsTradePath: true}}, "still armed"},
+		// A probe-only partition: the trade path's answers may count.
+		{"soon after a probe-only failure", 3000, []orderflow.Fault{{Region: "eu", Kind: "partition", At: at(500), Recovered: at(2800), FailsProbe: true}}, ""},
+		// A fault on the backup says nothing about the primary.
+		{"a fault elsewhere", 3000, []orderflow.Fault{{Region: "us", Kind: "down", At: at(500), Recovered: at(2900), FailsProbe: true, FailsTradePath: true}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := withFailback(tc.failbackMs)
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{Faults: tc.faults})
+			var got []orderflow.Finding
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvFailback {
+					got = append(got, f)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Fatalf("violations: %v", sum.Violations)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Text, tc.want)):
+				t.Fatalf("want one I14 finding containing %q, got %v", tc.want, sum.Violations)
+			}
+		})
 	}
 }
