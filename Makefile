@@ -12,9 +12,11 @@ test: fmt-check vet unit determinism test-coord vet-bench
 # determinism: the simulation's replay tests, built without the race detector
 # (under -race the scheduler randomizes the order of goroutines made ready at
 # one instant on purpose, see internal/dst/doc.go); unit runs the rest of the
-# package, sweeps included, under -race.
+# package, sweeps included, under -race. Once more with the seeded yield
+# points the sweeps of make sim are built with (-tags dstyield).
 determinism:
 	$(GO) test -count=1 -run 'Deterministic' ./internal/dst
+	$(GO) test -count=1 -tags dstyield -run 'Deterministic' ./internal/dst
 
 vet-bench:
 	cd bench && $(GO) vet ./...
@@ -328,7 +330,9 @@ sim-plant:
 # into the simulation and swept over MUTANT_SEEDS composed seeds, then run in
 # one chaos cell (its policy from MUTANT_CELLS, MUTANT_ORDERS orders,
 # MUTANT_FAULTS faults, chaos seed MUTANT_CHAOS_SEED). One sweep or cell at a
-# time. Prints one table: mutant | sim: the invariant it must break, the lowest
+# time. Both are built with the seeded yield points (SIM_TAGS; in the chaos
+# cell each yields the processor half the time, and a thread handing over an
+# unknown outcome loses up to 2 ms there). Prints one table: mutant | sim: the invariant it must break, the lowest
 # seed that broke it, how many seeds did | chaos: the cell, its violations.
 # MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
 MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate
@@ -361,7 +365,7 @@ mutants:
 	  [ -n "$$first" ] || { first=-; status=1; }; \
 	  if grep -q '^panic' $$d/log; then first="$$first(panic)"; status=1; fi; \
 	  cell=$(MUTANT_CELL_DEFAULT); for c in $(MUTANT_CELLS); do [ "$${c%%=*}" = "$$m" ] && cell=$${c#*=}; done; \
-	  $(GO) run -overlay=$$ov ./integration/chaos -seed $(MUTANT_CHAOS_SEED) -orders $(MUTANT_ORDERS) -faults $(MUTANT_FAULTS) -policies "$$cell" >$$d/chaos 2>&1; \
+	  $(GO) run $(SIM_TAGS) -overlay=$$ov ./integration/chaos -seed $(MUTANT_CHAOS_SEED) -orders $(MUTANT_ORDERS) -faults $(MUTANT_FAULTS) -policies "$$cell" >$$d/chaos 2>&1; \
 	  v=$$(grep -E -o '(OK|FAILED|interrupted) \([0-9]+ violations\)' $$d/chaos | tail -1 | grep -E -o '[0-9]+'); \
 	  [ -n "$$v" ] && [ "$$v" -gt 0 ] || status=1; \
 	  printf '%-24s | %-40s %6s %6s | %-36s %s\n' $$m $$inv $$first $$n "$$cell" "$${v:-?}" | tee -a $$out/table; \

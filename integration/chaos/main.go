@@ -97,6 +97,9 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	popts := plan.Options{Regions: regions, Faults: o.faults, Span: expected * 85 / 100, Warmup: 3 * time.Second}
 	sched := plan.Generate(o.seed, popts)
 	fmt.Fprintf(w, "chaos: seed %d (replay: make chaos SEED=%d)\n", o.seed, o.seed)
+	if yieldPoints {
+		fmt.Fprintln(w, "chaos: built with the Path's yield points (-tags dstyield): each yields the processor half the time")
+	}
 	fmt.Fprintf(w, "chaos: schedule digest %s — %d faults over %s on regions %s: %s\n", sched.Digest(), len(sched.Faults),
 		sched.End().Round(time.Second), o.regions, strings.Join(sched.CountByKind(), " "))
 	if o.scheduleOnly {
@@ -181,6 +184,7 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 		_ = b.Close()
 		return nil, err
 	}
+	installYield(c.Path()) // builds with -tags dstyield only (make mutants)
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := c.Start(sctx); err != nil {
@@ -236,6 +240,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	sum := r.c.Check(orderflow.CheckOptions{Audit: audit, Faults: r.injectedFaults()})
 	closed = true
 	_ = r.c.Close()
+	removeYield(r.c.Path())
 	if r.o.verbose {
 		r.c.Recorder().WriteTimeline(r.w, false)
 	}

@@ -61,8 +61,9 @@
 // gate hands a ticket from "in flight" to "unknown" in two steps, as it
 // once did (make sim-defect). The window between the steps is a few
 // instructions; virtual time cannot open it by itself (the simulation has no
-// preemption), so the overlay can put a yield (-gap=gosched) or a virtual
-// pause there, standing in for a thread descheduled at that point.
+// preemption). The seeded yield points (below) open it without any planted
+// yield; the overlay can still put one there (-gap=gosched) or a virtual
+// pause, standing in for a thread descheduled at that point.
 //
 // The driver is TestSimSeeds (make sim; a short run in make test). A
 // failing seed prints the one command that replays it and writes its trace
@@ -149,6 +150,36 @@
 // that meets another, a fault that acts on several connections at once)
 // can bring variation back. -sim.twice finds it, and the first lines that
 // differ name the events to pull apart.
+//
+// # Yield points
+//
+// Built with the tag dstyield (make sim, sim-plant, sim-defect and mutants
+// build so; SIM_TAGS= builds without), pathdialer has yield points where its
+// goroutines hand state to each other: in the gate, between a ticket's shard
+// and the list of unknown outcomes, between the view Acquire read and the
+// shard it registers in, before a new gate view is stored, between taking
+// the shards and taking the unknown outcomes, and where a finished ticket
+// wakes a waiting switch; in the controller, at the top of its loop and
+// between publishing the new active endpoint and announcing the switch; in
+// the monitor, between a probe's answer and its recording, and between a
+// round's end and its kick. At each, a hook the simulation installs
+// (pathdialer.SetYieldHook, in that build only) decides from the seed
+// whether the goroutine yields the processor (runtime.Gosched): every other
+// goroutine runnable at that virtual instant then runs first, as if this one
+// had been preempted there. A seed draws how often its points yield (every
+// hit, or one in two, four or eight); Stats.Yields counts the yields taken.
+// On one P the points are reached in the same order in every run, so the
+// draws replay with the seed (make sim SIM_ARGS=-sim.twice: 200 of 200 seeds
+// byte-identical). In ordinary builds a yield point is an empty function the
+// compiler inlines away.
+//
+// The old split hand-over (plant split-gate: Ticket.Unknown takes the ticket
+// out of its shard, unlocks, then adds it to the unknown outcomes), planted
+// exactly as it was with no gap, swept over plain seeds 1–1000 (make
+// sim-plant DEFECT=split-gate SIM_GAP=none): found by 12 seeds (lowest 9;
+// unknown-settled-before-release) with the yield points, by none without
+// (SIM_TAGS=). The composed sweep of 1,000 seeds with the yield points on
+// and nothing planted stays green (make sim: 55 s of CPU on this machine).
 //
 // # Process pauses (coordinated seeds)
 //
@@ -461,7 +492,8 @@
 //     that dials through a given function, both honouring virtual time.
 //   - CPU time and GC pauses take no virtual time (time only advances when
 //     every goroutine in the bubble is blocked), nor is there preemption
-//     between two statements. Process pauses are modelled only in
+//     between two statements other than at the yield points (above), which
+//     yield the processor but take no virtual time. Process pauses are modelled only in
 //     coordinated seeds and only at the hook points listed under "Process
 //     pauses": the library's own goroutines (the Path's controller, its
 //     monitor and timers, the gate, net/http's connection goroutines, the

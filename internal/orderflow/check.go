@@ -29,10 +29,11 @@ const (
 	InvHeldGrant    = 12 // no order granted while its service's submissions were held (the client's record of its attempts)
 	InvFenceFirst   = 13 // no switch before the broker's kill switch for the region being left answered (the broker's audit)
 	InvFailback     = 14 // no failback within Cooldown of the failure injected on the primary, nor before it could answer FailbackSuccessThreshold probes since it healed
+	InvHandedOver   = 15 // every order that finished unknown before a switch or resume is reconciled before flow is released (the client's record against the reconciles' orders)
 )
 
 // invLast is the highest invariant number.
-const invLast = InvFailback
+const invLast = InvHandedOver
 
 // relayLag is how late after the client's write the network may note
 // bytes as having left (a relay's read of its socket on a loaded host):
@@ -54,6 +55,7 @@ var invariantNames = map[int]string{
 	InvHeldGrant:    "no order granted while its service's submissions were held (an attempt begun after a hold that was answered, refused as fenced or booked before the release)",
 	InvFenceFirst:   "no switch before the broker's kill switch for the region being left had answered (the broker's record of its fence)",
 	InvFailback:     "no failback within Cooldown of the failure injected on the primary, nor before the primary could have answered FailbackSuccessThreshold probes since that failure healed",
+	InvHandedOver:   "every REST order the client saw finish unknown before a switch (or a resume after a halt) is among its reconciled orders before flow is released",
 }
 
 // InvariantName returns the text of invariant n.
@@ -338,6 +340,7 @@ func (ck *checker) run() {
 		}
 	}
 	ck.heldGrants()
+	ck.handedOver()
 	if len(opts.Faults) > 0 && h.Failback.Cooldown > 0 {
 		ck.failbacks()
 	} else {
@@ -1307,6 +1310,78 @@ func (ck *checker) failbacks() {
 					}
 				}
 			}
+		}
+	}
+}
+
+// handedOver judges the hand-over of unknown outcomes to a switch's
+// reconcile (or a resume's, after a halt) from the client's own record: a
+// REST order whose one attempt returned unknown (the transport hands the
+// ticket over before it returns) before a switch or resume event (the
+// tickets are taken after the event), not settled and not among the orders
+// of any reconcile begun before it, must be among the orders of a
+// reconcile begun after it and before flow was released on its endpoint.
+func (ck *checker) handedOver() {
+	events := ck.h.Events
+	listed := func(id string, from, to time.Time) bool {
+		for _, e := range events {
+			if e.Kind != pathdialer.EventReconcileStart || e.Time.Before(from) || !e.Time.Before(to) {
+				continue
+			}
+			for _, t := range e.Tickets {
+				if t.OrderID == id {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range ck.h.Orders {
+		o := &ck.h.Orders[i]
+		if o.Transport != REST || !o.Unknown || len(o.Attempts) != 1 || o.Attempts[0].Granted.IsZero() {
+			continue
+		}
+		a := o.Attempts[0]
+		u := a.Granted
+		for j, w := range events {
+			if w.Kind != pathdialer.EventSwitch && w.Kind != pathdialer.EventResume || !u.Before(w.Time) {
+				continue
+			}
+			to, what := w.To, fmt.Sprintf("the switch %s→%s", w.From, w.To)
+			if w.Kind == pathdialer.EventResume {
+				to, what = w.Endpoint, "the resume on "+w.Endpoint
+			}
+			if listed(o.ClOrdID, a.At, w.Time) {
+				break // an earlier reconcile took it
+			}
+			settled := false
+			for _, v := range o.Verdicts {
+				if v.At.Before(w.Time) {
+					settled = true
+				}
+			}
+			if settled || o.Acked && o.AckedAt.Before(w.Time) {
+				break
+			}
+			// The release of REST on the switch's target after it.
+			var release time.Time
+			for _, e := range events[j+1:] {
+				if e.Kind == pathdialer.EventSwitch || e.Kind == pathdialer.EventResume {
+					break // decided again (the next reconcile carries the tickets over)
+				}
+				if e.Kind == pathdialer.EventRelease && e.Endpoint == to && (e.Service == "" || e.Service == REST) {
+					release = e.Time
+					break
+				}
+			}
+			if release.IsZero() {
+				break
+			}
+			if !listed(o.ClOrdID, w.Time, release.Add(time.Nanosecond)) {
+				ck.violate(InvHandedOver, o.ClOrdID, "NOT HANDED OVER: rest order %s finished unknown at %s, before %s at %s, and no reconcile of it had the order before REST flowed again on %s at %s",
+					o.ClOrdID, fmtDur(ck.rel(u)), what, fmtDur(ck.rel(w.Time)), to, fmtDur(ck.rel(release)))
+			}
+			break
 		}
 	}
 }

@@ -314,6 +314,17 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 			bookIn(h, 1040, "us", "fix", "us/fix/1", "F4", simbroker.OutcomeNew)
 			renumber(h)
 		}, orderflow.InvHeldGrant, "F4", "the broker received it through us", nil},
+		{"an unknown outcome the switch's reconcile missed", func(h *orderflow.History) {
+			// R2's transport returned unknown at 910 ms, before the switch
+			// (1000), but the switch's reconcile did not list it: the
+			// hand-over from "in flight" to "unknown" lost it on the way.
+			orderIn(h, "R2").Attempts[0].Granted = at(910)
+			for i := range h.Events {
+				if h.Events[i].Kind == pathdialer.EventReconcileStart {
+					h.Events[i].Tickets = slices.DeleteFunc(slices.Clone(h.Events[i].Tickets), func(t pathdialer.TicketInfo) bool { return t.OrderID == "R2" })
+				}
+			}
+		}, orderflow.InvHandedOver, "R2", "NOT HANDED OVER", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -381,7 +392,7 @@ func TestCheckHistoryWithoutAudit(t *testing.T) {
 	for _, inv := range sum.Invariants {
 		// I12 reads the client's own record and the Path's events.
 		want := inv.ID == orderflow.InvNoLoss || inv.ID == orderflow.InvHalt || inv.ID == orderflow.InvStream || inv.ID == orderflow.InvFIXSeq ||
-			inv.ID == orderflow.InvHeldGrant
+			inv.ID == orderflow.InvHeldGrant || inv.ID == orderflow.InvHandedOver
 		if inv.Checked != want {
 			t.Errorf("I%d checked=%v (%s)", inv.ID, inv.Checked, inv.NotChecked)
 		}
@@ -496,6 +507,9 @@ func TestCheckHistoryGrantAfterReleaseIsNotHeld(t *testing.T) {
 	h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventHold, Time: at(2000), Endpoint: "us",
 		Cause: `"us" is DOWN: held while the switch is decided`})
 	renumber(&h)
+	// R2 returned unknown before the switch and the switch's reconcile
+	// listed it: handed over.
+	orderIn(&h, "R2").Attempts[0].Granted = at(910)
 	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
 	if !sum.OK() {
 		t.Fatalf("violations: %v", sum.Violations)
