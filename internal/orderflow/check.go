@@ -29,7 +29,7 @@ const (
 	InvHeldGrant    = 12 // no order granted while its service's submissions were held (the client's record of its attempts)
 	InvFenceFirst   = 13 // no switch before the broker's kill switch for the region being left answered (the broker's audit)
 	InvFailback     = 14 // no failback within Cooldown of the failure injected on the primary, nor before it could answer FailbackSuccessThreshold probes since it healed
-	InvHandedOver   = 15 // every order that finished unknown before a switch or resume is reconciled before flow is released (the client's record against the reconciles' orders)
+	InvHandedOver   = 15 // every order begun before a switch or resume and finished unknown before the release is among its reconciled orders (the client's record against the reconciles' orders)
 )
 
 // invLast is the highest invariant number.
@@ -55,7 +55,7 @@ var invariantNames = map[int]string{
 	InvHeldGrant:    "no order granted while its service's submissions were held (an attempt begun after a hold that was answered, refused as fenced or booked before the release)",
 	InvFenceFirst:   "no switch before the broker's kill switch for the region being left had answered (the broker's record of its fence)",
 	InvFailback:     "no failback within Cooldown of the failure injected on the primary, nor before the primary could have answered FailbackSuccessThreshold probes since that failure healed",
-	InvHandedOver:   "every REST order the client saw finish unknown before a switch (or a resume after a halt) is among its reconciled orders before flow is released",
+	InvHandedOver:   "every REST order begun before a switch (or a resume after a halt) that the client saw finish unknown before flow was released is among that switch's reconciled orders",
 }
 
 // InvariantName returns the text of invariant n.
@@ -1236,7 +1236,8 @@ func (ck *checker) fenceFirst() {
 	}
 }
 
-// failbacks judges each failback against the faults the run injected, not
+// failbacks judges each failback (a switch to the primary whose cause is a
+// failback) against the faults the run injected, not
 // the Path's account of itself: flow comes back to the primary no sooner
 // than Cooldown after the failure injected on it that it left for (the
 // cooldown runs from a switch, which came after that failure was armed),
@@ -1268,7 +1269,10 @@ func (ck *checker) failbacks() {
 			left[e.From] = from
 			to := e.To
 			holdAt = time.Time{}
-			if to != ck.primary || e.From == to {
+			// Only a failback is gated (the event's cause says which): a
+			// failover to the primary, away from an active endpoint that
+			// went DOWN, never waits.
+			if to != ck.primary || e.From == to || e.Cause != "failback" {
 				continue
 			}
 			region := ck.regionOf[to]
@@ -1315,12 +1319,15 @@ func (ck *checker) failbacks() {
 }
 
 // handedOver judges the hand-over of unknown outcomes to a switch's
-// reconcile (or a resume's, after a halt) from the client's own record: a
-// REST order whose one attempt returned unknown (the transport hands the
-// ticket over before it returns) before a switch or resume event (the
-// tickets are taken after the event), not settled and not among the orders
-// of any reconcile begun before it, must be among the orders of a
-// reconcile begun after it and before flow was released on its endpoint.
+// reconcile (or a resume's, after a halt) from the client's own record. A
+// switch takes, after its event, every ticket in flight or of unknown
+// outcome; the gate is held from before the event until the release. So a
+// REST order whose one attempt began before the event and returned unknown
+// (the transport hands the ticket over before it returns) before REST was
+// released again was granted before the hold and was, at the take, in
+// flight or unknown: unless a reconcile begun earlier had it, or it was
+// settled before the event, it must be among the orders of a reconcile
+// begun after the event and before the release.
 func (ck *checker) handedOver() {
 	events := ck.h.Events
 	listed := func(id string, from, to time.Time) bool {
@@ -1344,7 +1351,7 @@ func (ck *checker) handedOver() {
 		a := o.Attempts[0]
 		u := a.Granted
 		for j, w := range events {
-			if w.Kind != pathdialer.EventSwitch && w.Kind != pathdialer.EventResume || !u.Before(w.Time) {
+			if w.Kind != pathdialer.EventSwitch && w.Kind != pathdialer.EventResume || !a.At.Before(w.Time) {
 				continue
 			}
 			to, what := w.To, fmt.Sprintf("the switch %s→%s", w.From, w.To)
@@ -1374,7 +1381,7 @@ func (ck *checker) handedOver() {
 					break
 				}
 			}
-			if release.IsZero() {
+			if release.IsZero() || !u.Before(release) {
 				break
 			}
 			if !listed(o.ClOrdID, w.Time, release.Add(time.Nanosecond)) {

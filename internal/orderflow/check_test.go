@@ -589,14 +589,14 @@ func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
 	rule := orderflow.FailbackRule{Cooldown: 2 * time.Second, Successes: 10, ProbeInterval: 300 * time.Millisecond}
 	// The clean history's failover (hold 940, switch 1000) followed by a
 	// failback to eu at failbackMs.
-	withFailback := func(failbackMs int) orderflow.History {
+	withFailback := func(failbackMs int, cause string) orderflow.History {
 		h := cleanHistory()
 		h.Failback = rule
 		h.Events = append(h.Events,
 			pathdialer.Event{Kind: pathdialer.EventHold, Time: at(failbackMs - 20), Cause: "failback"},
 			pathdialer.Event{Kind: pathdialer.EventFenceStart, Time: at(failbackMs - 10), Endpoint: "us"},
 			pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Time: at(failbackMs - 5), Endpoint: "us"},
-			pathdialer.Event{Kind: pathdialer.EventSwitch, Time: at(failbackMs), From: "us", To: "eu", Generation: 2},
+			pathdialer.Event{Kind: pathdialer.EventSwitch, Time: at(failbackMs), From: "us", To: "eu", Generation: 2, Cause: cause},
 			pathdialer.Event{Kind: pathdialer.EventRelease, Time: at(failbackMs + 10), Endpoint: "eu", Generation: 2})
 		return h
 	}
@@ -608,18 +608,25 @@ func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
 		failbackMs int
 		faults     []orderflow.Fault
 		want       string
+		cause      string // the switch's cause; "" = failback
 	}{
-		{"after cooldown and stability", 5000, []orderflow.Fault{blackhole(500, 1500)}, ""},
-		{"within cooldown of the failure", 2000, []orderflow.Fault{blackhole(500, 1500)}, "WITHIN COOLDOWN"},
-		{"too soon after the heal", 3000, []orderflow.Fault{blackhole(500, 2800)}, "COULD BE STABLE"},
-		{"while the failure is armed", 3000, []orderflow.Fault{{Region: "eu", Kind: "down", At: at(500), FailsProbe: true, FailsTradePath: true}}, "still armed"},
+		{"after cooldown and stability", 5000, []orderflow.Fault{blackhole(500, 1500)}, "", ""},
+		{"within cooldown of the failure", 2000, []orderflow.Fault{blackhole(500, 1500)}, "WITHIN COOLDOWN", ""},
+		{"too soon after the heal", 3000, []orderflow.Fault{blackhole(500, 2800)}, "COULD BE STABLE", ""},
+		{"while the failure is armed", 3000, []orderflow.Fault{{Region: "eu", Kind: "down", At: at(500), FailsProbe: true, FailsTradePath: true}}, "still armed", ""},
 		// A probe-only partition: the trade path's answers may count.
-		{"soon after a probe-only failure", 3000, []orderflow.Fault{{Region: "eu", Kind: "partition", At: at(500), Recovered: at(2800), FailsProbe: true}}, ""},
+		{"soon after a probe-only failure", 3000, []orderflow.Fault{{Region: "eu", Kind: "partition", At: at(500), Recovered: at(2800), FailsProbe: true}}, "", ""},
 		// A fault on the backup says nothing about the primary.
-		{"a fault elsewhere", 3000, []orderflow.Fault{{Region: "us", Kind: "down", At: at(500), Recovered: at(2900), FailsProbe: true, FailsTradePath: true}}, ""},
+		{"a fault elsewhere", 3000, []orderflow.Fault{{Region: "us", Kind: "down", At: at(500), Recovered: at(2900), FailsProbe: true, FailsTradePath: true}}, "", ""},
+		// A failover to the primary (the backup went DOWN) is never gated.
+		{"a failover to the primary", 2000, []orderflow.Fault{blackhole(500, 1990)}, "", "failover"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := withFailback(tc.failbackMs)
+			cause := tc.cause
+			if cause == "" {
+				cause = "failback"
+			}
+			h := withFailback(tc.failbackMs, cause)
 			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{Faults: tc.faults})
 			var got []orderflow.Finding
 			for _, f := range sum.Findings {
