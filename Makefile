@@ -337,8 +337,8 @@ sim-plant:
 # MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
 MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate
 MUTANT_SEEDS  ?= $(SIM_SEEDS)
-MUTANT_ORDERS ?= 500
-MUTANT_FAULTS ?= 10
+MUTANT_ORDERS ?= 1500
+MUTANT_FAULTS ?= 30
 MUTANT_CHAOS_SEED ?= 7
 MUTANT_GAP    ?= none
 # mutant=policy (the cell where it must show); others: dedup=none,fence=none,tokens=off

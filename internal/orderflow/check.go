@@ -1322,12 +1322,12 @@ func (ck *checker) failbacks() {
 // reconcile (or a resume's, after a halt) from the client's own record. A
 // switch takes, after its event, every ticket in flight or of unknown
 // outcome; the gate is held from before the event until the release. So a
-// REST order whose one attempt began before the event and returned unknown
-// (the transport hands the ticket over before it returns) before REST was
-// released again was granted before the hold and was, at the take, in
-// flight or unknown: unless a reconcile begun earlier had it, or it was
-// settled before the event, it must be among the orders of a reconcile
-// begun after the event and before the release.
+// REST order whose one attempt began before the event and that was granted
+// before the hold (it returned unknown before REST was released again, or
+// the broker received it before the event) was, at the take, in flight or
+// unknown: unless a reconcile begun earlier had it, or it was settled
+// before the event, it must be among the orders of a reconcile begun after
+// the event and before the release.
 func (ck *checker) handedOver() {
 	events := ck.h.Events
 	listed := func(id string, from, to time.Time) bool {
@@ -1381,12 +1381,24 @@ func (ck *checker) handedOver() {
 					break
 				}
 			}
-			if release.IsZero() || !u.Before(release) {
+			if release.IsZero() {
 				break
 			}
+			if !u.Before(release) {
+				seen := false
+				for _, r := range ck.h.Audit.Orders() {
+					if r.ClientOrderID == o.ClOrdID && !r.Time.Before(a.At) && r.Time.Before(w.Time) {
+						seen = true
+						break
+					}
+				}
+				if !seen {
+					break // it may have been granted after the release
+				}
+			}
 			if !listed(o.ClOrdID, w.Time, release.Add(time.Nanosecond)) {
-				ck.violate(InvHandedOver, o.ClOrdID, "NOT HANDED OVER: rest order %s finished unknown at %s, before %s at %s, and no reconcile of it had the order before REST flowed again on %s at %s",
-					o.ClOrdID, fmtDur(ck.rel(u)), what, fmtDur(ck.rel(w.Time)), to, fmtDur(ck.rel(release)))
+				ck.violate(InvHandedOver, o.ClOrdID, "NOT HANDED OVER: rest order %s, begun at %s before %s at %s and granted before its hold, finished unknown (returned at %s), and no reconcile of it had the order before REST flowed again on %s at %s",
+					o.ClOrdID, fmtDur(ck.rel(a.At)), what, fmtDur(ck.rel(w.Time)), fmtDur(ck.rel(u)), to, fmtDur(ck.rel(release)))
 			}
 			break
 		}

@@ -325,6 +325,17 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 				}
 			}
 		}, orderflow.InvHandedOver, "R2", "NOT HANDED OVER", nil},
+		{"an unknown outcome the switch's reconcile missed, returned after the release", func(h *orderflow.History) {
+			// R2's transport returned unknown only at 1200 ms, after the
+			// release, but the broker had received it at 905 ms: it was
+			// granted before the hold, so the switch's take had it.
+			orderIn(h, "R2").Attempts[0].Granted = at(1200)
+			for i := range h.Events {
+				if h.Events[i].Kind == pathdialer.EventReconcileStart {
+					h.Events[i].Tickets = slices.DeleteFunc(slices.Clone(h.Events[i].Tickets), func(t pathdialer.TicketInfo) bool { return t.OrderID == "R2" })
+				}
+			}
+		}, orderflow.InvHandedOver, "R2", "NOT HANDED OVER", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
