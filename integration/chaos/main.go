@@ -237,7 +237,7 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 	fmt.Fprintln(r.w, "chaos: trading stopped; every fault cleared; draining (every order answered or settled)")
 	pending := r.drain()
 	audit := r.b.Audit()
-	sum := r.c.Check(orderflow.CheckOptions{Audit: audit, Faults: r.injectedFaults()})
+	sum := r.c.Check(orderflow.CheckOptions{Audit: audit, Faults: r.injectedFaults(), Connections: r.b.Connections()})
 	closed = true
 	_ = r.c.Close()
 	removeYield(r.c.Path())

@@ -69,7 +69,10 @@
 // failing seed prints the one command that replays it and writes its trace
 // (the same trace as in the sweep, see below):
 //
-//	go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=N -sim.trace=sim-N.trace
+//	go test -tags dstyield ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=N -sim.trace=sim-N.trace
+//
+// (-tags dstyield: the build make sim sweeps, with the seeded yield points;
+// a seed of a build without them replays without the tag.)
 //
 // # Determinism, and where it stops
 //

@@ -30,10 +30,11 @@ const (
 	InvFenceFirst   = 13 // no switch before the broker's kill switch for the region being left answered (the broker's audit)
 	InvFailback     = 14 // no failback within Cooldown of the failure injected on the primary, nor before it could answer FailbackSuccessThreshold probes since it healed
 	InvHandedOver   = 15 // every order begun before a switch or resume and finished unknown before the release is among its reconciled orders (the client's record against the reconciles' orders)
+	InvFenceCloses  = 16 // the local fence closes the client's order connections to the region (the network's record)
 )
 
 // invLast is the highest invariant number.
-const invLast = InvHandedOver
+const invLast = InvFenceCloses
 
 // relayLag is how late after the client's write the network may note
 // bytes as having left (a relay's read of its socket on a loaded host):
@@ -56,6 +57,7 @@ var invariantNames = map[int]string{
 	InvFenceFirst:   "no switch before the broker's kill switch for the region being left had answered (the broker's record of its fence)",
 	InvFailback:     "no failback within Cooldown of the failure injected on the primary, nor before the primary could have answered FailbackSuccessThreshold probes since that failure healed",
 	InvHandedOver:   "every REST order begun before a switch (or a resume after a halt) that the client saw finish unknown before flow was released is among that switch's reconciled orders",
+	InvFenceCloses:  "the local fence closes the client's order connections (REST, FIX) to the region being left (the network's record of each connection)",
 }
 
 // InvariantName returns the text of invariant n.
@@ -233,6 +235,10 @@ type CheckOptions struct {
 	// Faults are the faults the run injected (a chaos schedule), for the
 	// failback check (I14); none: not checked.
 	Faults []Fault
+	// Connections are the network's record of every client connection to
+	// the broker (simbroker.Broker.Connections), for the fence check (I16);
+	// none: not checked.
+	Connections []simbroker.Connection
 }
 
 // Check evaluates the invariants over the Client's History with the
@@ -341,6 +347,11 @@ func (ck *checker) run() {
 	}
 	ck.heldGrants()
 	ck.handedOver()
+	if len(opts.Connections) > 0 {
+		ck.fenceCloses()
+	} else {
+		notChecked[InvFenceCloses] = "no record of the connections"
+	}
 	if len(opts.Faults) > 0 && h.Failback.Cooldown > 0 {
 		ck.failbacks()
 	} else {
@@ -1401,6 +1412,48 @@ func (ck *checker) handedOver() {
 					o.ClOrdID, fmtDur(ck.rel(a.At)), what, fmtDur(ck.rel(w.Time)), fmtDur(ck.rel(u)), to, fmtDur(ck.rel(release)))
 			}
 			break
+		}
+	}
+}
+
+// fenceSettle bounds how long after a local fence began the network may
+// note the end of a connection it closed (a relay reading its socket on a
+// loaded host); fenceRace leaves out connections opened just before it (a
+// dial the fence met halfway is refused or closed by the Path, not judged).
+const (
+	fenceSettle = time.Second
+	fenceRace   = 100 * time.Millisecond
+)
+
+// fenceCloses judges the local fence from the network's record: at every
+// fence of an endpoint (its event comes just before the Path closes the
+// endpoint's connections), every order connection to its region (REST or
+// FIX, one that carried an order: not a probe's or a health check's own)
+// opened well before and still open is closed within fenceSettle.
+func (ck *checker) fenceCloses() {
+	carried := map[string]bool{}
+	for _, r := range ck.h.Audit.Orders() {
+		carried[r.ConnID] = true
+	}
+	for _, e := range ck.h.Events {
+		if e.Kind != pathdialer.EventFenceStart {
+			continue
+		}
+		region := ck.regionOf[e.Endpoint]
+		for _, c := range ck.opts.Connections {
+			if c.Region != region || (c.Service != simbroker.REST && c.Service != simbroker.FIX) || !carried[c.ConnID] ||
+				!c.Opened.Before(e.Time.Add(-fenceRace)) || !c.Closed.IsZero() && c.Closed.Before(e.Time) {
+				continue
+			}
+			if !c.Closed.IsZero() && c.Closed.Before(e.Time.Add(fenceSettle)) {
+				continue
+			}
+			end := "still open at the end"
+			if !c.Closed.IsZero() {
+				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(c.Closed)))
+			}
+			ck.violate(InvFenceCloses, "", "FENCE CLOSED NOTHING: %s connection %s to %s, opened at %s, was open when the fence of %s began at %s and %s",
+				c.Service, c.ConnID, region, fmtDur(ck.rel(c.Opened)), e.Endpoint, fmtDur(ck.rel(e.Time)), end)
 		}
 	}
 }

@@ -654,3 +654,41 @@ func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
 		})
 	}
 }
+
+// I16 judges the local fence from the network's record of the connections.
+func TestCheckHistoryFenceClosesOrderConnections(t *testing.T) {
+	conn := func(id, svc string, openedMs, closedMs int, by string) simbroker.Connection {
+		c := simbroker.Connection{Region: "eu", Service: simbroker.Service(svc), ConnID: id}
+		c.Opened = at(openedMs)
+		if closedMs > 0 {
+			c.Closed, c.ClosedBy = at(closedMs), by
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    simbroker.Connection
+		want bool
+	}{
+		{"closed by the fence", conn("eu/rest/1", "rest", 50, 952, "client"), false},
+		{"left open", conn("eu/rest/1", "rest", 50, 0, ""), true},
+		{"closed only seconds later", conn("eu/fix/1", "fix", 50, 3000, "client"), true},
+		{"closed by a fault before the fence", conn("eu/rest/1", "rest", 50, 900, "fault"), false},
+		{"carried no order (a health check's own)", conn("eu/rest/9", "rest", 50, 0, ""), false},
+		{"opened as the fence began", conn("eu/rest/1", "rest", 900, 0, ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanHistory()
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{Connections: []simbroker.Connection{tc.c}})
+			n := 0
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvFenceCloses {
+					n++
+				}
+			}
+			if got := n > 0; got != tc.want {
+				t.Fatalf("violation %v, want %v: %v", got, tc.want, sum.Violations)
+			}
+		})
+	}
+}
