@@ -135,6 +135,9 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	return code
 }
 
+// killSwitchRTT is how long the broker's kill switch takes to answer.
+const killSwitchRTT = 5 * time.Millisecond
+
 type injected struct {
 	f             plan.Fault
 	at, recovered time.Time
@@ -179,6 +182,20 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 	// holds it lasts: a provisional NOT_RECEIVED must not become final (and
 	// be re-sent) before then. Twice the schedule's longest fault.
 	cfg.Timing.Quarantine = 2 * sched.LongestFault()
+	if fence := cfg.BrokerFence; fence != nil {
+		// The kill switch is a request to the broker: it answers after a
+		// round trip, not the instant it is asked.
+		cfg.BrokerFence = func(ctx context.Context, region string, on bool) error {
+			t := time.NewTimer(killSwitchRTT)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			return fence(ctx, region, on)
+		}
+	}
 	c, err := orderflow.New(cfg)
 	if err != nil {
 		_ = b.Close()
