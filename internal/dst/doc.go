@@ -363,35 +363,40 @@
 //
 // make mutants plants, one at a time, the mutants of internal/dst/plant
 // listed below (each the smallest overlay of today's code that breaks one
-// guarantee), sweeps 1,000 composed seeds against each (MUTANT_SEEDS), runs
-// one chaos cell with the same overlay (go run -overlay=... ./integration/chaos;
-// MUTANT_CHAOS_SEED, MUTANT_ORDERS, MUTANT_FAULTS, the cell per mutant in
-// MUTANT_CELLS) and prints one table. Measured on this code:
+// guarantee), sweeps 1,000 seeds against each (MUTANT_SEEDS; composed seeds,
+// plain ones for split-gate), runs one chaos cell with the same overlay (go
+// run -overlay=... ./integration/chaos; MUTANT_CHAOS_SEED, MUTANT_ORDERS,
+// MUTANT_FAULTS, the cell per mutant in MUTANT_CELLS) and prints one table.
+// Both are built with the yield points (-tags dstyield; in the chaos cell
+// each yields the processor half the time, and a thread handing over an
+// unknown outcome loses up to 2 ms there). Measured on this code:
 //
-//	mutant                 invariant broken                lowest seed  seeds of 1000  chaos cell (dedup,fence,tokens)  violations
-//	fence-closes-nothing   fence-closes-order-connections  1            191            none,none,off                    1 (I11; 0 in another run)
-//	gate-before-reconcile  no-ticket-while-held            1            460            none,none,off                    0
-//	fence-not-waited       switch-after-fence-confirmed    6            537            none,enforced,off                0
-//	acquire-while-held     no-ticket-while-held            1            541            none,enforced,off                0 (1, I11, in another run)
-//	failback-no-cooldown   no-failback-within-cooldown     1            441            none,none,off                    0
-//	drop-unknown           every-unknown-order-settled     2            329            none,none,off                    4 (I2 losses)
-//	split-gate             (unknown-settled-before-release) -           0              none,none,off                    0
+//	mutant                 invariant broken                 lowest seed  seeds of 1000  chaos cell (dedup,fence,tokens)  violations
+//	fence-closes-nothing   fence-closes-order-connections   1            191            none,none,off                    6 (I16)
+//	gate-before-reconcile  no-ticket-while-held             1            463            none,none,off                    6 (I12)
+//	fence-not-waited       switch-after-fence-confirmed     6            537            none,enforced,off                2 (I13)
+//	acquire-while-held     no-ticket-while-held             1            541            none,enforced,off                271 (I12, I11)
+//	failback-no-cooldown   no-failback-within-cooldown      1            441            none,none,off                    2 (I14)
+//	drop-unknown           every-unknown-order-settled      2            328            none,none,off                    28 (I2, I15, I4)
+//	split-gate             unknown-settled-before-release   9            12             none,none,off                    6 (I15)
 //
-// The chaos cell is seed 7 (blackholes: unknown outcomes), 500 orders, 10
-// faults; a chaos seed fixes the schedule, not the network, so a cell's
-// count varies between runs. The chaos checker judges what reached the
-// broker, and three mutants leave nothing there it looks at: an early gate
-// opens as the reconcile's lookups leave, on the same region, so orders
-// rarely beat them to the broker (I11); a switch made before the broker's
-// kill switch answered, and a failback without cooldown or success
-// threshold, book nothing wrongly in a short cell. Catching them there needs
-// checks the chaos checker does not have: orders granted between a hold and
-// its release from the client's own record, the switch against the broker's
-// record of its kill switch, failbacks against the schedule's injected
-// faults. split-gate, the old split hand-over with nothing between its two
-// steps, is not found by either: on one P without preemption nothing runs
-// between them (make sim-defect SIM_GAP=gosched finds it with a planted
-// yield; the simulation has no seeded yield points yet).
+// The chaos cell is seed 7, 1,500 orders, 30 faults (about 90 s); a chaos
+// seed fixes the schedule, not the network, so a cell's count varies between
+// runs (a short cell of 500 orders and 10 faults made no switch at all in
+// some runs). What reached the broker alone did not show four of the
+// mutants (an early gate opens as the reconcile's lookups leave, a switch
+// made before the kill switch answered, an early failback and a fence that
+// closes nothing book nothing wrongly in a short run), so the chaos checker
+// (internal/orderflow) also judges: I12, the client's own record of each
+// attempt (begun after a hold, granted before the release); I13, every
+// switch against the broker's record of its kill switch (the chaos client's
+// kill switch answers after a 5 ms round trip, as a request to a broker
+// does); I14, failbacks against the faults the schedule injected; I15,
+// every order begun before a switch and finished unknown before its release
+// against the orders that switch reconciled; I16, the network's record of
+// each order connection against the fences. split-gate is swept over plain
+// seeds (it needs no composed move): exactly as it was, with no planted gap,
+// the yield points find it; without them no seed does (see "Yield points").
 //
 // # Planted defects
 //
