@@ -351,6 +351,7 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 			// last in when that one is free (its memory is likely still in this
 			// core's cache: it was probably pooled on this core); otherwise to a
 			// random one, so submitters on different cores rarely meet.
+			yieldPoint(p, "acquire: view -> shard")
 			s := t.shard
 			if t.p != p || s == nil || !s.mu.TryLock() {
 				busy := s
@@ -400,6 +401,7 @@ func (p *Path) setGate(state GateState, endpoint string, gen uint64, cause error
 func (p *Path) setGateReleased(state GateState, endpoint string, gen uint64, cause error, released map[string]bool) *gateView {
 	p.gateMu.Lock()
 	defer p.gateMu.Unlock()
+	yieldPoint(p, "gate: new view")
 	old := p.gate.Load()
 	if old.state == GateClosed {
 		return old
@@ -424,12 +426,14 @@ func (p *Path) GateState() (GateState, error) {
 
 // addUnknown: the ticket's shard lock is held (lock order: shard, then unknownMu).
 func (p *Path) addUnknown(t *Ticket) {
+	yieldPoint(p, "gate: shard -> unknown")
 	p.unknownMu.Lock()
 	p.unknown = append(p.unknown, t)
 	p.unknownMu.Unlock()
 }
 
 func (p *Path) inflightFinished() {
+	yieldPoint(p, "gate: finished")
 	if !p.draining.Load() {
 		return
 	}
@@ -532,6 +536,7 @@ func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
 		}
 		s.mu.Unlock()
 	}
+	yieldPoint(p, "gate: take shards -> take unknown")
 	return p.takeUnknownService(out, service)
 }
 

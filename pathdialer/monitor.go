@@ -148,6 +148,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (tim
 		start := time.Now()
 		err := callProbe(pctx, p.cfg.Probe, rt.ep)
 		lat := time.Since(start)
+		yieldPoint(p, "monitor: probe answered")
 		// The slot is free before the result is delivered: a probe of rt
 		// started from now on is a new probe. One that started waiting before
 		// waits for this result to be recorded (run.settled).

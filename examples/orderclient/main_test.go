@@ -183,7 +183,7 @@ func TestDemoRestingOrdersPerVenue(t *testing.T) {
 			}
 			for _, inv := range sum.Invariants {
 				if inv.ID == orderflow.InvDeadMan && inv.Checked != tc.deadMan {
-					t.Errorf("I13 checked=%v, want %v (%s)", inv.Checked, tc.deadMan, inv.NotChecked)
+					t.Errorf("I18 checked=%v, want %v (%s)", inv.Checked, tc.deadMan, inv.NotChecked)
 				}
 			}
 			for _, w := range []string{tc.want, "resting orders   ", "switch eu → us at"} {

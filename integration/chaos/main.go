@@ -18,10 +18,10 @@
 // Coinbase's 8013=Y) cancels them when a fault drops the session; the
 // client reconciles its open orders after every switch (and once after the
 // drain), and the table counts the resting orders the broker cancelled by
-// itself against those the client was told of (invariant I12). With
+// itself against those the client was told of (invariant I17). With
 // -deadman the client keeps the broker's dead-man timer armed and the table
 // counts the gaps in which a resting order was open and no timer was
-// (invariant I13).
+// (invariant I18).
 //
 //	go run ./integration/chaos                          # fresh random seed, printed; the whole matrix
 //	go run ./integration/chaos -seed 12345              # replay: same schedule
@@ -133,6 +133,9 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	popts := plan.Options{Regions: regions, Faults: o.faults, Span: expected * 85 / 100, Warmup: 3 * time.Second}
 	sched := plan.Generate(o.seed, popts)
 	fmt.Fprintf(w, "chaos: seed %d (replay: make chaos SEED=%d)\n", o.seed, o.seed)
+	if yieldPoints {
+		fmt.Fprintln(w, "chaos: built with the Path's yield points (-tags dstyield): each yields the processor half the time")
+	}
 	fmt.Fprintf(w, "chaos: schedule digest %s — %d faults over %s on regions %s: %s\n", sched.Digest(), len(sched.Faults),
 		sched.End().Round(time.Second), o.regions, strings.Join(sched.CountByKind(), " "))
 	if o.scheduleOnly {
@@ -172,6 +175,9 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	WriteTable(w, rows)
 	return code
 }
+
+// killSwitchRTT is how long the broker's kill switch takes to answer.
+const killSwitchRTT = 5 * time.Millisecond
 
 type injected struct {
 	f             plan.Fault
@@ -233,11 +239,26 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 	// holds it lasts: a provisional NOT_RECEIVED must not become final (and
 	// be re-sent) before then. Twice the schedule's longest fault.
 	cfg.Timing.Quarantine = 2 * sched.LongestFault()
+	if fence := cfg.BrokerFence; fence != nil {
+		// The kill switch is a request to the broker: it answers after a
+		// round trip, not the instant it is asked.
+		cfg.BrokerFence = func(ctx context.Context, region string, on bool) error {
+			t := time.NewTimer(killSwitchRTT)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			return fence(ctx, region, on)
+		}
+	}
 	c, err := orderflow.New(cfg)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
 	}
+	installYield(c.Path()) // builds with -tags dstyield only (make mutants)
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := c.Start(sctx); err != nil {
@@ -300,13 +321,14 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		r.awaitReports()
 	}
 	audit := r.b.Audit()
-	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	sum := r.c.Check(orderflow.CheckOptions{Audit: audit, Faults: r.injectedFaults(), Connections: r.b.Connections()})
 	if r.venue != nil {
 		sum = reportedAlarms(sum)
 	}
 	r.sum = sum
 	closed = true
 	_ = r.c.Close()
+	removeYield(r.c.Path())
 	if r.o.verbose {
 		r.c.Recorder().WriteTimeline(r.w, false)
 	}
@@ -466,6 +488,34 @@ func (r *runner) inject(ctx context.Context) {
 			r.mu.Unlock()
 		}()
 	}
+}
+
+// injectedFaults lists the faults injected, per region, for the checker's
+// failback invariant (I14).
+func (r *runner) injectedFaults() []orderflow.Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []orderflow.Fault
+	for _, in := range r.inj {
+		fails := false
+		switch in.f.Kind {
+		case plan.Blackhole, plan.Down, plan.Flap, plan.AllDown, plan.Partition:
+			fails = true
+		}
+		has := func(s simbroker.Service) bool {
+			for _, x := range in.f.Services {
+				if x == s {
+					return true
+				}
+			}
+			return false
+		}
+		for _, rg := range in.f.Regions {
+			out = append(out, orderflow.Fault{Region: rg, Kind: in.f.Kind, At: in.at, Recovered: in.recovered,
+				FailsProbe: fails && has(simbroker.Probe), FailsTradePath: fails && has(simbroker.REST)})
+		}
+	}
+	return out
 }
 
 func (r *runner) faultsDone() bool {

@@ -89,7 +89,11 @@ func replayCommand(seed uint64) string {
 	if *flagComp != composedByDefault {
 		resend += fmt.Sprintf(" -sim.composed=%v", *flagComp)
 	}
-	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
+	tags := ""
+	if YieldPoints {
+		tags = " -tags dstyield"
+	}
+	return fmt.Sprintf("go test"+tags+" ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
 
 // TestSimSeeds runs -sim.seeds seeds from -sim.start (or the one -sim.seed)

@@ -103,6 +103,8 @@ type Stats struct {
 	// broker rejected for a stale token, and orders booked on a lapsed
 	// lease by a broker that does not check tokens (reported in Notes).
 	Pauses, Lapses, Expired, StaleRejected, LapsedBookings int
+	// Yields taken at the Path's yield points (builds with -tags dstyield).
+	Yields int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -143,6 +145,7 @@ type orderRec struct {
 
 // world is one run's state.
 type world struct {
+	yield *yielder // the seed's yield points (builds with -tags dstyield)
 	s     Scenario
 	o     Options
 	start time.Time
@@ -271,6 +274,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 	w.co.close()
 	res := w.check()
 	w.close()
+	res.Stats.Yields = w.yields()
 	return res, nil
 }
 
@@ -369,6 +373,7 @@ func (w *world) build() error {
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
+	w.installYield() // seeded yield points (builds with -tags dstyield)
 	ro := rest.Options{Hosts: []string{"broker.invalid"}}
 	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
 		// The library's fencing token: each order carries the generation
@@ -984,6 +989,7 @@ func (w *world) close() {
 	}
 	if w.path != nil {
 		_ = w.path.Close()
+		w.removeYield()
 	}
 	if w.rt != nil {
 		w.rt.CloseIdleConnections()

@@ -316,7 +316,8 @@ var defects = map[string]Defect{
 	},
 	// The gate opens when the switch's reconcile starts, not when it
 	// succeeded; the release event is still emitted when the reconcile
-	// returns.
+	// returns. Both ways of reconciling: one Reconciler, and a reconcile per
+	// service (Config.Reconcilers, as the chaos client has).
 	"gate-before-reconcile": {
 		File:      "pathdialer/controller.go",
 		Doc:       "the gate opens as the switch's reconcile starts (the release event still comes after it returns)",
@@ -329,6 +330,17 @@ var defects = map[string]Defect{
 		p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
 	}
 }`,
+		More: []Defect{{
+			Old: `		c.beginMulti(ctx)
+		c.multiProgress(ctx)
+		return`,
+			Body: `		c.beginMulti(ctx)
+		c.multiProgress(ctx)
+		if a := p.active.Load(); a != nil && c.multi != nil { // DEFECT (plant gate-before-reconcile): open before the results
+			p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+		}
+		return`,
+		}},
 	},
 	// The switch does not wait for the Fencer: it runs beside, its result
 	// ignored, and the controller takes the fence as confirmed at once.
