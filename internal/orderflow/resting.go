@@ -65,8 +65,14 @@ func (c *Client) startResting(ctx context.Context) error {
 	c.rst.kick = kick
 	c.rst.closed = map[string]bool{}
 	c.rst.mu.Unlock()
-	c.wg.Add(1)
-	go c.openReconciler(kick)
+	if c.cfg.PathResting {
+		c.rst.mu.Lock()
+		c.rst.kick = nil // the Path reconciles open orders after every switch
+		c.rst.mu.Unlock()
+	} else {
+		c.wg.Add(1)
+		go c.openReconciler(kick)
+	}
 	if c.cfg.DeadManTimeout <= 0 {
 		return nil
 	}
