@@ -787,7 +787,7 @@ func (c *Client) onEvent(e pathdialer.Event) {
 		if n > 0 {
 			c.rec.Note(Info, "client", "%d order(s) were refused at once (ErrTradingHalted) during the halt: never sent, safe to place again", n)
 		}
-		c.kickOpenReconcile(e.Endpoint)
+		c.kickOpenReconcileAfter(e)
 		select {
 		case c.resend <- struct{}{}:
 		default:

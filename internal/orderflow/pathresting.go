@@ -189,3 +189,26 @@ func (c *Client) onRestingEvent(e pathdialer.Event) {
 	c.rst.reconciles = append(c.rst.reconciles, e.Time)
 	c.rst.mu.Unlock()
 }
+
+// kickOpenReconcileAfter asks for the client's own open-order reconcile
+// after a release: always without Config.PathResting; with it, only after a
+// release that ends a halt or hold with no switch (the same generation as
+// the last release: no fence, so the Path owes no open-order reconcile,
+// while an outage of every region may have dropped the session or let the
+// dead-man timer lapse). After a switch the Path reconciles.
+func (c *Client) kickOpenReconcileAfter(e pathdialer.Event) {
+	if c.cfg.PathResting {
+		if e.Service != "" {
+			return // one service released; the whole gate's release follows
+		}
+		c.rst.mu.Lock()
+		same := c.rst.released && c.rst.lastGen == e.Generation
+		c.rst.lastGen, c.rst.released = e.Generation, true
+		c.rst.mu.Unlock()
+		if !same {
+			return
+		}
+		c.rec.Note(Info, "client", "released on %s with no switch (generation %d): the client reconciles its open orders (the Path does after switches)", e.Endpoint, e.Generation)
+	}
+	c.kickOpenReconcile(e.Endpoint)
+}

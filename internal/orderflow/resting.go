@@ -54,6 +54,10 @@ type restingState struct {
 	kick       chan string
 	dm         DeadManWindow
 	dmStopped  bool
+	// With Config.PathResting: the generation of the last release of the
+	// whole gate (released: there was one).
+	lastGen  uint64
+	released bool
 }
 
 // startResting starts the open-order reconciler (run after every release)
@@ -65,14 +69,8 @@ func (c *Client) startResting(ctx context.Context) error {
 	c.rst.kick = kick
 	c.rst.closed = map[string]bool{}
 	c.rst.mu.Unlock()
-	if c.cfg.PathResting {
-		c.rst.mu.Lock()
-		c.rst.kick = nil // the Path reconciles open orders after every switch
-		c.rst.mu.Unlock()
-	} else {
-		c.wg.Add(1)
-		go c.openReconciler(kick)
-	}
+	c.wg.Add(1)
+	go c.openReconciler(kick)
 	if c.cfg.DeadManTimeout <= 0 {
 		return nil
 	}
