@@ -21,7 +21,11 @@
 // itself against those the client was told of (invariant I12). With
 // -deadman the client keeps the broker's dead-man timer armed and the table
 // counts the gaps in which a resting order was open and no timer was
-// (invariant I13).
+// (invariant I13). -resting-by says who handles resting orders across a
+// switch: the Path (its fence mode, the dead-man timer armed through the new
+// path before each fence, the open-order reconcile after every switch), the
+// client's own reconciler, or (the default) the Path in the first cell and
+// then cell by cell in turn; the table marks the Path's cells.
 //
 //	go run ./integration/chaos                          # fresh random seed, printed; the whole matrix
 //	go run ./integration/chaos -seed 12345              # replay: same schedule

@@ -416,8 +416,8 @@
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
 //
-// The resting-order defects are found by the resting seeds, with or without
-// the composed moves (seeds 1–60 and 1–40 swept):
+// The resting-order defects are found by the resting seeds (with the
+// composed moves; seeds 1–60 and 1–40 swept):
 //
 //	defect                   invariant broken                       lowest seed  seeds
 //	open-orders-skipped      resting-cancel-reported                1            20 of 60
