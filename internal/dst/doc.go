@@ -416,12 +416,12 @@
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
 //
-// The resting-order defects are found by the resting seeds (with the
-// composed moves; seeds 1–60 and 1–40 swept):
+// The resting-order defects are found by the resting seeds (make sim-plant
+// DEFECT=name SIM_SEEDS=60, seeds 1–60 without the composed moves):
 //
-//	defect                   invariant broken                       lowest seed  seeds
-//	open-orders-skipped      resting-cancel-reported                1            20 of 60
-//	dead-man-not-awaited     no-dead-man-gap                        3            8 of 40
+//	defect                   invariant broken                       lowest seed  seeds of 60
+//	open-orders-skipped      resting-cancel-reported                1            12
+//	dead-man-not-awaited     no-dead-man-gap                        3            13
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
