@@ -3,6 +3,7 @@ package orderflow
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -23,11 +24,13 @@ import (
 func (c *Client) pathResting(pc *pathdialer.Config, tlsCfg *tls.Config, hdr http.Header) {
 	pc.FenceMode = c.cfg.FenceMode
 	pc.CODSettle = c.cfg.CODSettle
+	// Arms and open-order reads go straight to the endpoint (as probes
+	// do): an arm runs while the switch holds, the active endpoint being the
+	// one left; the reads stay out of the REST transport's circuit breaker,
+	// which the switch's own reconcile reads share.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg,
+		DialContext: (&net.Dialer{Timeout: time.Second}).DialContext, DisableKeepAlives: true}}
 	if c.cfg.DeadManTimeout > 0 {
-		// Arms go straight to the endpoint (as probes do): the switch is
-		// still holding, and the active endpoint is the one being left.
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg,
-			DialContext: (&net.Dialer{Timeout: time.Second}).DialContext, DisableKeepAlives: true}}
 		pc.DeadMan = func(ctx context.Context, a pathdialer.DeadManArm) error {
 			return c.armDeadManAt(ctx, hc, hdr, a.Endpoint)
 		}
@@ -38,7 +41,9 @@ func (c *Client) pathResting(pc *pathdialer.Config, tlsCfg *tls.Config, hdr http
 		if svc == FIX && c.cfg.FIXSenderCompID == "" {
 			continue
 		}
-		pc.OpenOrders[svc] = pathdialer.OpenOrderCheck{Ours: c.openOrdersOf, Venue: c.venueOpenOrders}
+		pc.OpenOrders[svc] = pathdialer.OpenOrderCheck{Ours: c.openOrdersOf, Venue: func(ctx context.Context, q pathdialer.OpenOrderQuery) ([]pathdialer.VenueOrder, error) {
+			return c.venueOpenOrders(ctx, q, hc, hdr)
+		}}
 	}
 	pc.OnEvent = chainEvent(pc.OnEvent, c.onRestingEvent)
 }
@@ -105,15 +110,35 @@ func (c *Client) openOrdersOf(_ context.Context, service string) ([]pathdialer.O
 	return out, nil
 }
 
-// venueOpenOrders reads the broker's open orders through the active path
-// (GET /v1/orders?status=open) and looks up each of q.Ours missing from it,
-// so every difference carries the broker's word: filled, cancelled, unknown.
-func (c *Client) venueOpenOrders(ctx context.Context, q pathdialer.OpenOrderQuery) ([]pathdialer.VenueOrder, error) {
-	ctx = rest.WithReconcile(ctx)
+// venueOpenOrders reads the broker's open orders through q.Endpoint (GET
+// /v1/orders?status=open) and looks up each of q.Ours missing from it, so
+// every difference carries the broker's word: filled, cancelled, unknown.
+func (c *Client) venueOpenOrders(ctx context.Context, q pathdialer.OpenOrderQuery, hc *http.Client, hdr http.Header) ([]pathdialer.VenueOrder, error) {
+	base, ok := q.Endpoint.Services[REST]
+	if !ok {
+		return nil, fmt.Errorf("orderflow: endpoint %q has no REST address for its open orders", q.Endpoint.Name)
+	}
+	getJSON := func(ctx context.Context, path string, v any) (int, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+path, nil)
+		if err != nil {
+			return 0, fmt.Errorf("orderflow: open orders of %q: bad URL", q.Endpoint.Name)
+		}
+		req.Header = hdr.Clone()
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, rest.RedactError(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.StatusCode, nil
+		}
+		return resp.StatusCode, json.NewDecoder(resp.Body).Decode(v)
+	}
 	var list struct {
 		Orders []restOrder `json:"orders"`
 	}
-	if code, err := c.getJSON(ctx, "/v1/orders?status=open", &list); err != nil || code != http.StatusOK {
+	if code, err := getJSON(ctx, "/v1/orders?status=open", &list); err != nil || code != http.StatusOK {
 		if err == nil {
 			err = fmt.Errorf("orderflow: open orders: HTTP %d", code)
 		}
@@ -135,7 +160,7 @@ func (c *Client) venueOpenOrders(ctx context.Context, q pathdialer.OpenOrderQuer
 			continue
 		}
 		var ro restOrder
-		code, err := c.getJSON(ctx, "/v1/orders/"+url.PathEscape(o.OrderID), &ro)
+		code, err := getJSON(ctx, "/v1/orders/"+url.PathEscape(o.OrderID), &ro)
 		switch {
 		case err != nil:
 			return nil, err
