@@ -28,6 +28,33 @@
 //	flow-resumes-after-heal         with every fault healed, the gate is open again
 //	orders-flow                     some order was acknowledged (a run that books nothing
 //	                                proves nothing)
+//	resting-cancel-reported         every acknowledged resting order the broker's cancel-on-disconnect
+//	                                cancelled when a switch left its session (within CODSettle of that
+//	                                fence) is reported by an EventRestingCancelled naming it, or loudly
+//	                                by an open-order reconcile that failed, after the cancel
+//	no-dead-man-gap                 where the venue requires a dead-man timer, no path is fenced before
+//	                                the timer was armed (the DeadMan hook returned nil, begun after the
+//	                                previous fence) on the endpoint the switch goes to
+//
+// Resting orders (RestingSim, drawn for every seed from a source of its
+// own; on in half of them): the traders' limit orders rest on the book; a
+// session connection dialed through the Path (on a grid of its own, apart
+// from the stream's) asks the broker for a profile-wide cancel-on-disconnect,
+// so a fence that closes it (flatten), or an outage that kills it, cancels
+// every open order of the account. In preserve mode its farewell
+// (Conn.SetFarewell) is the WebSocket logout, which keeps them. The Path is
+// given the fence mode, CODSettle (100–600 ms), an open-order check
+// (Config.OpenOrders: the client's acknowledged limit orders against the
+// broker's open-order list and lookups, through the new endpoint) and, in
+// half of those seeds, a dead-man timer (2–6 s; Config.DeadMan arms it
+// through the endpoint a switch goes to, the client refreshes it through the
+// active one), with, in half of those, a window in which every arm fails (a
+// loud hold, then a halt, of any switch in it). Both resting invariants are
+// judged in every seed. A cancel-on-disconnect the broker applies later
+// than CODSettle after the fence that left its session (a blackholed close
+// reaches the broker only at the heal) is not judged, and is counted in
+// Notes: the Path reads the venue's open orders once, CODSettle after the
+// fence, and a later cancel is reported only by the next switch's reconcile.
 //
 // The Path is given a trade-path check (Config.TradePathCheck): an
 // authenticated order-status query, through the endpoint's REST address, of
@@ -429,6 +456,13 @@
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
+//
+// The resting-order defects are found by the resting seeds (make sim-plant
+// DEFECT=name SIM_SEEDS=60, seeds 1–60 without the composed moves):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 60
+//	open-orders-skipped      resting-cancel-reported                1            12
+//	dead-man-not-awaited     no-dead-man-gap                        3            13
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and

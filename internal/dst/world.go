@@ -173,6 +173,8 @@ type world struct {
 	resends  sync.WaitGroup
 	resendN  int
 	cx       composed // the composed moves' record (composed.go)
+
+	rs *restingSim // resting orders across switches (resting_sim.go)
 }
 
 type release struct {
@@ -262,6 +264,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.trade(i) }()
 	}
+	w.startResting(&wg, w.start.Add(s.Duration)) // resting_sim.go
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
@@ -370,6 +373,7 @@ func (w *world) build() error {
 	pc.OnEvent = w.onEvent
 	// A coordinated Path is driven by the simulated coordinator (coord.go).
 	pc.ExternalDecisions = s.Coordinated
+	w.buildResting(&pc) // resting_sim.go: last, it wraps the hooks
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
@@ -427,7 +431,7 @@ func (w *world) wsRand() func() float64 {
 // dial is the Path's dialer: the in-memory network, with WebSocket dials
 // paced by the scenario (see build).
 func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
-	if strings.Contains(a, ".ws.") {
+	if strings.Contains(a, ".ws.") && ctx.Value(sessionKey{}) == nil { // the resting session dials on its own grid
 		// WebSocket dials happen on a grid of StreamPaced from the start,
 		// at most one per point: the Stream's random wait before a round
 		// (under wsBackoff, below the grid step) is absorbed, so when the

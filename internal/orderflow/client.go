@@ -256,6 +256,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
+	if cfg.PathResting {
+		c.pathResting(&pc, tlsCfg, hdr)
+	}
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
@@ -357,6 +360,12 @@ func (c *Client) Start(ctx context.Context) error {
 		}}
 	if c.cfg.FencingTokens {
 		fopts.TokenTag = FencingTokenTag
+	}
+	for tag, v := range c.cfg.FIXPreserveLogout {
+		if fopts.PreserveLogout == nil {
+			fopts.PreserveLogout = map[quickfix.Tag]string{}
+		}
+		fopts.PreserveLogout[quickfix.Tag(tag)] = v
 	}
 	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path, fopts)
 	if err != nil {
@@ -793,7 +802,7 @@ func (c *Client) onEvent(e pathdialer.Event) {
 		if n > 0 {
 			c.rec.Note(Info, "client", "%d order(s) were refused at once (ErrTradingHalted) during the halt: never sent, safe to place again", n)
 		}
-		c.kickOpenReconcile(e.Endpoint)
+		c.kickOpenReconcileAfter(e)
 		select {
 		case c.resend <- struct{}{}:
 		default:

@@ -431,6 +431,35 @@ var defects = map[string]Defect{
 			t.p.addUnknown(t)
 		}`,
 	},
+
+	// Resting orders across a switch (the simulation's resting-order seeds).
+
+	// No open-order reconcile is owed after a fence: the orders the switch's
+	// cancel-on-disconnect cancelled are never reported.
+	"open-orders-skipped": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "no open-order reconcile follows a fence: orders its cancel-on-disconnect cancelled go unreported",
+		Invariant: "resting-cancel-reported",
+		Old: `func (c *controller) oweOpenOrders(from string) {
+	if len(c.p.cfg.OpenOrders) == 0 {
+		return
+	}`,
+		Body: `func (c *controller) oweOpenOrders(from string) {
+	if len(c.p.cfg.OpenOrders) >= 0 { // DEFECT (plant open-orders-skipped): nothing owed
+		return
+	}`,
+	},
+	// The fence does not wait for the DeadMan hook (nor call it): the old
+	// path is fenced with no timer armed on the new one.
+	"dead-man-not-awaited": {
+		File:      "pathdialer/deadman.go",
+		Doc:       "the fence goes on without waiting for the dead-man arm on the new path (the hook is never called)",
+		Invariant: "no-dead-man-gap",
+		Func:      "controller.needArm",
+		Body: `func (c *controller) needArm() bool {
+	return false // DEFECT (plant dead-man-not-awaited): the fence does not wait for the arm
+}`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
