@@ -174,40 +174,28 @@ var defects = map[string]Defect{
 		Doc:       "a wait for a running probe ends when its slot is released, then ({{gap}}) the result is recorded",
 		Invariant: "no-halt-while-target-answered",
 		Composed:  true,
-		Old: `	settled  chan struct{}
-	recorded bool
-}`,
-		Body: `	settled  chan struct{}
-	recorded bool
-	released chan struct{} // DEFECT (plant probe-result-after-slot): the slot is free
-}`,
+		Old: `		select {
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}`,
+		Body: `		select {
+		case <-run.returned: // DEFECT (plant probe-result-after-slot): the slot is free, not its recording
+			return
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}`,
 		More: []Defect{{
-			Old:  `run = &probeRun{started: time.Now(), settled: make(chan struct{})}`,
-			Body: `run = &probeRun{started: time.Now(), settled: make(chan struct{}), released: make(chan struct{})}`,
-		}, {
-			Old: `		select {
-		case <-run.settled:
-		case <-ctx.Done():
-			return
-		}
-		if run.recorded {
-			return
-		}`,
-			Body: `		select {
-		case <-run.released: // DEFECT (plant probe-result-after-slot): not its recording
-			return
-		case <-run.settled:
-		case <-ctx.Done():
-			return
-		}
-		if run.recorded {
-			return
-		}`,
-		}, {
-			Old: `		rt.mu.Unlock()
+			Old: `		close(run.returned) // after the slot is free: a round waiting for it probes afresh
 		done <- probeResult{err: err, latency: lat}`,
-			Body: `		rt.mu.Unlock()
-		close(run.released) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
+			Body: `		close(run.returned) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
 		{{gap}}
 		done <- probeResult{err: err, latency: lat}`,
 		}},
