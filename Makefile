@@ -12,9 +12,11 @@ test: fmt-check vet unit determinism test-coord vet-bench
 # determinism: the simulation's replay tests, built without the race detector
 # (under -race the scheduler randomizes the order of goroutines made ready at
 # one instant on purpose, see internal/dst/doc.go); unit runs the rest of the
-# package, sweeps included, under -race.
+# package, sweeps included, under -race. Once more with the seeded yield
+# points the sweeps of make sim are built with (-tags dstyield).
 determinism:
 	$(GO) test -count=1 -run 'Deterministic' ./internal/dst
+	$(GO) test -count=1 -tags dstyield -run 'Deterministic' ./internal/dst
 
 vet-bench:
 	cd bench && $(GO) vet ./...
@@ -161,6 +163,23 @@ bench-rest:
 	cd bench && $(GO) run ./cmd/restparity $(BENCH_REST_ARGS)
 # --- end bench-rest ---
 
+# --- bench-detect ---
+# bench-detect: fault → first order booked on the backup, rest.Transport on
+# the simulated broker, 7 runs per fault (a blackhole with orders flowing and
+# without, a refused and reset connection with orders flowing), at 100 ms
+# probes, 80 ms timeout, DOWN after 2 failures; about 30 seconds. Then the same
+# with suspicion off, for comparison. bench-soak: 10 minutes of orders with no
+# fault, counting spurious failovers. NOT part of `make test`.
+# BENCH_DETECT_ARGS e.g. '-runs 15 -probe-interval 200ms -probe-timeout 150ms -failures 3'.
+BENCH_DETECT_ARGS ?=
+
+.PHONY: bench-detect bench-soak
+bench-detect:
+	cd bench && $(GO) run ./cmd/detect $(BENCH_DETECT_ARGS) && $(GO) run ./cmd/detect -suspect-after=-1ms $(BENCH_DETECT_ARGS)
+bench-soak:
+	cd bench && $(GO) run ./cmd/detect -soak 10m $(BENCH_DETECT_ARGS)
+# --- end bench-detect ---
+
 # --- chaos ---
 # chaos: the randomized run (integration/chaos) over a matrix of simulated-
 # broker policies: REST, FIX and a WebSocket stream against a three-region
@@ -252,6 +271,9 @@ SIM_START  ?= 1
 SIM_ARGS   ?=
 SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
 SIM_BUILD  ?=
+# SIM_TAGS: the sweeps are built with the seeded yield points (internal/dst's
+# documentation, "Yield points"); SIM_TAGS= builds them without.
+SIM_TAGS   ?= -tags dstyield
 
 # sim-sweep runs the test binary $$bin over the seeds in SIM_SHARDS processes,
 # writing $$d/log (every shard's output); $$status is 1 if any shard failed.
@@ -270,7 +292,7 @@ endef
 .PHONY: sim
 sim:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
-	$(GO) test -c $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	awk '/broke [0-9]+ invariant|two runs gave|^panic/ { p = 1 } p { print } /replay:/ { p = 0 }' $$d/log; \
 	awk '/dst: [0-9]+ seeds in/ { n += $$3; f += $$(NF-1) } \
@@ -293,14 +315,14 @@ sim-defect: SIM_COMPOSED = 0
 sim-defect:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	first=$$(grep -E -o 'seed [0-9]+ \(' $$d/log | grep -E -o '[0-9]+' | sort -n | head -1); \
 	if grep -q 'INVARIANT unknown-settled-before-release' $$d/log; then \
 	  echo "split hand-over (gap $(SIM_GAP)) found; lowest failing seed: $$first"; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
-	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
+	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test $(SIM_TAGS) -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
 	  rm -rf $$d; \
 	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # sim-plant: the sweep against a build with DEFECT re-planted (a named
@@ -323,7 +345,7 @@ sim-plant:
 	@d=$$(mktemp -d); bin=$$d/dst.test; \
 	inv=$$($(GO) run ./internal/dst/plant -invariant=$(firstword $(subst $(comma), ,$(DEFECT)))) || { rm -rf $$d; exit 2; }; \
 	ov=$$($(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=$$d/plant) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	awk '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } \
@@ -334,7 +356,7 @@ sim-plant:
 	if grep -q "INVARIANT $$inv" $$d/log; then \
 	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first; $$(echo "$$seeds" | wc -l) seeds break it:" $$seeds; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
-	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
+	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test $(SIM_TAGS) -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
 	  rm -rf $$d; \
 	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
@@ -344,13 +366,15 @@ sim-plant:
 # into the simulation and swept over MUTANT_SEEDS composed seeds, then run in
 # one chaos cell (its policy from MUTANT_CELLS, MUTANT_ORDERS orders,
 # MUTANT_FAULTS faults, chaos seed MUTANT_CHAOS_SEED). One sweep or cell at a
-# time. Prints one table: mutant | sim: the invariant it must break, the lowest
+# time. Both are built with the seeded yield points (SIM_TAGS; in the chaos
+# cell each yields the processor half the time, and a thread handing over an
+# unknown outcome loses up to 2 ms there). Prints one table: mutant | sim: the invariant it must break, the lowest
 # seed that broke it, how many seeds did | chaos: the cell, its violations.
 # MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
 MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate
 MUTANT_SEEDS  ?= $(SIM_SEEDS)
-MUTANT_ORDERS ?= 500
-MUTANT_FAULTS ?= 10
+MUTANT_ORDERS ?= 1500
+MUTANT_FAULTS ?= 30
 MUTANT_CHAOS_SEED ?= 7
 MUTANT_GAP    ?= none
 # mutant=policy (the cell where it must show); others: dedup=none,fence=none,tokens=off
@@ -367,7 +391,7 @@ mutants:
 	  inv=$$($(GO) run ./internal/dst/plant -invariant=$$m) || { status=2; continue; }; \
 	  comp=$$($(GO) run ./internal/dst/plant -composed=$$m); \
 	  ov=$$($(GO) run ./internal/dst/plant -defect=$$m -gap=$(MUTANT_GAP) -out=$$d/plant) || { status=2; continue; }; \
-	  $(GO) test -c -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
+	  $(GO) test -c $(SIM_TAGS) -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
 	  for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
 	    (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
 	      -sim.seeds=$(MUTANT_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$$comp >$$d/log.$$i 2>&1) & \
@@ -377,7 +401,7 @@ mutants:
 	  [ -n "$$first" ] || { first=-; status=1; }; \
 	  if grep -q '^panic' $$d/log; then first="$$first(panic)"; status=1; fi; \
 	  cell=$(MUTANT_CELL_DEFAULT); for c in $(MUTANT_CELLS); do [ "$${c%%=*}" = "$$m" ] && cell=$${c#*=}; done; \
-	  $(GO) run -overlay=$$ov ./integration/chaos -seed $(MUTANT_CHAOS_SEED) -orders $(MUTANT_ORDERS) -faults $(MUTANT_FAULTS) -policies "$$cell" >$$d/chaos 2>&1; \
+	  $(GO) run $(SIM_TAGS) -overlay=$$ov ./integration/chaos -seed $(MUTANT_CHAOS_SEED) -orders $(MUTANT_ORDERS) -faults $(MUTANT_FAULTS) -policies "$$cell" >$$d/chaos 2>&1; \
 	  v=$$(grep -E -o '(OK|FAILED|interrupted) \([0-9]+ violations\)' $$d/chaos | tail -1 | grep -E -o '[0-9]+'); \
 	  [ -n "$$v" ] && [ "$$v" -gt 0 ] || status=1; \
 	  printf '%-24s | %-40s %6s %6s | %-36s %s\n' $$m $$inv $$first $$n "$$cell" "$${v:-?}" | tee -a $$out/table; \

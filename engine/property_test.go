@@ -410,7 +410,7 @@ func (h *harness) evaluate(back, fence bool) {
 		h.fatalf("History %d -> %d after %v (model %d)", histBefore, len(hist), d.Outcome, len(h.switches))
 	}
 	if gen := h.m.Token(); gen != uint64(len(hist)) || d.Token != gen {
-		h.fatalf("Generation %d, decision %d, History %d", gen, d.Token, len(hist))
+		h.fatalf("Token %d, decision %d, History %d", gen, d.Token, len(hist))
 	}
 	if grow == 1 && (hist[len(hist)-1].To != d.To || hist[len(hist)-1].Token != d.Token) {
 		h.fatalf("History's last %+v, decision %+v", hist[len(hist)-1], d)

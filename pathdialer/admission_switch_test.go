@@ -114,6 +114,7 @@ func failbackFlip(t *testing.T, idDelay time.Duration) {
 			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
 			c.IdentityInterval = 30 * time.Second
 			c.Engine.Cooldown = 57 * time.Second // failback due at ~62 s
+			c.SuspectAfter = -1                  // that timing counts the DOWN on probe rounds alone
 		})
 		defer h.close()
 		start := time.Now()

@@ -371,6 +371,18 @@ type Config struct {
 	// ProbeJitter: each probe of a round starts after a random delay in
 	// [0, ProbeJitter), so probes of many processes do not align. >= 0.
 	ProbeJitter time.Duration
+	// SuspectAfter: a probe of the active endpoint that has not answered after
+	// SuspectAfter, or that timed out while the endpoint is not DOWN, makes the
+	// endpoint suspect: it is probed again at once, beside the late probe,
+	// instead of at the next round (at most one such probe at a time, and at
+	// most Engine.FailureThreshold of them between two rounds); so does an
+	// order on it still unanswered after SuspectAfter. Each probe
+	// still counts once and DOWN still takes Engine.FailureThreshold failures in
+	// a row; a late probe that answers is a success. On a blackhole the active
+	// endpoint is then DOWN about SuspectAfter + ProbeTimeout after its first
+	// probe began, not a whole ProbeInterval later. Zero means ProbeTimeout/2;
+	// negative turns it off; otherwise it must be below ProbeTimeout.
+	SuspectAfter time.Duration
 	// FenceTimeout bounds one Fencer call. Must be > 0.
 	FenceTimeout time.Duration
 	// FenceBackoff between failed fence attempts.
@@ -592,6 +604,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: ProbeJitter is %v, must be >= 0", ErrInvalidConfig, c.ProbeJitter)
 	case c.ProbeTimeout+c.ProbeJitter >= c.ProbeInterval:
 		return fmt.Errorf("%w: ProbeTimeout (%v) plus ProbeJitter (%v) must be below ProbeInterval (%v), or probe rounds overlap", ErrInvalidConfig, c.ProbeTimeout, c.ProbeJitter, c.ProbeInterval)
+	case c.SuspectAfter >= c.ProbeTimeout:
+		return fmt.Errorf("%w: SuspectAfter (%v) must be below ProbeTimeout (%v) (zero means ProbeTimeout/2, negative turns it off)", ErrInvalidConfig, c.SuspectAfter, c.ProbeTimeout)
 	case c.Engine.MaxHealthAge < 2*c.ProbeInterval:
 		return fmt.Errorf("%w: Engine.MaxHealthAge (%v) must be at least twice ProbeInterval (%v): one late probe round must not make every endpoint stale", ErrInvalidConfig, c.Engine.MaxHealthAge, c.ProbeInterval)
 	case c.Fencer == nil && !c.Engine.BrokerFencesAtLogon:

@@ -108,6 +108,7 @@ func (p *Path) control(ctx context.Context) {
 			}
 			retryC = retry.C
 		}
+		yieldPoint(p, "controller: loop")
 		// What is already waiting is taken in a fixed order: the
 		// coordinator's word first (it decides; an evaluation pending with it
 		// would only delay it, e.g. by another settle), then the reconcilers'
@@ -155,6 +156,12 @@ func (p *Path) control(ctx context.Context) {
 // next: a slow one delays it) and the identity checks every IdentityInterval,
 // until ctx ends. After each round it asks the controller to evaluate.
 func (p *Path) monitor(ctx context.Context) {
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		p.watchOrders(ctx) // late orders make the active endpoint suspect (suspicion.go)
+	}()
+	defer func() { <-watchDone }()
 	ticker := time.NewTicker(p.cfg.ProbeInterval)
 	defer ticker.Stop()
 	var idTick <-chan time.Time
@@ -175,6 +182,7 @@ func (p *Path) monitor(ctx context.Context) {
 			return
 		case <-ticker.C:
 			p.probeRound(ctx)
+			yieldPoint(p, "monitor: round -> kick")
 			if ctx.Err() == nil {
 				p.kick()
 			}
@@ -512,6 +520,7 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 func (c *controller) switched(ctx context.Context, d engine.Decision, reason string) {
 	p := c.p
 	p.setActive(p.eps[d.To], d.Token)
+	yieldPoint(p, "controller: active -> gate")
 	p.stats.switches.Add(1)
 	p.events.emit(Event{Kind: EventSwitch, From: d.From, To: d.To, Token: d.Token, Cause: reason})
 	c.beginReconcile(ctx, d.From, d.To, d.Token, reason)

@@ -38,6 +38,7 @@ type endpointRT struct {
 	lastOK      atomic.Int64 // when the last passive success was recorded (ns since the Path's epoch)
 
 	probing *probeRun // the probe of this endpoint in progress, nil when none (monitor.go)
+	suspect suspicion // probes started early because the endpoint is suspect (suspicion.go)
 }
 
 // Conn is a connection handed out by the Path: tracked under its endpoint so the

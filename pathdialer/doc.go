@@ -68,6 +68,12 @@
 //     not at the next probe round. Report the results of orders and authenticated
 //     reads only: a market-data connection's failures prove nothing about the
 //     order path (transports/ws does not report them).
+//   - A probe of the active endpoint that is late (Config.SuspectAfter) or times
+//     out, and an order on it unanswered for as long, make it suspect: it is
+//     probed again at once rather than at the next round, so a blackhole is
+//     found in about SuspectAfter + ProbeTimeout, not a whole round later. A
+//     late answer is still a success; DOWN still takes FailureThreshold
+//     failures in a row.
 //
 // # The controller is never blocked
 //

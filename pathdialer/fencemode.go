@@ -18,9 +18,12 @@ type FenceMode uint8
 
 const (
 	// FenceModeDefault takes the mode that loses no order silently for the
-	// venue in Config.Venue: FencePreserve where the venue documents a way to
-	// leave without cancelling resting orders (or has no cancel-on-disconnect
-	// at all), FenceFlatten everywhere else. Flatten is the default where
+	// venue in Config.Venue (venue.Profile.DefaultFenceMode): FencePreserve
+	// where the venue documents a way to leave without cancelling resting
+	// orders (or has no cancel-on-disconnect at all), FenceFlatten everywhere
+	// else — including venues where orders are kept only by a choice made at
+	// logon (Coinbase without 8013, Kraken 8674=1), which a switch cannot
+	// see. Flatten is the default where
 	// nothing is documented because a graceful leave the venue does not
 	// promise to honour would leave the outcome to chance; letting
 	// cancel-on-disconnect fire and then confirming each cancel against the
@@ -75,10 +78,7 @@ func (c Config) fenceChoice() (FenceChoice, error) {
 	switch c.FenceMode {
 	case FenceModeDefault:
 		fc.Chosen = "venue default"
-		fc.Mode = venue.Flatten
-		if keeps == venue.EffectNone {
-			fc.Mode = venue.Preserve
-		}
+		fc.Mode, _ = prof.DefaultFenceMode()
 	case FencePreserve:
 		if keeps != venue.EffectNone {
 			_, why := prof.FenceEffect(venue.Preserve)

@@ -34,6 +34,12 @@ func TestFenceModeDefaultFollowsTheVenue(t *testing.T) {
 		{name: "deribit flatten", profile: venue.Deribit(), mode: pathdialer.FenceFlatten, want: venue.Flatten, chosen: "configured", effect: venue.EffectOldPathOrders},
 		{name: "coinbase flatten", profile: venue.CoinbaseExchangeFIX(), mode: pathdialer.FenceFlatten, want: venue.Flatten, chosen: "configured", effect: venue.EffectAllOrders},
 		{name: "kraken flatten", profile: venue.KrakenSpot(), mode: pathdialer.FenceFlatten, want: venue.Flatten, chosen: "configured", effect: venue.EffectOldPathOrders},
+		// Keeping orders needs a choice made at logon (8013 left out, 8674=1)
+		// that the switch cannot see: the default is flatten, and preserve is
+		// the user's explicit word that the sessions log on that way.
+		{name: "coinbase default", profile: venue.CoinbaseExchangeFIX(), mode: pathdialer.FenceModeDefault, want: venue.Flatten, chosen: "venue default", effect: venue.EffectAllOrders},
+		{name: "kraken default", profile: venue.KrakenSpot(), mode: pathdialer.FenceModeDefault, want: venue.Flatten, chosen: "venue default", effect: venue.EffectOldPathOrders},
+		{name: "coinbase preserve", profile: venue.CoinbaseExchangeFIX(), mode: pathdialer.FencePreserve, want: venue.Preserve, chosen: "configured", effect: venue.EffectNone},
 		{name: "preserve without a documented way", mode: pathdialer.FencePreserve, wantErr: "documents no way to leave a path without cancelling"},
 		{name: "not a mode", mode: pathdialer.FenceMode(9), wantErr: "FenceMode 9 is not a FenceMode"},
 	}

@@ -237,9 +237,10 @@ const ticketShards = 64
 type ticketShard struct {
 	mu     sync.Mutex
 	epoch  uint64
+	grants uint64 // tickets granted in this shard so far: numbers them (shardEntry.grant)
 	infos  []shardEntry
 	owners []*Ticket
-	_      [128 - unsafe.Sizeof(sync.Mutex{}) - unsafe.Sizeof(uint64(0)) - unsafe.Sizeof([]shardEntry(nil)) - unsafe.Sizeof([]*Ticket(nil))]byte // shards on separate cache lines
+	_      [128 - unsafe.Sizeof(sync.Mutex{}) - 2*unsafe.Sizeof(uint64(0)) - unsafe.Sizeof([]shardEntry(nil)) - unsafe.Sizeof([]*Ticket(nil))]byte // shards on separate cache lines
 }
 
 // shardEntry is what reconciliation needs of a ticket in flight, kept small:
@@ -247,6 +248,7 @@ type ticketShard struct {
 type shardEntry struct {
 	orderID, service string
 	view             *gateView
+	grant            uint64 // the shard's grants when it was granted (late orders: suspicion.go)
 }
 
 func (e *shardEntry) info() TicketInfo {
@@ -258,7 +260,8 @@ func (e *shardEntry) info() TicketInfo {
 
 func (s *ticketShard) link(t *Ticket, v *gateView) {
 	t.idx, t.epoch = len(s.infos), s.epoch
-	s.infos = append(s.infos, shardEntry{orderID: t.OrderID, service: t.Service, view: v})
+	s.grants++
+	s.infos = append(s.infos, shardEntry{orderID: t.OrderID, service: t.Service, view: v, grant: s.grants})
 	s.owners = append(s.owners, t)
 }
 
@@ -347,6 +350,7 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 			// last in when that one is free (its memory is likely still in this
 			// core's cache: it was probably pooled on this core); otherwise to a
 			// random one, so submitters on different cores rarely meet.
+			yieldPoint(p, "acquire: view -> shard")
 			s := t.shard
 			if t.p != p || s == nil || !s.mu.TryLock() {
 				busy := s
@@ -396,6 +400,7 @@ func (p *Path) setGate(state GateState, endpoint string, gen uint64, cause error
 func (p *Path) setGateReleased(state GateState, endpoint string, gen uint64, cause error, released map[string]bool) *gateView {
 	p.gateMu.Lock()
 	defer p.gateMu.Unlock()
+	yieldPoint(p, "gate: new view")
 	old := p.gate.Load()
 	if old.state == GateClosed {
 		return old
@@ -420,12 +425,14 @@ func (p *Path) GateState() (GateState, error) {
 
 // addUnknown: the ticket's shard lock is held (lock order: shard, then unknownMu).
 func (p *Path) addUnknown(t *Ticket) {
+	yieldPoint(p, "gate: shard -> unknown")
 	p.unknownMu.Lock()
 	p.unknown = append(p.unknown, t)
 	p.unknownMu.Unlock()
 }
 
 func (p *Path) inflightFinished() {
+	yieldPoint(p, "gate: finished")
 	if !p.draining.Load() {
 		return
 	}
@@ -528,6 +535,7 @@ func (p *Path) takeServiceInto(out []TicketInfo, service string) []TicketInfo {
 		}
 		s.mu.Unlock()
 	}
+	yieldPoint(p, "gate: take shards -> take unknown")
 	return p.takeUnknownService(out, service)
 }
 

@@ -17,6 +17,7 @@ import (
 // answered or timed out. A probe still running from an earlier round (it ignores
 // its context) is not started again; that endpoint is counted as timed out.
 func (p *Path) probeRound(ctx context.Context) {
+	p.newSuspicionRound()
 	var wg sync.WaitGroup
 	for _, rt := range p.order {
 		wg.Add(1)
@@ -52,6 +53,9 @@ type probeRun struct {
 	// dropped it; recorded, written before, says which.
 	settled  chan struct{}
 	recorded bool
+	// returned is closed once the call of Config.Probe returned and the slot
+	// (endpointRT.probing) is free.
+	returned chan struct{}
 }
 
 // probeOne probes rt once, bounded by ProbeTimeout, and records the result. A
@@ -60,8 +64,10 @@ type probeRun struct {
 // it waits until that probe's result is recorded (not merely returned), so
 // that whatever the caller does next sees it; when that probe ends without a
 // recorded result (its owner's context ended), probeOne probes afresh. A
-// round that finds a probe of rt still running past its ProbeTimeout (it
-// ignores its context) counts rt as timed out again.
+// round that finds a probe of rt still running past its ProbeTimeout waits
+// up to ProbeTimeout more for its call to return (a stalled host), then
+// probes afresh; if it has not returned by then (it ignores its context), the
+// round counts rt as timed out again.
 func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 	if j := p.cfg.ProbeJitter; j > 0 && !onDemand {
 		t := time.NewTimer(rand.N(j))
@@ -76,14 +82,31 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 		rt.mu.Lock()
 		run := rt.probing
 		if run == nil {
-			run = &probeRun{started: time.Now(), settled: make(chan struct{})}
+			run = &probeRun{started: time.Now(), settled: make(chan struct{}), returned: make(chan struct{})}
 			rt.probing = run
 			rt.mu.Unlock()
-			p.runProbe(ctx, rt, run)
+			if p.runProbe(ctx, rt, run) {
+				p.suspect(ctx, rt) // suspicion.go
+			}
 			return
 		}
 		rt.mu.Unlock()
 		if !onDemand && time.Since(run.started) >= p.cfg.ProbeTimeout {
+			// Its timeout was counted, or is being counted, and its call has
+			// not returned. A probe that honours its context returns at its
+			// deadline unless the host stalled: that stall is one failure, not
+			// two. Give it this round's ProbeTimeout to return, then probe
+			// afresh; one that still runs ignores its context.
+			t := time.NewTimer(p.cfg.ProbeTimeout)
+			select {
+			case <-run.returned:
+				t.Stop()
+				continue
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
 			p.observe(rt.ep.Name, fmt.Errorf("%w: the previous probe of %q has not returned yet (it ignores its context): %w", ErrProbeTimeout, rt.ep.Name, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
 			return
 		}
@@ -102,8 +125,10 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 
 // runProbe runs run, the probe of rt that this call owns, and records its
 // result, or a timeout at ProbeTimeout (the probe ignores its context: its late
-// result is discarded), or nothing when ctx ends first.
-func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
+// result is discarded), or nothing when ctx ends first. It reports whether it
+// recorded a timeout. A probe of the active endpoint still running after
+// SuspectAfter makes it suspect (suspicion.go).
+func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (timedOut bool) {
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
 	recorded := false
@@ -123,6 +148,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 		start := time.Now()
 		err := callProbe(pctx, p.cfg.Probe, rt.ep)
 		lat := time.Since(start)
+		yieldPoint(p, "monitor: probe answered")
 		// The slot is free before the result is delivered: a probe of rt
 		// started from now on is a new probe. One that started waiting before
 		// waits for this result to be recorded (run.settled).
@@ -131,14 +157,36 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 			rt.probing = nil
 		}
 		rt.mu.Unlock()
+		close(run.returned) // after the slot is free: a round waiting for it probes afresh
 		done <- probeResult{err: err, latency: lat}
 	}()
 	timer := time.NewTimer(p.cfg.ProbeTimeout)
 	defer timer.Stop()
+	var late <-chan time.Time
+	if d := p.suspectAfter(); d > 0 && p.suspectable(rt) {
+		lt := time.NewTimer(d)
+		defer lt.Stop()
+		late = lt.C
+	}
+	for late != nil {
+		select {
+		case <-late:
+			late = nil
+			p.suspect(ctx, rt) // the probe is late: probe again beside it
+		case r := <-done:
+			done <- r // taken below
+			late = nil
+		case <-timer.C:
+			late = nil
+			timer.Reset(0) // taken below
+		case <-ctx.Done():
+			late = nil
+		}
+	}
 	select {
 	case r := <-done:
 		if ctx.Err() != nil {
-			return // the Path is closing (or Start's context ended): not evidence about the endpoint
+			return false // the Path is closing (or Start's context ended): not evidence about the endpoint
 		}
 		if pctx.Err() != nil {
 			// It outlived ProbeTimeout: a failure whatever it returned, as the
@@ -153,15 +201,18 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) {
 		}
 		p.observe(rt.ep.Name, r.err, r.latency, false)
 		recorded = true
+		return pctx.Err() != nil
 	case <-timer.C:
 		// The probe ignores its context: count the timeout now; its late result
 		// will be discarded.
 		if ctx.Err() == nil {
 			p.observe(rt.ep.Name, fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
 			recorded = true
+			return true
 		}
 	case <-ctx.Done():
 	}
+	return false
 }
 
 func callProbe(ctx context.Context, probe ProbeFunc, ep Endpoint) (err error) {

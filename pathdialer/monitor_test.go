@@ -51,7 +51,9 @@ func TestProbeTimeoutHonouringContext(t *testing.T) {
 // again once it has returned.
 func TestProbeIgnoringContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 5 })
+		// Rounds alone (SuspectAfter < 0): TestSuspicionProbeIgnoringContext
+		// has the early probes.
+		h := newHarness(t, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 5; c.SuspectAfter = -1 })
 		defer h.close()
 		h.start()
 		h.probes.set("eu", probeHang)
@@ -62,7 +64,9 @@ func TestProbeIgnoringContext(t *testing.T) {
 			t.Fatalf("after the first hung round: %d failures, %v", st.ConsecutiveFailures, st.LastProbeError)
 		}
 		calls := h.probes.count("eu")
-		<-time.After(2 * time.Second) // rounds at 2 s and 3 s
+		// Rounds at 2 s and 3 s: each waits ProbeTimeout for the hung call to
+		// return, then counts a timeout (at 2.5 s and 3.5 s).
+		<-time.After(2100 * time.Millisecond)
 		synctest.Wait()
 		if n := h.probes.count("eu"); n != calls {
 			t.Errorf("the probe was started %d more times while the previous one still ran", n-calls)

@@ -82,7 +82,9 @@ func (v *venueStandIn) leave(via string, keep bool) {
 	defer v.mu.Unlock()
 	v.leaves = append(v.leaves, fmt.Sprintf("%s keep=%v armed-via=%s", via, keep, v.armedVia))
 	cod := v.prof.CancelOnDisconnect
-	if !cod.Known() || cod.Value.Scope == venue.CODNone || (keep && cod.Value.KeepOrders != "") {
+	// keep=1 where the venue keeps orders only by a choice made at logon
+	// (KeepAtLogon) stands for sessions that logged on that way.
+	if !cod.Known() || cod.Value.Scope == venue.CODNone || (keep && (cod.Value.KeepOrders != "" || cod.Value.KeepAtLogon != "")) {
 		return
 	}
 	for id, o := range v.orders {

@@ -39,10 +39,12 @@ func TestFailoverBlackholedPrimary(t *testing.T) {
 
 		h.probes.set("eu", probeBlackhole)
 		hold := h.await(pathdialer.EventHold, nil)
-		// Rounds at 1 s, 2 s and 3 s each time out after 500 ms; the third failure
+		// o-inflight, unanswered, is late at 0.25 s (SuspectAfter, ProbeTimeout/2):
+		// eu is probed early then, and that probe times out at 0.75 s, the next
+		// early one at 1.25 s, the round's at 1 s at 1.5 s: the third failure
 		// makes eu DOWN and the hold follows at once.
-		if got := hold.Time.Sub(start); got != 3500*time.Millisecond {
-			t.Errorf("hold after %v, want 3.5s", got)
+		if got := hold.Time.Sub(start); got != 1500*time.Millisecond {
+			t.Errorf("hold after %v, want 1.5s", got)
 		}
 		if hold.Endpoint != "eu" || hold.Token != 0 {
 			t.Errorf("hold event = %v", hold)

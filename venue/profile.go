@@ -184,9 +184,17 @@ type CancelOnDisconnect struct {
 	Control string `json:"control,omitempty"`
 	// Trigger says what fires it.
 	Trigger string `json:"trigger,omitempty"`
-	// KeepOrders says how to leave without cancelling; empty when no way is
-	// documented.
+	// KeepOrders says how to leave without cancelling, at the moment of
+	// leaving (a Logout carrying an opt-out tag, a WebSocket logout): a way
+	// a path switch can take whatever the session chose at logon. Empty when
+	// no such way is documented.
 	KeepOrders string `json:"keep_orders,omitempty"`
+	// KeepAtLogon says how a session chooses, at logon, to have its end
+	// cancel nothing (Kraken's 8674=1, a Coinbase logon without 8013). A
+	// switch can neither make nor see that choice when it leaves: where it
+	// is the only way to keep orders, the default fence mode is flatten
+	// (DefaultFenceMode). Empty when there is none.
+	KeepAtLogon string `json:"keep_at_logon,omitempty"`
 }
 
 // DeadMan describes a venue's cancel-all-after timer.

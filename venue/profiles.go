@@ -189,7 +189,7 @@ func CoinbaseExchangeFIX() Profile {
 			OnByDefault: false,
 			Control:     "Logon tag CancelOrdersOnDisconnect (8013): S = the session's orders, Y = every open order of the profile (recommended)",
 			Trigger:     "disconnect of a session logged on with 8013",
-			KeepOrders:  "a session logged on without CancelOrdersOnDisconnect (8013); none documented once it is set",
+			KeepAtLogon: "a session logged on without CancelOrdersOnDisconnect (8013); none documented once it is set",
 		}, oe, "8013 CancelOrdersOnDisconnect: S = Cancel all session orders on disconnect; Y = Cancel all profile orders on disconnect (recommended)").
 			With("no default for 8013 is stated: confirm that a logon without it cancels nothing; the retired FIX 4.2 gateway words the tag " +
 				"\"S: Batch cancel all open orders placed during session; Y: Batch cancel all open orders for the current profile. The latter is more performant and recommended.\" " +
@@ -311,10 +311,10 @@ func KrakenSpot() Profile {
 			OnByDefault: true,
 			Control:     "FIX Logon CancelOrdersOnDisconnect (8674): 0 (default) cancels the session's open orders, 1 cancels none",
 			Trigger:     "a FIX session that ends without a Logout exchange (an abnormal disconnection)",
-			KeepOrders:  "a FIX Logout(5) answered before the socket closes, or a logon with CancelOrdersOnDisconnect (8674)=1",
+			KeepAtLogon: "a logon with CancelOrdersOnDisconnect (8674)=1",
 		}, fixLogon, "8674 - CancelOrdersOnDisconnect … Default value: 0 • 0 : Cancel all open orders from this session • 1: Cancel no orders even if the session is disconnected").
 			With("FIX only (REST and WebSocket have the dead man's switch instead); " +
-				"\"Abnormal disconnection without logout will activate cancel-on-disconnect on the session\" (https://docs.kraken.com/exchange/api-reference/unified-fix/logout): confirm on your account that a graceful Logout keeps the orders before relying on it; " +
+				"\"Abnormal disconnection without logout will activate cancel-on-disconnect on the session\" (https://docs.kraken.com/exchange/api-reference/unified-fix/logout): a FIX Logout(5) answered before the socket closes may keep the orders, but no page says so; confirm it on your account before relying on it (the profile does not); " +
 				"\"Single-order cancels on FIX (OrderCancelRequest) only affect orders placed on the same FIX session\" (https://docs.kraken.com/exchange/api-reference/unified-fix): the new session reaches the old session's orders only by OrderMassCancelRequest (530=7: the account's open orders in the older reference, the SenderCompID's in the newer) or over REST"),
 		// CancelAllOrdersAfter: every order of the account, refreshed every
 		// 15-30 s with a 60 s timeout.

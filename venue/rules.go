@@ -353,8 +353,11 @@ func (p Profile) FenceEffect(mode FenceMode) (SwitchEffect, string) {
 		return EffectNone, fmt.Sprintf("%s: no cancel-on-disconnect (%s)", p.Name, quoteOf(c.Source))
 	}
 	if mode == Preserve {
-		if v.KeepOrders != "" {
+		switch {
+		case v.KeepOrders != "":
 			return EffectNone, fmt.Sprintf("%s: leave with %s (%s)", p.Name, v.KeepOrders, c.URL)
+		case v.KeepAtLogon != "":
+			return EffectNone, fmt.Sprintf("%s: nothing cancelled only if the session chose so at logon: %s (%s); a switch cannot see that choice", p.Name, v.KeepAtLogon, c.URL)
 		}
 		return EffectUnknown, fmt.Sprintf("%s: no documented way to leave without cancelling", p.Name)
 	}
@@ -365,6 +368,29 @@ func (p Profile) FenceEffect(mode FenceMode) (SwitchEffect, string) {
 		return EffectAllOrders, fmt.Sprintf("%s: cancel-on-disconnect cancels every open order of the %s, including the new path's (%s)", p.Name, v.Scope, quoteOf(c.Source))
 	}
 	return EffectUnknown, fmt.Sprintf("%s: cancel-on-disconnect scope unknown", p.Name)
+}
+
+// DefaultFenceMode returns the fence mode that loses no resting order
+// silently at this venue, and why: Preserve where the venue has no
+// cancel-on-disconnect or documents a way to keep orders at the moment of
+// leaving (KeepOrders); Flatten everywhere else — where nothing is
+// documented, and where keeping orders needs a choice made at logon
+// (KeepAtLogon), which a switch can neither make nor see. Flatten lets
+// cancel-on-disconnect fire and the open-order reconcile confirms each
+// cancel, so every lost order is a reported one.
+func (p Profile) DefaultFenceMode() (FenceMode, string) {
+	c := p.CancelOnDisconnect
+	switch {
+	case !c.Reliable():
+		return Flatten, fmt.Sprintf("%s: cancel-on-disconnect is not documented: let it fire and confirm the cancels", p.Name)
+	case c.Value.Scope == CODNone:
+		return Preserve, fmt.Sprintf("%s: no cancel-on-disconnect", p.Name)
+	case c.Value.KeepOrders != "":
+		return Preserve, fmt.Sprintf("%s: the old path can leave with %s", p.Name, c.Value.KeepOrders)
+	case c.Value.KeepAtLogon != "":
+		return Flatten, fmt.Sprintf("%s: orders are kept only by a choice made at logon (%s), which a switch cannot see: let cancel-on-disconnect fire and confirm the cancels", p.Name, c.Value.KeepAtLogon)
+	}
+	return Flatten, fmt.Sprintf("%s: no documented way to leave without cancelling: let cancel-on-disconnect fire and confirm the cancels", p.Name)
 }
 
 // Validate checks that every known fact has a source (URL and quote), that an

@@ -377,6 +377,38 @@ func TestFenceEffect(t *testing.T) {
 	}
 }
 
+// The default fence mode is preserve only where the old path can keep its
+// orders at the moment it leaves; where keeping needs a choice made at logon
+// (which a switch cannot see) or nothing is documented, it is flatten.
+func TestDefaultFenceMode(t *testing.T) {
+	for _, c := range []struct {
+		p    venue.Profile
+		want venue.FenceMode
+		say  string
+	}{
+		{venue.Deribit(), venue.Preserve, "DontCancelOnDisconnect (9003)=Y"},
+		{venue.KrakenSpot(), venue.Flatten, "8674"},
+		{venue.CoinbaseExchangeFIX(), venue.Flatten, "8013"},
+		{venue.Alpaca(), venue.Flatten, "not documented"},
+	} {
+		if got, why := c.p.DefaultFenceMode(); got != c.want || !strings.Contains(why, c.say) {
+			t.Errorf("%s: DefaultFenceMode = %v (%s), want %v saying %q", c.p.Name, got, why, c.want, c.say)
+		}
+	}
+	p := strong()
+	p.CancelOnDisconnect = doc(venue.CancelOnDisconnect{Scope: venue.CODNone})
+	if got, _ := p.DefaultFenceMode(); got != venue.Preserve {
+		t.Errorf("no cancel-on-disconnect: %v, want preserve", got)
+	}
+	p.CancelOnDisconnect = doc(venue.CancelOnDisconnect{Scope: venue.CODSession, KeepAtLogon: "tag 1=1"})
+	if got, _ := p.DefaultFenceMode(); got != venue.Flatten {
+		t.Errorf("kept only by a logon choice: %v, want flatten", got)
+	}
+	if got, why := p.FenceEffect(venue.Preserve); got != venue.EffectNone || !strings.Contains(why, "cannot see") {
+		t.Errorf("preserve kept by a logon choice: %v (%s), want none saying the switch cannot see it", got, why)
+	}
+}
+
 func TestLockout(t *testing.T) {
 	if got := venue.BinanceSpot().LockoutAfterDrop(30 * time.Second); got != time.Minute {
 		t.Errorf("binance lockout at HeartBtInt 30s = %v, want 2x = 1m", got)

@@ -57,7 +57,10 @@ func (p Profile) RestingOrders() RestingOrders {
 		if v.Scope == CODProfile || v.Scope == CODAccount {
 			r.Check = append(r.Check, fmt.Sprintf("flatten cancels every open order of the %s, including those placed over the new path, over other APIs and by other programs: re-quote them after the switch", v.Scope))
 		}
-		if v.Scope != CODNone && v.KeepOrders == "" {
+		switch {
+		case v.Scope != CODNone && v.KeepOrders == "" && v.KeepAtLogon != "":
+			r.Check = append(r.Check, "orders are kept only by a choice made at logon, which a switch cannot see: flatten is the default; choose preserve only for sessions that log on that way")
+		case v.Scope != CODNone && v.KeepOrders == "":
 			r.Check = append(r.Check, "no documented way to leave without cancelling: preserve cannot promise anything here")
 		}
 		if c.Note != "" {
@@ -121,6 +124,12 @@ func (p Profile) modeText(mode FenceMode) string {
 	case EffectNone:
 		if c.Value.Scope == CODNone {
 			return "nothing cancelled: no cancel-on-disconnect"
+		}
+		if c.Value.KeepOrders == "" {
+			return "nothing cancelled only if the session chose so at logon: " + c.Value.KeepAtLogon + " (a switch cannot see that choice: flatten is the default)"
+		}
+		if c.Value.KeepAtLogon != "" {
+			return "nothing cancelled, if the old path leaves by: " + c.Value.KeepOrders + " (or if the session chose at logon: " + c.Value.KeepAtLogon + ")"
 		}
 		return "nothing cancelled, if the old path leaves by: " + c.Value.KeepOrders
 	case EffectOldPathOrders:

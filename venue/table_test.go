@@ -24,8 +24,9 @@ func TestRestingOrdersPerShippedProfile(t *testing.T) {
 		"ibkr-client-portal":      unknown,
 		"oanda-v20":               unknown,
 		"coinbase-exchange-fix": {preserve: venue.EffectNone, flatten: venue.EffectAllOrders, contains: map[string][]string{
-			"flatten": {"every open order of the profile cancelled, the new path's included"},
-			"check":   {"including those placed over the new path", "re-quote"},
+			"flatten":  {"every open order of the profile cancelled, the new path's included"},
+			"preserve": {"only if the session chose so at logon", "without CancelOrdersOnDisconnect (8013)"},
+			"check":    {"including those placed over the new path", "re-quote"},
 		}},
 		"deribit": {preserve: venue.EffectNone, flatten: venue.EffectOldPathOrders, contains: map[string][]string{
 			"cod":      {"FIX Logout(5) without DontCancelOnDisconnect (9003)=Y"},
@@ -34,7 +35,7 @@ func TestRestingOrdersPerShippedProfile(t *testing.T) {
 		}},
 		"kraken-spot": {preserve: venue.EffectNone, flatten: venue.EffectOldPathOrders, deadManFirst: true, contains: map[string][]string{
 			"cod":      {"on by default"},
-			"preserve": {"Logout(5)", "CancelOrdersOnDisconnect (8674)=1"},
+			"preserve": {"only if the session chose so at logon", "CancelOrdersOnDisconnect (8674)=1", "flatten is the default"},
 			"deadman":  {"must move first", "CancelAllOrdersAfter", "60 s timeout refreshed every 15 s"},
 			"check":    {"OrderCancelRequest", "the switch must not open that gap"},
 		}},

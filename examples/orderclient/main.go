@@ -16,15 +16,19 @@
 //
 // Every third order is a resting limit order. With -venue the simulated
 // broker plays that venue's resting-order rules, from its profile in package
-// venue: kraken (cancel-on-disconnect of the FIX session's orders, on by
-// default, and a dead-man timer the client keeps armed), coinbase (8013=Y:
-// every open order of the profile, the new path's and REST's included) or
-// deribit (the connection's orders; only a graceful logout keeps them).
-// -fence-mode flatten lets cancel-on-disconnect fire; preserve leaves the
-// venue's way (an opt-out at logon where the venue has one). After every
-// switch the client reconciles its open orders against the broker's list,
-// and the summary says what each switch did to them: cancelled (by what),
-// reported, filled meanwhile.
+// venue, and the runtime (pathdialer) handles them: kraken (cancel-on-
+// disconnect of the FIX session's orders, on by default, and a dead-man
+// timer), coinbase (8013=Y: every open order of the profile, the new path's
+// and REST's included) or deribit (the connection's orders; a Logout with
+// 9003=Y keeps them). -fence-mode is the Path's Config.FenceMode: default
+// (the venue profile's), flatten (let cancel-on-disconnect fire) or preserve
+// (the venue's way: the FIX Logout with the opt-out tag where the venue has
+// one, a session that chose at logon to keep its orders where that is the
+// only way). The dead-man timer is armed through the new path before the
+// old one is fenced (Config.DeadMan), and after every switch the Path
+// reconciles the open orders of each transport against the broker's list
+// (Config.OpenOrders): every order a switch cancelled is reported by its
+// events, and the summary says what each switch did to resting orders.
 //
 // With -report the run is also a game day: -drill-clients extra
 // WebSocket clients share the Path so the surviving region sees a reconnect
@@ -106,7 +110,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.config, "config", "", "JSON file of real endpoints (see orderflow.LoadConfig); secrets come from the environment variables it names")
 	fs.BoolVar(&o.verbose, "v", false, "print every event (successful probes, every acknowledgement)")
 	fs.StringVar(&o.venue, "venue", "none", "resting-order rules the simulated broker plays: none, kraken (session cancel-on-disconnect, dead-man timer), coinbase (profile-wide cancel-on-disconnect) or deribit (per-connection)")
-	fs.StringVar(&o.fenceMode, "fence-mode", "preserve", "how the FIX session leaves a path: preserve (the venue's way of keeping resting orders) or flatten (let cancel-on-disconnect fire)")
+	fs.StringVar(&o.fenceMode, "fence-mode", "default", "how a switch leaves the old path (pathdialer.Config.FenceMode): default (the venue profile's), preserve (the venue's way of keeping resting orders) or flatten (let cancel-on-disconnect fire)")
 	fs.StringVar(&o.report, "report", "", "write a game-day drill report (self-contained HTML) to this file")
 	fs.IntVar(&o.drillClients, "drill-clients", 100, "with -report: extra WebSocket clients on the path, the population whose reconnect wave the survivor absorbs (0: none; simulated broker only)")
 	fs.Float64Var(&o.drillBudget, "drill-budget", 40, "with -report: WebSocket handshake budget per second of each simulated region (0: unlimited)")
@@ -196,12 +200,20 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		return 1, err
 	}
 	defer b.Close()
-	if err := b.SetCancelOnDisconnect(simbroker.FIX, rules.cod); err != nil {
+	if err := b.SetCancelOnDisconnect(simbroker.FIX, rules.brokerCOD); err != nil {
 		return 1, err
 	}
 
 	cfg := orderflow.FromSimBroker(b)
 	cfg.DeadManTimeout, cfg.DeadManRefresh = rules.deadMan, rules.deadMan/4
+	if rules.name != "" {
+		// The runtime handles resting orders: the fence mode, the dead-man
+		// timer armed through the new path before the old one is fenced,
+		// the open-order reconcile after every switch.
+		cfg.Venue = rules.venueFor(cfg.Venue)
+		cfg.PathResting, cfg.FenceMode, cfg.CODSettle = true, rules.mode, 300*time.Millisecond
+		cfg.FIXLogon, cfg.FIXPreserveLogout = rules.logon, rules.logout
+	}
 	if o.timing != nil {
 		cfg.Timing = *o.timing
 	}
@@ -229,10 +241,11 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	fmt.Fprintf(w, "  transports: REST orders + account reads, WebSocket px.EURUSD, FIX 4.4 session %s→%s (sequence model %s, session policy %s)\n",
 		cfg.FIXSenderCompID, cfg.FIXTargetCompID, cfg.Sequence, cfg.SessionPolicy)
 	if rules.name != "" {
-		fmt.Fprintf(w, "  resting orders: the broker plays %s, fence mode %s: %s\n", rules.name, o.fenceMode, rules.effect)
-		fmt.Fprintf(w, "    FIX cancel-on-disconnect %s", rules.cod)
+		fc := c.Path().Snapshot().Fence
+		fmt.Fprintf(w, "  resting orders: the broker plays %s; the Path's fence mode %s (%s): %s\n", rules.name, fc.Mode, fc.Chosen, fc.Why)
+		fmt.Fprintf(w, "    FIX cancel-on-disconnect for a session that asks nothing: %s; Logon fields %v; preserve-mode Logout fields %v", rules.brokerCOD, rules.logon, rules.logout)
 		if rules.deadMan > 0 {
-			fmt.Fprintf(w, "; dead-man timer %s, refreshed every %s (the venue's %s, scaled to the demo)", rules.deadMan, rules.deadMan/4, rules.venueDeadMan)
+			fmt.Fprintf(w, "; dead-man timer %s, refreshed every %s (the venue's %s, scaled to the demo), armed through the new path before each fence", rules.deadMan, rules.deadMan/4, rules.venueDeadMan)
 		}
 		fmt.Fprintln(w)
 	}
@@ -358,7 +371,11 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		rec.Note(orderflow.Info, "scenario", "still pending after drain: %v", pending)
 	}
 	if rules.name != "" {
-		finalOpenReconcile(ctx, c, rec)
+		services := 1 // REST, and FIX when the session is configured
+		if cfg.FIXSenderCompID != "" {
+			services = 2
+		}
+		finalOpenReconcile(ctx, c, rec, services)
 	}
 	sum := c.Check(orderflow.CheckOptions{Audit: b.Audit(), Scenario: &sc, FaultAt: faultAt, Backup: "us"})
 	var report drillflow.Run
@@ -371,6 +388,7 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 			pop.Close()
 		}
 	}
+	lastRuntimeCancelled.Store(int64(c.Path().Snapshot().RestingCancelled))
 	closed = true
 	if err := c.Close(); err != nil {
 		rec.Note(orderflow.Info, "client", "close: %v", err)
@@ -418,8 +436,13 @@ func writeReport(file string, in drill.Input) error {
 	return f.Close()
 }
 
-// lastSummary is the summary of the last simulated run (for tests).
-var lastSummary atomic.Pointer[orderflow.Summary]
+// lastSummary is the summary of the last simulated run (for tests);
+// lastRuntimeCancelled, the Path's count of resting orders cancelled by a
+// switch in it.
+var (
+	lastSummary          atomic.Pointer[orderflow.Summary]
+	lastRuntimeCancelled atomic.Int64
+)
 
 // runReal trades against real endpoints for -duration: no fault, no audit.
 func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
@@ -482,31 +505,47 @@ func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
 	return 0
 }
 
-// resting is the resting-order rules the simulated broker plays for a venue
-// in a fence mode.
+// resting is how the demo trades resting orders under a venue's rules: the
+// rules the simulated broker plays (from the venue's profile), and what the
+// runtime is given — the fence mode, the Logon and Logout fields, the
+// dead-man timer.
 type resting struct {
-	name         string
-	cod          simbroker.CODScope
-	deadMan      time.Duration
-	venueDeadMan time.Duration
-	effect       string
+	name    string
+	profile venue.Profile
+	// mode is the fence mode given to the Path; resolved is the one in force
+	// (the venue's default when mode is FenceModeDefault).
+	mode     pathdialer.FenceMode
+	resolved venue.FenceMode
+	// brokerCOD is the broker's cancel-on-disconnect for a FIX session that
+	// asks for nothing at logon (the venue's default).
+	brokerCOD simbroker.CODScope
+	// logon and logout: the FIX fields the session logs on with (the
+	// venue's cancel-on-disconnect choice) and the Logout fields that keep
+	// orders (fix.Options.PreserveLogout).
+	logon, logout map[int]string
+	deadMan       time.Duration
+	venueDeadMan  time.Duration
+	effect        string
 }
 
-// restingRules maps -venue and -fence-mode to the broker's rules, from the
-// venue profile: flatten lets the venue's cancel-on-disconnect fire;
-// preserve leaves its way — where that way is chosen at logon (Kraken
-// 8674=1, Coinbase without 8013), the session cancels nothing on a drop;
-// where it is a graceful logout (Deribit 9003=Y), an outage that kills the
-// connection still fires it.
+// restingRules maps -venue and -fence-mode to the broker's rules and the
+// runtime's settings, from the venue profile. Flatten lets the venue's
+// cancel-on-disconnect fire; preserve leaves the venue's way: a Logout with
+// the opt-out tag where the venue keeps orders at logout (Deribit 9003=Y),
+// or, where orders are kept only by a choice made at logon (Kraken 8674=1,
+// Coinbase without 8013), a session that logged on that way. The default
+// is the venue profile's (DefaultFenceMode).
 func restingRules(name, mode string) (resting, error) {
-	var fm venue.FenceMode
+	var fm pathdialer.FenceMode
 	switch mode {
-	case "preserve", "": // the default
-		fm = venue.Preserve
+	case "default", "":
+		fm = pathdialer.FenceModeDefault
+	case "preserve":
+		fm = pathdialer.FencePreserve
 	case "flatten":
-		fm = venue.Flatten
+		fm = pathdialer.FenceFlatten
 	default:
-		return resting{}, fmt.Errorf("-fence-mode %q: want preserve or flatten", mode)
+		return resting{}, fmt.Errorf("-fence-mode %q: want default, preserve or flatten", mode)
 	}
 	var p venue.Profile
 	switch name {
@@ -521,10 +560,29 @@ func restingRules(name, mode string) (resting, error) {
 	default:
 		return resting{}, fmt.Errorf("-venue %q: want none, kraken, coinbase or deribit", name)
 	}
-	effect, why := p.FenceEffect(fm)
-	r := resting{name: p.Name, cod: simbroker.CODScopeOf(p), effect: why}
-	if fm == venue.Preserve && effect == venue.EffectNone && name != "deribit" {
-		r.cod = simbroker.CODOff // opted out at logon
+	r := resting{name: p.Name, profile: p, mode: fm, brokerCOD: simbroker.CODFor(p)}
+	switch fm {
+	case pathdialer.FencePreserve:
+		r.resolved = venue.Preserve
+	case pathdialer.FenceFlatten:
+		r.resolved = venue.Flatten
+	default:
+		r.resolved, _ = p.DefaultFenceMode()
+	}
+	_, r.effect = p.FenceEffect(r.resolved)
+	preserve := r.resolved == venue.Preserve
+	switch name {
+	case "kraken": // on by default for the session; 8674=1 opts out at logon
+		if preserve {
+			r.logon = map[int]string{simbroker.TagKrakenCOD: "1"}
+		}
+	case "coinbase": // off unless asked at logon: 8013=Y, the recommended value
+		if !preserve {
+			r.logon = map[int]string{simbroker.TagCoinbaseCOD: "Y"}
+		}
+	case "deribit": // asked at logon; a Logout with 9003=Y keeps the orders
+		r.logon = map[int]string{simbroker.TagDeribitCOD: "Y"}
+		r.logout = map[int]string{simbroker.TagDontCancelOnDisconnect: "Y"}
 	}
 	if dm, ok := p.DeadManTimer(); ok {
 		r.venueDeadMan, r.deadMan = dm.Timeout, 4*time.Second
@@ -532,15 +590,42 @@ func restingRules(name, mode string) (resting, error) {
 	return r, nil
 }
 
-// finalOpenReconcile reconciles the open orders once more after the drain
-// (resting orders cancelled after the last switch's reconcile are reported
-// too) and disarms the dead-man timer.
-func finalOpenReconcile(ctx context.Context, c *orderflow.Client, rec *orderflow.Recorder) {
+// venueFor is the broker's own profile with the venue's resting-order
+// facts: what the Path is told the venue does to resting orders.
+func (r resting) venueFor(broker venue.Profile) venue.Profile {
+	v := broker
+	v.Name = broker.Name + " as " + r.profile.Name
+	v.CancelOnDisconnect = r.profile.CancelOnDisconnect
+	v.DeadMan = r.profile.DeadMan
+	return v
+}
+
+// finalOpenReconcile waits, after the drain, until the Path has reported
+// the open-order reconcile of the last switch (every resting order that
+// switch cancelled is reported by the runtime's events, not by the demo),
+// then disarms the dead-man timer.
+func finalOpenReconcile(ctx context.Context, c *orderflow.Client, rec *orderflow.Recorder, services int) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	ep, _ := c.Path().Active()
-	if _, err := c.ReconcileOpen(ctx, ep.Name); err != nil {
-		rec.Note(orderflow.Info, "scenario", "final open-order reconcile: %v", err)
+	p := c.Path()
+	for {
+		_, gen := p.Active()
+		s := p.Snapshot()
+		done := 0
+		for _, r := range s.OpenOrders {
+			if r.Token == gen {
+				done++
+			}
+		}
+		if gen == 0 || done >= services {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			rec.Note(orderflow.Info, "scenario", "the open-order reconcile of the last switch did not report within 5 s")
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	if err := c.StopDeadMan(ctx); err != nil {
 		rec.Note(orderflow.Info, "scenario", "stop the dead-man timer: %v", err)

@@ -150,25 +150,40 @@ func TestDemoReport(t *testing.T) {
 	}
 }
 
-// The demo with resting orders fails over and back under the rules of three
-// venues: session cancel-on-disconnect with a dead-man timer (Kraken),
-// profile-wide cancel-on-disconnect (Coinbase 8013=Y), and the same venue
-// preserving its orders (no 8013 at logon). Every order the broker cancels
-// by itself is reported; preserve cancels none.
+// The demo with resting orders fails over and back, in both fence modes,
+// under the rules of three profiles: session cancel-on-disconnect with a
+// dead-man timer (Kraken), profile-wide cancel-on-disconnect (Coinbase
+// 8013=Y) and per-connection cancel-on-disconnect with a Logout that keeps
+// orders (Deribit 9003=Y). The runtime does the work — the fence mode, the
+// dead-man timer armed through the new path before each fence, the
+// open-order reconcile after every switch — and every order the broker
+// cancelled by itself is reported by the runtime's events (its count of
+// orders cancelled by a switch equals the broker's). Preserve cancels
+// nothing where the session's way of keeping orders holds (a logon choice at
+// Kraken and Coinbase, a failback's graceful Logout at Deribit).
 func TestDemoRestingOrdersPerVenue(t *testing.T) {
 	for _, tc := range []struct {
 		venue, mode string
 		cancels     bool
 		deadMan     bool
-		want        string
+		want        []string
 	}{
-		{"kraken", "flatten", true, true, "cancel-on-disconnect cancels the session's orders"},
-		{"coinbase", "flatten", true, false, "cancels every open order of the profile, including the new path's"},
-		{"coinbase", "preserve", false, false, "leave with a session logged on without CancelOrdersOnDisconnect"},
+		{"kraken", "flatten", true, true, []string{"cancel-on-disconnect cancels the session's orders", "dead-man-armed us eu→us", "resting-cancelled eu→us"}},
+		{"kraken", "preserve", false, true, []string{"fence mode preserve (configured)", "8674", "dead-man-armed us eu→us"}},
+		{"kraken", "default", true, true, []string{"fence mode flatten (venue default)"}},
+		{"coinbase", "flatten", true, false, []string{"cancels every open order of the profile, including the new path's", "resting-cancelled eu→us"}},
+		{"coinbase", "preserve", false, false, []string{"fence mode preserve (configured)", "8013"}},
+		{"deribit", "preserve", true, false, []string{"fence mode preserve (venue default)", "9003", "switch us → eu at"}},
 	} {
 		t.Run(tc.venue+"-"+tc.mode, func(t *testing.T) {
 			o := testOptions("down")
 			o.venue, o.fenceMode = tc.venue, tc.mode
+			if tc.mode == "default" {
+				o.fenceMode = ""
+			}
+			if tc.venue == "deribit" {
+				o.fenceMode = "" // preserve is Deribit's default
+			}
 			var out, errb bytes.Buffer
 			if code := runWith(context.Background(), o, &out, &errb); code != 0 {
 				t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
@@ -181,14 +196,27 @@ func TestDemoRestingOrdersPerVenue(t *testing.T) {
 				t.Errorf("resting orders cancelled by the broker %d, reported %d; want cancels=%v, all reported\n%s",
 					sum.RestingCancelled, sum.RestingReported, tc.cancels, out.String())
 			}
+			if got := lastRuntimeCancelled.Load(); got != int64(sum.RestingCancelled) {
+				t.Errorf("the runtime counted %d resting orders cancelled by a switch, the broker cancelled %d\n%s", got, sum.RestingCancelled, out.String())
+			}
 			for _, inv := range sum.Invariants {
 				if inv.ID == orderflow.InvDeadMan && inv.Checked != tc.deadMan {
-					t.Errorf("I13 checked=%v, want %v (%s)", inv.Checked, tc.deadMan, inv.NotChecked)
+					t.Errorf("I18 checked=%v, want %v (%s)", inv.Checked, tc.deadMan, inv.NotChecked)
+				}
+				if inv.ID == orderflow.InvRestingReported && !inv.Checked {
+					t.Errorf("I17 not checked: %s", inv.NotChecked)
 				}
 			}
-			for _, w := range []string{tc.want, "resting orders   ", "switch eu → us at"} {
+			for _, w := range append([]string{"resting orders   ", "switch eu → us at"}, tc.want...) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q\n%s", w, out.String())
+				}
+			}
+			if tc.venue == "deribit" {
+				// The outage kills eu's connection (its orders go, reported);
+				// the failback leaves us with a Logout carrying 9003=Y.
+				if n := len(sum.RestingBySwitch); n < 2 || sum.RestingBySwitch[1].Cancelled != 0 {
+					t.Errorf("deribit preserve: the failback's graceful Logout should keep us's orders: %+v", sum.RestingBySwitch)
 				}
 			}
 		})

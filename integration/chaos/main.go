@@ -18,10 +18,14 @@
 // Coinbase's 8013=Y) cancels them when a fault drops the session; the
 // client reconciles its open orders after every switch (and once after the
 // drain), and the table counts the resting orders the broker cancelled by
-// itself against those the client was told of (invariant I12). With
+// itself against those the client was told of (invariant I17). With
 // -deadman the client keeps the broker's dead-man timer armed and the table
 // counts the gaps in which a resting order was open and no timer was
-// (invariant I13).
+// (invariant I18). -resting-by says who handles resting orders across a
+// switch: the Path (its fence mode, the dead-man timer armed through the new
+// path before each fence, the open-order reconcile after every switch), the
+// client's own reconciler, or (the default) the Path in the first cell and
+// then cell by cell in turn; the table marks the Path's cells.
 //
 //	go run ./integration/chaos                          # fresh random seed, printed; the whole matrix
 //	go run ./integration/chaos -seed 12345              # replay: same schedule
@@ -81,6 +85,13 @@ type options struct {
 	deadMan    time.Duration
 	venues     []venue.Profile // -venues: the venue matrix instead (venues.go)
 	venueScale float64
+	// restingBy: who handles resting orders across a switch, per cell:
+	// "runtime" (the Path's fence mode, dead-man hook and open-order
+	// reconcile), "client" (the client's own reconciler) or "alternate"
+	// (the first cell the runtime, the next the client, ...); byRuntime is
+	// the current cell's.
+	restingBy string
+	byRuntime bool
 }
 
 func run(ctx context.Context, args []string, w io.Writer) int {
@@ -99,6 +110,7 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	fs.DurationVar(&o.deadMan, "deadman", 0, "arm the broker's dead-man timer with this timeout, refreshed every quarter of it (0: none)")
 	vens := fs.String("venues", "", "run the venue matrix instead of the policy matrix: \"all\" (every shipped venue profile) or profile names separated by ','")
 	fs.Float64Var(&o.venueScale, "venue-scale", 60, "with -venues: venue time runs this many times faster (lookup lags, windows, budgets)")
+	fs.StringVar(&o.restingBy, "resting-by", "alternate", "who handles resting orders across a switch: runtime (the Path's fence mode, dead-man hook and open-order reconcile), client (the client's own reconciler) or alternate (cell by cell, the runtime first)")
 	pols := fs.String("policies", "matrix", "broker policies to run the schedule under, separated by ';' (each: dedup=across|open-only|none,fence=none|enforced,tokens=off|checked), or \"matrix\" for "+orderflow.PolicyMatrixNames())
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -106,6 +118,10 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	var err error
 	if o.cod, err = parseCOD(*cod); err != nil {
 		fmt.Fprintln(w, "chaos:", err)
+		return 2
+	}
+	if o.restingBy != "runtime" && o.restingBy != "client" && o.restingBy != "alternate" {
+		fmt.Fprintf(w, "chaos: -resting-by %q: want runtime, client or alternate\n", o.restingBy)
 		return 2
 	}
 	if o.deadMan < 0 {
@@ -133,6 +149,9 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	popts := plan.Options{Regions: regions, Faults: o.faults, Span: expected * 85 / 100, Warmup: 3 * time.Second}
 	sched := plan.Generate(o.seed, popts)
 	fmt.Fprintf(w, "chaos: seed %d (replay: make chaos SEED=%d)\n", o.seed, o.seed)
+	if yieldPoints {
+		fmt.Fprintln(w, "chaos: built with the Path's yield points (-tags dstyield): each yields the processor half the time")
+	}
 	fmt.Fprintf(w, "chaos: schedule digest %s — %d faults over %s on regions %s: %s\n", sched.Digest(), len(sched.Faults),
 		sched.End().Round(time.Second), o.regions, strings.Join(sched.CountByKind(), " "))
 	if o.scheduleOnly {
@@ -148,11 +167,12 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 		o.orders, rate, o.restEvery, o.fixEvr, expected.Round(time.Second), len(o.policies))
 	code := 0
 	var rows []Row
-	for _, p := range o.policies {
+	for i, p := range o.policies {
 		if ctx.Err() != nil {
 			break
 		}
-		fmt.Fprintf(w, "\n=== policy %s\n", p)
+		o.byRuntime = o.restingBy == "runtime" || (o.restingBy == "alternate" && i%2 == 0)
+		fmt.Fprintf(w, "\n=== policy %s (resting orders handled by the %s)\n", p, map[bool]string{true: "Path", false: "client"}[o.byRuntime])
 		r, err := newRunner(ctx, o, regions, sched, w, p)
 		if errors.Is(err, orderflow.ErrPolicyNotOffered) {
 			fmt.Fprintln(w, "chaos:", err)
@@ -172,6 +192,9 @@ func run(ctx context.Context, args []string, w io.Writer) int {
 	WriteTable(w, rows)
 	return code
 }
+
+// killSwitchRTT is how long the broker's kill switch takes to answer.
+const killSwitchRTT = 5 * time.Millisecond
 
 type injected struct {
 	f             plan.Fault
@@ -226,6 +249,14 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 	if o.deadMan > 0 {
 		cfg.DeadManTimeout, cfg.DeadManRefresh = o.deadMan, o.deadMan/4
 	}
+	if o.byRuntime {
+		// The Path handles resting orders: it is told the session's
+		// cancel-on-disconnect (and timer), lets it fire (flatten), arms
+		// the timer through the new path before each fence, and reconciles
+		// open orders after every switch.
+		cfg.Venue = restingVenue(cfg.Venue, o.cod, o.deadMan)
+		cfg.PathResting, cfg.FenceMode, cfg.CODSettle = true, pathdialer.FenceFlatten, 500*time.Millisecond
+	}
 	cfg.Timing.FlapLimit = 12
 	cfg.Timing.FlapWindow = 30 * time.Second
 	cfg.Timing.Cooldown = 2 * time.Second
@@ -233,11 +264,26 @@ func newRunner(ctx context.Context, o options, regions []string, sched plan.Sche
 	// holds it lasts: a provisional NOT_RECEIVED must not become final (and
 	// be re-sent) before then. Twice the schedule's longest fault.
 	cfg.Timing.Quarantine = 2 * sched.LongestFault()
+	if fence := cfg.BrokerFence; fence != nil {
+		// The kill switch is a request to the broker: it answers after a
+		// round trip, not the instant it is asked.
+		cfg.BrokerFence = func(ctx context.Context, region string, on bool) error {
+			t := time.NewTimer(killSwitchRTT)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+			return fence(ctx, region, on)
+		}
+	}
 	c, err := orderflow.New(cfg)
 	if err != nil {
 		_ = b.Close()
 		return nil, err
 	}
+	installYield(c.Path()) // builds with -tags dstyield only (make mutants)
 	sctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := c.Start(sctx); err != nil {
@@ -300,13 +346,14 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		r.awaitReports()
 	}
 	audit := r.b.Audit()
-	sum := r.c.Check(orderflow.CheckOptions{Audit: audit})
+	sum := r.c.Check(orderflow.CheckOptions{Audit: audit, Faults: r.injectedFaults(), Connections: r.b.Connections()})
 	if r.venue != nil {
 		sum = reportedAlarms(sum)
 	}
 	r.sum = sum
 	closed = true
 	_ = r.c.Close()
+	removeYield(r.c.Path())
 	if r.o.verbose {
 		r.c.Recorder().WriteTimeline(r.w, false)
 	}
@@ -401,8 +448,8 @@ func (r *runner) row(sum orderflow.Summary, violations []string) Row {
 	rep, unrep := sum.LateReported()
 	row := Row{Policy: r.pol, Orders: len(r.c.Orders()), Duplicates: sum.Duplicates, Allowed: sum.DuplicatesAllowed,
 		RestingCancelled: sum.RestingCancelled, RestingReported: sum.RestingReported, DeadManGaps: sum.DeadManGaps,
-		DeadMan: r.o.deadMan > 0,
-		Losses:  sum.Losses, TwoLive: sum.TwoLivePaths, LateReported: rep, LateUnreported: unrep, Halts: sum.Halts,
+		DeadMan: r.o.deadMan > 0, ByRuntime: r.o.byRuntime,
+		Losses: sum.Losses, TwoLive: sum.TwoLivePaths, LateReported: rep, LateUnreported: unrep, Halts: sum.Halts,
 		Repeats: sum.Repeats, Violations: len(violations), Result: "OK"}
 	for _, t := range sum.Transports {
 		row.NotSent += t.NotSent
@@ -466,6 +513,34 @@ func (r *runner) inject(ctx context.Context) {
 			r.mu.Unlock()
 		}()
 	}
+}
+
+// injectedFaults lists the faults injected, per region, for the checker's
+// failback invariant (I14).
+func (r *runner) injectedFaults() []orderflow.Fault {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []orderflow.Fault
+	for _, in := range r.inj {
+		fails := false
+		switch in.f.Kind {
+		case plan.Blackhole, plan.Down, plan.Flap, plan.AllDown, plan.Partition:
+			fails = true
+		}
+		has := func(s simbroker.Service) bool {
+			for _, x := range in.f.Services {
+				if x == s {
+					return true
+				}
+			}
+			return false
+		}
+		for _, rg := range in.f.Regions {
+			out = append(out, orderflow.Fault{Region: rg, Kind: in.f.Kind, At: in.at, Recovered: in.recovered,
+				FailsProbe: fails && has(simbroker.Probe), FailsTradePath: fails && has(simbroker.REST)})
+		}
+	}
+	return out
 }
 
 func (r *runner) faultsDone() bool {
@@ -818,6 +893,13 @@ func parseCOD(s string) (simbroker.CODScope, error) {
 func (r *runner) finalOpenReconcile() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if r.o.byRuntime {
+		r.awaitPathReconcile(ctx)
+		if err := r.c.StopDeadMan(ctx); err != nil {
+			fmt.Fprintf(r.w, "chaos: stop the dead-man timer: %v\n", err)
+		}
+		return
+	}
 	ep, _ := r.c.Path().Active()
 	if _, err := r.c.ReconcileOpen(ctx, ep.Name); err != nil {
 		fmt.Fprintf(r.w, "chaos: final open-order reconcile: %v\n", err)
@@ -825,4 +907,43 @@ func (r *runner) finalOpenReconcile() {
 	if err := r.c.StopDeadMan(ctx); err != nil {
 		fmt.Fprintf(r.w, "chaos: stop the dead-man timer: %v\n", err)
 	}
+}
+
+// awaitPathReconcile waits until the Path has reported the open-order
+// reconcile of the last switch for both transports (orders that switch
+// cancelled are reported by the Path's events, not by a final sweep).
+func (r *runner) awaitPathReconcile(ctx context.Context) {
+	p := r.c.Path()
+	for {
+		_, gen := p.Active()
+		done := 0
+		for _, rep := range p.Snapshot().OpenOrders {
+			if rep.Token == gen {
+				done++
+			}
+		}
+		if gen == 0 || done >= 2 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(r.w, "chaos: the Path's open-order reconcile of the last switch did not report in time\n")
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// restingVenue is the simulated broker's profile with the FIX session's
+// cancel-on-disconnect and, when armed, a dead-man timer: what the Path is
+// told the venue does to resting orders.
+func restingVenue(p venue.Profile, cod simbroker.CODScope, deadMan time.Duration) venue.Profile {
+	const doc = "https://pkg.go.dev/github.com/brokerpath/brokerpath/internal/simbroker"
+	scope := map[simbroker.CODScope]venue.CODScope{simbroker.CODOff: venue.CODNone, simbroker.CODConnection: venue.CODConnection,
+		simbroker.CODSession: venue.CODSession, simbroker.CODProfile: venue.CODProfile}[cod]
+	p.CancelOnDisconnect = venue.Documented(venue.CancelOnDisconnect{Scope: scope, OnByDefault: true, Trigger: "the end of the FIX session's connection"}, doc, "the broker's cancel-on-disconnect default")
+	if deadMan > 0 {
+		p.DeadMan = venue.Documented(venue.DeadMan{Available: true, API: "POST /v1/account/cancel-all-after", Timeout: deadMan, Refresh: deadMan / 4}, doc, "dead-man timer")
+	}
+	return p
 }

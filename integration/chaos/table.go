@@ -25,6 +25,9 @@ type Row struct {
 	RestingCancelled, RestingReported, DeadManGaps int
 	DeadMan                                        bool
 	Result                                         string
+	// ByRuntime: the Path handled resting orders (its fence mode, dead-man
+	// hook and open-order reconcile), not the client's own reconciler.
+	ByRuntime bool
 }
 
 // WriteTable prints the matrix as a Markdown table.
@@ -38,7 +41,7 @@ func WriteTable(w io.Writer, rows []Row) {
 			fmt.Sprint(r.Orders), fmt.Sprint(r.NotSent), fmt.Sprint(r.Refused), fmt.Sprint(r.Faults),
 			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), fmt.Sprint(r.Losses), fmt.Sprint(r.TwoLive),
 			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
-			fmt.Sprintf("%d / %d", r.RestingCancelled, r.RestingReported), deadManCell(r), result(r)})
+			fmt.Sprintf("%d / %d%s", r.RestingCancelled, r.RestingReported, byCell(r)), deadManCell(r), result(r)})
 	}
 	width := make([]int, len(head))
 	for _, row := range cells {
@@ -82,4 +85,12 @@ func deadManCell(r Row) string {
 		return "no timer"
 	}
 	return fmt.Sprint(r.DeadManGaps)
+}
+
+// byCell marks a row whose resting orders the runtime handled.
+func byCell(r Row) string {
+	if r.ByRuntime {
+		return " (by the Path)"
+	}
+	return ""
 }

@@ -28,6 +28,33 @@
 //	flow-resumes-after-heal         with every fault healed, the gate is open again
 //	orders-flow                     some order was acknowledged (a run that books nothing
 //	                                proves nothing)
+//	resting-cancel-reported         every acknowledged resting order the broker's cancel-on-disconnect
+//	                                cancelled when a switch left its session (within CODSettle of that
+//	                                fence) is reported by an EventRestingCancelled naming it, or loudly
+//	                                by an open-order reconcile that failed, after the cancel
+//	no-dead-man-gap                 where the venue requires a dead-man timer, no path is fenced before
+//	                                the timer was armed (the DeadMan hook returned nil, begun after the
+//	                                previous fence) on the endpoint the switch goes to
+//
+// Resting orders (RestingSim, drawn for every seed from a source of its
+// own; on in half of them): the traders' limit orders rest on the book; a
+// session connection dialed through the Path (on a grid of its own, apart
+// from the stream's) asks the broker for a profile-wide cancel-on-disconnect,
+// so a fence that closes it (flatten), or an outage that kills it, cancels
+// every open order of the account. In preserve mode its farewell
+// (Conn.SetFarewell) is the WebSocket logout, which keeps them. The Path is
+// given the fence mode, CODSettle (100–600 ms), an open-order check
+// (Config.OpenOrders: the client's acknowledged limit orders against the
+// broker's open-order list and lookups, through the new endpoint) and, in
+// half of those seeds, a dead-man timer (2–6 s; Config.DeadMan arms it
+// through the endpoint a switch goes to, the client refreshes it through the
+// active one), with, in half of those, a window in which every arm fails (a
+// loud hold, then a halt, of any switch in it). Both resting invariants are
+// judged in every seed. A cancel-on-disconnect the broker applies later
+// than CODSettle after the fence that left its session (a blackholed close
+// reaches the broker only at the heal) is not judged, and is counted in
+// Notes: the Path reads the venue's open orders once, CODSettle after the
+// fence, and a later cancel is reported only by the next switch's reconcile.
 //
 // The Path is given a trade-path check (Config.TradePathCheck): an
 // authenticated order-status query, through the endpoint's REST address, of
@@ -61,14 +88,18 @@
 // gate hands a ticket from "in flight" to "unknown" in two steps, as it
 // once did (make sim-defect). The window between the steps is a few
 // instructions; virtual time cannot open it by itself (the simulation has no
-// preemption), so the overlay can put a yield (-gap=gosched) or a virtual
-// pause there, standing in for a thread descheduled at that point.
+// preemption). The seeded yield points (below) open it without any planted
+// yield; the overlay can still put one there (-gap=gosched) or a virtual
+// pause, standing in for a thread descheduled at that point.
 //
 // The driver is TestSimSeeds (make sim; a short run in make test). A
 // failing seed prints the one command that replays it and writes its trace
 // (the same trace as in the sweep, see below):
 //
-//	go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=N -sim.trace=sim-N.trace
+//	go test -tags dstyield ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=N -sim.trace=sim-N.trace
+//
+// (-tags dstyield: the build make sim sweeps, with the seeded yield points;
+// a seed of a build without them replays without the tag.)
 //
 // # Determinism, and where it stops
 //
@@ -149,6 +180,36 @@
 // that meets another, a fault that acts on several connections at once)
 // can bring variation back. -sim.twice finds it, and the first lines that
 // differ name the events to pull apart.
+//
+// # Yield points
+//
+// Built with the tag dstyield (make sim, sim-plant, sim-defect and mutants
+// build so; SIM_TAGS= builds without), pathdialer has yield points where its
+// goroutines hand state to each other: in the gate, between a ticket's shard
+// and the list of unknown outcomes, between the view Acquire read and the
+// shard it registers in, before a new gate view is stored, between taking
+// the shards and taking the unknown outcomes, and where a finished ticket
+// wakes a waiting switch; in the controller, at the top of its loop and
+// between publishing the new active endpoint and announcing the switch; in
+// the monitor, between a probe's answer and its recording, and between a
+// round's end and its kick. At each, a hook the simulation installs
+// (pathdialer.SetYieldHook, in that build only) decides from the seed
+// whether the goroutine yields the processor (runtime.Gosched): every other
+// goroutine runnable at that virtual instant then runs first, as if this one
+// had been preempted there. A seed draws how often its points yield (every
+// hit, or one in two, four or eight); Stats.Yields counts the yields taken.
+// On one P the points are reached in the same order in every run, so the
+// draws replay with the seed (make sim SIM_ARGS=-sim.twice: 200 of 200 seeds
+// byte-identical). In ordinary builds a yield point is an empty function the
+// compiler inlines away.
+//
+// The old split hand-over (plant split-gate: Ticket.Unknown takes the ticket
+// out of its shard, unlocks, then adds it to the unknown outcomes), planted
+// exactly as it was with no gap, swept over plain seeds 1–1000 (make
+// sim-plant DEFECT=split-gate SIM_GAP=none): found by 12 seeds (lowest 9;
+// unknown-settled-before-release) with the yield points, by none without
+// (SIM_TAGS=). The composed sweep of 1,000 seeds with the yield points on
+// and nothing planted stays green (make sim: 55 s of CPU on this machine).
 //
 // # Process pauses (coordinated seeds)
 //
@@ -329,35 +390,42 @@
 //
 // make mutants plants, one at a time, the mutants of internal/dst/plant
 // listed below (each the smallest overlay of today's code that breaks one
-// guarantee), sweeps 1,000 composed seeds against each (MUTANT_SEEDS), runs
-// one chaos cell with the same overlay (go run -overlay=... ./integration/chaos;
-// MUTANT_CHAOS_SEED, MUTANT_ORDERS, MUTANT_FAULTS, the cell per mutant in
-// MUTANT_CELLS) and prints one table. Measured on this code:
+// guarantee), sweeps 1,000 seeds against each (MUTANT_SEEDS; composed seeds,
+// plain ones for split-gate), runs one chaos cell with the same overlay (go
+// run -overlay=... ./integration/chaos; MUTANT_CHAOS_SEED, MUTANT_ORDERS,
+// MUTANT_FAULTS, the cell per mutant in MUTANT_CELLS) and prints one table.
+// Both are built with the yield points (-tags dstyield; in the chaos cell
+// each yields the processor half the time, and a thread handing over an
+// unknown outcome loses up to 2 ms there). Measured on this code (the first
+// two rows in a second run of make mutants, after the chaos client's kill
+// switch got its round trip and the checker I16):
 //
-//	mutant                 invariant broken                lowest seed  seeds of 1000  chaos cell (dedup,fence,tokens)  violations
-//	fence-closes-nothing   fence-closes-order-connections  1            191            none,none,off                    1 (I11; 0 in another run)
-//	gate-before-reconcile  no-ticket-while-held            1            460            none,none,off                    0
-//	fence-not-waited       switch-after-fence-confirmed    6            537            none,enforced,off                0
-//	acquire-while-held     no-ticket-while-held            1            541            none,enforced,off                0 (1, I11, in another run)
-//	failback-no-cooldown   no-failback-within-cooldown     1            441            none,none,off                    0
-//	drop-unknown           every-unknown-order-settled     2            329            none,none,off                    4 (I2 losses)
-//	split-gate             (unknown-settled-before-release) -           0              none,none,off                    0
+//	mutant                 invariant broken                 lowest seed  seeds of 1000  chaos cell (dedup,fence,tokens)  violations
+//	fence-closes-nothing   fence-closes-order-connections   1            191            none,none,off                    8 (I16, I11)
+//	gate-before-reconcile  no-ticket-while-held             1            463            none,none,off                    6 (I12)
+//	fence-not-waited       switch-after-fence-confirmed     6            537            none,enforced,off                2 (I13)
+//	acquire-while-held     no-ticket-while-held             1            541            none,enforced,off                271 (I12, I11)
+//	failback-no-cooldown   no-failback-within-cooldown      1            441            none,none,off                    2 (I14)
+//	drop-unknown           every-unknown-order-settled      2            328            none,none,off                    28 (I2, I15, I4)
+//	split-gate             unknown-settled-before-release   9            12             none,none,off                    6 (I15)
 //
-// The chaos cell is seed 7 (blackholes: unknown outcomes), 500 orders, 10
-// faults; a chaos seed fixes the schedule, not the network, so a cell's
-// count varies between runs. The chaos checker judges what reached the
-// broker, and three mutants leave nothing there it looks at: an early gate
-// opens as the reconcile's lookups leave, on the same region, so orders
-// rarely beat them to the broker (I11); a switch made before the broker's
-// kill switch answered, and a failback without cooldown or success
-// threshold, book nothing wrongly in a short cell. Catching them there needs
-// checks the chaos checker does not have: orders granted between a hold and
-// its release from the client's own record, the switch against the broker's
-// record of its kill switch, failbacks against the schedule's injected
-// faults. split-gate, the old split hand-over with nothing between its two
-// steps, is not found by either: on one P without preemption nothing runs
-// between them (make sim-defect SIM_GAP=gosched finds it with a planted
-// yield; the simulation has no seeded yield points yet).
+// The chaos cell is seed 7, 1,500 orders, 30 faults (about 90 s); a chaos
+// seed fixes the schedule, not the network, so a cell's count varies between
+// runs (a short cell of 500 orders and 10 faults made no switch at all in
+// some runs). What reached the broker alone did not show four of the
+// mutants (an early gate opens as the reconcile's lookups leave, a switch
+// made before the kill switch answered, an early failback and a fence that
+// closes nothing book nothing wrongly in a short run), so the chaos checker
+// (internal/orderflow) also judges: I12, the client's own record of each
+// attempt (begun after a hold, granted before the release); I13, every
+// switch against the broker's record of its kill switch (the chaos client's
+// kill switch answers after a 5 ms round trip, as a request to a broker
+// does); I14, failbacks against the faults the schedule injected; I15,
+// every order begun before a switch and finished unknown before its release
+// against the orders that switch reconciled; I16, the network's record of
+// each order connection against the fences. split-gate is swept over plain
+// seeds (it needs no composed move): exactly as it was, with no planted gap,
+// the yield points find it; without them no seed does (see "Yield points").
 //
 // # Planted defects
 //
@@ -388,6 +456,13 @@
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
+//
+// The resting-order defects are found by the resting seeds (make sim-plant
+// DEFECT=name SIM_SEEDS=60, seeds 1–60 without the composed moves):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 60
+//	open-orders-skipped      resting-cancel-reported                1            12
+//	dead-man-not-awaited     no-dead-man-gap                        3            13
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
@@ -461,7 +536,8 @@
 //     that dials through a given function, both honouring virtual time.
 //   - CPU time and GC pauses take no virtual time (time only advances when
 //     every goroutine in the bubble is blocked), nor is there preemption
-//     between two statements. Process pauses are modelled only in
+//     between two statements other than at the yield points (above), which
+//     yield the processor but take no virtual time. Process pauses are modelled only in
 //     coordinated seeds and only at the hook points listed under "Process
 //     pauses": the library's own goroutines (the Path's controller, its
 //     monitor and timers, the gate, net/http's connection goroutines, the

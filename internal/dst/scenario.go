@@ -120,6 +120,10 @@ type Scenario struct {
 	Identity         bool
 	IdentityInterval time.Duration
 	ReconcileTimeout time.Duration
+
+	// Resting: resting orders across switches (resting_sim.go), drawn for
+	// every seed from a source of its own.
+	Resting RestingSim
 }
 
 // Pause is one process pause of a coordinated Scenario: from At (or, with
@@ -217,6 +221,7 @@ func NewScenario(seed uint64) Scenario {
 		}
 		s.FollowerLast = r.IntN(2) == 0
 	}
+	drawResting(&s)
 	return s
 }
 
@@ -250,6 +255,9 @@ func (s Scenario) String() string {
 	}
 	if s.ReconcileTimeout > 0 {
 		fmt.Fprintf(&b, "  reconcile timeout %v\n", s.ReconcileTimeout)
+	}
+	if s.Resting.On {
+		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)
 	}
 	return b.String()
 }

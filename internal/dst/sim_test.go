@@ -89,7 +89,11 @@ func replayCommand(seed uint64) string {
 	if *flagComp != composedByDefault {
 		resend += fmt.Sprintf(" -sim.composed=%v", *flagComp)
 	}
-	return fmt.Sprintf("go test ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
+	tags := ""
+	if YieldPoints {
+		tags = " -tags dstyield"
+	}
+	return fmt.Sprintf("go test"+tags+" ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
 
 // TestSimSeeds runs -sim.seeds seeds from -sim.start (or the one -sim.seed)
@@ -242,7 +246,7 @@ var flagResend = flag.Bool("sim.resend", false, "TestSimSeeds: resend an order t
 // order twice on a broker that does not deduplicate, when the first copy was
 // still in the network (a late landing). A sweep finds such a seed.
 func TestSimNaiveResendFindsDuplicate(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
+	for seed := uint64(1); seed <= 600; seed++ {
 		res := runSeed(t, seed, Options{ResendNaive: true})
 		for _, v := range res.Violations {
 			if strings.Contains(v, InvDuplicate) {
@@ -254,7 +258,7 @@ func TestSimNaiveResendFindsDuplicate(t *testing.T) {
 			}
 		}
 	}
-	t.Fatal("300 seeds with naive resends found no duplicate")
+	t.Fatal("600 seeds with naive resends found no duplicate")
 }
 
 // Resending only what Path.MayResend allows books nothing twice, whatever

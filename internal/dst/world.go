@@ -103,6 +103,8 @@ type Stats struct {
 	// broker rejected for a stale token, and orders booked on a lapsed
 	// lease by a broker that does not check tokens (reported in Notes).
 	Pauses, Lapses, Expired, StaleRejected, LapsedBookings int
+	// Yields taken at the Path's yield points (builds with -tags dstyield).
+	Yields int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -143,6 +145,7 @@ type orderRec struct {
 
 // world is one run's state.
 type world struct {
+	yield *yielder // the seed's yield points (builds with -tags dstyield)
 	s     Scenario
 	o     Options
 	start time.Time
@@ -170,6 +173,8 @@ type world struct {
 	resends  sync.WaitGroup
 	resendN  int
 	cx       composed // the composed moves' record (composed.go)
+
+	rs *restingSim // resting orders across switches (resting_sim.go)
 }
 
 type release struct {
@@ -259,6 +264,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.trade(i) }()
 	}
+	w.startResting(&wg, w.start.Add(s.Duration)) // resting_sim.go
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
@@ -271,6 +277,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 	w.co.close()
 	res := w.check()
 	w.close()
+	res.Stats.Yields = w.yields()
 	return res, nil
 }
 
@@ -366,9 +373,11 @@ func (w *world) build() error {
 	pc.OnEvent = w.onEvent
 	// A coordinated Path is driven by the simulated coordinator (coord.go).
 	pc.ExternalDecisions = s.Coordinated
+	w.buildResting(&pc) // resting_sim.go: last, it wraps the hooks
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
+	w.installYield() // seeded yield points (builds with -tags dstyield)
 	ro := rest.Options{Hosts: []string{"broker.invalid"}}
 	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
 		// The library's fencing token: each order carries the generation
@@ -422,7 +431,7 @@ func (w *world) wsRand() func() float64 {
 // dial is the Path's dialer: the in-memory network, with WebSocket dials
 // paced by the scenario (see build).
 func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
-	if strings.Contains(a, ".ws.") {
+	if strings.Contains(a, ".ws.") && ctx.Value(sessionKey{}) == nil { // the resting session dials on its own grid
 		// WebSocket dials happen on a grid of StreamPaced from the start,
 		// at most one per point: the Stream's random wait before a round
 		// (under wsBackoff, below the grid step) is absorbed, so when the
@@ -984,6 +993,7 @@ func (w *world) close() {
 	}
 	if w.path != nil {
 		_ = w.path.Close()
+		w.removeYield()
 	}
 	if w.rt != nil {
 		w.rt.CloseIdleConnections()

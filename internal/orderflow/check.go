@@ -28,12 +28,17 @@ const (
 	InvFIXSeq       = 9  // FIX sequence numbers continuous
 	InvScenario     = 10 // the scenario's expectations (failover, failback, halt)
 	InvReconcile    = 11 // no order of a service reached the broker on the new endpoint before the reconcile's lookups were answered
+	InvHeldGrant    = 12 // no order granted while its service's submissions were held (the client's record of its attempts)
+	InvFenceFirst   = 13 // no switch before the broker's kill switch for the region being left answered (the broker's audit)
+	InvFailback     = 14 // no failback within Cooldown of the failure injected on the primary, nor before it could answer FailbackSuccessThreshold probes since it healed
+	InvHandedOver   = 15 // every order begun before a switch or resume and finished unknown before the release is among its reconciled orders (the client's record against the reconciles' orders)
+	InvFenceCloses  = 16 // the local fence closes the client's order connections to the region (the network's record)
 	// InvRestingReported: every resting order the broker cancelled by itself
 	// (cancel-on-disconnect, dead-man) before the last release was reported.
-	InvRestingReported = 12
+	InvRestingReported = 17
 	// InvDeadMan: an armed dead-man timer protected the account throughout
 	// the window the client needed one.
-	InvDeadMan = 13
+	InvDeadMan = 18
 )
 
 // invLast is the highest invariant number.
@@ -56,6 +61,11 @@ var invariantNames = map[int]string{
 	InvFIXSeq:          "FIX sequence numbers continuous",
 	InvScenario:        "the scenario's expectations (failover, failback, halt)",
 	InvReconcile:       "reconcile before release (no order of a service reached the broker on the new endpoint before the broker had answered the reconcile's lookups of that service's orders)",
+	InvHeldGrant:       "no order granted while its service's submissions were held (an attempt begun after a hold that was answered, refused as fenced or booked before the release)",
+	InvFenceFirst:      "no switch before the broker's kill switch for the region being left had answered (the broker's record of its fence)",
+	InvFailback:        "no failback within Cooldown of the failure injected on the primary, nor before the primary could have answered FailbackSuccessThreshold probes since that failure healed",
+	InvHandedOver:      "every REST order begun before a switch (or a resume after a halt) that the client saw finish unknown before flow was released is among that switch's reconciled orders",
+	InvFenceCloses:     "the local fence closes the client's order connections (REST, FIX) to the region being left (the network's record of each connection)",
 	InvRestingReported: "no resting order cancelled by a switch goes unreported (every cancel the broker made by itself — cancel-on-disconnect, dead-man — reported by an open-order reconcile)",
 	InvDeadMan:         "no dead-man gap (an armed timer protected the account throughout the window the client needed one)",
 }
@@ -248,6 +258,13 @@ type CheckOptions struct {
 	FaultAt time.Time
 	// Backup is the endpoint the fault should move flow to.
 	Backup string
+	// Faults are the faults the run injected (a chaos schedule), for the
+	// failback check (I14); none: not checked.
+	Faults []Fault
+	// Connections are the network's record of every client connection to
+	// the broker (simbroker.Broker.Connections), for the fence check (I16);
+	// none: not checked.
+	Connections []simbroker.Connection
 }
 
 // Check evaluates the invariants over the Client's History with the
@@ -344,10 +361,27 @@ func (ck *checker) run() {
 		ck.clientBook()
 		ck.repeats()
 		ck.reconcileFirst()
+		if h.BrokerFence {
+			ck.fenceFirst()
+		} else {
+			notChecked[InvFenceFirst] = "no broker kill switch"
+		}
 	} else {
-		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile, InvRestingReported, InvDeadMan} {
+		for _, n := range []int{InvNoDuplicate, InvOneLivePath, InvLateLandings, InvClientBook, InvRepeats, InvReconcile, InvFenceFirst, InvRestingReported, InvDeadMan} {
 			notChecked[n] = "no broker audit"
 		}
+	}
+	ck.heldGrants()
+	ck.handedOver()
+	if len(opts.Connections) > 0 {
+		ck.fenceCloses()
+	} else {
+		notChecked[InvFenceCloses] = "no record of the connections"
+	}
+	if len(opts.Faults) > 0 && h.Failback.Cooldown > 0 {
+		ck.failbacks()
+	} else {
+		notChecked[InvFailback] = "no injected faults or failback rule given"
 	}
 	switch {
 	case !audit:
@@ -1092,4 +1126,398 @@ func doorService(s string) string {
 		return REST
 	}
 	return s
+}
+
+// heldMargin is how long before a release event an attempt must have been
+// granted to be judged: the release event is stamped just after the gate
+// opened (the controller may be descheduled between the two on a loaded
+// host), when no reconcile success, stamped before the gate opens, bounds
+// the opening more tightly.
+const heldMargin = 100 * time.Millisecond
+
+// heldSpan is a span in which a service's submissions were held: from the
+// hold or halt event (stamped after the gate was held) until the release
+// that let the service's orders flow again. openAfter is an instant the
+// gate cannot have opened before (the last reconcile success of the span,
+// stamped before the release; else the release minus heldMargin).
+type heldSpan struct {
+	service          string
+	from, release    time.Time // release zero: never released
+	openAfter        time.Time
+	cause            string
+	reconcileSuccess time.Time
+}
+
+// downHoldCause is how a hold taken by a Report on the reporting goroutine
+// (not the controller) is worded; its event can be stamped after the
+// controller reopened the gate, so it starts no span.
+const downHoldCause = "held while the switch is decided"
+
+// heldSpans returns, per service of the client's orders, the spans in which
+// its submissions were held, from the Path's controller's events.
+func (ck *checker) heldSpans() []heldSpan {
+	services := map[string]bool{}
+	for i := range ck.h.Orders {
+		services[ck.h.Orders[i].Transport] = true
+	}
+	open := map[string]*heldSpan{}
+	var out []heldSpan
+	end := func(svc string, e pathdialer.Event) {
+		s, ok := open[svc]
+		if !ok {
+			return
+		}
+		s.release = e.Time
+		s.openAfter = e.Time.Add(-heldMargin)
+		if !s.reconcileSuccess.IsZero() {
+			s.openAfter = s.reconcileSuccess
+		}
+		out = append(out, *s)
+		delete(open, svc)
+	}
+	for _, e := range ck.h.Events {
+		switch e.Kind {
+		case pathdialer.EventHold, pathdialer.EventHalt:
+			if e.Kind == pathdialer.EventHold && strings.Contains(e.Cause, downHoldCause) {
+				continue
+			}
+			for svc := range services {
+				if _, ok := open[svc]; !ok {
+					open[svc] = &heldSpan{service: svc, from: e.Time, cause: e.Cause}
+				}
+			}
+		case pathdialer.EventReconcileSuccess:
+			if !holdsFlow(e.Cause) {
+				continue
+			}
+			for svc, s := range open {
+				if e.Service == "" || e.Service == svc {
+					s.reconcileSuccess = e.Time
+				}
+			}
+		case pathdialer.EventRelease:
+			if e.Service != "" {
+				end(e.Service, e)
+				continue
+			}
+			for svc := range services {
+				end(svc, e)
+			}
+		}
+	}
+	for _, s := range open {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].from.Equal(out[j].from) {
+			return out[i].from.Before(out[j].from)
+		}
+		return out[i].service < out[j].service
+	})
+	return out
+}
+
+// heldGrants judges guarantee 2 (and the gate's hold) from the client's own
+// record: an attempt begun after its service's submissions were held (the
+// hold's event is stamped after the gate was held, so Acquire began on a
+// held gate) that was granted (answered, refused because its endpoint was
+// fenced, or seen by the broker) before the gate can have opened was
+// granted on a held gate.
+func (ck *checker) heldGrants() {
+	spans := ck.heldSpans()
+	for i := range ck.h.Orders {
+		o := &ck.h.Orders[i]
+		as := attempts(o)
+		for k, a := range as {
+			granted, how := a.Granted, "the transport returned with it granted"
+			if len(as) == 1 && ck.h.Audit != nil {
+				// The broker's first record of the order (it came through
+				// some door, so it had a ticket), when that is earlier.
+				for _, r := range ck.h.Audit.Orders() {
+					if r.ClientOrderID == o.ClOrdID && !r.Time.Before(a.At) {
+						if granted.IsZero() || r.Time.Before(granted) {
+							granted, how = r.Time, fmt.Sprintf("the broker received it through %s (%s, %s)", r.Region, r.Service, r.Outcome)
+						}
+						break
+					}
+				}
+			}
+			if granted.IsZero() {
+				continue
+			}
+			for _, s := range spans {
+				if s.service != o.Transport || !a.At.After(s.from) || !(s.release.IsZero() || granted.Before(s.openAfter)) {
+					continue
+				}
+				rel := "never released"
+				if !s.release.IsZero() {
+					rel = "released at " + fmtDur(ck.rel(s.release))
+				}
+				ck.violate(InvHeldGrant, o.ClOrdID, "GRANTED WHILE HELD: %s order %s (attempt %d) began at %s, after %s submissions were held at %s (%s), and was granted by %s: %s; the hold was %s",
+					o.Transport, o.ClOrdID, k+1, fmtDur(ck.rel(a.At)), o.Transport, fmtDur(ck.rel(s.from)), shortCause(s.cause), fmtDur(ck.rel(granted)), how, rel)
+				break
+			}
+		}
+	}
+}
+
+// shortCause cuts an event's cause to a readable length.
+func shortCause(s string) string {
+	if len(s) > 80 {
+		return s[:77] + "..."
+	}
+	return s
+}
+
+// fenceFirst judges, from the broker's audit alone, that every switch away
+// from an endpoint came after the broker's kill switch for its region had
+// answered: the region is fenced at the broker (a span of its fence
+// records) at the switch's instant. The switch event is stamped after the
+// Path switched, the fence record when the broker fenced: a fence recorded
+// after the switch was not waited for.
+func (ck *checker) fenceFirst() {
+	spans := ck.h.Audit.FenceSpans()
+	for _, e := range ck.h.Events {
+		if e.Kind != pathdialer.EventSwitch || e.From == "" || e.From == e.To {
+			continue
+		}
+		region := ck.regionOf[e.From]
+		if region == "" {
+			continue
+		}
+		covered := false
+		var later time.Time
+		for _, s := range spans {
+			if s.Region != region {
+				continue
+			}
+			if !s.From.After(e.Time) && (s.Until.IsZero() || s.Until.After(e.Time)) {
+				covered = true
+				break
+			}
+			if s.From.After(e.Time) && later.IsZero() {
+				later = s.From
+			}
+		}
+		if covered {
+			continue
+		}
+		what := "the broker never fenced it"
+		if !later.IsZero() {
+			what = fmt.Sprintf("the broker fenced it only at %s", fmtDur(ck.rel(later)))
+		}
+		ck.violate(InvFenceFirst, "", "SWITCH BEFORE THE KILL SWITCH: %s→%s at %s while region %s was not fenced at the broker: %s",
+			e.From, e.To, fmtDur(ck.rel(e.Time)), region, what)
+	}
+}
+
+// failbacks judges each failback (a switch to the primary whose cause is a
+// failback) against the faults the run injected, not
+// the Path's account of itself: flow comes back to the primary no sooner
+// than Cooldown after the failure injected on it that it left for (the
+// cooldown runs from a switch, which came after that failure was armed),
+// and no sooner than the primary could have answered
+// FailbackSuccessThreshold probes in a row after a failure of its probe
+// healed (half a ProbeInterval apart, allowing for probes made on demand).
+func (ck *checker) failbacks() {
+	rule := ck.h.Failback
+	faults := ck.opts.Faults
+	// left[ep]: when flow last began to leave ep (the hold or fence before
+	// the switch away from it: the engine's switch came after).
+	left := map[string]time.Time{}
+	holdAt := time.Time{}
+	for _, e := range ck.h.Events {
+		switch e.Kind {
+		case pathdialer.EventHold, pathdialer.EventHalt, pathdialer.EventFenceStart:
+			if holdAt.IsZero() {
+				holdAt = e.Time
+			}
+		case pathdialer.EventRelease, pathdialer.EventResume:
+			if e.Service == "" {
+				holdAt = time.Time{}
+			}
+		case pathdialer.EventSwitch:
+			from := holdAt
+			if from.IsZero() {
+				from = e.Time
+			}
+			left[e.From] = from
+			to := e.To
+			holdAt = time.Time{}
+			// Only a failback is gated (the event's cause says which): a
+			// failover to the primary, away from an active endpoint that
+			// went DOWN, never waits.
+			if to != ck.primary || e.From == to || e.Cause != "failback" {
+				continue
+			}
+			region := ck.regionOf[to]
+			since, ok := left[to]
+			if !ok {
+				continue
+			}
+			// The failure it left for: the latest fault on its region armed
+			// before flow began to leave it.
+			var cause *Fault
+			for i := range faults {
+				f := &faults[i]
+				if f.Region == region && !f.At.After(since) && (cause == nil || f.At.After(cause.At)) {
+					cause = f
+				}
+			}
+			if cause != nil && e.Time.Before(cause.At.Add(rule.Cooldown)) {
+				ck.violate(InvFailback, "", "FAILBACK WITHIN COOLDOWN: back to %s at %s, %s after the %s fault injected on %s at %s (Cooldown %s)",
+					to, fmtDur(ck.rel(e.Time)), fmtDur(e.Time.Sub(cause.At)), cause.Kind, region, fmtDur(ck.rel(cause.At)), rule.Cooldown)
+				continue
+			}
+			if rule.Successes > 1 && rule.ProbeInterval > 0 {
+				need := time.Duration(rule.Successes-1) * rule.ProbeInterval / 2
+				for i := range faults {
+					f := &faults[i]
+					// Only a failure of both the probe and the trade path: either
+					// one's answers count towards the successes in a row.
+					if f.Region != region || !f.FailsProbe || !f.FailsTradePath || f.At.After(e.Time) {
+						continue
+					}
+					if f.Recovered.IsZero() || e.Time.Before(f.Recovered.Add(need)) {
+						healed := "still armed"
+						if !f.Recovered.IsZero() {
+							healed = fmt.Sprintf("%s after it healed at %s", fmtDur(e.Time.Sub(f.Recovered)), fmtDur(ck.rel(f.Recovered)))
+						}
+						ck.violate(InvFailback, "", "FAILBACK BEFORE THE PRIMARY COULD BE STABLE: back to %s at %s, %s, while %d answers in a row take at least %s (the %s fault injected on %s at %s)",
+							to, fmtDur(ck.rel(e.Time)), healed, rule.Successes, need, f.Kind, region, fmtDur(ck.rel(f.At)))
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// handedOver judges the hand-over of unknown outcomes to a switch's
+// reconcile (or a resume's, after a halt) from the client's own record. A
+// switch takes, after its event, every ticket in flight or of unknown
+// outcome; the gate is held from before the event until the release. So a
+// REST order whose one attempt began before the event and that was granted
+// before the hold (it returned unknown before REST was released again, or
+// the broker received it before the event) was, at the take, in flight or
+// unknown: unless a reconcile begun earlier had it, or it was settled
+// before the event, it must be among the orders of a reconcile begun after
+// the event and before the release.
+func (ck *checker) handedOver() {
+	events := ck.h.Events
+	listed := func(id string, from, to time.Time) bool {
+		for _, e := range events {
+			if e.Kind != pathdialer.EventReconcileStart || e.Time.Before(from) || !e.Time.Before(to) {
+				continue
+			}
+			for _, t := range e.Tickets {
+				if t.OrderID == id {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range ck.h.Orders {
+		o := &ck.h.Orders[i]
+		if o.Transport != REST || !o.Unknown || len(o.Attempts) != 1 || o.Attempts[0].Granted.IsZero() {
+			continue
+		}
+		a := o.Attempts[0]
+		u := a.Granted
+		for j, w := range events {
+			if w.Kind != pathdialer.EventSwitch && w.Kind != pathdialer.EventResume || !a.At.Before(w.Time) {
+				continue
+			}
+			to, what := w.To, fmt.Sprintf("the switch %s→%s", w.From, w.To)
+			if w.Kind == pathdialer.EventResume {
+				to, what = w.Endpoint, "the resume on "+w.Endpoint
+			}
+			if listed(o.ClOrdID, a.At, w.Time) {
+				break // an earlier reconcile took it
+			}
+			settled := false
+			for _, v := range o.Verdicts {
+				if v.At.Before(w.Time) {
+					settled = true
+				}
+			}
+			if settled || o.Acked && o.AckedAt.Before(w.Time) {
+				break
+			}
+			// The release of REST on the switch's target after it.
+			var release time.Time
+			for _, e := range events[j+1:] {
+				if e.Kind == pathdialer.EventSwitch || e.Kind == pathdialer.EventResume {
+					break // decided again (the next reconcile carries the tickets over)
+				}
+				if e.Kind == pathdialer.EventRelease && e.Endpoint == to && (e.Service == "" || e.Service == REST) {
+					release = e.Time
+					break
+				}
+			}
+			if release.IsZero() {
+				break
+			}
+			if !u.Before(release) {
+				seen := false
+				for _, r := range ck.h.Audit.Orders() {
+					if r.ClientOrderID == o.ClOrdID && !r.Time.Before(a.At) && r.Time.Before(w.Time) {
+						seen = true
+						break
+					}
+				}
+				if !seen {
+					break // it may have been granted after the release
+				}
+			}
+			if !listed(o.ClOrdID, w.Time, release.Add(time.Nanosecond)) {
+				ck.violate(InvHandedOver, o.ClOrdID, "NOT HANDED OVER: rest order %s, begun at %s before %s at %s and granted before its hold, finished unknown (returned at %s), and no reconcile of it had the order before REST flowed again on %s at %s",
+					o.ClOrdID, fmtDur(ck.rel(a.At)), what, fmtDur(ck.rel(w.Time)), fmtDur(ck.rel(u)), to, fmtDur(ck.rel(release)))
+			}
+			break
+		}
+	}
+}
+
+// fenceSettle bounds how long after a local fence began the network may
+// note the end of a connection it closed (a relay reading its socket on a
+// loaded host); fenceRace leaves out connections opened just before it (a
+// dial the fence met halfway is refused or closed by the Path, not judged).
+const (
+	fenceSettle = time.Second
+	fenceRace   = 100 * time.Millisecond
+)
+
+// fenceCloses judges the local fence from the network's record: at every
+// fence of an endpoint (its event comes just before the Path closes the
+// endpoint's connections), every order connection to its region (REST or
+// FIX, one that carried an order: not a probe's or a health check's own)
+// opened well before and still open is closed within fenceSettle.
+func (ck *checker) fenceCloses() {
+	carried := map[string]bool{}
+	for _, r := range ck.h.Audit.Orders() {
+		carried[r.ConnID] = true
+	}
+	for _, e := range ck.h.Events {
+		if e.Kind != pathdialer.EventFenceStart {
+			continue
+		}
+		region := ck.regionOf[e.Endpoint]
+		for _, c := range ck.opts.Connections {
+			if c.Region != region || (c.Service != simbroker.REST && c.Service != simbroker.FIX) || !carried[c.ConnID] ||
+				!c.Opened.Before(e.Time.Add(-fenceRace)) || !c.Closed.IsZero() && c.Closed.Before(e.Time) {
+				continue
+			}
+			if !c.Closed.IsZero() && c.Closed.Before(e.Time.Add(fenceSettle)) {
+				continue
+			}
+			end := "still open at the end"
+			if !c.Closed.IsZero() {
+				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(c.Closed)))
+			}
+			ck.violate(InvFenceCloses, "", "FENCE CLOSED NOTHING: %s connection %s to %s, opened at %s, was open when the fence of %s began at %s and %s",
+				c.Service, c.ConnID, region, fmtDur(ck.rel(c.Opened)), e.Endpoint, fmtDur(ck.rel(e.Time)), end)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package orderflow_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -294,6 +295,47 @@ func TestCheckHistoryCatchesEveryPlantedViolation(t *testing.T) {
 		{"FIX sequence went back", func(h *orderflow.History) {
 			h.FIX.Backward = 1
 		}, orderflow.InvFIXSeq, "", "went back", nil},
+		{"granted while held: refused as fenced", func(h *orderflow.History) {
+			// R12's attempt began at 1000 ms, while submissions were held
+			// (940–1100), and came back at 1005 ms refused because its
+			// ticket's endpoint was fenced: it had a ticket, granted on a
+			// held gate. Nothing reached the broker.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "R12", Transport: "rest", PlacedAt: at(1000), AttemptAt: at(1000),
+				NotSent:  "its endpoint was fenced before it left",
+				Attempts: []orderflow.Attempt{{At: at(1000), Granted: at(1005)}}})
+		}, orderflow.InvHeldGrant, "R12", "GRANTED WHILE HELD", nil},
+		{"granted while held: seen by the broker before the reconcile succeeded", func(h *orderflow.History) {
+			// F4 began at 1020 ms and reached the broker through us at 1040
+			// ms, before the reconcile succeeded (1100): the gate opened
+			// early, whatever the release event says.
+			h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F4", Transport: "fix", PlacedAt: at(1020), AttemptAt: at(1020),
+				Sent: true, Acked: true, AckedAt: at(1200), AckEndpoint: "us", BookedRegion: "us",
+				Attempts: []orderflow.Attempt{{At: at(1020), Sent: true, Endpoint: "us", Granted: at(1190)}}})
+			bookIn(h, 1040, "us", "fix", "us/fix/1", "F4", simbroker.OutcomeNew)
+			renumber(h)
+		}, orderflow.InvHeldGrant, "F4", "the broker received it through us", nil},
+		{"an unknown outcome the switch's reconcile missed", func(h *orderflow.History) {
+			// R2's transport returned unknown at 910 ms, before the switch
+			// (1000), but the switch's reconcile did not list it: the
+			// hand-over from "in flight" to "unknown" lost it on the way.
+			orderIn(h, "R2").Attempts[0].Granted = at(910)
+			for i := range h.Events {
+				if h.Events[i].Kind == pathdialer.EventReconcileStart {
+					h.Events[i].Tickets = slices.DeleteFunc(slices.Clone(h.Events[i].Tickets), func(t pathdialer.TicketInfo) bool { return t.OrderID == "R2" })
+				}
+			}
+		}, orderflow.InvHandedOver, "R2", "NOT HANDED OVER", nil},
+		{"an unknown outcome the switch's reconcile missed, returned after the release", func(h *orderflow.History) {
+			// R2's transport returned unknown only at 1200 ms, after the
+			// release, but the broker had received it at 905 ms: it was
+			// granted before the hold, so the switch's take had it.
+			orderIn(h, "R2").Attempts[0].Granted = at(1200)
+			for i := range h.Events {
+				if h.Events[i].Kind == pathdialer.EventReconcileStart {
+					h.Events[i].Tickets = slices.DeleteFunc(slices.Clone(h.Events[i].Tickets), func(t pathdialer.TicketInfo) bool { return t.OrderID == "R2" })
+				}
+			}
+		}, orderflow.InvHandedOver, "R2", "NOT HANDED OVER", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,7 +401,9 @@ func TestCheckHistoryWithoutAudit(t *testing.T) {
 		t.Fatalf("violations: %v", sum.Violations)
 	}
 	for _, inv := range sum.Invariants {
-		want := inv.ID == orderflow.InvNoLoss || inv.ID == orderflow.InvHalt || inv.ID == orderflow.InvStream || inv.ID == orderflow.InvFIXSeq
+		// I12 reads the client's own record and the Path's events.
+		want := inv.ID == orderflow.InvNoLoss || inv.ID == orderflow.InvHalt || inv.ID == orderflow.InvStream || inv.ID == orderflow.InvFIXSeq ||
+			inv.ID == orderflow.InvHeldGrant || inv.ID == orderflow.InvHandedOver
 		if inv.Checked != want {
 			t.Errorf("I%d checked=%v (%s)", inv.ID, inv.Checked, inv.NotChecked)
 		}
@@ -453,5 +497,198 @@ func TestCheckHistorySettleOfUnknownOutcomesDoesNotHoldFlow(t *testing.T) {
 	renumber(&h)
 	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); !sum.OK() {
 		t.Fatalf("an order placed during a settle of unknown outcomes failed the check: %v", sum.Violations)
+	}
+}
+
+// An attempt begun during a hold that waited for the release (granted
+// after it) is not a grant while held, nor is one begun before the hold;
+// a hold announced by a Report (the reporting goroutine's event can be
+// stamped after the controller reopened the gate) starts no span.
+func TestCheckHistoryGrantAfterReleaseIsNotHeld(t *testing.T) {
+	h := cleanHistory()
+	h.Orders = append(h.Orders,
+		orderflow.OrderRecord{ClOrdID: "R20", Transport: "rest", PlacedAt: at(1000), AttemptAt: at(1000), Sent: true,
+			Acked: true, AckedAt: at(1120), AckEndpoint: "us", BookedRegion: "us",
+			Attempts: []orderflow.Attempt{{At: at(1000), Sent: true, Granted: at(1120)}}},
+		orderflow.OrderRecord{ClOrdID: "R21", Transport: "rest", PlacedAt: at(2010), AttemptAt: at(2010), Sent: true,
+			Acked: true, AckedAt: at(2020), AckEndpoint: "us", BookedRegion: "us",
+			Attempts: []orderflow.Attempt{{At: at(2010), Sent: true, Granted: at(2020)}}})
+	bookIn(&h, 1110, "us", "rest", "us/rest/1", "R20", simbroker.OutcomeNew)
+	bookIn(&h, 2015, "us", "rest", "us/rest/1", "R21", simbroker.OutcomeNew)
+	h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventHold, Time: at(2000), Endpoint: "us",
+		Cause: `"us" is DOWN: held while the switch is decided`})
+	renumber(&h)
+	// R2 returned unknown before the switch and the switch's reconcile
+	// listed it: handed over.
+	orderIn(&h, "R2").Attempts[0].Granted = at(910)
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	if !sum.OK() {
+		t.Fatalf("violations: %v", sum.Violations)
+	}
+	// The same order granted 5 ms before the release event, with no
+	// reconcile success to bound the opening, is within the margin.
+	h.Events = slices.DeleteFunc(h.Events, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventReconcileSuccess })
+	o := orderIn(&h, "R20")
+	o.Attempts[0].Granted = at(1095)
+	for i := range h.Audit {
+		if h.Audit[i].ClientOrderID == "R20" {
+			h.Audit[i].Time = at(1096)
+		}
+	}
+	renumber(&h)
+	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); !sum.OK() {
+		t.Fatalf("within the margin: violations: %v", sum.Violations)
+	}
+	o.Attempts[0].At, o.Attempts[0].Granted = at(960), at(970)
+	if sum := orderflow.CheckHistory(h, orderflow.CheckOptions{}); sum.OK() {
+		t.Fatal("granted 130 ms before the release: not caught")
+	}
+}
+
+// I13 judges every switch against the broker's record of its kill switch.
+func TestCheckHistorySwitchBeforeKillSwitch(t *testing.T) {
+	fence := func(ms int, region string, on bool) simbroker.Record {
+		k := simbroker.KindRegionFenced
+		if !on {
+			k = simbroker.KindRegionUnfenced
+		}
+		return simbroker.Record{Time: at(ms), Kind: k, Region: region, Outcome: simbroker.OutcomeOK, Detail: "go api"}
+	}
+	for _, tc := range []struct {
+		name   string
+		fences []simbroker.Record
+		want   string // "" = no violation
+	}{
+		{"fenced before the switch", []simbroker.Record{fence(958, "eu", true)}, ""},
+		{"fenced after the switch", []simbroker.Record{fence(1003, "eu", true)}, "fenced it only at"},
+		{"never fenced", nil, "never fenced it"},
+		{"fence lifted before the switch", []simbroker.Record{fence(958, "eu", true), fence(990, "eu", false)}, "never fenced it"},
+		{"another region fenced", []simbroker.Record{fence(958, "us", true)}, "never fenced it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanHistory()
+			h.BrokerFence = true
+			h.Audit = append(h.Audit, tc.fences...)
+			renumber(&h)
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+			var got []orderflow.Finding
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvFenceFirst {
+					got = append(got, f)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Fatalf("violations: %v", sum.Violations)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Text, tc.want)):
+				t.Fatalf("want one I13 finding containing %q, got %v", tc.want, sum.Violations)
+			}
+		})
+	}
+	// Without a kill switch the check is not made.
+	h := cleanHistory()
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	for _, inv := range sum.Invariants {
+		if inv.ID == orderflow.InvFenceFirst && inv.Checked {
+			t.Error("I13 checked without a broker kill switch")
+		}
+	}
+}
+
+// I14 judges a failback against the faults the run injected.
+func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
+	rule := orderflow.FailbackRule{Cooldown: 2 * time.Second, Successes: 10, ProbeInterval: 300 * time.Millisecond}
+	// The clean history's failover (hold 940, switch 1000) followed by a
+	// failback to eu at failbackMs.
+	withFailback := func(failbackMs int, cause string) orderflow.History {
+		h := cleanHistory()
+		h.Failback = rule
+		h.Events = append(h.Events,
+			pathdialer.Event{Kind: pathdialer.EventHold, Time: at(failbackMs - 20), Cause: "failback"},
+			pathdialer.Event{Kind: pathdialer.EventFenceStart, Time: at(failbackMs - 10), Endpoint: "us"},
+			pathdialer.Event{Kind: pathdialer.EventFenceSuccess, Time: at(failbackMs - 5), Endpoint: "us"},
+			pathdialer.Event{Kind: pathdialer.EventSwitch, Time: at(failbackMs), From: "us", To: "eu", Token: 2, Cause: cause},
+			pathdialer.Event{Kind: pathdialer.EventRelease, Time: at(failbackMs + 10), Endpoint: "eu", Token: 2})
+		return h
+	}
+	blackhole := func(fromMs, toMs int) orderflow.Fault {
+		return orderflow.Fault{Region: "eu", Kind: "blackhole", At: at(fromMs), Recovered: at(toMs), FailsProbe: true, FailsTradePath: true}
+	}
+	for _, tc := range []struct {
+		name       string
+		failbackMs int
+		faults     []orderflow.Fault
+		want       string
+		cause      string // the switch's cause; "" = failback
+	}{
+		{"after cooldown and stability", 5000, []orderflow.Fault{blackhole(500, 1500)}, "", ""},
+		{"within cooldown of the failure", 2000, []orderflow.Fault{blackhole(500, 1500)}, "WITHIN COOLDOWN", ""},
+		{"too soon after the heal", 3000, []orderflow.Fault{blackhole(500, 2800)}, "COULD BE STABLE", ""},
+		{"while the failure is armed", 3000, []orderflow.Fault{{Region: "eu", Kind: "down", At: at(500), FailsProbe: true, FailsTradePath: true}}, "still armed", ""},
+		// A probe-only partition: the trade path's answers may count.
+		{"soon after a probe-only failure", 3000, []orderflow.Fault{{Region: "eu", Kind: "partition", At: at(500), Recovered: at(2800), FailsProbe: true}}, "", ""},
+		// A fault on the backup says nothing about the primary.
+		{"a fault elsewhere", 3000, []orderflow.Fault{{Region: "us", Kind: "down", At: at(500), Recovered: at(2900), FailsProbe: true, FailsTradePath: true}}, "", ""},
+		// A failover to the primary (the backup went DOWN) is never gated.
+		{"a failover to the primary", 2000, []orderflow.Fault{blackhole(500, 1990)}, "", "failover"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cause := tc.cause
+			if cause == "" {
+				cause = "failback"
+			}
+			h := withFailback(tc.failbackMs, cause)
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{Faults: tc.faults})
+			var got []orderflow.Finding
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvFailback {
+					got = append(got, f)
+				}
+			}
+			switch {
+			case tc.want == "" && len(got) > 0:
+				t.Fatalf("violations: %v", sum.Violations)
+			case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0].Text, tc.want)):
+				t.Fatalf("want one I14 finding containing %q, got %v", tc.want, sum.Violations)
+			}
+		})
+	}
+}
+
+// I16 judges the local fence from the network's record of the connections.
+func TestCheckHistoryFenceClosesOrderConnections(t *testing.T) {
+	conn := func(id, svc string, openedMs, closedMs int, by string) simbroker.Connection {
+		c := simbroker.Connection{Region: "eu", Service: simbroker.Service(svc), ConnID: id}
+		c.Opened = at(openedMs)
+		if closedMs > 0 {
+			c.Closed, c.ClosedBy = at(closedMs), by
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		c    simbroker.Connection
+		want bool
+	}{
+		{"closed by the fence", conn("eu/rest/1", "rest", 50, 952, "client"), false},
+		{"left open", conn("eu/rest/1", "rest", 50, 0, ""), true},
+		{"closed only seconds later", conn("eu/fix/1", "fix", 50, 3000, "client"), true},
+		{"closed by a fault before the fence", conn("eu/rest/1", "rest", 50, 900, "fault"), false},
+		{"carried no order (a health check's own)", conn("eu/rest/9", "rest", 50, 0, ""), false},
+		{"opened as the fence began", conn("eu/rest/1", "rest", 900, 0, ""), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := cleanHistory()
+			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{Connections: []simbroker.Connection{tc.c}})
+			n := 0
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvFenceCloses {
+					n++
+				}
+			}
+			if got := n > 0; got != tc.want {
+				t.Fatalf("violation %v, want %v: %v", got, tc.want, sum.Violations)
+			}
+		})
 	}
 }

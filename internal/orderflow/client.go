@@ -256,6 +256,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
+	if cfg.PathResting {
+		c.pathResting(&pc, tlsCfg, hdr)
+	}
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
@@ -357,6 +360,12 @@ func (c *Client) Start(ctx context.Context) error {
 		}}
 	if c.cfg.FencingTokens {
 		fopts.TokenTag = FencingTokenTag
+	}
+	for tag, v := range c.cfg.FIXPreserveLogout {
+		if fopts.PreserveLogout == nil {
+			fopts.PreserveLogout = map[quickfix.Tag]string{}
+		}
+		fopts.PreserveLogout[quickfix.Tag(tag)] = v
 	}
 	c.in, err = fix.NewInitiator(c.app, quickfix.NewMemoryStoreFactory(), settings, quickfix.NewNullLogFactory(), c.path, fopts)
 	if err != nil {
@@ -518,13 +527,28 @@ func (c *Client) Place(ctx context.Context, transport string, o OrderSpec) error
 	o = c.spec(o)
 	c.track(o, transport)
 	c.attempt(o.ClOrdID, false)
+	var err error
 	switch transport {
 	case REST:
-		return c.placeREST(ctx, o)
+		err = c.placeREST(ctx, o)
 	case FIX:
-		return c.placeFIX(ctx, o)
+		err = c.placeFIX(ctx, o)
+	default:
+		return fmt.Errorf("%w: unknown transport %q", ErrNotSent, transport)
 	}
-	return fmt.Errorf("%w: unknown transport %q", ErrNotSent, transport)
+	c.granted(o.ClOrdID, err)
+	return err
+}
+
+// granted records, for id's latest attempt that just returned with err,
+// that its ticket had been granted by now, when the attempt shows it was.
+func (c *Client) granted(id string, err error) {
+	now := time.Now()
+	c.update(id, func(r *OrderRecord) {
+		if n := len(r.Attempts); n > 0 && (r.Attempts[n-1].Sent || errors.Is(err, pathdialer.ErrFenced)) {
+			r.Attempts[n-1].Granted = now
+		}
+	})
 }
 
 type restOrder struct {
@@ -778,7 +802,7 @@ func (c *Client) onEvent(e pathdialer.Event) {
 		if n > 0 {
 			c.rec.Note(Info, "client", "%d order(s) were refused at once (ErrTradingHalted) during the halt: never sent, safe to place again", n)
 		}
-		c.kickOpenReconcile(e.Endpoint)
+		c.kickOpenReconcileAfter(e)
 		select {
 		case c.resend <- struct{}{}:
 		default:
@@ -871,6 +895,7 @@ func (c *Client) resender() {
 			} else {
 				err = c.placeFIX(c.ctx, r.Spec)
 			}
+			c.granted(r.ClOrdID, err)
 			c.update(r.ClOrdID, func(x *OrderRecord) { x.resending = false })
 			if err != nil && !errors.Is(err, ErrRejected) {
 				c.rec.NoteOrder(Info, r.Transport, r.ClOrdID, "re-send of %s: %v", r.ClOrdID, err)

@@ -207,6 +207,19 @@ type Config struct {
 	// it every DeadManRefresh (required then, shorter than the timeout)
 	// until StopDeadMan or Close.
 	DeadManTimeout, DeadManRefresh time.Duration
+	// PathResting hands resting orders to the Path's own mechanisms (see
+	// pathresting.go): FenceMode, the dead-man timer armed through the
+	// endpoint a switch goes to (pathdialer.Config.DeadMan, with
+	// DeadManTimeout), and the open-order reconcile after every switch
+	// (pathdialer.Config.OpenOrders, one check per transport, after
+	// CODSettle) in place of the client's own ReconcileOpen.
+	PathResting bool
+	FenceMode   pathdialer.FenceMode
+	CODSettle   time.Duration
+	// FIXLogon: fields every FIX Logon carries (a venue's
+	// cancel-on-disconnect choice: 8013, 8674, 9001). FIXPreserveLogout:
+	// the Logout fields that keep resting orders (fix.Options.PreserveLogout).
+	FIXLogon, FIXPreserveLogout map[int]string
 	// Venue is what the broker guarantees (pathdialer.Config.Venue); the zero
 	// value is the most conservative venue, whose minimum quarantine is far
 	// longer than Timing's. FromSimBroker sets the simulated broker's.

@@ -88,7 +88,15 @@ func (a *fixApp) OnLogout(quickfix.SessionID) {
 	a.c.rec.Note(Debug, "fix", "FIX connection through %s ended without a logon (#%d)", ep.Name, n)
 }
 
-func (a *fixApp) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+// ToAdmin adds Config.FIXLogon's fields to every Logon.
+func (a *fixApp) ToAdmin(msg *quickfix.Message, _ quickfix.SessionID) {
+	if len(a.c.cfg.FIXLogon) == 0 || !msg.IsMsgTypeOf("A") {
+		return
+	}
+	for tag, v := range a.c.cfg.FIXLogon {
+		msg.Body.SetField(quickfix.Tag(tag), quickfix.FIXString(v))
+	}
+}
 
 func (a *fixApp) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
 

@@ -19,6 +19,13 @@ type Attempt struct {
 	// Endpoint is where the attempt was sent, when the transport says (FIX:
 	// the endpoint the session was logged on through when the order left).
 	Endpoint string
+	// Granted is an instant by which the Path had granted the attempt its
+	// ticket: when the transport returned from an attempt that left (or may
+	// have left), or that was refused because its ticket's endpoint had been
+	// fenced (only a granted ticket names an endpoint to dial). Zero when
+	// the attempt is not known to have been granted (held past its deadline,
+	// refused by a halt).
+	Granted time.Time
 }
 
 // Verdict is one thing the library (reconciliation, a re-query, a late
@@ -74,6 +81,34 @@ type History struct {
 	OpenReconciles []time.Time
 	// DeadMan is when the client needed an armed dead-man timer (zero: never).
 	DeadMan DeadManWindow
+	// BrokerFence: the Path's fence includes the broker's kill switch for
+	// the region being left (its audit records each fence).
+	BrokerFence bool
+	// Failback is the engine's failback gating as configured (zero: not
+	// known; the failback check is then not made).
+	Failback FailbackRule
+}
+
+// FailbackRule is the failback gating a Path was configured with.
+type FailbackRule struct {
+	// Cooldown is the least time from a switch to the next failback.
+	Cooldown time.Duration
+	// Successes is FailbackSuccessThreshold: answers in a row the primary
+	// must give before flow goes back to it; ProbeInterval spaces the probes.
+	Successes     int
+	ProbeInterval time.Duration
+}
+
+// Fault is one fault injected during a run, as the run's schedule did it:
+// its region, when it was armed and when healed (zero: never), and whether
+// it makes the region's probe fail (its probe door down, blackholed or
+// flapping) and its orders fail (its REST door too).
+type Fault struct {
+	Region         string
+	Kind           string
+	At, Recovered  time.Time
+	FailsProbe     bool
+	FailsTradePath bool
 }
 
 // History returns the run so far as a History, with audit as the broker's
@@ -97,6 +132,8 @@ func (c *Client) History(audit simbroker.AuditLog) History {
 	}
 	h.ReadsOK, h.ReadsFail = c.Reads()
 	c.restingHistory(&h)
+	h.BrokerFence = c.cfg.BrokerFence != nil && c.cfg.SessionPolicy != PolicyOnePerCred
+	h.Failback = FailbackRule{Cooldown: c.cfg.Timing.Cooldown, Successes: c.cfg.Timing.FailbackSuccessThreshold, ProbeInterval: c.cfg.Timing.ProbeInterval}
 	return h
 }
 

@@ -231,6 +231,10 @@ func (r *Recorder) timeline(verbose bool) []tline {
 				add(ev.Time, "monitor", fmt.Sprintf("%s probe ok again (%d probes had failed)", ev.Endpoint, n), "")
 			}
 			continue
+		case pathdialer.EventRestingCancelled:
+			// One line per order, folded with its neighbours; -v has the cause.
+			add(ev.Time, "path", fmt.Sprintf("resting-cancelled %s→%s order %s (%s): cancelled by the switch", ev.From, ev.To, ev.OrderID, ev.Service), ev.OrderID)
+			continue
 		case pathdialer.EventDecision:
 			if ev.Decision != nil && ev.Decision.Outcome == engine.Switched {
 				continue // the SWITCHED event says it, with the generation

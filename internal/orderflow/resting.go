@@ -54,6 +54,10 @@ type restingState struct {
 	kick       chan string
 	dm         DeadManWindow
 	dmStopped  bool
+	// With Config.PathResting: the generation of the last release of the
+	// whole gate (released: there was one).
+	lastGen  uint64
+	released bool
 }
 
 // startResting starts the open-order reconciler (run after every release)

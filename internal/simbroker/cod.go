@@ -356,10 +356,12 @@ func (c *wsConn) handleOrderEntry(typ string, data []byte) bool {
 		scope := CODConnection
 		switch in.Scope {
 		case "", "connection":
+		case "profile": // every open order of the account (Coinbase 8013=Y)
+			scope = CODProfile
 		case "off":
 			scope = CODOff
 		default:
-			c.sendError("enable_cancel_on_disconnect: scope " + strconv.Quote(in.Scope) + ": want connection or off")
+			c.sendError("enable_cancel_on_disconnect: scope " + strconv.Quote(in.Scope) + ": want connection, profile or off")
 			return true
 		}
 		b.chooseCOD(rg, WS, id, scope, "ws enable_cancel_on_disconnect")

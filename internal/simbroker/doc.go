@@ -246,7 +246,7 @@
 //	{"type":"order","client_order_id","symbol","side","qty","order_type":"limit|market","price"}
 //	                                   → {"type":"order","order":{...}} or {"type":"rejected","error"}
 //	{"type":"cancel","client_order_id"} → {"type":"canceled","order"} or {"type":"rejected"}
-//	{"type":"enable_cancel_on_disconnect","scope":"connection|off"} → {"type":"cod","scope"}
+//	{"type":"enable_cancel_on_disconnect","scope":"connection|profile|off"} → {"type":"cod","scope"}
 //	{"type":"logout"}                  the server closes the connection; its orders are kept
 //	{"type":"cancel_all_after","timeout":60} → {"type":"cancel_all_after","expires"}
 //

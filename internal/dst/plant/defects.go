@@ -174,40 +174,28 @@ var defects = map[string]Defect{
 		Doc:       "a wait for a running probe ends when its slot is released, then ({{gap}}) the result is recorded",
 		Invariant: "no-halt-while-target-answered",
 		Composed:  true,
-		Old: `	settled  chan struct{}
-	recorded bool
-}`,
-		Body: `	settled  chan struct{}
-	recorded bool
-	released chan struct{} // DEFECT (plant probe-result-after-slot): the slot is free
-}`,
+		Old: `		select {
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}`,
+		Body: `		select {
+		case <-run.returned: // DEFECT (plant probe-result-after-slot): the slot is free, not its recording
+			return
+		case <-run.settled:
+		case <-ctx.Done():
+			return
+		}
+		if run.recorded {
+			return
+		}`,
 		More: []Defect{{
-			Old:  `run = &probeRun{started: time.Now(), settled: make(chan struct{})}`,
-			Body: `run = &probeRun{started: time.Now(), settled: make(chan struct{}), released: make(chan struct{})}`,
-		}, {
-			Old: `		select {
-		case <-run.settled:
-		case <-ctx.Done():
-			return
-		}
-		if run.recorded {
-			return
-		}`,
-			Body: `		select {
-		case <-run.released: // DEFECT (plant probe-result-after-slot): not its recording
-			return
-		case <-run.settled:
-		case <-ctx.Done():
-			return
-		}
-		if run.recorded {
-			return
-		}`,
-		}, {
-			Old: `		rt.mu.Unlock()
+			Old: `		close(run.returned) // after the slot is free: a round waiting for it probes afresh
 		done <- probeResult{err: err, latency: lat}`,
-			Body: `		rt.mu.Unlock()
-		close(run.released) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
+			Body: `		close(run.returned) // DEFECT (plant probe-result-after-slot): the waiter re-evaluates first
 		{{gap}}
 		done <- probeResult{err: err, latency: lat}`,
 		}},
@@ -316,7 +304,8 @@ var defects = map[string]Defect{
 	},
 	// The gate opens when the switch's reconcile starts, not when it
 	// succeeded; the release event is still emitted when the reconcile
-	// returns.
+	// returns. Both ways of reconciling: one Reconciler, and a reconcile per
+	// service (Config.ReconcileByService, as the chaos client has).
 	"gate-before-reconcile": {
 		File:      "pathdialer/controller.go",
 		Doc:       "the gate opens as the switch's reconcile starts (the release event still comes after it returns)",
@@ -329,6 +318,17 @@ var defects = map[string]Defect{
 		p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
 	}
 }`,
+		More: []Defect{{
+			Old: `		c.beginMulti(ctx)
+		c.multiProgress(ctx)
+		return`,
+			Body: `		c.beginMulti(ctx)
+		c.multiProgress(ctx)
+		if a := p.active.Load(); a != nil && c.multi != nil { // DEFECT (plant gate-before-reconcile): open before the results
+			p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+		}
+		return`,
+		}},
 	},
 	// The switch does not wait for the Fencer: it runs beside, its result
 	// ignored, and the controller takes the fence as confirmed at once.
@@ -418,6 +418,35 @@ var defects = map[string]Defect{
 		}(); h%7 != 0 {
 			t.p.addUnknown(t)
 		}`,
+	},
+
+	// Resting orders across a switch (the simulation's resting-order seeds).
+
+	// No open-order reconcile is owed after a fence: the orders the switch's
+	// cancel-on-disconnect cancelled are never reported.
+	"open-orders-skipped": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "no open-order reconcile follows a fence: orders its cancel-on-disconnect cancelled go unreported",
+		Invariant: "resting-cancel-reported",
+		Old: `func (c *controller) oweOpenOrders(from string) {
+	if len(c.p.cfg.OpenOrders) == 0 {
+		return
+	}`,
+		Body: `func (c *controller) oweOpenOrders(from string) {
+	if len(c.p.cfg.OpenOrders) >= 0 { // DEFECT (plant open-orders-skipped): nothing owed
+		return
+	}`,
+	},
+	// The fence does not wait for the DeadMan hook (nor call it): the old
+	// path is fenced with no timer armed on the new one.
+	"dead-man-not-awaited": {
+		File:      "pathdialer/deadman.go",
+		Doc:       "the fence goes on without waiting for the dead-man arm on the new path (the hook is never called)",
+		Invariant: "no-dead-man-gap",
+		Func:      "controller.needArm",
+		Body: `func (c *controller) needArm() bool {
+	return false // DEFECT (plant dead-man-not-awaited): the fence does not wait for the arm
+}`,
 	},
 }
 
