@@ -145,7 +145,7 @@
 //     and the SequenceModel to choose, until Initiator.Resume or until the
 //     Path moves to another endpoint. Unanswered logons back off, never halt.
 //   - Fencing tokens: with Options.TokenTag set, every order carries the
-//     ticket's token (the coordinator's fencing token) in that tag, and
+//     ticket's fencing token (the coordinator's, on a coordinated Path) in that tag, and
 //     the ticket's validity (pathdialer.Ticket.Valid) is checked immediately
 //     before quickfix stores and sends the order: an expired ticket is not
 //     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).

@@ -34,7 +34,7 @@ type Dialer struct {
 }
 
 // Conn is a WebSocket connection handed out by a Dialer, with the endpoint and
-// the Path token it was dialed under: what Path.Report needs for the
+// the Path's fencing token it was dialed under: what Path.Report needs for the
 // results of orders sent over it. Market data over it is not evidence for the
 // Path (see the package doc, "Evidence"). Its NextReader, ReadMessage and
 // ReadJSON hold every message, compressed or not, to the read limit set with

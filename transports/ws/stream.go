@@ -96,7 +96,7 @@ type Stream struct {
 	resuming map[string]*live // resume sent on this conn, first answer not seen
 	dirty    bool             // a trouble began or ended: reassess health and timers
 	reported Health           // the health last reported by an event
-	// seenGen is the Path token the stream last acted on; stay keeps it
+	// seenGen is the Path's fencing token the stream last acted on; stay keeps it
 	// on its current endpoint until the next switch (it is a fallback, or
 	// make-before-break dials kept failing).
 	seenGen uint64
