@@ -294,8 +294,9 @@ func (c *controller) settled(res bgResult) {
 	p := c.p
 	r := res.r
 	if res.err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason})
-		c.settle = append(c.settle, r.Tickets...)
+		kept, open := p.keepAnswers(r, res.settled, time.Now()) // progress.go
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Generation: r.Generation, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: kept, Cause: r.Reason})
+		c.settle = append(c.settle, open...)
 		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
 		return
 	}
