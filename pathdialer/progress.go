@@ -10,13 +10,36 @@ import "time"
 // is asked only about the orders still open. A reconciler that can answer
 // only part of the orders within ReconcileTimeout therefore still settles
 // every one of them over a few attempts, instead of asking about the same
-// first orders again each time. An UNDETERMINED settlement, or one for an
+// first orders again each time. A failed re-query of provisional verdicts
+// likewise judges the orders it did look up again (made final, or found
+// booked: a late landing, reported), and the next re-query asks only about
+// the others. An UNDETERMINED settlement, or one for an
 // order the attempt was not asked about, is not an answer: that order stays
 // open.
 
 // keepAnswers judges the answers of a failed attempt r and returns them
 // (judged) with the tickets of r still open.
 func (p *Path) keepAnswers(r Reconciliation, settled []Settlement, now time.Time) (kept []Settlement, open []TicketInfo) {
+	answers := answersTo(r, settled)
+	if len(answers) == 0 {
+		return nil, r.Tickets
+	}
+	answered := make(map[string]bool, len(answers))
+	for _, s := range answers {
+		answered[s.OrderID] = true
+	}
+	open = make([]TicketInfo, 0, len(r.Tickets)-len(answers))
+	for _, t := range r.Tickets {
+		if !answered[t.OrderID] {
+			open = append(open, t)
+		}
+	}
+	return p.judge(r, answers, now), open
+}
+
+// answersTo returns the settlements that answer an order r asked about
+// (the first for each order), without the UNDETERMINED ones.
+func answersTo(r Reconciliation, settled []Settlement) []Settlement {
 	asked := make(map[string]bool, len(r.Tickets))
 	for _, t := range r.Tickets {
 		asked[t.OrderID] = true
@@ -30,14 +53,5 @@ func (p *Path) keepAnswers(r Reconciliation, settled []Settlement, now time.Time
 		answered[s.OrderID] = true
 		answers = append(answers, s)
 	}
-	if len(answers) == 0 {
-		return nil, r.Tickets
-	}
-	open = make([]TicketInfo, 0, len(r.Tickets)-len(answers))
-	for _, t := range r.Tickets {
-		if !answered[t.OrderID] {
-			open = append(open, t)
-		}
-	}
-	return p.judge(r, answers, now), open
+	return answers
 }
