@@ -164,7 +164,7 @@ func (e *env) stopTrading() {
 // budget (the lateness measured before it began), and the time the lag
 // monitor lost waiting for a CPU during the wait is added to it, up to
 // maxStretch times the scaled budget in all. A condition that never holds
-// still fails, within maxStretch × scaled d (20 s for a 10 s budget on a
+// still fails, within maxStretch × scaled d (30 s for a 10 s budget on a
 // quiet host).
 func (e *env) waitFor(d time.Duration, what string, cond func() bool) {
 	e.t.Helper()
