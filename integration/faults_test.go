@@ -181,7 +181,7 @@ func TestBoth(t *testing.T) {
 		}
 		recoverUS := time.Now()
 		e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER us (eu still blackholed)")
-		if err := sc.Recover(e.b, "us"); err != nil {
+		if err := e.recover(&sc, "us"); err != nil {
 			t.Fatal(err)
 		}
 		e.waitFor(10*time.Second, "the halt to end on us", func() bool { return e.flowsOn(e.backup) })

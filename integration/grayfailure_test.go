@@ -55,7 +55,7 @@ func grayFailure(t *testing.T, kind string, why string) {
 		time.Sleep(rest) // end-to-end: the fault's length is the point of the test
 	}
 	recoverAt := time.Now()
-	if err := sc.Recover(e.b, e.primary); err != nil {
+	if err := e.recover(&sc, e.primary); err != nil {
 		t.Fatal(err)
 	}
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu")

@@ -449,7 +449,7 @@ func runScenario(t *testing.T, sc orderflow.Scenario, o envOptions, effect func(
 			recoverAt.Sub(first).Round(time.Millisecond), e.bud.timing.Quarantine)
 	}
 	for _, r := range sc.Regions() {
-		if err := sc.Recover(e.b, r); err != nil {
+		if err := e.recover(&sc, r); err != nil {
 			t.Fatalf("recover %s: %v", r, err)
 		}
 	}
@@ -476,6 +476,24 @@ func scenario(t *testing.T, kind string) orderflow.Scenario {
 		t.Fatal(err)
 	}
 	return sc
+}
+
+// recover clears sc's faults on region. Leaving Down re-listens on the
+// relay's port, and on a shared host another process can hold that port
+// for a moment (seen: "bind: address already in use" while other packages'
+// tests ran); the relay then stays Down and says so, and recover tries
+// again, for up to a scaled 10 s, before it gives up.
+func (e *env) recover(sc *orderflow.Scenario, region string) error {
+	e.t.Helper()
+	deadline := time.Now().Add(e.bud.scaled(10 * time.Second))
+	for {
+		err := sc.Recover(e.b, region)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		e.t.Logf("recover %s: %v; trying again", region, err)
+		time.Sleep(100 * time.Millisecond) // end-to-end: waiting for another process to let the port go
+	}
 }
 
 // firstProvisional is the first provisional NOT_RECEIVED verdict given

@@ -59,7 +59,7 @@ func policyRun(t *testing.T, p orderflow.BrokerPolicy) orderflow.Summary {
 		return false
 	})
 	healAt := time.Now()
-	if err := sc.Recover(e.b, e.primary); err != nil {
+	if err := e.recover(&sc, e.primary); err != nil {
 		t.Fatal(err)
 	}
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu: the copies its relay held are delivered now, after the fence")
