@@ -263,7 +263,8 @@ func New(cfg Config) (*Client, error) {
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
-	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger, Hosts: []string{baseHost}}
+	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger, Hosts: []string{baseHost},
+		ReadIdleTimeout: cfg.Timing.HTTP2PingTimeout, PingTimeout: cfg.Timing.HTTP2PingTimeout}
 	if cfg.FencingTokens {
 		ropts.TokenHeader = FencingTokenHeader
 	}
