@@ -181,7 +181,7 @@ func TestBoth(t *testing.T) {
 		}
 		recoverUS := time.Now()
 		e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER us (eu still blackholed)")
-		if err := sc.Recover(e.b, "us"); err != nil {
+		if err := e.recover(&sc, "us"); err != nil {
 			t.Fatal(err)
 		}
 		e.waitFor(10*time.Second, "the halt to end on us", func() bool { return e.flowsOn(e.backup) })
@@ -240,7 +240,7 @@ func monitorPartition(t *testing.T, policy simbroker.SessionPolicy) (*env, order
 	e.waitFor(10*time.Second, "failover to us once only the probe speaks", func() bool { return e.flowsOn(e.backup) })
 	e.trade("j")
 	e.tradingOn(e.backup, quietAt, 10*time.Second)
-	e.settledBefore(time.Now(), 15*time.Second)
+	e.judgedBefore(time.Now(), 15*time.Second)
 
 	// Heal: failback.
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu probe relay")

@@ -33,6 +33,7 @@ func grayFailure(t *testing.T, kind string, why string) {
 	}})
 	began := time.Now()
 	e.tradingOn(e.primary, began, 10*time.Second)
+	scaleFlaps(&sc, e.bud.stretch)
 
 	faultAt := time.Now()
 	e.c.Recorder().Note(orderflow.Info, "scenario", "FAULT %s for %s", sc.Describe(), grayFault)
@@ -54,7 +55,7 @@ func grayFailure(t *testing.T, kind string, why string) {
 		time.Sleep(rest) // end-to-end: the fault's length is the point of the test
 	}
 	recoverAt := time.Now()
-	if err := sc.Recover(e.b, e.primary); err != nil {
+	if err := e.recover(&sc, e.primary); err != nil {
 		t.Fatal(err)
 	}
 	e.c.Recorder().Note(orderflow.Info, "scenario", "RECOVER eu")
@@ -112,6 +113,25 @@ func grayFailure(t *testing.T, kind string, why string) {
 	})
 	sum := e.finish(&sc, faultAt, false)
 	t.Logf("%s over %s: %d orders, %d switch(es), %d halt(s)", kind, grayFault, len(e.c.Orders()), len(sum.Switches), sum.Halts)
+}
+
+// scaleFlaps stretches the period of every flapping fault of sc as the
+// test's budget stretches the probe interval: what the scenario means is a
+// fault faster than the probes (500 ms apart, a 700 ms flap, on a quiet
+// host), which a probe's streak of successes cannot span. With probes
+// 1.3 s apart and the flap left at 700 ms, successive probes drift through
+// the flap's phases a little at a time and see it up for several rounds in
+// a row: the probe can no longer see the flapping at all (seen at budgets
+// ×2.7 and ×2.9: failback into eu, then bounces).
+func scaleFlaps(sc *orderflow.Scenario, stretch float64) {
+	for _, faults := range sc.Faults {
+		for svc, f := range faults {
+			if fl, ok := f.(simbroker.Flap); ok {
+				fl.Period = scale(fl.Period, stretch)
+				faults[svc] = fl
+			}
+		}
+	}
 }
 
 // Partial for 30 s: eu's probe passes while its orders fail. After the

@@ -294,8 +294,9 @@ func (c *controller) settled(res bgResult) {
 	p := c.p
 	r := res.r
 	if res.err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason})
-		c.settle = append(c.settle, r.Tickets...)
+		kept, open := p.keepAnswers(r, res.settled, time.Now()) // progress.go
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: kept, Cause: r.Reason})
+		c.settle = append(c.settle, open...)
 		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
 		return
 	}
@@ -337,14 +338,22 @@ func (c *controller) requeried(res bgResult) {
 		if key != "" {
 			err = fmt.Errorf("pathdialer: re-query of %s: %w", key, err)
 		}
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled, Cause: r.Reason, Service: key})
+		// The orders it did look up again are judged all the same (progress.go).
+		kept, late := p.requeried(answersTo(r, res.settled), time.Now())
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept, Cause: r.Reason, Service: key})
 		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
+		p.emitLate(late)
 		return
 	}
 	out, late := p.requeried(res.settled, time.Now())
 	st.attempt = 0
 	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
+	p.emitLate(late)
+}
+
+// emitLate reports the late landings a re-query found.
+func (p *Path) emitLate(late []Verdict) {
 	for _, v := range late {
 		p.events.emit(Event{Kind: EventLateLanding, Endpoint: v.Endpoint, Region: v.Region, Token: v.Token, OrderID: v.OrderID,
 			Settlements: []Settlement{{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true}},

@@ -246,7 +246,9 @@ type Settlement struct {
 
 // ReconcileFunc settles the orders in r against the broker's own view of the book,
 // querying through the new path (reads are never held). Flow is released only after
-// it returns a nil error; it must honour ctx.
+// it returns a nil error; it must honour ctx. With an error it may still return the
+// orders it did settle: the Path keeps those answers and the next attempt is asked
+// only about the orders still open.
 type ReconcileFunc func(ctx context.Context, r Reconciliation) ([]Settlement, error)
 
 // NoReconcile is the explicit choice to skip reconciliation: flow is released right

@@ -601,7 +601,10 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 		return
 	}
 	if err := res.err; err != nil {
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: res.settled})
+		kept, open := p.keepAnswers(*r, res.settled, time.Now()) // progress.go
+		r.Tickets = open
+		p.setPending(open[:len(open):len(open)])
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept})
 		if r.Attempt >= p.cfg.ReconcileAttempts {
 			c.halt(haltReconcile, fmt.Errorf("reconcile on %q failed %d times in a row (retrying): %w", r.To, r.Attempt, err))
 		}

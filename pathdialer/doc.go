@@ -85,8 +85,12 @@
 // and its result comes back as a message. A settle or re-query in progress is
 // superseded by anything that holds or halts the gate (EventReconcileFailure
 // says so; its orders go to the next reconcile, so a ReconcileFunc may see an
-// order again, as after a failed attempt), and a switch's reconcile is
-// superseded when its own target warrants failover or the coordinator halts.
+// order again, as after a failed attempt that did not answer for it), and a
+// switch's reconcile is superseded when its own target warrants failover or
+// the coordinator halts. A failed attempt keeps the answers it returned with
+// its error: the next attempt is asked only about the orders still open, so
+// a reconciler that can settle only some orders within ReconcileTimeout (a
+// venue's lookup budget) still settles them all over a few attempts.
 // The fence (FenceFunc, bounded by FenceTimeout) still runs on the controller:
 // the gate is held while it does.
 //

@@ -157,7 +157,8 @@ type Event struct {
 	Service string `json:"service,omitempty"`
 	// Tickets handed to reconciliation (EventReconcileStart).
 	Tickets []TicketInfo `json:"tickets,omitempty"`
-	// Settlements found (EventReconcileSuccess / Failure).
+	// Settlements found (EventReconcileSuccess), or the answers a failed
+	// attempt did give, judged and kept (EventReconcileFailure).
 	Settlements []Settlement `json:"settlements,omitempty"`
 	// Diffs found by an open-order reconcile (EventOpenOrderDiff,
 	// EventRestingCancelled).

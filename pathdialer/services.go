@@ -181,7 +181,9 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	r := res.r
 	if res.err != nil {
 		g.failures++
-		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: res.settled, Cause: r.Reason, Service: res.key})
+		kept, open := p.keepAnswers(r, res.settled, time.Now()) // progress.go
+		g.tickets = open
+		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: kept, Cause: r.Reason, Service: res.key})
 		if g.failures >= p.cfg.ReconcileAttempts {
 			c.halt(haltReconcile, fmt.Errorf("reconcile of %s on %q failed %d times in a row (retrying): %w", serviceName(res.key), r.To, g.failures, res.err))
 		}

@@ -149,6 +149,7 @@ func (w *world) check() *Result {
 	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
 	w.checkLease(res, audit, viol)
 	w.checkResting(res, audit, viol) // resting_sim.go
+	w.checkProgress(res, viol)       // progress_check.go
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)

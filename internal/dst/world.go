@@ -46,6 +46,10 @@ var wsBackoff = ws.Backoff{Base: time.Millisecond, Cap: time.Millisecond}
 
 // Options changes how a scenario runs (not what it is).
 type Options struct {
+	// ReconcileBudget, when > 0, is how many orders one reconcile attempt
+	// may look up before it fails as over the venue's lookup budget, with
+	// the answers it has (progress_check.go).
+	ReconcileBudget int
 	// DropSwitchUnknowns plants a defect for the checker to find: the
 	// reconciler silently drops the orders that finished with an unknown
 	// outcome after the fence of the endpoint being left began, as if they
@@ -172,7 +176,8 @@ type world struct {
 	releases []release // EventRelease, in order
 	resends  sync.WaitGroup
 	resendN  int
-	cx       composed // the composed moves' record (composed.go)
+	cx       composed        // the composed moves' record (composed.go)
+	px       []progressEvent // reconcile attempts' kept answers (progress_check.go)
 
 	rs *restingSim // resting orders across switches (resting_sim.go)
 }
@@ -645,6 +650,9 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 	tickets := slices.Clone(r.Tickets)
 	slices.SortFunc(tickets, func(a, b pathdialer.TicketInfo) int { return strings.Compare(a.OrderID, b.OrderID) })
 	for _, t := range tickets {
+		if w.overBudget(len(out)) {
+			return out, errLookupBudget
+		}
 		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
 			continue // the planted defect: this order missed the switch's reconcile
 		}
@@ -687,6 +695,7 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 
 func (w *world) onEvent(ev pathdialer.Event) {
 	w.recordEvent(ev)
+	w.noteProgress(ev)
 	switch ev.Kind {
 	case pathdialer.EventProbe:
 		w.mu.Lock()
@@ -725,7 +734,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			}
 		}
 		w.mu.Unlock()
-	case pathdialer.EventReconcileSuccess:
+	case pathdialer.EventReconcileSuccess, pathdialer.EventReconcileFailure: // a failed attempt's answers are kept
 		var ask []string
 		w.mu.Lock()
 		for _, st := range ev.Settlements {

@@ -136,6 +136,7 @@ type Client struct {
 	refusedHalt int
 
 	rst restingState // open-order reconciles and the dead-man timer (resting.go)
+	lk  *lookups     // pacing within the venue's lookup budget (lookups.go)
 }
 
 // New validates cfg and builds the Client's Path and transports. Nothing
@@ -145,7 +146,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, rec: cfg.Recorder, orders: map[string]*OrderRecord{}, resend: make(chan struct{}, 1),
-		regionToEndpoint: map[string]string{}}
+		regionToEndpoint: map[string]string{}, lk: newLookups(cfg.Venue)}
 	if c.rec == nil {
 		c.rec = NewRecorder()
 	}
@@ -262,7 +263,8 @@ func New(cfg Config) (*Client, error) {
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}
-	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger, Hosts: []string{baseHost}}
+	ropts := rest.Options{TLSConfig: tlsCfg, Logger: cfg.Logger, Hosts: []string{baseHost},
+		ReadIdleTimeout: cfg.Timing.HTTP2PingTimeout, PingTimeout: cfg.Timing.HTTP2PingTimeout}
 	if cfg.FencingTokens {
 		ropts.TokenHeader = FencingTokenHeader
 	}
@@ -792,6 +794,13 @@ func (c *Client) onEvent(e pathdialer.Event) {
 		}
 		c.settle(e.Settlements, source, func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
 		c.kickResend() // a re-query may have made NOT_RECEIVED verdicts final
+	case pathdialer.EventReconcileFailure:
+		// The answers a failed attempt gave are kept by the Path (the next
+		// attempt asks only about the other orders): they settle orders too.
+		if len(e.Settlements) > 0 {
+			c.settle(e.Settlements, "reconcile", func(_ *OrderRecord, st pathdialer.Settlement) bool { return settlementFinal(st) })
+			c.kickResend()
+		}
 	case pathdialer.EventLateLanding:
 		c.settle(e.Settlements, "late landing", func(*OrderRecord, pathdialer.Settlement) bool { return true })
 	case pathdialer.EventRelease:
@@ -992,13 +1001,21 @@ func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) 
 	return ss, err
 }
 
-// reconcileBook settles the tickets of service by GET /v1/orders/{id}.
+// reconcileBook settles the tickets of service by GET /v1/orders/{id}, or
+// from one order listing where the venue has no lookup by client order ID;
+// every request is paced within the venue's lookup budget (lookups.go).
 func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
+	if c.lk.listing {
+		return c.listBook(ctx, r, service)
+	}
 	var out []pathdialer.Settlement
 	for i := 0; i < len(r.Tickets); i++ {
 		t := r.Tickets[i]
 		if t.Service != service {
 			continue
+		}
+		if err := c.lk.wait(ctx); err != nil {
+			return out, fmt.Errorf("orderflow: book lookup of %s: waiting for the venue's lookup budget: %w", t.OrderID, err)
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/v1/orders/"+url.PathEscape(t.OrderID), nil)
 		if err != nil {
@@ -1026,17 +1043,7 @@ func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation,
 			if err := json.Unmarshal(raw, &o); err != nil {
 				return out, fmt.Errorf("orderflow: book lookup of %s: %w", t.OrderID, err)
 			}
-			fate := pathdialer.FateUndetermined
-			switch o.Status {
-			case "filled":
-				fate = pathdialer.FateFilled
-			case "new", "partially_filled":
-				fate = pathdialer.FateResting
-			case "canceled", "cancelled", "expired":
-				fate = pathdialer.FateCanceled
-			case "rejected":
-				fate = pathdialer.FateRejected
-			}
+			fate := fateOfStatus(o.Status)
 			if fate == pathdialer.FateUndetermined {
 				return out, fmt.Errorf("orderflow: book lookup of %s: unknown status %q", t.OrderID, o.Status)
 			}

@@ -99,6 +99,10 @@ type Timing struct {
 	OrderTimeout time.Duration
 	// ReadTimeout bounds one account read.
 	ReadTimeout time.Duration
+	// HTTP2PingTimeout is the REST transport's HTTP/2 health check: after
+	// this long without a frame a ping is sent, and a ping unanswered this
+	// long closes the connection (0: the transport's default, 1 s).
+	HTTP2PingTimeout time.Duration
 	// HeartBtInt is the FIX heartbeat interval (whole seconds). The broker
 	// notices a silent session after about 2.4 of them.
 	HeartBtInt int
@@ -323,6 +327,9 @@ func (c Config) Validate() error {
 	t := c.Timing
 	if t.OrderTimeout <= 0 || t.ReadTimeout <= 0 {
 		return bad("Timing: OrderTimeout and ReadTimeout must be > 0")
+	}
+	if t.HTTP2PingTimeout < 0 {
+		return bad("Timing.HTTP2PingTimeout must be >= 0")
 	}
 	if t.HeartBtInt < 1 {
 		return bad("Timing.HeartBtInt must be >= 1")

@@ -199,6 +199,9 @@ func httpErr(what string, code int) error {
 // getJSON reads path through the Client's REST transport into v and
 // returns the status (v is decoded only for 200).
 func (c *Client) getJSON(ctx context.Context, path string, v any) (int, error) {
+	if err := c.lk.wait(ctx); err != nil { // within the venue's lookup budget (lookups.go)
+		return 0, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+path, nil)
 	if err != nil {
 		return 0, err

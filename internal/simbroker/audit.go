@@ -31,8 +31,9 @@ const (
 	// OutcomeOK when it found the order (Detail: its status, OrderID set),
 	// OutcomeFailed when it answered "not found". A lookup is decided under
 	// the same lock as order submissions: its Seq orders it against them.
-	// A query of every order (FIX OrderMassStatusRequest) has an empty
-	// ClientOrderID and Detail "mass status": it answers for every order.
+	// A query of every order (FIX OrderMassStatusRequest; REST GET
+	// /v1/orders, every status) has an empty ClientOrderID and Detail "mass
+	// status" or "order listing": it answers for every order.
 	KindLookup RecordKind = "lookup"
 )
 

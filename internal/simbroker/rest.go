@@ -223,7 +223,8 @@ func (rg *Region) handleList(w http.ResponseWriter, r *http.Request) {
 	if rg.throttleREST(w, r) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"orders": rg.b.visibleList(open, time.Now())})
+	svc, src := rg.sourceOf(r)
+	writeJSON(w, http.StatusOK, map[string]any{"orders": rg.b.listOrders(rg, svc, src, open)}) // listing.go
 }
 
 func (rg *Region) handleCancel(w http.ResponseWriter, r *http.Request) {
