@@ -266,7 +266,14 @@ func (f *h2front) handle(rw http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.drains++
 		f.mu.Unlock()
-		f.w.tracef(time.Now(), "h2 front %s drains conn %d after order %s", region, c.n, id)
+		// For the composed invariants a drain is a fault armed on the
+		// region at this instant: an order booked and its answer lost, as
+		// an unknown outcome (the Path may take the endpoint DOWN on it).
+		now := time.Now()
+		f.w.mu.Lock()
+		f.w.cx.spans = append(f.w.cx.spans, span{region: region, kind: spanUnknown, from: now, to: now.Add(time.Millisecond)})
+		f.w.mu.Unlock()
+		f.w.tracef(now, "h2 front %s drains conn %d after order %s", region, c.n, id)
 		c.goAway()
 	}
 	for k, v := range resp.Header {
