@@ -218,6 +218,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 	// one at a time, so their connection numbers are deterministic).
 	// TLS bytes (H2 seeds) are random too: they draw by connection.
 	w.net.SetBaseJitter(s.BaseLatency, func(a string) bool { return !strings.Contains(a, ".ws.") && !strings.Contains(a, ".h2.") })
+	w.net.SetTimeKeyed(func(a string) bool { return strings.Contains(a, ".h2.") })
 	if err := w.build(); err != nil {
 		w.close()
 		return nil, err
@@ -966,11 +967,14 @@ func (w *world) place(id string, limit bool) {
 		resp, err = nil, v.Order
 	}
 	var answer []byte
-	if err == nil && resp != nil {
-		// Read before taking w.mu: over HTTP/2 the body is a frame of its
-		// own, which a fault can hold after the headers arrived.
+	read := func() {
 		answer, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
+	}
+	if err == nil && pooled {
+		// Read before taking w.mu: over HTTP/2 the body is a frame of its
+		// own, which a fault can hold after the headers arrived.
+		read()
 	}
 	now := time.Now()
 	var line string
@@ -988,6 +992,9 @@ func (w *world) place(id string, limit bool) {
 	case err != nil:
 		rec.outcome = "not-sent"
 	default:
+		if !pooled {
+			read() // HTTP/1: the body came with the headers
+		}
 		rec.code = resp.StatusCode
 		rec.region = resp.Header.Get("X-Region")
 		if resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK {
