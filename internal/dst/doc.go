@@ -281,6 +281,9 @@
 //     margin of TTL/10. A keep-alive that finds the lease lost halts the
 //     Path (ErrTradingHalted), opens a new session, extends, and assigns the
 //     active endpoint under a new token: the Path reconciles, then releases.
+//     An assignment decided under a session that was lost before the
+//     follower could apply it (the process was paused) is dropped, never
+//     applied after the new session's.
 //
 // Each coordinated seed draws zero to three pauses of the process, shorter
 // than the lease, about as long, or two to four times longer. A pause
