@@ -121,7 +121,7 @@
 // One order in eight (drawn from the seed and the order's ID) has its
 // connection drained once the broker has answered it: the front end sends
 // GOAWAY with last stream ID 0, which tells the client that nothing on the
-// connection was processed. net/http's HTTP/2 client retries such a stream
+// connection was processed, and drops the answer. net/http's HTTP/2 client retries such a stream
 // on a new connection whenever it can rewind the body (Request.GetBody); the
 // REST transport clears GetBody, so the order fails as an unknown outcome
 // and a reconcile settles it. A drain counts, for the composed invariants,

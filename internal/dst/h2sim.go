@@ -36,7 +36,7 @@ import (
 // order's ID) it drains the connection an order arrived on as a load
 // balancer going away can: once the broker has answered, it sends GOAWAY
 // with last stream ID 0, which tells the client that no stream on the
-// connection was processed. net/http's HTTP/2 client retries such a stream
+// connection was processed, and drops the answer. net/http's HTTP/2 client retries such a stream
 // on a new connection when it can rewind the body (Request.GetBody): an
 // order the broker already booked then arrives twice without the client
 // ever resending it. The invariant:
@@ -275,6 +275,9 @@ func (f *h2front) handle(rw http.ResponseWriter, r *http.Request) {
 		f.w.mu.Unlock()
 		f.w.tracef(now, "h2 front %s drains conn %d after order %s", region, c.n, id)
 		c.goAway()
+		// Having said nothing was processed, it sends no answer: the
+		// stream is reset (the client has already given it up).
+		panic(http.ErrAbortHandler)
 	}
 	for k, v := range resp.Header {
 		rw.Header()[k] = v
