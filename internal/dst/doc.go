@@ -130,7 +130,7 @@
 //
 // The plant h2-replay (the transport keeping the caller's GetBody) is found
 // by no-order-replayed-by-pool: swept over plain seeds 1–1000 (make
-// sim-plant DEFECT=h2-replay SIM_SEEDS=1000), 237 seeds break it, the lowest
+// sim-plant DEFECT=h2-replay SIM_SEEDS=1000), 241 seeds break it, the lowest
 // 10. TestSimH2 runs four H2 seeds;
 // TestH2CheckFindsReplay plants a replay in a hand-built record.
 //
@@ -143,7 +143,7 @@
 // direction and the chunk's virtual instant, so chunks written at one
 // instant arrive together however they were split). Measured (make sim
 // SIM_SEEDS=300 SIM_ARGS=-sim.twice, composed, yield points on): three H2
-// seeds of about 75 (159, 215, 227) gave different traces, where several
+// seeds of 64 (113, 238, 287) gave different traces, where several
 // streams of one connection end at one instant (a GOAWAY, a cut, or two
 // answers in one chunk) and the Path takes their reports in the
 // scheduler's order. TestSimH2Deterministic requires five H2 seeds to
@@ -519,7 +519,7 @@
 // see "TLS and pooled HTTP/2"):
 //
 //	defect                   invariant broken                       lowest seed  seeds of 1000
-//	h2-replay                no-order-replayed-by-pool              10           237
+//	h2-replay                no-order-replayed-by-pool              10           241
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
