@@ -103,6 +103,14 @@
 // (-tags dstyield: the build make sim sweeps, with the seeded yield points;
 // a seed of a build without them replays without the tag.)
 //
+// Replay with yield points has one known gap: a coordinated seed with a
+// pause and resting orders (seed 35, TestSimPauseDeterministic) gives two
+// different traces in about half the runs of a -tags dstyield build (the
+// first difference is a few hundred microseconds of virtual time around the
+// fence of the region being left); it replays in every run without the tag.
+// make determinism leaves that test out of its tagged run until the cause is
+// found.
+//
 // # TLS and pooled HTTP/2
 //
 // In about a quarter of the seeds (Scenario.H2, drawn from a source of its
