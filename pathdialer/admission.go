@@ -173,6 +173,10 @@ type admission struct {
 	// the primary, where Start opens it).
 	sw           *switchCheck
 	lastReleased string
+	// movedSinceRelease: a switch moved flow off lastReleased since the gate
+	// last opened (even if a later switch came back to it before a release):
+	// the endpoint's identity is then re-proved before flow returns to it.
+	movedSinceRelease bool
 }
 
 func (a *admission) init() {

@@ -520,6 +520,9 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 func (c *controller) switched(ctx context.Context, d engine.Decision, reason string) {
 	p := c.p
 	p.setActive(p.eps[d.To], d.Token)
+	if d.From != d.To {
+		p.adm.movedSinceRelease = true
+	}
 	yieldPoint(p, "controller: active -> gate")
 	p.stats.switches.Add(1)
 	p.events.emit(Event{Kind: EventSwitch, From: d.From, To: d.To, Token: d.Token, Cause: reason})

@@ -183,6 +183,7 @@ func (c *controller) refuseRelease(ctx context.Context) bool {
 	if proven {
 		p.adm.sw = nil
 		p.adm.lastReleased = name
+		p.adm.movedSinceRelease = false
 		return false
 	}
 	// The reconcile is done (its tickets are settled); what remains is the
@@ -337,7 +338,8 @@ func (p *Path) reproveIdentity(ctx context.Context, rt *endpointRT, delay time.D
 // switchProof says whether flow may be released onto the active endpoint as
 // far as the switch's identity re-check goes: yes when no switch moved flow
 // to another endpoint since the gate last opened (a resume, a switch
-// abandoned), or when the re-check of this endpoint verified it. Otherwise it
+// abandoned before it moved flow; a switch away and back again before a
+// release does not count: the endpoint may have changed meanwhile), or when the re-check of this endpoint verified it. Otherwise it
 // returns the check to wait for, starting one (with ctx non-nil) when the
 // endpoint was switched to without one.
 func (c *controller) switchProof(ctx context.Context) (*switchCheck, bool) {
@@ -352,7 +354,7 @@ func (c *controller) switchProof(ctx context.Context) (*switchCheck, bool) {
 		if last == "" {
 			last = p.primary()
 		}
-		if name == last {
+		if name == last && !p.adm.movedSinceRelease {
 			return nil, true
 		}
 		if ctx == nil {

@@ -213,7 +213,8 @@ func (c *controller) stopOpenOrders() {
 		run := c.ooRuns[svc]
 		run.cancel()
 		if c.ooDue == nil {
-			c.ooDue = run.oo
+			owed := *run.oo
+			c.ooDue = &owed
 		}
 		c.p.events.emit(Event{Kind: EventOpenOrderDiff, From: run.oo.from, To: run.r.To, Token: run.r.Token, Service: svc, Duration: time.Since(run.start), Err: errSuperseded, Cause: "open-order reconcile superseded: it runs again after the next release"})
 		delete(c.ooRuns, svc)
@@ -223,8 +224,13 @@ func (c *controller) stopOpenOrders() {
 // runOpenOrders waits until CODSettle after the fence, then compares the
 // service's open orders, retrying a failure (ReconcileBackoff, and never
 // faster than the venue's lookup interval) up to ReconcileAttempts times.
-func (c *controller) runOpenOrders(ctx context.Context, svc string, due *ooSwitch, ep Endpoint, gen uint64) *bgRun {
+func (c *controller) runOpenOrders(ctx context.Context, svc string, owed *ooSwitch, ep Endpoint, gen uint64) *bgRun {
 	p := c.p
+	// The run reads its own copy: the controller may owe the same switch
+	// again (stopOpenOrders) and a later fence moves its fencedAt
+	// (oweOpenOrders) while this run's goroutine still reads it.
+	due := new(ooSwitch)
+	*due = *owed
 	c.bgSeq++
 	run := &bgRun{id: c.bgSeq, start: time.Now(), oo: due, r: Reconciliation{From: due.from, To: ep.Name, Token: gen, Service: svc}}
 	rctx, cancel := context.WithCancel(ctx)

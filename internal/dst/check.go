@@ -163,6 +163,7 @@ func (w *world) check() *Result {
 			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s: %s", r.Kind, r.Region, r.Detail)})
 		}
 	}
+	w.h2.check(res, viol) // h2sim.go
 	sort.SliceStable(w.trace, func(i, j int) bool {
 		if w.trace[i].at != w.trace[j].at {
 			return w.trace[i].at < w.trace[j].at

@@ -414,12 +414,14 @@ func (c *coordinator) haltThenAssign(m Move, when string) {
 		return
 	}
 	c.mu.Lock()
-	if c.sess.lost || c.paused {
-		// The follower re-assigns on its own (as the decider, the
-		// coordinator does not decide while the process is paused).
+	if c.sess.lost {
+		// The follower re-assigns on its own.
 		c.mu.Unlock()
 		return
 	}
+	// During a pause the assignment waits for its end (assign waits for
+	// the follower), and is dropped if the lease was lost meanwhile: a
+	// pause too short to lose the lease must not leave the Path halted.
 	c.token++
 	tok := c.token
 	c.tokSess[tok] = c.sess

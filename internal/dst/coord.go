@@ -402,6 +402,16 @@ func (c *coordinator) assign(endpoint string, tok uint64, why string) {
 	defer func() { <-c.assignSem }()
 	for {
 		c.wait(c.follower(), "assign")
+		c.mu.Lock()
+		stale := c.tokSess[tok] != c.sess || c.sess.lost
+		c.mu.Unlock()
+		if stale {
+			// A decision of a session lost meanwhile (the process was
+			// paused past its lease): the follower applies the current
+			// session's assignment, never an older one.
+			c.w.tracef(time.Now(), "coord drops assign %s token %d (%s): its session was lost", endpoint, tok, why)
+			return
+		}
 		err := c.w.path.Assign(c.ctx, endpoint, tok)
 		if c.ctx.Err() != nil {
 			return

@@ -35,6 +35,8 @@
 //	no-dead-man-gap                 where the venue requires a dead-man timer, no path is fenced before
 //	                                the timer was armed (the DeadMan hook returned nil, begun after the
 //	                                previous fence) on the endpoint the switch goes to
+//	no-order-replayed-by-pool       (TLS and HTTP/2 seeds, below) no client order ID arrives at the
+//	                                broker's edge on more distinct connections than the client sent it
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -100,6 +102,60 @@
 //
 // (-tags dstyield: the build make sim sweeps, with the seeded yield points;
 // a seed of a build without them replays without the tag.)
+//
+// Replay with yield points has one known gap: a coordinated seed with a
+// pause and resting orders (seed 35, TestSimPauseDeterministic) gives two
+// different traces in about half the runs of a -tags dstyield build (the
+// first difference is a few hundred microseconds of virtual time around the
+// fence of the region being left); it replays in every run without the tag.
+// make determinism leaves that test out of its tagged run until the cause is
+// found.
+//
+// # TLS and pooled HTTP/2
+//
+// In about a quarter of the seeds (Scenario.H2, drawn from a source of its
+// own, so every other field of every seed is unchanged) the traders' orders
+// leave through a second REST transport of the same Path whose endpoint
+// service ("h2") is a TLS front end of each region: crypto/tls over the
+// in-memory connections with a fixed test certificate for broker.sim, ALPN
+// h2, net/http's HTTP/2 client (the transport's default), so one pooled
+// connection carries many orders (about six per connection in the first H2
+// seeds). The front end, a load balancer, hands each request to the
+// region's REST server over plain HTTP and records which connection each
+// order arrived on. The network's faults act on its address as on the
+// region's others; a cut of the broker's answer closes the client's
+// connection, ending every stream on it.
+//
+// One order in eight (drawn from the seed and the order's ID) has its
+// connection drained once the broker has answered it: the front end sends
+// GOAWAY with last stream ID 0, which tells the client that nothing on the
+// connection was processed, and drops the answer. net/http's HTTP/2 client retries such a stream
+// on a new connection whenever it can rewind the body (Request.GetBody); the
+// REST transport clears GetBody, so the order fails as an unknown outcome
+// and a reconcile settles it. A drain counts, for the composed invariants,
+// as an unknown-outcome fault armed on its region at that instant (the Path
+// may take the endpoint DOWN on that failure while its probe passes).
+//
+// The plant h2-replay (the transport keeping the caller's GetBody) is found
+// by no-order-replayed-by-pool: swept over plain seeds 1–1000 (make
+// sim-plant DEFECT=h2-replay SIM_SEEDS=1000), 241 seeds break it, the lowest
+// 10. TestSimH2 runs four H2 seeds;
+// TestH2CheckFindsReplay plants a replay in a hand-built record.
+//
+// TLS bytes are random (keys, nonces, signatures), so chunks of these
+// connections are not keyed by content; HTTP/2's goroutines select among
+// ready channels at random, so how frames written at one instant are split
+// into chunks, and how many there are, changes from run to run, and a key
+// by the chunk's number on its connection does not replay either
+// (faultnet's SetTimeKeyed: the draw is keyed by the connection, its
+// direction and the chunk's virtual instant, so chunks written at one
+// instant arrive together however they were split). Measured (make sim
+// SIM_SEEDS=300 SIM_ARGS=-sim.twice, composed, yield points on): three H2
+// seeds of 64 (113, 238, 287) gave different traces, where several
+// streams of one connection end at one instant (a GOAWAY, a cut, or two
+// answers in one chunk) and the Path takes their reports in the
+// scheduler's order. TestSimH2Deterministic requires five H2 seeds to
+// replay.
 //
 // # Determinism, and where it stops
 //
@@ -233,6 +289,9 @@
 //     margin of TTL/10. A keep-alive that finds the lease lost halts the
 //     Path (ErrTradingHalted), opens a new session, extends, and assigns the
 //     active endpoint under a new token: the Path reconciles, then releases.
+//     An assignment decided under a session that was lost before the
+//     follower could apply it (the process was paused) is dropped, never
+//     applied after the new session's.
 //
 // Each coordinated seed draws zero to three pauses of the process, shorter
 // than the lease, about as long, or two to four times longer. A pause
@@ -464,6 +523,12 @@
 //	open-orders-skipped      resting-cancel-reported                1            12
 //	dead-man-not-awaited     no-dead-man-gap                        3            13
 //
+// The REST transport over a pooled HTTP/2 connection (plain seeds 1–1000,
+// see "TLS and pooled HTTP/2"):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 1000
+//	h2-replay                no-order-replayed-by-pool              10           241
+//
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
 // drain-inline are found by halt-in-switch (the coordinator's Halt waits for
@@ -525,10 +590,12 @@
 //     block), no Nagle, no SYN retries, no keep-alive probes, no half-open
 //     connections beyond what Blackhole holds. A refused dial fails after one
 //     round trip; a blackholed dial succeeds and then nothing moves.
-//   - No TLS: the broker serves plain HTTP and ws:// (TLS bytes are random,
-//     which would break content-keyed delays, and handshake CPU time is not
-//     virtual anyway). Real TLS timing, certificate checks and ALPN (so
-//     HTTP/2) are not exercised; the real-time integration tests cover them.
+//   - TLS only for the orders of H2 seeds (above): the broker itself, its
+//     probes, reads, trade-path checks and the WebSocket stream stay plain
+//     HTTP and ws://. Handshake CPU time is not virtual; certificate expiry,
+//     client certificates and session resumption are not exercised. The
+//     HTTP/2 front end's drains are its only HTTP/2-level fault (no
+//     RST_STREAM, no flow-control stall, no PING timeout).
 //   - No FIX: quickfix listens and dials by itself (it takes neither a
 //     listener nor a dialer for its acceptor, and its session loop aligns to
 //     wall-clock seconds), so it cannot join an in-memory bubble. It would

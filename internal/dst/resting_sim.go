@@ -194,11 +194,17 @@ func (rs *restingSim) session(end time.Time) {
 			_ = c.Close()
 			continue
 		}
-		// Preserve: the venue's logout (the broker keeps the orders).
-		c.SetFarewell(func(deadline time.Time) error {
+		// Preserve: the venue's logout (the broker keeps the orders). The
+		// farewell (the Path's fence) and the run's end may both write:
+		// gorilla allows one writer at a time.
+		var wmu sync.Mutex
+		logout := func(deadline time.Time) error {
+			wmu.Lock()
+			defer wmu.Unlock()
 			_ = c.SetWriteDeadline(deadline)
 			return wc.WriteMessage(websocket.TextMessage, []byte(`{"type":"logout"}`))
-		})
+		}
+		c.SetFarewell(logout)
 		rs.mu.Lock()
 		rs.conns = append(rs.conns, sessionConn{region: ep.Region, start: time.Now()})
 		i := len(rs.conns) - 1
@@ -219,8 +225,7 @@ func (rs *restingSim) session(end time.Time) {
 			stop.Stop()
 		case <-stop.C:
 			// The run's end: leave the venue's way (the orders stay).
-			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-			_ = wc.WriteMessage(websocket.TextMessage, []byte(`{"type":"logout"}`))
+			_ = logout(time.Now().Add(time.Second))
 			bye := time.NewTimer(time.Second)
 			select {
 			case <-done:

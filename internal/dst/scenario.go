@@ -103,10 +103,13 @@ type Scenario struct {
 	// keep-alive every KeepAlive while the process runs, Path.Extend to the
 	// lease's expiry minus Margin after each, and Pauses of the process.
 	Coordinated bool
-	LeaseTTL    time.Duration
-	KeepAlive   time.Duration
-	Margin      time.Duration
-	Pauses      []Pause
+	// H2: orders go over TLS and pooled HTTP/2 through a front end of
+	// each region (h2sim.go).
+	H2        bool
+	LeaseTTL  time.Duration
+	KeepAlive time.Duration
+	Margin    time.Duration
+	Pauses    []Pause
 	// FollowerLast: after a pause the follower resumes after the traders
 	// (not first), so the orders they start meet a lapsed decision before
 	// any goroutine halted the Path: only the Path's own deadline check
@@ -222,6 +225,7 @@ func NewScenario(seed uint64) Scenario {
 		s.FollowerLast = r.IntN(2) == 0
 	}
 	drawResting(&s)
+	drawH2(&s) // h2sim.go
 	return s
 }
 
@@ -258,6 +262,9 @@ func (s Scenario) String() string {
 	}
 	if s.Resting.On {
 		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)
+	}
+	if s.H2 {
+		fmt.Fprintf(&b, "  orders over TLS and pooled HTTP/2 through a front end of each region\n")
 	}
 	return b.String()
 }

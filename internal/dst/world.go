@@ -109,6 +109,9 @@ type Stats struct {
 	Pauses, Lapses, Expired, StaleRejected, LapsedBookings int
 	// Yields taken at the Path's yield points (builds with -tags dstyield).
 	Yields int
+	// H2 scenarios: TLS connections the front ends accepted, connections
+	// they drained (GOAWAY) and orders the pool replayed (h2sim.go).
+	H2Conns, H2Drains, H2Replays int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -161,6 +164,7 @@ type world struct {
 	dc    *http.Client // direct: probes and the broker's kill switch
 	strm  *ws.Stream
 	co    *coordinator // coordinated scenarios only
+	h2    *h2front     // H2 scenarios only (h2sim.go)
 
 	mu       sync.Mutex
 	trace    []tline
@@ -217,7 +221,9 @@ func Run(s Scenario, o Options) (*Result, error) {
 	// Plain HTTP bytes are deterministic; WebSocket client frames are masked
 	// with random keys, so ws chunks draw by connection (ws dials are paced
 	// one at a time, so their connection numbers are deterministic).
-	w.net.SetBaseJitter(s.BaseLatency, func(a string) bool { return !strings.Contains(a, ".ws.") })
+	// TLS bytes (H2 seeds) are random too: they draw by connection.
+	w.net.SetBaseJitter(s.BaseLatency, func(a string) bool { return !strings.Contains(a, ".ws.") && !strings.Contains(a, ".h2.") })
+	w.net.SetTimeKeyed(func(a string) bool { return strings.Contains(a, ".h2.") })
 	if err := w.build(); err != nil {
 		w.close()
 		return nil, err
@@ -309,6 +315,9 @@ func (w *world) build() error {
 		return fmt.Errorf("dst: broker: %w", err)
 	}
 	w.dc = &http.Client{Transport: &http.Transport{DialContext: w.net.Dial, DisableKeepAlives: true}}
+	if err := w.buildH2(); err != nil { // h2sim.go
+		return err
+	}
 
 	pc := pathdialer.DefaultConfig()
 	pc.AllowPlaintext = true // the in-memory network carries plain HTTP
@@ -316,6 +325,9 @@ func (w *world) build() error {
 		rg := w.b.Region(r)
 		pc.Endpoints = append(pc.Endpoints, pathdialer.Endpoint{Name: r, Region: r, Priority: i, Primary: i == 0,
 			Services: map[string]string{pathdialer.ServiceREST: rg.RESTURL(), "probe": rg.ProbeURL(), pathdialer.ServiceWS: rg.WSURL()}})
+		if w.h2 != nil {
+			pc.Endpoints[i].Services[h2Service] = "https://" + h2Addr(r)
+		}
 	}
 	pc.Probe = w.probe
 	pc.TradePathCheck = w.tradePathCheck
@@ -399,6 +411,9 @@ func (w *world) build() error {
 		return fmt.Errorf("dst: rest transport: %w", err)
 	}
 	w.hc = &http.Client{Transport: w.rt}
+	if err := w.h2.startClient(); err != nil {
+		return err
+	}
 	sc := ws.DefaultStreamConfig()
 	sc.Streams = []string{stream}
 	sc.Handler = w.onTick
@@ -876,6 +891,9 @@ func (w *world) apply(f ScheduledFault, heal bool) {
 		for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
 			_ = w.net.SetFault(addr(f.Region, svc), nf)
 		}
+		if w.h2 != nil {
+			_ = w.net.SetFault(h2Addr(f.Region), nf)
+		}
 	}
 }
 
@@ -883,6 +901,9 @@ func (w *world) healAll() {
 	for _, r := range w.s.Regions {
 		for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
 			_ = w.net.SetFault(addr(r, svc), faultnet.None())
+		}
+		if w.h2 != nil {
+			_ = w.net.SetFault(h2Addr(r), faultnet.None())
 		}
 		_ = w.b.SetFault(r, simbroker.REST, simbroker.None{})
 	}
@@ -924,13 +945,14 @@ func (w *world) place(id string, limit bool) {
 	w.co.wait(resumeTrader, id) // no order starts while the process is paused
 	ctx, cancel := w.co.orderContext(w.s.OrderTimeout, id)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://broker.invalid/v1/orders", bytes.NewReader(raw))
+	hc, u, pooled := w.orderClient() // h2sim.go
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
 	req.Header.Set("X-API-Key", apiKey)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Client-Order-ID", id)
 	// A connection per order: which of two orders released at one instant
 	// gets a pooled connection is a scheduling race no seed controls.
-	req.Close = true
+	req.Close = !pooled // a pooled HTTP/2 connection multiplexes: no race for it
 	if w.s.Tokens == simbroker.TokensChecked && !w.o.LibraryToken {
 		// The generation the client believes is active, +1: tokens are
 		// positive and a standalone Path starts at generation 0.
@@ -945,12 +967,23 @@ func (w *world) place(id string, limit bool) {
 	}
 	rec.start = time.Now()
 	w.mu.Unlock()
-	resp, err := w.hc.Do(req)
+	w.h2.sent(id)
+	resp, err := hc.Do(req)
 	if v := rest.Outcome(resp, err); v.Order != nil && err == nil {
 		// Answered 5xx: handed to reconciliation as unknown.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		resp, err = nil, v.Order
+	}
+	var answer []byte
+	read := func() {
+		answer, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}
+	if err == nil && pooled {
+		// Read before taking w.mu: over HTTP/2 the body is a frame of its
+		// own, which a fault can hold after the headers arrived.
+		read()
 	}
 	now := time.Now()
 	var line string
@@ -968,8 +1001,9 @@ func (w *world) place(id string, limit bool) {
 	case err != nil:
 		rec.outcome = "not-sent"
 	default:
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		_ = resp.Body.Close()
+		if !pooled {
+			read() // HTTP/1: the body came with the headers
+		}
 		rec.code = resp.StatusCode
 		rec.region = resp.Header.Get("X-Region")
 		if resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK {
@@ -978,13 +1012,13 @@ func (w *world) place(id string, limit bool) {
 			// region that answered: a repeat answered 200 by us may name an
 			// order booked through eu.
 			var o simbroker.Order
-			if json.Unmarshal(raw, &o) == nil && o.Region != "" {
+			if json.Unmarshal(answer, &o) == nil && o.Region != "" {
 				rec.region = o.Region
 			}
 		} else {
 			rec.outcome = "rejected"
 			var e struct{ Code string }
-			_ = json.Unmarshal(raw, &e)
+			_ = json.Unmarshal(answer, &e)
 			rec.errCode = e.Code
 		}
 		line = fmt.Sprintf("order %s %s %d %s %s", id, rec.outcome, rec.code, rec.region, rec.errCode)
@@ -1007,6 +1041,7 @@ func (w *world) close() {
 	if w.rt != nil {
 		w.rt.CloseIdleConnections()
 	}
+	w.h2.close()
 	if w.b != nil {
 		_ = w.b.Close()
 	}

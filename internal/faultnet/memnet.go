@@ -42,6 +42,7 @@ type MemNetwork struct {
 
 	jitter    time.Duration          // extra one-way delay in [0, jitter], always
 	byContent func(addr string) bool // key that draw by the chunk's bytes
+	byTime    func(addr string) bool // key that draw by the chunk's instant
 
 	mu        sync.Mutex
 	listeners map[string]*memListener
@@ -71,6 +72,20 @@ func (n *MemNetwork) SetBaseJitter(j time.Duration, byContent func(addr string) 
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.jitter, n.byContent = j, byContent
+}
+
+// SetTimeKeyed keys the draws of SetBaseJitter, for addresses where byTime
+// returns true (and byContent does not), by the connection, its direction
+// and the virtual instant of the chunk instead of the chunk's number on the
+// connection: for protocols whose writes at one instant are split or merged
+// differently from run to run (HTTP/2, whose goroutines select among ready
+// channels at random). Chunks of one direction written at one instant then
+// arrive together however they were split. Call it before any connection
+// exists.
+func (n *MemNetwork) SetTimeKeyed(byTime func(addr string) bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.byTime = byTime
 }
 
 // Listen returns a listener on addr (any string of the form host:port,
@@ -196,6 +211,8 @@ func (n *MemNetwork) delay(f Fault, addr string, id, k uint64, data ...[]byte) t
 		if len(data) > 0 && data[0] != nil && n.byContent != nil && n.byContent(addr) {
 			fmt.Fprintf(h, "%d/%s/%s/", n.seed, addr, salt)
 			_, _ = h.Write(data[0])
+		} else if n.byTime != nil && n.byTime(addr) {
+			fmt.Fprintf(h, "%d/%s/%d/t%d/%s", n.seed, addr, id, time.Now().UnixNano(), salt)
 		} else {
 			fmt.Fprintf(h, "%d/%s/%d/%d/%s", n.seed, addr, id, k, salt)
 		}

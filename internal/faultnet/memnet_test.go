@@ -226,3 +226,37 @@ func TestMemNetworkResetArrivesAfterOwnDelay(t *testing.T) {
 		}
 	}
 }
+
+// SetTimeKeyed: chunks written at one instant on one connection get one
+// draw, whatever their number on the connection; chunks at other instants
+// draw anew.
+func TestMemNetworkTimeKeyedDraws(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := NewMemNetwork(5, 0)
+		n.SetBaseJitter(time.Millisecond, func(string) bool { return false })
+		n.SetTimeKeyed(func(a string) bool { return a == "eu.h2:443" })
+		f := None()
+		a0, a7 := n.delay(f, "eu.h2:443", 1, 0, []byte("x")), n.delay(f, "eu.h2:443", 1, 7, []byte("yy"))
+		if a0 != a7 {
+			t.Fatalf("time-keyed: chunks 0 and 7 at one instant drew %v and %v", a0, a7)
+		}
+		var later []time.Duration
+		for range 4 {
+			time.Sleep(time.Microsecond)
+			later = append(later, n.delay(f, "eu.h2:443", 1, 0, []byte("x")))
+		}
+		differ := false
+		for _, d := range later {
+			differ = differ || d != a0
+		}
+		if !differ {
+			t.Fatalf("time-keyed: chunk 0 drew %v at five instants", a0)
+		}
+		// Other addresses keep the chunk-number key.
+		b0, b7 := n.delay(f, "eu.rest:443", 1, 0, []byte("x")), n.delay(f, "eu.rest:443", 1, 7, []byte("x"))
+		c7 := n.delay(f, "eu.rest:443", 1, 7, []byte("x"))
+		if b7 != c7 || (b0 == b7 && n.delay(f, "eu.rest:443", 1, 3, nil) == b0 && n.delay(f, "eu.rest:443", 1, 5, nil) == b0) {
+			t.Fatalf("chunk-keyed draws %v %v %v", b0, b7, c7)
+		}
+	})
+}

@@ -448,6 +448,21 @@ var defects = map[string]Defect{
 	return false // DEFECT (plant dead-man-not-awaited): the fence does not wait for the arm
 }`,
 	},
+
+	// Section 4: the REST transport over a pooled HTTP/2 connection.
+
+	// The REST transport keeps the caller's Request.GetBody: net/http's
+	// HTTP/2 client then rewinds an order's body and sends it again on a
+	// new connection when the server's GOAWAY says the stream was not
+	// processed, although the broker had booked it (found by the H2 seeds'
+	// front ends, which drain a connection after the broker's answer).
+	"h2-replay": {
+		File:      "transports/rest/transport.go",
+		Doc:       "a submission keeps Request.GetBody: the HTTP/2 client replays an order on a new connection after a GOAWAY",
+		Invariant: "no-order-replayed-by-pool",
+		Old:       "\tr3.GetBody = nil // an OrderIDFunc may have set it\n",
+		Body:      "\tr3.GetBody = req.GetBody // DEFECT (plant h2-replay): the body can be rewound and sent again\n",
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
