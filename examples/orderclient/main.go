@@ -211,7 +211,7 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 		// timer armed through the new path before the old one is fenced,
 		// the open-order reconcile after every switch.
 		cfg.Venue = rules.venueFor(cfg.Venue)
-		cfg.PathResting, cfg.FenceMode, cfg.CODSettle = true, rules.mode, 300*time.Millisecond
+		cfg.PathResting, cfg.FenceMode, cfg.CODSettle = true, rules.mode, time.Second
 		cfg.FIXLogon, cfg.FIXPreserveLogout = rules.logon, rules.logout
 	}
 	if o.timing != nil {

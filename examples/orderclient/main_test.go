@@ -196,8 +196,16 @@ func TestDemoRestingOrdersPerVenue(t *testing.T) {
 				t.Errorf("resting orders cancelled by the broker %d, reported %d; want cancels=%v, all reported\n%s",
 					sum.RestingCancelled, sum.RestingReported, tc.cancels, out.String())
 			}
-			if got := lastRuntimeCancelled.Load(); got != int64(sum.RestingCancelled) {
+			// The runtime's check reads the venue's open orders once, CODSettle
+			// after the fence: a cancel-on-disconnect the broker applies later
+			// (it noticed the drop late, on a loaded host) is the client's own
+			// reconcile's to report (checked above), not that switch's. The
+			// runtime never counts more than the broker cancelled, and sees
+			// the cancels when there are some.
+			if got := lastRuntimeCancelled.Load(); got > int64(sum.RestingCancelled) || tc.cancels && got == 0 {
 				t.Errorf("the runtime counted %d resting orders cancelled by a switch, the broker cancelled %d\n%s", got, sum.RestingCancelled, out.String())
+			} else if got < int64(sum.RestingCancelled) {
+				t.Logf("the runtime counted %d of the broker's %d cancels; the rest came after its check (CODSettle) and were reported by the client's reconcile", got, sum.RestingCancelled)
 			}
 			for _, inv := range sum.Invariants {
 				if inv.ID == orderflow.InvDeadMan && inv.Checked != tc.deadMan {
