@@ -15,12 +15,17 @@ import (
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
-// quickfix v0.9.10 leaves its logon/logout timer callbacks blocked after a
-// session stops (see transports/fix's TestMain).
+// quickfix v0.9.10 leaves goroutines blocked after a session stops: its
+// logon/logout timer callbacks, its read loop and its in-session-time query
+// (the same four transports/fix's tests name, with the reasons).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(monitored{m},
 		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*stateMachine).Connect.func1"),
 		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).initiateLogoutInReplyTo.func1"),
+		// and its read loop blocked sending a message nobody receives, and
+		// its in-session-time query, when Stop ended the session loop first.
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.readLoop"),
+		goleak.IgnoreTopFunction("github.com/quickfixgo/quickfix.(*session).waitForInSessionTime"),
 	)
 }
 
