@@ -103,13 +103,13 @@
 // (-tags dstyield: the build make sim sweeps, with the seeded yield points;
 // a seed of a build without them replays without the tag.)
 //
-// Replay with yield points has one known gap: a coordinated seed with a
-// pause and resting orders (seed 35, TestSimPauseDeterministic) gives two
-// different traces in about half the runs of a -tags dstyield build (the
-// first difference is a few hundred microseconds of virtual time around the
-// fence of the region being left); it replays in every run without the tag.
-// make determinism leaves that test out of its tagged run until the cause is
-// found.
+// Replay with yield points has a known gap: a seed with resting orders
+// (seeds 5 and 35 among the replay tests) gives two different traces in
+// some runs of a -tags dstyield build (the first difference is when the
+// resting session dials, a few hundred microseconds of virtual time apart);
+// without the tag every replay test passes. make determinism runs the
+// replay tests without the tag until the cause is found; a failing seed of
+// make sim still prints its replay command, and most seeds replay.
 //
 // # TLS and pooled HTTP/2
 //
