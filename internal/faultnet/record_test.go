@@ -18,12 +18,14 @@ func TestRelayHistoryRecordsBytesAndWhoClosed(t *testing.T) {
 	}
 	defer ln.Close()
 	got := make(chan []byte, 2)
+	accepted := make(chan struct{}, 2) // the relay dialed the target: it tracks the conn
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			accepted <- struct{}{}
 			go func() { b, _ := io.ReadAll(c); got <- b; c.Close() }()
 		}
 	}()
@@ -49,32 +51,28 @@ func TestRelayHistoryRecordsBytesAndWhoClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(r.Conns()) < 1 || r.Conns()[0].ID != 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("second connection never tracked")
-		}
-		time.Sleep(5 * time.Millisecond)
+	// No polling: the relay registers a connection before it dials the
+	// target, records a client's close before passing it on (so the target
+	// read "order-1" to EOF only after conn 1's record was complete), and
+	// ResetConn records its close before it returns.
+	<-accepted // conn 1
+	<-accepted // conn 2
+	if _, ok := r.Info(2); !ok {
+		t.Fatal("second connection never tracked")
 	}
 	r.ResetConn(2)
-	for {
-		h := r.History()
-		if len(h) == 2 && !h[0].Closed.IsZero() && !h[1].Closed.IsZero() {
-			if h[0].ClosedBy != faultnet.ClosedByClient || h[1].ClosedBy != faultnet.ClosedByFault {
-				t.Fatalf("closed by %q and %q, want client and fault", h[0].ClosedBy, h[1].ClosedBy)
-			}
-			if len(h[0].Sent) == 0 || h[0].Sent[0].Left.Before(before) || h[0].Sent[0].Arrived.Before(h[0].Sent[0].Left) || h[0].Sent[0].After.IsZero() || h[0].Sent[0].After.After(h[0].Sent[0].Left) {
-				t.Fatalf("chunks %+v", h[0].Sent)
-			}
-			n, _ := h[0].Delivered(time.Now())
-			if n != 7 || h[0].Opened.Before(before) {
-				t.Fatalf("delivered %d bytes, opened %v", n, h[0].Opened)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history %+v", h)
-		}
-		time.Sleep(5 * time.Millisecond)
+	h := r.History()
+	if len(h) != 2 || h[0].Closed.IsZero() || h[1].Closed.IsZero() {
+		t.Fatalf("history %+v", h)
+	}
+	if h[0].ClosedBy != faultnet.ClosedByClient || h[1].ClosedBy != faultnet.ClosedByFault {
+		t.Fatalf("closed by %q and %q, want client and fault", h[0].ClosedBy, h[1].ClosedBy)
+	}
+	if len(h[0].Sent) == 0 || h[0].Sent[0].Left.Before(before) || h[0].Sent[0].Arrived.Before(h[0].Sent[0].Left) || h[0].Sent[0].After.IsZero() || h[0].Sent[0].After.After(h[0].Sent[0].Left) {
+		t.Fatalf("chunks %+v", h[0].Sent)
+	}
+	n, _ := h[0].Delivered(time.Now())
+	if n != 7 || h[0].Opened.Before(before) {
+		t.Fatalf("delivered %d bytes, opened %v", n, h[0].Opened)
 	}
 }
