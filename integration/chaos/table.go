@@ -43,34 +43,7 @@ func WriteTable(w io.Writer, rows []Row) {
 			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
 			fmt.Sprintf("%d / %d%s", r.RestingCancelled, r.RestingReported, byCell(r)), deadManCell(r), result(r)})
 	}
-	width := make([]int, len(head))
-	for _, row := range cells {
-		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	line := func(row []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, c := range row {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i < 3 || i == len(row)-1 {
-				b.WriteString(" " + c + pad + " |")
-			} else {
-				b.WriteString(" " + pad + c + " |")
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(head)
-	sep := make([]string, len(head))
-	for i := range sep {
-		sep[i] = strings.Repeat("-", width[i])
-	}
-	fmt.Fprintln(w, "|-"+strings.Join(sep, "-|-")+"-|")
-	for _, row := range cells[1:] {
-		line(row)
-	}
+	writeTable(w, cells, 3)
 }
 
 func result(r Row) string {
@@ -93,4 +66,38 @@ func byCell(r Row) string {
 		return " (by the Path)"
 	}
 	return ""
+}
+
+// writeTable prints rows (the first is the header) as a Markdown table with
+// aligned columns: the first left columns and the last left-aligned (names,
+// the result), the others right-aligned (counts).
+func writeTable(w io.Writer, cells [][]string, left int) {
+	width := make([]int, len(cells[0]))
+	for _, row := range cells {
+		for i, c := range row {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		b.WriteString("|")
+		for i, c := range row {
+			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
+			if i < left || i == len(row)-1 {
+				b.WriteString(" " + c + pad + " |")
+			} else {
+				b.WriteString(" " + pad + c + " |")
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+	line(cells[0])
+	sep := make([]string, len(width))
+	for i := range sep {
+		sep[i] = strings.Repeat("-", width[i])
+	}
+	fmt.Fprintln(w, "|-"+strings.Join(sep, "-|-")+"-|")
+	for _, row := range cells[1:] {
+		line(row)
+	}
 }

@@ -310,32 +310,5 @@ func WriteVenueTable(w io.Writer, rows []VenueRow) {
 			fmt.Sprintf("%d / %d / %d", r.LateReported, r.LateAfterFinal, r.LateUnreported), fmt.Sprint(r.Halts),
 			fmt.Sprint(r.Throttled), fmt.Sprint(r.Lockouts), res})
 	}
-	width := make([]int, len(head))
-	for _, row := range cells {
-		for i, c := range row {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	line := func(row []string) {
-		var b strings.Builder
-		b.WriteString("|")
-		for i, c := range row {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i < 2 || i == len(row)-1 {
-				b.WriteString(" " + c + pad + " |")
-			} else {
-				b.WriteString(" " + pad + c + " |")
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
-	line(head)
-	sep := make([]string, len(head))
-	for i := range sep {
-		sep[i] = strings.Repeat("-", width[i])
-	}
-	fmt.Fprintln(w, "|-"+strings.Join(sep, "-|-")+"-|")
-	for _, row := range cells[1:] {
-		line(row)
-	}
+	writeTable(w, cells, 2)
 }
