@@ -514,6 +514,7 @@
 //	outage-as-broken-probe   no-ticket-after-down                   4            5
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
+//	return-without-reproof   identity-proved-at-switch              505          2
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
 //
 // The resting-order defects are found by the resting seeds (make sim-plant

@@ -281,6 +281,18 @@ var defects = map[string]Defect{
 		Body:      `func (p *Path) switchChecks() bool { return false } // DEFECT (plant no-identity-at-switch)`,
 	},
 
+	// Flow returns to the endpoint it was last released on, after a switch
+	// away that never released, on the strength of that old release: its
+	// identity is not re-proved though it may front another account by now.
+	"return-without-reproof": {
+		File:      "pathdialer/guard.go",
+		Doc:       "flow returning to the last-released endpoint after an abandoned switch away skips the identity re-check",
+		Invariant: "identity-proved-at-switch",
+		Composed:  true,
+		Old:       `		if name == last && !p.adm.movedSinceRelease {`,
+		Body:      `		if name == last { // DEFECT (plant return-without-reproof)`,
+	},
+
 	// Section 6: the mutants of make mutants (each the smallest overlay of
 	// today's code that breaks one guarantee; found by the simulation and by
 	// a chaos cell).
