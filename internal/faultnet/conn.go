@@ -63,11 +63,11 @@ func (c *conn) setUpstream(up net.Conn, key string) bool {
 
 // kill closes both sides once; with reset the peers see RST instead of FIN.
 // by says who ended the connection, for its record ("" if already recorded).
-func (c *conn) kill(reset bool, by string) {
+func (c *conn) kill(reset bool, by string) (killed bool) {
 	c.mu.Lock()
 	if c.dead {
 		c.mu.Unlock()
-		return
+		return false
 	}
 	if by != "" {
 		c.log.closed(time.Now(), by)
@@ -81,12 +81,13 @@ func (c *conn) kill(reset bool, by string) {
 		if up != nil {
 			resetConn(up)
 		}
-		return
+		return true
 	}
 	_ = c.client.Close()
 	if up != nil {
 		_ = up.Close()
 	}
+	return true
 }
 
 // isDead reports whether the conn was killed.

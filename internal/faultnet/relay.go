@@ -253,10 +253,13 @@ func (r *Relay) ResetAll() int {
 	r.mu.Lock()
 	cs := r.allConnsLocked()
 	r.mu.Unlock()
+	n := 0
 	for _, c := range cs {
-		c.kill(true, ClosedByFault)
+		if c.kill(true, ClosedByFault) { // one killed already (dead, not yet forgotten) is not counted
+			n++
+		}
 	}
-	return len(cs)
+	return n
 }
 
 // History returns the record of every connection the relay accepted, open
