@@ -27,7 +27,7 @@ type StreamConfig struct {
 	Backoff Backoff
 	// FailuresBeforeFallback whole reconnect rounds failed in a row widen the
 	// candidates from the active endpoint to every fresh-healthy endpoint (see
-	// ReconnectPolicy); as many failed make-before-break dials in a row keep
+	// "Reconnect" in the package doc); as many failed make-before-break dials in a row keep
 	// the stream where it is until the next switch. >= 1.
 	FailuresBeforeFallback int
 	// DialTimeout bounds one connect (TCP, TLS and handshake). > 0.
@@ -101,7 +101,7 @@ type StreamConfig struct {
 // and Handler (the func that receives the messages).
 func DefaultStreamConfig() StreamConfig {
 	return StreamConfig{
-		Backoff:                DefaultBackoff(),
+		Backoff:                defaultBackoff(),
 		FailuresBeforeFallback: 3,
 		DialTimeout:            10 * time.Second,
 		PingInterval:           5 * time.Second,
