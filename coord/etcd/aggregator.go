@@ -11,12 +11,12 @@ import (
 )
 
 // Aggregator keeps the live observations of one account in memory, fed by an
-// etcd watch on Keys.Observations, and aggregates them by quorum. An
+// etcd watch on <prefix>observations/, and aggregates them by quorum. An
 // observation disappears when its observer's lease expires. Safe for
 // concurrent use.
 type Aggregator struct {
 	client *clientv3.Client
-	keys   Keys
+	keys   keyLayout
 	quorum int
 
 	mu     sync.Mutex
@@ -60,7 +60,7 @@ func (a *Aggregator) OnBadRecord(fn func(BadRecord)) {
 
 // NewAggregator returns an Aggregator of the observations under prefix.
 func NewAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggregator, error) {
-	keys, err := NewKeys(prefix)
+	keys, err := newKeyLayout(prefix)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func (c DeciderConfig) Validate() error {
 	if c.Client == nil {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	}
-	if _, err := NewKeys(c.Prefix); err != nil {
+	if _, err := newKeyLayout(c.Prefix); err != nil {
 		return err
 	}
 	if err := checkName("Name", c.Name); err != nil {
@@ -114,7 +114,7 @@ func (c DeciderConfig) Validate() error {
 // Run campaigns and decides until its context ends.
 type Decider struct {
 	cfg  DeciderConfig
-	keys Keys
+	keys keyLayout
 	agg  *Aggregator
 	log  *slog.Logger
 
@@ -148,7 +148,7 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 	if _, err := newDecisionEngine(cfg); err != nil {
 		return nil, err
 	}
-	keys, _ := NewKeys(cfg.Prefix)
+	keys, _ := newKeyLayout(cfg.Prefix)
 	agg, err := NewAggregator(cfg.Client, cfg.Prefix, cfg.Quorum)
 	if err != nil {
 		return nil, err
