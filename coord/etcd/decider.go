@@ -149,7 +149,7 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 		return nil, err
 	}
 	keys, _ := newKeyLayout(cfg.Prefix)
-	agg, err := NewAggregator(cfg.Client, cfg.Prefix, cfg.Quorum)
+	agg, err := newAggregator(cfg.Client, cfg.Prefix, cfg.Quorum)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	agg.OnBadRecord(func(b BadRecord) {
+	agg.onBadRecord(func(b BadRecord) {
 		d.log.Warn("etcdcoord: observation refused: not counted", "decider", cfg.Name, "key", b.Key, "revision", b.Revision, "err", b.Err)
 		d.badRecord(b)
 	})
@@ -214,7 +214,7 @@ func (d *Decider) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = d.agg.Run(ctx)
+		_ = d.agg.run(ctx)
 	}()
 	defer wg.Wait()
 	wait := d.cfg.Interval
