@@ -37,11 +37,6 @@ type StreamConfig struct {
 	// PongTimeout: a connection silent (no message, ping or pong) for
 	// PingInterval+PongTimeout is dead. > 0.
 	PongTimeout time.Duration
-	// SwitchCheck is ignored.
-	//
-	// Deprecated: the Stream watches Path.ActiveChanged and follows a switch at
-	// once, without polling.
-	SwitchCheck time.Duration
 	// MigrateTimeout bounds how long a make-before-break move keeps the old
 	// connection while waiting for the new one to answer every stream. > 0.
 	MigrateTimeout time.Duration
