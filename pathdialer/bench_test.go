@@ -122,7 +122,7 @@ func BenchmarkDialContext(b *testing.B) {
 		p := benchPath(b, addr, nil)
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := p.DialContext(ctx, pathdialer.ServiceFIX)
+			c, err := p.Dial(ctx, pathdialer.ServiceFIX)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -140,7 +140,7 @@ func BenchmarkDialOverhead(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		c, err := p.DialContext(ctx, pathdialer.ServiceFIX)
+		c, err := p.Dial(ctx, pathdialer.ServiceFIX)
 		if err != nil {
 			b.Fatal(err)
 		}

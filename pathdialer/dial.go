@@ -213,15 +213,6 @@ func (p *Path) Dial(ctx context.Context, service string) (*Conn, error) {
 	return c, nil
 }
 
-// DialContext is Dial returning a net.Conn.
-func (p *Path) DialContext(ctx context.Context, service string) (net.Conn, error) {
-	c, err := p.Dial(ctx, service)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
 // DialEndpoint dials network/addr as a connection of the named endpoint: tracked
 // under it, refused with ErrFenced while the endpoint is fenced. Transports that keep
 // one connection pool per endpoint use it (see EndpointDialer).

@@ -25,13 +25,12 @@ func TestDialErrors(t *testing.T) {
 		if h.p.Fenced("mars") {
 			t.Error("Fenced(mars)")
 		}
-		var c net.Conn
-		c, err := h.p.DialContext(ctx, pathdialer.ServiceREST)
+		c, err := h.p.Dial(ctx, pathdialer.ServiceREST)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pc, ok := c.(*pathdialer.Conn); !ok || pc.Endpoint() != "eu" {
-			t.Errorf("DialContext returned %T", c)
+		if c.Endpoint() != "eu" {
+			t.Errorf("Dial went to %q", c.Endpoint())
 		}
 		if n := h.net.count("eu"); n != 1 {
 			t.Errorf("%d dials reached eu", n)

@@ -47,11 +47,9 @@
 //   - LateLandingHorizon, RequerySchedule, LookupInterval: how long and how
 //     often to keep looking after a final verdict, within the venue's budget.
 //   - FenceEffect: what leaving a path (Preserve or Flatten) does to resting
-//     orders, from the venue's cancel-on-disconnect.
-//   - RestingOrders, RestingOrdersTable: the same in words, with whether a
-//     dead-man timer must move to the new path first, what to check and the
-//     sources; the README's table of the shipped profiles is generated from
-//     them.
+//     orders, from the venue's cancel-on-disconnect; with DeadManTimer, it is
+//     what the README's resting-orders table of the shipped profiles is
+//     generated from.
 //
 // Shipped returns the profiles shipped with the package (Alpaca, Binance
 // spot, Coinbase Advanced Trade, Coinbase Exchange FIX, Deribit, IBKR Client

@@ -213,7 +213,7 @@ func (o *Observation) UnmarshalJSON(b []byte) error {
 // keys.Observations()): the body must parse, name the observer and endpoint
 // its key names, and stay within the record bounds. Every error wraps
 // ErrBadRecord.
-func decodeObservation(keys Keys, key string, b []byte) (Observation, error) {
+func decodeObservation(keys keyLayout, key string, b []byte) (Observation, error) {
 	rest, ok := strings.CutPrefix(key, keys.Observations())
 	obsName, epName, ok2 := strings.Cut(rest, "/")
 	if !ok || !ok2 {

@@ -11,12 +11,12 @@ import (
 )
 
 // Aggregator keeps the live observations of one account in memory, fed by an
-// etcd watch on Keys.Observations, and aggregates them by quorum. An
-// observation disappears when its observer's lease expires. Safe for
-// concurrent use.
+// etcd watch on <prefix>observations/, and aggregates them by quorum. An
+// observation disappears when its observer's lease expires. Each Decider runs
+// one; read it through Decider.Aggregator. Safe for concurrent use.
 type Aggregator struct {
 	client *clientv3.Client
-	keys   Keys
+	keys   keyLayout
 	quorum int
 
 	mu     sync.Mutex
@@ -49,18 +49,18 @@ func (a *Aggregator) refuse(key string, rev int64, err error) func() {
 	return nil
 }
 
-// OnBadRecord sets fn to be called for every observation record refused (one
+// onBadRecord sets fn to be called for every observation record refused (one
 // that cannot be decoded, or whose body names another observer or endpoint
-// than its key). Call it before Run.
-func (a *Aggregator) OnBadRecord(fn func(BadRecord)) {
+// than its key). Call it before run.
+func (a *Aggregator) onBadRecord(fn func(BadRecord)) {
 	a.mu.Lock()
 	a.onBad = fn
 	a.mu.Unlock()
 }
 
-// NewAggregator returns an Aggregator of the observations under prefix.
-func NewAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggregator, error) {
-	keys, err := NewKeys(prefix)
+// newAggregator returns an Aggregator of the observations under prefix.
+func newAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggregator, error) {
+	keys, err := newKeyLayout(prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -101,10 +101,10 @@ func (a *Aggregator) Verdicts() map[string]Verdict {
 	return Aggregate(a.Observations(), a.quorum)
 }
 
-// Run reads and then watches the observations until ctx ends; it returns ctx's
+// run reads and then watches the observations until ctx ends; it returns ctx's
 // error. A broken watch (lost leader, compaction) is re-established with a full
 // read; meanwhile the aggregator is not synced.
-func (a *Aggregator) Run(ctx context.Context) error {
+func (a *Aggregator) run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		a.runOnce(ctx)
 		a.setSynced(false)

@@ -25,7 +25,7 @@ const (
 	PhaseRefused Phase = "refused"
 )
 
-// Assignment is the account's shared decision, stored at Keys.Assignment and
+// Assignment is the account's shared decision, stored at <prefix>assignment and
 // written only by the elected decider. Its etcd ModRevision is the fencing
 // token under which followers grant tickets (PhaseActive only).
 type Assignment struct {
@@ -146,7 +146,7 @@ func clip(s string) string {
 	return s[:cut] + "… (cut)"
 }
 
-// Ack is a follower's acknowledgement, stored at Keys.Follower under the
+// Ack is a follower's acknowledgement, stored at <prefix>followers/<name> under the
 // follower's lease: it has applied the Assignment written at Token (held or
 // halted submissions for PhaseFencing and PhaseHalted, released them on
 // Endpoint for PhaseActive). Token 0: registered, nothing applied yet.

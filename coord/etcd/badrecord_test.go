@@ -235,9 +235,9 @@ func TestForgedObservationRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	agg.OnBadRecord(func(etcdcoord.BadRecord) { bad.Add(1) })
+	etcdcoord.OnAggregatorBadRecord(agg, func(etcdcoord.BadRecord) { bad.Add(1) })
 	done := make(chan struct{})
-	go func() { defer close(done); _ = agg.Run(ctx) }()
+	go func() { defer close(done); _ = etcdcoord.RunAggregator(ctx, agg) }()
 	t.Cleanup(func() { cancel(); <-done })
 
 	lease, err := cli.Grant(ctx, 5)

@@ -74,7 +74,7 @@ func (c DeciderConfig) Validate() error {
 	if c.Client == nil {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	}
-	if _, err := NewKeys(c.Prefix); err != nil {
+	if _, err := newKeyLayout(c.Prefix); err != nil {
 		return err
 	}
 	if err := checkName("Name", c.Name); err != nil {
@@ -114,7 +114,7 @@ func (c DeciderConfig) Validate() error {
 // Run campaigns and decides until its context ends.
 type Decider struct {
 	cfg  DeciderConfig
-	keys Keys
+	keys keyLayout
 	agg  *Aggregator
 	log  *slog.Logger
 
@@ -148,8 +148,8 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 	if _, err := newDecisionEngine(cfg); err != nil {
 		return nil, err
 	}
-	keys, _ := NewKeys(cfg.Prefix)
-	agg, err := NewAggregator(cfg.Client, cfg.Prefix, cfg.Quorum)
+	keys, _ := newKeyLayout(cfg.Prefix)
+	agg, err := newAggregator(cfg.Client, cfg.Prefix, cfg.Quorum)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	agg.OnBadRecord(func(b BadRecord) {
+	agg.onBadRecord(func(b BadRecord) {
 		d.log.Warn("etcdcoord: observation refused: not counted", "decider", cfg.Name, "key", b.Key, "revision", b.Revision, "err", b.Err)
 		d.badRecord(b)
 	})
@@ -214,7 +214,7 @@ func (d *Decider) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = d.agg.Run(ctx)
+		_ = d.agg.run(ctx)
 	}()
 	defer wg.Wait()
 	wait := d.cfg.Interval

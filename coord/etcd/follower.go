@@ -71,7 +71,7 @@ func (c FollowerConfig) Validate() error {
 	if c.Client == nil {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	}
-	if _, err := NewKeys(c.Prefix); err != nil {
+	if _, err := newKeyLayout(c.Prefix); err != nil {
 		return err
 	}
 	if err := checkName("Name", c.Name); err != nil {
@@ -114,7 +114,7 @@ type State struct {
 // NewFollower; Run works until its context ends.
 type Follower struct {
 	cfg  FollowerConfig
-	keys Keys
+	keys keyLayout
 	log  *slog.Logger
 
 	mu       sync.Mutex
@@ -138,7 +138,7 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	keys, _ := NewKeys(cfg.Prefix)
+	keys, _ := newKeyLayout(cfg.Prefix)
 	f := &Follower{cfg: cfg, keys: keys, log: cfg.Logger, wake: make(chan struct{}, 1), changed: make(chan struct{})}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)

@@ -57,7 +57,7 @@ func FuzzDecodeAssignment(f *testing.F) {
 // or an observation that names its key's observer and endpoint and
 // round-trips through JSON unchanged.
 func FuzzDecodeVerdict(f *testing.F) {
-	keys, _ := NewKeys("/brokerpath/acct-1/")
+	keys, _ := newKeyLayout("/brokerpath/acct-1/")
 	valid := Observation{Observer: "mon-eu", Region: "eu", Endpoint: "eu", State: engine.Healthy, Fresh: true, Latency: 3 * time.Millisecond, Round: 9, Identity: IdentityVerified}
 	b, _ := json.Marshal(valid)
 	f.Add("mon-eu/eu", b)

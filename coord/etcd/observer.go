@@ -84,7 +84,7 @@ func (c ObserverConfig) Validate() error {
 	if c.Client == nil {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidConfig)
 	}
-	if _, err := NewKeys(c.Prefix); err != nil {
+	if _, err := newKeyLayout(c.Prefix); err != nil {
 		return err
 	}
 	if err := checkName("Name", c.Name); err != nil {
@@ -132,7 +132,7 @@ func (c ObserverConfig) Validate() error {
 // Create it with NewObserver; Run publishes until its context ends.
 type Observer struct {
 	cfg   ObserverConfig
-	keys  Keys
+	keys  keyLayout
 	eng   *engine.Manager
 	log   *slog.Logger
 	mu    sync.Mutex
@@ -146,7 +146,7 @@ func NewObserver(cfg ObserverConfig) (*Observer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	keys, _ := NewKeys(cfg.Prefix)
+	keys, _ := newKeyLayout(cfg.Prefix)
 	ecfg := cfg.Engine
 	ecfg.Probe = func(context.Context, engine.Endpoint) error { return errRecordedOnly }
 	ecfg.VerificationMaxAge = cfg.IdentityMaxAge

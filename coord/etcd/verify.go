@@ -14,7 +14,7 @@ import (
 // its key (<prefix>election/<Lease in hex>), created at Term. When etcd has
 // compacted rev away, the writer must lead now. refused says why the record
 // cannot be acted on; err is a failure to find out.
-func verifyWriter(ctx context.Context, cli *clientv3.Client, keys Keys, a Assignment, rev int64) (refused, err error) {
+func verifyWriter(ctx context.Context, cli *clientv3.Client, keys keyLayout, a Assignment, rev int64) (refused, err error) {
 	want := keys.electionKey(a.Lease)
 	leaderAt := func(opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 		opts = append(opts, clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))

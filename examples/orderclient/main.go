@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/drillflow"
+	"github.com/brokerpath/brokerpath/internal/drillkit"
 	"github.com/brokerpath/brokerpath/internal/orderflow"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/observe/drill"
@@ -259,16 +260,16 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	if err != nil {
 		return 1, fmt.Errorf("start client: %w", err)
 	}
-	var pop *drill.Population
-	var sampler *drill.Sampler
+	var pop *drillkit.Population
+	var sampler *drillkit.Sampler
 	if o.report != "" {
 		if o.drillClients > 0 {
-			if pop, err = drill.NewPopulation(c.Path(), o.drillClients, drillflow.StreamConfig(cfg, t.StreamBackoff*5)); err != nil {
+			if pop, err = drillkit.NewPopulation(c.Path(), o.drillClients, drillflow.StreamConfig(cfg, t.StreamBackoff*5)); err != nil {
 				return 1, err
 			}
 			defer pop.Close()
 		}
-		sampler = drill.StartSampler(ctx, 100*time.Millisecond, drill.Sources{Broker: drillflow.BrokerWS(b, "eu", "us"), Population: pop, Reads: c.Reads})
+		sampler = drillkit.StartSampler(ctx, 100*time.Millisecond, drillkit.Sources{Broker: drillflow.BrokerWS(b, "eu", "us"), Population: pop, Reads: c.Reads})
 		defer sampler.Stop()
 		if pop != nil {
 			if err := pop.Start(ctx, pace(budget)); err != nil {
@@ -471,10 +472,10 @@ func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "orderclient: start:", err)
 		return 1
 	}
-	var sampler *drill.Sampler
+	var sampler *drillkit.Sampler
 	if o.report != "" {
 		// No population on real endpoints: a drill must not storm a broker.
-		sampler = drill.StartSampler(ctx, 100*time.Millisecond, drill.Sources{Reads: c.Reads})
+		sampler = drillkit.StartSampler(ctx, 100*time.Millisecond, drillkit.Sources{Reads: c.Reads})
 	}
 	trader := orderflow.StartTrading(c, orderflow.DefaultTradeOptions())
 	select {

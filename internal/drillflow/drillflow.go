@@ -117,7 +117,7 @@ func commit() string {
 	return rev
 }
 
-// BrokerWS returns a drill.Sources.Broker reading every region's WSStats.
+// BrokerWS returns a drillkit.Sources.Broker reading every region's WSStats.
 func BrokerWS(b *simbroker.Broker, regions ...string) func() map[string]drill.RegionWS {
 	return func() map[string]drill.RegionWS {
 		m := make(map[string]drill.RegionWS, len(regions))

@@ -45,13 +45,12 @@
 // # Driving a drill
 //
 // A drill driver collects an Input (the Path's events, its own notes, its
-// orders, and Samples of counters taken during the run), then calls Compute
-// for the figures or WriteHTML for the report:
+// orders, Samples of counters it took during the run, and the Stats of any
+// crowd of reconnecting ws.Streams it ran), then calls Compute for the
+// figures or WriteHTML for the report:
 //
-//	pop, _ := drill.StartPopulation(ctx, path, 100, streamCfg) // the reconnect wave
-//	smp := drill.StartSampler(ctx, 100*time.Millisecond, drill.Sources{Population: pop, Broker: brokerWS})
-//	... run the scenario ...
-//	in.Samples, in.Population = smp.Stop(), pop.Stats()
+//	... run the scenario, taking a Sample every 100 ms ...
+//	in.Samples, in.Population = samples, crowdStats
 //	err := drill.WriteHTML(f, in)
 //
 // # What it guarantees

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/brokerpath/brokerpath/engine"
@@ -237,33 +236,6 @@ func TestHTMLSelfContainedWellFormedEscaped(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
-	}
-}
-
-func TestSampler(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		n := 0
-		s := StartSampler(t.Context(), 100*time.Millisecond, Sources{
-			Reads:  func() (int, int) { n++; return n, 0 },
-			Broker: func() map[string]RegionWS { return map[string]RegionWS{"us": {Handshakes: uint64(n)}} },
-		})
-		<-time.After(350 * time.Millisecond)
-		got := s.Stop()
-		if len(got) != 5 { // at start, +100, +200, +300, at Stop
-			t.Fatalf("%d samples", len(got))
-		}
-		if got[1].Time.Sub(got[0].Time) != 100*time.Millisecond || got[4].ReadsOK != 5 || got[4].Connected != nil {
-			t.Errorf("samples %+v", got)
-		}
-		if again := s.Stop(); len(again) != 5 {
-			t.Error("Stop not idempotent")
-		}
-	})
-}
-
-func TestNewPopulationRefuses(t *testing.T) {
-	if _, err := NewPopulation(nil, 3, ws.DefaultStreamConfig()); !errors.Is(err, ErrInvalidPopulation) {
-		t.Errorf("nil path: %v", err)
 	}
 }
 

@@ -15,12 +15,12 @@ type Backoff struct {
 	Cap time.Duration
 }
 
-// DefaultBackoff is base 1 s, cap 60 s.
-func DefaultBackoff() Backoff { return Backoff{Base: time.Second, Cap: time.Minute} }
+// defaultBackoff is base 1 s, cap 60 s.
+func defaultBackoff() Backoff { return Backoff{Base: time.Second, Cap: time.Minute} }
 
-// Ceiling returns min(Cap, Base·2^attempt), the top of attempt's window. It never
+// ceiling returns min(Cap, Base·2^attempt), the top of attempt's window. It never
 // overflows.
-func (b Backoff) Ceiling(attempt int) time.Duration {
+func (b Backoff) ceiling(attempt int) time.Duration {
 	if attempt < 0 {
 		attempt = 0
 	}
@@ -34,15 +34,15 @@ func (b Backoff) Ceiling(attempt int) time.Duration {
 	return c
 }
 
-// Delay returns the full-jitter delay for attempt given u, a uniform draw in
-// [0, 1): u·Ceiling(attempt). The Stream calls it with a fresh random draw; a
+// delay returns the full-jitter delay for attempt given u, a uniform draw in
+// [0, 1): u·ceiling(attempt). The Stream calls it with a fresh random draw; a
 // simulation may call it with its own.
-func (b Backoff) Delay(attempt int, u float64) time.Duration {
+func (b Backoff) delay(attempt int, u float64) time.Duration {
 	if u < 0 {
 		u = 0
 	}
 	if u >= 1 {
 		u = 0.999999
 	}
-	return time.Duration(u * float64(b.Ceiling(attempt)))
+	return time.Duration(u * float64(b.ceiling(attempt)))
 }

@@ -80,7 +80,7 @@ func (s *Stream) wait(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// connect runs reconnect rounds (ReconnectPolicy) until one connects and the
+// connect runs reconnect rounds (reconnectPolicy) until one connects and the
 // subscription is sent: a jittered wait (none for the very first connect),
 // then the round's candidates back to back. It returns an error only when ctx
 // ends or the Path is closed.
@@ -129,7 +129,7 @@ func (s *Stream) connect(ctx context.Context, first bool) (*live, error) {
 }
 
 // round returns the endpoints a reconnect round tries, in order: the
-// ReconnectPolicy's candidates, with those that failed in the last round
+// reconnectPolicy's candidates, with those that failed in the last round
 // (failedLast) after the others, and the endpoint whose server just failed
 // us (avoid) last of all.
 func (s *Stream) round(active string, gen uint64, failedLast []string) []string {
@@ -141,7 +141,7 @@ func (s *Stream) round(active string, gen uint64, failedLast []string) []string 
 	for _, t := range s.path.Engine().Targets() {
 		targets = append(targets, t.Name)
 	}
-	cands := s.pol.Candidates(RoundView{
+	cands := s.pol.Candidates(roundView{
 		Active: active, Targets: targets, Fenced: s.path.Fenced,
 		LostUnswitched: s.lostOK && s.lostGen == gen, Failed: s.failed,
 	})

@@ -73,7 +73,7 @@
 //     by a snapshot of the new numbering, handed over with Message.Restart
 //     set; nothing new is dropped as a duplicate of the old numbering, and
 //     no tick of the new numbering is handed over as if it continued the old.
-//   - Reconnect (ReconnectPolicy): in rounds. Before round n (rounds failed
+//   - Reconnect: in rounds. Before round n (rounds failed
 //     in a row) one full-jitter wait, rand(0, min(Cap, Base·2^n)) (1 s and
 //     60 s by default), or the largest Retry-After of the last round (capped
 //     by StreamConfig.MaxRetryAfter) when longer; then the round's candidates
@@ -89,7 +89,7 @@
 //     counts as a failed round (so its first window is 2·Base, and so on);
 //     after a server's fault (a stall, bad or oversized frames) the next
 //     round tries that endpoint last. A round with no candidate at all is
-//     followed by at least MinEmptyRoundWait. StreamConfig.Rand replaces the
+//     followed by at least 50 ms. StreamConfig.Rand replaces the
 //     jitter source (a seeded one makes a simulation reproducible).
 //   - Make-before-break: the Stream watches Path.ActiveChanged (no polling).
 //     When the active endpoint changes while it is connected elsewhere, its

@@ -292,7 +292,6 @@ func fastConfig(rec *recorder, streams ...string) ws.StreamConfig {
 	cfg.Backoff = ws.Backoff{Base: 10 * time.Millisecond, Cap: 100 * time.Millisecond}
 	cfg.PingInterval = 50 * time.Millisecond
 	cfg.PongTimeout = 100 * time.Millisecond
-	cfg.SwitchCheck = 10 * time.Millisecond
 	cfg.DialTimeout = 300 * time.Millisecond
 	cfg.MigrateTimeout = time.Second
 	return cfg

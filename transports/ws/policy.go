@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ReconnectPolicy is the Stream's reconnect policy as a pure function of what
+// reconnectPolicy is the Stream's reconnect policy as a pure function of what
 // the Stream knows (no I/O, no clock, no randomness of its own), so a
 // simulation of a reconnect storm runs exactly the code the Stream runs.
 //
@@ -19,7 +19,7 @@ import (
 // uniformly over the first round's window, [0, Base) after whatever a dial to
 // the dead region costs (nothing when it refuses, the handshake timeout when
 // it is blackholed: the same for everyone, so a shift, not a reshaping).
-type ReconnectPolicy struct {
+type reconnectPolicy struct {
 	// Backoff draws the wait before each round.
 	Backoff Backoff
 	// FailuresBeforeFallback whole failed rounds in a row widen the candidates
@@ -29,8 +29,8 @@ type ReconnectPolicy struct {
 	MaxRetryAfter time.Duration
 }
 
-// RoundView is what the Stream knows at the start of a reconnect round.
-type RoundView struct {
+// roundView is what the Stream knows at the start of a reconnect round.
+type roundView struct {
 	// Active is the Path's active endpoint.
 	Active string
 	// Targets are the fresh-healthy endpoints in priority order
@@ -49,29 +49,29 @@ type RoundView struct {
 }
 
 // Delay returns the wait before a round that follows failed failed rounds, for
-// u a uniform draw in [0, 1): the full-jitter draw Backoff.Delay(failed, u), or
+// u a uniform draw in [0, 1): the full-jitter draw Backoff.delay(failed, u), or
 // retryAfter (the largest Retry-After of the last round, capped by
 // MaxRetryAfter) when that is longer.
-func (p ReconnectPolicy) Delay(failed int, retryAfter time.Duration, u float64) time.Duration {
-	d := p.Backoff.Delay(failed, u)
+func (p reconnectPolicy) Delay(failed int, retryAfter time.Duration, u float64) time.Duration {
+	d := p.Backoff.delay(failed, u)
 	if p.MaxRetryAfter > 0 && retryAfter > p.MaxRetryAfter {
 		retryAfter = p.MaxRetryAfter
 	}
 	return max(d, retryAfter)
 }
 
-// MinEmptyRoundWait is the least a Stream waits before the round after one
+// minEmptyRoundWait is the least a Stream waits before the round after one
 // that had no candidate at all (every endpoint fenced or none healthy), however
 // small the Backoff: nothing was dialed, so nothing paces the loop but this.
-const MinEmptyRoundWait = 50 * time.Millisecond
+const minEmptyRoundWait = 50 * time.Millisecond
 
 // Wait is the wait the Stream makes before a round: Delay(failed, retryAfter,
-// u), and at least MinEmptyRoundWait when the previous round had no candidate
+// u), and at least minEmptyRoundWait when the previous round had no candidate
 // (lastEmpty).
-func (p ReconnectPolicy) Wait(failed int, retryAfter time.Duration, u float64, lastEmpty bool) time.Duration {
+func (p reconnectPolicy) Wait(failed int, retryAfter time.Duration, u float64, lastEmpty bool) time.Duration {
 	d := p.Delay(failed, retryAfter, u)
 	if lastEmpty {
-		d = max(d, MinEmptyRoundWait)
+		d = max(d, minEmptyRoundWait)
 	}
 	return d
 }
@@ -80,7 +80,7 @@ func (p ReconnectPolicy) Wait(failed int, retryAfter time.Duration, u float64, l
 // endpoint first; then, when v.LostUnswitched or after FailuresBeforeFallback
 // failed rounds, every other fresh-healthy endpoint in priority order. Fenced
 // endpoints are never candidates.
-func (p ReconnectPolicy) Candidates(v RoundView) []string {
+func (p reconnectPolicy) Candidates(v roundView) []string {
 	fenced := func(n string) bool { return v.Fenced != nil && v.Fenced(n) }
 	var out []string
 	if v.Active != "" && !fenced(v.Active) {

@@ -59,7 +59,7 @@ type Handler func(Message)
 // Stream is a resilient subscription to sequenced streams over a Path: it hands
 // the Handler every stream's messages in order and once per sequence number
 // across reconnects and region switches, reconnects in jittered rounds
-// (ReconnectPolicy), follows the Path's switches make-before-break over
+// (reconnectPolicy), follows the Path's switches make-before-break over
 // read-only connections, repairs gaps within a deadline that escalates
 // (GapTimeout), takes a flagged snapshot when the server restarts its
 // numbering, and says how it is doing (Health, Stats, OnEvent). Create it
@@ -67,7 +67,7 @@ type Handler func(Message)
 type Stream struct {
 	path   *pathdialer.Path
 	cfg    StreamConfig
-	pol    ReconnectPolicy
+	pol    reconnectPolicy
 	proto  Protocol
 	dialer *Dialer
 	log    *slog.Logger
@@ -144,7 +144,7 @@ func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	}
 	s := &Stream{
 		path: path, cfg: cfg, proto: cfg.Protocol, dialer: d, log: cfg.Logger,
-		pol:      ReconnectPolicy{Backoff: cfg.Backoff, FailuresBeforeFallback: cfg.FailuresBeforeFallback, MaxRetryAfter: cfg.MaxRetryAfter},
+		pol:      reconnectPolicy{Backoff: cfg.Backoff, FailuresBeforeFallback: cfg.FailuresBeforeFallback, MaxRetryAfter: cfg.MaxRetryAfter},
 		in:       make(chan inbound, cfg.QueueLength),
 		done:     make(chan struct{}),
 		tracks:   map[string]*track{},

@@ -27,7 +27,7 @@ type StreamConfig struct {
 	Backoff Backoff
 	// FailuresBeforeFallback whole reconnect rounds failed in a row widen the
 	// candidates from the active endpoint to every fresh-healthy endpoint (see
-	// ReconnectPolicy); as many failed make-before-break dials in a row keep
+	// "Reconnect" in the package doc); as many failed make-before-break dials in a row keep
 	// the stream where it is until the next switch. >= 1.
 	FailuresBeforeFallback int
 	// DialTimeout bounds one connect (TCP, TLS and handshake). > 0.
@@ -37,11 +37,6 @@ type StreamConfig struct {
 	// PongTimeout: a connection silent (no message, ping or pong) for
 	// PingInterval+PongTimeout is dead. > 0.
 	PongTimeout time.Duration
-	// SwitchCheck is ignored.
-	//
-	// Deprecated: the Stream watches Path.ActiveChanged and follows a switch at
-	// once, without polling.
-	SwitchCheck time.Duration
 	// MigrateTimeout bounds how long a make-before-break move keeps the old
 	// connection while waiting for the new one to answer every stream. > 0.
 	MigrateTimeout time.Duration
@@ -101,7 +96,7 @@ type StreamConfig struct {
 // and Handler (the func that receives the messages).
 func DefaultStreamConfig() StreamConfig {
 	return StreamConfig{
-		Backoff:                DefaultBackoff(),
+		Backoff:                defaultBackoff(),
 		FailuresBeforeFallback: 3,
 		DialTimeout:            10 * time.Second,
 		PingInterval:           5 * time.Second,

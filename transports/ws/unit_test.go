@@ -19,16 +19,16 @@ func TestBackoffFullJitter(t *testing.T) {
 		attempt int
 		ceil    time.Duration
 	}{{-1, time.Second}, {0, time.Second}, {1, 2 * time.Second}, {5, 32 * time.Second}, {6, time.Minute}, {1000, time.Minute}} {
-		if got := b.Ceiling(tc.attempt); got != tc.ceil {
+		if got := ws.BackoffCeiling(b, tc.attempt); got != tc.ceil {
 			t.Errorf("Ceiling(%d) = %v, want %v", tc.attempt, got, tc.ceil)
 		}
-		if got := b.Delay(tc.attempt, 0); got != 0 {
+		if got := ws.BackoffDelay(b, tc.attempt, 0); got != 0 {
 			t.Errorf("Delay(%d, 0) = %v", tc.attempt, got)
 		}
-		if got := b.Delay(tc.attempt, 0.5); got != tc.ceil/2 {
+		if got := ws.BackoffDelay(b, tc.attempt, 0.5); got != tc.ceil/2 {
 			t.Errorf("Delay(%d, 0.5) = %v, want %v", tc.attempt, got, tc.ceil/2)
 		}
-		if got := b.Delay(tc.attempt, 1); got >= tc.ceil {
+		if got := ws.BackoffDelay(b, tc.attempt, 1); got >= tc.ceil {
 			t.Errorf("Delay(%d, 1) = %v, not below the ceiling", tc.attempt, got)
 		}
 	}

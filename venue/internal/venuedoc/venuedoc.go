@@ -68,7 +68,7 @@ var Unprofiled = []NotShipped{
 // profiles and one line for each venue without a profile.
 func Section() string {
 	var b strings.Builder
-	b.WriteString(venue.RestingOrdersTable(venue.Shipped()))
+	b.WriteString(Table(venue.Shipped()))
 	b.WriteString("\nNo profile is shipped for these venues; what their documentation says:\n\n")
 	for _, n := range Unprofiled {
 		fmt.Fprintf(&b, "- **%s**: %s ([source](%s)).\n", n.Venue, n.Says, n.URL)

@@ -41,7 +41,7 @@ func TestSpliceKeepsTheRestAndIsIdempotent(t *testing.T) {
 // error says where and how to fix it.
 func TestCheckCatchesDrift(t *testing.T) {
 	s := fresh(t)
-	kraken := venue.KrakenSpot().RestingOrders()
+	kraken := venuedoc.RestingOrders(venue.KrakenSpot())
 	cases := map[string]string{
 		"a fact edited by hand":      strings.Replace(s, "on by default", "off by default", 1),
 		"a row deleted":              strings.Replace(s, kraken.CancelOnDisconnect, "", 1),

@@ -1,4 +1,4 @@
-package venue_test
+package venuedoc_test
 
 import (
 	"strings"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/venue"
+	"github.com/brokerpath/brokerpath/venue/internal/venuedoc"
 )
 
 // What a switch does to resting orders, per shipped profile and fence mode.
@@ -51,7 +52,7 @@ func TestRestingOrdersPerShippedProfile(t *testing.T) {
 					t.Errorf("FenceEffect(%s) = %s (%s), want %s", mode, got, why, e)
 				}
 			}
-			r := p.RestingOrders()
+			r := venuedoc.RestingOrders(p)
 			if r.Venue != p.Name {
 				t.Errorf("Venue = %q", r.Venue)
 			}
@@ -89,7 +90,7 @@ func TestRestingOrdersTableOwnProfile(t *testing.T) {
 		"https://example.com/cod", "cancels all")
 	p.DeadMan = venue.Documented(venue.DeadMan{Available: true, API: "countdown", PerSymbol: true, Timeout: 1500 * time.Millisecond},
 		"https://example.com/dms", "per symbol")
-	r := p.RestingOrders()
+	r := venuedoc.RestingOrders(p)
 	if e, _ := p.FenceEffect(venue.Preserve); e != venue.EffectUnknown || !strings.HasPrefix(r.Preserve, "unknown: no documented way") {
 		t.Errorf("Preserve = %s / %q, want unknown with no documented exit", e, r.Preserve)
 	}
@@ -103,7 +104,7 @@ func TestRestingOrdersTableOwnProfile(t *testing.T) {
 		t.Errorf("DeadMan = %q", r.DeadMan)
 	}
 
-	table := venue.RestingOrdersTable([]venue.Profile{p, venue.Deribit()})
+	table := venuedoc.Table([]venue.Profile{p, venue.Deribit()})
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
 	if len(lines) != 4 {
 		t.Fatalf("table has %d lines, want header, rule and 2 rows:\n%s", len(lines), table)

@@ -1,15 +1,17 @@
-package venue
+package venuedoc
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/brokerpath/brokerpath/venue"
 )
 
-// RestingOrders is what a path switch does to the orders resting on the book
-// at one venue, in words, read from the profile's facts: one row of the
-// resting-orders table (RestingOrdersTable).
-type RestingOrders struct {
+// Row is what a path switch does to the orders resting on the book at one
+// venue, in words, read from the profile's facts: one row of the
+// resting-orders table (Table).
+type Row struct {
 	// Venue is the profile's Name.
 	Venue string
 	// CancelOnDisconnect says what a dropped connection cancels, whether it
@@ -33,34 +35,34 @@ type Link struct {
 	URL   string
 }
 
-// RestingOrders returns what a path switch does to resting orders at this
+// RestingOrders returns what a path switch does to resting orders at p's
 // venue, from its CancelOnDisconnect, DeadMan and LookupBudget facts.
-func (p Profile) RestingOrders() RestingOrders {
-	r := RestingOrders{Venue: p.Name}
+func RestingOrders(p venue.Profile) Row {
+	r := Row{Venue: p.Name}
 	c := p.CancelOnDisconnect
-	r.CancelOnDisconnect = p.codText()
-	r.Preserve = p.modeText(Preserve)
-	r.Flatten = p.modeText(Flatten)
-	r.DeadMan = p.deadManText()
+	r.CancelOnDisconnect = codText(p)
+	r.Preserve = modeText(p, venue.Preserve)
+	r.Flatten = modeText(p, venue.Flatten)
+	r.DeadMan = deadManText(p)
 
 	if !c.Known() {
 		r.Check = append(r.Check, "whether a dropped connection cancels orders is not documented"+noteSuffix(c.Source)+
 			": after every switch, compare every open order with the venue's open-order list")
 	} else {
 		v := c.Value
-		if c.Basis == BasisRequirement {
+		if c.Basis == venue.BasisRequirement {
 			r.Check = append(r.Check, "the cancel-on-disconnect fact is a rule for the client, not a documented behaviour: confirm it with the venue")
 		}
-		if v.Scope != CODNone && v.OnByDefault {
+		if v.Scope != venue.CODNone && v.OnByDefault {
 			r.Check = append(r.Check, "on by default: any path that drops without the documented exit cancels its orders")
 		}
-		if v.Scope == CODProfile || v.Scope == CODAccount {
+		if v.Scope == venue.CODProfile || v.Scope == venue.CODAccount {
 			r.Check = append(r.Check, fmt.Sprintf("flatten cancels every open order of the %s, including those placed over the new path, over other APIs and by other programs: re-quote them after the switch", v.Scope))
 		}
 		switch {
-		case v.Scope != CODNone && v.KeepOrders == "" && v.KeepAtLogon != "":
+		case v.Scope != venue.CODNone && v.KeepOrders == "" && v.KeepAtLogon != "":
 			r.Check = append(r.Check, "orders are kept only by a choice made at logon, which a switch cannot see: flatten is the default; choose preserve only for sessions that log on that way")
-		case v.Scope != CODNone && v.KeepOrders == "":
+		case v.Scope != venue.CODNone && v.KeepOrders == "":
 			r.Check = append(r.Check, "no documented way to leave without cancelling: preserve cannot promise anything here")
 		}
 		if c.Note != "" {
@@ -78,24 +80,24 @@ func (p Profile) RestingOrders() RestingOrders {
 		}
 		r.Sources = append(r.Sources, Link{"dead-man timer", p.DeadMan.URL})
 	}
-	if b := p.LookupBudget; b.Reliable() && b.Value.Exceeded == SessionTerminated {
+	if b := p.LookupBudget; b.Reliable() && b.Value.Exceeded == venue.SessionTerminated {
 		r.Check = append(r.Check, "keep the reconcile's lookups within the rate budget: running out terminates the session, which fires cancel-on-disconnect on the new path")
 		r.Sources = append(r.Sources, Link{"rate limits", b.URL})
 	}
 	return r
 }
 
-func (p Profile) codText() string {
+func codText(p venue.Profile) string {
 	c := p.CancelOnDisconnect
 	if !c.Known() {
 		return "not documented"
 	}
 	v := c.Value
-	if v.Scope == CODNone {
+	if v.Scope == venue.CODNone {
 		return "none"
 	}
 	var b strings.Builder
-	if v.Scope == CODProfile || v.Scope == CODAccount {
+	if v.Scope == venue.CODProfile || v.Scope == venue.CODAccount {
 		fmt.Fprintf(&b, "cancels every open order of the %s", v.Scope)
 	} else {
 		fmt.Fprintf(&b, "cancels the %s's orders", v.Scope)
@@ -111,18 +113,18 @@ func (p Profile) codText() string {
 	if v.Trigger != "" {
 		fmt.Fprintf(&b, "; fired by: %s", v.Trigger)
 	}
-	if c.Basis != BasisDocumented {
+	if c.Basis != venue.BasisDocumented {
 		fmt.Fprintf(&b, " (%s)", c.Basis)
 	}
 	return b.String()
 }
 
-func (p Profile) modeText(mode FenceMode) string {
+func modeText(p venue.Profile, mode venue.FenceMode) string {
 	effect, _ := p.FenceEffect(mode)
 	c := p.CancelOnDisconnect
 	switch effect {
-	case EffectNone:
-		if c.Value.Scope == CODNone {
+	case venue.EffectNone:
+		if c.Value.Scope == venue.CODNone {
 			return "nothing cancelled: no cancel-on-disconnect"
 		}
 		if c.Value.KeepOrders == "" {
@@ -132,9 +134,9 @@ func (p Profile) modeText(mode FenceMode) string {
 			return "nothing cancelled, if the old path leaves by: " + c.Value.KeepOrders + " (or if the session chose at logon: " + c.Value.KeepAtLogon + ")"
 		}
 		return "nothing cancelled, if the old path leaves by: " + c.Value.KeepOrders
-	case EffectOldPathOrders:
+	case venue.EffectOldPathOrders:
 		return fmt.Sprintf("the old %s's orders cancelled (where cancel-on-disconnect is on)", c.Value.Scope)
-	case EffectAllOrders:
+	case venue.EffectAllOrders:
 		return fmt.Sprintf("every open order of the %s cancelled, the new path's included (where cancel-on-disconnect is on)", c.Value.Scope)
 	}
 	if !c.Reliable() {
@@ -143,7 +145,7 @@ func (p Profile) modeText(mode FenceMode) string {
 	return "unknown: no documented way to leave without cancelling; reconcile every open order"
 }
 
-func (p Profile) deadManText() string {
+func deadManText(p venue.Profile) string {
 	d := p.DeadMan
 	dm, ok := p.DeadManTimer()
 	if !ok {
@@ -169,6 +171,14 @@ func (p Profile) deadManText() string {
 	return b.String()
 }
 
+// noteSuffix is a fact's note in parentheses, or nothing.
+func noteSuffix(s venue.Source) string {
+	if s.Note == "" {
+		return ""
+	}
+	return " (" + s.Note + ")"
+}
+
 func seconds(d time.Duration) string {
 	if d%time.Second == 0 {
 		return fmt.Sprintf("%d s", d/time.Second)
@@ -176,16 +186,16 @@ func seconds(d time.Duration) string {
 	return d.String()
 }
 
-// RestingOrdersTable renders, as a Markdown table, what a path switch does to
-// resting orders at each of the profiles, in each fence mode, whether a
-// dead-man timer must move first, what to check, and the sources. The
-// README's table of the shipped profiles is RestingOrdersTable(Shipped()).
-func RestingOrdersTable(ps []Profile) string {
+// Table renders, as a Markdown table, what a path switch does to resting
+// orders at each of the profiles, in each fence mode, whether a dead-man timer
+// must move first, what to check, and the sources. The README's table of the
+// shipped profiles is Table(venue.Shipped()).
+func Table(ps []venue.Profile) string {
 	var b strings.Builder
 	b.WriteString("| venue | cancel-on-disconnect | preserve | flatten | dead-man timer | check | sources |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, p := range ps {
-		r := p.RestingOrders()
+		r := RestingOrders(p)
 		links := make([]string, 0, len(r.Sources))
 		for _, l := range r.Sources {
 			links = append(links, fmt.Sprintf("[%s](%s)", l.Label, l.URL))

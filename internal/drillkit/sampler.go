@@ -1,16 +1,18 @@
-package drill
+package drillkit
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/brokerpath/brokerpath/observe/drill"
 )
 
 // Sources are what a Sampler reads. Every field is optional.
 type Sources struct {
 	// Broker returns the broker's WebSocket counters per region (the
 	// simulated broker's Region.WSStats; nil on real endpoints).
-	Broker func() map[string]RegionWS
+	Broker func() map[string]drill.RegionWS
 	// Population is the drill's crowd of streams.
 	Population *Population
 	// Reads returns the driver's reads so far.
@@ -21,10 +23,10 @@ type Sources struct {
 type Sampler struct {
 	src     Sources
 	mu      sync.Mutex
-	samples []Sample
+	samples []drill.Sample
 	cancel  context.CancelFunc
 	done    chan struct{}
-	stopped []Sample
+	stopped []drill.Sample
 	once    sync.Once
 }
 
@@ -52,7 +54,7 @@ func StartSampler(ctx context.Context, interval time.Duration, src Sources) *Sam
 }
 
 func (s *Sampler) take() {
-	sm := Sample{Time: time.Now(), ReadsOK: -1, ReadsFailed: -1}
+	sm := drill.Sample{Time: time.Now(), ReadsOK: -1, ReadsFailed: -1}
 	if s.src.Broker != nil {
 		sm.Regions = s.src.Broker()
 	}
@@ -68,15 +70,15 @@ func (s *Sampler) take() {
 }
 
 // Samples returns a copy of the samples taken so far.
-func (s *Sampler) Samples() []Sample {
+func (s *Sampler) Samples() []drill.Sample {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Sample(nil), s.samples...)
+	return append([]drill.Sample(nil), s.samples...)
 }
 
 // Stop takes a last sample, stops the sampler's goroutine and returns every
 // sample. Idempotent: later calls return the same samples.
-func (s *Sampler) Stop() []Sample {
+func (s *Sampler) Stop() []drill.Sample {
 	s.once.Do(func() {
 		s.cancel()
 		<-s.done

@@ -1,4 +1,8 @@
-package drill
+// Package drillkit is the machinery of a drill run: a crowd of WebSocket
+// streams whose reconnect wave the surviving region must absorb, and a
+// sampler of counters taken while the scenario runs. Its Samples and the
+// crowd's Stats go into a drill.Input.
+package drillkit
 
 import (
 	"context"
@@ -11,8 +15,8 @@ import (
 	"github.com/brokerpath/brokerpath/transports/ws"
 )
 
-// ErrInvalidPopulation: StartPopulation's arguments cannot work.
-var ErrInvalidPopulation = errors.New("drill: invalid population")
+// ErrInvalidPopulation: NewPopulation's arguments cannot work.
+var ErrInvalidPopulation = errors.New("drillkit: invalid population")
 
 // Population is a crowd of ws.Streams on one Path: the other clients of a
 // region whose reconnect wave the surviving region must absorb.
@@ -36,7 +40,7 @@ func NewPopulation(path *pathdialer.Path, n int, cfg ws.StreamConfig) (*Populati
 	for i := 0; i < n; i++ {
 		s, err := ws.NewStream(path, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("drill: population stream %d: %w", i, err)
+			return nil, fmt.Errorf("drillkit: population stream %d: %w", i, err)
 		}
 		p.streams = append(p.streams, s)
 	}
@@ -60,7 +64,7 @@ func (p *Population) Start(ctx context.Context, pace time.Duration) error {
 		}
 		if err := s.Start(ctx); err != nil {
 			p.Close()
-			return fmt.Errorf("drill: population stream %d: %w", i, err)
+			return fmt.Errorf("drillkit: population stream %d: %w", i, err)
 		}
 	}
 	return nil

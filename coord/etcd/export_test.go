@@ -1,0 +1,17 @@
+package etcdcoord
+
+import (
+	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A Decider builds and runs its own Aggregator; the tests run one alone.
+
+func NewAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggregator, error) {
+	return newAggregator(client, prefix, quorum)
+}
+
+func RunAggregator(ctx context.Context, a *Aggregator) error { return a.run(ctx) }
+
+func OnAggregatorBadRecord(a *Aggregator, fn func(BadRecord)) { a.onBadRecord(fn) }
