@@ -128,3 +128,24 @@ func TestStatusRequestBeyondTheBudgetIsNotSent(t *testing.T) {
 		t.Errorf("the broker got %d status requests for %s, want none", n, second)
 	}
 }
+
+// The budget is one for both kinds of status request: against an acceptor
+// that answers OrderStatusRequest "unsupported", the OrderMassStatusRequest
+// that would follow is not sent when the venue's budget (kraken-spot: one
+// request every 12 s) was spent on the first, and the order says why.
+func TestCompatMassStatusWithinTheVenueBudget(t *testing.T) {
+	cs := compat(t, true, fix.ReconcileOptions{MassStatus: true, SharedBook: true, AcceptUndetermined: true, Venue: venue.KrakenSpot()})
+	cs.killRegionWithOrderInFlight(t, "inflight-budget")
+	s := cs.waitSettled(t, "inflight-budget")["inflight-budget"]
+	if s.Fate != pathdialer.FateUndetermined || !strings.Contains(s.Detail, "OrderMassStatusRequest: not sent: the lookup budget of kraken-spot") {
+		t.Errorf("inflight-budget settled %v (%s), want undetermined naming the budget that held the mass status request back", s.Fate, s.Detail)
+	}
+	p := cs.procs[0]
+	eventually(t, 5*time.Second, "the status request at the acceptor", func() bool { return len(p.received("H")) == 1 })
+	if af := p.received("AF"); len(af) != 0 {
+		t.Errorf("the acceptor got %d mass status requests, want none: %v", len(af), af)
+	}
+	if h := p.received("H"); len(h) != 1 {
+		t.Errorf("the acceptor got %d status requests, want 1: %v", len(h), h)
+	}
+}
