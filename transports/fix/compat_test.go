@@ -37,7 +37,9 @@ const compatEnv = "BROKERPATH_FIX_COMPAT_ACCEPTOR"
 // executorApp is the acceptor application: NewOrderSingle is filled at once;
 // every other application message goes to quickfix's router, which rejects it
 // as an unsupported message type. Every application message received is
-// printed ("IN <MsgType> <ClOrdID> <PossDupFlag>") for the parent test.
+// printed ("IN <MsgType> <ClOrdID> <PossDupFlag> <initiator's CompID>"), and
+// every logon ("LOGON <CompID>") and administrative message ("ADM <CompID>
+// <MsgType>") too, for the parent test.
 type executorApp struct {
 	router *quickfix.MessageRouter
 	out    *bufio.Writer
@@ -48,11 +50,22 @@ type executorApp struct {
 }
 
 func (a *executorApp) OnCreate(quickfix.SessionID)                       {}
-func (a *executorApp) OnLogon(quickfix.SessionID)                        {}
 func (a *executorApp) OnLogout(quickfix.SessionID)                       {}
 func (a *executorApp) ToAdmin(*quickfix.Message, quickfix.SessionID)     {}
 func (a *executorApp) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
-func (a *executorApp) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
+
+// print writes one line for the parent test.
+func (a *executorApp) print(format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	fmt.Fprintf(a.out, format+"\n", args...)
+	_ = a.out.Flush()
+}
+
+func (a *executorApp) OnLogon(sid quickfix.SessionID) { a.print("LOGON %s", sid.TargetCompID) }
+func (a *executorApp) FromAdmin(m *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
+	mt, _ := m.Header.GetString(35)
+	a.print("ADM %s %s", sid.TargetCompID, mt)
 	return nil
 }
 func (a *executorApp) FromApp(m *quickfix.Message, sid quickfix.SessionID) quickfix.MessageRejectError {
@@ -60,7 +73,7 @@ func (a *executorApp) FromApp(m *quickfix.Message, sid quickfix.SessionID) quick
 	id, _ := m.Body.GetString(11)
 	pd, _ := m.Header.GetBool(43)
 	a.mu.Lock()
-	fmt.Fprintf(a.out, "IN %s %s %v\n", mt, id, pd)
+	fmt.Fprintf(a.out, "IN %s %s %v %s\n", mt, id, pd, sid.TargetCompID)
 	_ = a.out.Flush()
 	booked := slices.Clone(a.booked)
 	a.mu.Unlock()
@@ -156,11 +169,19 @@ func runCompatAcceptor() {
 
 // acceptorProc is one region: an executor acceptor in its own process.
 type acceptorProc struct {
-	cmd  *exec.Cmd
-	addr string
-	mu   sync.Mutex
-	in   []string // "D id false", ...
-	done chan struct{}
+	cmd    *exec.Cmd
+	addr   string
+	mu     sync.Mutex
+	in     []appMsg
+	logons []string // the CompID of every logon, in order
+	admin  []appMsg // every administrative message (ClOrdID empty)
+	done   chan struct{}
+}
+
+// appMsg is one message an acceptor process received.
+type appMsg struct {
+	from, msgType, clOrdID string
+	possDup                bool
 }
 
 func startAcceptorProc(t testing.TB, mass bool, clients ...string) *acceptorProc {
@@ -191,9 +212,22 @@ func startAcceptorProc(t testing.TB, mass bool, clients ...string) *acceptorProc
 				ready <- nil
 			case strings.HasPrefix(line, "ERR"):
 				ready <- errors.New(line)
-			case strings.HasPrefix(line, "IN "):
+			case strings.HasPrefix(line, "IN "): // IN mt id pd from (id may be empty)
+				f := strings.SplitN(line, " ", 5)
+				if len(f) != 5 {
+					panic("acceptor printed " + line)
+				}
 				p.mu.Lock()
-				p.in = append(p.in, strings.TrimPrefix(line, "IN "))
+				p.in = append(p.in, appMsg{msgType: f[1], clOrdID: f[2], possDup: f[3] == "true", from: f[4]})
+				p.mu.Unlock()
+			case strings.HasPrefix(line, "LOGON "):
+				p.mu.Lock()
+				p.logons = append(p.logons, strings.TrimPrefix(line, "LOGON "))
+				p.mu.Unlock()
+			case strings.HasPrefix(line, "ADM "): // ADM from mt
+				f := strings.Fields(line)
+				p.mu.Lock()
+				p.admin = append(p.admin, appMsg{from: f[1], msgType: f[2]})
 				p.mu.Unlock()
 			}
 		}
@@ -217,17 +251,60 @@ func (p *acceptorProc) kill() {
 	_ = p.cmd.Wait()
 }
 
-// received returns the application messages of type mt the region received.
+// received returns the application messages of type mt the region received,
+// each as "<MsgType> <ClOrdID> <PossDupFlag>".
 func (p *acceptorProc) received(mt string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []string
-	for _, l := range p.in {
-		if strings.HasPrefix(l, mt+" ") {
-			out = append(out, l)
+	for _, m := range p.in {
+		if m.msgType == mt {
+			out = append(out, fmt.Sprintf("%s %s %v", m.msgType, m.clOrdID, m.possDup))
 		}
 	}
 	return out
+}
+
+// appFrom returns the application messages the region received from the
+// session with SenderCompID comp.
+func (p *acceptorProc) appFrom(comp string) []appMsg {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []appMsg
+	for _, m := range p.in {
+		if m.from == comp {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// adminFrom returns the administrative messages of type mt (all types when
+// mt is empty) the region received from the session with SenderCompID comp.
+func (p *acceptorProc) adminFrom(comp, mt string) []appMsg {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []appMsg
+	for _, m := range p.admin {
+		if m.from == comp && (mt == "" || m.msgType == mt) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// logonsOf returns how many times the session with SenderCompID comp logged
+// on to the region.
+func (p *acceptorProc) logonsOf(comp string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, c := range p.logons {
+		if c == comp {
+			n++
+		}
+	}
+	return n
 }
 
 // restBook is the broker's REST order API as a fallback reconciler would
@@ -270,12 +347,14 @@ func restFallback(t testing.TB, booked func(id string) bool) pathdialer.Reconcil
 type compatSetup struct {
 	path    *pathdialer.Path
 	in      *fix.Initiator
-	sid     quickfix.SessionID
+	sid     quickfix.SessionID // the trading session (eu's, with a standby)
+	standby quickfix.SessionID // us's own session (used with Options.Standby)
 	events  *pathtest.Events
 	fixEvts chan fix.Event
 	regions map[string]*acceptorProc // separate model; nil in the shared model
 	procs   []*acceptorProc          // every acceptor process
 	relays  map[string]*faultnet.Relay
+	rec     *fix.Reconciler
 }
 
 // compat builds the Path and Initiator over two regions. shared: one acceptor
@@ -287,14 +366,28 @@ func compat(t testing.TB, shared bool, rec fix.ReconcileOptions) *compatSetup {
 
 // compatWith is compat with the Initiator's options (Sequence required). With
 // opts.Standby set (its Venue), each region gets a session of its own and
-// the Initiator keeps both logged on (a hot standby); cs.sid is eu's.
+// the Initiator keeps both logged on (a hot standby); cs.sid is eu's,
+// cs.standby us's.
 func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Options, heartBtInt int) *compatSetup {
+	t.Helper()
+	cs := compatRegions(t, shared, rec)
+	if err := cs.start(t, opts, heartBtInt); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// compatRegions starts the regions' acceptor processes (each knows both the
+// trading session and the standby's), their relays and the Path over them;
+// no Initiator yet (start).
+func compatRegions(t testing.TB, shared bool, rec fix.ReconcileOptions) *compatSetup {
 	t.Helper()
 	comp := uniq("EXEC")
 	compUS := uniq("EXECUS")
 	probeComp := map[string]string{"eu": uniq("EXECPROBEEU"), "us": uniq("EXECPROBEUS")}
 	cs := &compatSetup{events: pathtest.NewEvents(), fixEvts: make(chan fix.Event, 64), relays: map[string]*faultnet.Relay{},
-		sid: quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: comp, TargetCompID: "BROKER"}}
+		sid:     quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: comp, TargetCompID: "BROKER"},
+		standby: quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: compUS, TargetCompID: "BROKER"}}
 	target := map[string]string{}
 	if shared {
 		p := startAcceptorProc(t, rec.MassStatus, comp, probeComp["eu"], probeComp["us"])
@@ -338,7 +431,7 @@ func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	if rec.AnswerTimeout == 0 {
 		rec.AnswerTimeout = 2 * time.Second
 	}
-	r, err := fix.NewReconciler(rec)
+	cs.rec, err = fix.NewReconciler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,32 +443,36 @@ func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	cfg.ProbeInterval, cfg.ProbeTimeout = 150*time.Millisecond, 120*time.Millisecond
 	cfg.InflightGrace = 50 * time.Millisecond
 	cfg.ReconcileTimeout = 5 * time.Second
-	cfg.Reconcile = r.Reconcile
+	cfg.Reconcile = cs.rec.Reconcile
 	cfg.OnEvent = cs.events.Hook
 	cs.path = pathtest.Start(t, cfg)
+	return cs
+}
+
+// start builds the Initiator over cs's Path (the trading session, and with
+// opts.Standby the standby session on us) and waits for its logons. It
+// returns NewInitiator's error, if any.
+func (cs *compatSetup) start(t testing.TB, opts fix.Options, heartBtInt int) error {
+	t.Helper()
 	st := quickfix.NewSettings()
-	s := quickfix.NewSessionSettings()
-	s.Set("BeginString", "FIX.4.4")
-	s.Set("SenderCompID", comp)
-	s.Set("TargetCompID", "BROKER")
-	s.Set("HeartBtInt", strconv.Itoa(heartBtInt))
-	if _, err := st.AddSession(s); err != nil {
-		t.Fatal(err)
-	}
+	sids := []quickfix.SessionID{cs.sid}
 	if opts.Standby != nil {
-		s2 := quickfix.NewSessionSettings()
-		s2.Set("BeginString", "FIX.4.4")
-		s2.Set("SenderCompID", compUS)
-		s2.Set("TargetCompID", "BROKER")
-		s2.Set("HeartBtInt", strconv.Itoa(heartBtInt))
-		if _, err := st.AddSession(s2); err != nil {
-			t.Fatal(err)
-		}
+		sids = append(sids, cs.standby)
 		sb := *opts.Standby
-		sb.Sessions = map[string]quickfix.SessionID{"eu": cs.sid, "us": {BeginString: "FIX.4.4", SenderCompID: compUS, TargetCompID: "BROKER"}}
+		sb.Sessions = map[string]quickfix.SessionID{"eu": cs.sid, "us": cs.standby}
 		opts.Standby = &sb
 	}
-	opts.Reconciler, opts.StopGrace = r, 200*time.Millisecond
+	for _, sid := range sids {
+		s := quickfix.NewSessionSettings()
+		s.Set("BeginString", sid.BeginString)
+		s.Set("SenderCompID", sid.SenderCompID)
+		s.Set("TargetCompID", sid.TargetCompID)
+		s.Set("HeartBtInt", strconv.Itoa(heartBtInt))
+		if _, err := st.AddSession(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts.Reconciler, opts.StopGrace = cs.rec, 200*time.Millisecond
 	opts.OnEvent = func(e fix.Event) {
 		select {
 		case cs.fixEvts <- e:
@@ -384,7 +481,7 @@ func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	}
 	in, err := fix.NewInitiator(nopApp{}, quickfix.NewMemoryStoreFactory(), st, logFactory(), cs.path, opts)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	t.Cleanup(func() { _ = in.Close() })
 	cs.in = in
@@ -393,12 +490,12 @@ func compatWith(t testing.TB, shared bool, rec fix.ReconcileOptions, opts fix.Op
 	if err := in.WaitLoggedOn(ctx, cs.sid, "eu"); err != nil {
 		t.Fatal(err)
 	}
-	if sb := opts.Standby; sb != nil {
-		if err := in.WaitLoggedOn(ctx, sb.Sessions["us"], "us"); err != nil {
+	if opts.Standby != nil {
+		if err := in.WaitLoggedOn(ctx, cs.standby, "us"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return cs
+	return nil
 }
 
 // killRegion takes eu away with an order in flight: the order is written into
@@ -407,10 +504,11 @@ func (cs *compatSetup) killRegionWithOrderInFlight(t testing.TB, clOrdID string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	answered := cs.in.Stats().Answered.Load()
 	if err := cs.in.SendOrder(ctx, order("warm-"+clOrdID, "FILL"), cs.sid); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "warm-up order answered", func() bool { return cs.in.Stats().Answered.Load() >= 1 })
+	eventually(t, 5*time.Second, "warm-up order answered", func() bool { return cs.in.Stats().Answered.Load() > answered })
 	_ = cs.relays["eu"].SetFault(faultnet.Blackhole())
 	killed := time.Now()
 	if err := cs.in.SendOrder(ctx, order(clOrdID, "FILL"), cs.sid); err != nil {
@@ -445,6 +543,20 @@ func (cs *compatSetup) waitSettled(t testing.TB, id string) map[string]pathdiale
 			return got
 		}
 	}
+}
+
+// booked reports whether any acceptor process booked (received a
+// NewOrderSingle for) id: the broker's book, for a truthful REST fallback.
+func (cs *compatSetup) booked(id string) bool {
+	for _, p := range cs.procs {
+		p.mu.Lock()
+		ok := slices.ContainsFunc(p.in, func(m appMsg) bool { return m.msgType == "D" && m.clOrdID == id })
+		p.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // assertNoPossDup: no acceptor ever received an order marked PossDupFlag=Y,

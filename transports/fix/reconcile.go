@@ -9,6 +9,7 @@ import (
 	"github.com/quickfixgo/quickfix"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // ReconcileOptions configures a Reconciler.
@@ -58,6 +59,16 @@ type ReconcileOptions struct {
 	// undetermined. Under SequenceContinue there is one session, and an
 	// answer from any region is a verdict.
 	SharedBook bool
+	// Venue, optional, is the venue's profile: status requests (each
+	// OrderStatusRequest, its repeats, and each OrderMassStatusRequest) are
+	// spaced within its lookup budget (venue.Profile.LookupInterval, as many
+	// at once as one window of the budget allows), shared by every reconcile
+	// of the Reconciler. A request the budget does not allow before
+	// AnswerTimeout is not sent: its order is left to Fallback, or
+	// undetermined. The zero value leaves status requests unpaced.
+	Venue venue.Profile
+
+	pace *statusPacer // Venue's budget, shared by every reconcile; nil: unpaced
 }
 
 // Reconciler is a ready pathdialer.ReconcileFunc for FIX orders: after the
@@ -94,6 +105,7 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if opts.AnswerTimeout == 0 {
 		opts.AnswerTimeout = 2 * time.Second
 	}
+	opts.pace = newStatusPacer(opts.Venue)
 	return &Reconciler{opts: opts}, nil
 }
 
@@ -206,12 +218,18 @@ func (in *Initiator) reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	defer in.unregisterAsks(ask, ans)
 	unsupported := map[string]string{} // ClOrdID → why it was not asked
 	absent := map[string]string{}      // ClOrdID → absent from a complete mass status
+	unasked := map[string]string{}     // ClOrdID → never asked: the venue's budget allowed no request
 	if len(ask) > 0 {
-		if err := in.askStatus(ctx, to, requery, ask, got, unsupported, absent, ans, opts); err != nil {
+		if err := in.askStatus(ctx, to, requery, ask, got, unsupported, absent, unasked, ans, opts); err != nil {
 			return nil, err
 		}
 	}
 	settled := in.settlements(tickets, to, ask, got, unsupported, absent, opts)
+	for i, s := range settled {
+		if why := unasked[s.OrderID]; why != "" && got[s.OrderID] == nil && unsupported[s.OrderID] == "" {
+			settled[i].Detail = why
+		}
+	}
 	open := undetermined(settled)
 	if len(open) > 0 && opts.Fallback != nil {
 		if err := settleByFallback(ctx, rec, tickets, settled, open, opts.Fallback); err != nil {
@@ -272,7 +290,7 @@ func (in *Initiator) unregisterAsks(ask map[string]*order, ans chan answer) {
 // to, then asks about the orders (awaitAnswers) and, with MassStatus, asks
 // the sessions that do not support OrderStatusRequest for a mass status.
 func (in *Initiator) askStatus(ctx context.Context, to string, requery bool, ask map[string]*order, got map[string]*quickfix.Message,
-	unsupported, absent map[string]string, ans chan answer, opts ReconcileOptions) error {
+	unsupported, absent, unasked map[string]string, ans chan answer, opts ReconcileOptions) error {
 	// Log on over the new path first: requests queued before logon would
 	// be dropped by quickfix's logon.
 	sessions := map[quickfix.SessionID]bool{}
@@ -292,7 +310,7 @@ func (in *Initiator) askStatus(ctx context.Context, to string, requery bool, ask
 			return fmt.Errorf("%w: %w", ErrReconcileIncomplete, err)
 		}
 	}
-	if err := in.awaitAnswers(ctx, to, ask, got, unsupported, ans, opts); err != nil {
+	if err := in.awaitAnswers(ctx, to, ask, got, unsupported, unasked, ans, opts); err != nil {
 		return err
 	}
 	if opts.MassStatus && len(unsupported) > 0 {

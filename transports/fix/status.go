@@ -1,13 +1,18 @@
 package fix
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
 
 	"github.com/brokerpath/brokerpath/internal/safetext"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // unsupportedKey is a session on an endpoint whose counterparty does not
@@ -43,8 +48,11 @@ const maxRetryBackoff = 8
 // counterparty still repairing a sequence gap may hold requests it received
 // out of order until the next message arrives. A session whose counterparty
 // answers "unsupported message type" is not asked again (now or in later
-// reconciles on that endpoint): its orders go to unsupported.
-func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported map[string]string, ans chan answer, opts ReconcileOptions) error {
+// reconciles on that endpoint): its orders go to unsupported. With a venue
+// budget (ReconcileOptions.Venue) every request waits for the budget, orders
+// asked least often first; once the budget allows no request before the
+// deadline, none is sent, and the orders never asked go to unasked.
+func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string]*order, got map[string]*quickfix.Message, unsupported, unasked map[string]string, ans chan answer, opts ReconcileOptions) error {
 	pending := 0
 	for id := range ask {
 		if got[id] == nil {
@@ -67,8 +75,50 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 		defer in.mu.Unlock()
 		return in.unsupported[unsupportedKey{sid, to}] != ""
 	}
+	take := func(a answer) {
+		o, ok := ask[a.clOrdID]
+		if !ok || got[a.clOrdID] != nil || unsupported[a.clOrdID] != "" {
+			return
+		}
+		if isUnsupported(a.msg) {
+			in.recordUnsupported(o.sessionID, to, a.msg, opts)
+			markUnsupported(o.sessionID)
+			return
+		}
+		got[a.clOrdID] = a.msg
+		pending--
+	}
+	// drain takes the answers already in: a paced request is not spent on
+	// an order answered meanwhile.
+	drain := func() {
+		for {
+			select {
+			case a := <-ans:
+				take(a)
+			default:
+				return
+			}
+		}
+	}
+	end := time.Now().Add(opts.AnswerTimeout)
+	pctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	sent := make(map[string]int, len(ask)) // requests sent, by ClOrdID
+	budgetSpent := false                   // the budget allows no request before the deadline
 	send := func() error {
-		for id, o := range ask {
+		if budgetSpent {
+			return nil
+		}
+		ids := make([]string, 0, len(ask))
+		for id := range ask {
+			ids = append(ids, id)
+		}
+		// Least asked first: under a budget, an order never asked goes
+		// before a repeat.
+		slices.SortFunc(ids, func(a, b string) int { return cmp.Or(cmp.Compare(sent[a], sent[b]), cmp.Compare(a, b)) })
+		for _, id := range ids {
+			o := ask[id]
+			drain()
 			if got[id] != nil || unsupported[id] != "" {
 				continue
 			}
@@ -76,16 +126,36 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 				markUnsupported(o.sessionID)
 				continue
 			}
+			if err := opts.pace.wait(pctx); err != nil {
+				if ctx.Err() != nil {
+					return fmt.Errorf("%w: %w", ErrReconcileIncomplete, ctx.Err())
+				}
+				budgetSpent = true
+				for _, id := range ids {
+					if sent[id] == 0 && got[id] == nil && unsupported[id] == "" {
+						unasked[id] = fmt.Sprintf("not asked: the lookup budget of %s (one status request every %v) allowed no OrderStatusRequest for it within AnswerTimeout %v",
+							opts.Venue.Name, opts.Venue.LookupInterval(), opts.AnswerTimeout)
+					}
+				}
+				return nil
+			}
+			drain()
+			if got[id] != nil || unsupported[id] != "" {
+				opts.pace.refund()
+				continue
+			}
 			if err := quickfix.SendToTarget(statusRequest(o), o.sessionID); err != nil {
+				opts.pace.refund()
 				return fmt.Errorf("%w: status request for %q: %w", ErrReconcileIncomplete, id, err)
 			}
+			sent[id]++
 		}
 		return nil
 	}
 	if err := send(); err != nil {
 		return err
 	}
-	deadline := time.NewTimer(opts.AnswerTimeout)
+	deadline := time.NewTimer(time.Until(end))
 	defer deadline.Stop()
 	// Unanswered requests are repeated after RetryInterval, then after twice
 	// as long each time up to maxRetryBackoff× RetryInterval (at most half of
@@ -98,17 +168,7 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 	for pending > 0 {
 		select {
 		case a := <-ans:
-			o, ok := ask[a.clOrdID]
-			if !ok || got[a.clOrdID] != nil || unsupported[a.clOrdID] != "" {
-				continue
-			}
-			if isUnsupported(a.msg) {
-				in.recordUnsupported(o.sessionID, to, a.msg, opts)
-				markUnsupported(o.sessionID)
-				continue
-			}
-			got[a.clOrdID] = a.msg
-			pending--
+			take(a)
 		case <-retry.C:
 			if err := send(); err != nil {
 				return err
@@ -202,7 +262,18 @@ func (in *Initiator) collectMass(ctx context.Context, sid quickfix.SessionID, re
 	m.Header.SetString(tagMsgType, msgTypeMassStatusRequest)
 	m.Body.SetString(tagMassStatusReqID, reqID)
 	m.Body.SetString(tagMassStatusReqType, "7")
+	pctx, cancel := context.WithTimeout(ctx, opts.AnswerTimeout)
+	err = opts.pace.wait(pctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, "", fmt.Errorf("%w: %w", ErrReconcileIncomplete, ctx.Err())
+		}
+		return false, fmt.Sprintf("not sent: the lookup budget of %s (one request every %v) allowed none within AnswerTimeout %v",
+			opts.Venue.Name, opts.Venue.LookupInterval(), opts.AnswerTimeout), nil
+	}
 	if err := quickfix.SendToTarget(m, sid); err != nil {
+		opts.pace.refund()
 		return false, "", fmt.Errorf("%w: mass status request: %w", ErrReconcileIncomplete, err)
 	}
 	deadline := time.NewTimer(opts.AnswerTimeout)
@@ -255,4 +326,80 @@ func statusRequest(o *order) *quickfix.Message {
 		m.Body.SetString(tagSide, o.side)
 	}
 	return m
+}
+
+// statusPacer spaces status requests within a venue's lookup budget: a token
+// bucket of one request per venue.Profile.LookupInterval, holding as many as
+// one window of the budget allows. One per Reconciler, shared by every
+// reconcile: the budget is the venue's, not one reconcile's.
+type statusPacer struct {
+	mu     sync.Mutex
+	every  time.Duration
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+// unknownStatusBurst is the bucket of a venue whose budget is unknown.
+const unknownStatusBurst = 10
+
+// newStatusPacer returns the pacer of p's budget; nil (unpaced) for the zero
+// Profile.
+func newStatusPacer(p venue.Profile) *statusPacer {
+	if p == (venue.Profile{}) {
+		return nil
+	}
+	every := p.LookupInterval()
+	burst := float64(unknownStatusBurst)
+	if b := p.LookupBudget; b.Reliable() && b.Value.Per > 0 {
+		burst = max(1, math.Floor(float64(b.Value.Per)/float64(every)))
+	}
+	return &statusPacer{every: every, burst: burst, tokens: burst}
+}
+
+// wait blocks until one request may go (a nil pacer: at once). It returns
+// ctx's error, spending nothing, when ctx ends before then; at once when
+// ctx's deadline comes first.
+func (l *statusPacer) wait(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	if !l.last.IsZero() {
+		l.tokens = min(l.burst, l.tokens+float64(now.Sub(l.last))/float64(l.every))
+	}
+	l.last = now
+	var d time.Duration
+	if l.tokens < 1 {
+		d = time.Duration((1 - l.tokens) * float64(l.every))
+	}
+	if dl, ok := ctx.Deadline(); ok && now.Add(d).After(dl) {
+		l.mu.Unlock()
+		return context.DeadlineExceeded
+	}
+	l.tokens--
+	l.mu.Unlock()
+	if d == 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		l.refund()
+		return ctx.Err()
+	}
+}
+
+// refund returns a request wait allowed but that was not sent.
+func (l *statusPacer) refund() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.tokens = min(l.burst, l.tokens+1)
+	l.mu.Unlock()
 }
