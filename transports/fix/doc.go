@@ -223,15 +223,18 @@
 //
 //	go test -run '^$' -bench FIXResume -benchtime=1x ./transports/fix/
 //
-//	scenario (5 runs each, 2 cores, load 10-15)       median   max
-//	fence: region killed, order in flight             212 ms   225 ms
-//	hot standby: the same, standby logged on to us    232 ms   284 ms
-//	no fence: one session, HeartBtInt 1 s (release    2.43 s   2.47 s
+//	scenario (5 runs each, 2 cores, load 15-16)              median (min-max)
+//	fence: region killed, order in flight                    125 ms (57-161)
+//	hot standby: the same, standby logged on to the backup   73 ms (66-146)
+//	fence, the backup 40 ms away (round trip)                181 ms (166-205)
+//	hot standby, the backup 40 ms away                       145 ms (136-389)
+//	no fence: one session, HeartBtInt 1 s (release           2.47 s (2.42-2.54)
 //	  about 2.4 s after the cut)
 //
-// Where the old region dies, the logon on the new one takes a few
-// milliseconds, so the standby saves little there; it saves the logon
-// round trips of a distant region, and the logon a broker could refuse.
+// Where the old region is on loopback, the logon on it takes a few
+// milliseconds, so the standby saves little there; it saves the logon's
+// round trip to a distant region (36 ms at the median above), and the logon
+// a broker could refuse.
 //
 // # quickfix specifics
 //
