@@ -3,8 +3,11 @@ package ws_test
 import (
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,8 +24,10 @@ func TestRegionKilledMidStreamEverySequenceOnce(t *testing.T) {
 	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
 	src := &source{regions: []*region{eu, us}}
 	h := newHarness(t, []*region{eu, us}, nil)
-	rec := &recorder{}
-	s := startStream(t, h.path, fastConfig(rec, px))
+	rec, ev := &recorder{}, &events{}
+	cfg := fastConfig(rec, px)
+	cfg.OnEvent = ev.hook
+	s := startStream(t, h.path, cfg)
 
 	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 50 })
 	if err := eu.relay.SetFault(faultnet.Down()); err != nil {
@@ -34,14 +39,142 @@ func TestRegionKilledMidStreamEverySequenceOnce(t *testing.T) {
 	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
 
 	checkExactlyOnce(t, rec.snapshot(), last)
+	// How many reconnects it took is not the promise: a host that stalls the
+	// test process past PingInterval+PongTimeout (150 ms here; stalls of
+	// 150-500 ms were measured at load 15) earns a liveness verdict and one
+	// more reconnect, resumed like the first.
 	st := s.Stats()
-	if st.Resumes != 1 || st.Snapshots != 0 || st.Reconnects < 1 {
-		t.Fatalf("stats %+v: want one resume, no snapshot, a reconnect", st)
+	if err := resumedThroughout(st, ev.all(), "eu"); err != nil {
+		t.Fatal(err)
 	}
 	if st.Disconnected <= 0 {
 		t.Fatalf("Disconnected = %v, want > 0", st.Disconnected)
 	}
 	t.Logf("stats: %+v", st)
+}
+
+// A second reconnect does not cost the guarantee: after the region is killed
+// and the stream resumed on the survivor, the survivor's connection goes
+// silent (no bytes, no FIN) until the liveness verdict (PingInterval +
+// PongTimeout) drops it, as it drops any connection on a host that stalls the
+// process that long; the next connection resumes too, and the Handler still
+// sees every sequence once, in order, with no snapshot.
+func TestSecondReconnectAfterFailoverEverySequenceOnce(t *testing.T) {
+	eu, us := newRegion(t, "eu", 1000), newRegion(t, "us", 1000)
+	src := &source{regions: []*region{eu, us}}
+	h := newHarness(t, []*region{eu, us}, nil)
+	rec, ev := &recorder{}, &events{}
+	cfg := fastConfig(rec, px)
+	cfg.OnEvent = ev.hook
+	s := startStream(t, h.path, cfg)
+
+	publishUntil(t, src, px, func() bool { return rec.lastSeq() >= 50 })
+	if err := eu.relay.SetFault(faultnet.Down()); err != nil {
+		t.Fatal(err)
+	}
+	h.down["eu"].Store(true)
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 150 })
+	if err := us.relay.SetFault(faultnet.Blackhole()); err != nil {
+		t.Fatal(err)
+	}
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "" })
+	if err := us.relay.SetFault(faultnet.None()); err != nil {
+		t.Fatal(err)
+	}
+	publishUntil(t, src, px, func() bool { return s.Stats().Endpoint == "us" && rec.lastSeq() >= 300 })
+	last := src.publish(px)
+	eventually(t, "the last tick", func() bool { return rec.lastSeq() == last })
+
+	checkExactlyOnce(t, rec.snapshot(), last)
+	st := s.Stats()
+	if err := resumedThroughout(st, ev.all(), "eu"); err != nil {
+		t.Fatal(err)
+	}
+	if st.Reconnects < 2 || !lostToLiveness(ev.all(), "us") {
+		t.Fatalf("stats %+v: want a second reconnect, after the liveness verdict on us", st)
+	}
+}
+
+// resumedThroughout checks what a Stream promises across the loss of a region
+// (killed) whose outage the survivor's replay buffer covers, however many
+// reconnects it took: at least one; every one of them resumed (the only
+// subscription is the first connection's, no snapshot asked for or
+// answered); and every lost connection explained, either by the kill (once,
+// on the killed endpoint) or by the liveness verdict (no message, ping or pong
+// for PingInterval+PongTimeout), with no more reconnects than losses.
+func resumedThroughout(st ws.Stats, evs []ws.StreamEvent, killed string) error {
+	if st.Reconnects < 1 || st.Resumes < 1 || st.Subscribes != 1 || st.Snapshots != 0 || st.SnapshotRequests != 0 {
+		return fmt.Errorf("stats %+v: want a reconnect, each one resumed: one subscription, no snapshot", st)
+	}
+	kills, losses := 0, 0
+	for _, e := range evs {
+		if e.Kind != ws.StreamEventConnectionLost {
+			continue
+		}
+		losses++
+		switch {
+		case isTimeout(e.Err):
+		case e.Endpoint == killed && kills == 0:
+			kills++
+		default:
+			return fmt.Errorf("%v: neither the kill of %s nor the liveness verdict", e, killed)
+		}
+	}
+	if st.Reconnects > uint64(losses) {
+		return fmt.Errorf("stats %+v: %d reconnects after %d lost connections", st, st.Reconnects, losses)
+	}
+	return nil
+}
+
+// lostToLiveness reports whether a connection to endpoint was dropped by the
+// liveness verdict.
+func lostToLiveness(evs []ws.StreamEvent, endpoint string) bool {
+	for _, e := range evs {
+		if e.Kind == ws.StreamEventConnectionLost && e.Endpoint == endpoint && isTimeout(e.Err) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTimeout reports whether err is a read deadline's (gorilla/websocket keeps
+// only its Timeout method).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// resumedThroughout catches each way a failover can break its promise.
+func TestResumedThroughoutCatchesEachViolation(t *testing.T) {
+	lost := func(ep string, err error) ws.StreamEvent {
+		return ws.StreamEvent{Kind: ws.StreamEventConnectionLost, Endpoint: ep, Err: err}
+	}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
+	silent := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	good := ws.Stats{Connects: 3, Reconnects: 2, Subscribes: 1, Resumes: 2}
+	history := []ws.StreamEvent{lost("eu", silent), {Kind: ws.StreamEventDialFailed, Endpoint: "eu", Err: reset}, lost("eu", reset), lost("us", silent)}
+	if err := resumedThroughout(good, history, "eu"); err != nil {
+		t.Fatalf("a history that keeps the promise was refused: %v", err)
+	}
+	with := func(f func(*ws.Stats)) ws.Stats { st := good; f(&st); return st }
+	for _, c := range []struct {
+		name string
+		st   ws.Stats
+		evs  []ws.StreamEvent
+	}{
+		{"no reconnect", with(func(st *ws.Stats) { st.Reconnects, st.Connects = 0, 1 }), nil},
+		{"no resume answered", with(func(st *ws.Stats) { st.Resumes = 0 }), history},
+		{"a reconnect answered with a snapshot", with(func(st *ws.Stats) { st.Snapshots = 1 }), history},
+		{"a snapshot asked for", with(func(st *ws.Stats) { st.SnapshotRequests = 1 }), history},
+		{"a reconnect that subscribed anew", with(func(st *ws.Stats) { st.Subscribes = 2 }), history},
+		{"the survivor reset", good, []ws.StreamEvent{lost("eu", reset), lost("us", reset)}},
+		{"the killed endpoint lost twice", good, []ws.StreamEvent{lost("eu", reset), lost("eu", reset)}},
+		{"a reconnect no loss explains", with(func(st *ws.Stats) { st.Reconnects, st.Connects = 4, 5 }), history},
+	} {
+		if err := resumedThroughout(c.st, c.evs, "eu"); err == nil {
+			t.Errorf("%s: not caught", c.name)
+		}
+	}
 }
 
 // Replication lag: the survivor has not received what the client already saw, so
