@@ -60,6 +60,9 @@ var bareTracked bool
 // round, transport, CPU ns, requests), for analysis elsewhere.
 var dumpRounds *os.File
 
+// gcEachPhase collects garbage before each phase (outside the measurement).
+var gcEachPhase bool
+
 // profileSide, when set, runs only one side of each round (for profiling).
 var profileSide string
 
@@ -80,6 +83,7 @@ func main() {
 	flag.BoolVar(&postsAsReads, "posts-as-reads", false, "treat brokerpath's POSTs as reads (isolates the submission path's cost)")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
 	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
+	flag.BoolVar(&gcEachPhase, "gc-each-phase", false, "collect garbage before each phase, outside the measurement (each phase then starts from the same heap, with cold caches)")
 	dump := flag.String("dump", "", "write every phase (cell, round, transport, CPU ns, requests) to this file as CSV")
 	flag.Parse()
 	if *dump != "" {
@@ -332,7 +336,7 @@ func run(rounds int, phase time.Duration, only string) error {
 		runtime.Version(), runtime.GOMAXPROCS(0), loadAvg(), rounds, phase)
 	fmt.Printf("| cell | bare µs CPU/req | brokerpath µs CPU/req | bare ÷ brokerpath [95 %% CI] | median round | middle half of rounds | control bare ÷ bare [95 %% CI] | control middle half | goal ≥ %.2f | allocs/req bare → brokerpath (bytes) |\n", goal)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	var missed, unresolved, allocOver int
+	var missed, unresolved, allocOver, disturbed int
 	ctlLo, ctlHi, ctlWide := math.Inf(1), math.Inf(-1), 0.0
 	for _, c := range cells {
 		base := addrs.H2
@@ -364,6 +368,13 @@ func run(rounds int, phase time.Duration, only string) error {
 		case v == "not resolved":
 			unresolved++
 		}
+		if m.empty > 0 {
+			v += fmt.Sprintf(" (%d round(s) left out: a transport completed no request in them)", m.empty)
+		}
+		if m.switches+m.halts > 0 {
+			v += fmt.Sprintf(" (the Path switched %d and halted %d times during the rounds: not a healthy path)", m.switches, m.halts)
+			disturbed++
+		}
 		allocMark := ""
 		if abp-ab > budget+0.5 {
 			allocMark = " ✗"
@@ -377,8 +388,8 @@ func run(rounds int, phase time.Duration, only string) error {
 	}
 	fmt.Printf("\nPer round, bare ÷ brokerpath is the CPU per request of both bare transports together ÷ brokerpath's; the column gives the %.0f %% trimmed geometric mean of the rounds with its 95 %% confidence interval. ", trim*100)
 	fmt.Printf("A round is six phases, A P B B P A (the order rotates from round to round so that each transport takes every place equally often): A and B are two bare transports, P is brokerpath. bare ÷ brokerpath is A and B together against P; the control is A against B, measured in the same rounds, so its spread is the noise this run could not resolve (slightly wider than the noise of the bare ÷ brokerpath column, which pools both bare transports).\n")
-	fmt.Printf("Controls across cells: %.3f–%.3f, the widest interval %.3f. Goal ≥ %.2f: shown when the 95 %% interval lies above it, missed (✗) when it lies below, not resolved when it straddles it; %d cell(s) missed, %d not resolved. Allocations: orders ≤ bare + %.0f, reads ≤ bare + %.0f; %d cell(s) over (✗).\n",
-		ctlLo, ctlHi, ctlWide, goal, missed, unresolved, orderAllocBudget, readAllocBudget, allocOver)
+	fmt.Printf("Controls across cells: %.3f–%.3f, the widest interval %.3f. Goal ≥ %.2f: shown when the 95 %% interval lies above it, missed (✗) when it lies below, not resolved when it straddles it; %d cell(s) missed, %d not resolved. Allocations: orders ≤ bare + %.0f, reads ≤ bare + %.0f; %d cell(s) over (✗). Cells in which the Path switched or halted: %d.\n",
+		ctlLo, ctlHi, ctlWide, goal, missed, unresolved, orderAllocBudget, readAllocBudget, allocOver, disturbed)
 	return nil
 }
 
@@ -397,8 +408,15 @@ func loadAvg() string {
 
 type measurement struct {
 	bareA, bareB, bp sample
-	ratios           []float64 // per round: bare (A and B) ÷ brokerpath, CPU per request
-	controls         []float64 // per round: A ÷ B
+	// What the Path did during the rounds that a healthy path does not:
+	// switches of the active endpoint and halts. Either makes the cell
+	// measure reconnections, not the transport's cost per request.
+	switches, halts uint64
+	// empty counts rounds left out because a transport completed no request
+	// in its phases (a machine stalled longer than two phases).
+	empty int
+	ratios          []float64 // per round: bare (A and B) ÷ brokerpath, CPU per request
+	controls        []float64 // per round: A ÷ B
 }
 
 // roundOrder is the order of the six phases of round i: 0 = bare A, 1 =
@@ -445,6 +463,11 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 		}
 	}
 	var profiled sample // the profiled side's phases (with -profile-side)
+	before := path.Snapshot()
+	defer func() {
+		after := path.Snapshot()
+		m.switches, m.halts = after.Token-before.Token, after.Halts-before.Halts
+	}()
 	for i := range rounds {
 		var s [3]sample
 		for _, which := range roundOrder(i) {
@@ -457,13 +480,17 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			}
 			s[which].add(got)
 			if dumpRounds != nil {
-				fmt.Fprintf(dumpRounds, "%s,%d,%s,%d,%d\n", c, i, [3]string{"A", "P", "B"}[which], got.cpu.Nanoseconds(), got.reqs)
+				fmt.Fprintf(dumpRounds, "%s,%d,%s,%d,%d,%d\n", c, i, [3]string{"A", "P", "B"}[which], got.cpu.Nanoseconds(), got.reqs, got.allocs)
 			}
 		}
 		if profileSide != "" {
 			for _, x := range s {
 				profiled.add(x)
 			}
+			continue
+		}
+		if s[0].reqs == 0 || s[1].reqs == 0 || s[2].reqs == 0 {
+			m.empty++ // a transport finished no request in its phases: no ratio
 			continue
 		}
 		bare := s[0]
@@ -533,7 +560,9 @@ func load(c cell, rt http.RoundTripper, base string, seq *atomic.Uint64, d time.
 		errOnce  sync.Once
 		firstErr error
 	)
-	runtime.GC()
+	if gcEachPhase {
+		runtime.GC()
+	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	t0 := cpuTime()
