@@ -414,9 +414,9 @@ type measurement struct {
 	switches, halts uint64
 	// empty counts rounds left out because a transport completed no request
 	// in its phases (a machine stalled longer than two phases).
-	empty int
-	ratios          []float64 // per round: bare (A and B) ÷ brokerpath, CPU per request
-	controls        []float64 // per round: A ÷ B
+	empty    int
+	ratios   []float64 // per round: bare (A and B) ÷ brokerpath, CPU per request
+	controls []float64 // per round: A ÷ B
 }
 
 // roundOrder is the order of the six phases of round i: 0 = bare A, 1 =
