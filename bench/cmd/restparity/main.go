@@ -102,6 +102,9 @@ func main() {
 	if *prof != "" {
 		f, err := os.Create(*prof)
 		if err == nil {
+			// 1 kHz rather than pprof's 100 Hz: the transport's own functions
+			// are a few per cent of the samples, and need many to be told apart.
+			runtime.SetCPUProfileRate(1000)
 			err = pprof.StartCPUProfile(f)
 		}
 		if err != nil {
@@ -453,12 +456,15 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 		return m, err
 	}
 	defer bpRT.CloseIdleConnections()
-	rts := [3]http.RoundTripper{bareA, bpRT, bareB}
-
 	var seq atomic.Uint64
-	// warm up: connections, TLS sessions, pools
-	for _, rt := range rts {
-		if _, err := load(c, rt, base, &seq, max(phase, 200*time.Millisecond)); err != nil {
+	var cls [3]*clients
+	for i, rt := range [3]http.RoundTripper{bareA, bpRT, bareB} {
+		cls[i] = startClients(c, rt, base, &seq)
+		defer cls[i].stop()
+	}
+	// warm up: connections, TLS sessions, pools, the goroutines' stacks
+	for _, cl := range cls {
+		if _, err := cl.phase(max(phase, 200*time.Millisecond)); err != nil {
 			return m, err
 		}
 	}
@@ -474,7 +480,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			if (profileSide == "bare" && which == 1) || (profileSide == "brokerpath" && which != 1) {
 				continue
 			}
-			got, err := load(c, rts[which], base, &seq, phase)
+			got, err := cls[which].phase(phase)
 			if err != nil {
 				return m, err
 			}
@@ -549,56 +555,99 @@ func newPath(primary, backup string) (*pathdialer.Path, error) {
 	return p, nil
 }
 
-// load drives rt with c.clients goroutines for d and returns what it cost.
-func load(c cell, rt http.RoundTripper, base string, seq *atomic.Uint64, d time.Duration) (sample, error) {
-	client := &http.Client{Transport: rt}
-	orders, account := base+"/v1/orders", base+"/v1/account"
-	var (
-		n        atomic.Uint64
-		stopping atomic.Bool
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
+// clients are a cell's client goroutines for one transport: started once and
+// kept for the whole cell, as an application keeps its own (goroutines
+// started afresh for every phase would grow their stacks again each time, a
+// cost that falls unevenly on transports whose calls go deeper).
+type clients struct {
+	c       cell
+	client  *http.Client
+	orders  string
+	account string
+	seq     *atomic.Uint64
+	work    []chan *phaseRun
+	done    sync.WaitGroup
+}
+
+// phaseRun is one phase's shared state.
+type phaseRun struct {
+	n        atomic.Uint64
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+	errOnce  sync.Once
+	err      error
+}
+
+func startClients(c cell, rt http.RoundTripper, base string, seq *atomic.Uint64) *clients {
+	cl := &clients{c: c, client: &http.Client{Transport: rt}, orders: base + "/v1/orders", account: base + "/v1/account", seq: seq}
+	for range c.clients {
+		ch := make(chan *phaseRun)
+		cl.work = append(cl.work, ch)
+		cl.done.Go(func() {
+			for ph := range ch {
+				cl.run(ph)
+				ph.wg.Done()
+			}
+		})
+	}
+	return cl
+}
+
+// stop ends the goroutines.
+func (cl *clients) stop() {
+	for _, ch := range cl.work {
+		close(ch)
+	}
+	cl.done.Wait()
+}
+
+// run sends requests until the phase stops or one fails.
+func (cl *clients) run(ph *phaseRun) {
+	for !ph.stopping.Load() {
+		var req *http.Request
+		if cl.c.post {
+			id := strconv.FormatUint(cl.seq.Add(1), 10)
+			req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, cl.orders,
+				strings.NewReader(`{"client_order_id":"o-`+id+`","symbol":"EURUSD","side":"buy","type":"market","qty":"1"}`))
+			req.Header.Set("Content-Type", "application/json")
+		} else {
+			req, _ = http.NewRequestWithContext(context.Background(), http.MethodGet, cl.account, nil)
+		}
+		resp, err := cl.client.Do(req)
+		if err != nil {
+			ph.errOnce.Do(func() { ph.err = err })
+			ph.stopping.Store(true)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		ph.n.Add(1)
+	}
+}
+
+// phase drives the transport with all its clients for d and returns what it
+// cost.
+func (cl *clients) phase(d time.Duration) (sample, error) {
 	if gcEachPhase {
 		runtime.GC()
 	}
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	ph := new(phaseRun)
+	ph.wg.Add(len(cl.work))
 	t0 := cpuTime()
-	for range c.clients {
-		wg.Go(func() {
-			for !stopping.Load() {
-				var req *http.Request
-				if c.post {
-					id := strconv.FormatUint(seq.Add(1), 10)
-					req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, orders,
-						strings.NewReader(`{"client_order_id":"o-`+id+`","symbol":"EURUSD","side":"buy","type":"market","qty":"1"}`))
-					req.Header.Set("Content-Type", "application/json")
-				} else {
-					req, _ = http.NewRequestWithContext(context.Background(), http.MethodGet, account, nil)
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					stopping.Store(true)
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
-				n.Add(1)
-			}
-		})
+	for _, ch := range cl.work {
+		ch <- ph
 	}
 	time.Sleep(d)
-	stopping.Store(true)
-	wg.Wait()
+	ph.stopping.Store(true)
+	ph.wg.Wait()
 	cpu := cpuTime() - t0
 	runtime.ReadMemStats(&m1)
-	if firstErr != nil {
-		return sample{}, firstErr
+	if ph.err != nil {
+		return sample{}, ph.err
 	}
-	return sample{cpu: cpu, reqs: n.Load(), allocs: m1.Mallocs - m0.Mallocs, bytes: m1.TotalAlloc - m0.TotalAlloc}, nil
+	return sample{cpu: cpu, reqs: ph.n.Load(), allocs: m1.Mallocs - m0.Mallocs, bytes: m1.TotalAlloc - m0.TotalAlloc}, nil
 }
 
 // maxIdle keeps one idle HTTP/1.1 connection per client on both sides (with
