@@ -104,6 +104,8 @@ func main() {
 		if err == nil {
 			// 1 kHz rather than pprof's 100 Hz: the transport's own functions
 			// are a few per cent of the samples, and need many to be told apart.
+			// (pprof then fails to set its own rate, and the runtime says so on
+			// stderr: "cannot set cpu profile rate"; the profile is at 1 kHz.)
 			runtime.SetCPUProfileRate(1000)
 			err = pprof.StartCPUProfile(f)
 		}
@@ -388,6 +390,9 @@ func run(rounds int, phase time.Duration, only string) error {
 			r.tm, r.lo, r.hi, r.med, r.q1, r.q3,
 			ctl.tm, ctl.lo, ctl.hi, ctl.q1, ctl.q3, v,
 			ab, abp, abp-ab, allocMark, bb, bbp)
+	}
+	if profileSide != "" {
+		return nil // the profiled side's figures went to stderr; there are no ratios
 	}
 	fmt.Printf("\nPer round, bare ÷ brokerpath is the CPU per request of both bare transports together ÷ brokerpath's; the column gives the %.0f %% trimmed geometric mean of the rounds with its 95 %% confidence interval. ", trim*100)
 	fmt.Printf("A round is six phases, A P B B P A (the order rotates from round to round so that each transport takes every place equally often): A and B are two bare transports, P is brokerpath. bare ÷ brokerpath is A and B together against P; the control is A against B, measured in the same rounds, so its spread is the noise this run could not resolve (slightly wider than the noise of the bare ÷ brokerpath column, which pools both bare transports).\n")
