@@ -149,14 +149,15 @@ bench-compare:
 # --- end bench-compare ---
 
 # --- bench-rest ---
-# bench-rest: rest.Transport against a bare, identically configured
-# http.Transport: client CPU time per request (getrusage; the servers run in a
+# bench-rest: rest.Transport against two bare, identically configured
+# http.Transports: client CPU time per request (getrusage; the servers run in a
 # child process) and allocations per request, for {HTTP/1.1, HTTP/2} × {1, 32
-# clients} × {POST order, GET read}, interleaved rounds (bare, brokerpath,
-# brokerpath, bare), and four control rows (bare vs bare) that show the
-# resolution the machine allows. Prints a table; about 4.5 minutes. NOT part of
-# `make test`.
-# BENCH_REST_ARGS e.g. '-rounds 4 -phase 200ms' or '-cell "h1 POST"'.
+# clients} × {POST order, GET read}. Each cell runs 240 rounds of six 25 ms
+# phases, A P B B P A (A, B bare, P brokerpath; the order rotates), and gives
+# bare ÷ brokerpath and the control A ÷ B (trimmed geometric mean of the
+# rounds, 95 % interval), and whether the goal 0.97 is shown, missed or not
+# resolved. Prints a table; about 5½ minutes. NOT part of `make test`.
+# BENCH_REST_ARGS e.g. '-rounds 480' or '-cell "h1 POST"' or '-dump phases.csv'.
 BENCH_REST_ARGS ?=
 
 .PHONY: bench-rest

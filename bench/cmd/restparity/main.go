@@ -4,12 +4,15 @@
 //
 // The servers run in a child process, so getrusage(RUSAGE_SELF) counts only the
 // client: net/http, TLS, and for brokerpath the transport, the gate and the Path's
-// probe monitor. Each cell runs interleaved rounds (bare, brokerpath, brokerpath,
-// bare), so both sides see the same machine load; the ratio is bare CPU per request
-// ÷ brokerpath CPU per request over all rounds (1.00 = free; the goal is ≥ 0.95).
+// probe monitor. Each cell runs rounds of six phases, A P B B P A, where A and B
+// are two bare transports and P is brokerpath, so all three see the same machine
+// load. Per round, the ratio is bare CPU per request ÷ brokerpath CPU per request
+// (1.00 = free; the goal is ≥ 0.97), and the control is A ÷ B. The table gives
+// the trimmed mean of the rounds for each, with a 95 % confidence interval: a
+// cell meets the goal when the interval lies above it.
 //
-//	go run ./cmd/restparity            # the table (about a minute)
-//	go run ./cmd/restparity -rounds 4 -phase 200ms
+//	go run ./cmd/restparity            # the table (about 5 minutes)
+//	go run ./cmd/restparity -rounds 20 -phase 100ms -cell "h2 POST"
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -52,6 +56,13 @@ var postsAsReads bool
 // transport's cost from the tracked connection's).
 var bareTracked bool
 
+// dumpRounds, when set, names a file that gets each round's phases (cell,
+// round, transport, CPU ns, requests), for analysis elsewhere.
+var dumpRounds *os.File
+
+// gcEachPhase collects garbage before each phase (outside the measurement).
+var gcEachPhase bool
+
 // profileSide, when set, runs only one side of each round (for profiling).
 var profileSide string
 
@@ -65,17 +76,37 @@ func main() {
 		serve()
 		return
 	}
-	rounds := flag.Int("rounds", 48, "interleaved rounds per cell (each: bare, brokerpath, brokerpath, bare)")
-	phase := flag.Duration("phase", 100*time.Millisecond, "duration of one phase of a round")
+	rounds := flag.Int("rounds", 240, "rounds per cell (each six phases: bare A, brokerpath, bare B, bare B, brokerpath, bare A, rotating)")
+	phase := flag.Duration("phase", 25*time.Millisecond, "duration of one phase of a round")
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&postsAsReads, "posts-as-reads", false, "treat brokerpath's POSTs as reads (isolates the submission path's cost)")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
 	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
+	flag.BoolVar(&gcEachPhase, "gc-each-phase", false, "collect garbage before each phase, outside the measurement (each phase then starts from the same heap, with cold caches)")
+	dump := flag.String("dump", "", "write every phase (cell, round, transport, CPU ns, requests) to this file as CSV")
 	flag.Parse()
+	if *dump != "" {
+		f, err := os.Create(*dump)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "restparity:", err)
+			os.Exit(1)
+		}
+		defer func() { _ = f.Close() }()
+		dumpRounds = f
+	}
+	if *rounds < 1 || *phase <= 0 {
+		fmt.Fprintf(os.Stderr, "restparity: -rounds must be at least 1 and -phase positive (got -rounds %d -phase %v)\n", *rounds, *phase)
+		os.Exit(2)
+	}
 	if *prof != "" {
 		f, err := os.Create(*prof)
 		if err == nil {
+			// 1 kHz rather than pprof's 100 Hz: the transport's own functions
+			// are a few per cent of the samples, and need many to be told apart.
+			// (pprof then fails to set its own rate, and the runtime says so on
+			// stderr: "cannot set cpu profile rate"; the profile is at 1 kHz.)
+			runtime.SetCPUProfileRate(1000)
 			err = pprof.StartCPUProfile(f)
 		}
 		if err != nil {
@@ -150,16 +181,12 @@ type cell struct {
 	proto   string // "h1" or "h2"
 	clients int
 	post    bool
-	control bool // bare against a second bare transport: the measurement's resolution
 }
 
 func (c cell) String() string {
 	m := "GET read"
 	if c.post {
 		m = "POST order"
-	}
-	if c.control {
-		return fmt.Sprintf("control: bare vs bare, %s %s, %d client(s)", c.proto, m, c.clients)
 	}
 	return fmt.Sprintf("%s %s, %d client(s)", c.proto, m, c.clients)
 }
@@ -184,6 +211,97 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// goal is the least bare ÷ brokerpath ratio a cell should show.
+const goal = 0.97
+
+// Allocation budgets per request over bare: orders, reads.
+const orderAllocBudget, readAllocBudget = 1.0, 0.0
+
+// summary describes a cell's per-round ratios. Its centre is the 20 %
+// trimmed mean of their logarithms (a ratio and its inverse weigh alike, and
+// a round hit by a load spike at either end is dropped), with a 95 %
+// confidence interval; the median and the middle half of the rounds show the
+// spread.
+type summary struct {
+	n           int
+	tm, lo, hi  float64 // trimmed (geometric) mean and its 95 % confidence interval
+	med, q1, q3 float64 // median round, and the middle half of the rounds
+}
+
+// trim is the fraction of rounds dropped at each end for the trimmed mean.
+const trim = 0.2
+
+// summarize describes xs (ratios, all positive). The interval is Tukey and
+// McLaughlin's for a trimmed mean: ± t(0.975, n−2k−1) × the winsorized
+// standard deviation ÷ ((1−2·trim)·√n), on the logarithms.
+func summarize(xs []float64) summary {
+	n := len(xs)
+	if n == 0 {
+		return summary{}
+	}
+	s := make([]float64, n)
+	for i, x := range xs {
+		s[i] = math.Log(x)
+	}
+	slices.Sort(s)
+	med := s[n/2]
+	if n%2 == 0 {
+		med = (s[n/2-1] + med) / 2
+	}
+	out := summary{n: n, med: math.Exp(med), q1: math.Exp(s[n/4]), q3: math.Exp(s[(3*n)/4])}
+	k := int(trim * float64(n))
+	var sum float64
+	for _, v := range s[k : n-k] {
+		sum += v
+	}
+	m := sum / float64(n-2*k)
+	out.tm, out.lo, out.hi = math.Exp(m), math.Exp(s[0]), math.Exp(s[n-1])
+	if n-2*k < 2 {
+		return out // too few rounds for an interval: the whole range
+	}
+	// Winsorized variance: the trimmed values replaced by the nearest kept one.
+	var wsum, wsq float64
+	for _, v := range s {
+		w := min(max(v, s[k]), s[n-k-1])
+		wsum += w
+		wsq += w * w
+	}
+	wmean := wsum / float64(n)
+	wvar := (wsq - float64(n)*wmean*wmean) / float64(n-1)
+	se := math.Sqrt(max(wvar, 0)) / ((1 - 2*trim) * math.Sqrt(float64(n)))
+	h := tQuantile975(n-2*k-1) * se
+	out.lo, out.hi = math.Exp(m-h), math.Exp(m+h)
+	return out
+}
+
+// tQuantile975 is Student's t 97.5 % quantile for df degrees of freedom
+// (a table to 30, then the normal approximation's first correction).
+func tQuantile975(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	switch {
+	case df < 1:
+		return math.Inf(1)
+	case df <= len(table):
+		return table[df-1]
+	}
+	const z = 1.959964
+	return z + (z*z*z+z)/(4*float64(df))
+}
+
+// verdict says whether the rounds show the goal met, show it missed, or do
+// not resolve it (the interval straddles the goal).
+func (s summary) verdict(goal float64) string {
+	switch {
+	case s.lo >= goal:
+		return fmt.Sprintf("≥ %.2f", goal)
+	case s.hi < goal:
+		return fmt.Sprintf("✗ < %.2f", goal)
+	}
+	return "not resolved"
 }
 
 func run(rounds int, phase time.Duration, only string) error {
@@ -215,126 +333,190 @@ func run(rounds int, phase time.Duration, only string) error {
 			}
 		}
 	}
-	for _, proto := range []string{"h1", "h2"} {
-		for _, n := range []int{1, 32} {
-			c := cell{proto: proto, clients: n, post: true, control: true}
-			if only == "" || strings.Contains(c.String(), only) {
-				cells = append(cells, c)
-			}
-		}
+	if len(cells) == 0 {
+		return fmt.Errorf("no cell matches -cell %q", only)
 	}
 	fmt.Printf("rest.Transport vs a bare http.Transport, client CPU per request (getrusage, servers in a child process)\n")
-	fmt.Printf("%s, GOMAXPROCS %d, %d interleaved rounds (bare, brokerpath, brokerpath, bare) of %v per phase\n\n", runtime.Version(), runtime.GOMAXPROCS(0), rounds, phase)
-	fmt.Println("| cell | bare µs CPU/req | brokerpath µs CPU/req | bare ÷ brokerpath, all rounds (goal ≥ 0.95) | median round | rounds min–max | allocs/req bare → brokerpath (bytes) |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- |")
-	fails := 0
+	fmt.Printf("%s, GOMAXPROCS %d, load average %s at the start; %d rounds per cell of %v phases: A P B B P A, rotating (A, B bare, P brokerpath)\n\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), loadAvg(), rounds, phase)
+	fmt.Printf("| cell | bare µs CPU/req | brokerpath µs CPU/req | bare ÷ brokerpath [95 %% CI] | median round | middle half of rounds | control bare ÷ bare [95 %% CI] | control middle half | goal ≥ %.2f | allocs/req bare → brokerpath (bytes) |\n", goal)
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	var missed, unresolved, allocOver, disturbed int
+	ctlLo, ctlHi, ctlWide := math.Inf(1), math.Inf(-1), 0.0
 	for _, c := range cells {
 		base := addrs.H2
 		if c.proto == "h1" {
 			base = addrs.H1
 		}
-		bare, bp, ratios, err := measure(c, base, addrs.H2, tlsCfg, rounds, phase)
+		m, err := measure(c, base, addrs.H2, tlsCfg, rounds, phase)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c, err)
 		}
-		r := bare.cpuPerReq() / bp.cpuPerReq()
-		slices.Sort(ratios)
-		ab, abp := float64(bare.allocs)/float64(bare.reqs), float64(bp.allocs)/float64(bp.reqs)
-		bb, bbp := float64(bare.bytes)/float64(bare.reqs), float64(bp.bytes)/float64(bp.reqs)
-		budget := 1.0
+		if profileSide != "" {
+			continue // measure said what the profiled side cost; no ratios
+		}
+		bare := m.bareA
+		bare.add(m.bareB)
+		r, ctl := summarize(m.ratios), summarize(m.controls)
+		ctlLo, ctlHi = min(ctlLo, ctl.tm), max(ctlHi, ctl.tm)
+		ctlWide = max(ctlWide, ctl.hi-ctl.lo)
+		ab, abp := float64(bare.allocs)/float64(bare.reqs), float64(m.bp.allocs)/float64(m.bp.reqs)
+		bb, bbp := float64(bare.bytes)/float64(bare.reqs), float64(m.bp.bytes)/float64(m.bp.reqs)
+		budget := readAllocBudget
 		if c.post {
-			budget = 3
+			budget = orderAllocBudget
 		}
-		med := ratios[len(ratios)/2]
-		if len(ratios)%2 == 0 {
-			med = (ratios[len(ratios)/2-1] + med) / 2
-		}
-		mark := ""
+		v := r.verdict(goal)
 		switch {
-		case c.control:
-			mark = " (control)"
-		case max(r, med) < 0.95 || abp-ab > budget+0.5:
-			mark = " ✗"
-			fails++
+		case strings.HasPrefix(v, "✗"):
+			missed++
+		case v == "not resolved":
+			unresolved++
 		}
-		fmt.Printf("| %s | %.2f | %.2f | %.3f%s | %.3f | %.2f–%.2f | %.1f → %.1f (%+.1f; %.0f → %.0f B) |\n",
-			c, bare.cpuPerReq()/1e3, bp.cpuPerReq()/1e3, r, mark, med, ratios[0], ratios[len(ratios)-1], ab, abp, abp-ab, bb, bbp)
+		if m.empty > 0 {
+			v += fmt.Sprintf(" (%d round(s) left out: a transport completed no request in them)", m.empty)
+		}
+		if m.switches+m.halts > 0 {
+			v += fmt.Sprintf(" (the Path switched %d and halted %d times during the rounds: not a healthy path)", m.switches, m.halts)
+			disturbed++
+		}
+		allocMark := ""
+		if abp-ab > budget+0.5 {
+			allocMark = " ✗"
+			allocOver++
+		}
+		fmt.Printf("| %s | %.2f | %.2f | %.3f [%.3f–%.3f] | %.3f | %.3f–%.3f | %.3f [%.3f–%.3f] | %.3f–%.3f | %s | %.1f → %.1f (%+.1f%s; %.0f → %.0f B) |\n",
+			c, bare.cpuPerReq()/1e3, m.bp.cpuPerReq()/1e3,
+			r.tm, r.lo, r.hi, r.med, r.q1, r.q3,
+			ctl.tm, ctl.lo, ctl.hi, ctl.q1, ctl.q3, v,
+			ab, abp, abp-ab, allocMark, bb, bbp)
 	}
-	fmt.Printf("\nThe control rows measure a bare transport against a second bare transport the same way: their spread is what this machine's noise allows the other rows to resolve.\n")
-	fmt.Printf("✗ = outside the goals (both ratios below 0.95, or allocations over budget: orders ≤ bare + 3, reads ≤ bare + 1); %d cell(s)\n", fails)
+	if profileSide != "" {
+		return nil // the profiled side's figures went to stderr; there are no ratios
+	}
+	fmt.Printf("\nPer round, bare ÷ brokerpath is the CPU per request of both bare transports together ÷ brokerpath's; the column gives the %.0f %% trimmed geometric mean of the rounds with its 95 %% confidence interval. ", trim*100)
+	fmt.Printf("A round is six phases, A P B B P A (the order rotates from round to round so that each transport takes every place equally often): A and B are two bare transports, P is brokerpath. bare ÷ brokerpath is A and B together against P; the control is A against B, measured in the same rounds, so its spread is the noise this run could not resolve (slightly wider than the noise of the bare ÷ brokerpath column, which pools both bare transports).\n")
+	fmt.Printf("Controls across cells: %.3f–%.3f, the widest interval %.3f. Goal ≥ %.2f: shown when the 95 %% interval lies above it, missed (✗) when it lies below, not resolved when it straddles it; %d cell(s) missed, %d not resolved. Allocations: orders ≤ bare + %.0f, reads ≤ bare + %.0f; %d cell(s) over (✗). Cells in which the Path switched or halted: %d.\n",
+		ctlLo, ctlHi, ctlWide, goal, missed, unresolved, orderAllocBudget, readAllocBudget, allocOver, disturbed)
 	return nil
 }
 
-// measure runs one cell: a fresh bare transport and a fresh brokerpath transport
-// (each with its own connections, warmed up), then the interleaved rounds.
-func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase time.Duration) (bare, bp sample, ratios []float64, err error) {
-	bareRT := newBare(tlsCfg)
-	defer bareRT.CloseIdleConnections()
+// loadAvg is the 1-, 5- and 15-minute load average, or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+type measurement struct {
+	bareA, bareB, bp sample
+	// What the Path did during the rounds that a healthy path does not:
+	// switches of the active endpoint and halts. Either makes the cell
+	// measure reconnections, not the transport's cost per request.
+	switches, halts uint64
+	// empty counts rounds left out because a transport completed no request
+	// in its phases (a machine stalled longer than two phases).
+	empty    int
+	ratios   []float64 // per round: bare (A and B) ÷ brokerpath, CPU per request
+	controls []float64 // per round: A ÷ B
+}
+
+// roundOrder is the order of the six phases of round i: 0 = bare A, 1 =
+// brokerpath, 2 = bare B. Each round is a palindrome (linear drift in the
+// machine's speed falls on all three alike), and the order rotates, so that
+// over three rounds each transport takes each of the six places once (runs
+// first, runs twice in a row, runs last).
+func roundOrder(i int) [6]int {
+	x, y, z := i%3, (i+1)%3, (i+2)%3
+	return [6]int{x, y, z, z, y, x}
+}
+
+// measure runs one cell: two fresh bare transports and a fresh brokerpath
+// transport (each with its own connections, warmed up), then the rounds.
+func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase time.Duration) (m measurement, err error) {
+	bareA, bareB := newBare(tlsCfg), newBare(tlsCfg)
+	defer bareA.CloseIdleConnections()
+	defer bareB.CloseIdleConnections()
 	path, err := newPath(base, other)
 	if err != nil {
-		return bare, bp, nil, err
+		return m, err
 	}
 	defer func() { _ = path.Close() }()
 	if bareTracked {
-		bareRT.DialContext = path.EndpointDialer("eu")
+		bareA.DialContext = path.EndpointDialer("eu")
+		bareB.DialContext = path.EndpointDialer("eu")
 	}
 	bpOpts := rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle}
 	if postsAsReads {
 		bpOpts.IsSubmission = func(*http.Request) bool { return false }
 	}
-	var bpRT interface {
-		http.RoundTripper
-		CloseIdleConnections()
-	}
-	if c.control {
-		bpRT = newBare(tlsCfg) // the "brokerpath" side is a second bare transport
-	} else if bpRT, err = rest.NewTransport(path, bpOpts); err != nil {
-		return bare, bp, nil, err
+	bpRT, err := rest.NewTransport(path, bpOpts)
+	if err != nil {
+		return m, err
 	}
 	defer bpRT.CloseIdleConnections()
-
 	var seq atomic.Uint64
-	var profiled sample // the profiled side's rounds (with -profile-side)
-	// warm up: connections, TLS sessions, pools
-	for _, rt := range []http.RoundTripper{bareRT, bpRT} {
-		if _, err := load(c, rt, base, &seq, max(phase, 200*time.Millisecond)); err != nil {
-			return bare, bp, nil, err
+	var cls [3]*clients
+	for i, rt := range [3]http.RoundTripper{bareA, bpRT, bareB} {
+		cls[i] = startClients(c, rt, base, &seq)
+		defer cls[i].stop()
+	}
+	// warm up: connections, TLS sessions, pools, the goroutines' stacks
+	for _, cl := range cls {
+		if _, err := cl.phase(max(phase, 200*time.Millisecond)); err != nil {
+			return m, err
 		}
 	}
-	for range rounds {
-		var rb, rp sample
-		for _, which := range []bool{false, true, true, false} {
-			if (profileSide == "bare" && which) || (profileSide == "brokerpath" && !which) {
+	var profiled sample // the profiled side's phases (with -profile-side)
+	before := path.Snapshot()
+	defer func() {
+		after := path.Snapshot()
+		m.switches, m.halts = after.Token-before.Token, after.Halts-before.Halts
+	}()
+	for i := range rounds {
+		var s [3]sample
+		for _, which := range roundOrder(i) {
+			if (profileSide == "bare" && which == 1) || (profileSide == "brokerpath" && which != 1) {
 				continue
 			}
-			rt := http.RoundTripper(bareRT)
-			if which {
-				rt = bpRT
-			}
-			s, err := load(c, rt, base, &seq, phase)
+			got, err := cls[which].phase(phase)
 			if err != nil {
-				return bare, bp, nil, err
+				return m, err
 			}
-			if which {
-				rp.add(s)
-			} else {
-				rb.add(s)
+			s[which].add(got)
+			if dumpRounds != nil {
+				fmt.Fprintf(dumpRounds, "%s,%d,%s,%d,%d,%d\n", c, i, [3]string{"A", "P", "B"}[which], got.cpu.Nanoseconds(), got.reqs, got.allocs)
 			}
 		}
 		if profileSide != "" {
-			profiled.add(rb)
-			profiled.add(rp)
-			rb, rp = sample{cpu: 1, reqs: 1}, sample{cpu: 1, reqs: 1}
+			for _, x := range s {
+				profiled.add(x)
+			}
+			continue
 		}
-		ratios = append(ratios, rb.cpuPerReq()/rp.cpuPerReq())
-		bare.add(rb)
-		bp.add(rp)
+		if s[0].reqs == 0 || s[1].reqs == 0 || s[2].reqs == 0 {
+			m.empty++ // a transport finished no request in its phases: no ratio
+			continue
+		}
+		bare := s[0]
+		bare.add(s[2])
+		m.ratios = append(m.ratios, bare.cpuPerReq()/s[1].cpuPerReq())
+		m.controls = append(m.controls, s[0].cpuPerReq()/s[2].cpuPerReq())
+		m.bareA.add(s[0])
+		m.bp.add(s[1])
+		m.bareB.add(s[2])
 	}
 	if profileSide != "" {
 		fmt.Fprintf(os.Stderr, "restparity: %s, %s side only: %d requests, %.2f µs CPU/req, %.1f allocs/req\n",
 			c, profileSide, profiled.reqs, profiled.cpuPerReq()/1e3, float64(profiled.allocs)/float64(profiled.reqs))
 	}
-	return bare, bp, ratios, nil
+	return m, nil
 }
 
 // newBare is the transport rest.Transport builds per endpoint, with a plain dialer.
@@ -378,54 +560,99 @@ func newPath(primary, backup string) (*pathdialer.Path, error) {
 	return p, nil
 }
 
-// load drives rt with c.clients goroutines for d and returns what it cost.
-func load(c cell, rt http.RoundTripper, base string, seq *atomic.Uint64, d time.Duration) (sample, error) {
-	client := &http.Client{Transport: rt}
-	orders, account := base+"/v1/orders", base+"/v1/account"
-	var (
-		n        atomic.Uint64
-		stopping atomic.Bool
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	runtime.GC()
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	t0 := cpuTime()
+// clients are a cell's client goroutines for one transport: started once and
+// kept for the whole cell, as an application keeps its own (goroutines
+// started afresh for every phase would grow their stacks again each time, a
+// cost that falls unevenly on transports whose calls go deeper).
+type clients struct {
+	c       cell
+	client  *http.Client
+	orders  string
+	account string
+	seq     *atomic.Uint64
+	work    []chan *phaseRun
+	done    sync.WaitGroup
+}
+
+// phaseRun is one phase's shared state.
+type phaseRun struct {
+	n        atomic.Uint64
+	stopping atomic.Bool
+	wg       sync.WaitGroup
+	errOnce  sync.Once
+	err      error
+}
+
+func startClients(c cell, rt http.RoundTripper, base string, seq *atomic.Uint64) *clients {
+	cl := &clients{c: c, client: &http.Client{Transport: rt}, orders: base + "/v1/orders", account: base + "/v1/account", seq: seq}
 	for range c.clients {
-		wg.Go(func() {
-			for !stopping.Load() {
-				var req *http.Request
-				if c.post {
-					id := strconv.FormatUint(seq.Add(1), 10)
-					req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, orders,
-						strings.NewReader(`{"client_order_id":"o-`+id+`","symbol":"EURUSD","side":"buy","type":"market","qty":"1"}`))
-					req.Header.Set("Content-Type", "application/json")
-				} else {
-					req, _ = http.NewRequestWithContext(context.Background(), http.MethodGet, account, nil)
-				}
-				resp, err := client.Do(req)
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					stopping.Store(true)
-					return
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
-				n.Add(1)
+		ch := make(chan *phaseRun)
+		cl.work = append(cl.work, ch)
+		cl.done.Go(func() {
+			for ph := range ch {
+				cl.run(ph)
+				ph.wg.Done()
 			}
 		})
 	}
+	return cl
+}
+
+// stop ends the goroutines.
+func (cl *clients) stop() {
+	for _, ch := range cl.work {
+		close(ch)
+	}
+	cl.done.Wait()
+}
+
+// run sends requests until the phase stops or one fails.
+func (cl *clients) run(ph *phaseRun) {
+	for !ph.stopping.Load() {
+		var req *http.Request
+		if cl.c.post {
+			id := strconv.FormatUint(cl.seq.Add(1), 10)
+			req, _ = http.NewRequestWithContext(context.Background(), http.MethodPost, cl.orders,
+				strings.NewReader(`{"client_order_id":"o-`+id+`","symbol":"EURUSD","side":"buy","type":"market","qty":"1"}`))
+			req.Header.Set("Content-Type", "application/json")
+		} else {
+			req, _ = http.NewRequestWithContext(context.Background(), http.MethodGet, cl.account, nil)
+		}
+		resp, err := cl.client.Do(req)
+		if err != nil {
+			ph.errOnce.Do(func() { ph.err = err })
+			ph.stopping.Store(true)
+			return
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		ph.n.Add(1)
+	}
+}
+
+// phase drives the transport with all its clients for d and returns what it
+// cost.
+func (cl *clients) phase(d time.Duration) (sample, error) {
+	if gcEachPhase {
+		runtime.GC()
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	ph := new(phaseRun)
+	ph.wg.Add(len(cl.work))
+	t0 := cpuTime()
+	for _, ch := range cl.work {
+		ch <- ph
+	}
 	time.Sleep(d)
-	stopping.Store(true)
-	wg.Wait()
+	ph.stopping.Store(true)
+	ph.wg.Wait()
 	cpu := cpuTime() - t0
 	runtime.ReadMemStats(&m1)
-	if firstErr != nil {
-		return sample{}, firstErr
+	if ph.err != nil {
+		return sample{}, ph.err
 	}
-	return sample{cpu: cpu, reqs: n.Load(), allocs: m1.Mallocs - m0.Mallocs, bytes: m1.TotalAlloc - m0.TotalAlloc}, nil
+	return sample{cpu: cpu, reqs: ph.n.Load(), allocs: m1.Mallocs - m0.Mallocs, bytes: m1.TotalAlloc - m0.TotalAlloc}, nil
 }
 
 // maxIdle keeps one idle HTTP/1.1 connection per client on both sides (with
