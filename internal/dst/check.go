@@ -35,24 +35,79 @@ func (w *world) check() *Result {
 		res.Violations = append(res.Violations, fmt.Sprintf("INVARIANT %s: %s", inv, fmt.Sprintf(format, a...)))
 	}
 	audit := w.b.Audit()
-	pending := w.path.Unknown()
-	gate, gateErr := w.path.GateState()
+	pending, gate, gateErr := w.restState() // proc2.go: the live process's
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	bookedAt := map[string][]simbroker.Record{}
+	for _, r := range audit.Booked() {
+		bookedAt[r.ClientOrderID] = append(bookedAt[r.ClientOrderID], r)
+		if w.orders[r.ClientOrderID] == nil && !w.co.proc2Sent(r.ClientOrderID) { // proc2.go: the second process's own
+			viol(InvPhantom, "%s booked through %s but never sent", r.ClientOrderID, r.Region)
+		}
+	}
+	w.checkOrders(res, bookedAt, viol)
+	for _, r := range audit.BookedWhileFenced() {
+		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
+	}
+	for _, t := range pending {
+		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Token)
+	}
+	for _, b := range w.wsBad {
+		viol(InvStream, "%s", b)
+	}
+	if gate != pathdialer.GateOpen {
+		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
+	}
+	if res.Stats.Acked == 0 {
+		viol(InvOrdersFlow, "none of %d orders was acknowledged (%d rejected, %d halted, %d not sent)", res.Stats.Orders, res.Stats.Rejected, res.Stats.Halted, res.Stats.NotSent)
+	}
+	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
+	w.checkLease(res, audit, viol)
+	w.checkProc2(res, audit, viol)   // proc2.go
+	w.checkResting(res, audit, viol) // resting_sim.go
+	w.checkProgress(res, viol)       // progress_check.go
+	if len(w.s.Moves) > 0 {
+		w.checkComposed(viol)
+		w.checkGround(viol)
+	}
+
+	for _, r := range audit {
+		switch r.Kind {
+		case simbroker.KindOrder:
+			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s via %s %s", r.ClientOrderID, r.Outcome, r.Region, r.Detail)})
+		case simbroker.KindRegionFenced, simbroker.KindRegionUnfenced:
+			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s: %s", r.Kind, r.Region, r.Detail)})
+		}
+	}
+	w.h2.check(res, viol) // h2sim.go
+	sort.SliceStable(w.trace, func(i, j int) bool {
+		if w.trace[i].at != w.trace[j].at {
+			return w.trace[i].at < w.trace[j].at
+		}
+		return w.trace[i].text < w.trace[j].text
+	})
+	res.Trace = append(res.Trace, splitLines(w.s.String())...)
+	for _, l := range w.trace {
+		res.Trace = append(res.Trace, fmt.Sprintf("%12s %s", l.at, l.text))
+	}
+	res.Trace = append(res.Trace, fmt.Sprintf("stats %+v", res.Stats))
+	sort.Strings(res.Notes)
+	for _, v := range res.Violations {
+		res.Trace = append(res.Trace, v)
+	}
+	return res
+}
+
+// checkOrders judges each order of this process's client record against the
+// broker's bookings (w.mu is held).
+func (w *world) checkOrders(res *Result, bookedAt map[string][]simbroker.Record, viol func(inv, format string, a ...any)) {
 	ids := make([]string, 0, len(w.orders))
 	for id := range w.orders {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 
-	bookedAt := map[string][]simbroker.Record{}
-	for _, r := range audit.Booked() {
-		bookedAt[r.ClientOrderID] = append(bookedAt[r.ClientOrderID], r)
-		if w.orders[r.ClientOrderID] == nil {
-			viol(InvPhantom, "%s booked through %s but never sent", r.ClientOrderID, r.Region)
-		}
-	}
 	for _, id := range ids {
 		o := w.orders[id]
 		res.Stats.Orders++
@@ -131,55 +186,6 @@ func (w *world) check() *Result {
 			}
 		}
 	}
-	for _, r := range audit.BookedWhileFenced() {
-		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
-	}
-	for _, t := range pending {
-		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Token)
-	}
-	for _, b := range w.wsBad {
-		viol(InvStream, "%s", b)
-	}
-	if gate != pathdialer.GateOpen {
-		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
-	}
-	if res.Stats.Acked == 0 {
-		viol(InvOrdersFlow, "none of %d orders was acknowledged (%d rejected, %d halted, %d not sent)", res.Stats.Orders, res.Stats.Rejected, res.Stats.Halted, res.Stats.NotSent)
-	}
-	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
-	w.checkLease(res, audit, viol)
-	w.checkResting(res, audit, viol) // resting_sim.go
-	w.checkProgress(res, viol)       // progress_check.go
-	if len(w.s.Moves) > 0 {
-		w.checkComposed(viol)
-		w.checkGround(viol)
-	}
-
-	for _, r := range audit {
-		switch r.Kind {
-		case simbroker.KindOrder:
-			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s via %s %s", r.ClientOrderID, r.Outcome, r.Region, r.Detail)})
-		case simbroker.KindRegionFenced, simbroker.KindRegionUnfenced:
-			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s: %s", r.Kind, r.Region, r.Detail)})
-		}
-	}
-	w.h2.check(res, viol) // h2sim.go
-	sort.SliceStable(w.trace, func(i, j int) bool {
-		if w.trace[i].at != w.trace[j].at {
-			return w.trace[i].at < w.trace[j].at
-		}
-		return w.trace[i].text < w.trace[j].text
-	})
-	res.Trace = append(res.Trace, splitLines(w.s.String())...)
-	for _, l := range w.trace {
-		res.Trace = append(res.Trace, fmt.Sprintf("%12s %s", l.at, l.text))
-	}
-	res.Trace = append(res.Trace, fmt.Sprintf("stats %+v", res.Stats))
-	sort.Strings(res.Notes)
-	for _, v := range res.Violations {
-		res.Trace = append(res.Trace, v)
-	}
-	return res
 }
 
 func bookedIn(bk []simbroker.Record, region string) bool {
