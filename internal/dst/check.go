@@ -47,56 +47,8 @@ func (w *world) check() *Result {
 		}
 	}
 	w.checkOrders(res, bookedAt, viol)
-	for _, r := range audit.BookedWhileFenced() {
-		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
-	}
-	for _, t := range pending {
-		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Token)
-	}
-	for _, b := range w.wsBad {
-		viol(InvStream, "%s", b)
-	}
-	if gate != pathdialer.GateOpen {
-		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
-	}
-	if res.Stats.Acked == 0 {
-		viol(InvOrdersFlow, "none of %d orders was acknowledged (%d rejected, %d halted, %d not sent)", res.Stats.Orders, res.Stats.Rejected, res.Stats.Halted, res.Stats.NotSent)
-	}
-	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
-	w.checkLease(res, audit, viol)
-	w.checkProc2(res, audit, viol)   // proc2.go
-	w.checkResting(res, audit, viol) // resting_sim.go
-	w.checkProgress(res, viol)       // progress_check.go
-	if len(w.s.Moves) > 0 {
-		w.checkComposed(viol)
-		w.checkGround(viol)
-	}
-
-	for _, r := range audit {
-		switch r.Kind {
-		case simbroker.KindOrder:
-			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s via %s %s", r.ClientOrderID, r.Outcome, r.Region, r.Detail)})
-		case simbroker.KindRegionFenced, simbroker.KindRegionUnfenced:
-			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s: %s", r.Kind, r.Region, r.Detail)})
-		}
-	}
-	w.h2.check(res, viol) // h2sim.go
-	sort.SliceStable(w.trace, func(i, j int) bool {
-		if w.trace[i].at != w.trace[j].at {
-			return w.trace[i].at < w.trace[j].at
-		}
-		return w.trace[i].text < w.trace[j].text
-	})
-	res.Trace = append(res.Trace, splitLines(w.s.String())...)
-	for _, l := range w.trace {
-		res.Trace = append(res.Trace, fmt.Sprintf("%12s %s", l.at, l.text))
-	}
-	res.Trace = append(res.Trace, fmt.Sprintf("stats %+v", res.Stats))
-	sort.Strings(res.Notes)
-	for _, v := range res.Violations {
-		res.Trace = append(res.Trace, v)
-	}
-	return res
+	w.checkProc2Orders(res, bookedAt, viol) // proc2.go: the second process's, against its own record
+	return w.checkRest(res, audit, pending, gate, gateErr, viol)
 }
 
 // checkOrders judges each order of this process's client record against the
@@ -107,7 +59,6 @@ func (w *world) checkOrders(res *Result, bookedAt map[string][]simbroker.Record,
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-
 	for _, id := range ids {
 		o := w.orders[id]
 		res.Stats.Orders++
@@ -186,6 +137,61 @@ func (w *world) checkOrders(res *Result, bookedAt map[string][]simbroker.Record,
 			}
 		}
 	}
+}
+
+// checkRest judges the invariants beyond each order and writes the trace
+// (w.mu is held).
+func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathdialer.TicketInfo, gate pathdialer.GateState, gateErr error, viol func(inv, format string, a ...any)) *Result {
+	for _, r := range audit.BookedWhileFenced() {
+		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
+	}
+	for _, t := range pending {
+		viol(InvPending, "%s still unknown on %s (gen %d) after the quiet period", t.OrderID, t.Endpoint, t.Token)
+	}
+	for _, b := range w.wsBad {
+		viol(InvStream, "%s", b)
+	}
+	if gate != pathdialer.GateOpen {
+		viol(InvFlowResumes, "gate %v after every fault was healed and %v passed (%v)", gate, w.s.Quiet, gateErr)
+	}
+	if res.Stats.Acked == 0 {
+		viol(InvOrdersFlow, "none of %d orders was acknowledged (%d rejected, %d halted, %d not sent)", res.Stats.Orders, res.Stats.Rejected, res.Stats.Halted, res.Stats.NotSent)
+	}
+	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
+	w.checkLease(res, audit, viol)
+	w.checkProc2(res, audit, viol)   // proc2.go
+	w.checkResting(res, audit, viol) // resting_sim.go
+	w.checkProgress(res, viol)       // progress_check.go
+	if len(w.s.Moves) > 0 {
+		w.checkComposed(viol)
+		w.checkGround(viol)
+	}
+
+	for _, r := range audit {
+		switch r.Kind {
+		case simbroker.KindOrder:
+			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s via %s %s", r.ClientOrderID, r.Outcome, r.Region, r.Detail)})
+		case simbroker.KindRegionFenced, simbroker.KindRegionUnfenced:
+			w.trace = append(w.trace, tline{at: r.Time.Sub(w.start), text: fmt.Sprintf("broker %s %s: %s", r.Kind, r.Region, r.Detail)})
+		}
+	}
+	w.h2.check(res, viol) // h2sim.go
+	sort.SliceStable(w.trace, func(i, j int) bool {
+		if w.trace[i].at != w.trace[j].at {
+			return w.trace[i].at < w.trace[j].at
+		}
+		return w.trace[i].text < w.trace[j].text
+	})
+	res.Trace = append(res.Trace, splitLines(w.s.String())...)
+	for _, l := range w.trace {
+		res.Trace = append(res.Trace, fmt.Sprintf("%12s %s", l.at, l.text))
+	}
+	res.Trace = append(res.Trace, fmt.Sprintf("stats %+v", res.Stats))
+	sort.Strings(res.Notes)
+	for _, v := range res.Violations {
+		res.Trace = append(res.Trace, v)
+	}
+	return res
 }
 
 func bookedIn(bk []simbroker.Record, region string) bool {

@@ -421,23 +421,27 @@ func judgeTakeover(t takeoverTruth, audit simbroker.AuditLog, checked bool, off 
 	return lapsed
 }
 
-// checkProc2 judges the second process (w.mu is held): its own orders as
-// the first's are judged, and the takeover's invariants; its trace joins
-// the first's.
+// checkProc2Orders judges the second process's own orders as the first's
+// are judged, against its own record (w.mu is held).
+func (w *world) checkProc2Orders(res *Result, bookedAt map[string][]simbroker.Record, viol func(inv, format string, a ...any)) {
+	if w.co == nil || w.co.p2 == nil {
+		return
+	}
+	bw := w.co.p2.w
+	bw.mu.Lock()
+	defer bw.mu.Unlock()
+	bw.checkOrders(res, bookedAt, viol)
+}
+
+// checkProc2 judges the takeover's invariants (w.mu is held); the second
+// process's trace joins the first's.
 func (w *world) checkProc2(res *Result, audit simbroker.AuditLog, viol func(inv, format string, a ...any)) {
 	if w.co == nil || w.co.p2 == nil {
 		return
 	}
 	p := w.co.p2
 	bw := p.w
-	bookedAt := map[string][]simbroker.Record{}
-	for _, r := range audit.Booked() {
-		if strings.HasPrefix(r.ClientOrderID, proc2ID) {
-			bookedAt[r.ClientOrderID] = append(bookedAt[r.ClientOrderID], r)
-		}
-	}
 	bw.mu.Lock()
-	bw.checkOrders(res, bookedAt, viol)
 	for _, l := range bw.trace {
 		w.trace = append(w.trace, tline{at: l.at, text: "p2 " + l.text})
 	}
