@@ -386,6 +386,10 @@
 //	                             takeover began and before the second process's first order
 //	                             reached the broker
 //
+// A lookup of an order still on its way is not final: one that found
+// nothing, followed by the order's booking, is a note ("late landing after
+// the takeover").
+//
 // Every other invariant holds for both processes: each one's orders are
 // judged against its own client record, releases and fences (client order
 // IDs are distinct per process), a booking is a phantom only if neither

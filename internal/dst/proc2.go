@@ -400,7 +400,18 @@ func judgeTakeover(t takeoverTruth, audit simbroker.AuditLog, checked bool, off 
 				break
 			}
 		}
-		if !ok {
+		if ok {
+			// A lookup of an order still on its way is not final: one that
+			// found nothing may be followed by the order's booking.
+			if lk, _ := audit.FirstLookup(id, t.at); lk.Outcome == simbroker.OutcomeFailed && lk.ClientOrderID == id {
+				for _, r := range audit.Booked() {
+					if r.ClientOrderID == id && r.Seq > lk.Seq {
+						note(fmt.Sprintf("late landing after the takeover: process 1's %s not found by the lookup at %v, booked through %s at %v", id, off(lk.Time), r.Region, off(r.Time)))
+						break
+					}
+				}
+			}
+		} else {
 			viol(InvTakeoverReconciles, "process 1's %s was in flight or of unknown outcome at the takeover (%v, token %d); process 2's first order %s reached the broker through %s at %v before any lookup of it since",
 				id, off(t.at), t.token, firstB.ClientOrderID, firstB.Region, off(firstB.Time))
 		}
