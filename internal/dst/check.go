@@ -35,24 +35,30 @@ func (w *world) check() *Result {
 		res.Violations = append(res.Violations, fmt.Sprintf("INVARIANT %s: %s", inv, fmt.Sprintf(format, a...)))
 	}
 	audit := w.b.Audit()
-	pending := w.path.Unknown()
-	gate, gateErr := w.path.GateState()
+	pending, gate, gateErr := w.restState() // proc2.go: the live process's
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	bookedAt := map[string][]simbroker.Record{}
+	for _, r := range audit.Booked() {
+		bookedAt[r.ClientOrderID] = append(bookedAt[r.ClientOrderID], r)
+		if w.orders[r.ClientOrderID] == nil && !w.co.proc2Sent(r.ClientOrderID) { // proc2.go: the second process's own
+			viol(InvPhantom, "%s booked through %s but never sent", r.ClientOrderID, r.Region)
+		}
+	}
+	w.checkOrders(res, bookedAt, viol)
+	w.checkProc2Orders(res, bookedAt, viol) // proc2.go: the second process's, against its own record
+	return w.checkRest(res, audit, pending, gate, gateErr, viol)
+}
+
+// checkOrders judges each order of this process's client record against the
+// broker's bookings (w.mu is held).
+func (w *world) checkOrders(res *Result, bookedAt map[string][]simbroker.Record, viol func(inv, format string, a ...any)) {
 	ids := make([]string, 0, len(w.orders))
 	for id := range w.orders {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-
-	bookedAt := map[string][]simbroker.Record{}
-	for _, r := range audit.Booked() {
-		bookedAt[r.ClientOrderID] = append(bookedAt[r.ClientOrderID], r)
-		if w.orders[r.ClientOrderID] == nil {
-			viol(InvPhantom, "%s booked through %s but never sent", r.ClientOrderID, r.Region)
-		}
-	}
 	for _, id := range ids {
 		o := w.orders[id]
 		res.Stats.Orders++
@@ -131,6 +137,11 @@ func (w *world) check() *Result {
 			}
 		}
 	}
+}
+
+// checkRest judges the invariants beyond each order and writes the trace
+// (w.mu is held).
+func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathdialer.TicketInfo, gate pathdialer.GateState, gateErr error, viol func(inv, format string, a ...any)) *Result {
 	for _, r := range audit.BookedWhileFenced() {
 		viol(InvBrokerFence, "%s booked through %s while the broker had it fenced", r.ClientOrderID, r.Region)
 	}
@@ -148,6 +159,7 @@ func (w *world) check() *Result {
 	}
 	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
 	w.checkLease(res, audit, viol)
+	w.checkProc2(res, audit, viol)   // proc2.go
 	w.checkResting(res, audit, viol) // resting_sim.go
 	w.checkProgress(res, viol)       // progress_check.go
 	if len(w.s.Moves) > 0 {

@@ -88,6 +88,11 @@ type coordinator struct {
 	lapses   int
 	defected bool // Options.ExtendOnResume took effect
 	refused  bool // the last Assign was refused (the decider assigns again)
+	retired  bool // Proc2: the lease was lost to the second process; this one stays halted
+
+	// p2 is the second process (Scenario.Proc2, proc2.go): the standby that
+	// takes over at the first lapse.
+	p2 *proc2
 
 	// One Assign at a time, as one follower applies them. A channel, not a
 	// sync.Mutex: a goroutine waiting on a mutex is not durably blocked, so
@@ -120,6 +125,12 @@ func (c *coordinator) start() error {
 	c.w.tracef(now, "coord session 1 (lease %v), assign %s token 1", c.s.LeaseTTL, c.s.Regions[0])
 	if err := c.w.path.Assign(c.ctx, c.s.Regions[0], 1); err != nil {
 		return fmt.Errorf("dst: coordinator: first assign: %w", err)
+	}
+	if c.s.Proc2 {
+		c.p2 = newProc2(c)
+		if err := c.p2.start(); err != nil {
+			return err
+		}
 	}
 	c.wg.Add(3)
 	go c.keepAlives()
@@ -337,6 +348,12 @@ func (c *coordinator) keepAlives() {
 		}
 		c.wait(c.follower(), "keep-alive")
 		c.keepAlive()
+		c.mu.Lock()
+		retired := c.retired
+		c.mu.Unlock()
+		if retired {
+			return
+		}
 		for now := time.Now(); !next.After(now); {
 			next = next.Add(ka)
 		}
@@ -363,6 +380,16 @@ func (c *coordinator) keepAlive() {
 		c.defected = true
 		c.mu.Unlock()
 		_ = c.extend(now.Add(time.Hour))
+		return
+	}
+	if c.live() != nil {
+		// Proc2: the second process took over under a later token. This
+		// one halts and stays halted (its follower stops): it trades
+		// again only when restarted.
+		c.retired = true
+		c.mu.Unlock()
+		err := c.w.path.Halt(errSessionLost)
+		c.w.tracef(time.Now(), "coord session %d lost: halted, process 2 holds the lease (%s)", sess.id, errText(err))
 		return
 	}
 	c.mu.Unlock()
@@ -476,6 +503,15 @@ func (c *coordinator) server() {
 		c.lapses++
 		c.token++
 		tok := c.token
+		if c.p2 != nil && c.live() == nil {
+			// Proc2: the second process takes over under tok; its own
+			// orders carry it to the broker (no raise of our own).
+			c.mu.Unlock()
+			ep, _ := c.w.path.Active()
+			c.w.tracef(now, "coord lease of session %d expired", sess.id)
+			c.p2.takeOver(tok, ep.Name)
+			continue
+		}
 		c.raises = append(c.raises, tokenRaise{at: now, token: tok})
 		c.mu.Unlock()
 		raised := "the broker does not check tokens"
@@ -502,18 +538,23 @@ func (c *coordinator) decider() {
 			return
 		}
 		next = next.Add(every)
+		// After a takeover (Proc2) the decider steers the second process,
+		// which is never paused and never loses its lease.
+		p2 := c.live()
+		path := c.w.path
 		c.mu.Lock()
 		skip := c.paused || c.sess.lost || c.defected
+		refused := c.refused
 		c.mu.Unlock()
+		if p2 != nil {
+			path, skip, refused = p2.w.path, false, false
+		}
 		if skip {
 			continue
 		}
-		eng := c.w.path.Engine()
-		ep, _ := c.w.path.Active()
+		eng := path.Engine()
+		ep, _ := path.Active()
 		st, _ := eng.Status(ep.Name)
-		c.mu.Lock()
-		refused := c.refused
-		c.mu.Unlock()
 		if st.State != engine.Down && !(len(c.s.Moves) > 0 && st.IdentityMismatch) && !refused {
 			continue
 		}
@@ -528,16 +569,23 @@ func (c *coordinator) decider() {
 			continue
 		}
 		c.mu.Lock()
-		if c.paused || c.sess.lost {
+		if p2 == nil && (c.paused || c.sess.lost) {
 			c.mu.Unlock()
 			continue
 		}
 		c.token++
 		tok := c.token
-		c.tokSess[tok] = c.sess
+		if p2 == nil {
+			c.tokSess[tok] = c.sess
+		}
 		c.mu.Unlock()
-		c.w.tracef(time.Now(), "coord decides %s->%s token %d", ep.Name, target, tok)
-		c.assign(target, tok, "decided")
+		if p2 != nil {
+			p2.w.tracef(time.Now(), "coord decides %s->%s token %d", ep.Name, target, tok)
+			p2.assign(target, tok, "decided")
+		} else {
+			c.w.tracef(time.Now(), "coord decides %s->%s token %d", ep.Name, target, tok)
+			c.assign(target, tok, "decided")
+		}
 		for now := time.Now(); !next.After(now); {
 			next = next.Add(every)
 		}

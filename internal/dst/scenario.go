@@ -115,6 +115,9 @@ type Scenario struct {
 	// any goroutine halted the Path: only the Path's own deadline check
 	// (ErrTicketExpired) stands between them and the broker.
 	FollowerLast bool
+	// Proc2 (coordinated seeds, proc2.go): a second process stands by and
+	// takes over when this process's lease lapses.
+	Proc2 bool
 
 	// Composed moves (NewComposedScenario only; NewScenario leaves them
 	// empty): Moves, identities checked (Config.Identity, with the
@@ -225,7 +228,8 @@ func NewScenario(seed uint64) Scenario {
 		s.FollowerLast = r.IntN(2) == 0
 	}
 	drawResting(&s)
-	drawH2(&s) // h2sim.go
+	drawH2(&s)    // h2sim.go
+	drawProc2(&s) // proc2.go
 	return s
 }
 
@@ -249,6 +253,9 @@ func (s Scenario) String() string {
 		fmt.Fprintf(&b, "  coordinated: lease %v, keep-alive every %v, margin %v, %d pause(s), the follower resumes %s\n", s.LeaseTTL, s.KeepAlive, s.Margin, len(s.Pauses), resume)
 		for _, p := range s.Pauses {
 			fmt.Fprintf(&b, "  %s\n", p)
+		}
+		if s.Proc2 {
+			fmt.Fprintf(&b, "  a second process stands by and takes over at the first lapse of the lease\n")
 		}
 	}
 	for _, m := range s.Moves {

@@ -184,6 +184,8 @@ type world struct {
 	px       []progressEvent // reconcile attempts' kept answers (progress_check.go)
 
 	rs *restingSim // resting orders across switches (resting_sim.go)
+
+	takeover *proc2 // the second process only: its takeover's lookups (proc2.go)
 }
 
 type release struct {
@@ -318,7 +320,14 @@ func (w *world) build() error {
 	if err := w.buildH2(); err != nil { // h2sim.go
 		return err
 	}
+	return w.buildClient()
+}
 
+// buildClient builds the process's Path, REST transport and stream over
+// the broker w.b (the second process of proc2.go builds its own).
+func (w *world) buildClient() error {
+	s := w.s
+	var err error
 	pc := pathdialer.DefaultConfig()
 	pc.AllowPlaintext = true // the in-memory network carries plain HTTP
 	for i, r := range s.Regions {
@@ -652,6 +661,9 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
+	if err := w.takeover.lookups(ctx); err != nil { // proc2.go: the predecessor's orders first
+		return nil, err
+	}
 	if to, ok := w.path.Endpoint(r.To); ok && w.armedNow(to.Region, spanHang) {
 		// A dying region: the reads through it hang until the Reconciler's
 		// context ends.
@@ -1031,6 +1043,7 @@ func (w *world) place(id string, limit bool) {
 }
 
 func (w *world) close() {
+	w.co.closeProc2() // proc2.go
 	if w.strm != nil {
 		_ = w.strm.Close()
 	}

@@ -475,6 +475,30 @@ var defects = map[string]Defect{
 		Old:       "\tr3.GetBody = nil // an OrderIDFunc may have set it\n",
 		Body:      "\tr3.GetBody = req.GetBody // DEFECT (plant h2-replay): the body can be rewound and sent again\n",
 	},
+
+	// Section 7: a second process that takes over (Scenario.Proc2).
+
+	// A reconcile with no ticket of this process's own releases at once,
+	// without calling the Reconcile hook (as ReconcileByService does for a
+	// service with none): a process that takes over an account starts with
+	// no tickets, so its first order can reach the broker before its hook
+	// looked up the orders its predecessor left in flight.
+	"empty-reconcile-skipped": {
+		File:      "pathdialer/controller.go",
+		Doc:       "a switch's reconcile with no tickets releases without calling the Reconcile hook",
+		Invariant: "takeover-reconciles-first",
+		Composed:  true,
+		Old: `	c.retryAt = time.Time{} // the result, not the timer, moves on from here
+	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconcile)
+`,
+		Body: `	c.retryAt = time.Time{} // the result, not the timer, moves on from here
+	if len(r.Tickets) == 0 { // DEFECT (plant empty-reconcile-skipped): nothing of this process's to settle
+		c.reconciled(ctx, bgResult{kind: bgSwitch, r: *r, start: time.Now()})
+		return
+	}
+	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconcile)
+`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
