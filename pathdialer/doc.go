@@ -197,8 +197,10 @@
 //   - every ticket in flight or of unknown outcome is taken once, when the
 //     reconcile begins, and grouped by service; a service named in ReconcileByService
 //     is settled by its own function (Reconciliation.Service set, only its
-//     tickets; a service with none is reconciled at once, without a call), the
-//     tickets of every other service by Config.Reconcile;
+//     tickets), the tickets of every other service by Config.Reconcile; every
+//     function is called, with no tickets too, as Config.Reconcile alone is:
+//     it is where the application settles what the Path cannot know, such as
+//     the orders of a process it takes over from;
 //   - a named service is released (Acquire grants its tickets on the new
 //     endpoint; EventRelease with Service set; Snapshot.Released) when its own
 //     reconcile succeeded; the other services only when every reconcile

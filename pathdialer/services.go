@@ -91,9 +91,12 @@ func (c *controller) beginMulti(ctx context.Context) {
 		}
 		g.tickets = append(g.tickets, t)
 	}
-	// A service with nothing to settle is reconciled already.
+	// Every function is called, with no tickets too (as Config.Reconcile alone
+	// is): it is where the application settles what the Path cannot know, the
+	// orders of a process it takes over from. Only a missing Config.Reconcile
+	// with nothing to settle is done already.
 	for _, g := range m.groups {
-		g.done = len(g.tickets) == 0
+		g.done = g.fn == nil && len(g.tickets) == 0
 	}
 	c.multi = m
 }

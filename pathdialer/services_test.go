@@ -117,8 +117,8 @@ func TestServicesReleasedIndependently(t *testing.T) {
 		if recs := fix.all(); len(recs) != 1 || recs[0].Service != "fix" || !slices.Equal(orderIDs(recs[0].Tickets), []string{"o-fix-old"}) {
 			t.Fatalf("FIX reconciliations %+v", recs)
 		}
-		if n := len(h.hooks.reconciliations()); n != 0 {
-			t.Errorf("Config.Reconcile called %d times with nothing of its own", n)
+		if recs := h.hooks.reconciliations(); len(recs) != 1 || len(recs[0].Tickets) != 0 {
+			t.Errorf("Config.Reconcile with nothing of its own: %+v, want one call with no tickets", recs)
 		}
 		if got := h.p.Snapshot().InFlight; got != 3 {
 			t.Errorf("in flight %d, want the 3 new orders", got)
@@ -239,4 +239,28 @@ func TestReconcilersAloneRefuseUnnamedServices(t *testing.T) {
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Reconcile is required unless ReconcileByService") {
 		t.Fatalf("no Reconcile and no ReconcileByService: Validate = %v", err)
 	}
+}
+
+// Every reconcile function is called at a switch, with no tickets too: it is
+// where the application settles what the Path cannot know (the orders of a
+// process it takes over from, under Config.ExternalDecisions), as
+// Config.Reconcile alone is.
+func TestEveryServiceReconcileCalledWithNoTickets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rest := &svcReconciler{}
+		fix := &svcReconciler{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rest.reconcile, pathdialer.ServiceFIX: fix.reconcile}
+			c.InflightGrace = 0
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Service == "" })
+		for name, recs := range map[string][]pathdialer.Reconciliation{"rest": rest.all(), "fix": fix.all(), "Config.Reconcile": h.hooks.reconciliations()} {
+			if len(recs) != 1 || len(recs[0].Tickets) != 0 || recs[0].To != "us" {
+				t.Errorf("%s reconciliations at a switch with nothing in flight: %+v, want one with no tickets", name, recs)
+			}
+		}
+	})
 }

@@ -355,9 +355,8 @@
 // released only after it succeeded (pathdialer's guarantee 2, "before
 // leaving a halt even on the same endpoint"). The library knows nothing of
 // another process's orders: looking them up is the application's, in that
-// hook. (With Config.ReconcileByService a service with no tickets is
-// released without a call, so there the hook never runs at a takeover; the
-// simulation uses Config.Reconcile.) The second process's hook looks up
+// hook (with Config.ReconcileByService every service's function is called
+// too, with no tickets; the simulation uses Config.Reconcile). The second process's hook looks up
 // first, through its own Path, every order the first process's journal
 // (the simulation's record of that client) shows in flight, or of unknown
 // outcome and unsettled, at the takeover; a failed lookup fails the

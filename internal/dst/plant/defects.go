@@ -479,8 +479,8 @@ var defects = map[string]Defect{
 	// Section 7: a second process that takes over (Scenario.Proc2).
 
 	// A reconcile with no ticket of this process's own releases at once,
-	// without calling the Reconcile hook (as ReconcileByService does for a
-	// service with none): a process that takes over an account starts with
+	// without calling the Reconcile hook (as ReconcileByService once did for
+	// a service with none): a process that takes over an account starts with
 	// no tickets, so its first order can reach the broker before its hook
 	// looked up the orders its predecessor left in flight.
 	"empty-reconcile-skipped": {
