@@ -91,6 +91,14 @@
 //     (Options.TokenTag) write it into every order, so a broker or gateway
 //     that checks tokens refuses a write that left before the deadline and
 //     landed after a newer one.
+//   - A process that starts following, or follows again after losing its
+//     session, releases flow only through reconciliation: its Path calls the
+//     Reconcile hook (with Config.ReconcileByService, every service's
+//     function) even with no ticket of its own, and grants nothing before it
+//     succeeded. The Path knows nothing of the orders another process left in
+//     flight when it stopped: look them up in that hook (the broker's lookups
+//     or open-order list, by the IDs in a journal the processes share), so no
+//     order of this process reaches the broker before they are settled.
 //
 // # Records that cannot be acted on
 //
