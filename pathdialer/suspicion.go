@@ -17,15 +17,58 @@ import (
 // that answers is a success, and DOWN still takes FailureThreshold failures in
 // a row — so one slow answer never takes the endpoint DOWN by itself; it only
 // costs one more probe. Failures are at least SuspectAfter apart, so orders
-// that succeed meanwhile still vouch for the endpoint (a broken probe). A
-// probe that fails at once (refused, reset, an error answer) waits for the
-// next round as before: live traffic finds those failures itself, and probing
-// again at once would take the endpoint DOWN before an order could vouch for it.
+// that succeed meanwhile still vouch for the endpoint (a broken probe).
 //
 // Orders are evidence too: an order on the active endpoint still unanswered
 // after SuspectAfter (it was in flight at two checks SuspectAfter/2 apart)
-// makes the endpoint suspect the same way, once per order. A late order is
-// never a failure by itself; it only brings the next probe forward.
+// makes the endpoint suspect the same way, once per order, and so does an
+// order that failed (Report). A late or failed order is never a probe
+// failure by itself; it only brings the next probe forward.
+//
+// A probe that fails at once (refused, reset, an error answer) is probed
+// again at once only while orders on the endpoint fail too (the last one
+// reported failed): orders and probe then agree that it is an outage, and a
+// refused region is DOWN within a few round trips of the first failed order
+// instead of a round or another order later. While orders on it succeed, they
+// vouch for the endpoint (a broken probe) and a failed probe waits for the
+// next round as before: probing again at once would take the endpoint DOWN
+// before an order could vouch for it.
+
+// probeOutcome is what runProbe recorded.
+type probeOutcome int
+
+const (
+	probeDropped  probeOutcome = iota // nothing: the Path is closing, or Start's context ended
+	probeAnswered                     // a success
+	probeFailed                       // a failure within ProbeTimeout (refused, reset, an error answer)
+	probeTimedOut                     // a timeout
+)
+
+// suspicious: after this outcome rt is probed again at once (if suspectable):
+// it timed out, or it failed while the orders on rt fail too.
+func (o probeOutcome) suspicious(p *Path, rt *endpointRT) bool {
+	switch o {
+	case probeTimedOut:
+		return true
+	case probeFailed:
+		st, ok := p.eng.Status(rt.ep.Name)
+		return ok && st.TrafficFailures > 0
+	}
+	return false
+}
+
+// orderFailed: a failed order on rt (Report) makes it suspect, when it is
+// the active endpoint and not DOWN; the watcher of orders (it holds the
+// monitor's context) starts the probe.
+func (p *Path) orderFailed(rt *endpointRT) {
+	if !p.suspectable(rt) {
+		return
+	}
+	select {
+	case p.suspectWake <- struct{}{}:
+	default:
+	}
+}
 
 // suspicion is an endpoint's early probes.
 type suspicion struct {
@@ -79,7 +122,7 @@ func (p *Path) suspect(ctx context.Context, rt *endpointRT) {
 		defer p.probeWG.Done()
 		// Not in rt.probing: a round or an on-demand probe keeps its own slot.
 		run := &probeRun{started: time.Now(), settled: make(chan struct{}), returned: make(chan struct{})}
-		timedOut := p.runProbe(ctx, rt, run)
+		out := p.runProbe(ctx, rt, run)
 		// The next early probe only once this call returned (at its deadline,
 		// for a probe that honours its context): a probe that ignores it is
 		// not called again while it still runs.
@@ -88,7 +131,7 @@ func (p *Path) suspect(ctx context.Context, rt *endpointRT) {
 		case <-ctx.Done():
 		}
 		rt.suspect.running.Store(false)
-		if timedOut {
+		if out.suspicious(p, rt) {
 			p.suspect(ctx, rt)
 		}
 	}()
@@ -119,7 +162,7 @@ func (p *Path) lateOrders(endpoint string, marks *[2][ticketShards]uint64) bool 
 
 // watchOrders checks every SuspectAfter/2, until ctx ends, for orders on the
 // active endpoint that have been in flight since the previous check, and makes
-// the endpoint suspect when it finds one.
+// the endpoint suspect when it finds one, or when an order on it failed.
 func (p *Path) watchOrders(ctx context.Context) {
 	d := p.suspectAfter()
 	if d <= 0 {
@@ -137,6 +180,8 @@ func (p *Path) watchOrders(ctx context.Context) {
 			if p.lateOrders(rt.ep.Name, &marks) && p.suspectable(rt) {
 				p.suspect(ctx, rt)
 			}
+		case <-p.suspectWake:
+			p.suspect(ctx, p.active.Load().rt) // an order on it failed
 		}
 	}
 }

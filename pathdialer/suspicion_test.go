@@ -21,8 +21,11 @@ type scriptedProbe struct {
 	mu        sync.Mutex
 	delays    []time.Duration
 	blackhole bool
+	refused   bool // eu's probe fails at once (the listener is gone)
 	calls     int
 }
+
+var errRefused = errors.New("dial tcp 127.0.0.1:443: connect: connection refused")
 
 func (s *scriptedProbe) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	if ep.Name != "eu" {
@@ -37,7 +40,11 @@ func (s *scriptedProbe) probe(ctx context.Context, ep pathdialer.Endpoint) error
 	case s.blackhole:
 		d = time.Hour
 	}
+	refused := s.refused
 	s.mu.Unlock()
+	if refused {
+		return errRefused
+	}
 	if d == 0 {
 		return nil
 	}
@@ -331,4 +338,97 @@ func TestSuspectAfterValidated(t *testing.T) {
 		}
 		_ = p.Close()
 	}
+}
+
+// A failed order is evidence that brings the probe forward: when the probe
+// agrees at once (the connection is refused), the endpoint is probed again at
+// once while no order has succeeded since, and is DOWN, and the flow on the
+// backup, without waiting for another failed order or the next round.
+func TestSuspicionFailedOrderProbeAgrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		sp.mu.Lock()
+		sp.refused = true
+		sp.mu.Unlock()
+		fault := time.Now()
+		h.p.Report("eu", 0, errRefused, 0) // one order refused
+		h.await(pathdialer.EventSwitch, nil)
+		// The next round is 50 ms away: without the early probes, DOWN would
+		// take that round's and the next one's (150 ms), or a second order.
+		if d := time.Since(fault); d != 0 {
+			t.Fatalf("the switch %v after one refused order while the probe is refused too; want at once", d)
+		}
+		if ep, _ := h.p.Active(); ep.Name != "us" {
+			t.Fatalf("active %q after the switch", ep.Name)
+		}
+	})
+}
+
+// One failed order while the probe answers is no outage: one probe is brought
+// forward, it succeeds, and the endpoint keeps the flow (DEGRADED by the
+// failed order, as before).
+func TestSuspicionFailedOrderProbeAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		from := len(h.rec.all())
+		h.p.Report("eu", 0, errors.New("HTTP 503 on order"), time.Millisecond)
+		synctest.Wait()
+		sp.mu.Lock()
+		before := sp.calls
+		sp.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 10 {
+			t.Fatalf("%d probes of eu in the second after the failed order; want 10 (one a round)", calls)
+		}
+		evs := h.rec.all()[from:]
+		if n := countKind(evs, pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches on one failed order:\n%s", n, timeline(evs))
+		}
+		early := 0
+		for _, e := range evs {
+			if e.Kind == pathdialer.EventProbe && e.Endpoint == "eu" && e.Time.Equal(evs[0].Time) {
+				early++
+			}
+		}
+		if early != 1 {
+			t.Fatalf("%d probes of eu recorded at the failed order; want 1 brought forward:\n%s", early, timeline(evs))
+		}
+	})
+}
+
+// A probe that fails at once while orders succeed is not probed again early:
+// the orders vouch for the endpoint (a broken probe), and nothing switches.
+func TestSuspicionBrokenProbeNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		from := len(h.rec.all())
+		sp.mu.Lock()
+		sp.refused = true
+		before := sp.calls
+		sp.mu.Unlock()
+		for range 20 { // an order every 50 ms succeeds
+			h.p.Report("eu", 0, nil, time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
+		}
+		synctest.Wait()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 10 {
+			t.Fatalf("%d probes of eu in 1 s; want 10 (one a round)", calls)
+		}
+		if n := countKind(h.rec.all()[from:], pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches while orders succeed", n)
+		}
+	})
 }

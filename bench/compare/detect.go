@@ -41,6 +41,10 @@ type DetectOptions struct {
 	// OnDown, optional, receives the last failed probes and state changes
 	// whenever an endpoint is taken DOWN.
 	OnDown func(recent string)
+	// Trace: after each run, Progress receives its timeline (the Path's
+	// events and the orders, in milliseconds from the fault), to see where
+	// the time goes.
+	Trace bool
 }
 
 // detectScenario is one row: a fault, with or without orders flowing.
@@ -144,6 +148,35 @@ type detectClient struct {
 	switches, downs, probeFails, degraded atomic.Int64
 	mu                                    sync.Mutex
 	log                                   []string // the events, probe successes left out
+	trace                                 []traceLine
+}
+
+// traceLine is one line of a run's timeline.
+type traceLine struct {
+	at   time.Time
+	text string
+}
+
+func (dc *detectClient) traceAdd(at time.Time, text string) {
+	dc.mu.Lock()
+	dc.trace = append(dc.trace, traceLine{at, text})
+	dc.mu.Unlock()
+}
+
+// timeline renders the trace from 2 probe intervals before t0 on, in
+// milliseconds from t0.
+func (dc *detectClient) timeline(t0 time.Time, from time.Duration) string {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	lines := append([]traceLine(nil), dc.trace...)
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+	var b strings.Builder
+	for _, l := range lines {
+		if d := l.at.Sub(t0); d >= -from {
+			fmt.Fprintf(&b, "  %+8.1f ms  %s\n", float64(d.Microseconds())/1000, l.text)
+		}
+	}
+	return b.String()
 }
 
 func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
@@ -165,6 +198,9 @@ func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
 	cfg.Reconcile = rec.Reconcile
 	var recent []string // the last probe results and state changes, for a DOWN's report
 	cfg.OnEvent = func(e pathdialer.Event) {
+		if o.Trace {
+			dc.traceAdd(e.Time, e.String())
+		}
 		if e.Kind != pathdialer.EventProbe || e.Err != nil {
 			dc.mu.Lock()
 			dc.log = append(dc.log, e.Time.Format("15:04:05.000")+" "+e.String())
@@ -254,8 +290,14 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	done := make(chan struct{})
 	var n atomic.Int64
 	place := func() {
-		region, err := c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, n.Add(1)))
+		id := fmt.Sprintf("%s-%d", prefix, n.Add(1))
+		began := time.Now()
+		region, err := c.order(context.Background(), id)
 		now := time.Now()
+		if o.Trace {
+			c.traceAdd(began, "order "+id+" sent")
+			c.traceAdd(now, fmt.Sprintf("order %s answered after %v: region %q, err %v", id, now.Sub(began).Round(100*time.Microsecond), region, err))
+		}
 		mu.Lock()
 		if err == nil && region == backup && !t0.IsZero() && first.IsZero() {
 			first = now
@@ -288,6 +330,9 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	mu.Lock()
 	t0 = time.Now()
 	mu.Unlock()
+	if o.Trace {
+		c.traceAdd(t0, "fault")
+	}
 	for _, svc := range simbroker.Services {
 		if err := b.SetFault(primary, svc, sc.fault); err != nil {
 			close(stop)
@@ -329,6 +374,9 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	close(stop)
 	c.close()
 	waitOrTimeout(done, 3*time.Second)
+	if o.Progress != nil && o.Trace {
+		o.Progress("detect: %s: %v; timeline (ms from the fault):\n%s", sc.name, res.Round(100*time.Microsecond), c.timeline(t0, 2*o.Settings.ProbeInterval))
+	}
 	if o.Progress != nil && res > 10*o.Settings.ProbeInterval {
 		c.mu.Lock()
 		o.Progress("detect: %s took %v; fault at %s; the Path's events:\n%s", sc.name, res, t0.Format("15:04:05.000"), strings.Join(c.log, "\n"))

@@ -28,8 +28,9 @@ func main() {
 	flag.DurationVar(&s.OrderTimeout, "order-timeout", s.OrderTimeout, "per-order context")
 	suspect := flag.Duration("suspect-after", 0, "SuspectAfter: a late probe makes the endpoint suspect (0: ProbeTimeout/2; negative, e.g. -1ms: off)")
 	only := flag.String("only", "", "run only the scenarios whose name contains this (e.g. \"no orders\")")
+	trace := flag.Bool("trace", false, "print each run's timeline (the Path's events and the orders, ms from the fault) to stderr")
 	flag.Parse()
-	o := compare.DetectOptions{Only: *only, Runs: *runs, Settings: s, OrderGap: *gap, H1: *h1, SuspectAfter: *suspect,
+	o := compare.DetectOptions{Only: *only, Runs: *runs, Settings: s, OrderGap: *gap, H1: *h1, SuspectAfter: *suspect, Trace: *trace,
 		Progress: func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }}
 	proto := "HTTP/2"
 	if *h1 {
