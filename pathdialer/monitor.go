@@ -126,8 +126,8 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 // runProbe runs run, the probe of rt that this call owns, and records its
 // result, or a timeout at ProbeTimeout (the probe ignores its context: its late
 // result is discarded), or nothing when ctx ends first. It reports what it
-// recorded. A probe of the active endpoint still running after SuspectAfter
-// makes it suspect (suspicion.go).
+// recorded. A probe of the active endpoint still running when it is late
+// (SuspectAfter, or measured) makes it suspect (suspicion.go).
 func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) probeOutcome {
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
@@ -163,7 +163,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) prob
 	timer := time.NewTimer(p.cfg.ProbeTimeout)
 	defer timer.Stop()
 	var late <-chan time.Time
-	if d := p.suspectAfter(); d > 0 && p.suspectable(rt) {
+	if d := p.probeLateAfter(rt); d > 0 && p.suspectable(rt) {
 		lt := time.NewTimer(d)
 		defer lt.Stop()
 		late = lt.C
@@ -207,6 +207,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) prob
 		case r.err != nil:
 			return probeFailed
 		}
+		rt.suspect.noteLatency(r.latency) // when the next probe is late (suspicion.go)
 		return probeAnswered
 	case <-timer.C:
 		// The probe ignores its context: count the timeout now; its late result

@@ -2,6 +2,8 @@ package pathdialer
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -74,9 +76,39 @@ func (p *Path) orderFailed(rt *endpointRT) {
 type suspicion struct {
 	running atomic.Bool  // an early probe is in progress
 	budget  atomic.Int32 // early probes left until the next round (FailureThreshold)
+
+	mu  sync.Mutex
+	lat [latencySamples]time.Duration // the latencies of its last successful probes (a ring)
+	n   int                           // successful probes recorded, in all
 }
 
-// suspectAfter is the effective SuspectAfter; 0 when suspicion is off.
+// latencySamples: the successful probes whose latencies set when the next
+// probe of the endpoint is late.
+const latencySamples = 8
+
+// noteLatency records a successful probe's latency.
+func (s *suspicion) noteLatency(d time.Duration) {
+	s.mu.Lock()
+	s.lat[s.n%latencySamples] = d
+	s.n++
+	s.mu.Unlock()
+}
+
+// median of the recorded latencies; false before latencySamples/2 of them.
+func (s *suspicion) median() (time.Duration, bool) {
+	s.mu.Lock()
+	n := min(s.n, latencySamples)
+	v := append([]time.Duration(nil), s.lat[:n]...)
+	s.mu.Unlock()
+	if n < latencySamples/2 {
+		return 0, false
+	}
+	slices.Sort(v)
+	return v[n/2], true
+}
+
+// suspectAfter is the effective SuspectAfter for orders, and the longest a
+// probe may take before it is late; 0 when suspicion is off.
 func (p *Path) suspectAfter() time.Duration {
 	switch d := p.cfg.SuspectAfter; {
 	case d < 0:
@@ -86,6 +118,26 @@ func (p *Path) suspectAfter() time.Duration {
 	default:
 		return d
 	}
+}
+
+// probeLateAfter is when a probe of rt is late. With SuspectAfter left at
+// zero it is measured: twice the median latency of rt's recent successful
+// probes, at least ProbeTimeout/16 and at most ProbeTimeout/2 (which is also
+// what it is until enough probes were measured). On a blackhole, the early
+// probe then starts a few round trips after the round's, and the endpoint is
+// DOWN about ProbeTimeout after the round's probe began, instead of
+// ProbeTimeout/2 later; an endpoint that is slow to answer every time is not
+// taken for late.
+func (p *Path) probeLateAfter(rt *endpointRT) time.Duration {
+	d := p.suspectAfter()
+	if d <= 0 || p.cfg.SuspectAfter != 0 {
+		return d
+	}
+	m, ok := rt.suspect.median()
+	if !ok {
+		return d
+	}
+	return min(d, max(2*m, p.cfg.ProbeTimeout/16))
 }
 
 // newSuspicionRound gives every endpoint its early-probe budget for the round

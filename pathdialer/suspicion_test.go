@@ -432,3 +432,69 @@ func TestSuspicionBrokenProbeNotRepeated(t *testing.T) {
 		}
 	})
 }
+
+// A blackhole that begins just after a round answered (the worst phase) is
+// found within 2 × ProbeInterval when SuspectAfter is left to its default: a
+// probe is late once it is well past the endpoint's measured latency, not
+// only at half of ProbeTimeout.
+func TestSuspicionLateByMeasuredLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		delays := make([]time.Duration, 20)
+		for i := range delays {
+			delays[i] = 2 * time.Millisecond
+		}
+		sp.set(false, delays...)
+		time.Sleep(853 * time.Millisecond) // the round at 1 s answered at 1.002 s
+		fault := time.Now()
+		sp.set(true)
+		h.await(pathdialer.EventStateChange, func(e pathdialer.Event) bool {
+			return e.Endpoint == "eu" && e.State == engine.Down
+		})
+		down := time.Since(fault)
+		h.await(pathdialer.EventSwitch, nil)
+		switched := time.Since(fault)
+		// The round 97 ms after the fault is late 5 ms later (twice the 2 ms
+		// measured, at least ProbeTimeout/16); the early probe times out 80 ms
+		// after that: 182 ms (at half of ProbeTimeout: 217 ms).
+		if down > 185*time.Millisecond || switched > 185*time.Millisecond {
+			t.Fatalf("eu DOWN %v and the switch %v after a blackhole at the worst phase; want ≤ 185ms", down, switched)
+		}
+	})
+}
+
+// An endpoint that always answers in 30 ms is not late at 30 ms: its
+// measured latency sets the bar, so it costs no early probes.
+func TestSuspicionSlowEndpointNotLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		delays := make([]time.Duration, 40)
+		for i := range delays {
+			delays[i] = 30 * time.Millisecond
+		}
+		sp.set(false, delays...)
+		time.Sleep(time.Second) // 10 rounds: the latency is measured
+		synctest.Wait()
+		sp.mu.Lock()
+		before := sp.calls
+		sp.mu.Unlock()
+		from := len(h.rec.all())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 10 {
+			t.Fatalf("%d probes of eu in 1 s while it answers in 30 ms every time; want 10 (one a round)", calls)
+		}
+		for _, e := range h.rec.all()[from:] {
+			if e.Kind == pathdialer.EventStateChange && e.Endpoint == "eu" {
+				t.Fatalf("eu changed state: %v", e)
+			}
+		}
+	})
+}

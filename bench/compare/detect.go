@@ -324,14 +324,16 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	} else {
 		close(done)
 	}
-	// Let probe rounds and orders settle into their rhythm; the fault lands at
-	// a random phase of the probe cycle.
-	time.Sleep(3*o.Settings.ProbeInterval + rand.N(o.Settings.ProbeInterval))
+	// Let probe rounds and orders settle into their rhythm (eight rounds: the
+	// Path has measured the primary's probe latency, as it has in any process
+	// that has run for a second); the fault lands at a random phase of the
+	// probe cycle.
+	time.Sleep(8*o.Settings.ProbeInterval + rand.N(o.Settings.ProbeInterval))
 	mu.Lock()
 	t0 = time.Now()
 	mu.Unlock()
 	if o.Trace {
-		c.traceAdd(t0, "fault")
+		c.traceAdd(t0, "fault at "+t0.Format("15:04:05.000000"))
 	}
 	for _, svc := range simbroker.Services {
 		if err := b.SetFault(primary, svc, sc.fault); err != nil {
@@ -397,8 +399,10 @@ type SoakResult struct {
 }
 
 // Soak runs orders (OrderGap apart) against a healthy broker for d and counts
-// what the Path did: with no fault, every switch is a spurious failover.
-func Soak(o DetectOptions, d time.Duration) (SoakResult, error) {
+// what the Path did: with no fault, every switch is a spurious failover. With
+// idle set it places no orders at all: only the probes decide (no order
+// vouches for an endpoint whose probe fails).
+func Soak(o DetectOptions, d time.Duration, idle bool) (SoakResult, error) {
 	if o.OrderGap <= 0 {
 		o.OrderGap = 10 * time.Millisecond
 	}
@@ -420,6 +424,12 @@ func Soak(o DetectOptions, d time.Duration) (SoakResult, error) {
 	res := SoakResult{Duration: d}
 	end := time.Now().Add(d)
 	nextReport := time.Now().Add(time.Minute)
+	for idle && time.Now().Before(end) {
+		time.Sleep(min(time.Until(end), time.Minute))
+		if o.Progress != nil {
+			o.Progress("soak (no orders): %d switches, %d DOWN, %d DEGRADED, %d failed probes", c.switches.Load(), c.downs.Load(), c.degraded.Load(), c.probeFails.Load())
+		}
+	}
 	for time.Now().Before(end) {
 		res.Orders++
 		if _, err := c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, res.Orders)); err != nil {

@@ -19,6 +19,7 @@ func main() {
 	s := compare.DefaultSettings()
 	runs := flag.Int("runs", 7, "runs per scenario")
 	soak := flag.Duration("soak", 0, "instead of the fault scenarios: orders against a healthy broker for this long, counting spurious failovers")
+	idle := flag.Bool("idle", false, "with -soak: no orders at all, so only the probes decide")
 	h1 := flag.Bool("h1", false, "HTTP/1.1 instead of HTTP/2")
 	gap := flag.Duration("order-gap", 10*time.Millisecond, "pause between one order's answer and the next")
 	flag.DurationVar(&s.ProbeInterval, "probe-interval", 100*time.Millisecond, "probe each endpoint this often")
@@ -48,12 +49,16 @@ func main() {
 	start := compare.LoadAvg()
 	if *soak > 0 {
 		o.OnDown = func(recent string) { fmt.Fprintf(os.Stderr, "DOWN:\n%s\n", recent) }
-		r, err := compare.Soak(o, *soak)
+		r, err := compare.Soak(o, *soak, *idle)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "detect:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("Soak, no fault, %v: %s\nload average at the start %s, at the end %s\n\n", r.Duration, settings, start, compare.LoadAvg())
+		what := "Soak, no fault"
+		if *idle {
+			what = "Soak, no fault and no orders"
+		}
+		fmt.Printf("%s, %v: %s\nload average at the start %s, at the end %s\n\n", what, r.Duration, settings, start, compare.LoadAvg())
 		fmt.Printf("| orders | failed | failovers (spurious) | DOWN | DEGRADED | failed probes |\n| --- | --- | --- | --- | --- | --- |\n| %d | %d | %d | %d | %d | %d |\n",
 			r.Orders, r.Failed, r.Switches, r.Downs, r.Degraded, r.ProbeFails)
 		return
