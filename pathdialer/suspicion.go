@@ -121,17 +121,24 @@ func (p *Path) suspectAfter() time.Duration {
 }
 
 // probeLateAfter is when a probe of rt is late. With SuspectAfter left at
-// zero it is measured: twice the median latency of rt's recent successful
-// probes, at least ProbeTimeout/16 and at most ProbeTimeout/2 (which is also
-// what it is until enough probes were measured). On a blackhole, the early
-// probe then starts a few round trips after the round's, and the endpoint is
-// DOWN about ProbeTimeout after the round's probe began, instead of
-// ProbeTimeout/2 later; an endpoint that is slow to answer every time is not
-// taken for late.
+// zero, and no order succeeded on rt within the last ProbeInterval, it is
+// measured: twice the median latency of rt's recent successful probes, at
+// least ProbeTimeout/16 and at most ProbeTimeout/2 (which is also what it is
+// until enough probes were measured, and while orders succeed on rt). On a
+// blackhole with no orders, the early probe then starts a few round trips
+// after the round's, and the endpoint is DOWN about ProbeTimeout after the
+// round's probe began, instead of ProbeTimeout/2 later; an endpoint that is
+// slow to answer every time is not taken for late. While orders flow, they
+// find a blackhole themselves (late orders), and the two probe failures stay
+// ProbeTimeout/2 apart so that an order succeeding between them still vouches
+// for the endpoint (a broken probe).
 func (p *Path) probeLateAfter(rt *endpointRT) time.Duration {
 	d := p.suspectAfter()
 	if d <= 0 || p.cfg.SuspectAfter != 0 {
 		return d
+	}
+	if last := rt.lastOK.Load(); last != 0 && int64(time.Since(p.epoch))+1-last < int64(p.cfg.ProbeInterval) {
+		return d // orders flow
 	}
 	m, ok := rt.suspect.median()
 	if !ok {

@@ -498,3 +498,30 @@ func TestSuspicionSlowEndpointNotLate(t *testing.T) {
 		}
 	})
 }
+
+// While orders flow, the measured bar is not used: a probe is late only at
+// SuspectAfter's bound (ProbeTimeout/2), so two probe failures are that far
+// apart and an order that succeeds between them still vouches for the
+// endpoint. A probe-only blackhole (a broken probe) then moves nothing.
+func TestSuspicionOrdersStillVouch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		time.Sleep(500 * time.Millisecond) // five rounds: eu's latency is measured
+		from := len(h.rec.all())
+		sp.set(true)   // the probe only: orders keep succeeding
+		for range 50 { // an order every 20 ms for 1 s
+			h.p.Report("eu", 0, nil, time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
+		}
+		synctest.Wait()
+		evs := h.rec.all()[from:]
+		if n := countKind(evs, pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches on a probe-only blackhole while every order succeeds:\n%s", n, timeline(evs))
+		}
+		if countKind(evs, pathdialer.EventBrokenProbe) == 0 {
+			t.Fatalf("no broken-probe event:\n%s", timeline(evs))
+		}
+	})
+}
