@@ -127,7 +127,9 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 // result, or a timeout at ProbeTimeout (the probe ignores its context: its late
 // result is discarded), or nothing when ctx ends first. It reports what it
 // recorded. A probe of the active endpoint still running when it is late
-// (SuspectAfter, or measured) makes it suspect (suspicion.go).
+// (SuspectAfter, or measured) makes it suspect (suspicion.go). A timeout seen
+// long after its deadline that would take rt DOWN may be left unrecorded
+// (probeStalled: this process stalled; suspicion.go).
 func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) probeOutcome {
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
@@ -198,8 +200,12 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) prob
 				r.err = fmt.Errorf("%w (probe returned: %w)", context.DeadlineExceeded, r.err)
 			}
 			r.err = fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, r.err)
+			if p.stalled(rt, run) {
+				return probeStalled // suspicion.go
+			}
 		}
 		p.observe(rt.ep.Name, r.err, r.latency, false)
+		rt.suspect.stalled.Store(false)
 		recorded = true
 		switch {
 		case pctx.Err() != nil:
@@ -213,7 +219,11 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) prob
 		// The probe ignores its context: count the timeout now; its late result
 		// will be discarded.
 		if ctx.Err() == nil {
+			if p.stalled(rt, run) {
+				return probeStalled // suspicion.go
+			}
 			p.observe(rt.ep.Name, fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
+			rt.suspect.stalled.Store(false)
 			recorded = true
 			return probeTimedOut
 		}

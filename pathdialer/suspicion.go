@@ -36,6 +36,18 @@ import (
 // next round as before: probing again at once would take the endpoint DOWN
 // before an order could vouch for it.
 
+// A stalled process is not an outage. A probe's timeout is seen when this
+// process runs again after the deadline; one seen more than ProbeTimeout/4
+// after it means the process itself was not running then (a long GC pause,
+// a starved CPU, a suspended VM) and the answer may have been waiting. Such a
+// stall hits every probe in flight at once — the round's and the early one
+// beside it — and would count as FailureThreshold failures of a healthy
+// endpoint. So a timeout seen that late, when it would take the endpoint DOWN,
+// is not recorded: the endpoint is probed again at once (or at the next round
+// when it is not the active one), and that probe decides. At most one timeout
+// in a row is left unrecorded per endpoint, so a blackhole on a host that is
+// always late is DOWN at most one probe later.
+
 // probeOutcome is what runProbe recorded.
 type probeOutcome int
 
@@ -44,13 +56,14 @@ const (
 	probeAnswered                     // a success
 	probeFailed                       // a failure within ProbeTimeout (refused, reset, an error answer)
 	probeTimedOut                     // a timeout
+	probeStalled                      // nothing: a timeout seen long after its deadline (stalled)
 )
 
 // suspicious: after this outcome rt is probed again at once (if suspectable):
 // it timed out, or it failed while the orders on rt fail too.
 func (o probeOutcome) suspicious(p *Path, rt *endpointRT) bool {
 	switch o {
-	case probeTimedOut:
+	case probeTimedOut, probeStalled:
 		return true
 	case probeFailed:
 		st, ok := p.eng.Status(rt.ep.Name)
@@ -80,6 +93,33 @@ type suspicion struct {
 	mu  sync.Mutex
 	lat [latencySamples]time.Duration // the latencies of its last successful probes (a ring)
 	n   int                           // successful probes recorded, in all
+
+	stalled atomic.Bool // the last probe's timeout was not recorded (stalled)
+	// sinceDeadline, nil outside tests, replaces time.Since for the lateness
+	// of a timeout.
+	sinceDeadline func(deadline time.Time) time.Duration
+}
+
+// stalled reports whether the timeout of run, a probe of rt, is to be left
+// unrecorded: seen more than ProbeTimeout/4 after its deadline, the previous
+// probe of rt was recorded, and recording it would take rt DOWN.
+func (p *Path) stalled(rt *endpointRT, run *probeRun) bool {
+	deadline := run.started.Add(p.cfg.ProbeTimeout)
+	since := time.Since
+	if rt.suspect.sinceDeadline != nil {
+		since = rt.suspect.sinceDeadline
+	}
+	if since(deadline) <= p.cfg.ProbeTimeout/4 || rt.suspect.stalled.Load() {
+		return false
+	}
+	st, ok := p.eng.Status(rt.ep.Name)
+	if !ok || st.State == engine.Down || st.ProbeFailures+1 < max(1, p.cfg.Engine.FailureThreshold) {
+		return false
+	}
+	rt.suspect.stalled.Store(true)
+	p.log.Warn("pathdialer: a probe timeout seen long after its deadline (this process stalled) is not counted; probing again",
+		"endpoint", rt.ep.Name, "late", since(deadline).Round(time.Millisecond))
+	return true
 }
 
 // latencySamples: the successful probes whose latencies set when the next
