@@ -171,15 +171,18 @@ bench-rest:
 # without, a refused and reset connection with orders flowing), at 100 ms
 # probes, 80 ms timeout, DOWN after 2 failures; about 30 seconds. Then the same
 # with suspicion off, for comparison. bench-soak: 10 minutes of orders with no
-# fault, counting spurious failovers. NOT part of `make test`.
+# fault, counting spurious failovers; bench-soak-idle: the same with no orders
+# at all (only the probes decide). NOT part of `make test`.
 # BENCH_DETECT_ARGS e.g. '-runs 15 -probe-interval 200ms -probe-timeout 150ms -failures 3'.
 BENCH_DETECT_ARGS ?=
 
-.PHONY: bench-detect bench-soak
+.PHONY: bench-detect bench-soak bench-soak-idle
 bench-detect:
 	cd bench && $(GO) run ./cmd/detect $(BENCH_DETECT_ARGS) && $(GO) run ./cmd/detect -suspect-after=-1ms $(BENCH_DETECT_ARGS)
 bench-soak:
 	cd bench && $(GO) run ./cmd/detect -soak 10m $(BENCH_DETECT_ARGS)
+bench-soak-idle:
+	cd bench && $(GO) run ./cmd/detect -soak 10m -idle $(BENCH_DETECT_ARGS)
 # --- end bench-detect ---
 
 # --- chaos ---

@@ -378,12 +378,18 @@ type Config struct {
 	// endpoint suspect: it is probed again at once, beside the late probe,
 	// instead of at the next round (at most one such probe at a time, and at
 	// most Engine.FailureThreshold of them between two rounds); so does an
-	// order on it still unanswered after SuspectAfter. Each probe
-	// still counts once and DOWN still takes Engine.FailureThreshold failures in
-	// a row; a late probe that answers is a success. On a blackhole the active
-	// endpoint is then DOWN about SuspectAfter + ProbeTimeout after its first
-	// probe began, not a whole ProbeInterval later. Zero means ProbeTimeout/2;
-	// negative turns it off; otherwise it must be below ProbeTimeout.
+	// order on it still unanswered after SuspectAfter, or an order on it that
+	// failed (a probe that then fails at once is repeated at once while the
+	// orders fail too). Each probe still counts once and DOWN still takes
+	// Engine.FailureThreshold failures in a row; a late probe that answers is
+	// a success. On a blackhole the active endpoint is then DOWN about
+	// SuspectAfter + ProbeTimeout after its first probe began, not a whole
+	// ProbeInterval later. Zero means ProbeTimeout/2 for orders, and for
+	// probes while orders succeed on the endpoint; while none has succeeded
+	// there for a ProbeInterval, a probe is late at twice the median latency
+	// of the endpoint's recent probes (at least ProbeTimeout/16, at most
+	// ProbeTimeout/2). Negative turns it off; otherwise it must be below
+	// ProbeTimeout.
 	SuspectAfter time.Duration
 	// FenceTimeout bounds one Fencer call. Must be > 0.
 	FenceTimeout time.Duration

@@ -69,11 +69,12 @@
 //     reads only: a market-data connection's failures prove nothing about the
 //     order path (transports/ws does not report them).
 //   - A probe of the active endpoint that is late (Config.SuspectAfter) or times
-//     out, and an order on it unanswered for as long, make it suspect: it is
-//     probed again at once rather than at the next round, so a blackhole is
-//     found in about SuspectAfter + ProbeTimeout, not a whole round later. A
-//     late answer is still a success; DOWN still takes FailureThreshold
-//     failures in a row.
+//     out, an order on it unanswered for as long, and an order on it that
+//     failed make it suspect: it is probed again at once rather than at the
+//     next round, so a blackhole is found in about SuspectAfter +
+//     ProbeTimeout, not a whole round later, and a refused region as soon as
+//     its probe agrees with the failed order. A late answer is still a
+//     success; DOWN still takes FailureThreshold failures in a row.
 //
 // # The controller is never blocked
 //

@@ -85,7 +85,7 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 			run = &probeRun{started: time.Now(), settled: make(chan struct{}), returned: make(chan struct{})}
 			rt.probing = run
 			rt.mu.Unlock()
-			if p.runProbe(ctx, rt, run) {
+			if p.runProbe(ctx, rt, run).suspicious(p, rt) {
 				p.suspect(ctx, rt) // suspicion.go
 			}
 			return
@@ -125,10 +125,12 @@ func (p *Path) probeOne(ctx context.Context, rt *endpointRT, onDemand bool) {
 
 // runProbe runs run, the probe of rt that this call owns, and records its
 // result, or a timeout at ProbeTimeout (the probe ignores its context: its late
-// result is discarded), or nothing when ctx ends first. It reports whether it
-// recorded a timeout. A probe of the active endpoint still running after
-// SuspectAfter makes it suspect (suspicion.go).
-func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (timedOut bool) {
+// result is discarded), or nothing when ctx ends first. It reports what it
+// recorded. A probe of the active endpoint still running when it is late
+// (SuspectAfter, or measured) makes it suspect (suspicion.go). A timeout seen
+// long after its deadline that would take rt DOWN may be left unrecorded
+// (probeStalled: this process stalled; suspicion.go).
+func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) probeOutcome {
 	pctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeTimeout)
 	defer cancel()
 	recorded := false
@@ -163,7 +165,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (tim
 	timer := time.NewTimer(p.cfg.ProbeTimeout)
 	defer timer.Stop()
 	var late <-chan time.Time
-	if d := p.suspectAfter(); d > 0 && p.suspectable(rt) {
+	if d := p.probeLateAfter(rt); d > 0 && p.suspectable(rt) {
 		lt := time.NewTimer(d)
 		defer lt.Stop()
 		late = lt.C
@@ -186,7 +188,7 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (tim
 	select {
 	case r := <-done:
 		if ctx.Err() != nil {
-			return false // the Path is closing (or Start's context ended): not evidence about the endpoint
+			return probeDropped // the Path is closing (or Start's context ended): not evidence about the endpoint
 		}
 		if pctx.Err() != nil {
 			// It outlived ProbeTimeout: a failure whatever it returned, as the
@@ -198,21 +200,36 @@ func (p *Path) runProbe(ctx context.Context, rt *endpointRT, run *probeRun) (tim
 				r.err = fmt.Errorf("%w (probe returned: %w)", context.DeadlineExceeded, r.err)
 			}
 			r.err = fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, r.err)
+			if p.stalled(rt, run) {
+				return probeStalled // suspicion.go
+			}
 		}
 		p.observe(rt.ep.Name, r.err, r.latency, false)
+		rt.suspect.stalled.Store(false)
 		recorded = true
-		return pctx.Err() != nil
+		switch {
+		case pctx.Err() != nil:
+			return probeTimedOut
+		case r.err != nil:
+			return probeFailed
+		}
+		rt.suspect.noteLatency(r.latency) // when the next probe is late (suspicion.go)
+		return probeAnswered
 	case <-timer.C:
 		// The probe ignores its context: count the timeout now; its late result
 		// will be discarded.
 		if ctx.Err() == nil {
+			if p.stalled(rt, run) {
+				return probeStalled // suspicion.go
+			}
 			p.observe(rt.ep.Name, fmt.Errorf("%w after %v: %w", ErrProbeTimeout, p.cfg.ProbeTimeout, context.DeadlineExceeded), p.cfg.ProbeTimeout, false)
+			rt.suspect.stalled.Store(false)
 			recorded = true
-			return true
+			return probeTimedOut
 		}
 	case <-ctx.Done():
 	}
-	return false
+	return probeDropped
 }
 
 func callProbe(ctx context.Context, probe ProbeFunc, ep Endpoint) (err error) {

@@ -64,6 +64,8 @@ type Path struct {
 	evDone   chan struct{}
 	probeWG  sync.WaitGroup
 
+	suspectWake chan struct{} // an order on the active endpoint failed (suspicion.go)
+
 	adm admission // identity checks and evidence announcements (admission.go)
 
 	rest restingState // fence mode, dead-man timer, open-order reconciles (fencemode.go)
@@ -96,6 +98,7 @@ func New(cfg Config) (*Path, error) {
 		inflightWake: make(chan struct{}, 1),
 		epoch:        time.Now(),
 		trigger:      make(chan struct{}, 1),
+		suspectWake:  make(chan struct{}, 1),
 		extCh:        make(chan extReq),
 		ctlDone:      make(chan struct{}),
 		evDone:       make(chan struct{}),
@@ -336,6 +339,9 @@ func (p *Path) Report(endpoint string, token uint64, err error, latency time.Dur
 		rt.lastOK.Store(now)
 	}
 	p.observe(endpoint, err, latency, true)
+	if err != nil {
+		p.orderFailed(rt) // the probe is brought forward (suspicion.go)
+	}
 }
 
 // observe records one result (observeOne); when it takes the active endpoint

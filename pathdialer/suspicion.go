@@ -2,6 +2,8 @@ package pathdialer
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,23 +19,136 @@ import (
 // that answers is a success, and DOWN still takes FailureThreshold failures in
 // a row — so one slow answer never takes the endpoint DOWN by itself; it only
 // costs one more probe. Failures are at least SuspectAfter apart, so orders
-// that succeed meanwhile still vouch for the endpoint (a broken probe). A
-// probe that fails at once (refused, reset, an error answer) waits for the
-// next round as before: live traffic finds those failures itself, and probing
-// again at once would take the endpoint DOWN before an order could vouch for it.
+// that succeed meanwhile still vouch for the endpoint (a broken probe).
 //
 // Orders are evidence too: an order on the active endpoint still unanswered
 // after SuspectAfter (it was in flight at two checks SuspectAfter/2 apart)
-// makes the endpoint suspect the same way, once per order. A late order is
-// never a failure by itself; it only brings the next probe forward.
+// makes the endpoint suspect the same way, once per order, and so does an
+// order that failed (Report). A late or failed order is never a probe
+// failure by itself; it only brings the next probe forward.
+//
+// A probe that fails at once (refused, reset, an error answer) is probed
+// again at once only while orders on the endpoint fail too (the last one
+// reported failed): orders and probe then agree that it is an outage, and a
+// refused region is DOWN within a few round trips of the first failed order
+// instead of a round or another order later. While orders on it succeed, they
+// vouch for the endpoint (a broken probe) and a failed probe waits for the
+// next round as before: probing again at once would take the endpoint DOWN
+// before an order could vouch for it.
+
+// A stalled process is not an outage. A probe's timeout is seen when this
+// process runs again after the deadline; one seen more than ProbeTimeout/4
+// after it means the process itself was not running then (a long GC pause,
+// a starved CPU, a suspended VM) and the answer may have been waiting. Such a
+// stall hits every probe in flight at once — the round's and the early one
+// beside it — and would count as FailureThreshold failures of a healthy
+// endpoint. So a timeout seen that late, when it would take the endpoint DOWN,
+// is not recorded: the endpoint is probed again at once (or at the next round
+// when it is not the active one), and that probe decides. At most one timeout
+// in a row is left unrecorded per endpoint, so a blackhole on a host that is
+// always late is DOWN at most one probe later.
+
+// probeOutcome is what runProbe recorded.
+type probeOutcome int
+
+const (
+	probeDropped  probeOutcome = iota // nothing: the Path is closing, or Start's context ended
+	probeAnswered                     // a success
+	probeFailed                       // a failure within ProbeTimeout (refused, reset, an error answer)
+	probeTimedOut                     // a timeout
+	probeStalled                      // nothing: a timeout seen long after its deadline (stalled)
+)
+
+// suspicious: after this outcome rt is probed again at once (if suspectable):
+// it timed out, or it failed while the orders on rt fail too.
+func (o probeOutcome) suspicious(p *Path, rt *endpointRT) bool {
+	switch o {
+	case probeTimedOut, probeStalled:
+		return true
+	case probeFailed:
+		st, ok := p.eng.Status(rt.ep.Name)
+		return ok && st.TrafficFailures > 0
+	}
+	return false
+}
+
+// orderFailed: a failed order on rt (Report) makes it suspect, when it is
+// the active endpoint and not DOWN; the watcher of orders (it holds the
+// monitor's context) starts the probe.
+func (p *Path) orderFailed(rt *endpointRT) {
+	if !p.suspectable(rt) {
+		return
+	}
+	select {
+	case p.suspectWake <- struct{}{}:
+	default:
+	}
+}
 
 // suspicion is an endpoint's early probes.
 type suspicion struct {
 	running atomic.Bool  // an early probe is in progress
 	budget  atomic.Int32 // early probes left until the next round (FailureThreshold)
+
+	mu  sync.Mutex
+	lat [latencySamples]time.Duration // the latencies of its last successful probes (a ring)
+	n   int                           // successful probes recorded, in all
+
+	stalled atomic.Bool // the last probe's timeout was not recorded (stalled)
+	// sinceDeadline, nil outside tests, replaces time.Since for the lateness
+	// of a timeout.
+	sinceDeadline func(deadline time.Time) time.Duration
 }
 
-// suspectAfter is the effective SuspectAfter; 0 when suspicion is off.
+// stalled reports whether the timeout of run, a probe of rt, is to be left
+// unrecorded: seen more than ProbeTimeout/4 after its deadline, the previous
+// probe of rt was recorded, and recording it would take rt DOWN.
+func (p *Path) stalled(rt *endpointRT, run *probeRun) bool {
+	deadline := run.started.Add(p.cfg.ProbeTimeout)
+	since := time.Since
+	if rt.suspect.sinceDeadline != nil {
+		since = rt.suspect.sinceDeadline
+	}
+	if since(deadline) <= p.cfg.ProbeTimeout/4 || rt.suspect.stalled.Load() {
+		return false
+	}
+	st, ok := p.eng.Status(rt.ep.Name)
+	if !ok || st.State == engine.Down || st.ProbeFailures+1 < max(1, p.cfg.Engine.FailureThreshold) {
+		return false
+	}
+	rt.suspect.stalled.Store(true)
+	p.log.Warn("pathdialer: a probe timeout seen long after its deadline (this process stalled) is not counted; probing again",
+		"endpoint", rt.ep.Name, "late", since(deadline).Round(time.Millisecond))
+	return true
+}
+
+// latencySamples: the successful probes whose latencies set when the next
+// probe of the endpoint is late.
+const latencySamples = 8
+
+// noteLatency records a successful probe's latency.
+func (s *suspicion) noteLatency(d time.Duration) {
+	s.mu.Lock()
+	s.lat[s.n%latencySamples] = d
+	s.n++
+	s.mu.Unlock()
+}
+
+// median of the recorded latencies; false before latencySamples/2 of them.
+func (s *suspicion) median() (time.Duration, bool) {
+	s.mu.Lock()
+	n := min(s.n, latencySamples)
+	v := append([]time.Duration(nil), s.lat[:n]...)
+	s.mu.Unlock()
+	if n < latencySamples/2 {
+		return 0, false
+	}
+	slices.Sort(v)
+	return v[n/2], true
+}
+
+// suspectAfter is the effective SuspectAfter for orders, and the longest a
+// probe may take before it is late; 0 when suspicion is off.
 func (p *Path) suspectAfter() time.Duration {
 	switch d := p.cfg.SuspectAfter; {
 	case d < 0:
@@ -43,6 +158,33 @@ func (p *Path) suspectAfter() time.Duration {
 	default:
 		return d
 	}
+}
+
+// probeLateAfter is when a probe of rt is late. With SuspectAfter left at
+// zero, and no order succeeded on rt within the last ProbeInterval, it is
+// measured: twice the median latency of rt's recent successful probes, at
+// least ProbeTimeout/16 and at most ProbeTimeout/2 (which is also what it is
+// until enough probes were measured, and while orders succeed on rt). On a
+// blackhole with no orders, the early probe then starts a few round trips
+// after the round's, and the endpoint is DOWN about ProbeTimeout after the
+// round's probe began, instead of ProbeTimeout/2 later; an endpoint that is
+// slow to answer every time is not taken for late. While orders flow, they
+// find a blackhole themselves (late orders), and the two probe failures stay
+// ProbeTimeout/2 apart so that an order succeeding between them still vouches
+// for the endpoint (a broken probe).
+func (p *Path) probeLateAfter(rt *endpointRT) time.Duration {
+	d := p.suspectAfter()
+	if d <= 0 || p.cfg.SuspectAfter != 0 {
+		return d
+	}
+	if last := rt.lastOK.Load(); last != 0 && int64(time.Since(p.epoch))+1-last < int64(p.cfg.ProbeInterval) {
+		return d // orders flow
+	}
+	m, ok := rt.suspect.median()
+	if !ok {
+		return d
+	}
+	return min(d, max(2*m, p.cfg.ProbeTimeout/16))
 }
 
 // newSuspicionRound gives every endpoint its early-probe budget for the round
@@ -79,7 +221,7 @@ func (p *Path) suspect(ctx context.Context, rt *endpointRT) {
 		defer p.probeWG.Done()
 		// Not in rt.probing: a round or an on-demand probe keeps its own slot.
 		run := &probeRun{started: time.Now(), settled: make(chan struct{}), returned: make(chan struct{})}
-		timedOut := p.runProbe(ctx, rt, run)
+		out := p.runProbe(ctx, rt, run)
 		// The next early probe only once this call returned (at its deadline,
 		// for a probe that honours its context): a probe that ignores it is
 		// not called again while it still runs.
@@ -88,7 +230,7 @@ func (p *Path) suspect(ctx context.Context, rt *endpointRT) {
 		case <-ctx.Done():
 		}
 		rt.suspect.running.Store(false)
-		if timedOut {
+		if out.suspicious(p, rt) {
 			p.suspect(ctx, rt)
 		}
 	}()
@@ -119,7 +261,7 @@ func (p *Path) lateOrders(endpoint string, marks *[2][ticketShards]uint64) bool 
 
 // watchOrders checks every SuspectAfter/2, until ctx ends, for orders on the
 // active endpoint that have been in flight since the previous check, and makes
-// the endpoint suspect when it finds one.
+// the endpoint suspect when it finds one, or when an order on it failed.
 func (p *Path) watchOrders(ctx context.Context) {
 	d := p.suspectAfter()
 	if d <= 0 {
@@ -137,6 +279,8 @@ func (p *Path) watchOrders(ctx context.Context) {
 			if p.lateOrders(rt.ep.Name, &marks) && p.suspectable(rt) {
 				p.suspect(ctx, rt)
 			}
+		case <-p.suspectWake:
+			p.suspect(ctx, p.active.Load().rt) // an order on it failed
 		}
 	}
 }

@@ -21,8 +21,11 @@ type scriptedProbe struct {
 	mu        sync.Mutex
 	delays    []time.Duration
 	blackhole bool
+	refused   bool // eu's probe fails at once (the listener is gone)
 	calls     int
 }
+
+var errRefused = errors.New("dial tcp 127.0.0.1:443: connect: connection refused")
 
 func (s *scriptedProbe) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	if ep.Name != "eu" {
@@ -37,7 +40,11 @@ func (s *scriptedProbe) probe(ctx context.Context, ep pathdialer.Endpoint) error
 	case s.blackhole:
 		d = time.Hour
 	}
+	refused := s.refused
 	s.mu.Unlock()
+	if refused {
+		return errRefused
+	}
 	if d == 0 {
 		return nil
 	}
@@ -331,4 +338,190 @@ func TestSuspectAfterValidated(t *testing.T) {
 		}
 		_ = p.Close()
 	}
+}
+
+// A failed order is evidence that brings the probe forward: when the probe
+// agrees at once (the connection is refused), the endpoint is probed again at
+// once while no order has succeeded since, and is DOWN, and the flow on the
+// backup, without waiting for another failed order or the next round.
+func TestSuspicionFailedOrderProbeAgrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		sp.mu.Lock()
+		sp.refused = true
+		sp.mu.Unlock()
+		fault := time.Now()
+		h.p.Report("eu", 0, errRefused, 0) // one order refused
+		h.await(pathdialer.EventSwitch, nil)
+		// The next round is 50 ms away: without the early probes, DOWN would
+		// take that round's and the next one's (150 ms), or a second order.
+		if d := time.Since(fault); d != 0 {
+			t.Fatalf("the switch %v after one refused order while the probe is refused too; want at once", d)
+		}
+		if ep, _ := h.p.Active(); ep.Name != "us" {
+			t.Fatalf("active %q after the switch", ep.Name)
+		}
+	})
+}
+
+// One failed order while the probe answers is no outage: one probe is brought
+// forward, it succeeds, and the endpoint keeps the flow (DEGRADED by the
+// failed order, as before).
+func TestSuspicionFailedOrderProbeAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		from := len(h.rec.all())
+		h.p.Report("eu", 0, errors.New("HTTP 503 on order"), time.Millisecond)
+		synctest.Wait()
+		sp.mu.Lock()
+		before := sp.calls
+		sp.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 10 {
+			t.Fatalf("%d probes of eu in the second after the failed order; want 10 (one a round)", calls)
+		}
+		evs := h.rec.all()[from:]
+		if n := countKind(evs, pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches on one failed order:\n%s", n, timeline(evs))
+		}
+		early := 0
+		for _, e := range evs {
+			if e.Kind == pathdialer.EventProbe && e.Endpoint == "eu" && e.Time.Equal(evs[0].Time) {
+				early++
+			}
+		}
+		if early != 1 {
+			t.Fatalf("%d probes of eu recorded at the failed order; want 1 brought forward:\n%s", early, timeline(evs))
+		}
+	})
+}
+
+// A probe that fails at once while orders succeed is not probed again early:
+// the orders vouch for the endpoint (a broken probe), and nothing switches.
+func TestSuspicionBrokenProbeNotRepeated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		from := len(h.rec.all())
+		sp.mu.Lock()
+		sp.refused = true
+		before := sp.calls
+		sp.mu.Unlock()
+		for range 20 { // an order every 50 ms succeeds
+			h.p.Report("eu", 0, nil, time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
+		}
+		synctest.Wait()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 10 {
+			t.Fatalf("%d probes of eu in 1 s; want 10 (one a round)", calls)
+		}
+		if n := countKind(h.rec.all()[from:], pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches while orders succeed", n)
+		}
+	})
+}
+
+// A blackhole that begins just after a round answered (the worst phase) is
+// found within 2 × ProbeInterval when SuspectAfter is left to its default: a
+// probe is late once it is well past the endpoint's measured latency, not
+// only at half of ProbeTimeout.
+func TestSuspicionLateByMeasuredLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		delays := make([]time.Duration, 20)
+		for i := range delays {
+			delays[i] = 2 * time.Millisecond
+		}
+		sp.set(false, delays...)
+		time.Sleep(853 * time.Millisecond) // the round at 1 s answered at 1.002 s
+		fault := time.Now()
+		sp.set(true)
+		h.await(pathdialer.EventStateChange, func(e pathdialer.Event) bool {
+			return e.Endpoint == "eu" && e.State == engine.Down
+		})
+		down := time.Since(fault)
+		h.await(pathdialer.EventSwitch, nil)
+		switched := time.Since(fault)
+		// The round 97 ms after the fault is late 5 ms later (twice the 2 ms
+		// measured, at least ProbeTimeout/16); the early probe times out 80 ms
+		// after that: 182 ms (at half of ProbeTimeout: 217 ms).
+		if down > 185*time.Millisecond || switched > 185*time.Millisecond {
+			t.Fatalf("eu DOWN %v and the switch %v after a blackhole at the worst phase; want ≤ 185ms", down, switched)
+		}
+	})
+}
+
+// An endpoint that always answers in 30 ms is not late at 30 ms: its
+// measured latency sets the bar, so it costs no early probes.
+func TestSuspicionSlowEndpointNotLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		delays := make([]time.Duration, 40)
+		for i := range delays {
+			delays[i] = 30 * time.Millisecond
+		}
+		sp.set(false, delays...)
+		time.Sleep(time.Second) // 10 rounds: the latency is measured
+		synctest.Wait()
+		sp.mu.Lock()
+		before := sp.calls
+		sp.mu.Unlock()
+		from := len(h.rec.all())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		sp.mu.Lock()
+		calls := sp.calls - before
+		sp.mu.Unlock()
+		if calls != 10 {
+			t.Fatalf("%d probes of eu in 1 s while it answers in 30 ms every time; want 10 (one a round)", calls)
+		}
+		for _, e := range h.rec.all()[from:] {
+			if e.Kind == pathdialer.EventStateChange && e.Endpoint == "eu" {
+				t.Fatalf("eu changed state: %v", e)
+			}
+		}
+	})
+}
+
+// While orders flow, the measured bar is not used: a probe is late only at
+// SuspectAfter's bound (ProbeTimeout/2), so two probe failures are that far
+// apart and an order that succeeds between them still vouches for the
+// endpoint. A probe-only blackhole (a broken probe) then moves nothing.
+func TestSuspicionOrdersStillVouch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &scriptedProbe{}
+		h := suspicionHarness(t, sp)
+		defer h.close()
+		time.Sleep(500 * time.Millisecond) // five rounds: eu's latency is measured
+		from := len(h.rec.all())
+		sp.set(true)   // the probe only: orders keep succeeding
+		for range 50 { // an order every 20 ms for 1 s
+			h.p.Report("eu", 0, nil, time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
+		}
+		synctest.Wait()
+		evs := h.rec.all()[from:]
+		if n := countKind(evs, pathdialer.EventSwitch); n != 0 {
+			t.Fatalf("%d switches on a probe-only blackhole while every order succeeds:\n%s", n, timeline(evs))
+		}
+		if countKind(evs, pathdialer.EventBrokenProbe) == 0 {
+			t.Fatalf("no broken-probe event:\n%s", timeline(evs))
+		}
+	})
 }

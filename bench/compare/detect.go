@@ -41,6 +41,10 @@ type DetectOptions struct {
 	// OnDown, optional, receives the last failed probes and state changes
 	// whenever an endpoint is taken DOWN.
 	OnDown func(recent string)
+	// Trace: after each run, Progress receives its timeline (the Path's
+	// events and the orders, in milliseconds from the fault), to see where
+	// the time goes.
+	Trace bool
 }
 
 // detectScenario is one row: a fault, with or without orders flowing.
@@ -63,7 +67,13 @@ type DetectRow struct {
 	Scenario string
 	Values   []float64 // fault → first order booked on the backup, each run
 	Never    int       // runs that did not reach the backup within the bound
+	// Void counts runs done again: the Path had already left the primary
+	// (a spurious failover on a loaded host) when the fault was to begin.
+	Void int
 }
+
+// errVoidRun: the Path was not on the primary when the fault was to begin.
+var errVoidRun = errors.New("void run: the primary was no longer active when the fault was to begin (a spurious failover before it); run again")
 
 // Detect measures, for each scenario, the time from the fault on every service
 // of the primary region to the first order the backup region booked. With
@@ -87,8 +97,16 @@ func Detect(o DetectOptions) ([]DetectRow, error) {
 			continue
 		}
 		row := DetectRow{Scenario: sc.name}
-		for i := range o.Runs {
+		for i := 0; i < o.Runs; i++ {
 			d, err := detectOnce(o, sc, bound)
+			if errors.Is(err, errVoidRun) && row.Void < o.Runs {
+				row.Void++ // not a detection: run it again
+				i--
+				if o.Progress != nil {
+					o.Progress("detect: %s: %v", sc.name, err)
+				}
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s, run %d: %w", sc.name, i+1, err)
 			}
@@ -129,6 +147,9 @@ func DetectTable(rows []DetectRow) string {
 		for range r.Never {
 			each = append(each, "never")
 		}
+		if r.Void > 0 {
+			each = append(each, fmt.Sprintf("(%d run(s) done again: the Path had already left the primary before the fault)", r.Void))
+		}
 		t.add(r.Scenario, med, mm, strings.Join(each, ", "))
 	}
 	return t.String()
@@ -144,6 +165,35 @@ type detectClient struct {
 	switches, downs, probeFails, degraded atomic.Int64
 	mu                                    sync.Mutex
 	log                                   []string // the events, probe successes left out
+	trace                                 []traceLine
+}
+
+// traceLine is one line of a run's timeline.
+type traceLine struct {
+	at   time.Time
+	text string
+}
+
+func (dc *detectClient) traceAdd(at time.Time, text string) {
+	dc.mu.Lock()
+	dc.trace = append(dc.trace, traceLine{at, text})
+	dc.mu.Unlock()
+}
+
+// timeline renders the trace from 2 probe intervals before t0 on, in
+// milliseconds from t0.
+func (dc *detectClient) timeline(t0 time.Time, from time.Duration) string {
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	lines := append([]traceLine(nil), dc.trace...)
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+	var b strings.Builder
+	for _, l := range lines {
+		if d := l.at.Sub(t0); d >= -from {
+			fmt.Fprintf(&b, "  %+8.1f ms  %s\n", float64(d.Microseconds())/1000, l.text)
+		}
+	}
+	return b.String()
 }
 
 func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
@@ -165,6 +215,9 @@ func buildDetectClient(a brokerAddrs, o DetectOptions) (*detectClient, error) {
 	cfg.Reconcile = rec.Reconcile
 	var recent []string // the last probe results and state changes, for a DOWN's report
 	cfg.OnEvent = func(e pathdialer.Event) {
+		if o.Trace {
+			dc.traceAdd(e.Time, e.String())
+		}
 		if e.Kind != pathdialer.EventProbe || e.Err != nil {
 			dc.mu.Lock()
 			dc.log = append(dc.log, e.Time.Format("15:04:05.000")+" "+e.String())
@@ -254,8 +307,14 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	done := make(chan struct{})
 	var n atomic.Int64
 	place := func() {
-		region, err := c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, n.Add(1)))
+		id := fmt.Sprintf("%s-%d", prefix, n.Add(1))
+		began := time.Now()
+		region, err := c.order(context.Background(), id)
 		now := time.Now()
+		if o.Trace {
+			c.traceAdd(began, "order "+id+" sent")
+			c.traceAdd(now, fmt.Sprintf("order %s answered after %v: region %q, err %v", id, now.Sub(began).Round(100*time.Microsecond), region, err))
+		}
 		mu.Lock()
 		if err == nil && region == backup && !t0.IsZero() && first.IsZero() {
 			first = now
@@ -282,12 +341,23 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	} else {
 		close(done)
 	}
-	// Let probe rounds and orders settle into their rhythm; the fault lands at
-	// a random phase of the probe cycle.
-	time.Sleep(3*o.Settings.ProbeInterval + rand.N(o.Settings.ProbeInterval))
+	// Let probe rounds and orders settle into their rhythm (eight rounds: the
+	// Path has measured the primary's probe latency, as it has in any process
+	// that has run for a second); the fault lands at a random phase of the
+	// probe cycle.
+	time.Sleep(8*o.Settings.ProbeInterval + rand.N(o.Settings.ProbeInterval))
+	if ep, _ := c.path.Active(); ep.Name != primary {
+		close(stop)
+		c.close()
+		waitOrTimeout(done, 3*time.Second)
+		return 0, errVoidRun
+	}
 	mu.Lock()
 	t0 = time.Now()
 	mu.Unlock()
+	if o.Trace {
+		c.traceAdd(t0, "fault at "+t0.Format("15:04:05.000000"))
+	}
 	for _, svc := range simbroker.Services {
 		if err := b.SetFault(primary, svc, sc.fault); err != nil {
 			close(stop)
@@ -329,6 +399,9 @@ func detectOnce(o DetectOptions, sc detectScenario, bound time.Duration) (time.D
 	close(stop)
 	c.close()
 	waitOrTimeout(done, 3*time.Second)
+	if o.Progress != nil && o.Trace {
+		o.Progress("detect: %s: %v; timeline (ms from the fault):\n%s", sc.name, res.Round(100*time.Microsecond), c.timeline(t0, 2*o.Settings.ProbeInterval))
+	}
 	if o.Progress != nil && res > 10*o.Settings.ProbeInterval {
 		c.mu.Lock()
 		o.Progress("detect: %s took %v; fault at %s; the Path's events:\n%s", sc.name, res, t0.Format("15:04:05.000"), strings.Join(c.log, "\n"))
@@ -349,8 +422,10 @@ type SoakResult struct {
 }
 
 // Soak runs orders (OrderGap apart) against a healthy broker for d and counts
-// what the Path did: with no fault, every switch is a spurious failover.
-func Soak(o DetectOptions, d time.Duration) (SoakResult, error) {
+// what the Path did: with no fault, every switch is a spurious failover. With
+// idle set it places no orders at all: only the probes decide (no order
+// vouches for an endpoint whose probe fails).
+func Soak(o DetectOptions, d time.Duration, idle bool) (SoakResult, error) {
 	if o.OrderGap <= 0 {
 		o.OrderGap = 10 * time.Millisecond
 	}
@@ -372,6 +447,12 @@ func Soak(o DetectOptions, d time.Duration) (SoakResult, error) {
 	res := SoakResult{Duration: d}
 	end := time.Now().Add(d)
 	nextReport := time.Now().Add(time.Minute)
+	for idle && time.Now().Before(end) {
+		time.Sleep(min(time.Until(end), time.Minute))
+		if o.Progress != nil {
+			o.Progress("soak (no orders): %d switches, %d DOWN, %d DEGRADED, %d failed probes", c.switches.Load(), c.downs.Load(), c.degraded.Load(), c.probeFails.Load())
+		}
+	}
 	for time.Now().Before(end) {
 		res.Orders++
 		if _, err := c.order(context.Background(), fmt.Sprintf("%s-%d", prefix, res.Orders)); err != nil {

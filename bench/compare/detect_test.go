@@ -27,7 +27,7 @@ func TestDetectOneRun(t *testing.T) {
 			t.Errorf("%s: no order on the backup within the bound", r.Scenario)
 		}
 	}
-	res, err := compare.Soak(o, 2*time.Second)
+	res, err := compare.Soak(o, 2*time.Second, false)
 	if err != nil {
 		t.Fatal(err)
 	}
