@@ -229,7 +229,7 @@ func NewScenario(seed uint64) Scenario {
 	}
 	drawResting(&s)
 	drawH2(&s) // h2sim.go
-	drawFIX(&s) // fixsim.go
+	drawFIX(&s)
 	return s
 }
 
