@@ -62,9 +62,10 @@ func drawFIX(s *Scenario) {
 
 // fixSim is a FIX seed's client: the Initiator and what it was granted.
 type fixSim struct {
-	w   *world
-	in  *fix.Initiator
-	sid quickfix.SessionID
+	w      *world
+	in     *fix.Initiator
+	sid    quickfix.SessionID
+	unseed func()
 
 	mu      sync.Mutex
 	tickets map[string]fixGrant // by ClOrdID
@@ -128,7 +129,7 @@ func (f *fixSim) startClient() error {
 	if err != nil {
 		return fmt.Errorf("dst: FIX initiator: %w", err)
 	}
-	onAcquire(in, f.acquired)
+	f.unseed = simHooks(in, f.acquired, f.w.s.Seed)
 	f.in = in
 	return nil
 }
@@ -296,6 +297,7 @@ func (f *fixSim) close() {
 		return
 	}
 	_ = f.in.Close()
+	f.unseed()
 }
 
 // fixSimApp is the Initiator's application: it hands each order's first

@@ -14,4 +14,10 @@ const fixSupported = true
 
 func startBrokerFIX(b *simbroker.Broker) error { return b.StartFIX() }
 
-func onAcquire(in *fix.Initiator, f func(*pathdialer.Ticket)) { in.SimOnAcquire(f) }
+// simHooks sees each order's ticket with f and seeds the logon backoff's
+// jitter; the returned func forgets the seed (after Close).
+func simHooks(in *fix.Initiator, f func(*pathdialer.Ticket), seed uint64) func() {
+	in.SimOnAcquire(f)
+	in.SimSeed(seed)
+	return in.SimUnseed
+}

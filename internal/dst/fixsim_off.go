@@ -18,4 +18,4 @@ var errNoFIX = errors.New("dst: FIX seeds need -tags dstfix and the patched quic
 
 func startBrokerFIX(*simbroker.Broker) error { return errNoFIX }
 
-func onAcquire(*fix.Initiator, func(*pathdialer.Ticket)) {}
+func simHooks(*fix.Initiator, func(*pathdialer.Ticket), uint64) func() { return func() {} }
