@@ -164,7 +164,7 @@ func (w *world) check() *Result {
 		}
 	}
 	w.h2.check(res, viol) // h2sim.go
-	w.fx.check(res, audit)
+	w.fx.check(res, audit, viol)
 	sort.SliceStable(w.trace, func(i, j int) bool {
 		if w.trace[i].at != w.trace[j].at {
 			return w.trace[i].at < w.trace[j].at

@@ -300,6 +300,21 @@ func (f *fixSim) close() {
 	f.unseed()
 }
 
+// fixBuildFlags adds, in the FIX seeds' build, what a replay command needs
+// to build it (the tag, and the patched quickfix's go.mod) to tags ("" or
+// " -tags dstyield").
+func fixBuildFlags(tags string) string {
+	if !fixSupported {
+		return tags
+	}
+	if tags == "" {
+		tags = " -tags dstfix"
+	} else {
+		tags += ",dstfix"
+	}
+	return tags + ` -modfile="$(go run ./internal/dst/qfhook -out=/tmp/qf)"`
+}
+
 // fixSimApp is the Initiator's application: it hands each order's first
 // answer to the record.
 type fixSimApp struct{ f *fixSim }
@@ -341,15 +356,31 @@ func (a fixSimApp) FromApp(msg *quickfix.Message, _ quickfix.SessionID) quickfix
 	return nil
 }
 
-// check counts the bookings through the FIX door (every invariant judges
-// them with the others).
-func (f *fixSim) check(res *Result, audit simbroker.AuditLog) {
+// invFIXGranted: every booking through the broker's FIX door is of an order
+// whose ticket the Path granted, in the region of that ticket's endpoint
+// (the attempt's endpoint, read from the ticket; judged from the broker's
+// record of the booking, not from the client's).
+const invFIXGranted = "fix-booked-where-granted"
+
+// check counts the bookings through the FIX door and judges each against
+// its order's grant.
+func (f *fixSim) check(res *Result, audit simbroker.AuditLog, viol func(inv, format string, a ...any)) {
 	if f == nil {
 		return
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, r := range audit.Booked() {
-		if r.Service == string(simbroker.FIX) {
-			res.Stats.FIXBooked++
+		if r.Service != string(simbroker.FIX) {
+			continue
+		}
+		res.Stats.FIXBooked++
+		g, ok := f.tickets[r.ClientOrderID]
+		switch {
+		case !ok:
+			viol(invFIXGranted, "%s booked through FIX via %s at %v, but no ticket was granted for it", r.ClientOrderID, r.Region, r.Time.Sub(f.w.start))
+		case g.region != r.Region:
+			viol(invFIXGranted, "%s granted for %s (gen %d), booked through FIX via %s at %v", r.ClientOrderID, g.region, g.token, r.Region, r.Time.Sub(f.w.start))
 		}
 	}
 }

@@ -3,20 +3,18 @@
 // listening on an address registered with Serve takes that listener, and a
 // dial to an address of a Pipe listener is a net.Pipe handed to it.
 // Addresses are unique per registration, so simulations running side by
-// side in one process do not meet. Without the build tag nothing installs
+// side in one process do not meet. An address nothing is registered at gets
+// an operating-system socket, as without the registry (a drill or chaos run
+// built with the tag still works). Without the build tag nothing installs
 // it and quickfix uses the operating system's sockets.
 package qfnet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
 )
-
-// ErrNoListener is returned for an address nothing is registered at.
-var ErrNoListener = errors.New("qfnet: nothing registered at this address")
 
 var reg struct {
 	sync.Mutex
@@ -54,14 +52,15 @@ func Port() int {
 }
 
 // Listen is the acceptor's listener factory: the listener Serve registered
-// at address.
+// at address, else a TCP listener on it.
 func Listen(address string) (net.Listener, error) {
 	reg.Lock()
-	defer reg.Unlock()
-	if ln, ok := reg.served[address]; ok {
+	ln, ok := reg.served[address]
+	reg.Unlock()
+	if ok {
 		return ln, nil
 	}
-	return nil, fmt.Errorf("%w: listen %s", ErrNoListener, address)
+	return net.Listen("tcp", address)
 }
 
 // Pipe returns a new listener at a unique address host:port; Dial to that
@@ -84,13 +83,14 @@ func Pipe(host string) net.Listener {
 	return l
 }
 
-// Dial connects to the Pipe listener at address.
+// Dial connects to the Pipe listener at address, else dials TCP.
 func Dial(ctx context.Context, network, address string) (net.Conn, error) {
 	reg.Lock()
 	l := reg.pipes[address]
 	reg.Unlock()
 	if l == nil {
-		return nil, fmt.Errorf("%w: dial %s %s", ErrNoListener, network, address)
+		var d net.Dialer
+		return d.DialContext(ctx, network, address)
 	}
 	client, server := net.Pipe()
 	select {
