@@ -20,7 +20,7 @@ import (
 	"github.com/brokerpath/brokerpath/transports/fix"
 )
 
-// FIX seeds (Scenario.FIX). In about one seed in ten (drawn from a source
+// FIX seeds (Scenario.FIX). In a third of the seeds (drawn from a source
 // of its own, so every other field of every seed is as before; only in
 // standalone seeds whose broker does not check fencing tokens) trader 0
 // sends its orders over FIX: a NewOrderSingle through transports/fix's
