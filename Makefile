@@ -7,7 +7,7 @@ GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -
 
 ## test: gofmt check, go vet, the whole suite under the race detector, the
 ## coord/etcd module's suite (embedded etcd), and a vet of the bench module.
-test: fmt-check vet unit determinism test-coord vet-bench
+test: fmt-check vet unit determinism sim-fix test-coord vet-bench
 
 # determinism: the simulation's replay tests, built without the race detector
 # (under -race the scheduler randomizes the order of goroutines made ready at
@@ -18,6 +18,17 @@ test: fmt-check vet unit determinism test-coord vet-bench
 # some runs (seeds 5 and 35), an open problem (internal/dst/doc.go, "Replay").
 determinism:
 	$(GO) test -count=1 -run 'Deterministic' ./internal/dst
+	@d=$$(mktemp -d); mf=$$($(GO) run ./internal/dst/qfhook -out=$$d) || { rm -rf $$d; exit 2; }; \
+	$(GO) test -count=1 -tags dstfix -modfile=$$mf -run 'TestSimFIXDeterministic' ./internal/dst; s=$$?; rm -rf $$d; exit $$s
+
+# sim-fix: the FIX seeds' build (-tags dstfix, the patched quickfix of
+# internal/dst/qfhook given with -modfile; see internal/dst's documentation,
+# "FIX") under the race detector: four FIX seeds and the FIX checks' own
+# tests.
+.PHONY: sim-fix
+sim-fix:
+	@d=$$(mktemp -d); mf=$$($(GO) run ./internal/dst/qfhook -out=$$d) || { rm -rf $$d; exit 2; }; \
+	$(GO) test -race -count=1 -tags dstfix -modfile=$$mf -run 'TestSimFIX$$|TestFIX' ./internal/dst; s=$$?; rm -rf $$d; exit $$s
 
 vet-bench:
 	cd bench && $(GO) vet ./...
@@ -279,6 +290,23 @@ SIM_BUILD  ?=
 # SIM_TAGS: the sweeps are built with the seeded yield points (internal/dst's
 # documentation, "Yield points"); SIM_TAGS= builds them without.
 SIM_TAGS   ?= -tags dstyield
+# SIM_FIX=1 (the default): the sweeps are built with FIX seeds (internal/dst's
+# documentation, "FIX"): the tag dstfix added to SIM_TAGS, and the patched
+# quickfix written by internal/dst/qfhook given with -modfile. SIM_FIX=0
+# builds without them (no seed is then a FIX seed).
+SIM_FIX    ?= 1
+
+# sim-flags sets $$tags to SIM_TAGS plus, with SIM_FIX=1, dstfix and the
+# -modfile of a patched quickfix written under $$d/qf; $$rtags is the same
+# for a replay command (a copy written to /tmp/qf).
+define sim-flags
+tags="$(SIM_TAGS)"; rtags="$$tags"; \
+if [ "$(SIM_FIX)" = 1 ]; then \
+  mf=$$($(GO) run ./internal/dst/qfhook -out=$$d/qf) || { rm -rf $$d; exit 2; }; \
+  if [ -n "$$tags" ]; then tags="$$tags,dstfix"; else tags="-tags dstfix"; fi; \
+  rtags="$$tags -modfile=\"\$$($(GO) run ./internal/dst/qfhook -out=/tmp/qf)\""; tags="$$tags -modfile=$$mf"; \
+fi
+endef
 
 # sim-sweep runs the test binary $$bin over the seeds in SIM_SHARDS processes,
 # writing $$d/log (every shard's output); $$status is 1 if any shard failed.
@@ -296,8 +324,8 @@ endef
 
 .PHONY: sim
 sim:
-	@d=$$(mktemp -d); bin=$$d/dst.test; \
-	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	@d=$$(mktemp -d); bin=$$d/dst.test; $(sim-flags); \
+	$(GO) test -c $$tags $(SIM_BUILD) -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	awk '/broke [0-9]+ invariant|two runs gave|^panic/ { p = 1 } p { print } /replay:/ { p = 0 }' $$d/log; \
 	awk '/dst: [0-9]+ seeds in/ { n += $$3; f += $$(NF-1) } \
@@ -318,16 +346,16 @@ SIM_GAP ?= gosched
 .PHONY: sim-defect
 sim-defect: SIM_COMPOSED = 0
 sim-defect:
-	@d=$$(mktemp -d); bin=$$d/dst.test; \
+	@d=$$(mktemp -d); bin=$$d/dst.test; $(sim-flags); \
 	ov=$$($(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=$$d) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $$tags $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	first=$$(grep -E -o 'seed [0-9]+ \(' $$d/log | grep -E -o '[0-9]+' | sort -n | head -1); \
 	if grep -q 'INVARIANT unknown-settled-before-release' $$d/log; then \
 	  echo "split hand-over (gap $(SIM_GAP)) found; lowest failing seed: $$first"; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
-	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test $(SIM_TAGS) -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
+	  echo "replay: $(GO) run ./internal/dst/splitgate -gap=$(SIM_GAP) -out=/tmp/split && $(GO) test $$rtags -overlay=/tmp/split/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.trace=sim-$$first.trace"; \
 	  rm -rf $$d; \
 	else echo "split hand-over (gap $(SIM_GAP)) NOT found in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # sim-plant: the sweep against a build with DEFECT re-planted (a named
@@ -347,10 +375,10 @@ comma := ,
 .PHONY: sim-plant
 sim-plant: SIM_COMPOSED = $(shell $(GO) run ./internal/dst/plant -composed=$(firstword $(subst $(comma), ,$(DEFECT))) 2>/dev/null | sed 's/true/1/;s/false/0/')
 sim-plant:
-	@d=$$(mktemp -d); bin=$$d/dst.test; \
+	@d=$$(mktemp -d); bin=$$d/dst.test; $(sim-flags); \
 	inv=$$($(GO) run ./internal/dst/plant -invariant=$(firstword $(subst $(comma), ,$(DEFECT)))) || { rm -rf $$d; exit 2; }; \
 	ov=$$($(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=$$d/plant) || { rm -rf $$d; exit 2; }; \
-	$(GO) test -c $(SIM_TAGS) $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
+	$(GO) test -c $$tags $(SIM_BUILD) -overlay=$$ov -o $$bin ./internal/dst || { rm -rf $$d; exit 2; }; \
 	$(sim-sweep); \
 	grep -E 'dst: [0-9]+ seeds' $$d/log; \
 	awk '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } \
@@ -361,7 +389,7 @@ sim-plant:
 	if grep -q "INVARIANT $$inv" $$d/log; then \
 	  echo "$(DEFECT) (gap $(SIM_GAP)) found ($$inv); lowest failing seed: $$first; $$(echo "$$seeds" | wc -l) seeds break it:" $$seeds; \
 	  grep -E -m1 -A1 "seed $$first \(" $$d/log; \
-	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test $(SIM_TAGS) -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
+	  echo "replay: $(GO) run ./internal/dst/plant -defect=$(DEFECT) -gap=$(SIM_GAP) -out=/tmp/plant && $(GO) test $$rtags -overlay=/tmp/plant/overlay.json ./internal/dst -run 'TestSimSeeds\$$' -count=1 -v -args -sim.seed=$$first -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false)"; \
 	  rm -rf $$d; \
 	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
@@ -389,14 +417,14 @@ MUTANT_CELL_DEFAULT ?= dedup=none,fence=none,tokens=off
 
 .PHONY: mutants
 mutants:
-	@out=$$(mktemp -d); status=0; \
+	@out=$$(mktemp -d); status=0; d=$$out; $(sim-flags); \
 	printf '%-24s | %-40s %6s %6s | %-36s %s\n' mutant "sim: invariant" lowest seeds "chaos: cell" violations >$$out/table; \
 	for m in $(MUTANTS); do \
 	  d=$$out/$$m; mkdir -p $$d; bin=$$d/dst.test; \
 	  inv=$$($(GO) run ./internal/dst/plant -invariant=$$m) || { status=2; continue; }; \
 	  comp=$$($(GO) run ./internal/dst/plant -composed=$$m); \
 	  ov=$$($(GO) run ./internal/dst/plant -defect=$$m -gap=$(MUTANT_GAP) -out=$$d/plant) || { status=2; continue; }; \
-	  $(GO) test -c $(SIM_TAGS) -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
+	  $(GO) test -c $$tags -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
 	  for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
 	    (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
 	      -sim.seeds=$(MUTANT_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$$comp >$$d/log.$$i 2>&1) & \

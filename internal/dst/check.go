@@ -176,6 +176,7 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 		}
 	}
 	w.h2.check(res, viol) // h2sim.go
+	w.fx.check(res, audit, viol)
 	sort.SliceStable(w.trace, func(i, j int) bool {
 		if w.trace[i].at != w.trace[j].at {
 			return w.trace[i].at < w.trace[j].at

@@ -105,7 +105,10 @@ type Scenario struct {
 	Coordinated bool
 	// H2: orders go over TLS and pooled HTTP/2 through a front end of
 	// each region (h2sim.go).
-	H2        bool
+	H2 bool
+	// FIX: one trader sends its orders over FIX through transports/fix's
+	// Initiator on the same Path (fixsim.go).
+	FIX       bool
 	LeaseTTL  time.Duration
 	KeepAlive time.Duration
 	Margin    time.Duration
@@ -230,6 +233,7 @@ func NewScenario(seed uint64) Scenario {
 	drawResting(&s)
 	drawH2(&s)    // h2sim.go
 	drawProc2(&s) // proc2.go
+	drawFIX(&s)   // fixsim.go
 	return s
 }
 
@@ -272,6 +276,9 @@ func (s Scenario) String() string {
 	}
 	if s.H2 {
 		fmt.Fprintf(&b, "  orders over TLS and pooled HTTP/2 through a front end of each region\n")
+	}
+	if s.FIX {
+		fmt.Fprintf(&b, "  trader 0 sends its orders over FIX\n")
 	}
 	return b.String()
 }

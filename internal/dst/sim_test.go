@@ -93,6 +93,7 @@ func replayCommand(seed uint64) string {
 	if YieldPoints {
 		tags = " -tags dstyield"
 	}
+	tags = fixBuildFlags(tags) // fixsim.go
 	return fmt.Sprintf("go test"+tags+" ./internal/dst -run 'TestSimSeeds$' -count=1 -v -args -sim.seed=%d -sim.trace=sim-%d.trace%s", seed, seed, resend)
 }
 

@@ -112,6 +112,8 @@ type Stats struct {
 	// H2 scenarios: TLS connections the front ends accepted, connections
 	// they drained (GOAWAY) and orders the pool replayed (h2sim.go).
 	H2Conns, H2Drains, H2Replays int
+	// FIX scenarios: orders the broker booked through its FIX door.
+	FIXBooked int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -165,6 +167,7 @@ type world struct {
 	strm  *ws.Stream
 	co    *coordinator // coordinated scenarios only
 	h2    *h2front     // H2 scenarios only (h2sim.go)
+	fx    *fixSim      // FIX scenarios only (fixsim.go)
 
 	mu       sync.Mutex
 	trace    []tline
@@ -288,6 +291,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 	}
 	w.resends.Wait()
 	w.co.close()
+	w.fx.finish() // fixsim.go
 	res := w.check()
 	w.close()
 	res.Stats.Yields = w.yields()
@@ -312,6 +316,7 @@ func (w *world) build() error {
 	bc.Listen = func(region string, svc simbroker.Service) (net.Listener, error) {
 		return w.net.Listen(addr(region, svc))
 	}
+	w.fixBrokerConfig(&bc) // fixsim.go
 	var err error
 	if w.b, err = simbroker.Start(context.Background(), bc); err != nil {
 		return fmt.Errorf("dst: broker: %w", err)
@@ -337,6 +342,9 @@ func (w *world) buildClient() error {
 		if w.h2 != nil {
 			pc.Endpoints[i].Services[h2Service] = "https://" + h2Addr(r)
 		}
+	}
+	if err := w.buildFIX(&pc); err != nil { // fixsim.go
+		return err
 	}
 	pc.Probe = w.probe
 	pc.TradePathCheck = w.tradePathCheck
@@ -421,6 +429,9 @@ func (w *world) buildClient() error {
 	}
 	w.hc = &http.Client{Transport: w.rt}
 	if err := w.h2.startClient(); err != nil {
+		return err
+	}
+	if err := w.fx.startClient(); err != nil { // fixsim.go
 		return err
 	}
 	sc := ws.DefaultStreamConfig()
@@ -907,6 +918,7 @@ func (w *world) apply(f ScheduledFault, heal bool) {
 			_ = w.net.SetFault(h2Addr(f.Region), nf)
 		}
 	}
+	w.fx.apply(f, nf) // fixsim.go
 }
 
 func (w *world) healAll() {
@@ -918,6 +930,7 @@ func (w *world) healAll() {
 			_ = w.net.SetFault(h2Addr(r), faultnet.None())
 		}
 		_ = w.b.SetFault(r, simbroker.REST, simbroker.None{})
+		w.fx.heal(r) // fixsim.go
 	}
 	w.tracef(time.Now(), "heal all; quiet for %v", w.s.Quiet)
 }
@@ -935,7 +948,7 @@ func (w *world) trade(i int) {
 		if !time.Now().Before(end) {
 			return
 		}
-		w.place(fmt.Sprintf("t%d-%d", i, k), k%w.s.LimitEvery == 0)
+		w.placeBy(i, fmt.Sprintf("t%d-%d", i, k), k%w.s.LimitEvery == 0) // fixsim.go
 		// An order that took longer than OrderEvery left a tick behind,
 		// which would start the next order at the instant this one ended:
 		// often the instant the Path acted on its failure (a hold, a
@@ -1043,6 +1056,7 @@ func (w *world) place(id string, limit bool) {
 }
 
 func (w *world) close() {
+	w.fx.close()      // fixsim.go: logs out before the Path and the broker go
 	w.co.closeProc2() // proc2.go
 	if w.strm != nil {
 		_ = w.strm.Close()

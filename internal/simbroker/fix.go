@@ -55,6 +55,9 @@ type fixConn struct {
 	relayID   uint64
 	id        string
 	loggedOut chan struct{}
+	// conn, for a connection accepted on an injected listener (no relay),
+	// is the broker's end, closed to drop the session.
+	conn net.Conn
 	// clean: the client sent Logout, or the broker dropped the session for
 	// a newer logon; otherwise its end is a drop (Config.Venue's lockout).
 	clean atomic.Bool
@@ -67,7 +70,8 @@ func (b *Broker) FIXSessionID() quickfix.SessionID {
 	return quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: b.cfg.ClientCompID, TargetCompID: b.cfg.BrokerCompID}
 }
 
-func startFIX(b *Broker) (*fixServer, error) {
+// newFIXServer is the acceptor's application, its routes set, not started.
+func newFIXServer(b *Broker) *fixServer {
 	fs := &fixServer{
 		b:      b,
 		sid:    quickfix.SessionID{BeginString: quickfix.BeginStringFIX44, SenderCompID: b.cfg.BrokerCompID, TargetCompID: b.cfg.ClientCompID},
@@ -77,6 +81,11 @@ func startFIX(b *Broker) (*fixServer, error) {
 	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeOrderStatusRequest, fs.onOrderStatus)
 	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeOrderMassStatus, fs.onMassStatus)
 	fs.router.AddRoute(quickfix.BeginStringFIX44, msgTypeOrderCancelRequest, fs.onCancel)
+	return fs
+}
+
+func startFIX(b *Broker) (*fixServer, error) {
+	fs := newFIXServer(b)
 
 	if _, err := quickfix.GetExpectedSenderNum(fs.sid); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrFIXSessionInUse, fs.sid)
@@ -201,11 +210,16 @@ func (fs *fixServer) Validate(conn net.Conn, _ quickfix.SessionID) error {
 	if fs.b.isClosed() || !fs.b.ready.Load() {
 		return errFIXClosing
 	}
+	var own net.Conn
 	rg, relayID, ok := fs.lookup(conn.RemoteAddr().String())
+	if ac, isAttr := conn.(attributedConn); isAttr {
+		rg, relayID = ac.fixAttribution()
+		ok, own = rg != nil, conn
+	}
 	if !ok {
 		return fs.refuse(nil, "direct:"+conn.RemoteAddr().String(), errFIXNotRelayed)
 	}
-	nc := &fixConn{rg: rg, relayID: relayID, id: connID(rg.name, FIX, relayID), loggedOut: make(chan struct{})}
+	nc := &fixConn{rg: rg, relayID: relayID, id: connID(rg.name, FIX, relayID), loggedOut: make(chan struct{}), conn: own}
 	if locked, until := fs.b.venue.lockedOut(time.Now()); locked {
 		return fs.refuse(rg, nc.id, fmt.Errorf("%w until %s (a session dropped without a logout)", errFIXLockedOut, until.Format(time.RFC3339Nano)))
 	}
@@ -228,7 +242,7 @@ func (fs *fixServer) Validate(conn net.Conn, _ quickfix.SessionID) error {
 		fs.b.audit.add(Record{Kind: KindFence, Region: old.rg.name, Service: string(FIX), ConnID: old.id,
 			Outcome: OutcomeOK, Detail: "dropped for logon through " + nc.id})
 		old.clean.Store(true)
-		old.rg.relays[FIX].ResetConn(old.relayID)
+		old.reset()
 		select {
 		case <-old.loggedOut:
 		case <-time.After(fs.b.cfg.FenceTimeout):
@@ -408,6 +422,23 @@ func (fs *fixServer) rejectReport(clOrdID, side, execType, reason, text string) 
 	return er
 }
 
+// attributedConn is a connection accepted on a region's injected listener
+// (a simulation's FIX acceptor, fix_injected_dstfix.go): it names its region
+// and its number there itself.
+type attributedConn interface {
+	fixAttribution() (*Region, uint64)
+}
+
+// reset drops fc's connection: through its region's relay (a reset), or,
+// accepted on an injected listener, by closing the broker's end.
+func (fc *fixConn) reset() {
+	if fc.conn != nil {
+		_ = fc.conn.Close()
+		return
+	}
+	fc.rg.relays[FIX].ResetConn(fc.relayID)
+}
+
 // source returns the connection's ID and the relay's facts about it.
 func (fc *fixConn) source() source {
 	if r := fc.rg.relays[FIX]; r != nil {
@@ -454,7 +485,7 @@ func (fs *fixServer) onNewOrderSingle(msg *quickfix.Message, sid quickfix.Sessio
 		fs.send(fs.rejectReport(clOrdID, side, execTypeRejected, rejOther, string(out)+": "+err.Error()), sid)
 	case cut:
 		// Booked; cut the connection before any answer.
-		fc.rg.relays[FIX].ResetConn(fc.relayID)
+		fc.reset()
 	case out == OutcomeDuplicate:
 		fs.send(fs.report(o, execTypeOrderStatus), sid)
 	default:

@@ -512,7 +512,7 @@ func (fs *fixServer) throttleFIX(fc *fixConn, clOrdID string) bool {
 	fs.b.audit.add(Record{Kind: KindLookup, Region: fc.rg.name, Service: string(FIX), ConnID: src.connID, ClientOrderID: clOrdID,
 		Outcome: OutcomeFailed, Detail: detail})
 	if v.terminate {
-		fc.rg.relays[FIX].ResetConn(fc.relayID)
+		fc.reset()
 	}
 	return true
 }

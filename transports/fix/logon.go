@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
@@ -128,7 +127,7 @@ func (in *Initiator) concludeLogon(sid quickfix.SessionID, s *sessionState, acti
 		ceil *= 2
 	}
 	ceil = min(ceil, b.Max)
-	wait = s.capBackoff(rand.N(ceil+1), in.opts.ReconnectInterval) // full jitter: uniform in [0, ceil]
+	wait = s.capBackoff(in.jitter(ceil+1), in.opts.ReconnectInterval) // full jitter: uniform in [0, ceil]
 	events = append(events, Event{Kind: EventLogonFailed, Session: sid, Endpoint: active, Cause: cause,
 		Attempt: s.failures, Backoff: wait, Detail: detail + "; " + cause.advice(in.opts.Sequence)})
 	// Halt only on a refusal the counterparty explained (sequence numbers,

@@ -76,7 +76,7 @@ func (s *splice) close() {
 }
 
 func newRelay(path *pathdialer.Path, service string, tlsCfg *tls.Config, timeout time.Duration, log *slog.Logger) (*relay, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := relayListen() // relay_listen.go
 	if err != nil {
 		return nil, fmt.Errorf("fix: relay listen: %w", err)
 	}

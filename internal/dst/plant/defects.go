@@ -499,6 +499,28 @@ var defects = map[string]Defect{
 	c.recRun = c.runBackground(ctx, bgSwitch, "", *r, p.cfg.Reconcile)
 `,
 	},
+
+	// The FIX Initiator answering a ResendRequest as quickfix does by
+	// default: an order the broker never received on the old region's
+	// connection is resent (PossDupFlag=Y) on the session's connection of
+	// the moment, through the new region, outside its ticket. Needs the FIX
+	// seeds' build (make sim-plant builds it).
+	"fix-resend-order": {
+		File:      "transports/fix/app.go",
+		Doc:       "the Initiator lets quickfix resend an order (PossDupFlag=Y) on a ResendRequest, on whatever connection the session has",
+		Invariant: "fix-booked-where-granted",
+		Old: `		if isPossDup(msg) {
+			// quickfix is answering a ResendRequest: never replay an order,
+			// possibly into another region. Gap-fill it and reconcile.
+			in.refuseResend(sid, clOrdID, mt)
+			return quickfix.ErrDoNotSend
+		}`,
+		Body: `		if isPossDup(msg) {
+			// DEFECT (plant fix-resend-order): the order is resent as asked,
+			// on the session's current connection.
+			return in.user.ToApp(msg, sid)
+		}`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
