@@ -109,9 +109,9 @@
 // also on every 61st scheduling round of the processor, a count that goes
 // on from everything the process ran before, so a seed's trace depended on
 // the seeds run before it in the same process (the replay tests failed in 13
-// of 20 runs of a -tags dstyield build: seeds 5, 8, 19, 35, an H2 seed; in
-// resting seeds the first difference was often when the resting session
-// dialed). And a resting session's dial held by a process pause resumed in
+// of 20 runs of a -tags dstyield build, at seeds 5, 8, 19 and 35; in resting
+// seeds the first difference was often when the resting session dialed;
+// with the change, 0 of 20). And a resting session's dial held by a process pause resumed in
 // the slot of the stream's dial to the same address, so which of the two got
 // the lower connection number (and so which delays) followed the scheduler
 // (seed 35). make determinism runs the replay tests in both builds;
