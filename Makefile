@@ -12,12 +12,13 @@ test: fmt-check vet unit determinism sim-fix test-coord vet-bench
 # determinism: the simulation's replay tests, built without the race detector
 # (under -race the scheduler randomizes the order of goroutines made ready at
 # one instant on purpose, see internal/dst/doc.go); unit runs the rest of the
-# package, sweeps included, under -race. Not yet with the seeded yield points
-# (-tags dstyield, the build make sim sweeps): since resting orders joined the
-# simulation, a resting seed with yield points gives two different traces in
-# some runs (seeds 5 and 35), an open problem (internal/dst/doc.go, "Replay").
+# package, sweeps included, under -race. Both builds: the ordinary one and the
+# one with the seeded yield points (-tags dstyield, the build make sim sweeps),
+# whose TestSimYieldDeterministic also replays seeds after shifting the
+# scheduler's state a process carries from seed to seed.
 determinism:
 	$(GO) test -count=1 -run 'Deterministic' ./internal/dst
+	$(GO) test -count=1 -tags dstyield -run 'Deterministic' ./internal/dst
 	@d=$$(mktemp -d); mf=$$($(GO) run ./internal/dst/qfhook -out=$$d) || { rm -rf $$d; exit 2; }; \
 	$(GO) test -count=1 -tags dstfix -modfile=$$mf -run 'TestSimFIXDeterministic' ./internal/dst; s=$$?; rm -rf $$d; exit $$s
 

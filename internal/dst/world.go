@@ -498,6 +498,9 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	name := id
 	if name == "" {
 		name = a
+		if ctx.Value(sessionKey{}) != nil {
+			name = "resting session " + a // resumes from a pause in a slot of its own, not with the stream's dial
+		}
 	}
 	acq := time.Now() // the ticket was granted here, before a pause's wait
 	w.co.wait(resumeDial, name)

@@ -4,7 +4,6 @@ package dst
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"sync"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
@@ -41,8 +40,32 @@ func (y *yielder) at(string) {
 	}
 	y.mu.Unlock()
 	if yield {
-		runtime.Gosched()
+		requeue()
 	}
+}
+
+// requeue puts the calling goroutine at the tail of its processor's local
+// run queue, behind every goroutine runnable now, and switches to the next.
+// It does the work of runtime.Gosched, which the simulation cannot use:
+// Gosched puts the goroutine on the global run queue, which the scheduler
+// also takes from on every 61st scheduling round of the processor, and that
+// count goes on from everything the process ran before (earlier seeds,
+// earlier runs of this one), so where a yielded goroutine ran again depended
+// on the process's history, not on the seed.
+//
+// Only the local queue is used: a goroutine made ready (or started) goes to
+// the processor's "run next" slot, and the one there before goes to the tail
+// of the queue. The caller starts a helper and blocks; the helper (run next)
+// makes the caller ready (run next), then starts an empty goroutine, which
+// takes that slot and sends the caller to the tail; it runs and ends, and the
+// queue's head runs.
+func requeue() {
+	woken := make(chan struct{})
+	go func() {
+		close(woken)
+		go func() {}()
+	}()
+	<-woken
 }
 
 // installYield puts the seed's yielder on the Path, before it starts.
