@@ -105,7 +105,7 @@ func TestVouchSlowOrderNoFailover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, from := brokenProbeHarness(t)
 		defer h.close()
-		sendOrder(t, h, "o-slow", 110*time.Millisecond) // late at 40 ms; hung only at 40–60 + 80 ms
+		sendOrder(t, h, "o-slow", 90*time.Millisecond) // found late 20–40 ms after it was sent; hung only 80 ms after that
 		for i := range 25 {
 			sendOrder(t, h, "o-after-"+string(rune('a'+i)), time.Millisecond)
 			time.Sleep(19 * time.Millisecond)
