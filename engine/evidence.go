@@ -290,7 +290,7 @@ func (m *Manager) brokenProbeNoteLocked(es *endpointState, now time.Time) string
 	if es.consecFail == 0 || !m.trafficVouchesLocked(es, now) {
 		return ""
 	}
-	return fmt.Sprintf("the probe of %q fails (%d in a row, last: %v) while live traffic on it succeeds (last %v ago, none failed since): the probe, not the endpoint, is suspect; flow stays until an order fails or traffic is quiet for %v",
+	return fmt.Sprintf("the probe of %q fails (%d in a row, last: %v) while live traffic on it succeeds (last %v ago, none failed since): the probe, not the endpoint, is suspect; flow stays until an order fails or hangs, or traffic is quiet for %v",
 		es.ep.Name, es.consecFail, es.lastErr, now.Sub(es.lastTrafficSuccess), m.cfg.MaxHealthAge)
 }
 
