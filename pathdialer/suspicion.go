@@ -28,6 +28,15 @@ import (
 // order that failed (Report). A late or failed order is never a probe
 // failure by itself; it only brings the next probe forward.
 //
+// A late order is followed: one still unanswered ProbeTimeout after it was
+// found late, with no order succeeded on the endpoint since, is hung
+// (hungOrders). That is no failure either, but orders no longer vouch for the
+// endpoint's failing probe (a broken probe) until one succeeds there again:
+// after a probe blip that orders vouched for, a blackhole is DOWN within the
+// probes' budget instead of at the application's order timeout or
+// Engine.MaxHealthAge. One slow order answered before then, or one stuck
+// among orders that are answered, changes nothing.
+//
 // A probe that fails at once (refused, reset, an error answer) is probed
 // again at once only while orders on the endpoint fail too (the last one
 // reported failed): orders and probe then agree that it is an outage, and a
