@@ -92,7 +92,9 @@
 //     (traffic succeeded since the probe began failing, none failed since, the
 //     last success younger than Config.MaxHealthAge) is a broken probe
 //     (Status.BrokenProbe): the endpoint is Degraded, not Down, and the active one
-//     keeps the flow. One failed order makes it Down (failover at once); traffic
+//     keeps the flow. One failed order makes it Down (failover at once), and so
+//     does live traffic reported hung ([Manager.TrafficHung]) with no success
+//     since, when the probe has failed Config.FailureThreshold times; traffic
 //     quiet for MaxHealthAge lets the probe count again. Orders failing while the
 //     probe fails is an outage, never a broken probe. A probe that never
 //     succeeded is reported as a broken probe too.

@@ -33,8 +33,9 @@ import (
 //     the probe began failing, no live traffic has failed since that success,
 //     and that success is younger than Config.MaxHealthAge, the endpoint is
 //     DEGRADED, not DOWN, and flow stays on it. One failed order ends this at
-//     once (DOWN, failover); so does traffic that goes quiet for MaxHealthAge
-//     (the probe counts again).
+//     once (DOWN, failover), and so does live traffic reported hung
+//     (TrafficHung) with no success since; traffic that goes quiet for
+//     MaxHealthAge ends it at the next probe failure (the probe counts again).
 //
 // What ends a gray failure. A gray failure is an endpoint taken DOWN by live
 // traffic while its probe passed: the probe cannot see what breaks the orders,
@@ -74,6 +75,26 @@ func (m *Manager) ObserveTraffic(name string, result error, latency time.Duratio
 // failure. An unknown name returns ErrUnknownEndpoint.
 func (m *Manager) ObserveTradePath(name string, result error) (Status, error) {
 	return m.observe(name, result, 0, srcTradePath)
+}
+
+// TrafficHung records that live traffic on the named endpoint is hung: an
+// order has gone unanswered far longer than the endpoint answers, and none has
+// succeeded since it was sent. It is no failure (the order may still be
+// answered), but until live traffic succeeds on the endpoint again it no
+// longer vouches for a failing probe (Status.BrokenProbe): the probe's
+// failures count, and take the endpoint DOWN at FailureThreshold. An unknown
+// name returns ErrUnknownEndpoint.
+func (m *Manager) TrafficHung(name string) (Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	m.seq++
+	es.trafficHungSeq = m.seq
+	m.stateLocked(es, es.state, m.clock.Now())
+	return m.statusLocked(es), nil
 }
 
 func (m *Manager) observe(name string, result error, latency time.Duration, src source) (Status, error) {
@@ -230,12 +251,12 @@ func (m *Manager) beginGrayLocked(es *endpointState, now time.Time) {
 
 // trafficVouchesLocked: the probe of es is failing, but live traffic on es has
 // succeeded since the probe began failing, no live traffic (or trade-path
-// check) has failed since that success, and that success is younger than
-// MaxHealthAge. The probe, not the endpoint, is then the suspect: its failures
+// check) has failed or been reported hung (TrafficHung) since that success,
+// and that success is younger than MaxHealthAge. The probe, not the endpoint, is then the suspect: its failures
 // alone do not take es DOWN.
 func (m *Manager) trafficVouchesLocked(es *endpointState, now time.Time) bool {
 	return es.consecFail > 0 && es.trafficFail == 0 && !es.gray &&
-		es.trafficOKSeq > es.probeFailSeq && es.trafficOKSeq > es.trafficFailSeq &&
+		es.trafficOKSeq > es.probeFailSeq && es.trafficOKSeq > es.trafficFailSeq && es.trafficOKSeq > es.trafficHungSeq &&
 		now.Sub(es.lastTrafficSuccess) < m.cfg.MaxHealthAge
 }
 
@@ -269,7 +290,7 @@ func (m *Manager) brokenProbeNoteLocked(es *endpointState, now time.Time) string
 	if es.consecFail == 0 || !m.trafficVouchesLocked(es, now) {
 		return ""
 	}
-	return fmt.Sprintf("the probe of %q fails (%d in a row, last: %v) while live traffic on it succeeds (last %v ago, none failed since): the probe, not the endpoint, is suspect; flow stays until an order fails or traffic is quiet for %v",
+	return fmt.Sprintf("the probe of %q fails (%d in a row, last: %v) while live traffic on it succeeds (last %v ago, none failed since): the probe, not the endpoint, is suspect; flow stays until an order fails or hangs, or traffic is quiet for %v",
 		es.ep.Name, es.consecFail, es.lastErr, now.Sub(es.lastTrafficSuccess), m.cfg.MaxHealthAge)
 }
 

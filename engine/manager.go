@@ -147,6 +147,8 @@ type endpointState struct {
 	// ordering of evidence (Manager.seq at the record): the first probe
 	// failure of the current run, the last live-traffic success and failure
 	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
+	// trafficHungSeq: when live traffic was last reported hung (TrafficHung).
+	trafficHungSeq uint64
 	// tradePathDue: a gray failure began and no live traffic succeeded since
 	tradePathDue       bool
 	lastTrafficResult  time.Time

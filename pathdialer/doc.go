@@ -74,7 +74,10 @@
 //     next round, so a blackhole is found in about SuspectAfter +
 //     ProbeTimeout, not a whole round later, and a refused region as soon as
 //     its probe agrees with the failed order. A late answer is still a
-//     success; DOWN still takes FailureThreshold failures in a row.
+//     success; DOWN still takes FailureThreshold failures in a row. An order
+//     still unanswered ProbeTimeout after it was found late, none having
+//     succeeded on the endpoint since, is hung: orders no longer vouch for a
+//     failing probe there (a broken probe), so its failures count.
 //
 // # The controller is never blocked
 //

@@ -24,9 +24,13 @@ import (
 //     has failed since, and the last success is younger than
 //     Engine.MaxHealthAge, the probe is the suspect (EventBrokenProbe,
 //     EndpointSnapshot.BrokenProbe) and the endpoint is DEGRADED, not DOWN: no
-//     failover. One failed order ends that at once (DOWN, failover); traffic
-//     that goes quiet for MaxHealthAge lets the probe count again (failover at
-//     the next probe round). Orders and probe failing together is an outage,
+//     failover. One failed order ends that at once (DOWN, failover), and so
+//     does a hung order: one on the active endpoint still unanswered
+//     ProbeTimeout after it was found late (SuspectAfter), no order having
+//     succeeded there since (suspicion.go) — so a blackhole that follows a
+//     probe blip is DOWN within the probes' budget, not at the application's
+//     order timeout. Traffic that goes quiet for MaxHealthAge lets the probe
+//     count again (failover at the next probe round). Orders and probe failing together is an outage,
 //     never a broken probe. A probe that has never succeeded is reported as
 //     broken too (check its address and credentials).
 //   - A gray failure — DOWN on live traffic while the probe passed — ends only
@@ -110,7 +114,7 @@ func (p *Path) noteEvidence() {
 		p.adm.mu.Unlock()
 		switch {
 		case st.BrokenProbe && !wasBroken:
-			cause := fmt.Sprintf("the probe of %q fails while live traffic on it succeeds (%d probe failures; last traffic success %v ago, no traffic failure since): the probe, not the endpoint, is suspect; flow stays on it until an order fails or traffic is quiet for Engine.MaxHealthAge; last probe error: %v",
+			cause := fmt.Sprintf("the probe of %q fails while live traffic on it succeeds (%d probe failures; last traffic success %v ago, no traffic failure since): the probe, not the endpoint, is suspect; flow stays on it until an order fails or hangs, or traffic is quiet for Engine.MaxHealthAge; last probe error: %v",
 				name, st.ProbeFailures, time.Since(st.LastTrafficSuccess).Round(time.Millisecond), st.LastProbeError)
 			if st.ProbeNeverSucceeded {
 				cause = fmt.Sprintf("the probe of %q has never succeeded (%d failures in a row): check its address and credentials; last error: %v", name, st.ProbeFailures, st.LastProbeError)
@@ -144,7 +148,8 @@ type EndpointEvidence struct {
 	TrafficFailures int `json:"traffic_failures"`
 	// BrokenProbe: the probe has never succeeded, or fails while live traffic
 	// vouches for the endpoint (it succeeded since the probe began failing,
-	// none failed since, the last success younger than Engine.MaxHealthAge):
+	// none failed or hung since, the last success younger than
+	// Engine.MaxHealthAge):
 	// the endpoint is then DEGRADED, not DOWN, and keeps the flow.
 	// ProbeNeverSucceeded says which.
 	BrokenProbe         bool `json:"broken_probe"`

@@ -2,6 +2,7 @@ package pathdialer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,15 @@ import (
 // makes the endpoint suspect the same way, once per order, and so does an
 // order that failed (Report). A late or failed order is never a probe
 // failure by itself; it only brings the next probe forward.
+//
+// A late order is followed: one still unanswered ProbeTimeout after it was
+// found late, with no order succeeded on the endpoint since, is hung
+// (hungOrders). That is no failure either, but orders no longer vouch for the
+// endpoint's failing probe (a broken probe) until one succeeds there again:
+// after a probe blip that orders vouched for, a blackhole is DOWN within the
+// probes' budget instead of at the application's order timeout or
+// Engine.MaxHealthAge. One slow order answered before then, or one stuck
+// among orders that are answered, changes nothing.
 //
 // A probe that fails at once (refused, reset, an error answer) is probed
 // again at once only while orders on the endpoint fail too (the last one
@@ -259,15 +269,96 @@ func (p *Path) lateOrders(endpoint string, marks *[2][ticketShards]uint64) bool 
 	return late
 }
 
+// lateBatch is the orders on endpoint found late at one check: those granted
+// in each shard after lo and up to hi.
+type lateBatch struct {
+	endpoint string
+	at       time.Time // when they were found late
+	lo, hi   [ticketShards]uint64
+}
+
+// stillInFlight reports whether an order of b is still in flight.
+func (p *Path) stillInFlight(b *lateBatch) bool {
+	for i := range p.shards {
+		s := &p.shards[i]
+		s.mu.Lock()
+		for j := range s.infos {
+			if e := &s.infos[j]; e.grant > b.lo[i] && e.grant <= b.hi[i] && e.view.endpoint == b.endpoint {
+				s.mu.Unlock()
+				return true
+			}
+		}
+		s.mu.Unlock()
+	}
+	return false
+}
+
+// maxLateBatches bounds the late orders followed until they are hung or
+// answered; beyond it the newest are not followed (the oldest decide first).
+const maxLateBatches = 64
+
+// hungOrders follows the late orders of batches: an order still in flight
+// ProbeTimeout after it was found late, on the active endpoint, with no order
+// succeeded on it since, is hung (trafficHung). It returns the batches still
+// followed.
+func (p *Path) hungOrders(batches []lateBatch) []lateBatch {
+	rt := p.active.Load().rt
+	keep := batches[:0]
+	for i := range batches {
+		b := &batches[i]
+		switch {
+		case b.endpoint != rt.ep.Name:
+			continue // the flow moved: nothing to revoke
+		case time.Since(b.at) < p.cfg.ProbeTimeout:
+			keep = append(keep, *b)
+			continue
+		case rt.lastOK.Load() > int64(b.at.Sub(p.epoch))+1:
+			continue // an order succeeded on it since: it answers
+		case p.stillInFlight(b):
+			p.trafficHung(rt)
+		}
+	}
+	return keep
+}
+
+// trafficHung: an order on rt, the active endpoint, is hung. Live traffic no
+// longer vouches for rt's failing probe (a broken probe): when its probe
+// failures reach FailureThreshold, rt is DOWN now, the gate held and the
+// switch decided; below it, its next probe failures count as on any outage
+// (the order brought one probe forward already, when it was found late).
+func (p *Path) trafficHung(rt *endpointRT) {
+	rt.obsMu.Lock()
+	prev := engine.HealthState(rt.state.Load())
+	st, err := p.eng.TrafficHung(rt.ep.Name)
+	if err != nil {
+		rt.obsMu.Unlock()
+		return
+	}
+	rt.state.Store(int32(st.State))
+	changed := st.State != prev
+	if changed {
+		a := p.active.Load()
+		p.events.emit(Event{Kind: EventStateChange, Endpoint: rt.ep.Name, Token: a.gen, State: st.State, PrevState: prev, Err: st.LastProbeError,
+			Cause: fmt.Sprintf("an order on %q is unanswered %v after it was found late, and none succeeded since: live traffic no longer vouches for its failing probe (%d failures)", rt.ep.Name, p.cfg.ProbeTimeout, st.ProbeFailures)})
+	}
+	rt.obsMu.Unlock()
+	if changed && st.State == engine.Down && p.active.Load().rt == rt {
+		p.holdOnDown(rt)
+		p.kick()
+	}
+}
+
 // watchOrders checks every SuspectAfter/2, until ctx ends, for orders on the
 // active endpoint that have been in flight since the previous check, and makes
-// the endpoint suspect when it finds one, or when an order on it failed.
+// the endpoint suspect when it finds one, or when an order on it failed. It
+// follows the late orders until they are answered or hung (hungOrders).
 func (p *Path) watchOrders(ctx context.Context) {
 	d := p.suspectAfter()
 	if d <= 0 {
 		return
 	}
 	var marks [2][ticketShards]uint64
+	var batches []lateBatch
 	t := time.NewTicker(max(d/2, time.Millisecond))
 	defer t.Stop()
 	for {
@@ -276,9 +367,16 @@ func (p *Path) watchOrders(ctx context.Context) {
 			return
 		case <-t.C:
 			rt := p.active.Load().rt
-			if p.lateOrders(rt.ep.Name, &marks) && p.suspectable(rt) {
-				p.suspect(ctx, rt)
+			b := lateBatch{endpoint: rt.ep.Name, at: time.Now(), lo: marks[1], hi: marks[0]}
+			if p.lateOrders(rt.ep.Name, &marks) {
+				if len(batches) < maxLateBatches {
+					batches = append(batches, b)
+				}
+				if p.suspectable(rt) {
+					p.suspect(ctx, rt)
+				}
 			}
+			batches = p.hungOrders(batches)
 		case <-p.suspectWake:
 			p.suspect(ctx, p.active.Load().rt) // an order on it failed
 		}
