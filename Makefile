@@ -405,7 +405,7 @@ sim-plant:
 # unknown outcome loses up to 2 ms there). Prints one table: mutant | sim: the invariant it must break, the lowest
 # seed that broke it, how many seeds did | chaos: the cell, its violations.
 # MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
-MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate
+MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate fix-resend-order
 MUTANT_SEEDS  ?= $(SIM_SEEDS)
 MUTANT_ORDERS ?= 1500
 MUTANT_FAULTS ?= 30

@@ -666,6 +666,7 @@
 //	failback-no-cooldown   no-failback-within-cooldown      1            441            none,none,off                    2 (I14)
 //	drop-unknown           every-unknown-order-settled      2            328            none,none,off                    28 (I2, I15, I4)
 //	split-gate             unknown-settled-before-release   32           25             none,none,off                    6 (I15)
+//	fix-resend-order       fix-booked-where-granted         13           23             none,none,off                    4 (I6)
 //
 // The chaos cell is seed 7, 1,500 orders, 30 faults (about 90 s); a chaos
 // seed fixes the schedule, not the network, so a cell's count varies between
@@ -733,6 +734,12 @@
 //
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	fix-resend-order         fix-booked-where-granted               13           23
+//
+// A process that takes over (composed seeds 1–1000; see "A second process";
+// the chaos client has one process, so no chaos cell can show it):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 1000
+//	empty-reconcile-skipped  takeover-reconciles-first              2            53
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
