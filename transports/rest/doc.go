@@ -99,7 +99,7 @@
 //     failures.
 //   - Errors and logs never contain credentials: API-key and authorization headers
 //     and key/token/signature query parameters are masked in every error
-//     RoundTrip returns and every line it logs (see RedactError, RedactURL).
+//     RoundTrip returns and every line it logs (see RedactError).
 //
 // Cost: an order or read leaves as net/http would send it for a bare
 // http.Transport (an in-memory body stays in memory, so HTTP/1.1 writes headers

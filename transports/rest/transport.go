@@ -377,7 +377,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		closeBody(req)
 		return nil, fmt.Errorf("%w: %s %s: %q is neither an endpoint's host nor in Options.Hosts (add the name your URLs use for the broker to Options.Hosts, or set Options.Other to send other hosts elsewhere)",
-			ErrForeignHost, req.Method, RedactURL(req.URL), req.URL.Host)
+			ErrForeignHost, req.Method, redactURL(req.URL), req.URL.Host)
 	}
 	switch t.classify(req, src) {
 	case kindSubmission:
@@ -480,7 +480,7 @@ func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, err
 		}
 		t.stats.ReadFailures.Add(1)
 		err = RedactError(err)
-		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", RedactURL(r2.URL), "err", err)
+		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", redactURL(r2.URL), "err", err)
 		return nil, fmt.Errorf("rest: read on endpoint %q: %w", ec.name, err)
 	}
 	t.reportOK(ec, gen, start+lat, lat)
@@ -525,7 +525,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	}
 	if strings.TrimSpace(orderID) == "" {
 		closeBody(r3)
-		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, RedactURL(req.URL))
+		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, redactURL(req.URL))
 	}
 	t.stats.Submissions.Add(1)
 	ticket, _ := t.tickets.Get().(*pathdialer.Ticket)
