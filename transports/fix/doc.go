@@ -149,9 +149,9 @@
 //     the ticket's validity (pathdialer.Ticket.Valid) is checked immediately
 //     before quickfix stores and sends the order: an expired ticket is not
 //     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).
-//   - Credentials: the log factory given to NewInitiator is wrapped
-//     (MaskedLogFactory) so Username (553), Password (554), NewPassword (925)
-//     and RawData (96) never reach quickfix's logs.
+//   - Credentials: the log factory given to NewInitiator is wrapped so
+//     Username (553), Password (554), NewPassword (925) and RawData (96)
+//     never reach quickfix's logs.
 //   - Probe is a logon-level probe: a FIX Logon must be answered. A TCP connect
 //     proves nothing (QuickFIX/J users who treated it as success never failed
 //     over).
