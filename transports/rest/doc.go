@@ -62,7 +62,7 @@
 //     silently dead connection is found in about a second.
 //   - Submissions (orders: the requests Options.Rules names as orders, and by
 //     default every other method but GET, HEAD and OPTIONS that Rules does
-//     not name as a non-order; see Rules, Options.IsSubmission and
+//     not name as a non-order; see Rules and
 //     WithSubmission) take a ticket from the Path's gate:
 //     they wait while a switch is held, fail at once with
 //     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.

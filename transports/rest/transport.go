@@ -49,13 +49,11 @@ type Options struct {
 	Other http.RoundTripper
 	// Rules say which requests are orders by method and path (AlpacaRules,
 	// BinanceSpotRules, or your broker's), so that cancel-all, a login or a
-	// stream token request need no WithSubmission(ctx, false). See Rules
+	// stream token request need no WithSubmission(ctx, false). A request no
+	// rule matches is an order unless its method is GET, HEAD or OPTIONS; a
+	// context from WithSubmission overrides the rules per request. See Rules
 	// for the order in which a request is classified.
 	Rules Rules
-	// IsSubmission classifies a request that no rule matched; nil means
-	// DefaultIsSubmission. A context from WithSubmission overrides it and the
-	// rules per request.
-	IsSubmission func(*http.Request) bool
 	// OrderID finds a submission's client order ID; nil means DefaultOrderID.
 	OrderID OrderIDFunc
 	// ReadIdleTimeout: after this long without a frame on an HTTP/2 connection, a
@@ -95,7 +93,6 @@ type Transport struct {
 	// these in few cache lines costs less when the caches have gone cold
 	// between requests).
 	path     *pathdialer.Path
-	isSub    func(*http.Request) bool
 	orderID  OrderIDFunc
 	epList   []*endpointClient // the endpoints, for endpoint (few: a scan beats a map)
 	service  string
@@ -214,7 +211,6 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		service:  opts.Service,
-		isSub:    opts.IsSubmission,
 		orderID:  opts.OrderID,
 		eps:      make(map[string]*endpointClient),
 		hostToEP: make(map[string]*endpointClient),
@@ -227,9 +223,6 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	t.acquire = path.AcquireInto
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
-	}
-	if t.isSub == nil {
-		t.isSub = DefaultIsSubmission
 	}
 	if t.orderID == nil {
 		t.orderID = DefaultOrderID
