@@ -108,7 +108,7 @@
 //     while held, pathdialer.ErrTradingHalted at once while halted), records the
 //     ClOrdID on it, and sends only over a session logged on to the ticket's
 //     endpoint. Orders sent around SendOrder (quickfix.SendToTarget) are refused
-//     unless Options.AllowUngatedOrders. Admin messages, Send and the
+//     (quickfix returns ErrDoNotSend to the caller). Admin messages, Send and the
 //     reconciler's status requests never wait.
 //   - Tickets finish when the ExecutionReport, OrderCancelReject or
 //     BusinessMessageReject for the ClOrdID arrives; orders still unanswered at
