@@ -60,11 +60,10 @@
 //     Options.DisableHTTP2), with a ping after
 //     Options.ReadIdleTimeout of silence and Options.PingTimeout to answer, so a
 //     silently dead connection is found in about a second.
-//   - Submissions (orders: the requests Options.Rules names as orders, and by
-//     default every other method but GET, HEAD and OPTIONS that Rules does
-//     not name as a non-order; see Rules and
-//     WithSubmission) take a ticket from the Path's gate:
-//     they wait while a switch is held, fail at once with
+//   - Submissions (orders: the requests Options.Rules names as orders, and
+//     every other method but GET, HEAD and OPTIONS that Rules does not name
+//     as a non-order; see Rules and WithSubmission) take a ticket from the
+//     Path's gate: they wait while a switch is held, fail at once with
 //     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.
 //     A submission is never retried, by this package or by net/http (it goes
 //     out without GetBody, so neither the HTTP/1.1 nor the HTTP/2 transport can
