@@ -19,7 +19,7 @@ var ErrIdentityMismatch = errors.New("engine: endpoint identity mismatch")
 
 // ErrJurisdiction marks an endpoint refused because it lies outside
 // Config.TargetJurisdictions (Assign), and a jurisdiction written so that it
-// could never match (Register, SetJurisdiction: leading or trailing white space).
+// could never match (Register: leading or trailing white space).
 var ErrJurisdiction = errors.New("engine: jurisdiction rule")
 
 // ErrNoAllowedBackup marks a jurisdiction rule (Config.TargetJurisdictions)
@@ -88,25 +88,6 @@ func (m *Manager) AdmitAsOf(name string, result error, asked time.Time) (Status,
 		es.verified, es.mismatch = false, true
 	}
 	return m.statusLocked(es), nil
-}
-
-// SetJurisdiction records the jurisdiction an endpoint lies in (for example "EU",
-// "UK", "US"), replacing Endpoint.Jurisdiction. With Config.TargetJurisdictions
-// set, a failover target must lie in one of them (compared exactly as written);
-// the primary is always a valid failback target. It refuses a jurisdiction with
-// leading or trailing white space (ErrJurisdiction).
-func (m *Manager) SetJurisdiction(name, jurisdiction string) error {
-	if err := checkJurisdiction(jurisdiction); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	es, ok := m.byName[name]
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
-	}
-	es.jurisdiction = jurisdiction
-	return nil
 }
 
 // validateJurisdictionsLocked: every rule entry names a jurisdiction some

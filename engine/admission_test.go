@@ -121,9 +121,6 @@ func TestJurisdictionPairs(t *testing.T) {
 	if d.ReadOnlyTarget != "us" {
 		t.Fatalf("ReadOnlyTarget = %q", d.ReadOnlyTarget)
 	}
-	if err := m.SetJurisdiction("nowhere", "EU"); !errors.Is(err, engine.ErrUnknownEndpoint) {
-		t.Fatalf("SetJurisdiction unknown: %v", err)
-	}
 	if _, err := m.Admit("nowhere", nil); !errors.Is(err, engine.ErrUnknownEndpoint) {
 		t.Fatalf("Admit unknown: %v", err)
 	}

@@ -99,9 +99,9 @@ type Config struct {
 	// excludes an endpoint.
 	RequireAdmission bool
 	// TargetJurisdictions, when set, lists the jurisdictions a failover target
-	// may lie in (Endpoint.Jurisdiction or Manager.SetJurisdiction); the primary
-	// is always a valid failback target. Empty means any. Entries are compared
-	// exactly as written: blank or white-space-padded entries are refused, and
+	// may lie in (Endpoint.Jurisdiction); the primary is always a valid
+	// failback target. Empty means any. Entries are compared exactly as
+	// written: blank or white-space-padded entries are refused, and
 	// Manager.Validate refuses a rule that names a jurisdiction no registered
 	// endpoint lies in, a backup without a jurisdiction, and a rule no backup
 	// satisfies.

@@ -234,8 +234,8 @@ func TestVerificationMaxAge(t *testing.T) {
 	}
 }
 
-// Manager.Validate refuses jurisdiction rules that cannot work; Register and
-// SetJurisdiction refuse padded jurisdictions.
+// Manager.Validate refuses jurisdiction rules that cannot work; Register
+// refuses padded jurisdictions.
 func TestJurisdictionValidation(t *testing.T) {
 	with := func(ep engine.Endpoint, j string) engine.Endpoint { ep.Jurisdiction = j; return ep }
 	for name, tc := range map[string]struct {
@@ -267,9 +267,6 @@ func TestJurisdictionValidation(t *testing.T) {
 	m, _, _ := fixture(t, nil, epEU, epUS)
 	if err := m.Register(with(epAP, "EU ")); !errors.Is(err, engine.ErrJurisdiction) {
 		t.Errorf("padded Register: %v", err)
-	}
-	if err := m.SetJurisdiction("us", " US"); !errors.Is(err, engine.ErrJurisdiction) {
-		t.Errorf("padded SetJurisdiction: %v", err)
 	}
 	cfg := engine.DefaultConfig()
 	cfg.Probe = newProbeTable(enginetest.NewFakeClock(t0)).probe

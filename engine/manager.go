@@ -40,8 +40,7 @@ type Status struct {
 	// VerificationExpired: it was verified, but longer ago than
 	// Config.VerificationMaxAge; Verified is then false.
 	VerificationExpired bool
-	// Jurisdiction, as registered (Endpoint.Jurisdiction) or set with
-	// SetJurisdiction.
+	// Jurisdiction, as registered (Endpoint.Jurisdiction).
 	Jurisdiction string
 	// Eligible: a failover target right now (healthy, fresh, admitted, allowed).
 	// A switch to it may first need its identity re-checked

@@ -53,10 +53,6 @@ type Conn struct {
 	farewell farewellHolder // preserve mode's graceful leave (fencemode.go)
 }
 
-// ReadOnly reports whether the connection was dialed with DialReadOnly: the fence
-// leaves it open.
-func (c *Conn) ReadOnly() bool { return c.readOnly }
-
 // Endpoint returns the name of the endpoint the connection goes to.
 func (c *Conn) Endpoint() string { return c.rt.ep.Name }
 

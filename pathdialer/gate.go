@@ -68,15 +68,13 @@ type TicketState int
 const (
 	// TicketInFlight: granted, not finished.
 	TicketInFlight TicketState = iota
-	// TicketDone: the broker answered definitively (accepted or rejected).
-	TicketDone
 	// TicketUnknown: finished with an unknown outcome; waiting for reconciliation.
 	TicketUnknown
 	// TicketHanded: handed to reconciliation; a later finish is reported as late.
 	TicketHanded
 )
 
-var ticketStateNames = [...]string{"IN_FLIGHT", "DONE", "UNKNOWN", "HANDED"}
+var ticketStateNames = [...]string{"IN_FLIGHT", "UNKNOWN", "HANDED"}
 
 // String returns the upper-case name.
 func (s TicketState) String() string {

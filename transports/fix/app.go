@@ -134,22 +134,20 @@ func (a *guardApp) ToApp(msg *quickfix.Message, sid quickfix.SessionID) error {
 		o := in.orders[clOrdID]
 		gated := o != nil && o.submitting
 		in.mu.Unlock()
-		if !gated && !in.opts.AllowUngatedOrders {
+		if !gated {
 			in.stats.UngatedRefused.Add(1)
 			in.log.Warn("fix: order not sent through SendOrder refused", "session", sid.String(), "clordid", clOrdID)
 			return quickfix.ErrDoNotSend
 		}
-		if gated {
-			ep, _, _ := in.relays[sid].current()
-			if ep != o.ticket.Endpoint {
-				return fmt.Errorf("%w: session is on endpoint %q, ticket is for %q", quickfix.ErrDoNotSend, ep, o.ticket.Endpoint)
-			}
-			if err := o.ticket.Valid(); err != nil {
-				in.mu.Lock()
-				o.expired = err
-				in.mu.Unlock()
-				return fmt.Errorf("%w: %w", quickfix.ErrDoNotSend, err)
-			}
+		ep, _, _ := in.relays[sid].current()
+		if ep != o.ticket.Endpoint {
+			return fmt.Errorf("%w: session is on endpoint %q, ticket is for %q", quickfix.ErrDoNotSend, ep, o.ticket.Endpoint)
+		}
+		if err := o.ticket.Valid(); err != nil {
+			in.mu.Lock()
+			o.expired = err
+			in.mu.Unlock()
+			return fmt.Errorf("%w: %w", quickfix.ErrDoNotSend, err)
 		}
 	}
 	if err := in.user.ToApp(msg, sid); err != nil {

@@ -108,7 +108,7 @@
 //     while held, pathdialer.ErrTradingHalted at once while halted), records the
 //     ClOrdID on it, and sends only over a session logged on to the ticket's
 //     endpoint. Orders sent around SendOrder (quickfix.SendToTarget) are refused
-//     unless Options.AllowUngatedOrders. Admin messages, Send and the
+//     (quickfix returns ErrDoNotSend to the caller). Admin messages, Send and the
 //     reconciler's status requests never wait.
 //   - Tickets finish when the ExecutionReport, OrderCancelReject or
 //     BusinessMessageReject for the ClOrdID arrives; orders still unanswered at
@@ -149,9 +149,9 @@
 //     the ticket's validity (pathdialer.Ticket.Valid) is checked immediately
 //     before quickfix stores and sends the order: an expired ticket is not
 //     sent (ErrNotSent wrapping pathdialer.ErrTicketExpired).
-//   - Credentials: the log factory given to NewInitiator is wrapped
-//     (MaskedLogFactory) so Username (553), Password (554), NewPassword (925)
-//     and RawData (96) never reach quickfix's logs.
+//   - Credentials: the log factory given to NewInitiator is wrapped so
+//     Username (553), Password (554), NewPassword (925) and RawData (96)
+//     never reach quickfix's logs.
 //   - Probe is a logon-level probe: a FIX Logon must be answered. A TCP connect
 //     proves nothing (QuickFIX/J users who treated it as success never failed
 //     over).

@@ -130,7 +130,7 @@ func NewInitiator(app quickfix.Application, storeFactory quickfix.MessageStoreFa
 		closeRelays()
 		return nil, err
 	}
-	lf := MaskedLogFactory(logFactory).(maskedLogFactory)
+	lf := maskedLogs(logFactory).(maskedLogFactory)
 	lf.incoming = in.sawIncoming
 	qi, err := quickfix.NewInitiator(&guardApp{in: in}, lockedStoreFactory{storeFactory}, qs, lf)
 	if err != nil {

@@ -8,11 +8,11 @@ import (
 	"github.com/quickfixgo/quickfix"
 )
 
-// MaskedLogFactory wraps a quickfix.LogFactory so that every message and event
+// maskedLogs wraps a quickfix.LogFactory so that every message and event
 // it logs has the values of Username (553), Password (554), NewPassword (925)
 // and RawData (96) replaced by "***". NewInitiator wraps the log factory it is given with it,
 // so credentials set in the application's ToAdmin never reach quickfix's logs.
-func MaskedLogFactory(inner quickfix.LogFactory) quickfix.LogFactory {
+func maskedLogs(inner quickfix.LogFactory) quickfix.LogFactory {
 	if m, ok := inner.(maskedLogFactory); ok {
 		return m
 	}

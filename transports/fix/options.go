@@ -92,11 +92,6 @@ type Options struct {
 	// relay's, and the Path chooses the endpoint. Default false: such
 	// settings are refused, so no address the user wrote is ignored silently.
 	ReplaceSocketConnect bool
-	// AllowUngatedOrders lets orders sent directly with quickfix.SendToTarget
-	// (not through SendOrder) leave the process. Default false: such orders are
-	// refused by ToApp (quickfix returns ErrDoNotSend to the caller), so no order
-	// bypasses the submission gate.
-	AllowUngatedOrders bool
 	// OnRefusedResend, optional, is called (outside locks, on quickfix's
 	// session goroutine: keep it short) for every order gap-filled instead of
 	// resent.

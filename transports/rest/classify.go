@@ -29,7 +29,7 @@ const (
 )
 
 // WithSubmission marks the requests made with ctx as submissions (true) or reads
-// (false), overriding Options.IsSubmission.
+// (false), overriding Options.Rules and the method.
 func WithSubmission(ctx context.Context, submission bool) context.Context {
 	k := kindRead
 	if submission {
@@ -51,9 +51,10 @@ func WithReconcile(ctx context.Context) context.Context {
 	return context.WithValue(ctx, kindKey{}, kindReconcile)
 }
 
-// DefaultIsSubmission treats every method but GET, HEAD and OPTIONS as a submission.
-func DefaultIsSubmission(r *http.Request) bool {
-	switch r.Method {
+// submissionMethod: a request no rule classifies is a submission unless its
+// method is GET, HEAD or OPTIONS.
+func submissionMethod(method string) bool {
+	switch method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
 	}
@@ -67,7 +68,7 @@ func markedReconcile(r *http.Request) bool {
 }
 
 // classify returns what r is: its context's mark, else the first rule that
-// matches (Options.Rules), else Options.IsSubmission's verdict. src is the
+// matches (Options.Rules), else its method (submissionMethod). src is the
 // endpoint whose own host r names (nil for a logical host): its base path is
 // not part of what the rules match.
 func (t *Transport) classify(r *http.Request, src *endpointClient) reqKind {
@@ -83,7 +84,7 @@ func (t *Transport) classify(r *http.Request, src *endpointClient) reqKind {
 			return k
 		}
 	}
-	if t.isSub(r) {
+	if submissionMethod(r.Method) {
 		return kindSubmission
 	}
 	return kindRead

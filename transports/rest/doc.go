@@ -60,11 +60,10 @@
 //     Options.DisableHTTP2), with a ping after
 //     Options.ReadIdleTimeout of silence and Options.PingTimeout to answer, so a
 //     silently dead connection is found in about a second.
-//   - Submissions (orders: the requests Options.Rules names as orders, and by
-//     default every other method but GET, HEAD and OPTIONS that Rules does
-//     not name as a non-order; see Rules, Options.IsSubmission and
-//     WithSubmission) take a ticket from the Path's gate:
-//     they wait while a switch is held, fail at once with
+//   - Submissions (orders: the requests Options.Rules names as orders, and
+//     every other method but GET, HEAD and OPTIONS that Rules does not name
+//     as a non-order; see Rules and WithSubmission) take a ticket from the
+//     Path's gate: they wait while a switch is held, fail at once with
 //     pathdialer.ErrTradingHalted while halted, and go to the ticket's endpoint.
 //     A submission is never retried, by this package or by net/http (it goes
 //     out without GetBody, so neither the HTTP/1.1 nor the HTTP/2 transport can
@@ -99,7 +98,7 @@
 //     failures.
 //   - Errors and logs never contain credentials: API-key and authorization headers
 //     and key/token/signature query parameters are masked in every error
-//     RoundTrip returns and every line it logs (see RedactError, RedactURL).
+//     RoundTrip returns and every line it logs (see RedactError).
 //
 // Cost: an order or read leaves as net/http would send it for a bare
 // http.Transport (an in-memory body stays in memory, so HTTP/1.1 writes headers

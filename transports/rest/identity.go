@@ -92,7 +92,7 @@ func IdentityCheck(opts IdentityOptions) (pathdialer.IdentityFunc, error) {
 			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q: reading the answer: %w", ep.Name, err)
 		}
 		if resp.StatusCode != http.StatusOK {
-			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q answered HTTP %d to GET %s", ep.Name, resp.StatusCode, RedactURL(u))
+			return pathdialer.Identity{}, fmt.Errorf("rest identity: endpoint %q answered HTTP %d to GET %s", ep.Name, resp.StatusCode, redactURL(u))
 		}
 		id, err := decodeIdentity(opts, body)
 		if err != nil {

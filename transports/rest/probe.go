@@ -96,7 +96,7 @@ func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		if !slices.Contains(opts.Expect, resp.StatusCode) {
-			return fmt.Errorf("rest probe: endpoint %q answered HTTP %d %s to %s %s (want %v)", ep.Name, resp.StatusCode, http.StatusText(resp.StatusCode), opts.Method, RedactURL(u), opts.Expect)
+			return fmt.Errorf("rest probe: endpoint %q answered HTTP %d %s to %s %s (want %v)", ep.Name, resp.StatusCode, http.StatusText(resp.StatusCode), opts.Method, redactURL(u), opts.Expect)
 		}
 		return nil
 	}, nil

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 )
@@ -26,9 +25,9 @@ func isSensitiveName(name string) bool {
 	return false
 }
 
-// RedactURL renders u with user information removed and every sensitive query
+// redactURL renders u with user information removed and every sensitive query
 // parameter's value masked, fit for logs and errors.
-func RedactURL(u *url.URL) string {
+func redactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
@@ -49,19 +48,6 @@ func RedactURL(u *url.URL) string {
 		}
 	}
 	return c.String()
-}
-
-// RedactHeader returns a copy of h with the values of sensitive headers masked.
-func RedactHeader(h http.Header) http.Header {
-	out := make(http.Header, len(h))
-	for k, v := range h {
-		if isSensitiveName(k) {
-			out[k] = []string{redacted}
-		} else {
-			out[k] = append([]string(nil), v...)
-		}
-	}
-	return out
 }
 
 // RedactError returns err with every URL it carries redacted: net/http's
@@ -96,7 +82,7 @@ func redactURLString(s string) string {
 	if err != nil {
 		return redacted
 	}
-	return RedactURL(u)
+	return redactURL(u)
 }
 
 // walkURLErrors calls f for every *url.Error in err's tree.

@@ -25,8 +25,8 @@ type Rule struct {
 // A request is classified by the first of: its context's mark (WithSubmission,
 // WithReconcile); a match in Orders (an order, whatever NotOrders says, so that
 // an order is never sent as a read by mistake); a match in NotOrders (a read:
-// no ticket, no order ID, never held by the gate); Options.IsSubmission
-// (default: every method but GET, HEAD and OPTIONS is an order).
+// no ticket, no order ID, never held by the gate); else every method but
+// GET, HEAD and OPTIONS is an order.
 type Rules struct {
 	// Orders lists the requests that place, change or cancel one order:
 	// each takes a ticket from the gate and needs a client order ID.

@@ -49,13 +49,11 @@ type Options struct {
 	Other http.RoundTripper
 	// Rules say which requests are orders by method and path (AlpacaRules,
 	// BinanceSpotRules, or your broker's), so that cancel-all, a login or a
-	// stream token request need no WithSubmission(ctx, false). See Rules
+	// stream token request need no WithSubmission(ctx, false). A request no
+	// rule matches is an order unless its method is GET, HEAD or OPTIONS; a
+	// context from WithSubmission overrides the rules per request. See Rules
 	// for the order in which a request is classified.
 	Rules Rules
-	// IsSubmission classifies a request that no rule matched; nil means
-	// DefaultIsSubmission. A context from WithSubmission overrides it and the
-	// rules per request.
-	IsSubmission func(*http.Request) bool
 	// OrderID finds a submission's client order ID; nil means DefaultOrderID.
 	OrderID OrderIDFunc
 	// ReadIdleTimeout: after this long without a frame on an HTTP/2 connection, a
@@ -95,7 +93,6 @@ type Transport struct {
 	// these in few cache lines costs less when the caches have gone cold
 	// between requests).
 	path     *pathdialer.Path
-	isSub    func(*http.Request) bool
 	orderID  OrderIDFunc
 	epList   []*endpointClient // the endpoints, for endpoint (few: a scan beats a map)
 	service  string
@@ -214,7 +211,6 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		service:  opts.Service,
-		isSub:    opts.IsSubmission,
 		orderID:  opts.OrderID,
 		eps:      make(map[string]*endpointClient),
 		hostToEP: make(map[string]*endpointClient),
@@ -227,9 +223,6 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	t.acquire = path.AcquireInto
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
-	}
-	if t.isSub == nil {
-		t.isSub = DefaultIsSubmission
 	}
 	if t.orderID == nil {
 		t.orderID = DefaultOrderID
@@ -377,7 +370,7 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		}
 		closeBody(req)
 		return nil, fmt.Errorf("%w: %s %s: %q is neither an endpoint's host nor in Options.Hosts (add the name your URLs use for the broker to Options.Hosts, or set Options.Other to send other hosts elsewhere)",
-			ErrForeignHost, req.Method, RedactURL(req.URL), req.URL.Host)
+			ErrForeignHost, req.Method, redactURL(req.URL), req.URL.Host)
 	}
 	switch t.classify(req, src) {
 	case kindSubmission:
@@ -480,7 +473,7 @@ func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, err
 		}
 		t.stats.ReadFailures.Add(1)
 		err = RedactError(err)
-		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", RedactURL(r2.URL), "err", err)
+		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", redactURL(r2.URL), "err", err)
 		return nil, fmt.Errorf("rest: read on endpoint %q: %w", ec.name, err)
 	}
 	t.reportOK(ec, gen, start+lat, lat)
@@ -525,7 +518,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	}
 	if strings.TrimSpace(orderID) == "" {
 		closeBody(r3)
-		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, RedactURL(req.URL))
+		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, redactURL(req.URL))
 	}
 	t.stats.Submissions.Add(1)
 	ticket, _ := t.tickets.Get().(*pathdialer.Ticket)

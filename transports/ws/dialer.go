@@ -43,14 +43,9 @@ type Conn struct {
 	*websocket.Conn
 	endpoint string
 	gen      uint64
-	readOnly bool
 	limit    atomic.Int64          // SetReadLimit's
 	readErr  atomic.Pointer[error] // set once a message passed limit
 }
-
-// ReadOnly reports whether the connection was dialed with DialReadOnly: the
-// Path's fence leaves it open, and only its owner (or Path.Close) closes it.
-func (c *Conn) ReadOnly() bool { return c.readOnly }
 
 // Endpoint returns the name of the endpoint the connection goes to.
 func (c *Conn) Endpoint() string { return c.endpoint }
@@ -184,7 +179,7 @@ func (d *Dialer) dial(ctx context.Context, endpoint string, header http.Header, 
 	if pc != nil {
 		gen = pc.Token()
 	}
-	return &Conn{Conn: wc, endpoint: ep.Name, gen: gen, readOnly: readOnly}, resp, nil
+	return &Conn{Conn: wc, endpoint: ep.Name, gen: gen}, resp, nil
 }
 
 // checkAddresses refuses a Path whose "ws" addresses cannot be dialed because

@@ -454,7 +454,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	}
 	bpOpts := rest.Options{TLSConfig: tlsCfg, MaxIdleConnsPerHost: maxIdle}
 	if postsAsReads {
-		bpOpts.IsSubmission = func(*http.Request) bool { return false }
+		bpOpts.Rules = rest.Rules{NotOrders: []rest.Rule{{Method: http.MethodPost, Path: "/v1/orders"}}}
 	}
 	bpRT, err := rest.NewTransport(path, bpOpts)
 	if err != nil {
