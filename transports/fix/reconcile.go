@@ -8,6 +8,7 @@ import (
 
 	"github.com/quickfixgo/quickfix"
 
+	"github.com/brokerpath/brokerpath/internal/venuepace"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/venue"
 )
@@ -68,7 +69,7 @@ type ReconcileOptions struct {
 	// undetermined. The zero value leaves status requests unpaced.
 	Venue venue.Profile
 
-	pace *statusPacer // Venue's budget, shared by every reconcile; nil: unpaced
+	pace *venuepace.Bucket // Venue's budget, shared by every reconcile; nil: unpaced
 }
 
 // Reconciler is a ready pathdialer.ReconcileFunc for FIX orders: after the
@@ -105,7 +106,7 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if opts.AnswerTimeout == 0 {
 		opts.AnswerTimeout = 2 * time.Second
 	}
-	opts.pace = newStatusPacer(opts.Venue)
+	opts.pace = venuepace.New(opts.Venue)
 	return &Reconciler{opts: opts}, nil
 }
 

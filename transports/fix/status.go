@@ -4,15 +4,12 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/quickfixgo/quickfix"
 
 	"github.com/brokerpath/brokerpath/internal/safetext"
-	"github.com/brokerpath/brokerpath/venue"
 )
 
 // unsupportedKey is a session on an endpoint whose counterparty does not
@@ -126,7 +123,7 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 				markUnsupported(o.sessionID)
 				continue
 			}
-			if err := opts.pace.wait(pctx); err != nil {
+			if err := opts.pace.Wait(pctx); err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("%w: %w", ErrReconcileIncomplete, ctx.Err())
 				}
@@ -141,11 +138,11 @@ func (in *Initiator) awaitAnswers(ctx context.Context, to string, ask map[string
 			}
 			drain()
 			if got[id] != nil || unsupported[id] != "" {
-				opts.pace.refund()
+				opts.pace.Refund()
 				continue
 			}
 			if err := quickfix.SendToTarget(statusRequest(o), o.sessionID); err != nil {
-				opts.pace.refund()
+				opts.pace.Refund()
 				return fmt.Errorf("%w: status request for %q: %w", ErrReconcileIncomplete, id, err)
 			}
 			sent[id]++
@@ -263,7 +260,7 @@ func (in *Initiator) collectMass(ctx context.Context, sid quickfix.SessionID, re
 	m.Body.SetString(tagMassStatusReqID, reqID)
 	m.Body.SetString(tagMassStatusReqType, "7")
 	pctx, cancel := context.WithTimeout(ctx, opts.AnswerTimeout)
-	err = opts.pace.wait(pctx)
+	err = opts.pace.Wait(pctx)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -273,7 +270,7 @@ func (in *Initiator) collectMass(ctx context.Context, sid quickfix.SessionID, re
 			opts.Venue.Name, opts.Venue.LookupInterval(), opts.AnswerTimeout), nil
 	}
 	if err := quickfix.SendToTarget(m, sid); err != nil {
-		opts.pace.refund()
+		opts.pace.Refund()
 		return false, "", fmt.Errorf("%w: mass status request: %w", ErrReconcileIncomplete, err)
 	}
 	deadline := time.NewTimer(opts.AnswerTimeout)
@@ -326,80 +323,4 @@ func statusRequest(o *order) *quickfix.Message {
 		m.Body.SetString(tagSide, o.side)
 	}
 	return m
-}
-
-// statusPacer spaces status requests within a venue's lookup budget: a token
-// bucket of one request per venue.Profile.LookupInterval, holding as many as
-// one window of the budget allows. One per Reconciler, shared by every
-// reconcile: the budget is the venue's, not one reconcile's.
-type statusPacer struct {
-	mu     sync.Mutex
-	every  time.Duration
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-// unknownStatusBurst is the bucket of a venue whose budget is unknown.
-const unknownStatusBurst = 10
-
-// newStatusPacer returns the pacer of p's budget; nil (unpaced) for the zero
-// Profile.
-func newStatusPacer(p venue.Profile) *statusPacer {
-	if p == (venue.Profile{}) {
-		return nil
-	}
-	every := p.LookupInterval()
-	burst := float64(unknownStatusBurst)
-	if b := p.LookupBudget; b.Reliable() && b.Value.Per > 0 {
-		burst = max(1, math.Floor(float64(b.Value.Per)/float64(every)))
-	}
-	return &statusPacer{every: every, burst: burst, tokens: burst}
-}
-
-// wait blocks until one request may go (a nil pacer: at once). It returns
-// ctx's error, spending nothing, when ctx ends before then; at once when
-// ctx's deadline comes first.
-func (l *statusPacer) wait(ctx context.Context) error {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	now := time.Now()
-	if !l.last.IsZero() {
-		l.tokens = min(l.burst, l.tokens+float64(now.Sub(l.last))/float64(l.every))
-	}
-	l.last = now
-	var d time.Duration
-	if l.tokens < 1 {
-		d = time.Duration((1 - l.tokens) * float64(l.every))
-	}
-	if dl, ok := ctx.Deadline(); ok && now.Add(d).After(dl) {
-		l.mu.Unlock()
-		return context.DeadlineExceeded
-	}
-	l.tokens--
-	l.mu.Unlock()
-	if d == 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		l.refund()
-		return ctx.Err()
-	}
-}
-
-// refund returns a request wait allowed but that was not sent.
-func (l *statusPacer) refund() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	l.tokens = min(l.burst, l.tokens+1)
-	l.mu.Unlock()
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/brokerpath/brokerpath/internal/venuepace"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/venue"
 )
@@ -192,7 +193,7 @@ type Reconciler struct {
 	suffix string                     // after it
 	query  bool                       // the placeholder is in the query
 
-	limit *lookupLimiter // Venue's budget; nil: unpaced
+	limit *venuepace.Bucket // Venue's budget; nil: unpaced
 
 	mu     sync.Mutex
 	client *http.Client
@@ -230,7 +231,7 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	if opts.NotFound == nil {
 		opts.NotFound = func(status int, _ []byte) bool { return status == http.StatusNotFound }
 	}
-	r := &Reconciler{opts: opts, fates: make(map[string]pathdialer.Fate, len(opts.Fates)), limit: newLookupLimiter(opts.Venue)}
+	r := &Reconciler{opts: opts, fates: make(map[string]pathdialer.Fate, len(opts.Fates)), limit: venuepace.New(opts.Venue)}
 	for k, v := range opts.Fates {
 		r.fates[strings.ToLower(k)] = v
 	}
@@ -287,7 +288,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	sem := make(chan struct{}, r.opts.Parallel)
 	var wg sync.WaitGroup
 	for i, t := range tickets {
-		if err := r.limit.wait(ctx); err != nil {
+		if err := r.limit.Wait(ctx); err != nil {
 			wg.Wait()
 			return nil, err
 		}

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/venue"
@@ -209,66 +206,6 @@ func KrakenSpotOrderListing(base string) ReconcileOptions {
 	}
 }
 
-// lookupLimiter spaces lookups within a venue's budget: a token bucket of
-// one lookup per LookupInterval, holding as many as the budget's window
-// allows. Shared by every reconcile of a Reconciler: the budget is the
-// venue's, not one reconcile's.
-type lookupLimiter struct {
-	mu     sync.Mutex
-	every  time.Duration
-	burst  float64
-	tokens float64
-	last   time.Time
-}
-
-// unknownLookupBurst is the bucket of a venue whose budget is unknown.
-const unknownLookupBurst = 10
-
-func newLookupLimiter(p venue.Profile) *lookupLimiter {
-	if p == (venue.Profile{}) {
-		return nil
-	}
-	every := p.LookupInterval()
-	burst := float64(unknownLookupBurst)
-	if b := p.LookupBudget; b.Reliable() && b.Value.Per > 0 {
-		burst = max(1, math.Floor(float64(b.Value.Per)/float64(every)))
-	}
-	return &lookupLimiter{every: every, burst: burst, tokens: burst}
-}
-
-// wait blocks until one lookup may go, or ctx is done.
-func (l *lookupLimiter) wait(ctx context.Context) error {
-	if l == nil {
-		return nil
-	}
-	l.mu.Lock()
-	now := time.Now()
-	if !l.last.IsZero() {
-		l.tokens = min(l.burst, l.tokens+float64(now.Sub(l.last))/float64(l.every))
-	}
-	l.last = now
-	l.tokens--
-	var d time.Duration
-	if l.tokens < 0 {
-		d = time.Duration(-l.tokens * float64(l.every))
-	}
-	l.mu.Unlock()
-	if d == 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		l.mu.Lock()
-		l.tokens++ // not spent
-		l.mu.Unlock()
-		return ctx.Err()
-	}
-}
-
 // horizonNote says, for a "not found", how long the venue may answer it
 // for an order it booked.
 func (r *Reconciler) horizonNote() string {
@@ -375,7 +312,7 @@ func (r *Reconciler) reconcileListing(ctx context.Context, client *http.Client, 
 	full := false
 	var failed []string
 	for _, u := range r.opts.ListURLs {
-		if err := r.limit.wait(ctx); err != nil {
+		if err := r.limit.Wait(ctx); err != nil {
 			return nil, err
 		}
 		items, err := r.list(ctx, client, u)
