@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -21,23 +20,7 @@ import (
 //	                                      suspicionSwitchBound of the first order that
 //	                                      failed there after the fault
 func TestSimSuspicionRefusedRegion(t *testing.T) {
-	for seed := uint64(1); seed <= 24; seed++ {
-		s := refusedScenario(seed)
-		var res *Result
-		synctest.Test(t, func(t *testing.T) {
-			var err error
-			res, err = Run(s, Options{})
-			if err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-		})
-		for _, v := range res.Violations {
-			t.Errorf("seed %d: %s", seed, v)
-		}
-		if v := checkRefusedFoundByFirstFailedOrder(res); v != "" {
-			t.Errorf("seed %d: refused-found-by-first-failed-order: %s\n%s", seed, v, s)
-		}
-	}
+	sweepBuilt(t, "refused-found-by-first-failed-order", refusedScenario, checkRefusedFoundByFirstFailedOrder)
 }
 
 // suspicionSwitchBound: well above a few simulated round trips (base latency
@@ -61,10 +44,7 @@ func refusedScenario(seed uint64) Scenario {
 	return s
 }
 
-var (
-	traceAt     = regexp.MustCompile(`^\s*(\S+)\s+(.*)$`)
-	traceFailed = regexp.MustCompile(`^order \S+ (not-sent|unknown|failed|rejected)`)
-)
+var traceFailed = regexp.MustCompile(`^order \S+ (not-sent|unknown|failed|rejected)`)
 
 // checkRefusedFoundByFirstFailedOrder reads the trace: the first order that
 // failed after the fault, and the first switch away from the primary after
@@ -73,24 +53,16 @@ func checkRefusedFoundByFirstFailedOrder(res *Result) string {
 	s := res.Scenario
 	f := s.Faults[0]
 	var firstFail, sw time.Duration = -1, -1
-	for _, line := range res.Trace {
-		m := traceAt.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.ParseDuration(m[1])
-		if err != nil || at < f.At {
-			continue
-		}
-		text := m[2]
+	traceFrom(res, f.At, func(at time.Duration, text string) bool {
 		if firstFail < 0 && traceFailed.MatchString(text) {
 			firstFail = at
 		}
 		if firstFail >= 0 && strings.HasPrefix(text, fmt.Sprintf("path switch %s->", f.Region)) {
 			sw = at
-			break
+			return false
 		}
-	}
+		return true
+	})
 	switch {
 	case firstFail < 0:
 		return "no order failed on the refusing primary (the run proves nothing)"

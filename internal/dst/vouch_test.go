@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 )
 
@@ -22,23 +21,7 @@ import (
 //	                            the blackhole's start; a broken probe was reported
 //	                            before it, and no switch came during the partition
 func TestSimVouchBlipThenBlackhole(t *testing.T) {
-	for seed := uint64(1); seed <= 24; seed++ {
-		s := blipBlackholeScenario(seed)
-		var res *Result
-		synctest.Test(t, func(t *testing.T) {
-			var err error
-			res, err = Run(s, Options{})
-			if err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-		})
-		for _, v := range res.Violations {
-			t.Errorf("seed %d: %s", seed, v)
-		}
-		if v := checkBlackholeFoundAfterBlip(res); v != "" {
-			t.Errorf("seed %d: blackhole-found-after-blip: %s\n%s", seed, v, s)
-		}
-	}
+	sweepBuilt(t, "blackhole-found-after-blip", blipBlackholeScenario, checkBlackholeFoundAfterBlip)
 }
 
 // blipBlackholeScenario is seed's world and settings with two traders, an
@@ -73,16 +56,7 @@ func checkBlackholeFoundAfterBlip(res *Result) string {
 	blip, dark := s.Faults[0], s.Faults[1]
 	bound := 2*s.ProbeInterval + s.ProbeTimeout
 	var broken, down, sw time.Duration = -1, -1, -1
-	for _, line := range res.Trace {
-		m := traceAt.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		at, err := time.ParseDuration(m[1])
-		if err != nil || at < blip.At {
-			continue
-		}
-		text := m[2]
+	traceFrom(res, blip.At, func(at time.Duration, text string) bool {
 		if broken < 0 && at < dark.At && strings.HasPrefix(text, "path broken-probe "+blip.Region) {
 			broken = at
 		}
@@ -91,9 +65,10 @@ func checkBlackholeFoundAfterBlip(res *Result) string {
 		}
 		if strings.HasPrefix(text, fmt.Sprintf("path switch %s->", blip.Region)) {
 			sw = at
-			break
+			return false
 		}
-	}
+		return true
+	})
 	switch {
 	case broken < 0:
 		return "no broken probe reported during the partition (the run proves nothing)"
