@@ -25,6 +25,13 @@ type scriptedProbe struct {
 	calls     int
 }
 
+// count returns how many times eu was probed.
+func (s *scriptedProbe) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
 var errRefused = errors.New("dial tcp 127.0.0.1:443: connect: connection refused")
 
 func (s *scriptedProbe) probe(ctx context.Context, ep pathdialer.Endpoint) error {
@@ -118,9 +125,7 @@ func TestSuspicionSlowAnswerIsNoFailure(t *testing.T) {
 		h := suspicionHarness(t, sp)
 		defer h.close()
 		from := len(h.rec.all())
-		sp.mu.Lock()
-		before := sp.calls
-		sp.mu.Unlock()
+		before := sp.count()
 		sp.set(false, 70*time.Millisecond) // the next probe answers late
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -132,9 +137,7 @@ func TestSuspicionSlowAnswerIsNoFailure(t *testing.T) {
 				t.Fatalf("eu changed state on one slow answer: %v", e)
 			}
 		}
-		sp.mu.Lock()
-		calls := sp.calls - before
-		sp.mu.Unlock()
+		calls := sp.count() - before
 		// Ten rounds and one early probe beside the late one.
 		if calls != 11 {
 			t.Fatalf("%d probes of eu in 1 s; want 11 (10 rounds + 1 early)", calls)
@@ -250,16 +253,12 @@ func TestSuspicionLateOrderOnce(t *testing.T) {
 		h := suspicionHarness(t, sp)
 		defer h.close()
 		from := len(h.rec.all())
-		sp.mu.Lock()
-		before := sp.calls
-		sp.mu.Unlock()
+		before := sp.count()
 		tk := mustAcquire(t, h.p, "o-stuck")
 		time.Sleep(time.Second)
 		synctest.Wait()
 		tk.Done()
-		sp.mu.Lock()
-		calls := sp.calls - before
-		sp.mu.Unlock()
+		calls := sp.count() - before
 		if calls != 11 {
 			t.Fatalf("%d probes of eu in 1 s with one order stuck; want 11 (10 rounds + 1 early)", calls)
 		}
@@ -377,14 +376,10 @@ func TestSuspicionFailedOrderProbeAnswers(t *testing.T) {
 		from := len(h.rec.all())
 		h.p.Report("eu", 0, errors.New("HTTP 503 on order"), time.Millisecond)
 		synctest.Wait()
-		sp.mu.Lock()
-		before := sp.calls
-		sp.mu.Unlock()
+		before := sp.count()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		sp.mu.Lock()
-		calls := sp.calls - before
-		sp.mu.Unlock()
+		calls := sp.count() - before
 		if calls != 10 {
 			t.Fatalf("%d probes of eu in the second after the failed order; want 10 (one a round)", calls)
 		}
@@ -421,9 +416,7 @@ func TestSuspicionBrokenProbeNotRepeated(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		synctest.Wait()
-		sp.mu.Lock()
-		calls := sp.calls - before
-		sp.mu.Unlock()
+		calls := sp.count() - before
 		if calls != 10 {
 			t.Fatalf("%d probes of eu in 1 s; want 10 (one a round)", calls)
 		}
@@ -479,15 +472,11 @@ func TestSuspicionSlowEndpointNotLate(t *testing.T) {
 		sp.set(false, delays...)
 		time.Sleep(time.Second) // 10 rounds: the latency is measured
 		synctest.Wait()
-		sp.mu.Lock()
-		before := sp.calls
-		sp.mu.Unlock()
+		before := sp.count()
 		from := len(h.rec.all())
 		time.Sleep(time.Second)
 		synctest.Wait()
-		sp.mu.Lock()
-		calls := sp.calls - before
-		sp.mu.Unlock()
+		calls := sp.count() - before
 		if calls != 10 {
 			t.Fatalf("%d probes of eu in 1 s while it answers in 30 ms every time; want 10 (one a round)", calls)
 		}
