@@ -290,3 +290,81 @@ func TestWithReconcileMarksAReadThatPassesTheOpenBreaker(t *testing.T) {
 		t.Fatalf("stats: %d reads, %d successes, %d breaker rejections; want 6, 1, 0", s.Reads.Load(), s.ReadSuccesses.Load(), s.BreakerRejections.Load())
 	}
 }
+
+// The read breaker decides exactly as before whether reads go straight out
+// while it is closed and clean: five failures in a row open it, a success
+// between them starts the count again, and a ReadyToTrip of the
+// application's own sees every read, successes included.
+func TestReadBreakerCountsEveryOutcomeThatDecides(t *testing.T) {
+	var failing atomic.Bool
+	h := func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
+	read := func(t *testing.T, c *http.Client) error {
+		t.Helper()
+		resp, err := c.Get("https://broker.invalid/v1/account")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	reads := func(t *testing.T, c *http.Client, n int, fail bool) {
+		t.Helper()
+		failing.Store(fail)
+		for i := range n {
+			if err := read(t, c); err != nil {
+				t.Fatalf("read %d (failing %v): %v", i, fail, err)
+			}
+		}
+	}
+	t.Run("default", func(t *testing.T) {
+		eu, us := newServer(t, "eu", true, h), newServer(t, "us", true, nil)
+		hs := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 1000 })
+		c, rt := newClient(t, hs, rest.Options{TLSConfig: rootsOf(eu, us)})
+		reads(t, c, 20, false)
+		reads(t, c, 4, true)
+		reads(t, c, 1, false) // the count starts again
+		reads(t, c, 4, true)
+		if st, _ := rt.BreakerState("eu"); st != gobreaker.StateClosed {
+			t.Fatalf("after 4 failures, a success and 4 failures the breaker is %v, want closed", st)
+		}
+		reads(t, c, 1, true) // the fifth in a row
+		if st, _ := rt.BreakerState("eu"); st != gobreaker.StateOpen {
+			t.Fatalf("after 5 failures in a row the breaker is %v, want open", st)
+		}
+		if err := read(t, c); !errors.Is(err, rest.ErrBreakerOpen) {
+			t.Fatalf("read with the breaker open: %v, want ErrBreakerOpen", err)
+		}
+		if got := eu.n("GET /v1/account"); got != 30 {
+			t.Fatalf("the server saw %d reads, want 30 (the open breaker refuses the last)", got)
+		}
+	})
+	t.Run("own ReadyToTrip", func(t *testing.T) {
+		eu, us := newServer(t, "eu", true, h), newServer(t, "us", true, nil)
+		hs := newHarness(t, eu.URL, us.URL, func(c *pathdialer.Config) { c.Engine.FailureThreshold = 1000 })
+		var last atomic.Pointer[gobreaker.Counts]
+		trip := func(c gobreaker.Counts) bool {
+			last.Store(&c)
+			return c.TotalFailures*2 > c.Requests // more than half failed
+		}
+		c, rt := newClient(t, hs, rest.Options{TLSConfig: rootsOf(eu, us), Breaker: gobreaker.Settings{ReadyToTrip: trip}})
+		reads(t, c, 10, false)
+		reads(t, c, 1, true)
+		got := last.Load()
+		if got == nil || got.Requests != 11 || got.TotalSuccesses != 10 || got.TotalFailures != 1 {
+			t.Fatalf("ReadyToTrip saw %+v, want 11 requests, 10 successes, 1 failure", got)
+		}
+		reads(t, c, 9, true) // 10 of 20 failed: not more than half
+		if st, _ := rt.BreakerState("eu"); st != gobreaker.StateClosed {
+			t.Fatalf("with 10 of 20 reads failed the breaker is %v, want closed", st)
+		}
+		reads(t, c, 1, true)
+		if st, _ := rt.BreakerState("eu"); st != gobreaker.StateOpen {
+			t.Fatalf("with 11 of 21 reads failed the breaker is %v, want open", st)
+		}
+	})
+}

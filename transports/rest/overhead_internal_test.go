@@ -35,7 +35,8 @@ func (instant) RoundTrip(r *http.Request) (*http.Response, error) {
 // request (CPU and allocations), the part of the end-to-end comparison
 // (make bench-rest) that brokerpath controls.
 //
-// "warm" runs requests back to back (ns/op includes making the request).
+// "warm" runs requests back to back (ns/op includes making the request);
+// "parallel" runs them from many goroutines on every core.
 // "cold" evicts the CPU caches before each request, as the wait for the
 // network and other processes do in a real client, and times the round trip
 // alone: there every cache line and instruction the transport touches costs a
@@ -96,6 +97,25 @@ func BenchmarkTransportOverhead(b *testing.B) {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				_ = resp.Body.Close()
 			}
+		})
+		// Parallel: 16 requests at a time per core, as the 32-client cells of
+		// make bench-rest run them: what the transport shares between
+		// requests (counters, locks, clocks) costs most here. ns/op is wall
+		// time per request over all cores.
+		b.Run("parallel/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := c.rt.RoundTrip(newReq(c.post))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			})
 		})
 		// Cold: a fixed number of samples, each after evicting the caches (which
 		// takes far longer than the request, so it is not left to b.N), timed

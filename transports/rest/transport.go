@@ -74,7 +74,11 @@ type Options struct {
 	// except ReadyToTrip, which defaults to 5 consecutive failures, and Timeout,
 	// which defaults to 5 s. Reconcile lookups (WithReconcile) bypass the
 	// breakers; one that succeeds closes its endpoint's breaker, and
-	// OnStateChange is told.
+	// OnStateChange is told. With the default ReadyToTrip and IsSuccessful,
+	// a read on an endpoint whose breaker is closed and has counted no
+	// failure since its last success goes out without passing through it
+	// (a success there changes nothing the breaker decides by); a failure
+	// is always counted. A ReadyToTrip of your own sees every read.
 	Breaker gobreaker.Settings
 	// TokenHeader, when set, names a header that carries the fencing token of
 	// the ticket each submission was granted under (pathdialer.Ticket.Token,
@@ -96,10 +100,14 @@ type Transport struct {
 	orderID  OrderIDFunc
 	epList   []*endpointClient // the endpoints, for endpoint (few: a scan beats a map)
 	service  string
-	tokenKey string    // canonical Options.TokenHeader
-	logical  []string  // Options.Hosts, lower-cased
-	hasRules bool      // Options.Rules has a rule
-	epoch    time.Time // for mono
+	tokenKey string   // canonical Options.TokenHeader
+	logical  []string // Options.Hosts, lower-cased
+	hasRules bool     // Options.Rules has a rule
+	// cleanReads: the read breakers trip on consecutive failures (the default
+	// ReadyToTrip and IsSuccessful), so a success on an endpoint whose breaker
+	// is closed and has counted no failure changes nothing they decide by.
+	cleanReads bool
+	epoch      time.Time // for mono
 	// acquire is path.AcquireInto; tests wrap it to hand out tickets whose
 	// decision has lapsed.
 	acquire func(ctx context.Context, t *pathdialer.Ticket, service, orderID string) error
@@ -132,6 +140,10 @@ type endpointClient struct {
 	// okAt is when (Transport.mono, +1) a success on this endpoint was last
 	// passed to the Path; 0 after a failure was passed, or before any report.
 	okAt atomic.Int64
+	// readFailed is set by every failed application read and cleared by a
+	// success that found the read breaker closed with no failure counted
+	// (see Transport.read).
+	readFailed atomic.Bool
 }
 
 // okThin is how close together two successes on one endpoint may be passed to
@@ -141,15 +153,28 @@ type endpointClient struct {
 // passed, and so is the first success after one.
 const okThin = time.Millisecond
 
-// reportOK passes a success at end (Transport.mono) to the Path, unless one
-// was passed less than okThin before it and no failure since.
-func (t *Transport) reportOK(ec *endpointClient, gen uint64, end, lat time.Duration) {
+// lap starts timing a request on ec: its start (Transport.mono) and whether
+// a success would be due to be passed to the Path, that is, whether none
+// was passed in the last okThin and no failure since. Only a request whose
+// success is due, or that fails, reads the clock again when it ends (under
+// load, most requests read it once).
+func (t *Transport) lap(ec *endpointClient) (start time.Duration, due bool) {
+	start = t.mono()
+	last := ec.okAt.Load()
+	return start, last == 0 || int64(start)+1-last >= int64(okThin)
+}
+
+// reportOK passes a success that began at start (Transport.mono), ending
+// now, to the Path, unless one was passed less than okThin before it and no
+// failure since (concurrent requests found it due together).
+func (t *Transport) reportOK(ec *endpointClient, gen uint64, start time.Duration) {
+	end := t.mono()
 	now := int64(end) + 1
 	if last := ec.okAt.Load(); last != 0 && now-last < int64(okThin) {
 		return
 	}
 	ec.okAt.Store(now)
-	t.path.Report(ec.name, gen, nil, lat)
+	t.path.Report(ec.name, gen, nil, end-start)
 }
 
 // reportErr passes a failure to the Path; the next success is passed too.
@@ -216,6 +241,10 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		hostToEP: make(map[string]*endpointClient),
 		logical:  logical,
 		hasRules: len(opts.Rules.Orders)+len(opts.Rules.NotOrders) > 0,
+		// Interval, BucketPeriod, Timeout and MaxRequests only change when the
+		// counts are cleared and how an open breaker recovers: neither is
+		// reached by a success on a closed breaker with no failure counted.
+		cleanReads: opts.Breaker.ReadyToTrip == nil && opts.Breaker.IsSuccessful == nil,
 	}
 	if opts.TokenHeader != "" {
 		t.tokenKey = textproto.CanonicalMIMEHeaderKey(opts.TokenHeader)
@@ -449,34 +478,54 @@ func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, err
 		t.aim(r2, ec)
 	}
 	t.stats.Reads.Add(1)
-	start := t.mono()
+	start, due := t.lap(ec)
 	var resp *http.Response
 	var err error
-	if reconcile {
+	switch {
+	case reconcile:
 		resp, err = roundTripRead(ec.t1, r2)
-	} else {
-		resp, err = ec.breaker.Load().Execute(func() (*http.Response, error) { return roundTripRead(ec.t1, r2) })
+	case t.cleanReads && !ec.readFailed.Load():
+		// The breaker is closed and has counted no failure: a success would
+		// change nothing it decides by, so the read goes straight out (no
+		// lock or clock of the breaker's on every read, which cost the most
+		// when reads run on several cores). A failure is counted in the
+		// breaker as Execute counts it, and the reads after it pass through
+		// the breaker until one succeeds and finds it clean again. (A
+		// success that raced the first failure goes uncounted: the breaker
+		// may then trip one consecutive failure early, never late.)
+		resp, err = roundTripRead(ec.t1, r2)
+		if err != nil {
+			ec.readFailed.Store(true)
+			_, _ = ec.breaker.Load().Execute(func() (*http.Response, error) { return resp, err })
+		}
+	default:
+		cb := ec.breaker.Load()
+		resp, err = cb.Execute(func() (*http.Response, error) { return roundTripRead(ec.t1, r2) })
+		if err == nil && t.cleanReads && cb.State() == gobreaker.StateClosed && cb.Counts().ConsecutiveFailures == 0 {
+			ec.readFailed.Store(false)
+		}
 	}
-	lat := t.mono() - start
 	switch {
 	case errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests):
 		closeBody(req)
 		t.stats.BreakerRejections.Add(1)
 		return nil, fmt.Errorf("%w: endpoint %q (%s)", ErrBreakerOpen, ec.name, err)
 	case errors.Is(err, errServerStatus):
-		t.reportErr(ec, gen, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		t.reportErr(ec, gen, fmt.Errorf("rest: HTTP %d", resp.StatusCode), t.mono()-start)
 		t.stats.ReadFailures.Add(1)
 		return resp, nil
 	case err != nil:
 		if req.Context().Err() == nil {
-			t.reportErr(ec, gen, err, lat)
+			t.reportErr(ec, gen, err, t.mono()-start)
 		}
 		t.stats.ReadFailures.Add(1)
 		err = RedactError(err)
 		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", redactURL(r2.URL), "err", err)
 		return nil, fmt.Errorf("rest: read on endpoint %q: %w", ec.name, err)
 	}
-	t.reportOK(ec, gen, start+lat, lat)
+	if due {
+		t.reportOK(ec, gen, start)
+	}
 	t.stats.ReadSuccesses.Add(1)
 	if reconcile {
 		t.closeBreaker(ec)
@@ -556,10 +605,10 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		t.stats.NotSent.Add(1)
 		return nil, fmt.Errorf("%w: order %q on endpoint %q: %w", ErrNotSent, orderID, ec.name, err)
 	}
-	start := t.mono()
+	start, due := t.lap(ec)
 	resp, err := ec.t1.RoundTrip(r3)
-	lat := t.mono() - start
 	if err != nil {
+		lat := t.mono() - start
 		cause := RedactError(err)
 		if req.Context().Err() == nil {
 			t.reportErr(ec, ticket.Token, err, lat)
@@ -584,7 +633,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		// first (up to 64 KiB; a longer one keeps its rest to be read), so
 		// the connection is free before reconciliation can begin.
 		bufferBody(resp)
-		t.reportErr(ec, ticket.Token, fmt.Errorf("rest: HTTP %d", resp.StatusCode), lat)
+		t.reportErr(ec, ticket.Token, fmt.Errorf("rest: HTTP %d", resp.StatusCode), t.mono()-start)
 		uerr := &UnknownOutcomeError{OrderID: orderID, Endpoint: ec.name, Token: ticket.Token, StatusCode: resp.StatusCode}
 		ticket.Unknown(uerr)
 		t.stats.Unknown.Add(1)
@@ -592,7 +641,9 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		markUnknown(resp, r3, uerr)
 		return resp, nil
 	}
-	t.reportOK(ec, ticket.Token, start+lat, lat)
+	if due {
+		t.reportOK(ec, ticket.Token, start)
+	}
 	ticket.Done()
 	t.tickets.Put(ticket)
 	t.stats.Acknowledged.Add(1)
