@@ -169,7 +169,7 @@ bench-compare:
 # bare ÷ brokerpath and the control A ÷ B (trimmed geometric mean of the
 # rounds, 95 % interval), and whether the goal 0.97 is shown, missed or not
 # resolved. Prints a table; about 5½ minutes. NOT part of `make test`.
-# BENCH_REST_ARGS e.g. '-rounds 480' or '-cell "h1 POST"' or '-dump phases.csv'.
+# BENCH_REST_ARGS e.g. '-rounds 480' or '-cell "h1 POST"' or '-dump phases.csv' or '-p copy'.
 BENCH_REST_ARGS ?=
 
 .PHONY: bench-rest

@@ -52,6 +52,14 @@ const childEnv = "BROKERPATH_RESTPARITY_CHILD"
 // ticket), to tell the submission path's cost from the rest.
 var postsAsReads bool
 
+// pSide is what takes brokerpath's place, P, in the rounds: "brokerpath"
+// (rest.Transport), "bare" (a third bare transport, behind a RoundTripper
+// func as any wrapper is: a check of the harness, which should read 1.00)
+// or "copy" (a bare transport behind a wrapper that sends a copy of the
+// request with GetBody cleared: what any transport that keeps net/http from
+// replaying an order's body must at least pay).
+var pSide string
+
 // bareTracked gives the bare transport the Path's tracked dialer (to tell the
 // transport's cost from the tracked connection's).
 var bareTracked bool
@@ -81,6 +89,7 @@ func main() {
 	only := flag.String("cell", "", "run only the cells whose name contains this (e.g. \"h1 POST\")")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.BoolVar(&postsAsReads, "posts-as-reads", false, "treat brokerpath's POSTs as reads (isolates the submission path's cost)")
+	flag.StringVar(&pSide, "p", "brokerpath", "what takes P's place: brokerpath, bare (a third bare transport: a check of the harness) or copy (a bare transport sent a copy of each request with GetBody cleared: the floor of not replaying orders)")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
 	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
 	flag.BoolVar(&gcEachPhase, "gc-each-phase", false, "collect garbage before each phase, outside the measurement (each phase then starts from the same heap, with cold caches)")
@@ -94,6 +103,10 @@ func main() {
 		}
 		defer func() { _ = f.Close() }()
 		dumpRounds = f
+	}
+	if pSide != "brokerpath" && pSide != "bare" && pSide != "copy" {
+		fmt.Fprintf(os.Stderr, "restparity: -p must be brokerpath, bare or copy (got %q)\n", pSide)
+		os.Exit(2)
 	}
 	if *rounds < 1 || *phase <= 0 {
 		fmt.Fprintf(os.Stderr, "restparity: -rounds must be at least 1 and -phase positive (got -rounds %d -phase %v)\n", *rounds, *phase)
@@ -337,6 +350,11 @@ func run(rounds int, phase time.Duration, only string) error {
 		return fmt.Errorf("no cell matches -cell %q", only)
 	}
 	fmt.Printf("rest.Transport vs a bare http.Transport, client CPU per request (getrusage, servers in a child process)\n")
+	if pSide != "brokerpath" {
+		fmt.Printf("-p %s: P, in the brokerpath column, is not rest.Transport but %s\n", pSide, map[string]string{
+			"bare": "a third bare transport behind a RoundTripper func (a check of the harness: it should read 1.00)",
+			"copy": "a bare transport sent a copy of each request with GetBody cleared (the floor of not replaying orders)"}[pSide])
+	}
 	fmt.Printf("%s, GOMAXPROCS %d, load average %s at the start; %d rounds per cell of %v phases: A P B B P A, rotating (A, B bare, P brokerpath)\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), loadAvg(), rounds, phase)
 	fmt.Printf("| cell | bare µs CPU/req | brokerpath µs CPU/req | bare ÷ brokerpath [95 %% CI] | median round | middle half of rounds | control bare ÷ bare [95 %% CI] | control middle half | goal ≥ %.2f | allocs/req bare → brokerpath (bytes) |\n", goal)
@@ -463,7 +481,23 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	defer bpRT.CloseIdleConnections()
 	var seq atomic.Uint64
 	var cls [3]*clients
-	for i, rt := range [3]http.RoundTripper{bareA, bpRT, bareB} {
+	var pRT http.RoundTripper = bpRT
+	switch pSide {
+	case "bare":
+		inner := newBare(tlsCfg)
+		defer inner.CloseIdleConnections()
+		pRT = roundTripFunc(inner.RoundTrip)
+	case "copy":
+		inner := newBare(tlsCfg)
+		defer inner.CloseIdleConnections()
+		pRT = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			r2 := new(http.Request)
+			*r2 = *r
+			r2.GetBody = nil
+			return inner.RoundTrip(r2)
+		})
+	}
+	for i, rt := range [3]http.RoundTripper{bareA, pRT, bareB} {
 		cls[i] = startClients(c, rt, base, &seq)
 		defer cls[i].stop()
 	}
@@ -659,3 +693,8 @@ func (cl *clients) phase(d time.Duration) (sample, error) {
 // fewer, 32 clients would keep re-dialling, and the cells would measure TLS
 // handshakes).
 const maxIdle = 64
+
+// roundTripFunc is a RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
