@@ -95,7 +95,10 @@
 //     connections and never meet the breaker.
 //   - Passive signals: connection errors, timeouts and 5xx are reported to the
 //     Path for the endpoint they happened on (successes too); 4xx are not path
-//     failures.
+//     failures, and neither is a request failed by the server retiring its
+//     HTTP/2 connection gracefully (GOAWAY with NO_ERROR, as a load balancer
+//     does routinely): the connection goes away, not the endpoint. An order
+//     failed that way is still an unknown outcome, settled by reconciliation.
 //   - Errors and logs never contain credentials: API-key and authorization headers
 //     and key/token/signature query parameters are masked in every error
 //     RoundTrip returns and every line it logs (see RedactError).

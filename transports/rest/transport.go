@@ -515,7 +515,7 @@ func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, err
 		t.stats.ReadFailures.Add(1)
 		return resp, nil
 	case err != nil:
-		if req.Context().Err() == nil {
+		if req.Context().Err() == nil && !goneAway(err) {
 			t.reportErr(ec, gen, err, t.mono()-start)
 		}
 		t.stats.ReadFailures.Add(1)
@@ -610,7 +610,7 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		lat := t.mono() - start
 		cause := RedactError(err)
-		if req.Context().Err() == nil {
+		if req.Context().Err() == nil && !goneAway(err) {
 			t.reportErr(ec, ticket.Token, err, lat)
 		}
 		if neverSent(err) {
@@ -675,6 +675,18 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 type readCloser struct {
 	io.Reader
 	io.Closer
+}
+
+// goneAway reports whether err is net/http's HTTP/2 client failing a request
+// because the server retired its connection gracefully (GOAWAY with
+// NO_ERROR; a submission cannot be retried, its body not being rewindable):
+// what is going away is that connection, which a load balancer retires as a
+// matter of course, not the endpoint, which new connections reach (one that
+// cannot be reached fails the next dial and the probes). Such an error is not
+// passed to the Path as a failure. net/http gives it only as text (it formats
+// the cause into a new error), so it is recognised by its text.
+func goneAway(err error) bool {
+	return strings.Contains(err.Error(), "graceful shutdown GOAWAY")
 }
 
 // neverSent reports whether err proves that no byte of the request reached the
