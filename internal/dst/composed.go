@@ -348,6 +348,7 @@ func (w *world) identity(ctx context.Context, ep pathdialer.Endpoint) (pathdiale
 
 // recordEvent keeps what the composed invariants need from one event.
 func (w *world) recordEvent(ev pathdialer.Event) {
+	w.h2.noteEvent(ev) // h2sim.go
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch ev.Kind {

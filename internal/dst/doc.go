@@ -156,8 +156,15 @@
 // on a new connection whenever it can rewind the body (Request.GetBody); the
 // REST transport clears GetBody, so the order fails as an unknown outcome
 // and a reconcile settles it. A drain counts, for the composed invariants,
-// as an unknown-outcome fault armed on its region at that instant (the Path
-// may take the endpoint DOWN on that failure while its probe passes).
+// as an unknown-outcome fault armed on its region at that instant. The
+// transport does not pass a graceful GOAWAY to the Path as a failure, so a
+// drain alone does not take the endpoint DOWN.
+//
+// A drain is not evidence against the endpoint: the invariant
+// no-drain-as-evidence fails when any state change of the Path's has a
+// graceful GOAWAY for its cause. The plant drain-as-evidence (the transport
+// passing such a failure to the Path) breaks it in 230 of seeds 1–1000, the
+// lowest 10 (each a HEALTHY->DOWN on a drain whose endpoint's probe passes).
 //
 // The plant h2-replay (the transport keeping the caller's GetBody) is found
 // by no-order-replayed-by-pool: swept over plain seeds 1–1000 (make
@@ -729,6 +736,7 @@
 //
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	h2-replay                no-order-replayed-by-pool              10           241
+//	drain-as-evidence        no-drain-as-evidence                   10           230
 //
 // The FIX Initiator (plain seeds 1–1000, 120 of them FIX seeds; see "FIX"):
 //

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/rest"
 )
 
@@ -43,16 +44,21 @@ import (
 //
 //	no-order-replayed-by-pool  no client order ID arrives at the front end on more
 //	                           distinct connections than the client sent it
+//	no-drain-as-evidence       no state change of the Path's has a graceful
+//	                           GOAWAY for its cause
 //
 // The REST transport clears GetBody, so the stream fails and the order is
 // an unknown outcome, settled by a reconcile. Plant h2-replay (the transport
 // keeping GetBody) shows the invariant failing.
 
 const (
-	h2Service        = "h2"
-	invH2Replay      = "no-order-replayed-by-pool"
-	h2DrainOneIn     = 8
-	h2ForwardTimeout = 5 * time.Second
+	h2Service   = "h2"
+	invH2Replay = "no-order-replayed-by-pool"
+	// invH2DrainEvidence: no state change of the Path's is caused by a
+	// graceful GOAWAY (a drain retires a connection, not an endpoint).
+	invH2DrainEvidence = "no-drain-as-evidence"
+	h2DrainOneIn       = 8
+	h2ForwardTimeout   = 5 * time.Second
 )
 
 // h2CertPEM and h2KeyPEM: a self-signed certificate for broker.sim, valid
@@ -102,6 +108,21 @@ type h2front struct {
 	arrivals map[string][]int // client order ID -> connections it arrived on, in order
 	sends    map[string]int   // client order ID -> times the client sent it
 	drains   int
+	// drainChanges are the Path's state changes whose cause was a graceful
+	// GOAWAY (no-drain-as-evidence).
+	drainChanges []string
+}
+
+// noteEvent keeps a state change of the Path's that a drained connection
+// caused: a graceful GOAWAY retires a connection, not an endpoint, and must
+// not count against it.
+func (f *h2front) noteEvent(ev pathdialer.Event) {
+	if f == nil || ev.Kind != pathdialer.EventStateChange || ev.Err == nil || !strings.Contains(ev.Err.Error(), "graceful shutdown GOAWAY") {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drainChanges = append(f.drainChanges, fmt.Sprintf("%s %v->%v at %v", ev.Endpoint, ev.PrevState, ev.State, ev.Time.Sub(f.w.start)))
 }
 
 type h2connKey struct{}
@@ -307,6 +328,9 @@ func (f *h2front) check(res *Result, viol func(inv, format string, a ...any)) {
 			res.Stats.H2Replays++
 			viol(invH2Replay, "order %s arrived on %d connections %v, sent by the client %d time(s)", id, len(conns), f.arrivals[id], f.sends[id])
 		}
+	}
+	for _, c := range f.drainChanges {
+		viol(invH2DrainEvidence, "endpoint %s on a graceful GOAWAY: a drained connection counted against its endpoint", c)
 	}
 	res.Stats.H2Drains = f.drains
 	res.Stats.H2Conns = f.conns

@@ -1,9 +1,13 @@
 package dst
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/brokerpath/brokerpath/engine"
+	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 // h2Seeds are the first n seeds whose orders go over TLS and pooled HTTP/2.
@@ -52,5 +56,21 @@ func TestH2CheckFindsReplay(t *testing.T) {
 	}
 	if res.Stats.H2Replays != 1 {
 		t.Fatalf("H2Replays = %d, want 1", res.Stats.H2Replays)
+	}
+}
+
+// no-drain-as-evidence: a state change the Path made on a graceful GOAWAY
+// is a violation; one on any other failure is not.
+func TestH2CheckFindsDrainAsEvidence(t *testing.T) {
+	w := &world{}
+	f := &h2front{w: w}
+	goAway := errors.New("rest: submission on endpoint \"eu\": http2: Transport: cannot retry err [http2: Transport received Server's graceful shutdown GOAWAY] after Request.Body was written")
+	f.noteEvent(pathdialer.Event{Kind: pathdialer.EventStateChange, Endpoint: "eu", PrevState: engine.Healthy, State: engine.Down, Err: goAway})
+	f.noteEvent(pathdialer.Event{Kind: pathdialer.EventStateChange, Endpoint: "us", PrevState: engine.Healthy, State: engine.Down, Err: errors.New("connection refused")})
+	f.noteEvent(pathdialer.Event{Kind: pathdialer.EventProbe, Endpoint: "eu", Err: goAway})
+	var got []string
+	f.check(&Result{}, func(inv, format string, a ...any) { got = append(got, inv+": "+fmt.Sprintf(format, a...)) })
+	if len(got) != 1 || !strings.Contains(got[0], invH2DrainEvidence) || !strings.Contains(got[0], "endpoint eu ") {
+		t.Fatalf("violations %q, want one %s for eu", got, invH2DrainEvidence)
 	}
 }

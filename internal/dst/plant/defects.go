@@ -476,6 +476,18 @@ var defects = map[string]Defect{
 		Body:      "\tr3.GetBody = req.GetBody // DEFECT (plant h2-replay): the body can be rewound and sent again\n",
 	},
 
+	// The REST transport passes an order failed by a graceful GOAWAY to the
+	// Path as a failure: a load balancer retiring a connection with orders
+	// on it then counts against an endpoint that new connections reach, and
+	// can take it DOWN (found by the H2 seeds' drains).
+	"drain-as-evidence": {
+		File:      "transports/rest/transport.go",
+		Doc:       "an order failed by a graceful GOAWAY counts as a failure of its endpoint",
+		Invariant: "no-drain-as-evidence",
+		Old:       "\t\tif req.Context().Err() == nil && !goneAway(err) {\n\t\t\tt.reportErr(ec, ticket.Token, err, lat)",
+		Body:      "\t\tif req.Context().Err() == nil { // DEFECT (plant drain-as-evidence): a drained connection counts against the endpoint\n\t\t\tt.reportErr(ec, ticket.Token, err, lat)",
+	},
+
 	// Section 7: a second process that takes over (Scenario.Proc2).
 
 	// A reconcile with no ticket of this process's own releases at once,
