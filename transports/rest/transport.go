@@ -177,6 +177,16 @@ func (t *Transport) reportOK(ec *endpointClient, gen uint64, start time.Duration
 	t.path.Report(ec.name, gen, nil, end-start)
 }
 
+// reportFailed passes the transport error of a request that began at start
+// to the Path, unless it says nothing about the endpoint: the request's own
+// context ended, or the server retired the connection gracefully (goneAway).
+func (t *Transport) reportFailed(ec *endpointClient, gen uint64, req *http.Request, err error, start time.Duration) {
+	if req.Context().Err() != nil || goneAway(err) {
+		return
+	}
+	t.reportErr(ec, gen, err, t.mono()-start)
+}
+
 // reportErr passes a failure to the Path; the next success is passed too.
 func (t *Transport) reportErr(ec *endpointClient, gen uint64, err error, lat time.Duration) {
 	ec.okAt.Store(0)
@@ -515,9 +525,7 @@ func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, err
 		t.stats.ReadFailures.Add(1)
 		return resp, nil
 	case err != nil:
-		if req.Context().Err() == nil && !goneAway(err) {
-			t.reportErr(ec, gen, err, t.mono()-start)
-		}
+		t.reportFailed(ec, gen, req, err, start)
 		t.stats.ReadFailures.Add(1)
 		err = RedactError(err)
 		t.log.Debug("rest: read failed", "endpoint", ec.name, "url", redactURL(r2.URL), "err", err)
@@ -608,11 +616,8 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	start, due := t.lap(ec)
 	resp, err := ec.t1.RoundTrip(r3)
 	if err != nil {
-		lat := t.mono() - start
 		cause := RedactError(err)
-		if req.Context().Err() == nil && !goneAway(err) {
-			t.reportErr(ec, ticket.Token, err, lat)
-		}
+		t.reportFailed(ec, ticket.Token, req, err, start)
 		if neverSent(err) {
 			ticket.Done() // nothing reached the broker
 			t.tickets.Put(ticket)

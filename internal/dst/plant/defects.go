@@ -484,8 +484,8 @@ var defects = map[string]Defect{
 		File:      "transports/rest/transport.go",
 		Doc:       "an order failed by a graceful GOAWAY counts as a failure of its endpoint",
 		Invariant: "no-drain-as-evidence",
-		Old:       "\t\tif req.Context().Err() == nil && !goneAway(err) {\n\t\t\tt.reportErr(ec, ticket.Token, err, lat)",
-		Body:      "\t\tif req.Context().Err() == nil { // DEFECT (plant drain-as-evidence): a drained connection counts against the endpoint\n\t\t\tt.reportErr(ec, ticket.Token, err, lat)",
+		Old:       "\tif req.Context().Err() != nil || goneAway(err) {\n",
+		Body:      "\tif req.Context().Err() != nil { // DEFECT (plant drain-as-evidence): a drained connection counts against the endpoint\n",
 	},
 
 	// Section 7: a second process that takes over (Scenario.Proc2).
