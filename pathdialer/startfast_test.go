@@ -21,6 +21,7 @@ const (
 	answerRejected         // ErrProbeRejected, naming an HTTP status
 	answerReset            // a transient failure
 	answerBlackhole        // no answer until the probe's context ends
+	answerLateReject       // a rejection once the probe's context ended: a timeout
 )
 
 // rejectingProbes answers each endpoint's probes from a script: the n-th
@@ -59,6 +60,9 @@ func (r *rejectingProbes) probe(ctx context.Context, ep pathdialer.Endpoint) err
 	case answerBlackhole:
 		<-ctx.Done()
 		return ctx.Err()
+	case answerLateReject:
+		<-ctx.Done()
+		return fmt.Errorf("probe of %q answered HTTP %d too late: %w", ep.Name, status, pathdialer.ErrProbeRejected)
 	}
 	return nil
 }
@@ -103,9 +107,10 @@ func TestStartFailsFastWhenEveryProbeIsRejected(t *testing.T) {
 }
 
 // Start fails fast only on an answer from every endpoint: while one is
-// pending (a probe that timed out) Start keeps probing; while one fails in a
-// way a sound configuration also meets (a reset) Start waits StartWait as
-// ever; one endpoint that answers well is started on.
+// pending (a probe that timed out, even one that then returned a rejection)
+// Start keeps probing; while one fails in a way a sound configuration also
+// meets (a reset) Start waits StartWait as ever; one endpoint that answers
+// well is started on.
 func TestStartWaitsUnlessEveryProbeIsRejected(t *testing.T) {
 	cfg := baseConfig()
 	round := cfg.ProbeTimeout + cfg.ProbeInterval // a timed-out round, then the wait for the next
@@ -122,6 +127,10 @@ func TestStartWaitsUnlessEveryProbeIsRejected(t *testing.T) {
 		"one rejected, one reset": {
 			script:  map[string][]answer{"eu": {answerRejected}, "us": {answerReset}},
 			wantErr: true, min: cfg.StartWait, max: cfg.StartWait + cfg.ProbeInterval,
+		},
+		"rejections that came after the probe timed out": {
+			script:  map[string][]answer{"eu": {answerLateReject}, "us": {answerLateReject}},
+			wantErr: true, min: cfg.StartWait, max: cfg.StartWait + round,
 		},
 		"one rejected, one healthy": {
 			script: map[string][]answer{"eu": {answerRejected}, "us": {answerOK}},
