@@ -17,11 +17,11 @@ import (
 type answer int
 
 const (
-	answerOK        answer = iota
-	answerRejected         // ErrProbeRejected, naming an HTTP status
-	answerReset            // a transient failure
-	answerBlackhole        // no answer until the probe's context ends
-	answerLateReject       // a rejection once the probe's context ended: a timeout
+	answerOK         answer = iota
+	answerRejected          // ErrProbeRejected, naming an HTTP status
+	answerReset             // a transient failure
+	answerBlackhole         // no answer until the probe's context ends
+	answerLateReject        // a rejection once the probe's context ended: a timeout
 )
 
 // rejectingProbes answers each endpoint's probes from a script: the n-th
