@@ -27,6 +27,16 @@ var (
 	ErrUnknownEndpoint = errors.New("pathdialer: unknown endpoint")
 	// ErrProbeTimeout: a probe did not return within Config.ProbeTimeout.
 	ErrProbeTimeout = errors.New("pathdialer: probe timed out")
+	// ErrProbeRejected marks a probe's error when the endpoint's answer proves
+	// the probe's request itself wrong rather than the endpoint unhealthy:
+	// credentials refused, a request the server calls malformed, a path or
+	// method the server does not have (transports/rest's Probe wraps it for HTTP
+	// 400, 401, 403, 404, 405 and 410). A ProbeFunc of your own wraps it (%w)
+	// for such answers only: never for a timeout, a refused connection, a 5xx
+	// or a rate limit, which a healthy configuration also meets. When every
+	// endpoint's probe answers so, Start fails within one probe round instead
+	// of waiting StartWait; a running Path treats it as any probe failure.
+	ErrProbeRejected = errors.New("pathdialer: probe rejected: the request is wrong, not the endpoint")
 	// ErrUnknownOutcome marks an order whose fate is unknown (timeout, reset after
 	// the request was written, 5xx): it may or may not have reached the broker.
 	// Transports wrap it in their typed errors; Ticket.Unknown hands the order to

@@ -26,6 +26,10 @@ func (p *Path) openAtStart(ctx context.Context, a *activeView) error {
 	if w := p.cfg.StartWait; w > 0 && len(p.eng.Targets()) == 0 {
 		deadline := time.Now().Add(w)
 		for len(p.eng.Targets()) == 0 {
+			if cause := p.rejectedAtStart(); cause != nil { // path.go
+				p.startHalt(a, haltNoTarget, cause)
+				return cause
+			}
 			left := time.Until(deadline)
 			if left <= 0 || ctx.Err() != nil {
 				var why []string

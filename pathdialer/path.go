@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -233,6 +234,18 @@ func (p *Path) Fenced(endpoint string) bool {
 // (Close it if you give up). The gate never opens on an active endpoint found
 // fronting another account: it halts and the monitor fails over. It returns an
 // error if the Path was already started or closed.
+//
+// A configuration error fails fast: with StartWait, when the latest probe
+// answer of every endpoint is a rejection (an error wrapping
+// ErrProbeRejected: a refused credential, a malformed request, a path the
+// server does not have), Start does not wait out StartWait but returns at the
+// end of the probe round that brought the last of them, usually the first
+// (within ProbeJitter + ProbeTimeout), halted as above. Its error wraps
+// ErrProbeRejected, ErrNoEligibleEndpoint and each endpoint's probe error
+// (errors.As finds them), and names each endpoint with its answer. While any
+// endpoint's answer is pending (a timeout), transient (a refused connection,
+// a 5xx, a rate limit) or good, Start waits as above. With StartWait 0 the
+// gate opens after the first round whatever it found.
 func (p *Path) Start(ctx context.Context) error {
 	p.lifeMu.Lock()
 	defer p.lifeMu.Unlock()
@@ -403,4 +416,46 @@ func (p *Path) kick() {
 	case p.trigger <- struct{}{}:
 	default:
 	}
+}
+
+// rejectedAtStart returns the error Start fails with when the latest probe
+// result of every endpoint is a rejection (ErrProbeRejected, not a timeout
+// that wraps one), else nil.
+func (p *Path) rejectedAtStart() error {
+	e := &probesRejectedError{}
+	for _, rt := range p.order {
+		st, ok := p.eng.Status(rt.ep.Name)
+		err := st.LastProbeError
+		if !ok || err == nil || !errors.Is(err, ErrProbeRejected) || errors.Is(err, ErrProbeTimeout) {
+			return nil
+		}
+		e.names = append(e.names, rt.ep.Name)
+		e.errs = append(e.errs, err)
+	}
+	return e
+}
+
+// probesRejectedError is Start's error when every endpoint rejected the probe.
+type probesRejectedError struct {
+	names []string // endpoints, in configuration order
+	errs  []error  // their probe errors
+}
+
+func (e *probesRejectedError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v: every endpoint rejected the probe's request at Start (a configuration error, not an outage): check the probe's credentials, URL path and method:", ErrNoEligibleEndpoint)
+	for i, name := range e.names {
+		sep := " "
+		if i > 0 {
+			sep = "; "
+		}
+		fmt.Fprintf(&b, "%s%q: %v", sep, name, e.errs[i])
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrNoEligibleEndpoint, ErrProbeRejected and each endpoint's
+// probe error.
+func (e *probesRejectedError) Unwrap() []error {
+	return append([]error{ErrNoEligibleEndpoint, ErrProbeRejected}, e.errs...)
 }

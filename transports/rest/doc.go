@@ -113,5 +113,12 @@
 // with presets for Alpaca's and Binance's order queries.
 //
 // Probe returns a ready pathdialer.ProbeFunc that performs an authenticated request
-// of your choice on every endpoint, the trade path, not a status page.
+// of your choice on every endpoint, the trade path, not a status page. An
+// unexpected status is a ProbeStatusError, which names the endpoint, the status
+// and the URL without credentials (no user information, the query masked). A
+// status that proves the request itself wrong (400, 401, 403, 404, 405, 410)
+// also wraps pathdialer.ErrProbeRejected: a wrong API key answered 401 by every
+// endpoint fails Path.Start within one probe round instead of after StartWait.
+// Rate limits (429), 5xx and redirects are an endpoint's trouble, not a
+// rejection.
 package rest

@@ -39,8 +39,10 @@ type ProbeOptions struct {
 }
 
 // Probe returns a pathdialer.ProbeFunc that performs one authenticated request on
-// an endpoint and treats anything but an expected status as failure. Probes do not
-// go through the Path's tracked dialer: they must reach fenced endpoints too.
+// an endpoint and treats anything but an expected status as failure: a
+// *ProbeStatusError, which wraps pathdialer.ErrProbeRejected for a status that
+// proves the request wrong (see ProbeStatusError). Probes do not go through the
+// Path's tracked dialer: they must reach fenced endpoints too.
 func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 	if strings.TrimSpace(opts.Path) == "" {
 		return nil, fmt.Errorf("%w: ProbeOptions.Path is required (an authenticated request on the trade path)", ErrInvalidOptions)
@@ -96,8 +98,77 @@ func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
 		if !slices.Contains(opts.Expect, resp.StatusCode) {
-			return fmt.Errorf("rest probe: endpoint %q answered HTTP %d %s to %s %s (want %v)", ep.Name, resp.StatusCode, http.StatusText(resp.StatusCode), opts.Method, redactURL(u), opts.Expect)
+			return &ProbeStatusError{Endpoint: ep.Name, Method: opts.Method, URL: probeURL(u), StatusCode: resp.StatusCode, Expect: slices.Clone(opts.Expect)}
 		}
 		return nil
 	}, nil
+}
+
+// ProbeStatusError is Probe's error when an endpoint answered with a status
+// that is not in ProbeOptions.Expect. It holds no credential: URL keeps the
+// scheme, host and path only (user information and fragment are left out, a
+// query shows as ?REDACTED whatever its names), and no header or body of the
+// exchange is kept.
+//
+// A status that proves the probe's request itself wrong, whichever endpoint
+// answers it, makes it a rejection (Rejected, and errors.Is(err,
+// pathdialer.ErrProbeRejected)): 400 Bad Request (malformed, e.g. a
+// signature's parameters missing), 401 Unauthorized (credentials refused),
+// 403 Forbidden (credentials lacking a permission, or a source address not
+// allowed), 404 Not Found and 410 Gone (no such path, or an API version
+// retired), 405 Method Not Allowed. When every endpoint answers so, Start
+// fails at once rather than waiting out Config.StartWait (one region's load
+// balancer that 404s while half deployed does not: the others still answer
+// well). Anything else is an unhealthy or busy endpoint, not a rejection: a
+// redirect, 408, 409, 429, any 5xx. A running Path counts both alike, as
+// probe failures.
+type ProbeStatusError struct {
+	// Endpoint is the endpoint's name.
+	Endpoint string
+	// Method is the probe's HTTP method.
+	Method string
+	// URL is the probe's URL: scheme, host and path, and ?REDACTED for a query.
+	URL string
+	// StatusCode is the status the endpoint answered.
+	StatusCode int
+	// Expect lists the statuses that would have been a success.
+	Expect []int
+}
+
+func (e *ProbeStatusError) Error() string {
+	verb := "answered"
+	if e.Rejected() {
+		verb = "rejected the request (it is wrong, not the endpoint):"
+	}
+	return fmt.Sprintf("rest probe: endpoint %q %s HTTP %d %s to %s %s (want %v)", e.Endpoint, verb, e.StatusCode, http.StatusText(e.StatusCode), e.Method, e.URL, e.Expect)
+}
+
+// Rejected reports whether StatusCode proves the probe's request wrong: 400,
+// 401, 403, 404, 405 or 410.
+func (e *ProbeStatusError) Rejected() bool {
+	switch e.StatusCode {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
+		http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusGone:
+		return true
+	}
+	return false
+}
+
+// Unwrap returns pathdialer.ErrProbeRejected when the answer is a rejection
+// (Rejected), else nil.
+func (e *ProbeStatusError) Unwrap() error {
+	if e.Rejected() {
+		return pathdialer.ErrProbeRejected
+	}
+	return nil
+}
+
+// probeURL renders u for a probe's error: scheme, host and path; a query
+// (which may carry a key under any name) shows as ?REDACTED.
+func probeURL(u *url.URL) string {
+	s := (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+	if u.RawQuery != "" {
+		s += "?" + redacted
+	}
+	return s
 }
