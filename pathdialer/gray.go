@@ -52,11 +52,58 @@ func (p *Path) record(endpoint string, err error, latency time.Duration, passive
 	return p.eng.Observe(endpoint, err, latency)
 }
 
-// tradePathChecks runs Config.TradePathCheck, concurrently and bounded by
-// ProbeTimeout, on every endpoint in a gray failure, or that was in one and
-// has not carried a successful order since (engine.Status.WatchTradePath).
+// offeredCheck is a trade-path check offered by a transport
+// (OfferTradePathCheck), and who offered it.
+type offeredCheck struct {
+	by    string
+	check ProbeFunc
+}
+
+// OfferTradePathCheck gives the Path a trade-path check to run when
+// Config.TradePathCheck is nil: a check of the path orders take that the
+// caller can make from what it already has. A transport calls it (the REST
+// transport's Reconciler does, from SendLookupsVia: a lookup of an order ID
+// never sent, through the endpoint checked); an application sets
+// Config.TradePathCheck instead, which always takes precedence. by names the
+// check in events ("rest.Reconciler"). The latest offer replaces any earlier
+// one; a nil check withdraws it. Safe for concurrent use, before or after
+// Start.
+//
+// See Config.TradePathCheck for when a trade-path check runs and what its
+// result does.
+func (p *Path) OfferTradePathCheck(by string, check ProbeFunc) {
+	if check == nil {
+		p.tradePathOffer.Store(nil)
+		return
+	}
+	p.tradePathOffer.Store(&offeredCheck{by: by, check: check})
+}
+
+// tradePathCheck returns the check this round runs on endpoints in or after
+// a gray failure, and how to name it: Config.TradePathCheck, else the
+// offered one (OfferTradePathCheck), else, while trading is halted, the
+// probe standing in for one (standIn: only its successes are evidence).
+// Without any of them it returns nil.
+func (p *Path) tradePathCheck() (check ProbeFunc, name string, standIn bool) {
+	if c := p.cfg.TradePathCheck; c != nil {
+		return c, "TradePathCheck", false
+	}
+	if o := p.tradePathOffer.Load(); o != nil {
+		return o.check, "the trade-path check of " + o.by, false
+	}
+	if p.gate.Load().state == GateHalted {
+		return p.cfg.Probe, "the probe, standing in for a trade-path check while trading is halted", true
+	}
+	return nil, "", false
+}
+
+// tradePathChecks runs the trade-path check (tradePathCheck), concurrently
+// and bounded by ProbeTimeout, on every endpoint in a gray failure, or that
+// was in one and has not carried a successful order since
+// (engine.Status.WatchTradePath).
 func (p *Path) tradePathChecks(ctx context.Context) {
-	if p.cfg.TradePathCheck == nil {
+	check, _, standIn := p.tradePathCheck()
+	if check == nil {
 		return
 	}
 	var wg sync.WaitGroup
@@ -74,7 +121,7 @@ func (p *Path) tradePathChecks(ctx context.Context) {
 			p.probeWG.Add(1)
 			go func() {
 				defer p.probeWG.Done()
-				res <- callProbe(cctx, p.cfg.TradePathCheck, rt.ep)
+				res <- callProbe(cctx, check, rt.ep)
 			}()
 			var err error
 			select {
@@ -87,6 +134,9 @@ func (p *Path) tradePathChecks(ctx context.Context) {
 			}
 			if ctx.Err() != nil {
 				return
+			}
+			if err != nil && standIn {
+				return // the probe's failures are counted as the probe's
 			}
 			if err != nil {
 				err = fmt.Errorf("trade-path check of %q: %w", rt.ep.Name, err)
@@ -125,9 +175,9 @@ func (p *Path) noteEvidence() {
 		}
 		switch {
 		case st.GrayFailure && !wasGray:
-			how := "no TradePathCheck is configured: it waits"
-			if p.cfg.TradePathCheck != nil {
-				how = "TradePathCheck runs every probe round; without a success it waits"
+			how := "no trade-path check is configured or offered (the probe stands in for one only while trading is halted): it waits"
+			if _, name, standIn := p.tradePathCheck(); name != "" && !standIn {
+				how = name + " runs every probe round; without a success it waits"
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
 				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe results do not bring it back; %s until %s (%v)",
@@ -160,7 +210,8 @@ type EndpointEvidence struct {
 	GrayWaitUntil time.Time `json:"gray_wait_until"`
 	GrayFailures  int       `json:"gray_failures"`
 	// WatchTradePath: it is or was in a gray failure and no order has
-	// succeeded on it since: TradePathCheck runs on it every probe round.
+	// succeeded on it since: the trade-path check (Config.TradePathCheck)
+	// runs on it every probe round.
 	WatchTradePath bool `json:"watch_trade_path"`
 	// Bounces: failovers within engine.Config.BounceWindow of a failback to
 	// it; FailbackCooldown the cooldown they set for a failback to it.
