@@ -279,7 +279,9 @@ const TradePathOrderID = "brokerpath-trade-path-check"
 
 // tradePathCheck is the check SendLookupsVia offers: one lookup of
 // TradePathOrderID (or one listing) through t to the endpoint checked,
-// paced by the venue's lookup budget like every lookup.
+// paced by the venue's lookup budget like every lookup. When the budget
+// leaves no room for it within the check's time the check fails: the
+// endpoint stays out a round longer, never comes back unchecked.
 func (r *Reconciler) tradePathCheck(t *Transport) pathdialer.ProbeFunc {
 	return func(ctx context.Context, ep pathdialer.Endpoint) error {
 		client, ok := t.checkClient(ep.Name)
@@ -287,7 +289,9 @@ func (r *Reconciler) tradePathCheck(t *Transport) pathdialer.ProbeFunc {
 			return fmt.Errorf("rest: trade-path check: the transport has no endpoint %q", ep.Name)
 		}
 		if err := r.limit.Wait(ctx); err != nil {
-			return err
+			// No evidence either way; kept out one more round (never let
+			// back on a lookup that was not made).
+			return fmt.Errorf("rest: trade-path check on %q: the venue's lookup budget leaves no room for it within the probe timeout: %w", ep.Name, err)
 		}
 		if len(r.opts.ListURLs) > 0 {
 			if _, err := r.list(ctx, client, r.opts.ListURLs[0]); err != nil {
