@@ -494,8 +494,10 @@ type Config struct {
 	// through the endpoint checked, a "not found" being a success — the same
 	// read that a failed reconcile lookup takes an endpoint out with. With no
 	// check set or offered, while trading is halted the probe stands in for
-	// one (a probe success ends the gray failure; a halt is worse than
-	// trying the endpoint again); otherwise a gray failure ends only after
+	// one: a probe success ends the gray failure, since with no path left a
+	// halt costs more than trying the endpoint again (if its orders still
+	// fail, FailureThreshold of them take it out again, reconciled before
+	// flow is released); otherwise a gray failure ends only after
 	// engine.Config.GrayFailbackWait, or when an order succeeds there. So
 	// with a check, or while halted, a gray failure whose cause has passed
 	// ends at the first probe round after it passed.
