@@ -64,8 +64,8 @@ type offeredCheck struct {
 // caller can make from what it already has. A transport calls it (the REST
 // transport's Reconciler does, from SendLookupsVia: a lookup of an order ID
 // never sent, through the endpoint checked); an application sets
-// Config.TradePathCheck instead, which always takes precedence. by names the
-// check in events ("rest.Reconciler"). The latest offer replaces any earlier
+// Config.TradePathCheck instead, which always takes precedence. by names who
+// offers the check, in events ("rest.Reconciler"). The latest offer replaces any earlier
 // one; a nil check withdraws it. Safe for concurrent use, before or after
 // Start.
 //
@@ -75,6 +75,9 @@ func (p *Path) OfferTradePathCheck(by string, check ProbeFunc) {
 	if check == nil {
 		p.tradePathOffer.Store(nil)
 		return
+	}
+	if by == "" {
+		by = "a transport"
 	}
 	p.tradePathOffer.Store(&offeredCheck{by: by, check: check})
 }
