@@ -492,15 +492,12 @@ type Config struct {
 	// (Path.OfferTradePathCheck): a rest.Reconciler given a rest.Transport
 	// with SendLookupsVia offers its order lookup of an order ID never sent,
 	// through the endpoint checked, a "not found" being a success — the same
-	// read that a failed reconcile lookup takes an endpoint out with. With no
-	// check set or offered, while trading is halted the probe stands in for
-	// one: a probe success ends the gray failure, since with no path left a
-	// halt costs more than trying the endpoint again (if its orders still
-	// fail, FailureThreshold of them take it out again, reconciled before
-	// flow is released); otherwise a gray failure ends only after
-	// engine.Config.GrayFailbackWait, or when an order succeeds there. So
-	// with a check, or while halted, a gray failure whose cause has passed
-	// ends at the first probe round after it passed.
+	// read that failed reconcile lookups take an endpoint out with, so a
+	// burst of them costs its own length and a probe round or two. With no
+	// check set or offered, a gray failure ends only after
+	// engine.Config.GrayFailbackWait, or when an order succeeds there: the
+	// probe never stands in for a trade-path check, halted or not (it could
+	// not see the failure when it began).
 	TradePathCheck ProbeFunc
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them

@@ -82,22 +82,19 @@ func (p *Path) OfferTradePathCheck(by string, check ProbeFunc) {
 	p.tradePathOffer.Store(&offeredCheck{by: by, check: check})
 }
 
-// tradePathCheck returns the check this round runs on endpoints in or after
-// a gray failure, and how to name it: Config.TradePathCheck, else the
-// offered one (OfferTradePathCheck), else, while trading is halted, the
-// probe standing in for one (standIn: only its successes are evidence).
-// Without any of them it returns nil.
-func (p *Path) tradePathCheck() (check ProbeFunc, name string, standIn bool) {
+// tradePathCheck returns the check the probe rounds run on endpoints in or
+// after a gray failure, and how to name it: Config.TradePathCheck, else the
+// offered one (OfferTradePathCheck), else nil. The probe never stands in for
+// one: it could not see the failure when it began, so its success proves
+// nothing about it, halted or not.
+func (p *Path) tradePathCheck() (check ProbeFunc, name string) {
 	if c := p.cfg.TradePathCheck; c != nil {
-		return c, "TradePathCheck", false
+		return c, "TradePathCheck"
 	}
 	if o := p.tradePathOffer.Load(); o != nil {
-		return o.check, "the trade-path check of " + o.by, false
+		return o.check, "the trade-path check of " + o.by
 	}
-	if p.gate.Load().state == GateHalted {
-		return p.cfg.Probe, "the probe, standing in for a trade-path check while trading is halted", true
-	}
-	return nil, "", false
+	return nil, ""
 }
 
 // tradePathChecks runs the trade-path check (tradePathCheck), concurrently
@@ -105,7 +102,7 @@ func (p *Path) tradePathCheck() (check ProbeFunc, name string, standIn bool) {
 // was in one and has not carried a successful order since
 // (engine.Status.WatchTradePath).
 func (p *Path) tradePathChecks(ctx context.Context) {
-	check, _, standIn := p.tradePathCheck()
+	check, _ := p.tradePathCheck()
 	if check == nil {
 		return
 	}
@@ -137,9 +134,6 @@ func (p *Path) tradePathChecks(ctx context.Context) {
 			}
 			if ctx.Err() != nil {
 				return
-			}
-			if err != nil && standIn {
-				return // the probe's failures are counted as the probe's
 			}
 			if err != nil {
 				err = fmt.Errorf("trade-path check of %q: %w", rt.ep.Name, err)
@@ -178,8 +172,8 @@ func (p *Path) noteEvidence() {
 		}
 		switch {
 		case st.GrayFailure && !wasGray:
-			how := "no trade-path check is configured or offered (the probe stands in for one only while trading is halted): it waits"
-			if _, name, standIn := p.tradePathCheck(); name != "" && !standIn {
+			how := "no TradePathCheck is configured and no transport offers a trade-path check: it waits"
+			if _, name := p.tradePathCheck(); name != "" {
 				how = name + " runs every probe round; without a success it waits"
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(

@@ -27,10 +27,12 @@ func grayThenHalt(t *testing.T, h *harness) pathdialer.Event {
 	return h.await(pathdialer.EventHalt, nil)
 }
 
-// No TradePathCheck set or offered: while trading is halted, the probe stands
-// in for one, so a gray candidate whose probe passes is tried again within
-// a few probe rounds of the halt, not after Engine.GrayFailbackWait.
-func TestGrayCandidateRecoversWhileHaltedWithoutTradePathCheck(t *testing.T) {
+// Trading halted with a gray candidate and no TradePathCheck: a check offered
+// by a transport (OfferTradePathCheck) runs every probe round on it, and
+// once it passes trading resumes there within a few probe rounds, not after
+// Engine.GrayFailbackWait. With nothing offered the probe does not stand in:
+// the halt stands (eu's orders may still fail).
+func TestGrayCandidateRecoversWhileHaltedWithOfferedCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, nil)
 		defer h.close()
@@ -40,17 +42,25 @@ func TestGrayCandidateRecoversWhileHaltedWithoutTradePathCheck(t *testing.T) {
 		if !strings.Contains(halt.Cause, "gray failure") {
 			t.Fatalf("halt cause %q does not name eu's gray failure", halt.Cause)
 		}
+		<-time.After(30 * time.Second) // eu's probe passes all along
+		synctest.Wait()
+		if st := gateState(h.p); st != pathdialer.GateHalted {
+			t.Fatalf("gate %v 30 s into the halt with nothing offered: the probe ended eu's gray failure", st)
+		}
+		tp := &tradePath{}
+		h.p.OfferTradePathCheck("test transport", tp.check)
+		offered := time.Now()
 		bound := time.Duration(cfg.Engine.FailureThreshold+cfg.Engine.FailbackSuccessThreshold+2)*cfg.ProbeInterval + cfg.ReconcileTimeout
 		<-time.After(bound)
 		synctest.Wait()
-		var released bool
+		var released time.Time
 		for _, e := range h.rec.all() {
-			if e.Kind == pathdialer.EventRelease && !e.Time.Before(halt.Time) {
-				released = true
+			if e.Kind == pathdialer.EventRelease && !e.Time.Before(offered) && released.IsZero() {
+				released = e.Time
 			}
 		}
-		if !released {
-			t.Fatalf("still halted %v after the halt (Engine.GrayFailbackWait %v); eu %+v; events:\n%s",
+		if released.IsZero() {
+			t.Fatalf("still halted %v after a passing trade-path check was offered (Engine.GrayFailbackWait %v); eu %+v; events:\n%s",
 				bound, cfg.Engine.GrayFailbackWait, snapshotOf(h.p, "eu"), timeline(h.rec.all()))
 		}
 		if a, _ := h.p.Active(); a.Name != "eu" {
@@ -59,11 +69,12 @@ func TestGrayCandidateRecoversWhileHaltedWithoutTradePathCheck(t *testing.T) {
 		if eu := snapshotOf(h.p, "eu"); eu.GrayFailure || eu.State != engine.Healthy {
 			t.Fatalf("eu after the release: %+v", eu)
 		}
+		t.Logf("released %v after the check was offered (bound %v)", released.Sub(offered), bound)
 	})
 }
 
-// Not halted, no TradePathCheck: the probe does not stand in (a gray failure
-// is one the probe cannot see), but a check offered by a transport
+// Not halted, no TradePathCheck: the probe does not end the gray failure (it
+// could not see it begin), but a check offered by a transport
 // (OfferTradePathCheck) runs every probe round on the gray candidate: it
 // keeps it out while it fails and lets it back at its first success.
 func TestOfferedTradePathCheckEndsGrayFailure(t *testing.T) {
