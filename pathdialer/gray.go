@@ -65,9 +65,9 @@ type offeredCheck struct {
 // transport's Reconciler does, from SendLookupsVia: a lookup of an order ID
 // never sent, through the endpoint checked); an application sets
 // Config.TradePathCheck instead, which always takes precedence. by names who
-// offers the check, in events ("rest.Reconciler"). The latest offer replaces any earlier
-// one; a nil check withdraws it. Safe for concurrent use, before or after
-// Start.
+// offers the check, in events ("rest.Reconciler"). The latest offer replaces
+// any earlier one; a nil check withdraws it. Safe for concurrent use, before
+// or after Start.
 //
 // See Config.TradePathCheck for when a trade-path check runs and what its
 // result does.
@@ -173,8 +173,8 @@ func (p *Path) noteEvidence() {
 		switch {
 		case st.GrayFailure && !wasGray:
 			how := "no TradePathCheck is configured and no transport offers a trade-path check: it waits"
-			if _, name := p.tradePathCheck(); name != "" {
-				how = name + " runs every probe round; without a success it waits"
+			if _, check := p.tradePathCheck(); check != "" {
+				how = check + " runs every probe round; without a success it waits"
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
 				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe results do not bring it back; %s until %s (%v)",
@@ -207,8 +207,8 @@ type EndpointEvidence struct {
 	GrayWaitUntil time.Time `json:"gray_wait_until"`
 	GrayFailures  int       `json:"gray_failures"`
 	// WatchTradePath: it is or was in a gray failure and no order has
-	// succeeded on it since: the trade-path check (Config.TradePathCheck)
-	// runs on it every probe round.
+	// succeeded on it since: the trade-path check (Config.TradePathCheck, or
+	// the one a transport offers) runs on it every probe round.
 	WatchTradePath bool `json:"watch_trade_path"`
 	// Bounces: failovers within engine.Config.BounceWindow of a failback to
 	// it; FailbackCooldown the cooldown they set for a failback to it.
