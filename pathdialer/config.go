@@ -483,8 +483,21 @@ type Config struct {
 	// order-status query, a test order the broker rejects in a known way). It
 	// runs every probe round, bounded by ProbeTimeout, on each endpoint taken
 	// out by a gray failure (DOWN on live-traffic evidence while its probe
-	// passed): its success is the evidence that lets the endpoint back (see
-	// engine.Config.GrayFailbackWait for the wait without it).
+	// passed), and on one back from it until an order succeeds there: its
+	// success is the evidence that lets the endpoint back at once, its
+	// failure keeps it out (FailureThreshold failures in a row after it came
+	// back make a gray failure again).
+	//
+	// Left nil, the Path uses the check a transport offers
+	// (Path.OfferTradePathCheck): a rest.Reconciler given a rest.Transport
+	// with SendLookupsVia offers its order lookup of an order ID never sent,
+	// through the endpoint checked, a "not found" being a success — the same
+	// read that failed reconcile lookups take an endpoint out with, so a
+	// burst of them costs its own length and a probe round or two. With no
+	// check set or offered, a gray failure ends only after
+	// engine.Config.GrayFailbackWait, or when an order succeeds there: the
+	// probe never stands in for a trade-path check, halted or not (it could
+	// not see the failure when it began).
 	TradePathCheck ProbeFunc
 	// DegradedReads: when the only healthy endpoints lie outside
 	// Engine.TargetJurisdictions, reads (ReadEndpoint) go to the best of them

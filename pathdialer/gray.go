@@ -52,11 +52,58 @@ func (p *Path) record(endpoint string, err error, latency time.Duration, passive
 	return p.eng.Observe(endpoint, err, latency)
 }
 
-// tradePathChecks runs Config.TradePathCheck, concurrently and bounded by
-// ProbeTimeout, on every endpoint in a gray failure, or that was in one and
-// has not carried a successful order since (engine.Status.WatchTradePath).
+// offeredCheck is a trade-path check offered by a transport
+// (OfferTradePathCheck), and who offered it.
+type offeredCheck struct {
+	by    string
+	check ProbeFunc
+}
+
+// OfferTradePathCheck gives the Path a trade-path check to run when
+// Config.TradePathCheck is nil: a check of the path orders take that the
+// caller can make from what it already has. A transport calls it (the REST
+// transport's Reconciler does, from SendLookupsVia: a lookup of an order ID
+// never sent, through the endpoint checked); an application sets
+// Config.TradePathCheck instead, which always takes precedence. by names who
+// offers the check, in events ("rest.Reconciler"). The latest offer replaces
+// any earlier one; a nil check withdraws it. Safe for concurrent use, before
+// or after Start.
+//
+// See Config.TradePathCheck for when a trade-path check runs and what its
+// result does.
+func (p *Path) OfferTradePathCheck(by string, check ProbeFunc) {
+	if check == nil {
+		p.tradePathOffer.Store(nil)
+		return
+	}
+	if by == "" {
+		by = "a transport"
+	}
+	p.tradePathOffer.Store(&offeredCheck{by: by, check: check})
+}
+
+// tradePathCheck returns the check the probe rounds run on endpoints in or
+// after a gray failure, and how to name it: Config.TradePathCheck, else the
+// offered one (OfferTradePathCheck), else nil. The probe never stands in for
+// one: it could not see the failure when it began, so its success proves
+// nothing about it, halted or not.
+func (p *Path) tradePathCheck() (check ProbeFunc, name string) {
+	if c := p.cfg.TradePathCheck; c != nil {
+		return c, "TradePathCheck"
+	}
+	if o := p.tradePathOffer.Load(); o != nil {
+		return o.check, "the trade-path check of " + o.by
+	}
+	return nil, ""
+}
+
+// tradePathChecks runs the trade-path check (tradePathCheck), concurrently
+// and bounded by ProbeTimeout, on every endpoint in a gray failure, or that
+// was in one and has not carried a successful order since
+// (engine.Status.WatchTradePath).
 func (p *Path) tradePathChecks(ctx context.Context) {
-	if p.cfg.TradePathCheck == nil {
+	check, _ := p.tradePathCheck()
+	if check == nil {
 		return
 	}
 	var wg sync.WaitGroup
@@ -74,7 +121,7 @@ func (p *Path) tradePathChecks(ctx context.Context) {
 			p.probeWG.Add(1)
 			go func() {
 				defer p.probeWG.Done()
-				res <- callProbe(cctx, p.cfg.TradePathCheck, rt.ep)
+				res <- callProbe(cctx, check, rt.ep)
 			}()
 			var err error
 			select {
@@ -125,9 +172,9 @@ func (p *Path) noteEvidence() {
 		}
 		switch {
 		case st.GrayFailure && !wasGray:
-			how := "no TradePathCheck is configured: it waits"
-			if p.cfg.TradePathCheck != nil {
-				how = "TradePathCheck runs every probe round; without a success it waits"
+			how := "no TradePathCheck is configured and no transport offers a trade-path check: it waits"
+			if _, check := p.tradePathCheck(); check != "" {
+				how = check + " runs every probe round; without a success it waits"
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
 				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe results do not bring it back; %s until %s (%v)",
@@ -160,7 +207,8 @@ type EndpointEvidence struct {
 	GrayWaitUntil time.Time `json:"gray_wait_until"`
 	GrayFailures  int       `json:"gray_failures"`
 	// WatchTradePath: it is or was in a gray failure and no order has
-	// succeeded on it since: TradePathCheck runs on it every probe round.
+	// succeeded on it since: the trade-path check (Config.TradePathCheck, or
+	// the one a transport offers) runs on it every probe round.
 	WatchTradePath bool `json:"watch_trade_path"`
 	// Bounces: failovers within engine.Config.BounceWindow of a failback to
 	// it; FailbackCooldown the cooldown they set for a failback to it.

@@ -69,6 +69,8 @@ type Path struct {
 
 	adm admission // identity checks and evidence announcements (admission.go)
 
+	tradePathOffer atomic.Pointer[offeredCheck] // OfferTradePathCheck (gray.go)
+
 	rest restingState // fence mode, dead-man timer, open-order reconciles (fencemode.go)
 
 	stats struct {

@@ -121,4 +121,24 @@
 // endpoint fails Path.Start within one probe round instead of after StartWait.
 // Rate limits (429), 5xx and redirects are an endpoint's trouble, not a
 // rejection.
+//
+// # Failed lookups and the trade-path check
+//
+// A failed reconcile lookup (a 5xx, or no answer) is evidence against the
+// endpoint it went to, like any failed read: it is an authenticated request
+// through the path orders take. engine.Config.FailureThreshold of them in a
+// row while the endpoint's probe passes take it out as a gray failure, which a
+// probe cannot end. So that such an outage costs its own length and a probe round or
+// two, a Reconciler given this package's Transport (SendLookupsVia) offers the
+// Path a trade-path check: the lookup of an order ID never sent
+// (TradePathOrderID), to the endpoint checked, the broker's "not found" being
+// a success. It runs every probe round on an endpoint in or after a gray
+// failure, and ends the gray failure at its first success: when a switch's
+// lookups answer 503 for a while and trading halts, trading resumes within a
+// probe round or two of the lookups answering again, not after
+// engine.Config.GrayFailbackWait. A pathdialer.Config.TradePathCheck of your
+// own takes its place. A lookup sees what a read sees: for a broker whose
+// order submissions can fail while its order queries answer, set
+// Config.TradePathCheck to a request on the submission path that the broker
+// refuses in a known way (the cancel of an order ID never sent).
 package rest

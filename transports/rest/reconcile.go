@@ -246,10 +246,65 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 // rest.Transport on the Path this Reconciler settles for (or any
 // RoundTripper that reaches the broker). Until it is called, Reconcile
 // fails.
+//
+// Given a *rest.Transport, it also offers the Transport's Path a trade-path
+// check (pathdialer.Path.OfferTradePathCheck; an application's own
+// pathdialer.Config.TradePathCheck takes precedence): the lookup of an
+// order ID never sent (TradePathOrderID), sent to the endpoint checked
+// whichever is active, on a fresh connection. Any answer that settles it —
+// the broker's "not found" (ReconcileOptions.NotFound), or an order — is a
+// success; a 5xx, a refusal (401, 403) or no answer is a failure. With
+// ListURLs, the check reads the first listing. Why: a failed reconcile
+// lookup is live-traffic evidence against its endpoint (it is an
+// authenticated read through the path orders take), so FailureThreshold of
+// them in a row while the probe passes take the endpoint out as a gray
+// failure, and a probe success cannot bring it back. The same lookup,
+// answered, does, at the first probe round after the lookups heal: a burst
+// of failed lookups costs its own length and a probe round or two, not
+// engine.Config.GrayFailbackWait.
 func (r *Reconciler) SendLookupsVia(rt http.RoundTripper) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.client = &http.Client{Transport: rt, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	r.mu.Unlock()
+	if t, ok := rt.(*Transport); ok {
+		t.path.OfferTradePathCheck("rest.Reconciler", r.tradePathCheck(t))
+	}
+}
+
+// TradePathOrderID is the client order ID the Reconciler's trade-path check
+// looks up (see SendLookupsVia). No order is ever sent under it; it fits
+// the client order ID formats of the venues this package knows (letters,
+// digits and hyphens, 27 characters).
+const TradePathOrderID = "brokerpath-trade-path-check"
+
+// tradePathCheck is the check SendLookupsVia offers: one lookup of
+// TradePathOrderID (or one listing) through t to the endpoint checked,
+// paced by the venue's lookup budget like every lookup. When the budget
+// leaves no room for it within the check's time the check fails: the
+// endpoint stays out a round longer, never comes back unchecked.
+func (r *Reconciler) tradePathCheck(t *Transport) pathdialer.ProbeFunc {
+	return func(ctx context.Context, ep pathdialer.Endpoint) error {
+		client, ok := t.checkClient(ep.Name)
+		if !ok {
+			return fmt.Errorf("rest: trade-path check: the transport has no endpoint %q", ep.Name)
+		}
+		if err := r.limit.Wait(ctx); err != nil {
+			// No evidence either way; kept out one more round (never let
+			// back on a lookup that was not made).
+			return fmt.Errorf("rest: trade-path check on %q: the venue's lookup budget leaves no room for it within the probe timeout: %w", ep.Name, err)
+		}
+		if len(r.opts.ListURLs) > 0 {
+			if _, err := r.list(ctx, client, r.opts.ListURLs[0]); err != nil {
+				return fmt.Errorf("rest: trade-path check on %q: %w", ep.Name, err)
+			}
+			return nil
+		}
+		s := r.lookup(ctx, client, pathdialer.TicketInfo{OrderID: TradePathOrderID, Service: r.opts.Service})
+		if s.Fate == pathdialer.FateUndetermined {
+			return fmt.Errorf("rest: trade-path check on %q: the lookup of an order never sent did not settle: %s", ep.Name, s.Detail)
+		}
+		return nil
+	}
 }
 
 // lookupURL fills the template for one order.

@@ -144,6 +144,10 @@ type endpointClient struct {
 	// success that found the read breaker closed with no failure counted
 	// (see Transport.read).
 	readFailed atomic.Bool
+	// checkT carries the trade-path checks of this endpoint (checkRead),
+	// made on first use.
+	checkOnce sync.Once
+	checkT    *http.Transport
 }
 
 // okThin is how close together two successes on one endpoint may be passed to
@@ -537,6 +541,56 @@ func (t *Transport) read(req *http.Request, reconcile bool) (*http.Response, err
 	t.stats.ReadSuccesses.Add(1)
 	if reconcile {
 		t.closeBreaker(ec)
+	}
+	return resp, nil
+}
+
+// checkRoundTripper sends every request to one endpoint with checkRead.
+type checkRoundTripper struct {
+	t  *Transport
+	ec *endpointClient
+}
+
+func (c checkRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	return c.t.checkRead(c.ec, req)
+}
+
+// checkClient returns a client whose requests go to the named endpoint,
+// whichever is active, through checkRead; false when the Transport has no
+// such endpoint.
+func (t *Transport) checkClient(endpoint string) (*http.Client, bool) {
+	ec, ok := t.eps[endpoint]
+	if !ok {
+		return nil, false
+	}
+	return &http.Client{Transport: checkRoundTripper{t, ec},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, true
+}
+
+// checkRead sends a read (a trade-path check) to ec, whichever endpoint is
+// active, on a fresh connection that the Path tracks and allows while ec is
+// fenced (Path.DialReadOnly): the check proves that a new connection through
+// the endpoint's path is made, authenticated and answered. It passes no
+// breaker and reports nothing to the Path: the Path records the check's
+// result itself.
+func (t *Transport) checkRead(ec *endpointClient, req *http.Request) (*http.Response, error) {
+	ec.checkOnce.Do(func() {
+		ec.checkT = t.newHTTPTransport(ec.name)
+		ec.checkT.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := t.path.DialReadOnly(ctx, ec.name, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+		ec.checkT.DisableKeepAlives = true
+	})
+	r2 := new(http.Request)
+	*r2 = *req
+	t.aim(r2, ec)
+	resp, err := ec.checkT.RoundTrip(r2)
+	if err != nil {
+		return nil, scrub(err, req.URL)
 	}
 	return resp, nil
 }

@@ -241,6 +241,27 @@ var defects = map[string]Defect{
 }`,
 	},
 
+	// Without Config.TradePathCheck there is no trade-path check at all:
+	// the one a transport offers (a rest.Reconciler's lookup of an order ID
+	// never sent) is not run. A gray failure started by a burst of failed
+	// reads (a switch's reconcile lookups answered 503) then ends only
+	// after Engine.GrayFailbackWait: trading stays halted minutes after the
+	// lookups healed, while the endpoint would accept orders.
+	"halt-waits-gray": {
+		File:      "pathdialer/gray.go",
+		Doc:       "no trade-path check without Config.TradePathCheck (a transport's offer is ignored): a gray candidate waits GrayFailbackWait",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Func:      "Path.tradePathCheck",
+		Body: `func (p *Path) tradePathCheck() (check ProbeFunc, name string) {
+	// DEFECT (plant halt-waits-gray): Config.TradePathCheck or nothing
+	if c := p.cfg.TradePathCheck; c != nil {
+		return c, "TradePathCheck"
+	}
+	return nil, ""
+}`,
+	},
+
 	// Section 3: a stream's failures reported as the orders' evidence.
 	"stream-reports": {
 		File:      "transports/ws/connect.go",
