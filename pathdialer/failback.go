@@ -11,13 +11,15 @@ import (
 
 // A failback is optional: the backup it leaves carries flow. So whatever can
 // fail in it is prepared before anything is held, while the gate stays open on
-// the backup: the dead-man timer is armed on the primary (Config.DeadMan; the
-// venues' timers are account-wide or per symbol, so arming over the primary
-// while the backup still trades is what a switch does anyway, and it stays
-// before the fence), and, with Config.SwitchIdentityCheck, the primary's
-// identity is re-proved. (A failed Config.TradePathCheck already keeps the
-// primary DEGRADED, so the engine does not offer the failback.) Only once
-// both succeeded is the backup held and fenced. A preparation that fails, or
+// the backup: with Config.SwitchIdentityCheck the primary's identity is
+// re-proved, and then (never through an endpoint not proved to front the
+// account) the dead-man timer is armed over the primary (Config.DeadMan; the
+// venues' timers are the account's or a symbol's, not a session's, so arming
+// them over the primary while the backup still trades is what every switch
+// does, and the arm still comes before the fence). A failed
+// Config.TradePathCheck already keeps the primary DEGRADED, so the engine does
+// not offer the failback. Only once both succeeded is the backup held and
+// fenced. A preparation that fails, or
 // a failback fence that fails, abandons the failback at once: flow stays on
 // the backup, EventFailbackAbandoned says why and when the next try is, and
 // the next try waits Config.FailbackBackoff, growing with each failback
@@ -28,6 +30,7 @@ import (
 type failbackPrep struct {
 	from, to string
 	token    uint64
+	needArm  bool         // the DeadMan hook must arm the timer on to
 	arm      *bgRun       // the DeadMan hook, while it runs
 	armed    bool         // the timer is armed on to (or none is needed)
 	check    *switchCheck // the identity re-proof of to (nil without one)
@@ -38,7 +41,8 @@ var errIdentityNotReproved = errors.New("pathdialer: failback: the identity of t
 
 // prepareFailback reports whether the failback d may begin now (hold, fence,
 // switch). It starts the preparation the first time (and announces the
-// decision), and says yes once every part of it succeeded; a part that failed
+// decision): the identity re-proof, then, once it proved the endpoint, the
+// dead-man arm. It says yes once every part succeeded; a part that failed
 // abandons the failback (abandonFailback). With nothing to prepare it says yes
 // at once.
 func (c *controller) prepareFailback(ctx context.Context, d engine.Decision) bool {
@@ -54,20 +58,22 @@ func (c *controller) prepareFailback(ctx context.Context, d engine.Decision) boo
 			return true
 		}
 		p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
-		fp = &failbackPrep{from: d.From, to: d.To, token: d.Token, armed: !needArm}
+		fp = &failbackPrep{from: d.From, to: d.To, token: d.Token, needArm: needArm, armed: !needArm}
 		c.fbPrep = fp
 		if needCheck {
 			fp.check = c.newSwitchCheck(ctx, d.To, 0) // kicks the controller when it ends
 		}
-		if needArm {
-			c.armFailback(ctx, fp)
-		}
-		return false
 	}
 	if c.failbackPrepFailed() {
 		return false
 	}
-	if !fp.armed || fp.check != nil && !isDone(fp.check.done) {
+	if fp.check != nil && !isDone(fp.check.done) {
+		return false // the arm waits for the identity: never through another account's endpoint
+	}
+	if fp.needArm && !fp.armed && fp.arm == nil {
+		c.armFailback(ctx, fp)
+	}
+	if !fp.armed {
 		return false
 	}
 	c.fbPrep = nil

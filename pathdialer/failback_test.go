@@ -357,3 +357,59 @@ func TestFailbackWithinOneBackoffOnceArmWorks(t *testing.T) {
 		}
 	})
 }
+
+// A failback re-proves the primary's identity before it arms the dead-man
+// timer there, and both before anything is held: the primary begins
+// answering for another account just after its periodic verification, and
+// the failback is abandoned with no arm through it, no hold and no fence.
+func TestFailbackArmsOnlyThroughAReprovedPrimary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ids := &identities{acc: map[string]string{"eu": "ACC-1", "us": "ACC-1"}}
+		dm := &epDeadMan{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = venue.KrakenSpot()
+			c.DeadMan = dm.arm
+			c.Identity = ids.check
+			c.ExpectedIdentity = pathdialer.Identity{Account: "ACC-1"}
+			c.IdentityInterval = 30 * time.Second
+			c.Engine.Cooldown = 57 * time.Second // failback due at ~62 s
+			c.SuspectAfter = -1
+		})
+		defer h.close()
+		start := time.Now()
+		h.start()
+		untilT(start, 1200*time.Millisecond)
+		h.probes.set("eu", probeBlackhole)
+		h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
+		h.probes.set("eu", probeOK)
+		untilT(start, 60100*time.Millisecond)
+		if st := status(t, h.p, "eu"); !st.Verified || time.Since(st.VerifiedAt) > 200*time.Millisecond {
+			t.Fatalf("premise: eu verified %v, %v ago; want a periodic check at 60 s", st.Verified, time.Since(st.VerifiedAt))
+		}
+		ids.set("eu", "SOMEONE-ELSE")
+		mark := len(h.rec.all())
+		ab := h.await(pathdialer.EventFailbackAbandoned, nil)
+		if !errors.Is(ab.Err, engine.ErrIdentityMismatch) || ab.From != "us" || ab.To != "eu" {
+			t.Fatalf("abandon %v, want us -> eu for the identity mismatch", ab)
+		}
+		if at := ab.Time.Sub(start); at > 65*time.Second {
+			t.Fatalf("premise: failback abandoned at %v, want it just after the cooldown at ~62 s", at)
+		}
+		for _, a := range dm.calls() {
+			if a.Endpoint.Name == "eu" {
+				t.Fatalf("the dead-man timer was armed through eu, which fronts another account: %+v", a)
+			}
+		}
+		for _, e := range h.rec.all()[mark:] {
+			if e.Kind == pathdialer.EventHold || e.Kind == pathdialer.EventHalt || e.Kind == pathdialer.EventFenceStart {
+				t.Fatalf("%v for a failback that could not be prepared:\n%s", e, timeline(h.rec.all()[mark:]))
+			}
+		}
+	})
+}
+
+func (d *epDeadMan) calls() []pathdialer.DeadManArm {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]pathdialer.DeadManArm(nil), d.arms...)
+}
