@@ -514,7 +514,9 @@ type Config struct {
 	// switch goes to before the old path is fenced: the fence waits for it,
 	// at most DeadManTimeout a try; a failure holds the switch loudly
 	// (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), is retried
-	// with FenceBackoff, and halts after FenceAttempts in a row. Switches
+	// with FenceBackoff, and halts after FenceAttempts in a row; a failback
+	// arms it before holding anything, and a failure gives the failback up
+	// (FailbackBackoff). Switches
 	// through Engine.BrokerFencesAtLogon (no fence step) arm it right after the
 	// switch, before the reconcile.
 	DeadMan DeadManFunc
