@@ -97,7 +97,7 @@ func (c *controller) failbackPrepFailed() bool {
 // controller; failbackArmed takes its result.
 func (c *controller) armFailback(ctx context.Context, fp *failbackPrep) {
 	p := c.p
-	arm := DeadManArm{Endpoint: p.eps[fp.to].ep, From: fp.from, Token: fp.token, Attempt: 1}
+	arm := DeadManArm{Endpoint: p.eps[fp.to].ep, From: fp.from, Token: p.active.Load().gen, Attempt: 1}
 	arm.Timer, arm.TimerKnown = p.cfg.Venue.DeadManTimer()
 	fp.arm = c.runHook(ctx, bgDeadMan, p.cfg.DeadManTimeout, func(ctx context.Context) error { return p.cfg.DeadMan(ctx, arm) })
 	fp.arm.arm = &arm
@@ -117,13 +117,13 @@ func (c *controller) failbackArmed(ctx context.Context, res bgResult) bool {
 		err := fmt.Errorf("%w: %q: %w", ErrDeadManNotArmed, fp.to, res.err)
 		st.Error = boundErrText(err)
 		p.rest.setDeadMan(st)
-		p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: fp.to, From: fp.from, To: fp.to, Token: fp.token, Attempt: 1, Duration: time.Since(res.start), Err: err})
+		p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: fp.to, From: fp.from, To: fp.to, Token: p.active.Load().gen, Attempt: 1, Duration: time.Since(res.start), Err: err})
 		c.abandonFailback(fp.from, fp.to, fmt.Sprintf("dead-man timer not armed on %q", fp.to), err)
 		return true
 	}
 	p.rest.setDeadMan(st)
 	fp.armed = true
-	p.events.emit(Event{Kind: EventDeadManArmed, Endpoint: fp.to, From: fp.from, To: fp.to, Token: fp.token, Attempt: 1, Duration: time.Since(res.start)})
+	p.events.emit(Event{Kind: EventDeadManArmed, Endpoint: fp.to, From: fp.from, To: fp.to, Token: p.active.Load().gen, Attempt: 1, Duration: time.Since(res.start)})
 	p.kick() // the next step begins the failback if it is still warranted
 	return true
 }

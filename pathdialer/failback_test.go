@@ -352,6 +352,10 @@ func TestFailbackWithinOneBackoffOnceArmWorks(t *testing.T) {
 		if ia < 0 || ih < 0 || iff < 0 || !(ia < ih && ih < iff) {
 			t.Errorf("dead-man-armed at %d, hold at %d, fence-start at %d: want armed, then hold, then fence; events %v", ia, ih, iff, ks)
 		}
+		arms := dm.calls()
+		if a := arms[len(arms)-1]; a.Endpoint.Name != "eu" || a.From != "us" || a.Token != 1 || !a.TimerKnown {
+			t.Errorf("the failback's arm %+v, want on eu, from us under token 1, with Kraken's timer", a)
+		}
 		if n := len(failbackTries(h.rec.all()[mark:])); n != 1 {
 			t.Errorf("failback announced %d times, want once", n)
 		}
