@@ -242,6 +242,9 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		c.fenceRun = nil
 		c.fenced(ctx, res)
 	case bgDeadMan:
+		if c.failbackArmed(ctx, res) { // a failback's preparation (failback.go)
+			return
+		}
 		if c.armRun == nil || c.armRun.id != res.id || c.phase != phaseFencing {
 			return // the switch was abandoned
 		}

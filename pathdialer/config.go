@@ -527,12 +527,29 @@ type Config struct {
 	// switch goes to before the old path is fenced: the fence waits for it,
 	// at most DeadManTimeout a try; a failure holds the switch loudly
 	// (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), is retried
-	// with FenceBackoff, and halts after FenceAttempts in a row. Switches
+	// with FenceBackoff, and halts after FenceAttempts in a row; a failback
+	// arms it before holding anything, and a failure gives the failback up
+	// (FailbackBackoff). Switches
 	// through Engine.BrokerFencesAtLogon (no fence step) arm it right after the
 	// switch, before the reconcile.
 	DeadMan DeadManFunc
 	// DeadManTimeout bounds one DeadMan call. Default 5 s. > 0.
 	DeadManTimeout time.Duration
+	// FailbackBackoff spaces the tries of a failback that could not be
+	// completed. A failback is optional (the backup carries flow), so what
+	// can fail in it is done before anything is held: the DeadMan arm on the
+	// primary and, with Identity, the primary's identity re-proof run while
+	// the gate stays open on the backup (a failed TradePathCheck already keeps
+	// the primary from being a failback target). When one of them fails, or
+	// the fence then fails once, the failback is abandoned at once
+	// (EventFailbackAbandoned says why and when it is tried next) and not
+	// tried again for Initial, doubling with each failback abandoned in a row
+	// up to Max; a completed switch starts the count again. So a failback
+	// that does not happen holds the backup at most once, for one fence
+	// (FenceTimeout) and the reconcile that resumes flow on it, per try.
+	// Failover is never delayed by it. Default {Initial: 30 s, Max: 10 min};
+	// 0 < Initial <= Max.
+	FailbackBackoff Backoff
 	// OpenOrders, optional, reconciles resting orders after every switch, by
 	// service: the application's open orders against the venue's, read
 	// through the new path CODSettle after the fence, with each difference
@@ -600,6 +617,7 @@ func DefaultConfig() Config {
 		StartWait:           defaultStartWait,
 		FarewellTimeout:     500 * time.Millisecond,
 		DeadManTimeout:      5 * time.Second,
+		FailbackBackoff:     Backoff{Initial: 30 * time.Second, Max: 10 * time.Minute},
 		CODSettle:           2 * time.Second,
 	}.withAdmissionDefaults()
 }
@@ -680,6 +698,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.ReconcileBackoff.validate("ReconcileBackoff"); err != nil {
+		return err
+	}
+	if err := c.FailbackBackoff.validate("FailbackBackoff"); err != nil {
 		return err
 	}
 	if len(c.Endpoints) < 2 {

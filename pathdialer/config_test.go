@@ -62,6 +62,10 @@ func TestNewValidation(t *testing.T) {
 		{name: "zero reconcile timeout", edit: func(c *pathdialer.Config) { c.ReconcileTimeout = 0 }, want: "ReconcileTimeout"},
 		{name: "zero reconcile attempts", edit: func(c *pathdialer.Config) { c.ReconcileAttempts = 0 }, want: "ReconcileAttempts"},
 		{name: "bad reconcile backoff", edit: func(c *pathdialer.Config) { c.ReconcileBackoff.Initial = 0 }, want: "ReconcileBackoff"},
+		{name: "zero failback backoff", edit: func(c *pathdialer.Config) { c.FailbackBackoff = pathdialer.Backoff{} }, want: "FailbackBackoff is {Initial: 0s, Max: 0s}"},
+		{name: "failback backoff max below initial", edit: func(c *pathdialer.Config) {
+			c.FailbackBackoff = pathdialer.Backoff{Initial: time.Minute, Max: time.Second}
+		}, want: "FailbackBackoff"},
 		{name: "negative grace", edit: func(c *pathdialer.Config) { c.InflightGrace = -1 }, want: "InflightGrace"},
 		{name: "no endpoints", edit: withEndpoints(), want: "need at least two"},
 		{name: "single endpoint", edit: withEndpoints(epEU), want: "need at least two"},

@@ -51,9 +51,17 @@ type controller struct {
 	heldSince time.Time
 	lastNote  string // last staleness note, to emit EventMonitorStale on change only
 	lastFbOut engine.Outcome
-	// noFailbackUntil: after a failback abandoned because its fence kept
-	// failing, failback is not tried again before this (one Cooldown later).
+	// noFailbackUntil: after a failback abandoned (its preparation or its
+	// fence failed), failback is not tried again before this
+	// (Config.FailbackBackoff, failback.go); fbAbandoned counts the failbacks
+	// abandoned since the last switch.
 	noFailbackUntil time.Time
+	fbAbandoned     int
+	// fbPrep: the failback being prepared before anything is held (dead-man
+	// arm, identity re-proof); fbPrepared: the failback starting now was
+	// prepared (its decision announced, its arm and re-proof done).
+	fbPrep     *failbackPrep
+	fbPrepared bool
 	// settle: unknown-outcome tickets taken by a settle reconcile that failed,
 	// retried at settleRetryAt (or carried into the next switch's reconcile).
 	settle        []TicketInfo
@@ -302,13 +310,17 @@ func (c *controller) startSwitch(ctx context.Context, d engine.Decision, failbac
 	if failback {
 		kind = "failback"
 	}
-	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
-	c.startSwitchVerification(ctx, d.To) // identity re-proved alongside fence and reconcile (guard.go)
+	c.fbPrepared = failback && c.fbPrepared // announced, armed and re-proved before the hold (failback.go)
+	if !c.fbPrepared {
+		c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
+		c.startSwitchVerification(ctx, d.To) // identity re-proved alongside fence and reconcile (guard.go)
+	}
 	if d.Outcome == engine.FenceRequired {
 		c.hold(fmt.Errorf("%s from %q to %q: fencing", kind, d.From, d.To))
 		c.beginFence(ctx, d.From, d.To, failback)
 		return
 	}
+	c.fbPrepared = false
 	c.hold(fmt.Errorf("%s from %q to %q: reconciling", kind, d.From, d.To))
 	c.localFence(d.From)
 	c.switched(ctx, d, kind)
@@ -338,7 +350,14 @@ func (c *controller) evaluateFailback(ctx context.Context) {
 			p.events.emit(Event{Kind: EventFlapSuppressed, From: d.From, To: d.To, Token: d.Token, Cause: strings.Join(d.Notes, "; ")})
 		}
 	case engine.FenceRequired, engine.Switched:
+		if !c.prepareFailback(ctx, d) { // before anything is held (failback.go)
+			return
+		}
 		c.startSwitch(ctx, d, true)
+		return
+	}
+	if c.fbPrep != nil && !c.failbackPrepFailed() {
+		c.cancelFailbackPrep() // no longer warranted: the engine's own gates apply
 	}
 }
 
@@ -365,6 +384,7 @@ func (c *controller) hold(cause error) {
 		return
 	}
 	c.stopBackground() // a settle or re-query in progress yields to the switch
+	c.cancelFailbackPrep()
 	a := p.active.Load()
 	p.setGate(GateHeld, "", a.gen, cause)
 	c.halted = false
@@ -392,6 +412,7 @@ func (c *controller) halt(kind string, cause error) {
 	}
 	c.haltKind = kind
 	c.stopBackground()
+	c.cancelFailbackPrep()
 	a := p.active.Load()
 	p.setGate(GateHalted, "", a.gen, cause)
 	c.halted = true
@@ -416,7 +437,8 @@ func (c *controller) beginFence(ctx context.Context, from, to string, failback b
 	c.phase = phaseFencing
 	c.fenceFrom, c.fenceTo, c.failback = from, to, failback
 	c.fenceAttempt = 0
-	c.armOK, c.armAttempt = false, 0
+	c.armOK, c.armAttempt = c.fbPrepared && failback, 0 // a prepared failback armed the timer before the hold
+	c.fbPrepared = false
 	c.retryAt = time.Time{}
 	c.attemptFence(ctx)
 }
@@ -464,11 +486,12 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 	start, err := res.start, res.err
 	if err != nil {
 		p.events.emit(Event{Kind: EventFenceFailure, Endpoint: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.fenceAttempt, Duration: time.Since(start), Err: err})
-		if c.failback && c.fenceAttempt >= p.cfg.FenceAttempts {
+		if c.failback {
 			// A failback is voluntary: the backup carries flow fine. Give it up
-			// rather than halt a healthy path, and do not try again for a Cooldown.
-			c.noFailbackUntil = time.Now().Add(max(p.cfg.Engine.Cooldown, p.cfg.ProbeInterval))
-			c.abandonFence(ctx, fmt.Sprintf("failback fence of %q failed %d times: %v", c.fenceFrom, c.fenceAttempt, err))
+			// at its first failed fence rather than hold (or halt) a healthy
+			// path, and try again after FailbackBackoff (failback.go).
+			c.deferFailback(c.fenceFrom, c.fenceTo, fmt.Sprintf("the fence of %q failed", c.fenceFrom), err)
+			c.abandonFence(ctx, fmt.Sprintf("failback fence of %q failed: %v", c.fenceFrom, err))
 			return
 		}
 		if c.fenceAttempt >= p.cfg.FenceAttempts {
@@ -520,6 +543,7 @@ func (c *controller) fenced(ctx context.Context, res bgResult) {
 func (c *controller) switched(ctx context.Context, d engine.Decision, reason string) {
 	p := c.p
 	p.setActive(p.eps[d.To], d.Token)
+	c.fbAbandoned = 0 // the next failback's backoff starts again
 	if d.From != d.To {
 		p.adm.movedSinceRelease = true
 	}

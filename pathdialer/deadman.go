@@ -83,7 +83,7 @@ func (c *controller) armed(ctx context.Context, res bgResult) {
 		p.rest.setDeadMan(st)
 		p.events.emit(Event{Kind: EventDeadManFailure, Endpoint: c.fenceTo, From: c.fenceFrom, To: c.fenceTo, Token: a.gen, Attempt: c.armAttempt, Duration: time.Since(res.start), Err: err})
 		if c.failback && c.armAttempt >= p.cfg.FenceAttempts {
-			c.noFailbackUntil = time.Now().Add(max(p.cfg.Engine.Cooldown, p.cfg.ProbeInterval))
+			c.deferFailback(c.fenceFrom, c.fenceTo, fmt.Sprintf("dead-man timer not armed on %q", c.fenceTo), err)
 			c.abandonFence(ctx, fmt.Sprintf("failback: dead-man timer not armed on %q after %d attempts: %v", c.fenceTo, c.armAttempt, res.err))
 			return
 		}

@@ -113,7 +113,7 @@
 //     user's FenceFunc; only a confirmed fence lets the engine switch. A failing
 //     fence switches nothing: the gate stays held, the fence is retried with
 //     backoff, and after Config.FenceAttempts failures in a row the hold becomes a
-//     loud halt.
+//     loud halt (a failback is given up instead: see 9).
 //  2. No submission is released on the new path before the ReconcileFunc has
 //     succeeded, called with every ticket that was in flight or finished with an
 //     unknown outcome. After every switch, and before leaving a halt even on the
@@ -137,6 +137,19 @@
 //     goes backwards, and each endpoint's state-change events chain.
 //  8. Close stops every goroutine the Path started, fails waiting Acquires with
 //     ErrClosed, and closes every tracked connection.
+//  9. A failback that cannot be completed holds the backup that carries flow
+//     at most once per try, only for its fence (at most FenceTimeout) and,
+//     when that fails, the reconcile that resumes flow on the backup; a
+//     preparation that fails holds nothing. What can fail in a failback is done
+//     while the gate stays open on the backup: the primary's identity
+//     re-proof (Config.SwitchIdentityCheck), then the dead-man arm over it
+//     (Config.DeadMan); the trade-path check (Config.TradePathCheck) already
+//     keeps a failing primary from being offered. When one of them fails,
+//     or the fence that follows fails once, the failback is given up at once
+//     (EventFailbackAbandoned, saying why and when the next try is; after a
+//     failed fence, flow resumes on the backup through its reconcile) and
+//     tried again only after Config.FailbackBackoff, which doubles with each
+//     failback given up in a row. Failover never waits for it.
 //
 // # What each promise relies on
 //
@@ -256,9 +269,11 @@
 //     over the endpoint the switch goes to before the old path is fenced; the
 //     fence waits for it, at most DeadManTimeout a try. A failure is a loud
 //     hold (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), retried
-//     with FenceBackoff, and a halt after FenceAttempts in a row (a failback is
-//     given up instead): the old path is never left with no timer armed on
-//     the new one. An arm still running when the switch is abandoned is
+//     with FenceBackoff, and a halt after FenceAttempts in a row: the old path
+//     is never left with no timer armed on the new one. A failback arms it
+//     before anything is held, over a primary whose identity was re-proved,
+//     and a failed arm gives the failback up (Config.FailbackBackoff), with
+//     flow left on the backup. An arm still running when the switch is abandoned is
 //     reported superseded.
 //   - Open orders reconciled after every switch (Config.OpenOrders). For each
 //     service, CODSettle after the fence (once cancel-on-disconnect has

@@ -87,6 +87,13 @@ const (
 	// cancelled by the switch (OrderID, Service, Cause; Diffs[0] the
 	// difference): re-quote it if it is still wanted.
 	EventRestingCancelled
+	// EventFailbackAbandoned: a failback From → To was given up before it
+	// held flow for longer than its fence: its preparation (the dead-man arm
+	// on To, the identity re-proof of To) or its fence failed (Err, Cause).
+	// Flow stays on From. Attempt counts the failbacks abandoned in a row;
+	// the next is not tried for Duration (Config.FailbackBackoff), and Cause
+	// says when.
+	EventFailbackAbandoned
 )
 
 var eventNames = [...]string{
@@ -100,6 +107,7 @@ var eventNames = [...]string{
 	EventOnDemand:    "on-demand", EventBrokenProbe: "broken-probe", EventGray: "gray",
 	EventDeadManArmed: "dead-man-armed", EventDeadManFailure: "dead-man-failed",
 	EventOpenOrderDiff: "open-orders", EventRestingCancelled: "resting-cancelled",
+	EventFailbackAbandoned: "failback-abandoned",
 }
 
 // String returns a short lower-case name such as "fence-ok".
@@ -389,7 +397,7 @@ func (d *dispatcher) deliver(e Event) {
 	case EventProbe:
 		level = slog.LevelDebug
 	case EventHalt, EventFenceFailure, EventReconcileFailure, EventFlapSuppressed, EventMonitorStale, EventIdentity, EventDegraded, EventLateLanding, EventBrokenProbe, EventGray,
-		EventDeadManFailure, EventRestingCancelled:
+		EventDeadManFailure, EventRestingCancelled, EventFailbackAbandoned:
 		level = slog.LevelWarn
 	case EventOpenOrderDiff:
 		if e.Err != nil || len(e.Diffs) > 0 {

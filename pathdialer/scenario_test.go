@@ -923,9 +923,10 @@ func TestHaltCauseFollowsTheReason(t *testing.T) {
 	})
 }
 
-// A failback is voluntary: when its fence keeps failing it is given up (flow
-// resumes on the healthy backup after reconciliation), never turned into a halt,
-// and not tried again for a Cooldown.
+// A failback is voluntary: when its fence fails it is given up at once (flow
+// resumes on the healthy backup after reconciliation), never retried under
+// the hold nor turned into a halt, and not tried again for FailbackBackoff,
+// which grows with each failback abandoned in a row.
 func TestFailbackFenceFailuresAbandonFailbackWithoutHalting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, func(c *pathdialer.Config) {
@@ -956,19 +957,37 @@ func TestFailbackFenceFailuresAbandonFailbackWithoutHalting(t *testing.T) {
 		if n := countKind(evs, pathdialer.EventHalt); n != 0 {
 			t.Errorf("a failing failback fence halted a healthy backup:\n%s", timeline(evs))
 		}
-		if n := countKind(evs, pathdialer.EventFenceFailure); n != 2 {
-			t.Errorf("%d fence failures, want FenceAttempts=2", n)
+		if n := countKind(evs, pathdialer.EventFenceFailure); n != 1 {
+			t.Errorf("%d fence failures, want 1: a failback gives up at its first failed fence", n)
+		}
+		var ab pathdialer.Event
+		for _, e := range evs {
+			if e.Kind == pathdialer.EventFailbackAbandoned {
+				ab = e
+				break
+			}
+		}
+		if ab.From != "us" || ab.To != "eu" || !errors.Is(ab.Err, errFence) || ab.Attempt != 1 || ab.Duration != 30*time.Second {
+			t.Errorf("abandon event %v, want us -> eu for the fence's error, the first in a row, next try in 30 s", ab)
 		}
 		tk := mustAcquire(t, h.p, "o-after")
 		if tk.Endpoint != "us" {
 			t.Errorf("ticket on %q", tk.Endpoint)
 		}
 		tk.Done()
-		// No new failback attempt within the cooldown that follows.
+		// No new failback attempt within the backoff that follows; the next
+		// one, when it fails too, doubles it.
 		<-time.After(20 * time.Second)
 		synctest.Wait()
-		if n := countKind(h.rec.all(), pathdialer.EventFenceStart); n != 3 { // failover + 2 failback attempts
-			t.Errorf("%d fence starts within the cooldown after abandoning, want 3", n)
+		if n := countKind(h.rec.all(), pathdialer.EventFenceStart); n != 2 { // failover + 1 failback attempt
+			t.Errorf("%d fence starts within the backoff after abandoning, want 2", n)
+		}
+		fs2 := h.await(pathdialer.EventFenceStart, nil)
+		if got := fs2.Time.Sub(ab.Time); got < 30*time.Second || got > 32*time.Second {
+			t.Errorf("second failback fence %v after the first was abandoned, want just after the 30 s backoff", got)
+		}
+		if ab2 := h.await(pathdialer.EventFailbackAbandoned, nil); ab2.Attempt != 2 || ab2.Duration != time.Minute {
+			t.Errorf("second abandon event %v, want the second in a row, next try in 1 min", ab2)
 		}
 	})
 }

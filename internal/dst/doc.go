@@ -53,7 +53,8 @@
 // half of those seeds, a dead-man timer (2–6 s; Config.DeadMan arms it
 // through the endpoint a switch goes to, the client refreshes it through the
 // active one), with, in half of those, a window in which every arm fails (a
-// loud hold, then a halt, of any switch in it). Both resting invariants are
+// loud hold, then a halt, of any failover in it; a failback in it is given up
+// before anything is held, and tried again after Config.FailbackBackoff). Both resting invariants are
 // judged in every seed. A cancel-on-disconnect the broker applies later
 // than CODSettle after the fence that left its session (a blackholed close
 // reaches the broker only at the heal) is not judged, and is counted in

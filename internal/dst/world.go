@@ -353,6 +353,9 @@ func (w *world) buildClient() error {
 	pc.Engine.MaxHealthAge = s.MaxHealthAge
 	pc.Engine.Cooldown = s.Cooldown
 	pc.Engine.FailbackSuccessThreshold = s.FailbackSuccess
+	// A failback given up (its dead-man arm or identity re-proof failed, or
+	// its fence) is tried again on the run's scale: Cooldown, doubling.
+	pc.FailbackBackoff = pathdialer.Backoff{Initial: s.Cooldown, Max: 8 * s.Cooldown}
 	pc.Engine.FlapLimit = 50
 	pc.Fencer = pathdialer.LocalFenceOnly
 	if s.Fence == simbroker.FenceEnforced {

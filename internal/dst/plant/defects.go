@@ -480,6 +480,39 @@ var defects = map[string]Defect{
 		Body: `func (c *controller) needArm() bool {
 	return false // DEFECT (plant dead-man-not-awaited): the fence does not wait for the arm
 }`,
+		// Nor does a failback's fence: its arm, made before the hold, is
+		// not made either.
+		More: []Defect{{
+			File: "pathdialer/failback.go",
+			Old:  `needArm := p.cfg.DeadMan != nil && d.Outcome == engine.FenceRequired && d.From != d.To`,
+			Body: `needArm := false && p.cfg.DeadMan != nil && d.Outcome == engine.FenceRequired && d.From != d.To // DEFECT (plant dead-man-not-awaited): no arm before a failback's fence`,
+		}},
+	},
+	// A failback is not prepared before the hold: the healthy backup is held
+	// while the dead-man timer is armed on the primary (and its identity
+	// re-proved), each arm retried FenceAttempts times under the hold, and
+	// its fence too; a failback given up is tried again after one Cooldown,
+	// however often it failed before. An arm that keeps failing on the
+	// primary holds the backup that works for most of every try.
+	"failback-holds-to-prepare": {
+		File:      "pathdialer/failback.go",
+		Doc:       "a failback arms the dead-man timer (and re-proves identity) under the hold, retried there; given up, it is tried again after a Cooldown",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Func:      "controller.prepareFailback",
+		Body: `func (c *controller) prepareFailback(ctx context.Context, d engine.Decision) bool {
+	return true // DEFECT (plant failback-holds-to-prepare): nothing prepared before the hold
+}`,
+		More: []Defect{{
+			Old:  `	wait := p.cfg.FailbackBackoff.delay(c.fbAbandoned)`,
+			Body: `	wait := max(p.cfg.Engine.Cooldown, p.cfg.ProbeInterval) // DEFECT (plant failback-holds-to-prepare): no growing backoff`,
+		}, {
+			File: "pathdialer/controller.go",
+			Old: `		if c.failback {
+			// A failback is voluntary`,
+			Body: `		if c.failback && c.fenceAttempt >= p.cfg.FenceAttempts { // DEFECT (plant failback-holds-to-prepare): retried under the hold
+			// A failback is voluntary`,
+		}},
 	},
 
 	// Section 4: the REST transport over a pooled HTTP/2 connection.
