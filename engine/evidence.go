@@ -117,12 +117,17 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 	m.seq++
 	es.lastResult = now
 	es.lastLatency = latency
+	if src == srcProbe {
+		es.lastProbeSent = now.Add(-latency)
+	}
 	if err != nil {
 		m.failureLocked(es, err, src, now)
 	} else {
 		m.successLocked(es, latency, src, now)
 	}
-	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
+	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.runProbePassed && !es.runProbeFailed && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
+		// A probe sent since the first of these failures passed, and
+		// none sent since failed: the probe cannot see this failure.
 		m.beginGrayLocked(es, now)
 	}
 	m.stateLocked(es, prev, now)
@@ -140,11 +145,19 @@ func (m *Manager) failureLocked(es *endpointState, err error, src source, now ti
 		}
 		es.consecFail++
 		es.lastProbeFailure = now
+		if m.probeSinceRunLocked(es) {
+			es.runProbeFailed = true // the probe sees the orders' failure
+		}
 		// A gray failure stands whatever the probe says: the probe could
 		// not see it when it began, so its failures (a late probe on a
 		// loaded host, the region briefly dark) are no evidence about the
 		// trade path, and its successes after them none either.
 		return
+	}
+	if es.trafficFail == 0 {
+		// The first failure of a run: no probe has been sent since.
+		es.trafficRunStart = now
+		es.runProbePassed, es.runProbeFailed = false, false
 	}
 	es.trafficFail++
 	es.lastTrafficResult = now
@@ -189,20 +202,25 @@ func (m *Manager) probeSuccessLocked(es *endpointState, now time.Time) {
 	es.consecFail = 0
 	es.probeOK = true
 	es.lastProbeSuccess = now
+	if m.probeSinceRunLocked(es) {
+		es.runProbePassed = true
+	}
 	switch {
-	case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure):
-		// The probe failed too, after the orders did: it sees this
-		// failure, so its success is evidence of recovery.
+	case es.trafficFail > 0 && !es.gray && es.runProbeFailed:
+		// A probe sent since the orders began to fail failed too: it
+		// sees this failure (an ordinary outage), so its success is
+		// evidence of recovery.
 		es.trafficFail = 0
 	case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
 		es.trafficFail = 0 // stale live-traffic failures below the threshold
 	}
-	if es.trafficFail >= thr && !es.gray {
-		// DOWN on live traffic while an earlier probe failure hid the
-		// gray failure: the probe passes now while the orders failed,
-		// so it cannot vouch for recovery. Without this the endpoint
-		// would stay DOWN for good (an inactive endpoint gets no
-		// traffic to clear it).
+	if es.trafficFail >= thr && !es.gray && es.runProbePassed {
+		// DOWN on live traffic, its cause undetermined until now: this
+		// probe (or an earlier one), sent since the first of those
+		// failures, passes, and none sent since failed. The probe
+		// cannot see what breaks the orders, so it cannot vouch for
+		// recovery: a gray failure. A probe sent before the first
+		// failure (in flight when the orders failed) decides nothing.
 		m.beginGrayLocked(es, now)
 	}
 	if es.gray && !now.Before(m.grayUntilLocked(es)) && now.Sub(es.lastTrafficFailure) >= m.cfg.MaxHealthAge {
@@ -240,6 +258,22 @@ func (m *Manager) stateLocked(es *endpointState, prev HealthState, now time.Time
 	case prev != Degraded:
 		es.degradedSince = now
 	}
+}
+
+// probeSinceRunLocked: live traffic on es is failing, and the probe being
+// recorded was sent (recorded at the Clock's reading minus its latency) no
+// earlier than the first failure of that run. A probe in flight when the
+// orders began to fail may have been answered before the failure began, so
+// it says nothing about whether the probe can see it.
+func (m *Manager) probeSinceRunLocked(es *endpointState) bool {
+	return es.trafficFail > 0 && !es.lastProbeSent.Before(es.trafficRunStart)
+}
+
+// grayUndeterminedLocked: DOWN on live traffic, not a gray failure, and no
+// probe sent since the first of those failures has failed: the next probe
+// sent since then decides whether the probe can see this failure.
+func (m *Manager) grayUndeterminedLocked(es *endpointState) bool {
+	return !es.gray && es.trafficFail >= m.cfg.FailureThreshold && !es.runProbeFailed
 }
 
 func (m *Manager) beginGrayLocked(es *endpointState, now time.Time) {
@@ -389,6 +423,7 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 		st.GrayWaitUntil = m.grayUntilLocked(es)
 	}
 	st.GrayFailures = es.grayCount
+	st.GrayUndetermined = m.grayUndeterminedLocked(es)
 	st.WatchTradePath = es.tradePathDue
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)

@@ -73,6 +73,13 @@ type Status struct {
 	GrayWaitUntil time.Time
 	// GrayFailures counts the times it was taken out that way.
 	GrayFailures int
+	// GrayUndetermined: DOWN on live-traffic evidence, and no probe has been
+	// sent since the first of those failures, so whether the probe can see
+	// this failure is not known yet. The endpoint is DOWN all the same (the
+	// active one fails over at once); the next probe sent since then decides:
+	// a success makes it a GrayFailure, a failure an ordinary outage that the
+	// probe's next success ends.
+	GrayUndetermined bool
 	// WatchTradePath: it is, or was, in a gray failure, and no live traffic
 	// has succeeded on it since (a trade-path success ends the gray failure,
 	// not the watch). The caller should keep checking its trade path every
@@ -157,6 +164,13 @@ type endpointState struct {
 	probeResults       int
 	probeOK            bool // a probe has succeeded at least once
 	lastProbeSuccess   time.Time
+	// the current run of live-traffic failures (evidence.go): when its
+	// first failure was recorded, when the last probe was sent, and
+	// whether a probe sent since that first failure passed, or failed
+	trafficRunStart time.Time
+	lastProbeSent   time.Time
+	runProbePassed  bool
+	runProbeFailed  bool
 	slow               bool
 	gray               bool
 	graySince          time.Time
