@@ -171,12 +171,12 @@ type endpointState struct {
 	lastProbeSent   time.Time
 	runProbePassed  bool
 	runProbeFailed  bool
-	slow               bool
-	gray               bool
-	graySince          time.Time
-	grayCount          int
-	failbackAt         time.Time   // last failback to it
-	bounces            []time.Time // bounce times within FlapWindow
+	slow            bool
+	gray            bool
+	graySince       time.Time
+	grayCount       int
+	failbackAt      time.Time   // last failback to it
+	bounces         []time.Time // bounce times within FlapWindow
 }
 
 // Manager holds the endpoints, their counted health and the active endpoint, and
