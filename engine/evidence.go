@@ -17,10 +17,16 @@ import (
 // zero (or the last success was slower than Config.DegradedLatency), HEALTHY
 // otherwise. A live-traffic success never clears probe failures, and a probe
 // success clears live-traffic failures only when the probe has shown it can
-// see them — it failed too, after the last failed order (an ordinary outage
-// that the probe noticed first) — or when they are stale: below the threshold
-// and older than Config.MaxHealthAge (an endpoint that carries no traffic any
-// more would otherwise stay DEGRADED for ever).
+// see them — a probe sent since the first of them failed too (an ordinary
+// outage) — or when they are stale: below the threshold and older than
+// Config.MaxHealthAge (an endpoint that carries no traffic any more would
+// otherwise stay DEGRADED for ever).
+//
+// When a probe counts as "sent since" a failure: the engine takes a probe as
+// sent at the Clock reading of its record minus its latency (Probe measures
+// the latency; Observe is given it). A probe in flight when the orders began
+// to fail may have been answered before the failure began: it decides
+// nothing about them, passing or failing.
 //
 // What moves orders. Live traffic is the stronger evidence, in both
 // directions:
@@ -37,10 +43,22 @@ import (
 //     (TrafficHung) with no success since; traffic that goes quiet for
 //     MaxHealthAge ends it at the next probe failure (the probe counts again).
 //
-// What ends a gray failure. A gray failure is an endpoint taken DOWN by live
-// traffic while its probe passed: the probe cannot see what breaks the orders,
-// so probe results — successes, and failures too — neither end it nor turn it
-// into an ordinary outage that probe successes could end. It stays DOWN until
+// Gray or not. A gray failure is an endpoint whose probe passed after its
+// live traffic began to fail: the probe cannot see what breaks the orders.
+// When the orders notice a failure first (the usual order of events while
+// orders flow: FailureThreshold orders fail within milliseconds, the next
+// probe is up to a probe interval away), its cause is undetermined until a
+// probe sent since the first of those failures answers (Status.GrayUndetermined):
+// the endpoint is DOWN meanwhile (failover is not delayed), and that probe
+// decides. It fails: the probe sees the failure, an ordinary outage, which
+// the probe's next success ends (a region that died and healed is a failover
+// target again at once). It passes: a gray failure. A probe sent since the
+// first failure that passed before FailureThreshold of them were counted
+// makes the endpoint gray the moment they are, unless a later one failed.
+//
+// What ends a gray failure. Once it is established, probe results —
+// successes, and failures too — neither end it nor turn it into an ordinary
+// outage that probe successes could end. It stays DOWN until
 // trade-path evidence says it works (ObserveTradePath or ObserveTraffic with a
 // nil result), or, without it, until Config.GrayFailbackWait times the number
 // of gray failures of that endpoint (at most Config.MaxGrayFailbackWait) has
@@ -427,6 +445,15 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 	st.WatchTradePath = es.tradePathDue
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
+}
+
+// undeterminedNoteLocked explains, as a suffix, a DOWN on live traffic whose
+// cause the next probe decides ("" when that does not apply).
+func (m *Manager) undeterminedNoteLocked(es *endpointState) string {
+	if !m.grayUndeterminedLocked(es) {
+		return ""
+	}
+	return "; no probe sent since the orders began to fail has answered yet: the next one decides whether this is an outage (it fails; a later probe success ends it) or a gray failure (it passes)"
 }
 
 // grayNoteLocked explains a gray failure ("" when es has none).

@@ -50,7 +50,9 @@ func TestOutageOrdersNoticeFirstIsNotGray(t *testing.T) {
 	if st.State != engine.Down || st.GrayFailure || !st.GrayUndetermined {
 		t.Fatalf("after the failed orders: want DOWN, cause undetermined, not gray; got %+v", st)
 	}
-	wantOutcome(t, failover(t, m, true), engine.Switched)
+	d := failover(t, m, true)
+	wantOutcome(t, d, engine.Switched)
+	wantNote(t, d, `"eu" is DOWN`, "the next one decides")
 	wantActive(t, m, "us")
 
 	pt.fail("eu", errRefused)
@@ -77,7 +79,7 @@ func TestOutageOrdersNoticeFirstIsNotGray(t *testing.T) {
 	// The backup dies: flow goes back to the healed primary, no halt.
 	pt.fail("us", errRefused)
 	driveDown(t, m, "us")
-	d := failover(t, m, true)
+	d = failover(t, m, true)
 	wantOutcome(t, d, engine.Switched)
 	if d.To != "eu" {
 		t.Fatalf("failover to %q, want eu", d.To)

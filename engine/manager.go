@@ -63,10 +63,13 @@ type Status struct {
 	// endpoint is DEGRADED rather than DOWN and the active one keeps the flow.
 	// Orders failing too is an outage, never a broken probe.
 	BrokenProbe bool
-	// GrayFailure: taken DOWN by live-traffic evidence while its probe passed.
-	// It comes back only on trade-path evidence (ObserveTradePath or live
-	// traffic succeeding) or after GrayWaitUntil; probe results, failures
-	// included, neither end it nor shorten it.
+	// GrayFailure: taken DOWN by live-traffic evidence, and a probe sent
+	// after that traffic began to fail passed (none sent since failed before
+	// it): the probe cannot see this failure. It comes back only on
+	// trade-path evidence (ObserveTradePath or live traffic succeeding) or
+	// after GrayWaitUntil; probe results, failures included, neither end it
+	// nor shorten it. Orders failing before any probe was sent since is
+	// GrayUndetermined, not GrayFailure.
 	GrayFailure bool
 	// GrayWaitUntil is when a GrayFailure ends without trade-path evidence
 	// (at the first probe success from then on). Zero when not GrayFailure.
