@@ -166,6 +166,28 @@ var defects = map[string]Defect{
 			Body: `if !st.GrayFailure { // DEFECT (plant gray-probe-blip): no trade-path check once the gray failure ended`,
 		}},
 	},
+	// An outage the orders notice before the probe does is taken for a gray
+	// failure: FailureThreshold failed orders while the last probe passed
+	// start one at once, with no probe sent since the first of them; a probe
+	// failing afterwards does not make it an ordinary outage, so probe
+	// successes after the region heals do not bring the endpoint back (it
+	// waits GrayFailbackWait): a halt, or flow held on a backup, while the
+	// healed primary is usable.
+	"gray-before-probe": {
+		File:      "engine/evidence.go",
+		Doc:       "failed orders start a gray failure while the last probe passed, before any probe ran since the first of them (an outage the orders notice first waits GrayFailbackWait)",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Old:       `es.trafficFail >= thr && es.consecFail == 0 && es.runProbePassed && !es.runProbeFailed && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {`,
+		Body:      `es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge { // DEFECT (plant gray-before-probe): gray with no probe since the first failure`,
+		More: []Defect{{
+			Old:  `case es.trafficFail > 0 && !es.gray && es.runProbeFailed:`,
+			Body: `case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure): // DEFECT (plant gray-before-probe): a probe failure after the last failed order, sent whenever`,
+		}, {
+			Old:  `if es.trafficFail >= thr && !es.gray && es.runProbePassed {`,
+			Body: `if es.trafficFail >= thr && !es.gray { // DEFECT (plant gray-before-probe): whenever this probe was sent`,
+		}},
+	},
 	// An on-demand probe that waits for a round's running probe returns when
 	// that probe's slot is released, before its result is recorded, and
 	// re-evaluates without it ({{gap}} between the two steps).
