@@ -104,7 +104,9 @@
 //     failures has answered, the cause is undetermined (Status.GrayUndetermined):
 //     the endpoint is Down (failover is not delayed) and that probe decides — it
 //     fails, and the failure is an ordinary outage that the probe's next success
-//     ends; it passes, and it is a gray failure. A probe in flight when the
+//     ends (its trade path then watched, Status.WatchTradePath, as below: a gray
+//     failure whose probe failed for a while looks the same); it passes, and it
+//     is a gray failure. A probe in flight when the
 //     orders began to fail (sent before the first failure: its record's Clock
 //     reading minus its latency) decides nothing.
 //   - A gray failure is not brought back by probe results — successes, nor

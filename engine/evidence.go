@@ -64,7 +64,10 @@ import (
 // of gray failures of that endpoint (at most Config.MaxGrayFailbackWait) has
 // passed, no trade-path check has failed for MaxHealthAge, and a probe
 // succeeds. Until live traffic succeeds on it again, an endpoint that was gray
-// is Status.WatchTradePath: the caller keeps checking its trade path, also
+// is Status.WatchTradePath, and so is one that live traffic took DOWN in an
+// outage that a probe success ended (a gray failure whose probe failed for a
+// while, a partition over a broken trade path, looks the same to the probe):
+// the caller keeps checking its trade path, also
 // while it is considered for failback, and one failure makes it DEGRADED
 // again (not a target, no failback), FailureThreshold of them a gray failure
 // again.
@@ -228,6 +231,13 @@ func (m *Manager) probeSuccessLocked(es *endpointState, now time.Time) {
 		// A probe sent since the orders began to fail failed too: it
 		// sees this failure (an ordinary outage), so its success is
 		// evidence of recovery.
+		if es.trafficFail >= thr {
+			// Live traffic took it DOWN: a gray failure that the
+			// probe's failures hid (a partition while the trade path
+			// was broken) would look the same, so its trade path is
+			// watched until live traffic succeeds on it.
+			es.tradePathDue = true
+		}
 		es.trafficFail = 0
 	case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
 		es.trafficFail = 0 // stale live-traffic failures below the threshold

@@ -273,3 +273,49 @@ func TestProbeInFlightWhenOrdersFailDecidesNothing(t *testing.T) {
 		}
 	})
 }
+
+// An outage the orders noticed and the probe saw, that the probe's success
+// ends, might have been a gray failure the probe's failures hid (a partition
+// while the trade path was broken): the probe cannot tell the two apart. So
+// the endpoint comes back HEALTHY and eligible, but its trade path is watched
+// (WatchTradePath) until live traffic succeeds on it: a failed trade-path
+// check keeps it out, FailureThreshold of them (its probe passing) make it a
+// gray failure.
+func TestOutageEndedByTheProbeIsWatched(t *testing.T) {
+	m, advance, pt := defaultsFixture(t)
+	mustProbe(t, m, "eu")
+	ordersFailBurst(t, m, advance, "eu")
+	pt.fail("eu", errRefused)
+	advance(time.Second)
+	mustProbe(t, m, "eu")
+	pt.heal("eu")
+	advance(time.Second)
+	st := mustProbe(t, m, "eu")
+	if st.State != engine.Healthy || !st.Eligible || !st.WatchTradePath {
+		t.Fatalf("back on the probe's success: want HEALTHY, eligible, its trade path watched; got %+v", st)
+	}
+	if st, _ = m.ObserveTradePath("eu", errTradePath); st.Eligible || st.State == engine.Healthy {
+		t.Fatalf("a failed trade-path check: want it out, got %+v", st)
+	}
+	for range m.Config().FailureThreshold - 1 {
+		advance(time.Second)
+		mustProbe(t, m, "eu")
+		st, _ = m.ObserveTradePath("eu", errTradePath)
+	}
+	if !st.GrayFailure || st.State != engine.Down {
+		t.Fatalf("FailureThreshold failed trade-path checks while the probe passes: want a gray failure, got %+v", st)
+	}
+	if st, _ = m.ObserveTradePath("eu", nil); st.GrayFailure || st.State != engine.Healthy || !st.WatchTradePath {
+		t.Fatalf("a trade-path success: want HEALTHY, still watched; got %+v", st)
+	}
+	if st = mustTraffic(t, m, "eu", nil); st.WatchTradePath {
+		t.Fatalf("live traffic succeeded: want the watch over, got %+v", st)
+	}
+	// An outage the probe alone saw (no order failed) is not watched.
+	pt.fail("us", errRefused)
+	driveDown(t, m, "us")
+	pt.heal("us")
+	if st := mustProbe(t, m, "us"); st.State != engine.Healthy || st.WatchTradePath {
+		t.Fatalf("an outage only the probe saw: %+v", st)
+	}
+}

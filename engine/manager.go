@@ -83,8 +83,10 @@ type Status struct {
 	// a success makes it a GrayFailure, a failure an ordinary outage that the
 	// probe's next success ends.
 	GrayUndetermined bool
-	// WatchTradePath: it is, or was, in a gray failure, and no live traffic
-	// has succeeded on it since (a trade-path success ends the gray failure,
+	// WatchTradePath: it is, or was, in a gray failure, or live traffic took
+	// it DOWN in an outage that a probe success ended (a gray failure whose
+	// probe failed for a while looks the same), and no live traffic has
+	// succeeded on it since (a trade-path success ends the gray failure,
 	// not the watch). The caller should keep checking its trade path every
 	// round, including while it is considered for failback: a failed check
 	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
@@ -158,7 +160,8 @@ type endpointState struct {
 	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
 	// trafficHungSeq: when live traffic was last reported hung (TrafficHung).
 	trafficHungSeq uint64
-	// tradePathDue: a gray failure began and no live traffic succeeded since
+	// tradePathDue: a gray failure began, or a probe success ended an
+	// outage live traffic had taken DOWN, and no live traffic succeeded since
 	tradePathDue       bool
 	lastTrafficResult  time.Time
 	lastTrafficSuccess time.Time

@@ -39,19 +39,21 @@ import (
 //     (engine.Status.GrayUndetermined): the endpoint is DOWN at once (failover
 //     is not delayed) and the next probe decides — it fails, and it is an
 //     ordinary outage that the probe's next success ends (a region that died
-//     and healed is a failover target again); it passes, and it is a gray
+//     and healed is a failover target again, its trade path checked as
+//     below until an order succeeds on it); it passes, and it is a gray
 //     failure. A probe in flight when the orders began to fail decides
 //     nothing.
 //   - A gray failure ends only on trade-path evidence (Config.TradePathCheck
 //     succeeding, or live traffic succeeding) or after
 //     engine.Config.GrayFailbackWait times the number of its gray failures
-//     with no failed trade-path check within MaxHealthAge. Probe
-//     results end nothing: a probe blip (failures, then successes) during a gray
-//     failure leaves it standing. TradePathCheck runs every probe round on an
-//     endpoint that is or was gray, until live traffic succeeds on it again —
-//     also while it is considered for failback: a failed check makes it
-//     DEGRADED (no failback), FailureThreshold of them (its probe passing) a
-//     gray failure again.
+//     with no failed trade-path check within MaxHealthAge. Probe results end
+//     nothing: a probe blip (failures, then successes) during a gray failure
+//     leaves it standing. TradePathCheck runs every probe round on an
+//     endpoint that is or was gray, or came back from an outage its orders
+//     met (engine.Status.WatchTradePath), until live traffic succeeds on it
+//     again — also while it is considered for failback: a failed check makes
+//     it DEGRADED (no failback), FailureThreshold of them (its probe passing)
+//     a gray failure again.
 
 // record routes one result to the engine: probes as probe evidence, passive
 // reports as live-traffic evidence.
