@@ -98,9 +98,19 @@
 //     quiet for MaxHealthAge lets the probe count again. Orders failing while the
 //     probe fails is an outage, never a broken probe. A probe that never
 //     succeeded is reported as a broken probe too.
-//   - An endpoint taken Down by live traffic while its probe passed (a gray
-//     failure) is not brought back by probe results — successes, nor successes
-//     after failures: it needs trade-path evidence or a wait of
+//   - An endpoint taken Down by live traffic is a gray failure when a probe
+//     sent after its live traffic began to fail passes: the probe cannot see
+//     what breaks the orders. Until a probe sent since the first of those
+//     failures has answered, the cause is undetermined (Status.GrayUndetermined):
+//     the endpoint is Down (failover is not delayed) and that probe decides — it
+//     fails, and the failure is an ordinary outage that the probe's next success
+//     ends (its trade path then watched, Status.WatchTradePath, as below: a gray
+//     failure whose probe failed for a while looks the same); it passes, and it
+//     is a gray failure. A probe in flight when the
+//     orders began to fail (sent before the first failure: its record's Clock
+//     reading minus its latency) decides nothing.
+//   - A gray failure is not brought back by probe results — successes, nor
+//     successes after failures: it needs trade-path evidence or a wait of
 //     Config.GrayFailbackWait per gray failure (bounded) with no trade-path
 //     failure within MaxHealthAge. Until live traffic succeeds on it again it is
 //     Status.WatchTradePath: the caller keeps checking its trade path, also while

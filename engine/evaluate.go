@@ -174,7 +174,7 @@ func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string
 		if act.trafficFail == 0 {
 			return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (last: %v)", act.ep.Name, act.consecFail, act.lastErr)
 		}
-		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (probe %d, live traffic %d; last: %v)", act.ep.Name, max(act.consecFail, act.trafficFail), act.consecFail, act.trafficFail, act.lastErr)
+		return fmt.Sprintf("active endpoint %q is DOWN after %d consecutive failures (probe %d, live traffic %d; last: %v)%s", act.ep.Name, max(act.consecFail, act.trafficFail), act.consecFail, act.trafficFail, act.lastErr, m.undeterminedNoteLocked(act))
 	case Degraded:
 		if act.consecFail >= m.cfg.FailureThreshold && !m.trafficVouchesLocked(act, now) {
 			// DEGRADED only while live traffic vouched for it; it no longer
@@ -245,7 +245,7 @@ func (m *Manager) describeLocked(es *endpointState, now time.Time) string {
 	case es.gray:
 		return m.grayNoteLocked(es, now)
 	case es.state != Healthy:
-		return fmt.Sprintf("%v (%d consecutive failures, last error: %v)", es.state, max(es.consecFail, es.trafficFail), es.lastErr)
+		return fmt.Sprintf("%v (%d consecutive failures, last error: %v)%s", es.state, max(es.consecFail, es.trafficFail), es.lastErr, m.undeterminedNoteLocked(es))
 	case now.Sub(es.lastSuccess) >= m.cfg.MaxHealthAge:
 		return fmt.Sprintf("HEALTHY but last success %v ago (max %v)", now.Sub(es.lastSuccess), m.cfg.MaxHealthAge)
 	}

@@ -17,10 +17,16 @@ import (
 // zero (or the last success was slower than Config.DegradedLatency), HEALTHY
 // otherwise. A live-traffic success never clears probe failures, and a probe
 // success clears live-traffic failures only when the probe has shown it can
-// see them — it failed too, after the last failed order (an ordinary outage
-// that the probe noticed first) — or when they are stale: below the threshold
-// and older than Config.MaxHealthAge (an endpoint that carries no traffic any
-// more would otherwise stay DEGRADED for ever).
+// see them — a probe sent since the first of them failed too (an ordinary
+// outage) — or when they are stale: below the threshold and older than
+// Config.MaxHealthAge (an endpoint that carries no traffic any more would
+// otherwise stay DEGRADED for ever).
+//
+// When a probe counts as "sent since" a failure: the engine takes a probe as
+// sent at the Clock reading of its record minus its latency (Probe measures
+// the latency; Observe is given it). A probe in flight when the orders began
+// to fail may have been answered before the failure began: it decides
+// nothing about them, passing or failing.
 //
 // What moves orders. Live traffic is the stronger evidence, in both
 // directions:
@@ -37,16 +43,31 @@ import (
 //     (TrafficHung) with no success since; traffic that goes quiet for
 //     MaxHealthAge ends it at the next probe failure (the probe counts again).
 //
-// What ends a gray failure. A gray failure is an endpoint taken DOWN by live
-// traffic while its probe passed: the probe cannot see what breaks the orders,
-// so probe results — successes, and failures too — neither end it nor turn it
-// into an ordinary outage that probe successes could end. It stays DOWN until
+// Gray or not. A gray failure is an endpoint whose probe passed after its
+// live traffic began to fail: the probe cannot see what breaks the orders.
+// When the orders notice a failure first (the usual order of events while
+// orders flow: FailureThreshold orders fail within milliseconds, the next
+// probe is up to a probe interval away), its cause is undetermined until a
+// probe sent since the first of those failures answers (Status.GrayUndetermined):
+// the endpoint is DOWN meanwhile (failover is not delayed), and that probe
+// decides. It fails: the probe sees the failure, an ordinary outage, which
+// the probe's next success ends (a region that died and healed is a failover
+// target again at once). It passes: a gray failure. A probe sent since the
+// first failure that passed before FailureThreshold of them were counted
+// makes the endpoint gray the moment they are, unless a later one failed.
+//
+// What ends a gray failure. Once it is established, probe results —
+// successes, and failures too — neither end it nor turn it into an ordinary
+// outage that probe successes could end. It stays DOWN until
 // trade-path evidence says it works (ObserveTradePath or ObserveTraffic with a
 // nil result), or, without it, until Config.GrayFailbackWait times the number
 // of gray failures of that endpoint (at most Config.MaxGrayFailbackWait) has
 // passed, no trade-path check has failed for MaxHealthAge, and a probe
 // succeeds. Until live traffic succeeds on it again, an endpoint that was gray
-// is Status.WatchTradePath: the caller keeps checking its trade path, also
+// is Status.WatchTradePath, and so is one that live traffic took DOWN in an
+// outage that a probe success ended (a gray failure whose probe failed for a
+// while, a partition over a broken trade path, looks the same to the probe):
+// the caller keeps checking its trade path, also
 // while it is considered for failback, and one failure makes it DEGRADED
 // again (not a target, no failback), FailureThreshold of them a gray failure
 // again.
@@ -117,12 +138,17 @@ func (m *Manager) recordLocked(es *endpointState, err error, latency time.Durati
 	m.seq++
 	es.lastResult = now
 	es.lastLatency = latency
+	if src == srcProbe {
+		es.lastProbeSent = now.Add(-latency)
+	}
 	if err != nil {
 		m.failureLocked(es, err, src, now)
 	} else {
 		m.successLocked(es, latency, src, now)
 	}
-	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
+	if src != srcProbe && err != nil && !es.gray && es.trafficFail >= thr && es.consecFail == 0 && es.runProbePassed && !es.runProbeFailed && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {
+		// A probe sent since the first of these failures passed, and
+		// none sent since failed: the probe cannot see this failure.
 		m.beginGrayLocked(es, now)
 	}
 	m.stateLocked(es, prev, now)
@@ -140,11 +166,19 @@ func (m *Manager) failureLocked(es *endpointState, err error, src source, now ti
 		}
 		es.consecFail++
 		es.lastProbeFailure = now
+		if m.probeSinceRunLocked(es) {
+			es.runProbeFailed = true // the probe sees the orders' failure
+		}
 		// A gray failure stands whatever the probe says: the probe could
 		// not see it when it began, so its failures (a late probe on a
 		// loaded host, the region briefly dark) are no evidence about the
 		// trade path, and its successes after them none either.
 		return
+	}
+	if es.trafficFail == 0 {
+		// The first failure of a run: no probe has been sent since.
+		es.trafficRunStart = now
+		es.runProbePassed, es.runProbeFailed = false, false
 	}
 	es.trafficFail++
 	es.lastTrafficResult = now
@@ -189,20 +223,32 @@ func (m *Manager) probeSuccessLocked(es *endpointState, now time.Time) {
 	es.consecFail = 0
 	es.probeOK = true
 	es.lastProbeSuccess = now
+	if m.probeSinceRunLocked(es) {
+		es.runProbePassed = true
+	}
 	switch {
-	case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure):
-		// The probe failed too, after the orders did: it sees this
-		// failure, so its success is evidence of recovery.
+	case es.trafficFail > 0 && !es.gray && es.runProbeFailed:
+		// A probe sent since the orders began to fail failed too: it
+		// sees this failure (an ordinary outage), so its success is
+		// evidence of recovery.
+		if es.trafficFail >= thr {
+			// Live traffic took it DOWN: a gray failure that the
+			// probe's failures hid (a partition while the trade path
+			// was broken) would look the same, so its trade path is
+			// watched until live traffic succeeds on it.
+			es.tradePathDue = true
+		}
 		es.trafficFail = 0
 	case es.trafficFail > 0 && es.trafficFail < thr && now.Sub(es.lastTrafficResult) >= m.cfg.MaxHealthAge:
 		es.trafficFail = 0 // stale live-traffic failures below the threshold
 	}
-	if es.trafficFail >= thr && !es.gray {
-		// DOWN on live traffic while an earlier probe failure hid the
-		// gray failure: the probe passes now while the orders failed,
-		// so it cannot vouch for recovery. Without this the endpoint
-		// would stay DOWN for good (an inactive endpoint gets no
-		// traffic to clear it).
+	if es.trafficFail >= thr && !es.gray && es.runProbePassed {
+		// DOWN on live traffic, its cause undetermined until now: this
+		// probe (or an earlier one), sent since the first of those
+		// failures, passes, and none sent since failed. The probe
+		// cannot see what breaks the orders, so it cannot vouch for
+		// recovery: a gray failure. A probe sent before the first
+		// failure (in flight when the orders failed) decides nothing.
 		m.beginGrayLocked(es, now)
 	}
 	if es.gray && !now.Before(m.grayUntilLocked(es)) && now.Sub(es.lastTrafficFailure) >= m.cfg.MaxHealthAge {
@@ -240,6 +286,22 @@ func (m *Manager) stateLocked(es *endpointState, prev HealthState, now time.Time
 	case prev != Degraded:
 		es.degradedSince = now
 	}
+}
+
+// probeSinceRunLocked: live traffic on es is failing, and the probe being
+// recorded was sent (recorded at the Clock's reading minus its latency) no
+// earlier than the first failure of that run. A probe in flight when the
+// orders began to fail may have been answered before the failure began, so
+// it says nothing about whether the probe can see it.
+func (m *Manager) probeSinceRunLocked(es *endpointState) bool {
+	return es.trafficFail > 0 && !es.lastProbeSent.Before(es.trafficRunStart)
+}
+
+// grayUndeterminedLocked: DOWN on live traffic, not a gray failure, and no
+// probe sent since the first of those failures has failed: the next probe
+// sent since then decides whether the probe can see this failure.
+func (m *Manager) grayUndeterminedLocked(es *endpointState) bool {
+	return !es.gray && es.trafficFail >= m.cfg.FailureThreshold && !es.runProbeFailed
 }
 
 func (m *Manager) beginGrayLocked(es *endpointState, now time.Time) {
@@ -389,9 +451,19 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 		st.GrayWaitUntil = m.grayUntilLocked(es)
 	}
 	st.GrayFailures = es.grayCount
+	st.GrayUndetermined = m.grayUndeterminedLocked(es)
 	st.WatchTradePath = es.tradePathDue
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
+}
+
+// undeterminedNoteLocked explains, as a suffix, a DOWN on live traffic whose
+// cause the next probe decides ("" when that does not apply).
+func (m *Manager) undeterminedNoteLocked(es *endpointState) string {
+	if !m.grayUndeterminedLocked(es) {
+		return ""
+	}
+	return "; no probe sent since the orders began to fail has answered yet: the next one decides whether this is an outage (it fails; a later probe success ends it) or a gray failure (it passes)"
 }
 
 // grayNoteLocked explains a gray failure ("" when es has none).

@@ -24,7 +24,8 @@ func TestGrayFailureSurvivesProbeBlip(t *testing.T) {
 	mustProbe(t, m, "eu")
 	mustProbe(t, m, "us")
 	mustTraffic(t, m, "eu", errOrder)
-	if st := mustTraffic(t, m, "eu", errOrder); !st.GrayFailure {
+	mustTraffic(t, m, "eu", errOrder)
+	if st := mustProbe(t, m, "eu"); !st.GrayFailure { // it passes after the orders failed
 		t.Fatalf("not gray: %+v", st)
 	}
 	wantOutcome(t, failover(t, m, true), engine.Switched)
@@ -64,9 +65,11 @@ func TestGrayFailureSurvivesProbeBlip(t *testing.T) {
 	wantOutcome(t, failback(t, m, true), engine.Switched)
 }
 
-// An outage the orders notice before the probe does is a gray failure first;
-// the probe failing too does not make it an outage that probe successes end:
-// it still needs trade-path evidence (or the gray wait).
+// A gray failure (the probe passed after the orders failed) stays one when
+// the probe later fails too: that does not make it an outage that probe
+// successes end; it still needs trade-path evidence (or the gray wait). (An
+// outage whose probe fails before any probe passed is an ordinary one:
+// TestOrdersFailProbeFailsThenPassesRecovers.)
 func TestGrayFailureNeedsTradePathEvenWhenTheProbeFailsToo(t *testing.T) {
 	m, clk, pt := fixture(t, func(c *engine.Config) {
 		c.GrayFailbackWait = time.Minute
@@ -74,7 +77,8 @@ func TestGrayFailureNeedsTradePathEvenWhenTheProbeFailsToo(t *testing.T) {
 	}, epEU, epUS)
 	mustProbe(t, m, "eu")
 	mustTraffic(t, m, "eu", errOrder)
-	if st := mustTraffic(t, m, "eu", errOrder); !st.GrayFailure {
+	mustTraffic(t, m, "eu", errOrder)
+	if st := mustProbe(t, m, "eu"); !st.GrayFailure {
 		t.Fatalf("not gray: %+v", st)
 	}
 	pt.fail("eu", errRefused)

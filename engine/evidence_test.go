@@ -103,7 +103,8 @@ func TestGrayFailureNeedsTradePathEvidence(t *testing.T) {
 	mustProbe(t, m, "eu")
 	mustProbe(t, m, "us")
 	mustTraffic(t, m, "eu", errOrder)
-	st := mustTraffic(t, m, "eu", errOrder)
+	mustTraffic(t, m, "eu", errOrder)
+	st := mustProbe(t, m, "eu") // it passes after the orders failed
 	if !st.GrayFailure || st.State != engine.Down || st.GrayFailures != 1 || !st.GrayWaitUntil.Equal(clk.Now().Add(time.Minute)) {
 		t.Fatalf("gray failure: %+v", st)
 	}
@@ -131,7 +132,8 @@ func TestGrayFailureNeedsTradePathEvidence(t *testing.T) {
 
 	// Second gray failure: the wait is 2 × 1 min, bounded by 90 s.
 	mustTraffic(t, m, "eu", errOrder)
-	st = mustTraffic(t, m, "eu", errOrder)
+	mustTraffic(t, m, "eu", errOrder)
+	st = mustProbe(t, m, "eu")
 	if st.GrayFailures != 2 || !st.GrayWaitUntil.Equal(clk.Now().Add(90*time.Second)) {
 		t.Fatalf("second gray failure: %d, wait until +%v", st.GrayFailures, st.GrayWaitUntil.Sub(clk.Now()))
 	}
@@ -471,7 +473,8 @@ func TestGrayFailureSurvivesOneLateProbe(t *testing.T) {
 	mustProbe(t, m, "eu")
 	mustProbe(t, m, "us")
 	mustTraffic(t, m, "eu", errOrder)
-	if st := mustTraffic(t, m, "eu", errOrder); !st.GrayFailure {
+	mustTraffic(t, m, "eu", errOrder)
+	if st := mustProbe(t, m, "eu"); !st.GrayFailure {
 		t.Fatalf("not gray: %+v", st)
 	}
 	pt.fail("eu", errRefused)

@@ -63,18 +63,30 @@ type Status struct {
 	// endpoint is DEGRADED rather than DOWN and the active one keeps the flow.
 	// Orders failing too is an outage, never a broken probe.
 	BrokenProbe bool
-	// GrayFailure: taken DOWN by live-traffic evidence while its probe passed.
-	// It comes back only on trade-path evidence (ObserveTradePath or live
-	// traffic succeeding) or after GrayWaitUntil; probe results, failures
-	// included, neither end it nor shorten it.
+	// GrayFailure: taken DOWN by live-traffic evidence, and a probe sent
+	// after that traffic began to fail passed (none sent since failed before
+	// it): the probe cannot see this failure. It comes back only on
+	// trade-path evidence (ObserveTradePath or live traffic succeeding) or
+	// after GrayWaitUntil; probe results, failures included, neither end it
+	// nor shorten it. Orders failing before any probe was sent since is
+	// GrayUndetermined, not GrayFailure.
 	GrayFailure bool
 	// GrayWaitUntil is when a GrayFailure ends without trade-path evidence
 	// (at the first probe success from then on). Zero when not GrayFailure.
 	GrayWaitUntil time.Time
 	// GrayFailures counts the times it was taken out that way.
 	GrayFailures int
-	// WatchTradePath: it is, or was, in a gray failure, and no live traffic
-	// has succeeded on it since (a trade-path success ends the gray failure,
+	// GrayUndetermined: DOWN on live-traffic evidence, and no probe has been
+	// sent since the first of those failures, so whether the probe can see
+	// this failure is not known yet. The endpoint is DOWN all the same (the
+	// active one fails over at once); the next probe sent since then decides:
+	// a success makes it a GrayFailure, a failure an ordinary outage that the
+	// probe's next success ends.
+	GrayUndetermined bool
+	// WatchTradePath: it is, or was, in a gray failure, or live traffic took
+	// it DOWN in an outage that a probe success ended (a gray failure whose
+	// probe failed for a while looks the same), and no live traffic has
+	// succeeded on it since (a trade-path success ends the gray failure,
 	// not the watch). The caller should keep checking its trade path every
 	// round, including while it is considered for failback: a failed check
 	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
@@ -148,7 +160,8 @@ type endpointState struct {
 	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
 	// trafficHungSeq: when live traffic was last reported hung (TrafficHung).
 	trafficHungSeq uint64
-	// tradePathDue: a gray failure began and no live traffic succeeded since
+	// tradePathDue: a gray failure began, or a probe success ended an
+	// outage live traffic had taken DOWN, and no live traffic succeeded since
 	tradePathDue       bool
 	lastTrafficResult  time.Time
 	lastTrafficSuccess time.Time
@@ -157,12 +170,19 @@ type endpointState struct {
 	probeResults       int
 	probeOK            bool // a probe has succeeded at least once
 	lastProbeSuccess   time.Time
-	slow               bool
-	gray               bool
-	graySince          time.Time
-	grayCount          int
-	failbackAt         time.Time   // last failback to it
-	bounces            []time.Time // bounce times within FlapWindow
+	// the current run of live-traffic failures (evidence.go): when its
+	// first failure was recorded, when the last probe was sent, and
+	// whether a probe sent since that first failure passed, or failed
+	trafficRunStart time.Time
+	lastProbeSent   time.Time
+	runProbePassed  bool
+	runProbeFailed  bool
+	slow            bool
+	gray            bool
+	graySince       time.Time
+	grayCount       int
+	failbackAt      time.Time   // last failback to it
+	bounces         []time.Time // bounce times within FlapWindow
 }
 
 // Manager holds the endpoints, their counted health and the active endpoint, and

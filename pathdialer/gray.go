@@ -33,15 +33,27 @@ import (
 //     count again (failover at the next probe round). Orders and probe failing together is an outage,
 //     never a broken probe. A probe that has never succeeded is reported as
 //     broken too (check its address and credentials).
-//   - A gray failure — DOWN on live traffic while the probe passed — ends only
-//     on trade-path evidence (Config.TradePathCheck succeeding, or live traffic
-//     succeeding) or after engine.Config.GrayFailbackWait times the number of its
-//     gray failures with no failed trade-path check within MaxHealthAge. Probe
-//     results end nothing: a probe blip (failures, then successes) during a gray
-//     failure leaves it standing. TradePathCheck runs every probe round on an
-//     endpoint that is or was gray, until live traffic succeeds on it again —
-//     also while it is considered for failback: a failed check makes it
-//     DEGRADED (no failback), FailureThreshold of them a gray failure again.
+//   - A gray failure is an endpoint whose probe passed after its orders began
+//     to fail. Orders failing before any probe was sent since the first of
+//     them (the usual order while orders flow) leave the cause undetermined
+//     (engine.Status.GrayUndetermined): the endpoint is DOWN at once (failover
+//     is not delayed) and the next probe decides — it fails, and it is an
+//     ordinary outage that the probe's next success ends (a region that died
+//     and healed is a failover target again, its trade path checked as
+//     below until an order succeeds on it); it passes, and it is a gray
+//     failure. A probe in flight when the orders began to fail decides
+//     nothing.
+//   - A gray failure ends only on trade-path evidence (Config.TradePathCheck
+//     succeeding, or live traffic succeeding) or after
+//     engine.Config.GrayFailbackWait times the number of its gray failures
+//     with no failed trade-path check within MaxHealthAge. Probe results end
+//     nothing: a probe blip (failures, then successes) during a gray failure
+//     leaves it standing. TradePathCheck runs every probe round on an
+//     endpoint that is or was gray, or came back from an outage its orders
+//     met (engine.Status.WatchTradePath), until live traffic succeeds on it
+//     again — also while it is considered for failback: a failed check makes
+//     it DEGRADED (no failback), FailureThreshold of them (its probe passing)
+//     a gray failure again.
 
 // record routes one result to the engine: probes as probe evidence, passive
 // reports as live-traffic evidence.

@@ -166,6 +166,40 @@ var defects = map[string]Defect{
 			Body: `if !st.GrayFailure { // DEFECT (plant gray-probe-blip): no trade-path check once the gray failure ended`,
 		}},
 	},
+	// An outage the orders notice before the probe does is taken for a gray
+	// failure: FailureThreshold failed orders while the last probe passed
+	// start one at once, with no probe sent since the first of them; a probe
+	// failing afterwards does not make it an ordinary outage, so probe
+	// successes after the region heals do not bring the endpoint back (it
+	// waits GrayFailbackWait): a halt, or flow held on a backup, while the
+	// healed primary is usable. (Its fix's second half goes too: the trade
+	// path of an endpoint that such an outage's probe success brought back
+	// is no longer watched.)
+	"gray-before-probe": {
+		File:      "engine/evidence.go",
+		Doc:       "failed orders start a gray failure while the last probe passed, before any probe ran since the first of them (an outage the orders notice first waits GrayFailbackWait)",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Old:       `es.trafficFail >= thr && es.consecFail == 0 && es.runProbePassed && !es.runProbeFailed && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge {`,
+		Body:      `es.trafficFail >= thr && es.consecFail == 0 && es.probeOK && now.Sub(es.lastProbeSuccess) < m.cfg.MaxHealthAge { // DEFECT (plant gray-before-probe): gray with no probe since the first failure`,
+		More: []Defect{{
+			Old: `	case es.trafficFail > 0 && !es.gray && es.runProbeFailed:
+		// A probe sent since the orders began to fail failed too: it
+		// sees this failure (an ordinary outage), so its success is
+		// evidence of recovery.
+		if es.trafficFail >= thr {
+			// Live traffic took it DOWN: a gray failure that the
+			// probe's failures hid (a partition while the trade path
+			// was broken) would look the same, so its trade path is
+			// watched until live traffic succeeds on it.
+			es.tradePathDue = true
+		}`,
+			Body: `	case es.trafficFail > 0 && !es.gray && !es.lastProbeFailure.Before(es.lastTrafficFailure): // DEFECT (plant gray-before-probe): a probe failure after the last failed order, sent whenever; no watch of the trade path after it`,
+		}, {
+			Old:  `if es.trafficFail >= thr && !es.gray && es.runProbePassed {`,
+			Body: `if es.trafficFail >= thr && !es.gray { // DEFECT (plant gray-before-probe): whenever this probe was sent`,
+		}},
+	},
 	// An on-demand probe that waits for a round's running probe returns when
 	// that probe's slot is released, before its result is recorded, and
 	// re-evaluates without it ({{gap}} between the two steps).
