@@ -410,6 +410,19 @@ var defects = map[string]Defect{
 			Body: `prim.consecSucc < 1 { // DEFECT (plant failback-no-cooldown)`,
 		}},
 	},
+	// An order that finishes unknown after the reconcile that took it in
+	// flight (a switch's, or a resume's after a halt) already reported its
+	// verdict is only reported late: nothing settles it after its unknown
+	// outcome, and Path.Unknown never lists it (a client that reads the late
+	// unknown as superseding the verdict keeps it unsettled for ever).
+	"unknown-dropped-at-halt": {
+		File:      "pathdialer/gate.go",
+		Doc:       "Ticket.Unknown after the in-flight ticket's verdict was reported emits EventLateTicket only: never handed to reconciliation again",
+		Invariant: "every-unknown-order-settled",
+		Composed:  true,
+		Old:       `	if inFlight && t.p.judgedSince(t.OrderID, t.viewSince) {`,
+		Body:      `	if inFlight && false { // DEFECT (plant unknown-dropped-at-halt): a late unknown is never settled again`,
+	},
 	// One unknown outcome in seven (by its client order ID) is dropped: the
 	// ticket leaves "in flight" and never reaches the unknown ones.
 	"drop-unknown": {
