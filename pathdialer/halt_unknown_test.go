@@ -178,3 +178,86 @@ func haltsWithUnknownOrders(t *testing.T, byService bool) {
 		t.Errorf("gate %v at the end, want OPEN", st)
 	}
 }
+
+// slowRec answers one order every perOrder, honouring its context: cut
+// short, it returns the answers it has with the context's error.
+type slowRec struct {
+	perOrder time.Duration
+}
+
+func (s slowRec) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	var out []pathdialer.Settlement
+	for _, t := range r.Tickets {
+		select {
+		case <-time.After(s.perOrder):
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+		out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateFilled, Detail: "booked"})
+	}
+	return out, nil
+}
+
+// Halts that come faster than one whole reconcile (a starved host: the
+// active endpoint's probes time out every few seconds while it answers) do
+// not keep the unknown orders unsettled for ever: each resume's reconcile is
+// cut short by the next halt, and what it found before is kept (judged,
+// reported, not asked again), so the orders are all settled after as many
+// resumes as their lookups need in all, here three at most.
+func TestHaltsFasterThanAReconcileStillSettleEveryOrder(t *testing.T) {
+	for _, byService := range []bool{false, true} {
+		t.Run(fmt.Sprintf("byService=%v", byService), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const orders, perOrder = 10, 300 * time.Millisecond // 3 s of lookups in all
+				rec := slowRec{perOrder: perOrder}
+				h := newHarness(t, func(c *pathdialer.Config) {
+					c.SettleUnknown = time.Second
+					c.ReconcileTimeout = 10 * time.Second
+					c.InflightGrace = 0
+					c.Reconcile = rec.reconcile
+					if byService {
+						c.ReconcileByService = map[string]pathdialer.ReconcileFunc{pathdialer.ServiceREST: rec.reconcile}
+					}
+				})
+				defer h.close()
+				h.start()
+				var ids []string
+				for i := range orders {
+					tk := mustAcquire(t, h.p, fmt.Sprintf("o-%d", i))
+					ids = append(ids, tk.OrderID)
+					tk.Unknown(errors.New("order timed out"))
+				}
+				h.probes.set("us", probeFail)
+				h.probes.set("eu", probeBlackhole)
+				h.await(pathdialer.EventHalt, nil)
+				resumes := 0
+				settled := func() int {
+					n := 0
+					for _, id := range ids {
+						if !settledAfter(h.rec.all(), id, time.Time{}).IsZero() {
+							n++
+						}
+					}
+					return n
+				}
+				for resumes < 3 && settled() < orders {
+					// The endpoint answers its probes again, then times them
+					// out again as soon as the reconcile has begun.
+					h.probes.set("eu", probeOK)
+					h.await(pathdialer.EventResume, nil)
+					resumes++
+					h.probes.set("eu", probeBlackhole)
+					h.await(pathdialer.EventHalt, nil)
+				}
+				if n := settled(); n != orders {
+					t.Fatalf("after %d resumes, each cut short by a halt, %d of %d orders settled\n%s", resumes, n, orders, timeline(h.rec.all()))
+				}
+				h.probes.set("eu", probeOK)
+				h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Service == "" })
+				if u := h.p.Unknown(); len(u) != 0 {
+					t.Errorf("still unknown: %+v", u)
+				}
+			})
+		})
+	}
+}
