@@ -19,7 +19,9 @@ import (
 // reconciles of Config.ReconcileByService. A settle or re-query in progress is
 // superseded by anything that holds or halts the gate: it is cancelled, a
 // settle's orders go to the next reconcile, and a re-query is simply asked
-// again later. A result that arrives after its run was superseded is dropped.
+// again later. What a superseded settle or switch reconcile found before it
+// was cut short is kept (progress.go: salvage); the rest of its result is
+// dropped.
 // The Fencer runs the same way: a coordinator's Halt during a fence that hangs
 // is taken at once.
 
@@ -67,7 +69,8 @@ type bgResult struct {
 }
 
 // runBackground calls fn(r) with ReconcileTimeout in a goroutine the
-// controller tracks, and sends the result to c.bg unless the run was cancelled.
+// controller tracks, and sends the result to c.bg, a cancelled run's too
+// (its answers are kept), unless the controller has stopped.
 func (c *controller) runBackground(ctx context.Context, kind bgKind, key string, r Reconciliation, fn ReconcileFunc) *bgRun {
 	c.bgSeq++
 	run := &bgRun{id: c.bgSeq, r: r, start: time.Now()}
@@ -90,7 +93,7 @@ func (c *controller) runBackground(ctx context.Context, kind bgKind, key string,
 		tcancel()
 		select {
 		case c.bg <- res:
-		case <-rctx.Done():
+		case <-ctx.Done():
 		}
 	}()
 	return run
@@ -211,7 +214,8 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 	switch res.kind {
 	case bgSettle:
 		if c.settleRun == nil || c.settleRun.id != res.id {
-			return // superseded: its orders went to another reconcile
+			c.salvage(res.r, res.settled) // superseded: its orders went to another reconcile
+			return
 		}
 		c.settleRun = nil
 		c.settled(res)
@@ -224,7 +228,8 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		c.requeried(res)
 	case bgSwitch:
 		if c.recRun == nil || c.recRun.id != res.id {
-			return // the switch's reconcile was abandoned
+			c.salvage(res.r, res.settled) // the switch's reconcile was abandoned
+			return
 		}
 		c.recRun = nil
 		c.reconciled(ctx, res)

@@ -166,7 +166,9 @@ type Event struct {
 	// Tickets handed to reconciliation (EventReconcileStart).
 	Tickets []TicketInfo `json:"tickets,omitempty"`
 	// Settlements found (EventReconcileSuccess), or the answers a failed
-	// attempt did give, judged and kept (EventReconcileFailure).
+	// attempt did give, judged and kept (EventReconcileFailure; also one
+	// with Err wrapping the supersession, for the answers a settle or switch
+	// reconcile had found before a hold, halt or switch cut it short).
 	Settlements []Settlement `json:"settlements,omitempty"`
 	// Diffs found by an open-order reconcile (EventOpenOrderDiff,
 	// EventRestingCancelled).

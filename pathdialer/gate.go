@@ -120,6 +120,7 @@ type Ticket struct {
 	state     atomic.Int32 // a ticket* value
 	cause     error
 	unknownAt time.Time
+	viewSince time.Time // when the gate view it was granted under began
 }
 
 // Internal ticket states; the zero value is a Ticket never acquired.
@@ -128,7 +129,12 @@ const (
 	ticketInFlight
 	ticketDone
 	ticketUnknown
-	ticketHanded
+	ticketHanded // handed to reconciliation while in flight (by service)
+	// ticketUnknownHanded: finished unknown, then taken by a reconciliation.
+	ticketUnknownHanded
+	// ticketLate: finished after it was handed to reconciliation in flight;
+	// later finishes are ignored.
+	ticketLate
 )
 
 // TicketInfo is a ticket as handed to reconciliation.
@@ -178,7 +184,7 @@ func (t *Ticket) Done() {
 		t.p.inflightFinished()
 		return
 	}
-	handed := s.handed(t)
+	handed, _ := s.finishHanded(t)
 	s.mu.Unlock()
 	if handed {
 		t.late("done")
@@ -187,7 +193,13 @@ func (t *Ticket) Done() {
 
 // Unknown records that the order's fate is unknown (cause says why: a timeout, a
 // connection cut after the request was written, a 5xx). The ticket is handed to the
-// next reconciliation.
+// next reconciliation. An order that finishes unknown after a reconciliation
+// took it in flight (a switch's or a resume's) is reported by EventLateTicket;
+// when that reconciliation has already reported its verdict (it looked the
+// order up while its request was still on the wire) the order is handed to
+// reconciliation again, and Path.Unknown lists it until then. So every
+// unknown outcome is followed by a settlement of its order: the one still
+// pending, or a new one.
 func (t *Ticket) Unknown(cause error) {
 	if t.p == nil {
 		return
@@ -211,11 +223,38 @@ func (t *Ticket) Unknown(cause error) {
 		t.p.inflightFinished()
 		return
 	}
-	handed := s.handed(t)
+	handed, inFlight := s.finishHanded(t)
 	s.mu.Unlock()
 	if handed {
 		t.late("unknown: " + cause.Error())
 	}
+	if inFlight && t.p.judgedSince(t.OrderID, t.viewSince) {
+		// The reconcile that took it in flight already reported its
+		// verdict, found before this outcome: settle it again. (One still
+		// to report reports after this finish.)
+		t.p.rehandUnknown(t, cause)
+	}
+}
+
+// judgedSince: a reconcile judged the order since (its verdict was found at
+// or after since).
+func (p *Path) judgedSince(orderID string, since time.Time) bool {
+	p.verdicts.mu.Lock()
+	defer p.verdicts.mu.Unlock()
+	v, ok := p.verdicts.byID[orderID]
+	return ok && !v.FoundAt.Before(since)
+}
+
+// rehandUnknown puts an order that finished unknown after it was handed to
+// reconciliation in flight back among the unknown ones, as a copy: the
+// caller's Ticket stays free to be filled again.
+func (p *Path) rehandUnknown(t *Ticket, cause error) {
+	c := &Ticket{OrderID: t.OrderID, Service: t.Service, Endpoint: t.Endpoint, Token: t.Token, ValidUntil: t.ValidUntil,
+		p: p, cause: cause, unknownAt: time.Now()}
+	c.state.Store(ticketUnknown)
+	p.unknownMu.Lock()
+	p.unknown = append(p.unknown, c)
+	p.unknownMu.Unlock()
 }
 
 // late reports a finish after the ticket was handed to reconciliation.
@@ -278,11 +317,20 @@ func (s *ticketShard) holds(t *Ticket) bool {
 	return t.state.Load() == ticketInFlight && t.epoch == s.epoch
 }
 
-// handed: t was handed to reconciliation (with every ticket of its shard, or
-// alone: by service, or after finishing unknown).
-func (s *ticketShard) handed(t *Ticket) bool {
-	st := t.state.Load()
-	return st == ticketHanded || st == ticketInFlight && t.epoch != s.epoch
+// finishHanded is a finish of t that came after t was handed to
+// reconciliation (with every ticket of its shard, or alone: by service, or
+// after finishing unknown): handed reports whether it was, inFlight whether it
+// was handed while still in flight (the first finish since; t then records
+// it, and later finishes are ignored).
+func (s *ticketShard) finishHanded(t *Ticket) (handed, inFlight bool) {
+	switch st := t.state.Load(); {
+	case st == ticketHanded || st == ticketInFlight && t.epoch != s.epoch:
+		t.state.Store(ticketLate)
+		return true, true
+	case st == ticketUnknownHanded:
+		return true, false
+	}
+	return false, false
 }
 
 // Acquire asks the gate for permission to submit one order (service names the
@@ -365,7 +413,7 @@ func (p *Path) AcquireInto(ctx context.Context, t *Ticket, service, orderID stri
 			// gate, and never handed to reconciliation unless it was granted.
 			if p.gate.Load() == v {
 				t.OrderID, t.Service, t.Endpoint, t.Token, t.ValidUntil = orderID, service, v.endpoint, v.gen, until
-				t.p, t.shard, t.cause, t.unknownAt = p, s, nil, time.Time{}
+				t.p, t.shard, t.cause, t.unknownAt, t.viewSince = p, s, nil, time.Time{}, v.since
 				t.state.Store(ticketInFlight)
 				s.link(t, v)
 				s.mu.Unlock()
@@ -563,7 +611,7 @@ func (p *Path) takeUnknownService(out []TicketInfo, service string) []TicketInfo
 		}
 		// Read first: once handed, the owner of a caller-owned Ticket may refill it.
 		out = append(out, t.info(TicketUnknown))
-		t.state.Store(ticketHanded)
+		t.state.Store(ticketUnknownHanded)
 	}
 	return out
 }

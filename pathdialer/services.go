@@ -47,6 +47,7 @@ type multiRec struct {
 	id     uint64
 	cancel context.CancelFunc
 	ctx    context.Context
+	parent context.Context    // the controller's: an abandoned reconcile's result still reaches it
 	groups map[string]*svcRec // "" = every service not in Config.ReconcileByService
 	// released services, published with the held gate
 	released map[string]bool
@@ -79,7 +80,7 @@ func (c *controller) beginMulti(ctx context.Context) {
 	p := c.p
 	c.multiSeq++
 	mctx, cancel := context.WithCancel(ctx)
-	m := &multiRec{id: c.multiSeq, ctx: mctx, cancel: cancel, groups: map[string]*svcRec{}, released: map[string]bool{}}
+	m := &multiRec{id: c.multiSeq, ctx: mctx, parent: ctx, cancel: cancel, groups: map[string]*svcRec{}, released: map[string]bool{}}
 	for svc, fn := range p.cfg.ReconcileByService {
 		m.groups[svc] = &svcRec{key: svc, fn: fn}
 	}
@@ -149,7 +150,7 @@ func (c *controller) attemptMulti() {
 		r.Service, r.Attempt = key, g.attempt
 		r.Tickets = g.tickets[:len(g.tickets):len(g.tickets)]
 		p.events.emit(Event{Kind: EventReconcileStart, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Tickets: r.Tickets, Cause: r.Reason, Service: key})
-		id, fn, ctx := m.id, g.fn, m.ctx
+		id, fn, ctx, parent := m.id, g.fn, m.ctx, m.parent
 		c.hooks.Add(1)
 		go func() {
 			defer c.hooks.Done()
@@ -166,7 +167,7 @@ func (c *controller) attemptMulti() {
 			cancel()
 			select {
 			case c.results <- svcResult{id: id, key: key, r: r, settled: settled, err: err, start: start}:
-			case <-ctx.Done():
+			case <-parent.Done():
 			}
 		}()
 	}
@@ -176,8 +177,12 @@ func (c *controller) attemptMulti() {
 func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	p := c.p
 	m := c.multi
-	if m == nil || res.id != m.id || ctx.Err() != nil {
-		return // from an abandoned reconcile
+	if ctx.Err() != nil {
+		return
+	}
+	if m == nil || res.id != m.id {
+		c.salvage(res.r, res.settled) // from an abandoned reconcile: its answers are kept
+		return
 	}
 	g := m.groups[res.key]
 	g.running = false

@@ -81,8 +81,9 @@ type Invariant struct {
 	// (NotChecked says what: no broker audit, no stream, no FIX session).
 	Checked    bool
 	NotChecked string
-	// Violations counts the violations of this invariant.
-	Violations int
+	// Violations counts the violations of this invariant; Inconclusive the
+	// orders it could not judge on a host too starved to judge (starved.go).
+	Violations, Inconclusive int
 }
 
 // Finding is one violation: its invariant, the order it is about (if any)
@@ -139,8 +140,10 @@ type TransportSummary struct {
 	// Repeats: client order IDs submitted more than once (re-sends, refused
 	// re-sends: not bookings).
 	Duplicated, Repeats int
-	// Lost: sent, never answered, never settled (must be 0).
-	Lost int
+	// Lost: sent, never answered, never settled (must be 0). Inconclusive:
+	// sent, not answered nor settled yet when the run ended, on a host too
+	// starved to judge (starved.go): neither lost nor known safe.
+	Lost, Inconclusive int
 	// AckedBy counts answers per endpoint.
 	AckedBy map[string]int
 	// FirstAckOnBackup: from the fault to the first answer from the backup
@@ -210,10 +213,21 @@ type Summary struct {
 	// Notes explain the run (why a partial fault did or did not fail over,
 	// what the repeated submissions were).
 	Notes []string
+	// Starved, when set, is the record of a host too starved to judge, and
+	// Inconclusive the orders it left undecided (starved.go): not
+	// violations, not known to be safe either.
+	Starved      *Starvation
+	Inconclusive []Finding
 }
 
-// OK reports whether every invariant held.
+// OK reports whether every invariant held. A run may be OK and still
+// Inconclusive.
 func (s Summary) OK() bool { return len(s.Findings) == 0 }
+
+// Undecided reports whether every invariant held except for orders the run
+// could not judge on a host too starved to judge: the verdict is
+// INCONCLUSIVE, neither a failure nor a pass.
+func (s Summary) Undecided() bool { return s.OK() && len(s.Inconclusive) > 0 }
 
 // LateReported and LateUnreported count the late landings by whether the
 // client was told.
@@ -308,6 +322,10 @@ type checker struct {
 	windows     []window
 	late        map[string]bool // orders with a late landing finding
 	unexplained map[string]bool
+	// starved: the host was too starved to judge (nil: it was not); open:
+	// the spans of open flow (starved.go)
+	starved *Starvation
+	open    []span
 }
 
 func (ck *checker) rel(t time.Time) time.Duration { return t.Sub(ck.h.Start) }
@@ -350,6 +368,8 @@ func (ck *checker) run() {
 		ck.bookings[r.ClientOrderID] = append(ck.bookings[r.ClientOrderID], r)
 	}
 	ck.late = map[string]bool{}
+	ck.starvation()
+	ck.sum.Starved = ck.starved
 
 	ck.switches()
 	ck.perTransport()
@@ -419,6 +439,11 @@ func (ck *checker) run() {
 		for _, f := range sum.Findings {
 			if f.Invariant == n {
 				inv.Violations++
+			}
+		}
+		for _, f := range sum.Inconclusive {
+			if f.Invariant == n {
+				inv.Inconclusive++
 			}
 		}
 		sum.Invariants = append(sum.Invariants, inv)
@@ -581,7 +606,10 @@ func (ck *checker) perTransport() {
 		if o.Resent > 0 {
 			ts.Resent++
 		}
-		if o.Sent && !answeredBy(o) {
+		if o.Sent && !answeredBy(o) && ck.inconclusive(o) {
+			ts.Inconclusive++
+			ck.undecided(InvNoLoss, o, "was sent and is neither answered nor settled yet")
+		} else if o.Sent && !answeredBy(o) {
 			ts.Lost++
 			ck.sum.Losses++
 			ck.violate(InvNoLoss, o.ClOrdID, "LOST: %s order %s was sent and never answered nor settled by reconcile", o.Transport, o.ClOrdID)
@@ -774,6 +802,8 @@ func (ck *checker) livePaths() {
 			case final:
 				ck.violate(InvLateLandings, o.ClOrdID, "LATE LANDING AFTER A FINAL VERDICT: order %s, sent at %s before %s's fence (%s), booked through %s at %s, after the library had called it NOT_RECEIVED, final (%s at %s)",
 					o.ClOrdID, fmtDur(ll.SentAt), w.endpoint, fmtDur(ll.FenceAt), w.region, fmtDur(ll.BookedAt), v.Source, fmtDur(ck.rel(v.At)))
+			case !ll.Reported && ck.inconclusive(o):
+				ck.undecided(InvLateLandings, o, fmt.Sprintf("landed late (booked through %s at %s) and the client had not been told yet", w.region, fmtDur(ll.BookedAt)))
 			case !ll.Reported:
 				ck.violate(InvLateLandings, o.ClOrdID, "UNREPORTED LATE LANDING: order %s, sent at %s before %s's fence (%s), booked through %s at %s; the client was never told (its record: %s)",
 					o.ClOrdID, fmtDur(ll.SentAt), w.endpoint, fmtDur(ll.FenceAt), w.region, fmtDur(ll.BookedAt), o.belief())
@@ -831,6 +861,10 @@ func (ck *checker) clientBook() {
 			// never booked: lost, whatever told the client.
 			ck.sum.Losses++
 			ck.violate(InvClientBook, o.ClOrdID, "CLIENT/BOOK MISMATCH: the client records %s as %s, but the broker never booked it", o.ClOrdID, o.belief())
+		case !believes && len(bs) > 0 && !ck.late[o.ClOrdID] && o.Fate == pathdialer.FateNotReceived && ck.inconclusive(o):
+			// Found NOT_RECEIVED, re-sent or re-queried since: the answer
+			// was still to come.
+			ck.undecided(InvClientBook, o, fmt.Sprintf("is recorded %s while the broker booked it through %s at %s", o.belief(), bs[0].Region, fmtDur(ck.rel(bs[0].Time))))
 		case !believes && len(bs) > 0 && !ck.late[o.ClOrdID]:
 			ck.violate(InvClientBook, o.ClOrdID, "CLIENT/BOOK MISMATCH: the client records %s as %s, but the broker booked it through %s (%s) at %s",
 				o.ClOrdID, o.belief(), bs[0].Region, bs[0].Service, fmtDur(ck.rel(bs[0].Time)))

@@ -108,17 +108,19 @@ func (o OrderRecord) Answered() bool { return o.Acked || o.Rejected || o.Settled
 // Client is an order client on one Path with all three transports. Create
 // it with New, then Start; Close stops everything it started.
 type Client struct {
-	cfg    Config
-	rec    *Recorder
-	path   *pathdialer.Path
-	rt     *rest.Transport
-	http   *http.Client
-	stream *ws.Stream
-	fixRec *fix.Reconciler
-	in     *fix.Initiator
-	sid    quickfix.SessionID
-	app    *fixApp
-	prices *SeqChecker
+	cfg Config
+	// settleUnknown is the Path's Config.SettleUnknown (History.Judge).
+	settleUnknown time.Duration
+	rec           *Recorder
+	path          *pathdialer.Path
+	rt            *rest.Transport
+	http          *http.Client
+	stream        *ws.Stream
+	fixRec        *fix.Reconciler
+	in            *fix.Initiator
+	sid           quickfix.SessionID
+	app           *fixApp
+	prices        *SeqChecker
 
 	regionToEndpoint map[string]string
 
@@ -260,6 +262,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.PathResting {
 		c.pathResting(&pc, tlsCfg, hdr)
 	}
+	c.settleUnknown = pc.SettleUnknown
 	if c.path, err = pathdialer.New(pc); err != nil {
 		return nil, err
 	}

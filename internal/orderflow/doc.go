@@ -25,7 +25,12 @@
 //     (cancel-on-disconnect, dead-man) left unreported, no dead-man gap
 //     while a resting order is open. Client.Check runs it on the Client's
 //     own History; tests feed it recorded histories with violations
-//     planted.
+//     planted. An order still unanswered or unsettled when the run ends is
+//     lost, unless the host was too starved to judge (the Path halted for
+//     want of a target while the broker was answering through the halted
+//     endpoint) and the gate never stayed open for the reconcile's bound
+//     after the order: then it is INCONCLUSIVE, with the run's figures
+//     (Summary.Undecided, Summary.Starved).
 //   - Resting orders: after every release the Client compares its resting
 //     orders with the broker's open-order list (ReconcileOpen) and records
 //     why each missing one is gone (cancelled, filled, unknown to the

@@ -87,6 +87,11 @@ type History struct {
 	// Failback is the engine's failback gating as configured (zero: not
 	// known; the failback check is then not made).
 	Failback FailbackRule
+	// End is when the run was checked (zero: its last event); Judge, what
+	// tells a loss from a host too starved to judge (zero: every unsettled
+	// order is a loss).
+	End   time.Time
+	Judge JudgeTiming
 }
 
 // FailbackRule is the failback gating a Path was configured with.
@@ -133,6 +138,9 @@ func (c *Client) History(audit simbroker.AuditLog) History {
 	h.ReadsOK, h.ReadsFail = c.Reads()
 	c.restingHistory(&h)
 	h.BrokerFence = c.cfg.BrokerFence != nil && c.cfg.SessionPolicy != PolicyOnePerCred
+	t := c.cfg.Timing
+	h.End = time.Now()
+	h.Judge = JudgeTiming{SettleBound: t.OrderTimeout + c.settleUnknown + t.ProbeInterval + t.ReconcileTimeout}
 	h.Failback = FailbackRule{Cooldown: c.cfg.Timing.Cooldown, Successes: c.cfg.Timing.FailbackSuccessThreshold, ProbeInterval: c.cfg.Timing.ProbeInterval}
 	return h
 }

@@ -119,8 +119,12 @@ func (s Summary) Write(w io.Writer) {
 			fmt.Fprintf(w, "; %d NOT_RECEIVED verdict(s) were provisional", t.Provisional)
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "       re-sent with the same ID after NOT_RECEIVED %d; booked twice %d; lost %d; submitted more than once %d; first answer from the backup %s after the fault\n",
-			t.Resent, t.Duplicated, t.Lost, t.Repeats, fmtMs(t.FirstAckOnBackup))
+		lost := fmt.Sprint(t.Lost)
+		if t.Inconclusive > 0 {
+			lost += fmt.Sprintf(" (%d inconclusive: not answered nor settled yet on a starved host)", t.Inconclusive)
+		}
+		fmt.Fprintf(w, "       re-sent with the same ID after NOT_RECEIVED %d; booked twice %d; lost %s; submitted more than once %d; first answer from the backup %s after the fault\n",
+			t.Resent, t.Duplicated, lost, t.Repeats, fmtMs(t.FirstAckOnBackup))
 	}
 	fmt.Fprintln(w)
 	for _, st := range s.Streams {
@@ -159,9 +163,17 @@ func (s Summary) Write(w io.Writer) {
 		case inv.Violations > 0:
 			res = fmt.Sprintf("VIOLATED %d time(s)", inv.Violations)
 		}
+		if inv.Inconclusive > 0 {
+			res += fmt.Sprintf(" where judged; %d order(s) INCONCLUSIVE (host too starved to judge)", inv.Inconclusive)
+		}
 		fmt.Fprintf(w, "    I%-2d %-s — %s\n", inv.ID, inv.Name, res)
 	}
-	if s.OK() {
+	switch {
+	case s.Undecided():
+		fmt.Fprintf(w, "  RESULT: INCONCLUSIVE: this host was too starved to judge (%s) — %d finding(s) could not be decided, every other invariant held:\n", s.Starved, len(s.Inconclusive))
+		s.writeInconclusive(w)
+		return
+	case s.OK():
 		fmt.Fprintln(w, "  RESULT: OK — every invariant checked held")
 		return
 	}
@@ -172,6 +184,20 @@ func (s Summary) Write(w io.Writer) {
 			break
 		}
 		fmt.Fprintf(w, "    ✗ %s\n", f)
+	}
+	if len(s.Inconclusive) > 0 {
+		fmt.Fprintf(w, "  and %d finding(s) INCONCLUSIVE: this host was too starved to judge (%s):\n", len(s.Inconclusive), s.Starved)
+		s.writeInconclusive(w)
+	}
+}
+
+func (s Summary) writeInconclusive(w io.Writer) {
+	for i, f := range s.Inconclusive {
+		if i == 40 {
+			fmt.Fprintf(w, "    … %d more\n", len(s.Inconclusive)-40)
+			break
+		}
+		fmt.Fprintf(w, "    ? %s\n", f)
 	}
 }
 

@@ -465,6 +465,34 @@ var defects = map[string]Defect{
 			Body: `prim.consecSucc < 1 { // DEFECT (plant failback-no-cooldown)`,
 		}},
 	},
+	// An order that finishes unknown after the reconcile that took it in
+	// flight (a switch's, or a resume's after a halt) already reported its
+	// verdict is only reported late: nothing settles it after its unknown
+	// outcome, and Path.Unknown never lists it (a client that reads the late
+	// unknown as superseding the verdict keeps it unsettled for ever).
+	"unknown-dropped-at-halt": {
+		File:      "pathdialer/gate.go",
+		Doc:       "Ticket.Unknown after the in-flight ticket's verdict was reported emits EventLateTicket only: never handed to reconciliation again",
+		Invariant: "every-unknown-order-settled",
+		Composed:  true,
+		Old:       `	if inFlight && t.p.judgedSince(t.OrderID, t.viewSince) {`,
+		Body:      `	if inFlight && false { // DEFECT (plant unknown-dropped-at-halt): a late unknown is never settled again`,
+	},
+	// A settle or switch reconcile cut short by a hold, halt or switch
+	// loses what it found: halts that come faster than one whole reconcile
+	// (the resume's reconcile superseded by the next halt each time) ask
+	// about the same orders for ever and settle none.
+	"superseded-answers-dropped": {
+		File:      "pathdialer/progress.go",
+		Doc:       "the answers of a superseded settle or switch reconcile are dropped (not salvaged): repeated halts keep a long reconcile from ever completing",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Old: `func (c *controller) salvage(r Reconciliation, settled []Settlement) {
+	p := c.p`,
+		Body: `func (c *controller) salvage(r Reconciliation, settled []Settlement) {
+	settled = nil // DEFECT (plant superseded-answers-dropped): a cut-short reconcile's answers are dropped
+	p := c.p`,
+	},
 	// One unknown outcome in seven (by its client order ID) is dropped: the
 	// ticket leaves "in flight" and never reaches the unknown ones.
 	"drop-unknown": {
