@@ -67,15 +67,19 @@ type AvailFigure struct {
 // gate events (hold, halt, fence, switch, release).
 type availRec struct {
 	start, from, end time.Time
-	regions          []string
-	primary          string
-	gates            []gateRec // by seq
-	spans            []span    // to zero: to the end
-	fences           []fenceCall
-	fenceRetry       time.Duration // a failed Fencer call followed by another within this is one fence not yet confirmed
-	exempt           []ival        // conditions the ground truth confirms (the coordinator's halts, process pauses, lookups failing)
-	bound            time.Duration
-	boundText        string
+	// tradeEnd: the traders stop (zero: never). After it no order meets a
+	// dead active path, and a dead path whose probe passes shows nothing
+	// to the Path: an open gate is not judged by its active path.
+	tradeEnd   time.Time
+	regions    []string
+	primary    string
+	gates      []gateRec // by seq
+	spans      []span    // to zero: to the end
+	fences     []fenceCall
+	fenceRetry time.Duration // a failed Fencer call followed by another within this is one fence not yet confirmed
+	exempt     []ival        // conditions the ground truth confirms (the coordinator's halts, process pauses, lookups failing)
+	bound      time.Duration
+	boundText  string
 	// gap: an opening of the gate shorter than gap, after a closure that
 	// moved no flow (no switch), does not end that closure: a failback
 	// that cannot complete and closes the gate at every attempt keeps it
@@ -92,7 +96,9 @@ type availRec struct {
 // it, and, when it is not the active one, no dead-man arm through it is
 // refused (a switch to it cannot be made). The gate is served at t when its
 // last event at or before t was a release (of the gate or of REST; none:
-// Start opened it) and the active region is usable. At an unserved instant
+// Start opened it) and the active region is not unusable (after the traders
+// stopped, an open gate is served: no order meets the dead path, and a
+// dead order path whose probe passes shows the Path nothing). At an unserved instant
 // t outside the exemptions, with s0 the start of the unserved stretch, e
 // the end of the last exemption and u(r) the start of region r's current
 // usable stretch, it is a violation when t - max(s0, u(r), e) > bound for
@@ -176,13 +182,13 @@ func (a availRec) judge(viol func(inv, format string, args ...any)) AvailFigure 
 		_ = why
 		if exempt {
 			exEnd = t1
-			if cur != nil && open && !activeBad {
+			if cur != nil && open && (!activeBad || (!a.tradeEnd.IsZero() && !t0.Before(a.tradeEnd))) {
 				flush(t0)
 			}
 			continue
 		}
 		fig.Judged += t1.Sub(t0)
-		served := open && !activeBad
+		served := open && (!activeBad || (!a.tradeEnd.IsZero() && !t0.Before(a.tradeEnd)))
 		if served {
 			if cur == nil {
 				continue
@@ -454,7 +460,7 @@ func (w *world) checkAvail(res *Result, audit simbroker.AuditLog, viol func(inv,
 		spans = append(spans, span{region: "*", kind: spanArmFail, from: w.start.Add(f.ArmFailAt), to: w.start.Add(f.ArmFailAt + f.ArmFailFor)})
 	}
 	a := availRec{
-		start: w.start, from: from, end: end, regions: w.s.Regions, primary: w.s.Regions[0],
+		start: w.start, from: from, end: end, tradeEnd: w.start.Add(w.s.Duration), regions: w.s.Regions, primary: w.s.Regions[0],
 		gates: w.cx.gates, spans: spans, fences: w.cx.fences, fenceRetry: 500*time.Millisecond + slack,
 		exempt: exempt, bound: bound, boundText: text,
 		gap: max(w.s.Cooldown, w.s.ProbeInterval) + w.s.ProbeInterval + 500*time.Millisecond,
