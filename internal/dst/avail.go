@@ -30,12 +30,12 @@ const (
 // unusableKinds are the span kinds during which an order through the region
 // is not both booked and answered: the network refuses, holds or slows it,
 // the broker answers 503 or books it and cuts the answer, the region's dial
-// hangs, its reconcile reads hang (a dying region), or it fronts another
-// account. A probe-only partition, late probes, a starved or stalled host,
-// a WebSocket-only fault, 503s on lookups only and a hanging kill switch
-// leave an order's path working.
+// hangs, or it fronts another account. A probe-only partition, late probes,
+// a starved or stalled host, a WebSocket-only fault, reconcile reads that
+// fail or hang and a hanging kill switch leave an order's path working
+// (see availRec.usable for those that leave the region unsure).
 var unusableKinds = map[string]bool{
-	spanNet: true, spanGray: true, spanUnknown: true, spanDialHang: true, spanIdentity: true, spanHang: true,
+	spanNet: true, spanGray: true, spanUnknown: true, spanDialHang: true, spanIdentity: true,
 }
 
 // ival is a stretch of virtual time [from, to) (to zero: to the end).
@@ -317,9 +317,11 @@ const (
 // usable is region r's usability at t: bad while a span of unusableKinds is
 // armed on it, or, unless it is the active region, while a dead-man arm
 // through it is refused (a switch to it cannot be made); unsure while a
-// spanUnsure is, or while its probes are cut or late (a probe-only partition,
+// spanUnsure is, while its probes are cut or late (a probe-only partition,
 // a starved host: its orders would pass, but the Path cannot see it, so the
-// bound counts from the end); ok else.
+// bound counts from the end), or while its order lookups fail or hang (a
+// release must follow a reconcile, which cannot read through it: an open
+// gate on it is served, a closed one is not yet owed); ok else.
 func (a availRec) usable(r, active string, t time.Time) int {
 	st := pathOK
 	for _, s := range a.spans {
@@ -336,6 +338,9 @@ func (a availRec) usable(r, active string, t time.Time) int {
 			return pathBad
 		}
 		if s.kind == spanUnsure && s.region == r || s.kind == spanProbe || s.kind == spanStarve {
+			st = pathUnsure
+		}
+		if (s.kind == spanLookup || s.kind == spanHang) && s.region == r {
 			st = pathUnsure
 		}
 	}
@@ -447,14 +452,7 @@ func (w *world) checkAvail(res *Result, audit simbroker.AuditLog, viol func(inv,
 		}
 		spans = append(spans, s)
 	}
-	var exempt []ival
-	for _, s := range spans {
-		if s.kind == spanLookup {
-			// The reconcile a release must follow cannot read its orders.
-			exempt = append(exempt, ival{from: s.from, to: s.to, why: "order lookups through " + s.region + " fail"})
-		}
-	}
-	exempt = append(exempt, w.coordExempt()...)
+	exempt := w.coordExempt()
 	if f := w.s.Resting; f.On && f.DeadMan && f.ArmFailFor > 0 {
 		// The seed's window in which every dead-man arm fails.
 		spans = append(spans, span{region: "*", kind: spanArmFail, from: w.start.Add(f.ArmFailAt), to: w.start.Add(f.ArmFailAt + f.ArmFailFor)})

@@ -171,3 +171,23 @@ func TestOrderPathSpansFromFaultsInForce(t *testing.T) {
 		t.Fatalf("spans %v, want %s", got, want)
 	}
 }
+
+// Order lookups failing on the only other region: a closure is not owed
+// while its reconcile cannot read, and is from the lookups' heal.
+func TestAvailLookupsFailing(t *testing.T) {
+	spans := []span{
+		{region: "eu", kind: spanNet, from: at(1000), to: at(20000)},
+		{region: "us", kind: spanLookup, from: at(500), to: at(8000)},
+	}
+	got, _ := availOf(haltUntil(9500), spans, nil, nil)
+	wantNone(t, got)
+	got, _ = availOf(haltUntil(11000), spans, nil, nil)
+	wantOnly(t, got, InvAvailable)
+	// A gate open on the active region while its lookups fail is served.
+	open := []span{{region: "eu", kind: spanLookup, from: at(1000), to: at(20000)}}
+	got, fig := availOf(nil, open, nil, nil)
+	wantNone(t, got)
+	if fig.Closed != 0 {
+		t.Fatalf("figure %+v, want nothing closed", fig)
+	}
+}
