@@ -44,6 +44,13 @@ type ival struct {
 	why      string
 }
 
+// ivalTo is an exempt stretch that holds only while region to is not
+// unusable ("" any).
+type ivalTo struct {
+	ival
+	to string
+}
+
 func (v ival) covers(t time.Time) bool {
 	return !t.Before(v.from) && (v.to.IsZero() || t.Before(v.to))
 }
@@ -77,7 +84,8 @@ type availRec struct {
 	spans      []span    // to zero: to the end
 	fences     []fenceCall
 	fenceRetry time.Duration // a failed Fencer call followed by another within this is one fence not yet confirmed
-	exempt     []ival        // conditions the ground truth confirms (the coordinator's halts, process pauses, lookups failing)
+	exempt     []ival        // conditions the ground truth confirms (the coordinator's halts, process pauses)
+	assigns    []coordEvent  // coordinated seeds: the coordinator's assignments (kind: the region)
 	bound      time.Duration
 	boundText  string
 	// gap: an opening of the gate shorter than gap, after a closure that
@@ -126,11 +134,20 @@ func (a availRec) judge(viol func(inv, format string, args ...any)) AvailFigure 
 		add(g.at)
 	}
 	fenceIv := a.fenceIntervals()
-	for _, v := range append(fenceIv, a.exempt...) {
+	for _, v := range fenceIv {
+		add(v.from)
+		if !v.ival.to.IsZero() {
+			add(v.ival.to)
+		}
+	}
+	for _, v := range a.exempt {
 		add(v.from)
 		if !v.to.IsZero() {
 			add(v.to)
 		}
+	}
+	for _, c := range a.assigns {
+		add(c.at)
 	}
 	sort.Slice(pts, func(i, j int) bool { return pts[i].Before(pts[j]) })
 	pts = compactTimes(pts)
@@ -172,14 +189,24 @@ func (a availRec) judge(viol func(inv, format string, args ...any)) AvailFigure 
 				usableFrom[r] = t0
 			}
 		}
-		exempt, why := false, ""
-		for _, v := range append(fenceIv, a.exempt...) {
-			if v.covers(t0) {
-				exempt, why = true, v.why
+		exempt := false
+		for _, v := range fenceIv {
+			// A fence not yet confirmed holds a switch to a path that
+			// could take the flow; a switch to a dead one is no reason.
+			if v.covers(t0) && (v.to == "" || a.usable(v.to, active, t0) != pathBad) {
+				exempt = true
 				break
 			}
 		}
-		_ = why
+		for _, v := range a.exempt {
+			exempt = exempt || v.covers(t0)
+		}
+		// Coordinated seeds: the Path follows the coordinator's latest
+		// assignment; while it names a region a switch cannot reach, the
+		// closure is the coordinator's.
+		if to := a.assignedAt(t0); to != "" && to != active && a.usable(to, active, t0) != pathOK {
+			exempt = true
+		}
 		if exempt {
 			exEnd = t1
 			if cur != nil && open && (!activeBad || (!a.tradeEnd.IsZero() && !t0.Before(a.tradeEnd))) {
@@ -266,6 +293,18 @@ func compactTimes(ts []time.Time) []time.Time {
 	return out
 }
 
+// assignedAt is the region of the coordinator's latest assignment at or
+// before t ("" none).
+func (a availRec) assignedAt(t time.Time) string {
+	to := ""
+	for _, c := range a.assigns {
+		if !c.at.After(t) {
+			to = c.kind
+		}
+	}
+	return to
+}
+
 // gateAt is the active region and whether the gate was open just after t
 // (its events at t applied).
 func (a availRec) gateAt(t time.Time) (active string, open bool) {
@@ -350,14 +389,14 @@ func (a availRec) usable(r, active string, t time.Time) int {
 // fenceIntervals: while a Fencer call for an endpoint has not returned nil
 // (a call in progress, or a failed call followed by the next within
 // fenceRetry), the fence is not confirmed.
-func (a availRec) fenceIntervals() []ival {
-	var out []ival
+func (a availRec) fenceIntervals() []ivalTo {
+	var out []ivalTo
 	for i, f := range a.fences {
-		v := ival{from: f.start, to: f.end, why: "fence of " + f.endpoint + " not confirmed"}
+		v := ivalTo{ival: ival{from: f.start, to: f.end, why: "fence of " + f.endpoint + " not confirmed"}, to: f.to}
 		if !f.ok && !f.end.IsZero() {
 			for _, g := range a.fences[i+1:] {
 				if g.endpoint == f.endpoint && !g.start.Before(f.end) && g.start.Sub(f.end) <= a.fenceRetry {
-					v.to = g.start
+					v.ival.to = g.start
 					break
 				}
 			}
@@ -453,6 +492,16 @@ func (w *world) checkAvail(res *Result, audit simbroker.AuditLog, viol func(inv,
 		spans = append(spans, s)
 	}
 	exempt := w.coordExempt()
+	var assigns []coordEvent
+	for _, c := range w.cx.coord {
+		if r, ok := strings.CutPrefix(c.kind, "assign:"); ok {
+			if ep, ok := w.path.Endpoint(r); ok {
+				r = ep.Region
+			}
+			assigns = append(assigns, coordEvent{at: c.at, kind: r})
+		}
+	}
+	sort.SliceStable(assigns, func(i, j int) bool { return assigns[i].at.Before(assigns[j].at) })
 	if f := w.s.Resting; f.On && f.DeadMan && f.ArmFailFor > 0 {
 		// The seed's window in which every dead-man arm fails.
 		spans = append(spans, span{region: "*", kind: spanArmFail, from: w.start.Add(f.ArmFailAt), to: w.start.Add(f.ArmFailAt + f.ArmFailFor)})
@@ -460,7 +509,7 @@ func (w *world) checkAvail(res *Result, audit simbroker.AuditLog, viol func(inv,
 	a := availRec{
 		start: w.start, from: from, end: end, tradeEnd: w.start.Add(w.s.Duration), regions: w.s.Regions, primary: w.s.Regions[0],
 		gates: w.cx.gates, spans: spans, fences: w.cx.fences, fenceRetry: 500*time.Millisecond + slack,
-		exempt: exempt, bound: bound, boundText: text,
+		exempt: exempt, assigns: assigns, bound: bound, boundText: text,
 		gap: max(w.s.Cooldown, w.s.ProbeInterval) + w.s.ProbeInterval + 500*time.Millisecond,
 	}
 	res.Avail = a.judge(viol)

@@ -191,3 +191,29 @@ func TestAvailLookupsFailing(t *testing.T) {
 		t.Fatalf("figure %+v, want nothing closed", fig)
 	}
 }
+
+// A fence not confirmed exempts a hold only when the switch goes to a path
+// that could take the flow: a Path that keeps fencing toward a dead region
+// while another is usable is closed.
+func TestAvailFenceTowardDeadTarget(t *testing.T) {
+	judge := func(to string) []string {
+		var out []string
+		gates := []gateRec{{at: at(1000), kind: pathdialer.EventHold, seq: 1}, {at: at(1000), kind: pathdialer.EventFenceStart, seq: 2}}
+		var fences []fenceCall
+		for ms := 1000; ms < 12000; ms += 1200 {
+			fences = append(fences, fenceCall{endpoint: "eu", to: to, start: at(ms), end: at(ms + 1000)})
+		}
+		a := availRec{
+			start: t0, from: t0, end: at(12000), regions: []string{"eu", "us", "ap"}, primary: "eu", gates: gates,
+			spans: []span{
+				{region: "eu", kind: spanNet, from: at(900)},
+				{region: "ap", kind: spanNet, from: at(900)},
+			},
+			fences: fences, fenceRetry: 500 * time.Millisecond, bound: 2 * time.Second, boundText: "test", gap: time.Second,
+		}
+		a.judge(func(inv, format string, args ...any) { out = append(out, inv) })
+		return out
+	}
+	wantNone(t, judge("us"))
+	wantOnly(t, judge("ap"), InvAvailable)
+}

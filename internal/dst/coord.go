@@ -444,6 +444,7 @@ func (c *coordinator) assign(endpoint string, tok uint64, why string) {
 			c.w.tracef(time.Now(), "coord drops assign %s token %d (%s): its session was lost", endpoint, tok, why)
 			return
 		}
+		c.w.noteCoord("assign:" + endpoint)
 		err := c.w.path.Assign(c.ctx, endpoint, tok)
 		if c.ctx.Err() != nil {
 			return

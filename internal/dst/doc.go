@@ -697,10 +697,13 @@
 // after a closure that moved no flow (no switch) does not end that closure:
 // a failback that cannot complete and closes the gate at every attempt
 // keeps it closed. Exempt, as conditions the ground truth confirms: a Fencer
-// call not yet returned (or failed and retried within FenceBackoff), and in
-// coordinated seeds a pause of the process, or the
+// call not yet returned (or failed and retried within FenceBackoff) for a
+// switch to a region that is not unusable (fencing toward a dead region is
+// no reason to hold), and in coordinated seeds a pause of the process, the
 // stretch from a halt, a lapse or the loss of the lease to the next
-// assignment the Path accepted. No state of the Path's own exempts anything.
+// assignment the Path accepted, and an assignment in force to a region a
+// switch cannot reach (the Path may only follow it). No state of the Path's
+// own exempts anything.
 //
 // The bound B (availBound) is stated from the seed's configuration, and
 // printed in a violation:
