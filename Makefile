@@ -341,7 +341,7 @@ sim:
 	    for (i = 1; i <= nk; i++) { k = keys[i]; printf "%-50s %6d %6d %8d %6d %6d %7d\n", k, s[k], x[k], o[k], u[k], l[k], r[k] } }' $$d/log | \
 	  { IFS= read -r head; echo "$$head"; IFS= read -r cols; echo "$$cols"; sort; }; \
 	awk '/dst: availability judged/ { for (i = 1; i <= NF; i++) { if ($$i == "judged") j += $$(i+1); if ($$i == "usable") c += $$(i+1); \
-	    if ($$i == "bound") b += $$(i+1); if ($$i == "seeds" && $$(i-1) == "unbounded") u += $$(i+1); if ($$i == "worst" && $$(i+1) + 0 > w) { w = $$(i+1); ws = $$(i+4) } } \
+	    if ($$i == "bound") b += $$(i+1); if ($$i == "seeds" && $$(i-1) == "unbounded") u += $$(i+1); if ($$i == "worst" && $$(i+1) + 0 > w) { w = $$(i+1); ws = $$(i+4); gsub(/[^0-9]/, "", ws) } } \
 	    if (match($$0, /unbounded \[[0-9 ]*\]/)) l = l " " substr($$0, RSTART + 11, RLENGTH - 12) } \
 	  END { if (j > 0) printf "dst: availability (gate-open-while-usable): judged %.1f s; gate not open on a usable path while one was usable %.1f s (%.3f%%), beyond the bound %.1f s (%.3f%%); %d seeds with an unbounded closure:%s; worst %.1f s (seed %s)\n", \
 	    j / 1000, c / 1000, 100 * c / j, b / 1000, 100 * b / j, u, l, w / 1000, ws }' $$d/log; \

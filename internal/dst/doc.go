@@ -760,7 +760,24 @@
 // beyond it, over the time judged, the seeds with a closure beyond the
 // bound, and the worst closure.
 //
-// AVAILFIGURES
+// Measured on the runtime before the fixes of the four availability defects
+// below (make sim SIM_SEEDS=1000 SIM_SHARDS=2, composed, yield points on):
+// judged 35,526 s, the gate not open on a usable path while one was usable
+// 4,602 s (13.0 %), beyond the bound 1,219 s (3.4 %), in 115 seeds (lowest
+// 3, 5, 21, 25, 38), the worst 65.6 s (seed 248). Each of the 115 traces
+// shows one of: an outage the orders noticed before the probe taken for a
+// gray failure, the endpoint DOWN long after its heal (38 seeds, lowest 46);
+// 503s on the switch target's lookups making it gray, a halt long after
+// they healed (40, lowest 21); with no trade-path check, a gray endpoint
+// waiting GrayFailbackWait after its heal (15, lowest 25); a failback whose
+// dead-man arm fails holding the active path at every attempt (16, lowest
+// 3); a switch or resume whose reconcile fails on its target at every
+// retry, held while another region is usable (7, lowest 39: 39, 269, 682,
+// 719, 805 and 879 resume through a region whose lookups answer 503 while
+// another is healthy; 316 fails back to a region whose reads hang). 47 of
+// them also leave an unknown order unsettled, each with the Path halted to
+// the end. Without the liveness moves (SIM_LIVE=0, seeds 1-300): none
+// beyond the bound; 436 s of 4,856 s (9.0 %) within it, the worst 11.8 s.
 //
 // # Mutants
 //
