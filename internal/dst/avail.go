@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/faultnet"
@@ -731,10 +732,22 @@ func (w *world) runLiveMove(m Move) bool {
 			time.Sleep(m.Lead)
 			w.brokerFault(region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
 			w.armN(region, spanUnknown, m.N)
+			// The orders reach the broker a probe interval and a probe
+			// timeout later: still in flight when the Path halts, they end
+			// unknown after it.
+			slow := []simbroker.Service{simbroker.REST}
+			w.setNet(region, slow, faultnet.Latency(w.s.ProbeInterval+w.s.ProbeTimeout, 0))
+			var placed sync.WaitGroup
 			for k := 1; k <= m.N; k++ {
 				time.Sleep(113 * time.Microsecond)
-				w.place(fmt.Sprintf("hu%d-%d", m.At.Microseconds(), k), false)
+				placed.Add(1)
+				go func() {
+					defer placed.Done()
+					w.place(fmt.Sprintf("hu%d-%d", m.At.Microseconds(), k), false)
+				}()
 			}
+			placed.Wait()
+			w.setNet(region, slow, faultnet.None())
 		}()
 		time.Sleep(m.Down)
 		for i, r := range w.s.Regions {

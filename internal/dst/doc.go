@@ -748,8 +748,10 @@
 //	halt-with-unknown  every region's probe is blackholed for FailureThreshold+1 rounds
 //	                   and up to 2 s more (the Path halts for want of a target); the broker
 //	                   cuts the answer of 1–3 orders placed through the active region as
-//	                   the probes fail; then the probes heal and flow must resume with
-//	                   those orders settled
+//	                   the probes fail, over its REST address slowed by a probe interval
+//	                   and a probe timeout (in flight at the halt, they end unknown after
+//	                   it); then the probes heal and flow must resume with those orders
+//	                   settled
 //
 // The tests draw them when -sim.live is given with -sim.composed; its
 // default is the constant liveByDefault in sim_test.go, false while the
@@ -762,22 +764,22 @@
 //
 // Measured on the runtime before the fixes of the four availability defects
 // below (make sim SIM_SEEDS=1000 SIM_SHARDS=2, composed, yield points on):
-// judged 35,526 s, the gate not open on a usable path while one was usable
-// 4,602 s (13.0 %), beyond the bound 1,219 s (3.4 %), in 115 seeds (lowest
-// 3, 5, 21, 25, 38), the worst 65.6 s (seed 248). Each of the 115 traces
+// judged 35,563 s, the gate not open on a usable path while one was usable
+// 4,486 s (12.6 %), beyond the bound 1,163 s (3.3 %), in 108 seeds (lowest
+// 3, 5, 21, 39, 45), the worst 65.6 s (seed 248). Each of the 108 traces
 // shows one of: an outage the orders noticed before the probe taken for a
-// gray failure, the endpoint DOWN long after its heal (38 seeds, lowest 46);
+// gray failure, the endpoint DOWN long after its heal (37 seeds, lowest 46);
 // 503s on the switch target's lookups making it gray, a halt long after
-// they healed (40, lowest 21); with no trade-path check, a gray endpoint
-// waiting GrayFailbackWait after its heal (15, lowest 25); a failback whose
+// they healed (39, lowest 21); with no trade-path check, a gray endpoint
+// waiting GrayFailbackWait after its heal (9, lowest 97); a failback whose
 // dead-man arm fails holding the active path at every attempt (16, lowest
-// 3); a switch or resume whose reconcile fails on its target at every
-// retry, held while another region is usable (7, lowest 39: 39, 269, 682,
-// 719, 805 and 879 resume through a region whose lookups answer 503 while
-// another is healthy; 316 fails back to a region whose reads hang). 47 of
-// them also leave an unknown order unsettled, each with the Path halted to
-// the end. Without the liveness moves (SIM_LIVE=0, seeds 1-300): none
-// beyond the bound; 436 s of 4,856 s (9.0 %) within it, the worst 11.8 s.
+// 3); a switch or a resume whose reconcile fails on its target at every
+// retry, held while another region is usable (8: 39, 269, 682, 719, 805 and
+// 879 resume through a region whose lookups answer 503 while another is
+// healthy; 316 and 545 wait on a region whose reads hang). Some of them
+// also leave an unknown order unsettled, each with the Path halted to the
+// end. Without the liveness moves (SIM_LIVE=0, seeds 1-300): none beyond
+// the bound; 436 s of 4,856 s (9.0 %) within it, the worst 11.8 s.
 //
 // # Mutants
 //

@@ -371,8 +371,10 @@ const (
 	// MoveHaltUnknown: from At every region's probe is blackholed for Down
 	// (the Path halts for want of a target); the broker cuts the answer of
 	// the next N orders through the active endpoint, placed Lead after At,
-	// as the probes fail (they end unknown across the halt); then the probes
-	// heal and flow must resume with those orders settled.
+	// as the probes fail, over its REST address slowed by a probe interval
+	// and a probe timeout (in flight at the halt, they end unknown after
+	// it); then the probes heal and flow must resume with those orders
+	// settled.
 	MoveHaltUnknown MoveKind = "halt-with-unknown"
 )
 
