@@ -284,6 +284,11 @@ bench-gate:
 # leaves them out until internal/dst's composedByDefault is true.
 SIM_SEEDS  ?= 1000
 SIM_COMPOSED ?= 1
+# SIM_LIVE=1 (the default here) adds, to composed seeds, the liveness moves
+# (-sim.live: order bursts, lookup 5xx, dead-man arm failures on failback,
+# process stalls, a halt with unknown orders); make sim prints the
+# availability figure of gate-open-while-usable over the sweep.
+SIM_LIVE   ?= 1
 SIM_START  ?= 1
 SIM_ARGS   ?=
 SIM_SHARDS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -315,7 +320,7 @@ define sim-sweep
 status=0; began=$$(date +%s%N); \
 for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
   (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
-    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
+    -sim.seeds=$(SIM_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$(if $(filter 1,$(SIM_COMPOSED)),true,false) -sim.live=$(if $(filter 1,$(SIM_LIVE)),true,false) $(SIM_ARGS) >$$d/log.$$i 2>&1; \
     echo $$? >$$d/rc.$$i) & \
 done; wait; \
 for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do cat $$d/log.$$i; [ "$$(cat $$d/rc.$$i)" = 0 ] || status=1; done >$$d/log; \
@@ -335,6 +340,11 @@ sim:
 	  END { printf "dst: %d seeds, %d failed\n%-50s %6s %6s %8s %6s %6s %7s\n", n, f, "broker policy", "seeds", "failed", "orders", "dups", "late", "resends"; \
 	    for (i = 1; i <= nk; i++) { k = keys[i]; printf "%-50s %6d %6d %8d %6d %6d %7d\n", k, s[k], x[k], o[k], u[k], l[k], r[k] } }' $$d/log | \
 	  { IFS= read -r head; echo "$$head"; IFS= read -r cols; echo "$$cols"; sort; }; \
+	awk '/dst: availability judged/ { for (i = 1; i <= NF; i++) { if ($$i == "judged") j += $$(i+1); if ($$i == "usable") c += $$(i+1); \
+	    if ($$i == "bound") b += $$(i+1); if ($$i == "seeds" && $$(i-1) == "unbounded") u += $$(i+1); if ($$i == "worst" && $$(i+1) + 0 > w) { w = $$(i+1); ws = $$(i+4); gsub(/[^0-9]/, "", ws) } } \
+	    if (match($$0, /unbounded \[[0-9 ]*\]/)) l = l " " substr($$0, RSTART + 11, RLENGTH - 12) } \
+	  END { if (j > 0) printf "dst: availability (gate-open-while-usable): judged %.1f s; gate not open on a usable path while one was usable %.1f s (%.3f%%), beyond the bound %.1f s (%.3f%%); %d seeds with an unbounded closure:%s; worst %.1f s (seed %s)\n", \
+	    j / 1000, c / 1000, 100 * c / j, b / 1000, 100 * b / j, u, l, w / 1000, ws }' $$d/log; \
 	rm -rf $$d; exit $$status
 # sim-defect: the same sweep against a build of pathdialer whose gate has its
 # old, split in-flight→unknown hand-over again (internal/dst/splitgate writes a

@@ -60,6 +60,10 @@ type span struct {
 	// cuts: an unknown-outcome fault stays armed until the broker cut this
 	// many orders (checkComposed moves to there, from the broker's audit).
 	cuts int
+	// n: the broker's unknown-outcome fault of a move cuts this many orders,
+	// and stays armed until it did or every fault was healed, whatever the
+	// span's end (judged by gate-open-while-usable only).
+	n int
 }
 
 type probeRec struct {
@@ -111,6 +115,11 @@ type composed struct {
 	haltArm  []chan struct{} // MoveHaltSettle: armed, fired at the next settle
 	// MoveHaltSwitch: armed, fired at the next event of the kind.
 	haltOn map[pathdialer.EventKind][]chan struct{}
+	coord  []coordEvent // the coordinator's own record (avail.go)
+	// Every fault the sim set on the network and on the broker, in order
+	// (avail.go): what was really in force, where faults overlap.
+	netSets    []netSet
+	brokerSets []brokerSet
 }
 
 // arm records that kind is armed on region from now; the returned func
@@ -163,6 +172,9 @@ func spanOfFault(k FaultKind) string {
 
 func (w *world) runMove(m Move) {
 	time.Sleep(m.At)
+	if w.runLiveMove(m) { // avail.go
+		return
+	}
 	switch m.Kind {
 	case MoveStartCut:
 		// Start's context was cut in Run (the first round's probes answer
@@ -202,17 +214,17 @@ func (w *world) runMove(m Move) {
 			// late one, and its probe is running when the failure is
 			// evaluated.
 			for _, r := range regions {
-				_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.Latency(w.s.ProbeTimeout/8, 0))
+				w.netFault(addr(r, simbroker.Probe), faultnet.Latency(w.s.ProbeTimeout/8, 0))
 			}
 			time.Sleep(w.s.ProbeInterval)
 			for _, r := range regions {
-				_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.None())
+				w.netFault(addr(r, simbroker.Probe), faultnet.None())
 			}
 		}
 		<-done
 	case MoveSettleHang:
 		w.tracef(time.Now(), "move %s", m)
-		_ = w.b.SetFault(m.Region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
+		w.brokerFault(m.Region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
 		unUnknown := w.arm(m.Region, spanUnknown)
 		unHang := w.arm(m.Region, spanHang)
 		done := make(chan struct{})
@@ -230,7 +242,7 @@ func (w *world) runMove(m Move) {
 		w.netFor(m, m.Region, spanWS, []simbroker.Service{simbroker.WS}, faultnet.Blackhole(), m.For)
 	case MoveGray:
 		w.tracef(time.Now(), "move %s", m)
-		_ = w.b.SetFault(m.Region, simbroker.REST, simbroker.Partial{})
+		w.brokerFault(m.Region, simbroker.REST, simbroker.Partial{})
 		un := w.arm(m.Region, spanGray)
 		done := make(chan struct{})
 		go func() {
@@ -239,7 +251,7 @@ func (w *world) runMove(m Move) {
 			w.lateProbes([]string{m.Region}, time.Duration(m.Rounds)*w.s.ProbeInterval)
 		}()
 		time.Sleep(m.For)
-		_ = w.b.SetFault(m.Region, simbroker.REST, simbroker.None{})
+		w.brokerFault(m.Region, simbroker.REST, simbroker.None{})
 		un()
 		w.tracef(time.Now(), "heal %s on %s", m.Kind, m.Region)
 		<-done
@@ -286,11 +298,11 @@ func (w *world) netFor(m Move, region, kind string, svcs []simbroker.Service, nf
 	w.tracef(time.Now(), "move %s: %s on %s for %v", m.Kind, nf, region, d)
 	un := w.arm(region, kind)
 	for _, svc := range svcs {
-		_ = w.net.SetFault(addr(region, svc), nf)
+		w.netFault(addr(region, svc), nf)
 	}
 	time.Sleep(d)
 	for _, svc := range svcs {
-		_ = w.net.SetFault(addr(region, svc), faultnet.None())
+		w.netFault(addr(region, svc), faultnet.None())
 	}
 	un()
 	w.tracef(time.Now(), "move %s: heal %s on %s", m.Kind, nf, region)
@@ -306,11 +318,11 @@ func (w *world) lateProbes(regions []string, d time.Duration) {
 	var uns []func()
 	for _, r := range regions {
 		uns = append(uns, w.arm(r, kind))
-		_ = w.net.SetFault(addr(r, simbroker.Probe), nf)
+		w.netFault(addr(r, simbroker.Probe), nf)
 	}
 	time.Sleep(d)
 	for i, r := range regions {
-		_ = w.net.SetFault(addr(r, simbroker.Probe), faultnet.None())
+		w.netFault(addr(r, simbroker.Probe), faultnet.None())
 		uns[i]()
 	}
 	w.tracef(time.Now(), "late probes end on %v", regions)
@@ -320,6 +332,7 @@ func (w *world) lateProbes(regions []string, d time.Duration) {
 // address says it fronts, or another while a MoveIdentity is armed there.
 func (w *world) identity(ctx context.Context, ep pathdialer.Endpoint) (pathdialer.Identity, error) {
 	w.co.wait(resumeProbe, ep.Name+"/identity")
+	w.stallWait(resumeProbe, ep.Name+"/identity")
 	ctx, cancel := ownDeadline(ctx, ep, 2)
 	defer cancel()
 	u, _ := ep.Address("probe")
@@ -405,6 +418,7 @@ func (c *coordinator) haltAtNextSettle(m Move) {
 // the active endpoint again m.For later.
 func (c *coordinator) haltThenAssign(m Move, when string) {
 	at := time.Now()
+	c.w.noteCoord("halt")
 	err := c.w.path.Halt(errCoordHalt)
 	ret := time.Now()
 	c.w.mu.Lock()

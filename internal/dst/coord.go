@@ -126,6 +126,7 @@ func (c *coordinator) start() error {
 	if err := c.w.path.Assign(c.ctx, c.s.Regions[0], 1); err != nil {
 		return fmt.Errorf("dst: coordinator: first assign: %w", err)
 	}
+	c.w.noteCoord("assigned")
 	if c.s.Proc2 {
 		c.p2 = newProc2(c)
 		if err := c.p2.start(); err != nil {
@@ -227,6 +228,7 @@ func (c *coordinator) beginPause(d time.Duration, why string) {
 	}
 	c.paused, c.pauseEnd, c.resumed = true, end, make(chan struct{})
 	c.mu.Unlock()
+	c.w.noteCoord("pause")
 	c.w.tracef(now, "pause for %v (%s)", d, why)
 	c.wg.Add(1)
 	go func() {
@@ -243,6 +245,7 @@ func (c *coordinator) beginPause(d time.Duration, why string) {
 				c.paused = false
 				close(c.resumed)
 				c.mu.Unlock()
+				c.w.noteCoord("resume")
 				c.w.tracef(time.Now(), "pause ends")
 				return
 			}
@@ -388,11 +391,13 @@ func (c *coordinator) keepAlive() {
 		// again only when restarted.
 		c.retired = true
 		c.mu.Unlock()
+		c.w.noteCoord("retire")
 		err := c.w.path.Halt(errSessionLost)
 		c.w.tracef(time.Now(), "coord session %d lost: halted, process 2 holds the lease (%s)", sess.id, errText(err))
 		return
 	}
 	c.mu.Unlock()
+	c.w.noteCoord("halt")
 	err := c.w.path.Halt(errSessionLost)
 	now = time.Now()
 	c.w.tracef(now, "coord session %d lost: halted (%s)", sess.id, errText(err))
@@ -439,11 +444,15 @@ func (c *coordinator) assign(endpoint string, tok uint64, why string) {
 			c.w.tracef(time.Now(), "coord drops assign %s token %d (%s): its session was lost", endpoint, tok, why)
 			return
 		}
+		c.w.noteCoord("assign:" + endpoint)
 		err := c.w.path.Assign(c.ctx, endpoint, tok)
 		if c.ctx.Err() != nil {
 			return
 		}
 		c.w.tracef(time.Now(), "coord assign %s token %d (%s): %v", endpoint, tok, why, errText(err))
+		if err == nil {
+			c.w.noteCoord("assigned")
+		}
 		if !errors.Is(err, pathdialer.ErrSwitchInProgress) {
 			if len(c.s.Moves) > 0 {
 				// Composed seeds only (the others' traces stay as they
@@ -507,6 +516,7 @@ func (c *coordinator) server() {
 			// Proc2: the second process takes over under tok; its own
 			// orders carry it to the broker (no raise of our own).
 			c.mu.Unlock()
+			c.w.noteCoord("lapse")
 			ep, _ := c.w.path.Active()
 			c.w.tracef(now, "coord lease of session %d expired", sess.id)
 			c.p2.takeOver(tok, ep.Name)
@@ -514,6 +524,7 @@ func (c *coordinator) server() {
 		}
 		c.raises = append(c.raises, tokenRaise{at: now, token: tok})
 		c.mu.Unlock()
+		c.w.noteCoord("lapse")
 		raised := "the broker does not check tokens"
 		if c.s.Tokens == simbroker.TokensChecked {
 			// Under Options.BrokerIgnoresTokens the broker refuses (it

@@ -26,6 +26,7 @@ const (
 // fenceCall is one call of the sim's Fencer.
 type fenceCall struct {
 	endpoint   string
+	to         string    // the endpoint the switch goes to (gate-open-while-usable)
 	start, end time.Time // end zero: never returned
 	ok         bool
 }
@@ -35,7 +36,7 @@ type fenceCall struct {
 func (w *world) recordFences(inner pathdialer.FenceFunc) pathdialer.FenceFunc {
 	return func(ctx context.Context, f pathdialer.Fence) error {
 		w.mu.Lock()
-		w.cx.fences = append(w.cx.fences, fenceCall{endpoint: f.Endpoint.Name, start: time.Now()})
+		w.cx.fences = append(w.cx.fences, fenceCall{endpoint: f.Endpoint.Name, to: f.To, start: time.Now()})
 		i := len(w.cx.fences) - 1
 		w.mu.Unlock()
 		err := inner(ctx, f)

@@ -272,6 +272,12 @@ func (rs *restingSim) arm(ctx context.Context, a pathdialer.DeadManArm) error {
 			return fmt.Errorf("dead-man arm through %s refused (the seed's arm-failure window)", a.Endpoint.Name)
 		}
 	}
+	if w.armedNow(a.Endpoint.Region, spanArmFail) { // MoveArmFail
+		rs.mu.Lock()
+		rs.armFails++
+		rs.mu.Unlock()
+		return fmt.Errorf("dead-man arm through %s refused (the broker refuses arms there)", a.Endpoint.Name)
+	}
 	return rs.postCtx(ctx, a.Endpoint, w.s.Resting.DeadManTimeout)
 }
 

@@ -133,6 +133,10 @@ type Scenario struct {
 	// Resting: resting orders across switches (resting_sim.go), drawn for
 	// every seed from a source of its own.
 	Resting RestingSim
+
+	// NoTradePathCheck (NewLiveScenario): the Path is given no
+	// Config.TradePathCheck.
+	NoTradePathCheck bool
 }
 
 // Pause is one process pause of a coordinated Scenario: from At (or, with
@@ -271,6 +275,9 @@ func (s Scenario) String() string {
 	if s.ReconcileTimeout > 0 {
 		fmt.Fprintf(&b, "  reconcile timeout %v\n", s.ReconcileTimeout)
 	}
+	if s.NoTradePathCheck {
+		fmt.Fprintf(&b, "  no trade-path check\n")
+	}
 	if s.Resting.On {
 		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)
 	}
@@ -335,6 +342,40 @@ const (
 	// for orders in flight (Rounds 1); and assigns the active endpoint
 	// again For later.
 	MoveHaltSwitch MoveKind = "halt-in-switch"
+
+	// The liveness moves (NewLiveScenario; judged by gate-open-while-usable).
+
+	// MoveOrderBurst: Lead after a probe round began (At), the active
+	// endpoint's order addresses (REST, and the TLS front end) refuse, and N
+	// orders are placed through it at once (they fail before any probe
+	// does); Lead later its probe and WebSocket addresses refuse too (a real
+	// outage the orders noticed first), and Down after At all heal. Rounds
+	// after the heal (Rounds probe intervals) every other region goes down
+	// for For, leaving the healed endpoint the only usable one.
+	MoveOrderBurst MoveKind = "order-burst"
+	// MoveLookup5xx: from At, the order lookups (the reconcile's reads, and
+	// only those) through every region but the active one answer 503 for
+	// For; Lead after At the broker cuts the answer of the next N orders
+	// through the active endpoint (they end unknown, for the switch's
+	// reconcile to look up), and just after, the active endpoint's region
+	// goes down for Down.
+	MoveLookup5xx MoveKind = "lookup-5xx"
+	// MoveArmFail (seeds with a dead-man timer): from At the primary's
+	// region goes down for Down; from its heal, the broker refuses every
+	// dead-man arm through it for For (a failback to it cannot complete).
+	MoveArmFail MoveKind = "deadman-arm-fail"
+	// MoveStall: the whole client process stalls for For from At: every
+	// probe, trade-path check, identity check, reconcile, order and dial
+	// that reaches its hook point in that time waits for the stall's end.
+	MoveStall MoveKind = "process-stall"
+	// MoveHaltUnknown: from At every region's probe is blackholed for Down
+	// (the Path halts for want of a target); the broker cuts the answer of
+	// the next N orders through the active endpoint, placed Lead after At,
+	// as the probes fail, over its REST address slowed by a probe interval
+	// and a probe timeout (in flight at the halt, they end unknown after
+	// it); then the probes heal and flow must resume with those orders
+	// settled.
+	MoveHaltUnknown MoveKind = "halt-with-unknown"
 )
 
 // Move is one composed move of a Scenario (see MoveKind for each field's
@@ -484,5 +525,81 @@ func NewComposedScenario(seed uint64) Scenario {
 		m.Rounds = r2.IntN(2)
 		s.Moves = append(s.Moves, m)
 	}
+	return s
+}
+
+var liveKinds = []MoveKind{MoveOrderBurst, MoveLookup5xx, MoveArmFail, MoveStall, MoveHaltUnknown}
+
+// NewLiveScenario is NewComposedScenario(seed) with one or two liveness
+// moves (MoveOrderBurst, MoveLookup5xx, MoveArmFail, MoveStall,
+// MoveHaltUnknown), drawn from a source of their own, so that every field
+// NewComposedScenario draws is as it was; in half of those seeds the Path
+// has no trade-path check. The quiet period is lengthened to the bound of
+// gate-open-while-usable plus 3 s, so that a closure after the last heal is
+// judged.
+func NewLiveScenario(seed uint64) Scenario {
+	s := NewComposedScenario(seed)
+	r := rand.New(rand.NewPCG(seed, seed^0x11fe11fe11fe11fe))
+	dur := func(lo, hi time.Duration) time.Duration {
+		if hi <= lo {
+			return lo
+		}
+		return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+	}
+	late := s.Duration - 500*time.Millisecond
+	s.NoTradePathCheck = r.IntN(2) == 0
+	n := 1 + r.IntN(2)
+	var moves []Move
+	for i := 0; i < n; i++ {
+		odd := time.Duration(2*i+1) * 41 * time.Microsecond
+		m := Move{Kind: liveKinds[r.IntN(len(liveKinds))], Region: "active"}
+		m.At = dur(500*time.Millisecond, late) + odd
+		switch m.Kind {
+		case MoveOrderBurst:
+			// Just after a probe round began (rounds run every
+			// ProbeInterval from the start).
+			m.At = m.At.Truncate(s.ProbeInterval) + s.ProbeInterval/10 + odd
+			m.N = s.FailureThreshold + 1
+			m.Lead = dur(s.ProbeInterval/10, s.ProbeInterval/2) + odd
+			m.Down = dur(time.Second, 4*time.Second)
+			m.Rounds = r.IntN(3)
+		case MoveLookup5xx:
+			m.For = dur(2*time.Second, 15*time.Second)
+			m.Lead = dur(0, time.Second) + odd
+			m.N = 1 + r.IntN(3)
+		case MoveArmFail:
+			if !s.Resting.On || !s.Resting.DeadMan {
+				m.Kind = MoveStall // no dead-man timer to arm
+				m.Region = "*"
+				m.For = dur(50*time.Millisecond, 800*time.Millisecond)
+				break
+			}
+			m.Region = s.Regions[0]
+			m.Down = dur(time.Second, 3*time.Second)
+		case MoveStall:
+			m.Region = "*"
+			m.For = dur(50*time.Millisecond, 800*time.Millisecond)
+		case MoveHaltUnknown:
+			m.N = 1 + r.IntN(3)
+			m.Down = time.Duration(s.FailureThreshold+1)*s.ProbeInterval + s.ProbeTimeout + dur(0, 2*time.Second)
+			m.Lead = time.Duration(s.FailureThreshold-1)*s.ProbeInterval + s.ProbeTimeout/2 + odd
+		}
+		moves = append(moves, m)
+	}
+	s.Moves = append(s.Moves, moves...)
+	// The durations that outlast the bound: drawn after it.
+	b, _ := availBound(s)
+	for i := range s.Moves {
+		m := &s.Moves[i]
+		switch m.Kind {
+		case MoveOrderBurst:
+			m.For = b + dur(time.Second, 3*time.Second)
+		case MoveLookup5xx:
+			m.Down = m.For + b + dur(time.Second, 3*time.Second)
+		case MoveArmFail:
+			m.For = b + dur(2*time.Second, 5*time.Second)
+		}
+	}
+	s.Quiet = max(s.Quiet, b+3*time.Second)
 	return s
 }

@@ -24,7 +24,13 @@ var (
 	flagDetail = flag.Bool("sim.detail", false, "TestSimSeeds: add every probe result and each event's error and cause to the trace (Options.TraceDetail)")
 	flagShard  = flag.String("sim.shard", "0/1", "TestSimSeeds: run only shard i of n (i/n) of the seeds: those whose index from -sim.start is i modulo n")
 	flagComp   = flag.Bool("sim.composed", composedByDefault, "every test: seeds with composed moves (NewComposedScenario: late probes, probes cut by Start, hanging settles, stream dial timeouts, gray failures, identity flips, a coordinator's Halt during a settle)")
+	flagLive   = flag.Bool("sim.live", liveByDefault, "with -sim.composed: add the liveness moves (NewLiveScenario: order bursts, lookup 5xx, dead-man arm failures on failback, process stalls, a halt with unknown orders)")
 )
+
+// liveByDefault is the default of -sim.live: whether composed seeds also
+// draw the liveness moves (NewLiveScenario). make sim passes -sim.live
+// itself (SIM_LIVE).
+const liveByDefault = false
 
 // composedByDefault is the default of -sim.composed: whether the tests
 // (TestSimSeeds, so the short sweep of go test, and every other test that
@@ -33,6 +39,9 @@ const composedByDefault = true
 
 // scenarioOf is the scenario of seed under -sim.composed.
 func scenarioOf(seed uint64) Scenario {
+	if *flagComp && *flagLive {
+		return NewLiveScenario(seed)
+	}
 	if *flagComp {
 		return NewComposedScenario(seed)
 	}
@@ -89,6 +98,9 @@ func replayCommand(seed uint64) string {
 	if *flagComp != composedByDefault {
 		resend += fmt.Sprintf(" -sim.composed=%v", *flagComp)
 	}
+	if *flagLive != liveByDefault {
+		resend += fmt.Sprintf(" -sim.live=%v", *flagLive)
+	}
 	tags := ""
 	if YieldPoints {
 		tags = " -tags dstyield"
@@ -120,8 +132,18 @@ func TestSimSeeds(t *testing.T) {
 	var mu sync.Mutex
 	type cell struct{ seeds, failed, orders, dups, late, resends int }
 	matrix := map[string]*cell{}
+	var av struct {
+		judged, closed, beyond, worst time.Duration
+		worstSeed                     uint64
+		unbounded                     []uint64
+	}
 	t.Cleanup(func() {
 		el := time.Since(began)
+		// gate-open-while-usable's figure (one line, summed over shards by
+		// make sim).
+		sort.Slice(av.unbounded, func(i, j int) bool { return av.unbounded[i] < av.unbounded[j] })
+		t.Logf("dst: availability judged %d ms, closed while usable %d ms, beyond the bound %d ms, unbounded seeds %d, worst %d ms seed %d, unbounded %v",
+			av.judged.Milliseconds(), av.closed.Milliseconds(), av.beyond.Milliseconds(), len(av.unbounded), av.worst.Milliseconds(), av.worstSeed, av.unbounded)
 		t.Logf("dst: %d seeds in %v (%.0f seeds/minute), %d failed", ran.Load(), el.Round(time.Millisecond),
 			float64(ran.Load())/el.Minutes(), failed.Load())
 		keys := make([]string, 0, len(matrix))
@@ -169,6 +191,15 @@ func TestSimSeeds(t *testing.T) {
 				matrix[key] = c
 			}
 			c.seeds++
+			av.judged += res.Avail.Judged
+			av.closed += res.Avail.Closed
+			av.beyond += res.Avail.Beyond
+			if res.Avail.Beyond > 0 {
+				av.unbounded = append(av.unbounded, seed)
+			}
+			if res.Avail.Worst > av.worst {
+				av.worst, av.worstSeed = res.Avail.Worst, seed
+			}
 			c.orders += res.Stats.Orders
 			c.dups += res.Stats.Duplicates
 			c.late += res.Stats.LateLandings

@@ -123,6 +123,8 @@ type Result struct {
 	Violations []string // broken invariants; empty is a pass
 	Notes      []string // reported, not violations (late landings)
 	Stats      Stats
+	// Avail: gate-open-while-usable's figure (composed seeds; zero else).
+	Avail AvailFigure
 }
 
 // TraceText is the trace as one text, one line each.
@@ -189,6 +191,11 @@ type world struct {
 	rs *restingSim // resting orders across switches (resting_sim.go)
 
 	takeover *proc2 // the second process only: its takeover's lookups (proc2.go)
+
+	started  time.Time // Start returned (gate-open-while-usable is judged from here)
+	healedAt time.Time // healAll
+	stallMu  sync.Mutex
+	stallEnd time.Time // MoveStall: the client's hook points wait until then
 }
 
 type release struct {
@@ -254,6 +261,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 	} else if err != nil {
 		w.tracef(time.Now(), "path start: %v", err)
 	}
+	w.started = time.Now()
 	if s.Coordinated {
 		w.co = newCoordinator(w)
 		if err := w.co.start(); err != nil {
@@ -347,7 +355,9 @@ func (w *world) buildClient() error {
 		return err
 	}
 	pc.Probe = w.probe
-	pc.TradePathCheck = w.tradePathCheck
+	if !s.NoTradePathCheck {
+		pc.TradePathCheck = w.tradePathCheck
+	}
 	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = s.ProbeInterval, s.ProbeTimeout, 0
 	pc.Engine.FailureThreshold = s.FailureThreshold
 	pc.Engine.MaxHealthAge = s.MaxHealthAge
@@ -507,6 +517,7 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	}
 	acq := time.Now() // the ticket was granted here, before a pause's wait
 	w.co.wait(resumeDial, name)
+	w.stallWait(resumeDial, name)
 	if id != "" && strings.Contains(a, ".rest.") {
 		// The order's ticket was granted at this instant (the transport
 		// dials right after Acquire): the grant's record.
@@ -519,6 +530,9 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 			<-ctx.Done()
 			return nil, fmt.Errorf("dial %s: no answer: %w", a, ctx.Err())
 		}
+	}
+	if ctx.Value(lookupKey{}) != nil && strings.Contains(a, ".rest.") && w.armedNow(a[:strings.Index(a, ".")], spanLookup) {
+		return answer503(), nil // MoveLookup5xx: the region's order lookups answer 503
 	}
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {
@@ -548,6 +562,7 @@ func ownDeadline(ctx context.Context, ep pathdialer.Endpoint, salt int) (context
 
 func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	w.co.wait(resumeProbe, ep.Name+"/probe")
+	w.stallWait(resumeProbe, ep.Name+"/probe")
 	ctx, cancel := ownDeadline(ctx, ep, 0)
 	defer cancel()
 	if w.s.Has(MoveStartCut) && time.Since(w.start) < w.s.ProbeTimeout {
@@ -595,6 +610,7 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 // authenticated, routed and answered) and fails on anything else.
 func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) (err error) {
 	w.co.wait(resumeProbe, ep.Name+"/trade-path")
+	w.stallWait(resumeProbe, ep.Name+"/trade-path")
 	began := time.Now()
 	defer func() {
 		w.mu.Lock()
@@ -678,6 +694,7 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
+	w.stallWait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	if err := w.takeover.lookups(ctx); err != nil { // proc2.go: the predecessor's orders first
 		return nil, err
 	}
@@ -700,7 +717,7 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 		if w.o.DropSwitchUnknowns && t.State == pathdialer.TicketUnknown && w.finishedDuringFence(t.OrderID, r.From) {
 			continue // the planted defect: this order missed the switch's reconcile
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://broker.invalid/v1/orders/"+url.PathEscape(t.OrderID), nil)
+		req, err := http.NewRequestWithContext(context.WithValue(ctx, lookupKey{}, t.OrderID), http.MethodGet, "http://broker.invalid/v1/orders/"+url.PathEscape(t.OrderID), nil)
 		if err != nil {
 			return out, err
 		}
@@ -913,15 +930,15 @@ func (w *world) apply(f ScheduledFault, heal bool) {
 	}
 	switch f.Kind {
 	case FaultUnknown:
-		_ = w.b.SetFault(f.Region, simbroker.REST, simbroker.UnknownOutcome{N: f.N})
+		w.brokerFault(f.Region, simbroker.REST, simbroker.UnknownOutcome{N: f.N})
 	case FaultPartition:
-		_ = w.net.SetFault(addr(f.Region, simbroker.Probe), nf)
+		w.netFault(addr(f.Region, simbroker.Probe), nf)
 	default:
 		for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
-			_ = w.net.SetFault(addr(f.Region, svc), nf)
+			w.netFault(addr(f.Region, svc), nf)
 		}
 		if w.h2 != nil {
-			_ = w.net.SetFault(h2Addr(f.Region), nf)
+			w.netFault(h2Addr(f.Region), nf)
 		}
 	}
 	w.fx.apply(f, nf) // fixsim.go
@@ -930,14 +947,17 @@ func (w *world) apply(f ScheduledFault, heal bool) {
 func (w *world) healAll() {
 	for _, r := range w.s.Regions {
 		for _, svc := range []simbroker.Service{simbroker.REST, simbroker.Probe, simbroker.WS} {
-			_ = w.net.SetFault(addr(r, svc), faultnet.None())
+			w.netFault(addr(r, svc), faultnet.None())
 		}
 		if w.h2 != nil {
-			_ = w.net.SetFault(h2Addr(r), faultnet.None())
+			w.netFault(h2Addr(r), faultnet.None())
 		}
-		_ = w.b.SetFault(r, simbroker.REST, simbroker.None{})
+		w.brokerFault(r, simbroker.REST, simbroker.None{})
 		w.fx.heal(r) // fixsim.go
 	}
+	w.mu.Lock()
+	w.healedAt = time.Now()
+	w.mu.Unlock()
 	w.tracef(time.Now(), "heal all; quiet for %v", w.s.Quiet)
 }
 
@@ -974,6 +994,7 @@ func (w *world) place(id string, limit bool) {
 	}
 	raw, _ := json.Marshal(body)
 	w.co.wait(resumeTrader, id) // no order starts while the process is paused
+	w.stallWait(resumeTrader, id)
 	ctx, cancel := w.co.orderContext(w.s.OrderTimeout, id)
 	defer cancel()
 	hc, u, pooled := w.orderClient() // h2sim.go

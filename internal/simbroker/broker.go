@@ -283,7 +283,8 @@ func (b *Broker) SetReplicationLag(region string, lag time.Duration) error {
 
 // SetFault applies f to one service of one region, replacing the fault of
 // the same family (network or application) already set there; None clears
-// both and stops a Flap. It fails with ErrUnknownRegion, ErrUnknownService,
+// both and stops a Flap (on injected listeners, Config.Listen, it clears the
+// application faults: the network's are that network's). It fails with ErrUnknownRegion, ErrUnknownService,
 // ErrFaultNotSupported or ErrInvalidFault without changing anything.
 func (b *Broker) SetFault(region string, svc Service, f Fault) error {
 	rg, err := b.region(region)
@@ -314,6 +315,13 @@ func (b *Broker) SetFault(region string, svc Service, f Fault) error {
 	}
 
 	relay := rg.relays[svc]
+	if _, none := f.(None); none && relay == nil {
+		// Injected listeners: the network's faults are that network's to
+		// heal; None still heals the application faults.
+		rg.app.clear(svc)
+		b.log.Info("fault set", "region", region, "service", string(svc), "fault", f.String())
+		return nil
+	}
 	if relay == nil && (isNet || isFlap) {
 		return fmt.Errorf("%w: %s on %s/%s: the broker serves on injected listeners (Config.Listen); set network faults on that network",
 			ErrFaultNotSupported, f, region, svc)

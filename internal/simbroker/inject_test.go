@@ -62,6 +62,20 @@ func TestInjectedListenersInBubble(t *testing.T) {
 		if got := b.Audit().Booked(); len(got) != 2 || got[0].Outcome != OutcomeCut {
 			t.Fatalf("booked %+v", got)
 		}
+		// None heals the application faults on injected listeners too (the
+		// network's faults are the injected network's to heal).
+		if err := b.SetFault("eu", REST, Partial{}); err != nil {
+			t.Fatalf("partial: %v", err)
+		}
+		if r, err := do(c, http.MethodPost, eu.RESTURL()+"/v1/orders", b.APIKey(), marketOrder("p-1")); err != nil || r.code != 503 {
+			t.Fatalf("order under Partial: %v %d", err, r.code)
+		}
+		if err := b.SetFault("eu", REST, None{}); err != nil {
+			t.Fatalf("None on injected listeners: %v", err)
+		}
+		if r, err := do(c, http.MethodPost, eu.RESTURL()+"/v1/orders", b.APIKey(), marketOrder("p-2")); err != nil || r.code != 201 {
+			t.Fatalf("order after None: %v %d %s", err, r.code, r.body)
+		}
 		d := websocket.Dialer{NetDialContext: n.Dial}
 		ws, _, err := d.Dial(eu.WSURL(), http.Header{"X-API-Key": {b.APIKey()}})
 		if err != nil {
