@@ -285,6 +285,10 @@ type leader struct {
 	pending *pending
 	waiting string // last "waiting for" note, logged on change
 	lease   int64  // the election session's lease
+	// keyCreated and keyVersion are the assignment key's CreateRevision and
+	// Version at ModRevision keyRev: what the next write binds its record to
+	// when keyRev is rev.
+	keyRev, keyCreated, keyVersion int64
 
 	refused    error     // why the record at rev was refused (nil: accepted)
 	reported   int64     // last refused revision reported
@@ -363,12 +367,16 @@ func (l *leader) read(ctx context.Context) error {
 	kv := resp.Kvs[0]
 	a, refused := decodeAssignment(kv.Value)
 	if refused == nil {
+		refused = verifyBinding(a, kv)
+	}
+	if refused == nil {
 		// Written by an earlier term: prove its writer led then.
 		if refused, err = verifyWriter(gctx, l.d.cfg.Client, l.d.keys, a, kv.ModRevision); err != nil {
 			return fmt.Errorf("read assignment: %w", err)
 		}
 	}
 	l.rev = kv.ModRevision
+	l.keyRev, l.keyCreated, l.keyVersion = kv.ModRevision, kv.CreateRevision, kv.Version
 	if refused != nil {
 		l.rec, l.refused = Assignment{}, refused
 		return nil
@@ -458,14 +466,35 @@ func (l *leader) repair(ctx context.Context) error {
 }
 
 // write commits a only if this decider still leads and the assignment has not
-// changed since it was read.
+// changed since it was read. The record names the key's CreateRevision and
+// the Version this write gives it (Assignment.Created): the transaction's
+// ModRevision comparison makes them exact. An active record never creates
+// the key: a fence on the same endpoint is written first.
 func (l *leader) write(ctx context.Context, a Assignment) error {
 	d := l.d
-	a.Decider, a.Term, a.Lease, a.At = d.cfg.Name, l.el.Rev(), l.lease, time.Now().UTC()
-	a.Reason = clip(a.Reason)
-	b, _ := json.Marshal(a)
+	if l.rev == 0 && a.Phase == PhaseActive {
+		if err := l.write(ctx, Assignment{Phase: PhaseFencing, Endpoint: a.Endpoint, Reason: "the key is created by a fence: " + a.Reason}); err != nil {
+			return err
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.Interval*4)
 	defer cancel()
+	if l.rev == 0 {
+		l.keyRev, l.keyCreated, l.keyVersion = 0, 0, 0
+	} else if l.keyRev != l.rev {
+		resp, err := d.cfg.Client.Get(wctx, d.keys.Assignment())
+		if err != nil {
+			return fmt.Errorf("write assignment: read its version: %w", err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != l.rev {
+			return fmt.Errorf("%w: before the write of %s %q", errAssignmentChanged, a.Phase, a.Endpoint)
+		}
+		l.keyRev, l.keyCreated, l.keyVersion = l.rev, resp.Kvs[0].CreateRevision, resp.Kvs[0].Version
+	}
+	a.Decider, a.Term, a.Lease, a.At = d.cfg.Name, l.el.Rev(), l.lease, time.Now().UTC()
+	a.Created, a.Version = l.keyCreated, l.keyVersion+1
+	a.Reason = clip(a.Reason)
+	b, _ := json.Marshal(a)
 	resp, err := d.cfg.Client.Txn(wctx).If(
 		clientv3.Compare(clientv3.CreateRevision(l.el.Key()), "=", l.el.Rev()),
 		clientv3.Compare(clientv3.ModRevision(d.keys.Assignment()), "=", l.rev),
@@ -480,6 +509,10 @@ func (l *leader) write(ctx context.Context, a Assignment) error {
 		return fmt.Errorf("%w: the write of %s %q was refused (leadership or assignment changed)", ErrDeposed, a.Phase, a.Endpoint)
 	}
 	l.rec, l.rev, l.refused = a, resp.Header.Revision, nil
+	l.keyRev, l.keyVersion = l.rev, a.Version
+	if a.Created == 0 {
+		l.keyCreated = l.rev
+	}
 	d.log.Info("etcdcoord: assignment written", "decider", d.cfg.Name, "phase", a.Phase, "endpoint", a.Endpoint, "target", a.Target, "revision", l.rev, "reason", a.Reason)
 	if d.cfg.OnWrite != nil {
 		d.cfg.OnWrite(a, l.rev)

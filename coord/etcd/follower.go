@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -338,7 +339,7 @@ func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, err
 	var refused error
 	if len(resp.Kvs) > 0 {
 		rev = resp.Kvs[0].ModRevision
-		if a, refused, err = f.accept(gctx, resp.Kvs[0].Value, rev); err != nil {
+		if a, refused, err = f.accept(gctx, resp.Kvs[0]); err != nil {
 			return 0, err
 		}
 	}
@@ -346,11 +347,17 @@ func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, err
 	return resp.Header.Revision, nil
 }
 
-// accept decodes the record at rev and proves its writer was the leader at
-// rev. refused says why it cannot be acted on; err is a failure to find out
-// (etcd unreachable), after which nothing is recorded.
-func (f *Follower) accept(ctx context.Context, b []byte, rev int64) (a Assignment, refused, err error) {
-	a, refused = decodeAssignment(b)
+// accept decodes the record kv (the assignment key at its revision), proves
+// it is the write the decider committed there (verifyBinding: not a replay or
+// a copy) and that its writer was the leader at that revision. refused says
+// why it cannot be acted on; err is a failure to find out (etcd unreachable),
+// after which nothing is recorded.
+func (f *Follower) accept(ctx context.Context, kv *mvccpb.KeyValue) (a Assignment, refused, err error) {
+	rev := kv.ModRevision
+	a, refused = decodeAssignment(kv.Value)
+	if refused == nil {
+		refused = verifyBinding(a, kv)
+	}
 	if refused != nil {
 		return Assignment{}, refused, nil
 	}
@@ -416,7 +423,7 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 				continue
 			}
 			vctx, vcancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-			a, refused, err := f.accept(vctx, ev.Kv.Value, r)
+			a, refused, err := f.accept(vctx, ev.Kv)
 			vcancel()
 			if err != nil {
 				return // cannot check the writer: the session re-reads
