@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -57,16 +58,26 @@ type DeciderConfig struct {
 	// OnBadRecord, optional, is called once for every record the decider
 	// refused: an assignment it did not write or cannot decode (it overwrites
 	// it with a fence while it leads), an observation that cannot be decoded
-	// or does not match its key (it is not counted).
+	// or does not match its key (it is not counted), a key under followers/
+	// that no live follower holds (it is not waited for; see FollowerMaxTTL).
 	OnBadRecord func(BadRecord)
+	// FollowerMaxTTL is the longest lease TTL any follower uses (at least
+	// every FollowerConfig.TTL). A switch waits for the acknowledgement of
+	// every key under <prefix>followers/ attached to a live lease granted at
+	// most FollowerMaxTTL; a key without a lease, or under a longer lease, is
+	// not a follower's session: it is reported once and not waited for. So a
+	// key that no live follower holds delays a switch by at most
+	// FollowerMaxTTL (its lease expires). >= 1 s; default 30 s.
+	FollowerMaxTTL time.Duration
 }
 
 // DefaultDeciderConfig returns a configuration deciding every 500 ms, on a
-// 5 s session, with the engine's defaults except FailureThreshold 1.
+// 5 s session, with the engine's defaults except FailureThreshold 1, waiting
+// for followers' leases of up to 30 s.
 func DefaultDeciderConfig() DeciderConfig {
 	e := engine.DefaultConfig()
 	e.FailureThreshold = 1
-	return DeciderConfig{Engine: e, Interval: 500 * time.Millisecond, TTL: 5 * time.Second, Quorum: 2}
+	return DeciderConfig{Engine: e, Interval: 500 * time.Millisecond, TTL: 5 * time.Second, Quorum: 2, FollowerMaxTTL: 30 * time.Second}
 }
 
 // Validate names the first field that cannot work.
@@ -96,6 +107,9 @@ func (c DeciderConfig) Validate() error {
 	}
 	if c.TTL < time.Second || c.TTL%time.Second != 0 {
 		return fmt.Errorf("%w: TTL must be whole seconds >= 1s (got %v)", ErrInvalidConfig, c.TTL)
+	}
+	if c.FollowerMaxTTL < time.Second {
+		return fmt.Errorf("%w: FollowerMaxTTL must be >= 1s, at least every follower's TTL (got %v)", ErrInvalidConfig, c.FollowerMaxTTL)
 	}
 	if c.Engine.Probe != nil || c.Engine.Clock != nil {
 		return fmt.Errorf("%w: Engine.Probe and Engine.Clock must be nil", ErrInvalidConfig)
@@ -289,6 +303,12 @@ type leader struct {
 	// Version at ModRevision keyRev: what the next write binds its record to
 	// when keyRev is rev.
 	keyRev, keyCreated, keyVersion int64
+
+	// leaseTTL caches the granted TTL (seconds) of the leases under
+	// followers/ keys; badAcks the mod revision of each followers/ key last
+	// reported as not a live follower's.
+	leaseTTL map[int64]int64
+	badAcks  map[string]int64
 
 	refused    error     // why the record at rev was refused (nil: accepted)
 	reported   int64     // last refused revision reported
@@ -625,20 +645,67 @@ func (l *leader) fence(ctx context.Context, d engine.Decision, failback bool) er
 
 // unacked lists the followers with a live session that have not acknowledged
 // token yet. A follower whose lease expired has no key and is not waited for:
-// it halted itself before its lease could expire.
+// it halted itself before its lease could expire. A key without a lease, or
+// under a lease granted longer than FollowerMaxTTL, is no follower's session:
+// it is reported (once per revision of the key) and not waited for. A key
+// under a lease that has just expired is not waited for either.
 func (l *leader) unacked(ctx context.Context, token int64) ([]string, error) {
-	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
+	d := l.d
+	gctx, cancel := context.WithTimeout(ctx, d.cfg.Interval*4)
 	defer cancel()
-	resp, err := l.d.cfg.Client.Get(gctx, l.d.keys.Followers(), clientv3.WithPrefix())
+	resp, err := d.cfg.Client.Get(gctx, d.keys.Followers(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("read acknowledgements: %w", err)
 	}
+	if l.leaseTTL == nil {
+		l.leaseTTL, l.badAcks = map[int64]int64{}, map[string]int64{}
+	}
+	maxTTL := int64(d.cfg.FollowerMaxTTL / time.Second)
 	var missing []string
+	seen := make(map[int64]bool)
 	for _, kv := range resp.Kvs {
 		var a Ack
-		name := strings.TrimPrefix(string(kv.Key), l.d.keys.Followers())
-		if err := json.Unmarshal(kv.Value, &a); err != nil || a.Token < uint64(token) {
+		name := strings.TrimPrefix(string(kv.Key), d.keys.Followers())
+		if err := json.Unmarshal(kv.Value, &a); err == nil && a.Token >= uint64(token) {
+			continue
+		}
+		var why string
+		switch {
+		case kv.Lease == 0:
+			why = "it has no lease"
+		default:
+			seen[kv.Lease] = true
+			ttl, ok := l.leaseTTL[kv.Lease]
+			if !ok {
+				tr, err := d.cfg.Client.TimeToLive(gctx, clientv3.LeaseID(kv.Lease))
+				switch {
+				case errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && tr.TTL < 0:
+					continue // expired: the key goes with it
+				case err != nil:
+					ttl = 0 // unknown: wait for it, ask again next time
+				default:
+					ttl = tr.GrantedTTL
+					l.leaseTTL[kv.Lease] = ttl
+				}
+			}
+			if ttl > maxTTL {
+				why = fmt.Sprintf("its lease was granted %d s, above FollowerMaxTTL (%v)", ttl, d.cfg.FollowerMaxTTL)
+			}
+		}
+		if why == "" {
 			missing = append(missing, name)
+			continue
+		}
+		if l.badAcks[string(kv.Key)] != kv.ModRevision {
+			l.badAcks[string(kv.Key)] = kv.ModRevision
+			err := fmt.Errorf("%w: %s is not a live follower's session: %s; not waited for", ErrBadRecord, excerpt(string(kv.Key)), why)
+			d.log.Warn("etcdcoord: key under followers/ not waited for", "decider", d.cfg.Name, "key", string(kv.Key), "revision", kv.ModRevision, "err", err)
+			d.badRecord(BadRecord{Key: string(kv.Key), Revision: kv.ModRevision, Err: err})
+		}
+	}
+	for id := range l.leaseTTL {
+		if !seen[id] {
+			delete(l.leaseTTL, id)
 		}
 	}
 	sort.Strings(missing)
