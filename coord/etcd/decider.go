@@ -418,8 +418,10 @@ var errAssignmentChanged = errors.New("etcdcoord: the assignment changed under t
 func (l *leader) check(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
 	defer cancel()
+	// Keys only: a record the decider did not write is never acted on, so its
+	// value (up to etcd's request limit) is not fetched every Interval.
 	resp, err := l.d.cfg.Client.Txn(gctx).Then(
-		clientv3.OpGet(l.d.keys.Assignment()),
+		clientv3.OpGet(l.d.keys.Assignment(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(l.d.keys.Followers(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
@@ -434,10 +436,8 @@ func (l *leader) check(ctx context.Context) error {
 		var why error
 		if len(kvs) == 0 {
 			why = fmt.Errorf("%w: the assignment was deleted", ErrBadRecord)
-		} else if a, err := decodeAssignment(kvs[0].Value); err != nil {
-			why = err
 		} else {
-			why = fmt.Errorf("%w: the assignment at revision %d was not written by the leading decider (it names decider %s, term %d)", ErrBadRecord, rev, excerpt(a.Decider), a.Term)
+			why = fmt.Errorf("%w: the assignment at revision %d was not written by the leading decider (its last write was at %d)", ErrBadRecord, rev, l.rev)
 		}
 		l.rec, l.rev, l.refused = Assignment{}, rev, why
 		l.pending = nil
@@ -502,7 +502,7 @@ func (l *leader) write(ctx context.Context, a Assignment) error {
 	if l.rev == 0 {
 		l.keyRev, l.keyCreated, l.keyVersion = 0, 0, 0
 	} else if l.keyRev != l.rev {
-		resp, err := d.cfg.Client.Get(wctx, d.keys.Assignment())
+		resp, err := d.cfg.Client.Get(wctx, d.keys.Assignment(), clientv3.WithKeysOnly())
 		if err != nil {
 			return fmt.Errorf("write assignment: read its version: %w", err)
 		}
