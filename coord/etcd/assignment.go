@@ -21,7 +21,8 @@ const (
 	// PhaseHalted: no endpoint is eligible; followers refuse submissions.
 	PhaseHalted Phase = "halted"
 	// PhaseRefused appears only in a follower's Ack: it refused the record
-	// at Ack.Token (see State.Refused) and holds or halts.
+	// at Ack.Token (see State.Refused) and holds until a record it accepts
+	// replaces it.
 	PhaseRefused Phase = "refused"
 )
 
@@ -167,7 +168,7 @@ func clip(s string) string {
 // Endpoint for PhaseActive). Token 0: registered, nothing applied yet.
 //
 // A follower that refused the record at Token acknowledges it with
-// PhaseRefused: it holds, and halts at its session's deadline.
+// PhaseRefused: it holds until a record it accepts replaces it.
 type Ack struct {
 	Token    uint64 `json:"token"`
 	Phase    Phase  `json:"phase,omitempty"`
