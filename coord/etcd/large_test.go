@@ -1,10 +1,15 @@
 package etcdcoord_test
 
 import (
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/server/v3/embed"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +31,10 @@ import (
 func TestLargeRecordIsABoundedHold(t *testing.T) {
 	// Ten followers on a 1 s lease, under the race detector on a loaded
 	// machine, already load the embedded etcd as hundreds would a cluster.
-	const n = 10
+	n := 10
+	if v, err := strconv.Atoi(os.Getenv("COORD_LARGE_N")); err == nil && v > 0 {
+		n = v // for measuring: COORD_LARGE_N=100 go test -run TestLargeRecordIsABoundedHold
+	}
 	r := newRig(t)
 	h := r.history()
 	for _, o := range []string{"mon-eu", "mon-us"} {
@@ -111,5 +119,57 @@ func TestLargeRecordIsABoundedHold(t *testing.T) {
 	}
 	if last.rev <= resp.Header.Revision {
 		t.Fatalf("eu active at %d, the large record at %d", last.rev, resp.Header.Revision)
+	}
+}
+
+// With etcd's request limit set as the README recommends (128 KiB), a 1 MiB
+// write on the assignment key is refused by etcd itself, every role works
+// under the limit, and the largest record etcd lets through (above the
+// library's 64 KiB limit) is a hold that the decider repairs.
+func TestRequestLimitBoundsRecord(t *testing.T) {
+	srv := etcdtest.StartWith(t, func(c *embed.Config) { c.MaxRequestBytes = 128 << 10 })
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &rig{t: t, srv: srv, cli: srv.Client(t), reach: &reach{}, ctx: ctx}
+	t.Cleanup(func() { cancel(); r.wg.Wait() })
+	h := r.history()
+	for _, o := range []string{"mon-eu", "mon-us"} {
+		r.observer(o)
+	}
+	d, _ := r.decider(r.cli, "decider-1")
+	var trs []*trader
+	for i := range 5 {
+		trs = append(trs, r.trader(etcdtest.NewClient(t, r.srv.Endpoint), fmt.Sprintf("trader-%d", i)))
+	}
+	first := waitActive(t, h, "eu", trs...)
+
+	big := first.a
+	big.Reason = strings.Repeat("x", 1<<20)
+	b, _ := json.Marshal(big)
+	if _, err := r.cli.Put(r.ctx, prefix+"assignment", string(b)); err == nil {
+		t.Fatalf("a %d-byte write under a 128 KiB request limit was accepted", len(b))
+	}
+	big.Reason = strings.Repeat("x", 200<<10)
+	b, _ = json.Marshal(big)
+	if _, err := r.cli.Put(r.ctx, prefix+"assignment", string(b)); !errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		t.Fatalf("a %d-byte write under a 128 KiB request limit: %v, want etcd to refuse it as too large", len(b), err)
+	}
+	big.Reason = strings.Repeat("x", 100<<10)
+	b, _ = json.Marshal(big)
+	resp, err := r.cli.Put(r.ctx, prefix+"assignment", string(b))
+	if err != nil {
+		t.Fatalf("a %d-byte write under a 128 KiB request limit: %v", len(b), err)
+	}
+	etcdtest.Eventually(t, 15*time.Second, "a record written after the large one", func() bool {
+		l, ok := h.last()
+		return ok && l.rev > resp.Header.Revision
+	})
+	last := waitActive(t, h, "eu", trs...)
+	for _, tr := range trs {
+		if st, cause := tr.path.GateState(); st != pathdialer.GateOpen {
+			t.Fatalf("%s: gate %v (%v) after the repair", tr.name, st, cause)
+		}
+	}
+	if !d.Leading() || last.rev <= resp.Header.Revision {
+		t.Fatalf("decider leading %v; eu active at %d, the %d-byte record at %d", d.Leading(), last.rev, len(b), resp.Header.Revision)
 	}
 }
