@@ -59,14 +59,15 @@ type DeciderConfig struct {
 	// refused: an assignment it did not write or cannot decode (it overwrites
 	// it with a fence while it leads), an observation that cannot be decoded
 	// or does not match its key (it is not counted), a key under followers/
-	// that no live follower holds (it is not waited for; see FollowerMaxTTL).
+	// that is no follower's session (it is not waited for; see
+	// FollowerMaxTTL).
 	OnBadRecord func(BadRecord)
 	// FollowerMaxTTL is the longest lease TTL any follower uses (at least
 	// every FollowerConfig.TTL). A switch waits for the acknowledgement of
 	// every key under <prefix>followers/ attached to a live lease granted at
 	// most FollowerMaxTTL; a key without a lease, or under a longer lease, is
 	// not a follower's session: it is reported once and not waited for. So a
-	// key that no live follower holds delays a switch by at most
+	// key whose lease nobody renews delays a switch by at most
 	// FollowerMaxTTL (its lease expires). >= 1 s; default 30 s.
 	FollowerMaxTTL time.Duration
 }

@@ -81,8 +81,10 @@
 //     <prefix>followers/ attached to a live lease granted at most
 //     DeciderConfig.FollowerMaxTTL (set it to at least every follower's
 //     TTL): a key without a lease or under a longer one is reported and not
-//     waited for, so a key no live follower holds delays a switch by at most
-//     FollowerMaxTTL.
+//     waited for, and a key whose lease nobody renews any more delays a
+//     switch by at most FollowerMaxTTL. (etcd cannot tell a follower's
+//     lease from another live process's: a key written under, say, an
+//     observer's lease is waited for while that lease lives.)
 //   - A follower computes its own session deadline from the time it SENT the
 //     last successful keep-alive plus the TTL granted, minus a safety margin
 //     (FollowerConfig.Margin): that is before the server can expire its lease
