@@ -139,8 +139,8 @@ type Decider struct {
 }
 
 // BadRecords counts the records the decider refused: assignments it did not
-// write or could not decode, observations, and keys under followers/ that no
-// live follower holds (each record version once).
+// write or could not decode, observations, and keys under followers/ that are
+// no follower's session (each record version once).
 func (d *Decider) BadRecords() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
