@@ -21,7 +21,8 @@ const (
 	// PhaseHalted: no endpoint is eligible; followers refuse submissions.
 	PhaseHalted Phase = "halted"
 	// PhaseRefused appears only in a follower's Ack: it refused the record
-	// at Ack.Token (see State.Refused) and holds or halts.
+	// at Ack.Token (see State.Refused) and holds until a record it accepts
+	// replaces it.
 	PhaseRefused Phase = "refused"
 )
 
@@ -44,6 +45,18 @@ type Assignment struct {
 	Decider string `json:"decider"`
 	Term    int64  `json:"term"`
 	Lease   int64  `json:"lease"`
+	// Created and Version bind the record to the one write of the key the
+	// decider committed: Created is the key's etcd CreateRevision (0: this
+	// write created the key) and Version the key's etcd Version after the
+	// write. The decider's transaction compares the key's ModRevision with
+	// the one it read, so the write lands exactly there. A follower accepts
+	// the record only if the key, at the record's revision, has that
+	// CreateRevision and Version: the same bytes written again (a replay, a
+	// copy) land at another Version or under another CreateRevision. A record
+	// that created the key (Created 0) is accepted only in PhaseFencing or
+	// PhaseHalted: after a delete it could be replayed onto a new key.
+	Created int64 `json:"created,omitempty"`
+	Version int64 `json:"version"`
 	// At is the decider's wall-clock time of the write, for humans only.
 	At time.Time `json:"at"`
 }
@@ -99,6 +112,9 @@ func (a Assignment) check() error {
 	if a.Lease <= 0 {
 		return fmt.Errorf("lease %d is not positive", a.Lease)
 	}
+	if a.Version <= 0 || a.Created < 0 {
+		return fmt.Errorf("version %d / created %d do not bind the record to a write of its key (a decider of an older release?)", a.Version, a.Created)
+	}
 	if len(a.Reason) > maxReasonBytes {
 		return fmt.Errorf("reason is %d bytes, above the %d-byte limit", len(a.Reason), maxReasonBytes)
 	}
@@ -152,7 +168,7 @@ func clip(s string) string {
 // Endpoint for PhaseActive). Token 0: registered, nothing applied yet.
 //
 // A follower that refused the record at Token acknowledges it with
-// PhaseRefused: it holds, and halts at its session's deadline.
+// PhaseRefused: it holds until a record it accepts replaces it.
 type Ack struct {
 	Token    uint64 `json:"token"`
 	Phase    Phase  `json:"phase,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,7 +109,7 @@ func TestAuthRolesConfineWriters(t *testing.T) {
 // A well-formed assignment that was not written by the leader in office at
 // its revision (here: written with the previous decider's term and lease
 // after that decider resigned) is refused: the trader never trades on it,
-// and halts within its lease.
+// and holds until a record it can accept replaces it.
 func TestAssignmentNotFromLeaderRefused(t *testing.T) {
 	r := newRig(t)
 	h := r.history()
@@ -123,20 +124,28 @@ func TestAssignmentNotFromLeaderRefused(t *testing.T) {
 	stopDecider()
 	etcdtest.Eventually(t, 5*time.Second, "the decider resigns", func() bool { return !d.Leading() })
 
+	// A forger who can read: the record binds to the write it makes (the
+	// key's CreateRevision and next Version), so only the writer check
+	// refuses it.
+	cur, err := r.cli.Get(r.ctx, prefix+"assignment")
+	if err != nil || len(cur.Kvs) != 1 {
+		t.Fatalf("read the assignment: %v %v", err, cur)
+	}
 	forged := first.a
 	forged.Endpoint, forged.Reason = "us", "steered"
+	forged.Created, forged.Version = cur.Kvs[0].CreateRevision, cur.Kvs[0].Version+1
 	b, _ := json.Marshal(forged)
 	resp, err := r.cli.Put(r.ctx, prefix+"assignment", string(b))
 	if err != nil {
 		t.Fatal(err)
 	}
 	put := time.Now()
-	etcdtest.Eventually(t, 5*time.Second, "the trader halts", func() bool {
+	etcdtest.Eventually(t, 5*time.Second, "the trader holds", func() bool {
 		st, _ := tr.path.GateState()
-		return st == pathdialer.GateHalted
+		return st == pathdialer.GateHeld
 	})
 	if took := time.Since(put); took > time.Second {
-		t.Fatalf("halted %v after the forged record; the lease TTL is 1s", took)
+		t.Fatalf("held %v after the forged record; the lease TTL is 1s", took)
 	}
 	if a, gen := tr.path.Active(); a.Name == "us" || gen == uint64(resp.Header.Revision) {
 		t.Fatalf("the trader followed the forged record: on %s under %d", a.Name, gen)
@@ -146,6 +155,9 @@ func TestAssignmentNotFromLeaderRefused(t *testing.T) {
 	}
 	if bad.Load() != 1 {
 		t.Fatalf("OnBadRecord called %d times, want 1", bad.Load())
+	}
+	if st := tr.f.State(); strings.Contains(st.Refused, "replay or a copy") || !strings.Contains(st.Refused, "decider led") {
+		t.Fatalf("refused for %q, want the writer check (the decider did not lead then)", st.Refused)
 	}
 	t.Logf("refused: %s", tr.f.State().Refused)
 }

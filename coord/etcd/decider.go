@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -57,16 +58,27 @@ type DeciderConfig struct {
 	// OnBadRecord, optional, is called once for every record the decider
 	// refused: an assignment it did not write or cannot decode (it overwrites
 	// it with a fence while it leads), an observation that cannot be decoded
-	// or does not match its key (it is not counted).
+	// or does not match its key (it is not counted), a key under followers/
+	// that is no follower's session (it is not waited for; see
+	// FollowerMaxTTL).
 	OnBadRecord func(BadRecord)
+	// FollowerMaxTTL is the longest lease TTL any follower uses (at least
+	// every FollowerConfig.TTL). A switch waits for the acknowledgement of
+	// every key under <prefix>followers/ attached to a live lease granted at
+	// most FollowerMaxTTL; a key without a lease, or under a longer lease, is
+	// not a follower's session: it is reported once and not waited for. So a
+	// key whose lease nobody renews delays a switch by at most
+	// FollowerMaxTTL (its lease expires). >= 1 s; default 30 s.
+	FollowerMaxTTL time.Duration
 }
 
 // DefaultDeciderConfig returns a configuration deciding every 500 ms, on a
-// 5 s session, with the engine's defaults except FailureThreshold 1.
+// 5 s session, with the engine's defaults except FailureThreshold 1, waiting
+// for followers' leases of up to 30 s.
 func DefaultDeciderConfig() DeciderConfig {
 	e := engine.DefaultConfig()
 	e.FailureThreshold = 1
-	return DeciderConfig{Engine: e, Interval: 500 * time.Millisecond, TTL: 5 * time.Second, Quorum: 2}
+	return DeciderConfig{Engine: e, Interval: 500 * time.Millisecond, TTL: 5 * time.Second, Quorum: 2, FollowerMaxTTL: 30 * time.Second}
 }
 
 // Validate names the first field that cannot work.
@@ -97,6 +109,9 @@ func (c DeciderConfig) Validate() error {
 	if c.TTL < time.Second || c.TTL%time.Second != 0 {
 		return fmt.Errorf("%w: TTL must be whole seconds >= 1s (got %v)", ErrInvalidConfig, c.TTL)
 	}
+	if c.FollowerMaxTTL < time.Second {
+		return fmt.Errorf("%w: FollowerMaxTTL must be >= 1s, at least every follower's TTL (got %v)", ErrInvalidConfig, c.FollowerMaxTTL)
+	}
 	if c.Engine.Probe != nil || c.Engine.Clock != nil {
 		return fmt.Errorf("%w: Engine.Probe and Engine.Clock must be nil", ErrInvalidConfig)
 	}
@@ -124,7 +139,8 @@ type Decider struct {
 }
 
 // BadRecords counts the records the decider refused: assignments it did not
-// write or could not decode, and observations (each record version once).
+// write or could not decode, observations, and keys under followers/ that are
+// no follower's session (each record version once).
 func (d *Decider) BadRecords() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -285,6 +301,16 @@ type leader struct {
 	pending *pending
 	waiting string // last "waiting for" note, logged on change
 	lease   int64  // the election session's lease
+	// keyCreated and keyVersion are the assignment key's CreateRevision and
+	// Version at ModRevision keyRev: what the next write binds its record to
+	// when keyRev is rev.
+	keyRev, keyCreated, keyVersion int64
+
+	// leaseTTL caches the granted TTL (seconds) of the leases under
+	// followers/ keys; badAcks the mod revision of each followers/ key last
+	// reported as not a live follower's.
+	leaseTTL map[int64]int64
+	badAcks  map[string]int64
 
 	refused    error     // why the record at rev was refused (nil: accepted)
 	reported   int64     // last refused revision reported
@@ -363,12 +389,16 @@ func (l *leader) read(ctx context.Context) error {
 	kv := resp.Kvs[0]
 	a, refused := decodeAssignment(kv.Value)
 	if refused == nil {
+		refused = verifyBinding(a, kv)
+	}
+	if refused == nil {
 		// Written by an earlier term: prove its writer led then.
 		if refused, err = verifyWriter(gctx, l.d.cfg.Client, l.d.keys, a, kv.ModRevision); err != nil {
 			return fmt.Errorf("read assignment: %w", err)
 		}
 	}
 	l.rev = kv.ModRevision
+	l.keyRev, l.keyCreated, l.keyVersion = kv.ModRevision, kv.CreateRevision, kv.Version
 	if refused != nil {
 		l.rec, l.refused = Assignment{}, refused
 		return nil
@@ -390,8 +420,10 @@ var errAssignmentChanged = errors.New("etcdcoord: the assignment changed under t
 func (l *leader) check(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
 	defer cancel()
+	// Keys only: a record the decider did not write is never acted on, so its
+	// value (up to etcd's request limit) is not fetched every Interval.
 	resp, err := l.d.cfg.Client.Txn(gctx).Then(
-		clientv3.OpGet(l.d.keys.Assignment()),
+		clientv3.OpGet(l.d.keys.Assignment(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(l.d.keys.Followers(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
@@ -406,10 +438,8 @@ func (l *leader) check(ctx context.Context) error {
 		var why error
 		if len(kvs) == 0 {
 			why = fmt.Errorf("%w: the assignment was deleted", ErrBadRecord)
-		} else if a, err := decodeAssignment(kvs[0].Value); err != nil {
-			why = err
 		} else {
-			why = fmt.Errorf("%w: the assignment at revision %d was not written by the leading decider (it names decider %s, term %d)", ErrBadRecord, rev, excerpt(a.Decider), a.Term)
+			why = fmt.Errorf("%w: the assignment at revision %d was not written by the leading decider (its last write was at %d)", ErrBadRecord, rev, l.rev)
 		}
 		l.rec, l.rev, l.refused = Assignment{}, rev, why
 		l.pending = nil
@@ -458,14 +488,35 @@ func (l *leader) repair(ctx context.Context) error {
 }
 
 // write commits a only if this decider still leads and the assignment has not
-// changed since it was read.
+// changed since it was read. The record names the key's CreateRevision and
+// the Version this write gives it (Assignment.Created): the transaction's
+// ModRevision comparison makes them exact. An active record never creates
+// the key: a fence on the same endpoint is written first.
 func (l *leader) write(ctx context.Context, a Assignment) error {
 	d := l.d
-	a.Decider, a.Term, a.Lease, a.At = d.cfg.Name, l.el.Rev(), l.lease, time.Now().UTC()
-	a.Reason = clip(a.Reason)
-	b, _ := json.Marshal(a)
+	if l.rev == 0 && a.Phase == PhaseActive {
+		if err := l.write(ctx, Assignment{Phase: PhaseFencing, Endpoint: a.Endpoint, Reason: "the key is created by a fence: " + a.Reason}); err != nil {
+			return err
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, d.cfg.Interval*4)
 	defer cancel()
+	if l.rev == 0 {
+		l.keyRev, l.keyCreated, l.keyVersion = 0, 0, 0
+	} else if l.keyRev != l.rev {
+		resp, err := d.cfg.Client.Get(wctx, d.keys.Assignment(), clientv3.WithKeysOnly())
+		if err != nil {
+			return fmt.Errorf("write assignment: read its version: %w", err)
+		}
+		if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != l.rev {
+			return fmt.Errorf("%w: before the write of %s %q", errAssignmentChanged, a.Phase, a.Endpoint)
+		}
+		l.keyRev, l.keyCreated, l.keyVersion = l.rev, resp.Kvs[0].CreateRevision, resp.Kvs[0].Version
+	}
+	a.Decider, a.Term, a.Lease, a.At = d.cfg.Name, l.el.Rev(), l.lease, time.Now().UTC()
+	a.Created, a.Version = l.keyCreated, l.keyVersion+1
+	a.Reason = clip(a.Reason)
+	b, _ := json.Marshal(a)
 	resp, err := d.cfg.Client.Txn(wctx).If(
 		clientv3.Compare(clientv3.CreateRevision(l.el.Key()), "=", l.el.Rev()),
 		clientv3.Compare(clientv3.ModRevision(d.keys.Assignment()), "=", l.rev),
@@ -480,6 +531,10 @@ func (l *leader) write(ctx context.Context, a Assignment) error {
 		return fmt.Errorf("%w: the write of %s %q was refused (leadership or assignment changed)", ErrDeposed, a.Phase, a.Endpoint)
 	}
 	l.rec, l.rev, l.refused = a, resp.Header.Revision, nil
+	l.keyRev, l.keyVersion = l.rev, a.Version
+	if a.Created == 0 {
+		l.keyCreated = l.rev
+	}
 	d.log.Info("etcdcoord: assignment written", "decider", d.cfg.Name, "phase", a.Phase, "endpoint", a.Endpoint, "target", a.Target, "revision", l.rev, "reason", a.Reason)
 	if d.cfg.OnWrite != nil {
 		d.cfg.OnWrite(a, l.rev)
@@ -592,20 +647,67 @@ func (l *leader) fence(ctx context.Context, d engine.Decision, failback bool) er
 
 // unacked lists the followers with a live session that have not acknowledged
 // token yet. A follower whose lease expired has no key and is not waited for:
-// it halted itself before its lease could expire.
+// it halted itself before its lease could expire. A key without a lease, or
+// under a lease granted longer than FollowerMaxTTL, is no follower's session:
+// it is reported (once per revision of the key) and not waited for. A key
+// under a lease that has just expired is not waited for either.
 func (l *leader) unacked(ctx context.Context, token int64) ([]string, error) {
-	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
+	d := l.d
+	gctx, cancel := context.WithTimeout(ctx, d.cfg.Interval*4)
 	defer cancel()
-	resp, err := l.d.cfg.Client.Get(gctx, l.d.keys.Followers(), clientv3.WithPrefix())
+	resp, err := d.cfg.Client.Get(gctx, d.keys.Followers(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, fmt.Errorf("read acknowledgements: %w", err)
 	}
+	if l.leaseTTL == nil {
+		l.leaseTTL, l.badAcks = map[int64]int64{}, map[string]int64{}
+	}
+	maxTTL := int64(d.cfg.FollowerMaxTTL / time.Second)
 	var missing []string
+	seen := make(map[int64]bool)
 	for _, kv := range resp.Kvs {
 		var a Ack
-		name := strings.TrimPrefix(string(kv.Key), l.d.keys.Followers())
-		if err := json.Unmarshal(kv.Value, &a); err != nil || a.Token < uint64(token) {
+		name := strings.TrimPrefix(string(kv.Key), d.keys.Followers())
+		if err := json.Unmarshal(kv.Value, &a); err == nil && a.Token >= uint64(token) {
+			continue
+		}
+		var why string
+		switch {
+		case kv.Lease == 0:
+			why = "it has no lease"
+		default:
+			seen[kv.Lease] = true
+			ttl, ok := l.leaseTTL[kv.Lease]
+			if !ok {
+				tr, err := d.cfg.Client.TimeToLive(gctx, clientv3.LeaseID(kv.Lease))
+				switch {
+				case errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && tr.TTL < 0:
+					continue // expired: the key goes with it
+				case err != nil:
+					ttl = 0 // unknown: wait for it, ask again next time
+				default:
+					ttl = tr.GrantedTTL
+					l.leaseTTL[kv.Lease] = ttl
+				}
+			}
+			if ttl > maxTTL {
+				why = fmt.Sprintf("its lease was granted %d s, above FollowerMaxTTL (%v)", ttl, d.cfg.FollowerMaxTTL)
+			}
+		}
+		if why == "" {
 			missing = append(missing, name)
+			continue
+		}
+		if l.badAcks[string(kv.Key)] != kv.ModRevision {
+			l.badAcks[string(kv.Key)] = kv.ModRevision
+			err := fmt.Errorf("%w: %s is not a live follower's session: %s; not waited for", ErrBadRecord, excerpt(string(kv.Key)), why)
+			d.log.Warn("etcdcoord: key under followers/ not waited for", "decider", d.cfg.Name, "key", string(kv.Key), "revision", kv.ModRevision, "err", err)
+			d.badRecord(BadRecord{Key: string(kv.Key), Revision: kv.ModRevision, Err: err})
+		}
+	}
+	for id := range l.leaseTTL {
+		if !seen[id] {
+			delete(l.leaseTTL, id)
 		}
 	}
 	sort.Strings(missing)

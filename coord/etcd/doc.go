@@ -67,14 +67,24 @@
 //   - Only the elected decider can change the Assignment: every write is a
 //     Txn guarded by the decider's election key (its create revision) and by
 //     the Assignment's mod revision it last read. A deposed decider's write
-//     fails and it stops deciding.
+//     fails and it stops deciding. Each record names the write that carries
+//     it (the key's create revision and the version the write gives it), so
+//     the decider's records written again by anyone else, at once or later,
+//     are refused (see "Who may write what" for what remains).
 //   - A switch is two writes. The decider first writes PhaseFencing (every
 //     follower holds submissions and fences the old endpoint locally, then
 //     acknowledges). Only when every follower with a live session has
 //     acknowledged that token (or its lease has expired, which removes its
 //     acknowledgement key) does it write PhaseActive for the new endpoint.
 //     So no follower is still granting on the old endpoint when any follower
-//     is granted on the new one.
+//     is granted on the new one. A follower's session is its key under
+//     <prefix>followers/ attached to a live lease granted at most
+//     DeciderConfig.FollowerMaxTTL (set it to at least every follower's
+//     TTL): a key without a lease or under a longer one is reported and not
+//     waited for, and a key whose lease nobody renews any more delays a
+//     switch by at most FollowerMaxTTL. (etcd cannot tell a follower's
+//     lease from another live process's: a key written under, say, an
+//     observer's lease is waited for while that lease lives.)
 //   - A follower computes its own session deadline from the time it SENT the
 //     last successful keep-alive plus the TTL granted, minus a safety margin
 //     (FollowerConfig.Margin): that is before the server can expire its lease
@@ -102,18 +112,24 @@
 //
 // # Records that cannot be acted on
 //
-// Every record is checked before it is acted on: an assignment must decode,
-// name valid endpoints and its writer, and its writer (Assignment.Term and
+// Every record is checked before it is acted on: an assignment must decode
+// (at most 64 KiB), name valid endpoints and its writer, be the decider's own
+// write of the key (Assignment.Created and Assignment.Version equal the key's
+// create revision and version at the record's revision: a copy or a replay of
+// a genuine record lands at another version; a record that created the key
+// may fence or halt but not release flow, since after a delete it could be
+// replayed onto a new key), and its writer (Assignment.Term and
 // Assignment.Lease, the decider's election key) must have led the election at
 // the record's revision; an observation must decode and name the observer and
 // endpoint of its key. A refused record is reported once per version
 // (FollowerConfig.OnBadRecord, DeciderConfig.OnBadRecord,
 // Decider.BadRecords, an ERROR or WARN log line) and never acted on:
 //
-//   - A follower holds submissions at once (State.Refused says why) and, if
-//     no acceptable assignment replaces it, halts at its session's deadline
-//     at the refusal: within one lease. It acknowledges the refusal
-//     (Ack.Phase PhaseRefused).
+//   - A follower holds submissions at once (State.Refused says why) until an
+//     assignment it can accept replaces it, and acknowledges the refusal at
+//     once (Ack.Phase PhaseRefused). A hold grants nothing, as a halt does;
+//     a refused record is no decision, so it is not a reason to halt. Losing
+//     the session still halts.
 //   - The leading decider re-reads the assignment every Interval. Any
 //     revision it did not write (undecodable, deleted, or well-formed but
 //     written by another client) and any follower's refusal of the record in
@@ -132,16 +148,33 @@
 //
 // # Who may write what
 //
-// A client with write access to the assignment key steers every follower, so
-// run etcd with authentication and give each role only its keys (the README
-// has the etcdctl commands):
+// The checks above refuse a record that copies or replays the decider's, and
+// one naming a decider that did not lead at its revision. They cannot refuse
+// a record composed by a client that can read the keys and write the
+// assignment key: it can name the leading decider and the key's next version
+// (the leader overwrites it at its next check, but followers act on it
+// until then). Against such a client the barrier is etcd's authentication: run etcd
+// with it and give each role only its keys (the README has the etcdctl
+// commands):
 //
 //	decider   read <prefix> (all), write <prefix>assignment and <prefix>election/
 //	observer  write <prefix>observations/<its name>/ only
 //	trader    read <prefix>assignment and <prefix>election/, write <prefix>followers/<its name> only
 //
-// The checks above back this up: a record written around the decider's
-// transaction is refused by followers and overwritten by the leader.
+// A trader or observer credential cannot write the assignment (etcd answers
+// permission denied). The record checks back this up for a client that
+// writes around the decider without composing records: it is refused by
+// followers and overwritten by the leader.
+//
+// # Size
+//
+// The 64 KiB record limit protects the decoders, not etcd: etcd accepts any
+// request up to its --max-request-bytes (1.5 MiB by default) and sends a write
+// to every watcher of the key, so one large write on the assignment key costs
+// its size times the number of followers. Followers hold on it and the leader
+// overwrites it; the decider's checks and the followers' periodic reads do not
+// fetch it again. Bound the fan-out in the cluster: the module's README gives
+// the setting.
 //
 // # Key layout
 //
@@ -152,5 +185,6 @@
 //	                                            oldest key)
 //	<prefix>assignment                          Assignment (JSON), written by the leader only; its
 //	                                            ModRevision is the token
-//	<prefix>followers/<follower>                Ack (JSON), under the follower's lease
+//	<prefix>followers/<follower>                Ack (JSON), under the follower's lease (a key
+//	                                            without a lease is reported, not waited for)
 package etcdcoord

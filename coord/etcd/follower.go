@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -101,9 +102,10 @@ type State struct {
 	// acknowledged).
 	Applied bool
 	// Refused is why the record at Revision was refused (empty when it was
-	// accepted). Assignment is then empty: the follower holds, and halts when
-	// its session's deadline at the refusal passes, until a record it can
-	// accept replaces it.
+	// accepted). Assignment is then empty: the follower holds (grants
+	// nothing) until a record it can accept replaces it, and acknowledges the
+	// refusal so that the leading decider overwrites it. Losing the session
+	// still halts.
 	Refused string
 }
 
@@ -124,9 +126,6 @@ type Follower struct {
 	wake     chan struct{} // buffered 1: the applier has something new
 	opStop   context.CancelFunc
 	changed  chan struct{}
-	// haltAt: while the State in force is a refused record, the instant the
-	// hold becomes a halt (the session's deadline at the refusal).
-	haltAt time.Time
 	// reported: the last refused revision logged and reported.
 	reported int64
 	// verified: the last revision whose writer was proven the leader.
@@ -186,12 +185,6 @@ func (f *Follower) update(fn func(*State)) {
 	fn(&f.st)
 	if f.st.Assignment != before.Assignment || f.st.Revision != before.Revision || f.st.Session != before.Session || f.st.Refused != before.Refused {
 		f.st.Applied = false
-		if f.st.Refused != "" && (before.Refused == "" || before.Revision != f.st.Revision) {
-			f.haltAt = f.deadline
-			if f.haltAt.IsZero() {
-				f.haltAt = time.Now()
-			}
-		}
 		if f.opStop != nil {
 			f.opStop()
 		}
@@ -326,31 +319,66 @@ func (f *Follower) session(ctx context.Context) {
 // alive when session is true). It returns the read's header revision. A
 // record that cannot be accepted is recorded as refused, not returned as an
 // error: the session goes on and the Target holds.
+//
+// When the key is still at the revision of the State in force, its value is
+// not fetched again: the backstop read every TTL/4 costs a few bytes however
+// large the record is (etcd's request limit, not the library's record limit,
+// bounds what may be written).
 func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, error) {
 	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
 	defer cancel()
+	f.mu.Lock()
+	known := f.st.Revision
+	f.mu.Unlock()
+	if known > 0 {
+		key := f.keys.Assignment()
+		tr, err := f.cfg.Client.Txn(gctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", known)).Else(clientv3.OpGet(key)).Commit()
+		if err != nil {
+			return 0, err
+		}
+		if tr.Succeeded {
+			if session {
+				f.update(func(s *State) { s.Session = true })
+			}
+			return tr.Header.Revision, nil
+		}
+		return f.readRecord(gctx, (*clientv3.GetResponse)(tr.Responses[0].GetResponseRange()), tr.Header.Revision, session)
+	}
 	resp, err := f.cfg.Client.Get(gctx, f.keys.Assignment())
 	if err != nil {
 		return 0, err
 	}
+	return f.readRecord(gctx, resp, resp.Header.Revision, session)
+}
+
+// readRecord records what a read of the assignment key found (see
+// readAssignment) and returns hdr, the read's revision.
+func (f *Follower) readRecord(gctx context.Context, resp *clientv3.GetResponse, hdr int64, session bool) (int64, error) {
+	var err error
 	var a Assignment
 	var rev int64
 	var refused error
 	if len(resp.Kvs) > 0 {
 		rev = resp.Kvs[0].ModRevision
-		if a, refused, err = f.accept(gctx, resp.Kvs[0].Value, rev); err != nil {
+		if a, refused, err = f.accept(gctx, resp.Kvs[0]); err != nil {
 			return 0, err
 		}
 	}
 	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, session)
-	return resp.Header.Revision, nil
+	return hdr, nil
 }
 
-// accept decodes the record at rev and proves its writer was the leader at
-// rev. refused says why it cannot be acted on; err is a failure to find out
-// (etcd unreachable), after which nothing is recorded.
-func (f *Follower) accept(ctx context.Context, b []byte, rev int64) (a Assignment, refused, err error) {
-	a, refused = decodeAssignment(b)
+// accept decodes the record kv (the assignment key at its revision), proves
+// it is the write the decider committed there (verifyBinding: not a replay or
+// a copy) and that its writer was the leader at that revision. refused says
+// why it cannot be acted on; err is a failure to find out (etcd unreachable),
+// after which nothing is recorded.
+func (f *Follower) accept(ctx context.Context, kv *mvccpb.KeyValue) (a Assignment, refused, err error) {
+	rev := kv.ModRevision
+	a, refused = decodeAssignment(kv.Value)
+	if refused == nil {
+		refused = verifyBinding(a, kv)
+	}
 	if refused != nil {
 		return Assignment{}, refused, nil
 	}
@@ -393,7 +421,7 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 		}
 	})
 	if report {
-		f.log.Error("etcdcoord: assignment refused: holding, and halting at the session's deadline unless a valid one replaces it",
+		f.log.Error("etcdcoord: assignment refused: holding until a valid one replaces it",
 			"follower", f.cfg.Name, "revision", rev, "err", refused)
 		if f.cfg.OnBadRecord != nil {
 			f.cfg.OnBadRecord(BadRecord{Key: f.keys.Assignment(), Revision: rev, Err: refused})
@@ -416,7 +444,7 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 				continue
 			}
 			vctx, vcancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-			a, refused, err := f.accept(vctx, ev.Kv.Value, r)
+			a, refused, err := f.accept(vctx, ev.Kv)
 			vcancel()
 			if err != nil {
 				return // cannot check the writer: the session re-reads
@@ -449,11 +477,6 @@ func (f *Follower) apply(ctx context.Context) {
 		f.mu.Unlock()
 		err := f.applyOne(opCtx, st)
 		stop()
-		var hold errHoldUntil
-		if errors.As(err, &hold) {
-			retry.Reset(time.Until(hold.until))
-			continue
-		}
 		if err != nil {
 			if ctx.Err() == nil && opCtx.Err() == nil {
 				f.log.Warn("etcdcoord: apply assignment", "follower", f.cfg.Name, "err", err)
@@ -470,20 +493,17 @@ func (f *Follower) applyOne(ctx context.Context, st State) error {
 		return t.Halt(ErrSessionLost)
 	}
 	if st.Refused != "" {
+		// Hold, not halt: a refused record is no decision, and the leading
+		// decider overwrites it. The hold grants nothing; the session's end
+		// still halts.
 		cause := fmt.Errorf("%w: the assignment at revision %d was refused: %s", ErrBadRecord, st.Revision, st.Refused)
-		f.mu.Lock()
-		haltAt := f.haltAt
-		f.mu.Unlock()
-		if time.Now().Before(haltAt) {
-			if err := t.Hold(cause); err == nil {
-				return errHoldUntil{haltAt}
+		if err := t.Hold(cause); err != nil {
+			// A switch of our own is under way: halting abandons it, so it
+			// cannot release flow while the record is refused.
+			if err := t.Halt(cause); err != nil {
+				return err
 			}
-			// A switch of our own is under way: halting abandons it.
 		}
-		if err := t.Halt(cause); err != nil {
-			return err
-		}
-		f.log.Error("etcdcoord: assignment still refused at the session's deadline: halted", "follower", f.cfg.Name, "revision", st.Revision)
 		return f.ack(ctx, st)
 	}
 	if st.Revision == 0 {
@@ -568,9 +588,3 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 	}
 	return nil
 }
-
-// errHoldUntil: the Target holds on a refused record until the instant given,
-// when the applier halts it.
-type errHoldUntil struct{ until time.Time }
-
-func (e errHoldUntil) Error() string { return "holding until " + e.until.String() }

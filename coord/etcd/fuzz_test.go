@@ -13,14 +13,14 @@ import (
 // FuzzDecodeAssignment: any bytes give an error wrapping ErrBadRecord or a
 // record that passes its checks and round-trips through JSON unchanged.
 func FuzzDecodeAssignment(f *testing.F) {
-	valid := Assignment{Phase: PhaseActive, Endpoint: "eu", Decider: "decider-1", Term: 7, Lease: 0x694d7b5c3e2a1f01, Reason: "initial assignment: the primary", At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)}
+	valid := Assignment{Phase: PhaseActive, Endpoint: "eu", Decider: "decider-1", Term: 7, Lease: 0x694d7b5c3e2a1f01, Created: 12, Version: 3, Reason: "initial assignment: the primary", At: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)}
 	b, _ := json.Marshal(valid)
 	f.Add(b)
 	fence := valid
 	fence.Phase, fence.Target = PhaseFencing, "us"
 	b, _ = json.Marshal(fence)
 	f.Add(b)
-	for _, s := range []string{"{garbage", "", "null", "{}", `{"phase":"active"}`, `{"phase":"halted","endpoint":"eu","decider":"d","term":1,"lease":1,"at":"2025-01-01T00:00:00+01:00"}`,
+	for _, s := range []string{"{garbage", "", "null", "{}", `{"phase":"active"}`, `{"phase":"halted","endpoint":"eu","decider":"d","term":1,"lease":1,"version":1,"at":"2025-01-01T00:00:00+01:00"}`,
 		`{"phase":"active","endpoint":"e/u","decider":"d","term":1,"lease":1}`, `{"phase":"active","endpoint":"eu","decider":"d","term":-1,"lease":1}`} {
 		f.Add([]byte(s))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -42,4 +43,31 @@ func verifyWriter(ctx context.Context, cli *clientv3.Client, keys keyLayout, a A
 			ErrBadRecord, rev, excerpt(a.Decider), a.Term, a.Lease, kv.CreateRevision), nil
 	}
 	return nil, nil
+}
+
+// verifyBinding proves that kv (the assignment key at the record's revision)
+// is the write the decider committed for a: the key's CreateRevision and
+// Version are the ones the record names (see Assignment.Created). Any other
+// write of the same bytes (a replay of a genuine record, at once or later, a
+// copy restored by hand) has a higher Version or another CreateRevision. A
+// record that created its key can be replayed after a delete, so it may not
+// release flow: PhaseActive is refused. It needs no history: a compacted
+// etcd proves it as well.
+func verifyBinding(a Assignment, kv *mvccpb.KeyValue) error {
+	if a.Created == 0 {
+		if kv.Version != 1 || a.Version != 1 {
+			return fmt.Errorf("%w: the assignment at revision %d claims to have created its key (version %d), but the key is at version %d: a replay or a copy",
+				ErrBadRecord, kv.ModRevision, a.Version, kv.Version)
+		}
+		if a.Phase == PhaseActive {
+			return fmt.Errorf("%w: the assignment at revision %d created its key and releases flow: only a fence or a halt may create the key (a record that created it can be replayed after a delete)",
+				ErrBadRecord, kv.ModRevision)
+		}
+		return nil
+	}
+	if kv.CreateRevision != a.Created || kv.Version != a.Version {
+		return fmt.Errorf("%w: the assignment at revision %d is not the decider's write there: it was written as version %d of the key created at %d, and the key is at version %d created at %d: a replay or a copy",
+			ErrBadRecord, kv.ModRevision, a.Version, a.Created, kv.Version, kv.CreateRevision)
+	}
+	return nil
 }

@@ -49,9 +49,16 @@ func freePort(tb testing.TB) string {
 // the server grants is one second.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return StartWith(tb)
+}
+
+// StartWith is Start with each of opts applied to the member's configuration
+// before it starts (for example a request size limit).
+func StartWith(tb testing.TB, opts ...func(*embed.Config)) *Server {
+	tb.Helper()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := start(tb)
+		s, err := start(tb, opts)
 		if err == nil {
 			tb.Cleanup(s.Close)
 			return s
@@ -62,7 +69,7 @@ func Start(tb testing.TB) *Server {
 	return nil
 }
 
-func start(tb testing.TB) (*Server, error) {
+func start(tb testing.TB, opts []func(*embed.Config)) (*Server, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "etcdtest"
 	cfg.Dir = tb.TempDir()
@@ -80,6 +87,9 @@ func start(tb testing.TB) (*Server, error) {
 	cfg.ListenPeerUrls = []url.URL{*pu}
 	cfg.AdvertisePeerUrls = []url.URL{*pu}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	for _, o := range opts {
+		o(cfg)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, err
