@@ -27,12 +27,8 @@
 //		log.Fatal(err)
 //	}
 //
-// Start returns once an endpoint is eligible, or after Config.StartWait with
-// an error wrapping ErrNoEligibleEndpoint. A configuration error does not
-// wait: when every endpoint answers the probe with a rejection
-// (ErrProbeRejected: a refused key, a malformed request, a path the server
-// does not have), Start fails within one probe round, and its error names
-// each endpoint and its answer.
+// Start returns once an endpoint is eligible; when every endpoint rejects
+// the probe (ErrProbeRejected: a refused key), it fails within one round.
 //
 // Most applications hand p to a transport (transports/rest, ws, fix). What
 // a transport does for each order:
