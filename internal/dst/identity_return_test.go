@@ -8,12 +8,16 @@ import (
 // A switch away from the endpoint flow was last released on, abandoned
 // before a release (the target's identity could not be re-proved), and a
 // switch back to it: flow must not return to it on the strength of its old
-// release, because it may front another account by now. Seeds 505 and 821
-// (composed) flip the identity of "us" while flow is on it, switch to "eu",
-// halt there, and switch back; before the fix the gate opened on "us"
-// without a check and granted an order there.
+// release, because it may front another account by now. Seed 505
+// (composed) flips the identity of "us" while flow is on it, switches to
+// "eu", halts there, and switches back; before the fix the gate opened on
+// "us" without a check and granted an order there. (Seed 821 did too until
+// this round's evidence and failback changes; it now makes one switch. With
+// those changes no composed seed of 1–1500 of this build re-finds the
+// planted return without re-proof, plant return-without-reproof: see
+// internal/dst/doc.go.)
 func TestSimReturnToLastReleasedReprovesIdentity(t *testing.T) {
-	for _, seed := range []uint64{505, 821} {
+	for _, seed := range []uint64{505} {
 		res := runSeed(t, seed, Options{})
 		for _, v := range res.Violations {
 			if strings.Contains(v, InvIdentityAtSwitch) {
