@@ -223,8 +223,12 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		if !c.failback && !c.p.cfg.ExternalDecisions {
 			// While the fence is retried, the old endpoint may answer again:
 			// then the switch is no longer warranted.
-			if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome == engine.NoAction {
+			d, err := c.p.eng.EvaluateFailover(false)
+			if err == nil && d.Outcome == engine.NoAction {
 				c.abandonFence(ctx, "the active endpoint answers again")
+				return
+			}
+			if err == nil && c.retargetArm(ctx, d) { // deadman.go
 				return
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/venue"
 )
 
@@ -102,6 +103,26 @@ func (c *controller) armed(ctx context.Context, res bgResult) {
 		c.hold(fmt.Errorf("switch from %q to %q: fencing", c.fenceFrom, c.fenceTo))
 	}
 	c.attemptFence(ctx)
+}
+
+// retargetArm moves a failover whose dead-man arm has failed on its target
+// to the target the engine names now (d, from EvaluateFailover without a
+// confirmed fence), when that is another endpoint: the old path is not
+// fenced before an arm succeeds, so nothing is undone, and an arm retried on
+// a target that died would hold (then halt) flow while another endpoint is
+// eligible. It reports whether it did. A failback is never moved (it is given
+// up instead, armed), nor a switch whose arm is running or has succeeded.
+func (c *controller) retargetArm(ctx context.Context, d engine.Decision) bool {
+	if c.failback || d.Outcome != engine.FenceRequired || d.To == "" || d.To == c.fenceTo ||
+		!c.needArm() || c.armRun != nil || c.armAttempt == 0 {
+		return false
+	}
+	was, attempts := c.fenceTo, c.armAttempt
+	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
+	c.startSwitchVerification(ctx, d.To) // identity re-proved for the new target (guard.go)
+	c.hold(fmt.Errorf("failover from %q to %q: fencing (dead-man timer not armed on %q after %d attempt(s), no longer the target)", d.From, d.To, was, attempts))
+	c.beginFence(ctx, d.From, d.To, false)
+	return true
 }
 
 // needArm reports whether the switch being fenced must first arm the
