@@ -64,3 +64,59 @@ func TestDeadManArmFailingOnADeadTargetMovesToAnother(t *testing.T) {
 		}
 	})
 }
+
+// A failover whose dead-man arm is refused on its target FenceAttempts times
+// in a row, the target's probe passing, passes that target over while
+// another endpoint is eligible: it moves there, arms the timer through it,
+// fences the old path toward it and releases flow on it. Before, the Path
+// halted and retried the refused target for as long as it refused.
+func TestDeadManArmRefusedOnTargetPassesItOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var armed []string
+		arm := func(ctx context.Context, a pathdialer.DeadManArm) error {
+			mu.Lock()
+			defer mu.Unlock()
+			armed = append(armed, a.Endpoint.Name)
+			if a.Endpoint.Name == "us" {
+				return errors.New("cancel-all-after: 403 refused")
+			}
+			return nil
+		}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Endpoints = append(c.Endpoints, epEU2)
+			c.Venue = venue.KrakenSpot()
+			c.DeadMan = arm
+			c.FenceAttempts = 3
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeFail)
+		reportDown(h.p, "eu", 0)
+		sw := h.await(pathdialer.EventSwitch, nil)
+		if sw.To != "eu2" {
+			t.Fatalf("switch %v: want to eu2, us refusing every arm", sw)
+		}
+		h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "eu2" })
+		fences := h.hooks.fenceCalls()
+		if len(fences) == 0 {
+			t.Fatal("no fence before the switch")
+		}
+		for _, f := range fences {
+			if f.To != "eu2" {
+				t.Fatalf("fence %+v: the old path was fenced toward %q, whose dead-man timer was never armed", f, f.To)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, a := range armed {
+			if a == "us" {
+				n++
+			}
+		}
+		if n != 3 || armed[len(armed)-1] != "eu2" {
+			t.Fatalf("arms %v: want FenceAttempts (3) on us, then eu2", armed)
+		}
+	})
+}

@@ -297,10 +297,10 @@ var defects = map[string]Defect{
 	},
 	// A failover whose dead-man arm fails on its target is retried on that
 	// target for as long as it fails (held, then halted), even when the
-	// target is DOWN and the engine names another eligible one.
+	// target is DOWN or refuses arms and another endpoint is eligible.
 	"deadman-arm-pinned": {
 		File:      "pathdialer/deadman.go",
-		Doc:       "a failover whose dead-man arm fails stays on its target: retried there while the target is DOWN and another endpoint is eligible",
+		Doc:       "a failover whose dead-man arm fails stays on its target: retried there while the target is DOWN or refuses arms and another endpoint is eligible",
 		Invariant: "gate-open-while-usable",
 		Composed:  true,
 		Func:      "controller.retargetArm",
