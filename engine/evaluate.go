@@ -21,6 +21,19 @@ import (
 // endpoint's health (never acted on) in Notes.
 // It returns ErrNoActiveEndpoint before a primary is registered.
 func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
+	return m.EvaluateFailoverAvoiding(fenceConfirmed, nil)
+}
+
+// EvaluateFailoverAvoiding is EvaluateFailover with the endpoints named in
+// avoid passed over as targets while another eligible endpoint exists: a
+// caller that cannot complete a switch to one of them (for example, the
+// venue's dead-man timer cannot be armed through it) asks for the next. When
+// every eligible endpoint is in avoid, the target is chosen among them as
+// EvaluateFailover would. A target passed over is named in Notes. Nothing
+// else changes: whether failover is warranted, health, cooldown and the
+// flap limiter are as with EvaluateFailover, and the Manager keeps nothing of
+// avoid.
+func (m *Manager) EvaluateFailoverAvoiding(fenceConfirmed bool, avoid []string) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.active == nil {
@@ -35,7 +48,7 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 		d.Notes = m.activeNotesLocked(act, now)
 		return d, nil
 	}
-	target := m.bestTargetLocked(now)
+	target := m.bestTargetLocked(now, avoid)
 	if target == nil {
 		d.Notes = append([]string{reason}, m.ineligibleNotesLocked(now)...)
 		d.Stale = m.staleCandidatesLocked(now)
@@ -57,6 +70,9 @@ func (m *Manager) EvaluateFailover(fenceConfirmed bool) (Decision, error) {
 	}
 	d.To = target.ep.Name
 	d.Notes = []string{reason}
+	if best := m.bestTargetLocked(now, nil); best != target {
+		d.Notes = append(d.Notes, fmt.Sprintf("%q passed over as a target (the caller avoids it): %q instead", best.ep.Name, target.ep.Name))
+	}
 	if !m.cfg.BrokerFencesAtLogon && !fenceConfirmed {
 		d.Outcome = FenceRequired
 		d.Notes = append(d.Notes, fmt.Sprintf("fence %q before switching to %q", act.ep.Name, target.ep.Name))
@@ -194,14 +210,21 @@ func (m *Manager) failoverReasonLocked(act *endpointState, now time.Time) string
 }
 
 // bestTargetLocked returns the eligible endpoint with the lowest priority other
-// than the active one, or nil.
-func (m *Manager) bestTargetLocked(now time.Time) *endpointState {
+// than the active one, or nil; one named in avoid only when every eligible
+// endpoint is.
+func (m *Manager) bestTargetLocked(now time.Time, avoid []string) *endpointState {
+	var avoided *endpointState
 	for _, es := range m.ranked {
 		if es != m.active && m.eligibleLocked(es, now) && m.switchVerifiedLocked(es, now) {
-			return es
+			if !slices.Contains(avoid, es.ep.Name) {
+				return es
+			}
+			if avoided == nil {
+				avoided = es
+			}
 		}
 	}
-	return nil
+	return avoided
 }
 
 // activeNotesLocked explains a NoAction verdict when there is something a human

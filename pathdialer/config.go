@@ -527,7 +527,10 @@ type Config struct {
 	// switch goes to before the old path is fenced: the fence waits for it,
 	// at most DeadManTimeout a try; a failure holds the switch loudly
 	// (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), is retried
-	// with FenceBackoff, and halts after FenceAttempts in a row; a failback
+	// with FenceBackoff, and halts after FenceAttempts in a row; a failover
+	// moves instead to the next eligible endpoint when its target goes DOWN,
+	// or when its arm failed FenceAttempts times in a row (that target is
+	// passed over for the rest of the switch); a failback
 	// arms it before holding anything, and a failure gives the failback up
 	// (FailbackBackoff). Switches
 	// through Engine.BrokerFencesAtLogon (no fence step) arm it right after the

@@ -40,6 +40,10 @@ type controller struct {
 	armOK      bool
 	armAttempt int
 	armRun     *bgRun
+	// avoid: the targets of this failover passed over because their
+	// dead-man arm failed FenceAttempts times in a row (deadman.go); cleared
+	// when the switch ends (beginReconcile)
+	avoid []string
 	// open-order reconcile (openorders.go): owed after a fence, by the next
 	// release; the runs in progress by service
 	ooDue  *ooSwitch
@@ -223,8 +227,12 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 		if !c.failback && !c.p.cfg.ExternalDecisions {
 			// While the fence is retried, the old endpoint may answer again:
 			// then the switch is no longer warranted.
-			if d, err := c.p.eng.EvaluateFailover(false); err == nil && d.Outcome == engine.NoAction {
+			d, err := c.p.eng.EvaluateFailoverAvoiding(false, c.avoid)
+			if err == nil && d.Outcome == engine.NoAction {
 				c.abandonFence(ctx, "the active endpoint answers again")
+				return
+			}
+			if err == nil && c.retargetArm(ctx, d) { // deadman.go
 				return
 			}
 		}
@@ -554,6 +562,7 @@ func (c *controller) switched(ctx context.Context, d engine.Decision, reason str
 }
 
 func (c *controller) beginReconcile(ctx context.Context, from, to string, gen uint64, reason string) {
+	c.avoid = nil // the switch ended (made, abandoned or resumed)
 	p := c.p
 	c.phase = phaseReconciling
 	c.retryAt = time.Time{}

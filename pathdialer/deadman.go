@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/venue"
 )
 
@@ -87,6 +89,14 @@ func (c *controller) armed(ctx context.Context, res bgResult) {
 			c.abandonFence(ctx, fmt.Sprintf("failback: dead-man timer not armed on %q after %d attempts: %v", c.fenceTo, c.armAttempt, res.err))
 			return
 		}
+		if c.armAttempt >= p.cfg.FenceAttempts && !p.cfg.ExternalDecisions && !slices.Contains(c.avoid, c.fenceTo) {
+			// Passed over while another endpoint is eligible: the switch
+			// moves there now, or when one becomes eligible (step).
+			c.avoid = append(c.avoid, c.fenceTo)
+			if d, err := p.eng.EvaluateFailoverAvoiding(false, c.avoid); err == nil && c.retargetArm(ctx, d) {
+				return
+			}
+		}
 		if c.armAttempt >= p.cfg.FenceAttempts {
 			c.halt(haltDeadMan, fmt.Errorf("dead-man timer not armed on %q, %d attempts in a row (retrying; the old path is not fenced before it is): %w", c.fenceTo, c.armAttempt, err))
 		} else {
@@ -102,6 +112,29 @@ func (c *controller) armed(ctx context.Context, res bgResult) {
 		c.hold(fmt.Errorf("switch from %q to %q: fencing", c.fenceFrom, c.fenceTo))
 	}
 	c.attemptFence(ctx)
+}
+
+// retargetArm moves a failover whose dead-man arm has failed on its target
+// to the target the engine names now (d, from EvaluateFailoverAvoiding
+// without a confirmed fence), when that is another endpoint: the old path is
+// not fenced before an arm succeeds, so nothing is undone, and an arm
+// retried on a target that died, or that refuses arms, would hold (then
+// halt) flow while another endpoint is eligible. A target whose arm failed
+// FenceAttempts times in a row is passed over for the rest of the switch
+// (controller.avoid) while another is eligible; with none, the arm is
+// retried on it as before. It reports whether it moved the switch. A failback is never moved (it is given
+// up instead, armed), nor a switch whose arm is running or has succeeded.
+func (c *controller) retargetArm(ctx context.Context, d engine.Decision) bool {
+	if c.failback || c.p.cfg.ExternalDecisions || d.Outcome != engine.FenceRequired || d.To == "" || d.To == c.fenceTo ||
+		!c.needArm() || c.armRun != nil || c.armAttempt == 0 {
+		return false
+	}
+	was, attempts := c.fenceTo, c.armAttempt
+	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
+	c.startSwitchVerification(ctx, d.To) // identity re-proved for the new target (guard.go)
+	c.hold(fmt.Errorf("failover from %q to %q: fencing (dead-man timer not armed on %q after %d attempt(s), no longer the target)", d.From, d.To, was, attempts))
+	c.beginFence(ctx, d.From, d.To, false)
+	return true
 }
 
 // needArm reports whether the switch being fenced must first arm the

@@ -266,7 +266,12 @@
 //     fence waits for it, at most DeadManTimeout a try. A failure is a loud
 //     hold (EventDeadManFailure, the gate's cause, Snapshot.DeadMan), retried
 //     with FenceBackoff, and a halt after FenceAttempts in a row: the old path
-//     is never left with no timer armed on the new one. A failback arms it
+//     is never left with no timer armed on the new one. A failover is not
+//     pinned to its target: when the target goes DOWN, or its arm failed
+//     FenceAttempts times in a row (it is then passed over for the rest of
+//     the switch), the switch moves to the next eligible endpoint, arms the
+//     timer there and fences the old path toward it; only with no other
+//     eligible endpoint does it halt and keep retrying. A failback arms it
 //     before anything is held, over a primary whose identity was re-proved,
 //     and a failed arm gives the failback up (Config.FailbackBackoff), with
 //     flow left on the backup. An arm still running when the switch is abandoned is

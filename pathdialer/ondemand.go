@@ -47,7 +47,7 @@ func (c *controller) evaluate(ctx context.Context, failback, fenceConfirmed bool
 		if failback {
 			return p.eng.EvaluateFailback(fenceConfirmed)
 		}
-		return p.eng.EvaluateFailover(fenceConfirmed)
+		return p.eng.EvaluateFailoverAvoiding(fenceConfirmed, c.avoid) // targets whose dead-man arm failed (deadman.go)
 	}
 	d, err := eval()
 	if err != nil {

@@ -204,9 +204,18 @@ func (a availRec) judge(viol func(inv, format string, args ...any)) AvailFigure 
 		}
 		// Coordinated seeds: the Path follows the coordinator's latest
 		// assignment; while it names a region a switch cannot reach, the
-		// closure is the coordinator's.
-		if to := a.assignedAt(t0); to != "" && to != active && a.usable(to, active, t0) != pathOK {
-			exempt = true
+		// closure is the coordinator's. So it is while the switch into the
+		// assigned region, already made active, cannot complete because its
+		// reconcile cannot read there (its lookups fail or hang): the Path
+		// may not leave an assigned region on its own, and the closure is
+		// owed from the lookups' heal.
+		if to := a.assignedAt(t0); to != "" {
+			if to != active && a.usable(to, active, t0) != pathOK {
+				exempt = true
+			}
+			if to == active && !open && a.readsFail(to, t0) {
+				exempt = true
+			}
 		}
 		if exempt {
 			exEnd = t1
@@ -385,6 +394,17 @@ func (a availRec) usable(r, active string, t time.Time) int {
 		}
 	}
 	return st
+}
+
+// readsFail reports whether region r's order lookups (the reconcile's
+// reads) fail or hang at t.
+func (a availRec) readsFail(r string, t time.Time) bool {
+	for _, s := range a.spans {
+		if s.region == r && (s.kind == spanLookup || s.kind == spanHang) && (ival{from: s.from, to: s.to}).covers(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // fenceIntervals: while a Fencer call for an endpoint has not returned nil

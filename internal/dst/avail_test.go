@@ -217,3 +217,34 @@ func TestAvailFenceTowardDeadTarget(t *testing.T) {
 	wantNone(t, judge("us"))
 	wantOnly(t, judge("ap"), InvAvailable)
 }
+
+// Coordinated seeds: the Path follows the coordinator's assignment and may
+// not leave it on its own. A switch into the assigned region whose order
+// lookups fail cannot complete (its reconcile cannot read there), before the
+// engine made it active and after: the closure is the coordinator's until
+// the lookups heal, and is owed from then on. Without an assignment (the
+// Path decides) the same record is a closure beyond the bound.
+func TestAvailAssignedRegionReadsFailing(t *testing.T) {
+	judge := func(releaseAt int, assigns []coordEvent) []string {
+		var out []string
+		gates := []gateRec{
+			{at: at(1000), kind: pathdialer.EventHold, seq: 1},
+			{at: at(1100), kind: pathdialer.EventSwitch, from: "eu", to: "us", seq: 2},
+			{at: at(releaseAt), kind: pathdialer.EventRelease, seq: 3},
+		}
+		a := availRec{
+			start: t0, from: t0, end: at(30000), regions: []string{"eu", "us"}, primary: "eu", gates: gates,
+			spans: []span{
+				{region: "eu", kind: spanNet, from: at(500), to: at(2000)},
+				{region: "us", kind: spanLookup, from: at(900), to: at(8000)},
+			},
+			assigns: assigns, fenceRetry: 500 * time.Millisecond, bound: 2 * time.Second, boundText: "test", gap: time.Second,
+		}
+		a.judge(func(inv, format string, args ...any) { out = append(out, inv) })
+		return out
+	}
+	assigned := []coordEvent{{at: at(1000), kind: "us"}}
+	wantNone(t, judge(9500, assigned))
+	wantOnly(t, judge(11000, assigned), InvAvailable)
+	wantOnly(t, judge(9500, nil), InvAvailable)
+}

@@ -295,6 +295,19 @@ var defects = map[string]Defect{
 	return nil, ""
 }`,
 	},
+	// A failover whose dead-man arm fails on its target is retried on that
+	// target for as long as it fails (held, then halted), even when the
+	// target is DOWN or refuses arms and another endpoint is eligible.
+	"deadman-arm-pinned": {
+		File:      "pathdialer/deadman.go",
+		Doc:       "a failover whose dead-man arm fails stays on its target: retried there while the target is DOWN or refuses arms and another endpoint is eligible",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Func:      "controller.retargetArm",
+		Body: `func (c *controller) retargetArm(ctx context.Context, d engine.Decision) bool {
+	return false // DEFECT (plant deadman-arm-pinned): the arm is retried on its target whatever the engine names now
+}`,
+	},
 
 	// Section 3: a stream's failures reported as the orders' evidence.
 	"stream-reports": {
