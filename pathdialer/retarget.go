@@ -17,37 +17,54 @@ import (
 // may answer lookups per region.
 //
 // So a target whose reconcile cannot succeed is not retried for ever while
-// another endpoint could carry flow: while another endpoint is eligible,
-// every attempt that failed without answering for a single order counts
-// against the target as a failed trade-path check (engine:
-// ObserveTradePath), and Engine.FailureThreshold of them in a row (with
-// the target's other live-traffic failures) take it DOWN. The switch then
-// goes to the eligible endpoint as any failover does: the reconcile in
-// progress is abandoned, its orders carried to the next one, the target
-// fenced, and flow released on the new endpoint only after its own
-// reconcile succeeded there. With no other endpoint eligible the attempts
-// are only retried (halting after ReconcileAttempts, retrying behind the
-// halt): the failures of the only path are not held against it, and flow
-// resumes there as soon as its reads answer.
+// another endpoint could carry flow: when Engine.FailureThreshold attempts
+// in a row of the switch's reconcile failed on the target without answering
+// for a single order, and another endpoint is eligible, the target is taken
+// DOWN as FailureThreshold failed trade-path checks would take it
+// (engine: ObserveTradePath; the probe passing, a gray failure, which ends
+// on trade-path evidence). The switch then goes to the eligible endpoint as
+// any failover does: the reconcile in progress is abandoned, its orders
+// carried to the next one, the target fenced, and flow released on the new
+// endpoint only after its own reconcile succeeded there. The attempts are
+// counted by the controller, not by the engine's run of live-traffic
+// failures, which a successful read of another kind (a quote, an account
+// read) through the target would end. With no other endpoint eligible the
+// attempts are only retried (halting after ReconcileAttempts, retrying
+// behind the halt): the failures of the only path are not held against it,
+// and flow resumes there as soon as its reads answer.
 //
 // An attempt that settled some orders before it failed (a venue's lookup
-// budget) is progress, never evidence; nor is one cut short by a hold, a
-// halt or a switch.
+// budget) is progress and starts the count again; one cut short by a hold,
+// a halt or a switch is not counted.
 
 // reconcileStuckOnTarget takes a failed attempt of the switch's reconcile
 // (Config.Reconcile alone) on target, which answered for answered orders.
-// While another endpoint is eligible it counts the failure against target;
-// when that makes target warrant failover, the switch moves on at once
-// (controller.step) and it returns true: the caller schedules no retry.
+// When FailureThreshold attempts in a row failed there with no answer and
+// another endpoint is eligible, it takes target DOWN and, when that makes
+// target warrant failover, moves the switch on at once (controller.step)
+// and returns true: the caller schedules no retry.
 func (c *controller) reconcileStuckOnTarget(ctx context.Context, target string, answered int, err error) bool {
 	p := c.p
-	if p.cfg.ExternalDecisions || answered > 0 || ctx.Err() != nil || errors.Is(err, errSuperseded) || errors.Is(err, context.Canceled) {
+	if p.cfg.ExternalDecisions || ctx.Err() != nil || errors.Is(err, errSuperseded) || errors.Is(err, context.Canceled) {
 		return false
 	}
-	if p.active.Load().rt.ep.Name != target || !c.otherEligible(target) {
+	if c.stuckRec != c.rec || answered > 0 {
+		c.stuckRec, c.stuckFails = c.rec, 0
+	}
+	if answered > 0 {
 		return false
 	}
-	p.observe(target, fmt.Errorf("reconcile through %q failed: %w", target, err), 0, true)
+	c.stuckFails++
+	thr := p.eng.Config().FailureThreshold
+	if c.stuckFails < thr || p.active.Load().rt.ep.Name != target || !c.otherEligible(target) {
+		return false
+	}
+	cause := fmt.Errorf("reconcile through %q failed %d times in a row with no order answered, while another endpoint is eligible: %w", target, c.stuckFails, err)
+	for range 2 * thr { // a success reported meanwhile (another kind of read) ends a run: record a full one
+		if st, _ := p.observe(target, cause, 0, true); st == engine.Down {
+			break
+		}
+	}
 	if d, derr := p.eng.EvaluateFailover(false); derr != nil || (d.Outcome != engine.FenceRequired && d.Outcome != engine.Switched) {
 		return false
 	}

@@ -16,9 +16,14 @@ import (
 // brokenLookups wraps a harness's Reconcile: while broken is set for the
 // target of a reconcile, its reads fail (HTTP 503 at once) or hang until the
 // reconcile's context ends (ReconcileTimeout).
-func brokenLookups(inner pathdialer.ReconcileFunc, broken func(to string) bool, hang bool) pathdialer.ReconcileFunc {
+// With p set, every broken attempt first reports a successful read of
+// another kind (a quote) through the target to p: only the lookups fail.
+func brokenLookups(inner pathdialer.ReconcileFunc, broken func(to string) bool, hang bool, p *atomic.Pointer[pathdialer.Path]) pathdialer.ReconcileFunc {
 	return func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 		if broken(r.To) {
+			if p != nil {
+				p.Load().Report(r.To, r.Token, nil, time.Millisecond)
+			}
 			if hang {
 				<-ctx.Done()
 				return nil, fmt.Errorf("order lookup through %s: no answer: %w", r.To, ctx.Err())
@@ -62,8 +67,10 @@ func TestReconcileStuckOnTargetMovesToEligibleEndpoint(t *testing.T) {
 		name     string
 		hang     bool
 		failback bool
+		readsOK  bool // other reads through the target succeed
 	}{
 		{name: "failover-lookups-503"},
+		{name: "failover-lookups-503-reads-ok", readsOK: true},
 		{name: "failover-lookups-hang", hang: true},
 		{name: "failback-lookups-hang", hang: true, failback: true},
 		{name: "failback-lookups-503", failback: true},
@@ -73,13 +80,20 @@ func TestReconcileStuckOnTargetMovesToEligibleEndpoint(t *testing.T) {
 				var stuck atomic.Value // the endpoint whose lookups fail ("" none)
 				stuck.Store("")
 				var cfg pathdialer.Config
+				var reads *atomic.Pointer[pathdialer.Path]
+				if tc.readsOK {
+					reads = new(atomic.Pointer[pathdialer.Path])
+				}
 				h := newHarness(t, func(c *pathdialer.Config) {
 					retargetConfig(c)
 					c.Engine.Cooldown = 5 * time.Second
 					c.Engine.FailbackSuccessThreshold = 2
-					c.Reconcile = brokenLookups(c.Reconcile, func(to string) bool { return stuck.Load().(string) == to }, tc.hang)
+					c.Reconcile = brokenLookups(c.Reconcile, func(to string) bool { return stuck.Load().(string) == to }, tc.hang, reads)
 					cfg = *c
 				})
+				if reads != nil {
+					reads.Store(h.p)
+				}
 				defer h.close()
 				h.start()
 
@@ -178,7 +192,7 @@ func TestReconcileStuckOnOnlyPathRetriesThere(t *testing.T) {
 		var stuck atomic.Bool
 		h := newHarness(t, func(c *pathdialer.Config) {
 			retargetConfig(c)
-			c.Reconcile = brokenLookups(c.Reconcile, func(to string) bool { return to == "us" && stuck.Load() }, false)
+			c.Reconcile = brokenLookups(c.Reconcile, func(to string) bool { return to == "us" && stuck.Load() }, false, nil)
 		})
 		defer h.close()
 		h.start()
