@@ -60,6 +60,7 @@ func (c *controller) reconcileStuckOnTarget(ctx context.Context, target string, 
 		return false
 	}
 	cause := fmt.Errorf("reconcile through %q failed %d times in a row with no order answered, while another endpoint is eligible: %w", target, c.stuckFails, err)
+	p.log.Warn("pathdialer: reconcile cannot succeed on its target; another endpoint is eligible", "endpoint", target, "attempts", c.stuckFails, "err", err)
 	for range 2 * thr { // a success reported meanwhile (another kind of read) ends a run: record a full one
 		if st, _ := p.observe(target, cause, 0, true); st == engine.Down {
 			break
