@@ -18,8 +18,10 @@ import (
 //
 // So a target whose reconcile cannot succeed is not retried for ever while
 // another endpoint could carry flow: when Engine.FailureThreshold attempts
-// in a row of the switch's reconcile failed on the target without answering
-// for a single order, and another endpoint is eligible, the target is taken
+// (at least two: one failure may be the tail of an outage just ended, a
+// read breaker still open) in a row of the switch's reconcile failed on the
+// target without answering for a single order, and another endpoint is
+// eligible, the target is taken
 // DOWN as FailureThreshold failed trade-path checks would take it
 // (engine: ObserveTradePath; the probe passing, a gray failure, which ends
 // on trade-path evidence). The switch then goes to the eligible endpoint as
@@ -39,7 +41,7 @@ import (
 
 // reconcileStuckOnTarget takes a failed attempt of the switch's reconcile
 // (Config.Reconcile alone) on target, which answered for answered orders.
-// When FailureThreshold attempts in a row failed there with no answer and
+// When FailureThreshold attempts (at least two) in a row failed there with no answer and
 // another endpoint is eligible, it takes target DOWN and, when that makes
 // target warrant failover, moves the switch on at once (controller.step)
 // and returns true: the caller schedules no retry.
@@ -56,7 +58,7 @@ func (c *controller) reconcileStuckOnTarget(ctx context.Context, target string, 
 	}
 	c.stuckFails++
 	thr := p.eng.Config().FailureThreshold
-	if c.stuckFails < thr || p.active.Load().rt.ep.Name != target || !c.otherEligible(target) {
+	if c.stuckFails < max(thr, 2) || p.active.Load().rt.ep.Name != target || !c.otherEligible(target) {
 		return false
 	}
 	cause := fmt.Errorf("reconcile through %q failed %d times in a row with no order answered, while another endpoint is eligible: %w", target, c.stuckFails, err)

@@ -44,13 +44,13 @@ func retargetConfig(c *pathdialer.Config) {
 
 // retargetBound is how long a switch whose reconcile cannot succeed on its
 // target may keep the gate closed after another endpoint became eligible:
-// FailureThreshold failed attempts on the target (each at most
+// max(FailureThreshold, 2) failed attempts on the target (each at most
 // ReconcileTimeout, then ReconcileBackoff.Max), one more attempt in progress
 // when it became eligible, the fence of the target (FenceTimeout), and the
 // reconcile on the endpoint flow goes to (ReconcileTimeout).
 func retargetBound(c pathdialer.Config) time.Duration {
 	attempt := c.ReconcileTimeout + c.ReconcileBackoff.Max
-	return time.Duration(c.Engine.FailureThreshold+1)*attempt + c.FenceTimeout + c.ReconcileTimeout
+	return time.Duration(max(c.Engine.FailureThreshold, 2)+1)*attempt + c.FenceTimeout + c.ReconcileTimeout
 }
 
 // A switch (or a resume) whose reconcile cannot succeed on its target — its
