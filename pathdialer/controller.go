@@ -45,16 +45,12 @@ type controller struct {
 	ooDue  *ooSwitch
 	ooRuns map[string]*bgRun
 	// reconciling
-	rec   *Reconciliation
-	carry []TicketInfo // tickets taken by an abandoned reconcile
-	// stuckRec, stuckFails: the switch's reconcile whose attempts failed in
-	// a row on its target with no order answered, and how many (retarget.go)
-	stuckRec   *Reconciliation
-	stuckFails int
-	retryAt    time.Time
-	heldSince  time.Time
-	lastNote   string // last staleness note, to emit EventMonitorStale on change only
-	lastFbOut  engine.Outcome
+	rec       *Reconciliation
+	carry     []TicketInfo // tickets taken by an abandoned reconcile
+	retryAt   time.Time
+	heldSince time.Time
+	lastNote  string // last staleness note, to emit EventMonitorStale on change only
+	lastFbOut engine.Outcome
 	// noFailbackUntil: after a failback abandoned (its preparation or its
 	// fence failed), failback is not tried again before this
 	// (Config.FailbackBackoff, failback.go); fbAbandoned counts the failbacks
@@ -92,6 +88,11 @@ type controller struct {
 	recRun      *bgRun
 	fenceRun    *bgRun
 	drainRun    *bgRun
+
+	// stuckRec, stuckFails: the switch's reconcile whose attempts failed in
+	// a row on its target with no order answered, and how many (retarget.go)
+	stuckRec   *Reconciliation
+	stuckFails int
 }
 
 func (p *Path) control(ctx context.Context) {

@@ -21,10 +21,10 @@ import (
 // (at least two: one failure may be the tail of an outage just ended, a
 // read breaker still open) in a row of the switch's reconcile failed on the
 // target without answering for a single order, and another endpoint is
-// eligible, the target is taken
-// DOWN as FailureThreshold failed trade-path checks would take it
-// (engine: ObserveTradePath; the probe passing, a gray failure, which ends
-// on trade-path evidence). The switch then goes to the eligible endpoint as
+// eligible, the target is taken DOWN on that evidence, recorded as
+// FailureThreshold failures of live traffic (as failed trade-path checks
+// would be; with its probe passing, a gray failure, which ends on
+// trade-path evidence). The switch then goes to the eligible endpoint as
 // any failover does: the reconcile in progress is abandoned, its orders
 // carried to the next one, the target fenced, and flow released on the new
 // endpoint only after its own reconcile succeeded there. The attempts are
@@ -41,8 +41,8 @@ import (
 
 // reconcileStuckOnTarget takes a failed attempt of the switch's reconcile
 // (Config.Reconcile alone) on target, which answered for answered orders.
-// When FailureThreshold attempts (at least two) in a row failed there with no answer and
-// another endpoint is eligible, it takes target DOWN and, when that makes
+// When FailureThreshold attempts (at least two) in a row failed there with
+// no answer and another endpoint is eligible, it takes target DOWN and, when that makes
 // target warrant failover, moves the switch on at once (controller.step)
 // and returns true: the caller schedules no retry.
 func (c *controller) reconcileStuckOnTarget(ctx context.Context, target string, answered int, err error) bool {
