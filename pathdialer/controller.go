@@ -92,6 +92,11 @@ type controller struct {
 	recRun      *bgRun
 	fenceRun    *bgRun
 	drainRun    *bgRun
+
+	// stuckRec, stuckFails: the switch's reconcile whose attempts failed in
+	// a row on its target with no order answered, and how many (retarget.go)
+	stuckRec   *Reconciliation
+	stuckFails int
 }
 
 func (p *Path) control(ctx context.Context) {
@@ -641,6 +646,9 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 		r.Tickets = open
 		p.setPending(open[:len(open):len(open)])
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept})
+		if c.reconcileStuckOnTarget(ctx, r.To, len(kept), err) { // another endpoint can carry flow (retarget.go)
+			return
+		}
 		if r.Attempt >= p.cfg.ReconcileAttempts {
 			c.halt(haltReconcile, fmt.Errorf("reconcile on %q failed %d times in a row (retrying): %w", r.To, r.Attempt, err))
 		}

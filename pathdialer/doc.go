@@ -114,7 +114,14 @@
 //     succeeded, called with every ticket that was in flight or finished with an
 //     unknown outcome. After every switch, and before leaving a halt even on the
 //     same endpoint. A failing reconcile keeps holding, is retried with backoff,
-//     and halts after Config.ReconcileAttempts failures in a row.
+//     and halts after Config.ReconcileAttempts failures in a row. Its reads
+//     go through the endpoint flow will be released on; when
+//     Engine.FailureThreshold attempts (at least two) in a row failed there
+//     without answering for any order (lookups that fail or hang) while
+//     another endpoint is eligible, that endpoint is taken DOWN as failed
+//     trade-path checks would take it, and the switch goes to the eligible
+//     one (fenced first, its orders reconciled there before release). With
+//     no other endpoint eligible it is only retried.
 //  3. Halt is loud: when the active endpoint is DOWN or fronts another
 //     account and no other endpoint is eligible (after probing stale
 //     candidates at once, with orders held), Acquire returns ErrTradingHalted

@@ -589,6 +589,24 @@ var defects = map[string]Defect{
 			// A failback is voluntary`,
 		}},
 	},
+	// A switch's or a resume's reconcile that fails on its target (its
+	// lookups answer 503, or hang to ReconcileTimeout) is retried there for
+	// as long as it fails, halting after ReconcileAttempts and retrying
+	// behind the halt, while another endpoint is eligible: the gate stays
+	// closed although flow could move (found by the liveness moves: seeds
+	// 39, 269, 719, 879 resume through a region whose lookups answer 503;
+	// 316, 545 wait on a region whose reads hang).
+	"reconcile-stuck-on-target": {
+		File:      "pathdialer/controller.go",
+		Doc:       "a reconcile failing on its target is retried there for ever, never moved to another eligible endpoint",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Old: `		if c.reconcileStuckOnTarget(ctx, r.To, len(kept), err) { // another endpoint can carry flow (retarget.go)
+			return
+		}
+`,
+		Body: "\t\t// DEFECT (plant reconcile-stuck-on-target): retried on the target for as long as it fails\n",
+	},
 
 	// Section 4: the REST transport over a pooled HTTP/2 connection.
 
