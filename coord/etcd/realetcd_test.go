@@ -1,0 +1,375 @@
+//go:build realetcd
+
+// Tests against a real three-member etcd cluster (separate processes from
+// /usr/bin/etcd, see internal/realetcd). Built only with -tags realetcd:
+// `make test-etcd-real` installs the binary and runs them.
+
+package etcdcoord_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
+	"github.com/brokerpath/brokerpath/coord/etcd/internal/etcdtest"
+	"github.com/brokerpath/brokerpath/coord/etcd/internal/realetcd"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// realCluster starts the cluster or fails the test saying how to get etcd.
+func realCluster(t *testing.T) *realetcd.Cluster {
+	t.Helper()
+	dir := t.TempDir()
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		// Memory-backed data directories: fsync on a shared disk is not what
+		// these tests measure.
+		if d, err := os.MkdirTemp("/dev/shm", "realetcd-"); err == nil {
+			dir = d
+			t.Cleanup(func() { _ = os.RemoveAll(d) })
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := realetcd.Start(ctx, realetcd.Options{Dir: dir})
+	if err != nil {
+		t.Fatalf("start a real etcd cluster: %v (`make test-etcd-real` installs /usr/bin/etcd from Debian's etcd-server)", err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func realClient(t *testing.T, c *realetcd.Cluster) *clientv3.Client {
+	t.Helper()
+	cli, err := c.Client(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// haltCounter is a Path that counts the halts the follower sends while armed.
+type haltCounter struct {
+	*pathdialer.Path
+	armed atomic.Bool
+	halts atomic.Int64
+}
+
+func (h *haltCounter) Halt(cause error) error {
+	if h.armed.Load() {
+		h.halts.Add(1)
+	}
+	return h.Path.Halt(cause)
+}
+
+type realTrader struct {
+	*trader
+	target *haltCounter
+	mu     sync.Mutex
+	seen   map[int64]time.Time // revision -> first instant the follower had applied it
+}
+
+func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
+	pc := pathdialer.DefaultConfig()
+	pc.Endpoints = endpoints
+	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.ExternalDecisions = true
+	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
+	p, err := pathdialer.New(pc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := p.Start(r.ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { _ = p.Close() })
+	hc := &haltCounter{Path: p}
+	fc := etcdcoord.DefaultFollowerConfig() // 5 s lease, 500 ms margin
+	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, name, hc
+	f, err := etcdcoord.NewFollower(fc)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.goRun(r.ctx, f.Run)
+	rt := &realTrader{trader: &trader{name: name, path: p, f: f}, target: hc, seen: map[int64]time.Time{}}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for {
+			ch := f.Changed()
+			if st := f.State(); st.Applied && st.Session {
+				rt.mu.Lock()
+				if _, ok := rt.seen[st.Revision]; !ok {
+					rt.seen[st.Revision] = time.Now()
+				}
+				rt.mu.Unlock()
+			}
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-ch:
+			}
+		}
+	}()
+	return rt
+}
+
+func (rt *realTrader) appliedAt(rev int64) (time.Time, bool) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	at, ok := rt.seen[rev]
+	return at, ok
+}
+
+// writes records the decider's writes with the instant each returned.
+type writes struct {
+	mu   sync.Mutex
+	at   map[int64]time.Time
+	recs []rec
+}
+
+func (w *writes) on(a etcdcoord.Assignment, rev int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.at[rev] = time.Now()
+	w.recs = append(w.recs, rec{a, rev})
+}
+
+func (w *writes) all() []rec {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]rec(nil), w.recs...)
+}
+
+// waitApplied waits up to limit for the last record to be active on ep and
+// applied by every trader; it returns that record and whether it came.
+func waitApplied(h *history, ep string, limit time.Duration, trs []*trader) (rec, bool) {
+	for end := time.Now().Add(limit); time.Now().Before(end); <-time.After(5 * time.Millisecond) {
+		r, ok := h.last()
+		if !ok || r.a.Phase != etcdcoord.PhaseActive || r.a.Endpoint != ep {
+			continue
+		}
+		all := true
+		for _, tr := range trs {
+			if st := tr.f.State(); !gateOpenOn(tr.path, ep) || !st.Session || !st.Applied || st.Revision != r.rev {
+				all = false
+				break
+			}
+		}
+		if all {
+			return r, true
+		}
+	}
+	r, _ := h.last()
+	return r, false
+}
+
+// TestRealEtcdFrozenMember: one etcd member stopped with SIGSTOP (its TCP
+// connections stay open, quorum is intact) for longer than two follower
+// leases, with a switch in the middle. No follower may halt, the decider keeps
+// its term, every follower holds on the fence and acts on the new assignment
+// within a bound, and no ticket is granted under a token once etcd's history
+// has a newer active assignment.
+func TestRealEtcdFrozenMember(t *testing.T) {
+	for _, which := range []string{"follower-member", "leader-member"} {
+		t.Run(which, func(t *testing.T) { testFrozenMember(t, which == "leader-member") })
+	}
+}
+
+func testFrozenMember(t *testing.T, leader bool) {
+	n := envInt("BROKERPATH_REALETCD_N", 20)
+	bound := time.Duration(envInt("BROKERPATH_REALETCD_BOUND_MS", 1000)) * time.Millisecond
+	c := realCluster(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &rig{t: t, cli: realClient(t, c), reach: &reach{}, ctx: ctx}
+	t.Cleanup(func() { cancel(); r.wg.Wait() })
+	h := r.history()
+	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
+		r.observerWith(realClient(t, c), o)
+	}
+	w := &writes{at: map[int64]time.Time{}}
+	dcfg := deciderConfig(realClient(t, c), "decider-1")
+	dcfg.OnWrite = w.on
+	d, err := etcdcoord.NewDecider(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.goRun(r.ctx, d.Run)
+	trs := make([]*realTrader, n)
+	for i := range trs {
+		trs[i] = r.realTrader(realClient(t, c), fmt.Sprintf("trader-%03d", i))
+	}
+	plain := make([]*trader, n)
+	for i, tr := range trs {
+		plain[i] = tr.trader
+	}
+	first := waitActive(t, h, "eu", plain...)
+	var gmu sync.Mutex
+	var grants []grant
+	tctx, stopTrading := context.WithCancel(r.ctx)
+	var twg sync.WaitGroup
+	for _, tr := range trs {
+		tr.trade(tctx, &twg, &gmu, &grants)
+	}
+	// The decider must lead throughout: poll it.
+	var lostLead atomic.Int64
+	pctx, stopPoll := context.WithCancel(r.ctx)
+	var pwg sync.WaitGroup
+	pwg.Add(1)
+	go func() {
+		defer pwg.Done()
+		for pctx.Err() == nil {
+			if !d.Leading() {
+				lostLead.Add(1)
+			}
+			select {
+			case <-pctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	for _, tr := range trs {
+		tr.target.armed.Store(true)
+	}
+
+	victim := c.Leader(r.ctx)
+	if victim < 0 {
+		t.Fatal("no etcd leader")
+	}
+	if !leader {
+		victim = (victim + 1) % 3
+	}
+	frozeAt := time.Now()
+	if err := c.Freeze(victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("froze member %s (pid %d, leader %v); %d followers", c.Members[victim].Name, c.Members[victim].PID(), leader, n)
+	// Two follower leases into the freeze, eu goes down for every observer.
+	<-time.After(6 * time.Second)
+	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
+		r.reach.set(o, "eu", false)
+	}
+	switchAt := time.Now()
+	second, switched := waitApplied(h, "us", 20*time.Second, plain)
+	switchTook := time.Since(switchAt)
+	<-time.After(time.Until(frozeAt.Add(12 * time.Second)))
+	thawAt := time.Now()
+	if err := c.Thaw(victim); err != nil {
+		t.Fatal(err)
+	}
+	stopTrading()
+	twg.Wait()
+	stopPoll()
+	pwg.Wait()
+	for _, tr := range trs {
+		tr.target.armed.Store(false)
+	}
+
+	// Halts.
+	var halted []string
+	for _, tr := range trs {
+		if k := tr.target.halts.Load(); k > 0 {
+			halted = append(halted, fmt.Sprintf("%s(%d)", tr.name, k))
+		}
+	}
+	// The decider's term: every write during the run under one term.
+	terms := map[int64]bool{}
+	var fence rec
+	for _, wr := range w.all() {
+		terms[wr.a.Term] = true
+		if wr.a.Phase == etcdcoord.PhaseFencing && wr.rev > first.rev && wr.rev < second.rev {
+			fence = wr
+		}
+	}
+	// Fence -> every follower holding, and active -> every follower acting.
+	w.mu.Lock()
+	fenceAt, activeAt := w.at[fence.rev], w.at[second.rev]
+	w.mu.Unlock()
+	var fenceLag, activeLag []time.Duration
+	for _, tr := range trs {
+		if at, ok := tr.appliedAt(fence.rev); ok {
+			fenceLag = append(fenceLag, at.Sub(fenceAt))
+		} else {
+			fenceLag = append(fenceLag, -1) // skipped the fence (saw the active record first)
+		}
+		if at, ok := tr.appliedAt(second.rev); ok {
+			activeLag = append(activeLag, at.Sub(activeAt))
+		} else {
+			activeLag = append(activeLag, time.Hour) // never
+		}
+	}
+	sort.Slice(fenceLag, func(i, j int) bool { return fenceLag[i] < fenceLag[j] })
+	sort.Slice(activeLag, func(i, j int) bool { return activeLag[i] < activeLag[j] })
+	maxFence, maxActive := fenceLag[len(fenceLag)-1], activeLag[len(activeLag)-1]
+	// Stale grants, judged from etcd's history: a grant under token T on
+	// endpoint E needs an active record (E, T), and must come before the next
+	// active record was written (which the decider wrote only after every
+	// follower acknowledged the fence between them).
+	all := h.all()
+	stale := 0
+	for _, g := range grants {
+		ok := false
+		for i, hr := range all {
+			if hr.rev == int64(g.gen) && hr.a.Phase == etcdcoord.PhaseActive && hr.a.Endpoint == g.endpoint {
+				ok = true
+				for _, later := range all[i+1:] {
+					if later.a.Phase == etcdcoord.PhaseActive {
+						w.mu.Lock()
+						wat, known := w.at[later.rev]
+						w.mu.Unlock()
+						if known && g.at.After(wat) {
+							ok = false
+						}
+						break
+					}
+				}
+				break
+			}
+		}
+		if !ok {
+			stale++
+		}
+	}
+	if !switched {
+		t.Errorf("eu down -> assignment on us applied by every follower: not within %v", switchTook.Round(time.Millisecond))
+	}
+	t.Logf("eu down -> us applied by all: %v; frozen %v; %d grants, %d stale; halts %d/%d %v; decider terms %d, not leading %d polls; fence rev %d -> all holding %v (median %v); active rev %d -> all acting %v (median %v); thawed %v after the freeze",
+		switchTook.Round(time.Millisecond), thawAt.Sub(frozeAt).Round(time.Millisecond), len(grants), stale, len(halted), n, halted, len(terms), lostLead.Load(),
+		fence.rev, maxFence.Round(time.Millisecond), fenceLag[len(fenceLag)/2].Round(time.Millisecond),
+		second.rev, maxActive.Round(time.Millisecond), activeLag[len(activeLag)/2].Round(time.Millisecond), thawAt.Sub(frozeAt).Round(time.Millisecond))
+	if stale != 0 {
+		t.Errorf("%d grants under a token etcd's history had superseded", stale)
+	}
+	if len(halted) != 0 {
+		t.Errorf("%d of %d followers halted with one etcd member frozen (quorum intact): %v", len(halted), n, halted)
+	}
+	if len(terms) != 1 || lostLead.Load() != 0 {
+		t.Errorf("the decider lost its term: %d terms in its writes, not leading in %d polls", len(terms), lostLead.Load())
+	}
+	if fence.rev == 0 {
+		t.Errorf("no fence between the active records %d and %d", first.rev, second.rev)
+	} else if maxFence > bound {
+		t.Errorf("fence written -> last follower holding took %v, want <= %v", maxFence, bound)
+	}
+	if maxActive > bound {
+		t.Errorf("active written -> last follower acting took %v, want <= %v", maxActive, bound)
+	}
+	_ = etcdtest.Eventually
+}
