@@ -232,14 +232,23 @@ func (f *Follower) Run(ctx context.Context) error {
 
 // session runs one lease: grant, register, read and watch the Assignment, keep
 // the lease alive, and return when it cannot be proven alive any more.
+//
+// Every call has a timeout of its own, a fraction of the time left (see
+// callUntil), and one that timed out is made again on the next member: one
+// etcd member that stops answering with its connections open costs a
+// fraction of the lease, not the session.
 func (f *Follower) session(ctx context.Context) {
 	c := f.cfg.Client
 	ttl := int64(f.cfg.TTL / time.Second)
-	sent := time.Now()
-	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-	g, err := c.Grant(gctx, ttl)
-	cancel()
-	if err != nil {
+	floor := f.callFloor()
+	var g *clientv3.LeaseGrantResponse
+	var sent time.Time
+	if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/2), floor, func(cctx context.Context) error {
+		sent = time.Now()
+		var err error
+		g, err = c.Grant(cctx, ttl)
+		return err
+	}); err != nil {
 		return
 	}
 	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
@@ -258,11 +267,11 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
-	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
 	b, _ := json.Marshal(Ack{})
-	_, err = c.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
-	cancel()
-	if err != nil {
+	if err := callUntil(ctx, deadline, floor, func(cctx context.Context) error {
+		_, err := c.Put(cctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
+		return err
+	}); err != nil {
 		return
 	}
 	f.mu.Lock()
@@ -271,22 +280,18 @@ func (f *Follower) session(ctx context.Context) {
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	rev, err := f.readAssignment(ctx, true)
+	rev, err := f.readAssignment(ctx, deadline, true)
 	if err != nil {
 		return
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	lost := make(chan struct{})
-	var lostOnce sync.Once
-	markLost := func() { lostOnce.Do(func() { close(lost) }) }
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer markLost()
 		f.watch(sctx, rev)
 	}()
 	watchdog := time.NewTimer(time.Until(deadline))
@@ -297,16 +302,18 @@ func (f *Follower) session(ctx context.Context) {
 		select {
 		case <-sctx.Done():
 			return
-		case <-lost:
-			return
 		case <-watchdog.C:
 			f.log.Warn("etcdcoord: session cannot be proven alive: halting", "follower", f.cfg.Name)
 			return
 		case <-tick.C:
-			sent := time.Now()
-			kctx, cancel := context.WithTimeout(sctx, time.Until(deadline))
-			ka, err := c.KeepAliveOnce(kctx, g.ID)
-			cancel()
+			var ka *clientv3.LeaseKeepAliveResponse
+			var sent time.Time
+			err := callUntil(sctx, deadline, floor, func(cctx context.Context) error {
+				sent = time.Now()
+				var err error
+				ka, err = c.KeepAliveOnce(cctx, g.ID)
+				return err
+			})
 			if err != nil {
 				if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 					return
@@ -316,31 +323,49 @@ func (f *Follower) session(ctx context.Context) {
 			deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)
 			f.setDeadline(deadline)
 			watchdog.Reset(time.Until(deadline))
-			// Backstop for a watch that lags: a linearizable read.
-			_, _ = f.readAssignment(sctx, true)
+			// Backstop for a watch that lags: a linearizable read, one
+			// attempt (the watch re-reads on its own when its stream is
+			// silent), so that it never delays the next keep-alive.
+			_, _ = f.readAssignment(sctx, time.Now().Add(floor), true)
 		}
 	}
 }
 
-// readAssignment reads the Assignment and records it (marking the session
-// alive when session is true). It returns the read's header revision. A
-// record that cannot be accepted is recorded as refused, not returned as an
-// error: the session goes on and the Target holds.
-func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, error) {
-	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-	defer cancel()
-	resp, err := f.cfg.Client.Get(gctx, f.keys.Assignment())
-	if err != nil {
-		return 0, err
-	}
+// callFloor is the timeout of the first attempt of an etcd call (firstTimeout).
+func (f *Follower) callFloor() time.Duration { return firstTimeout(f.cfg.TTL) }
+
+// sessionDeadline is the session's deadline in force (zero: none).
+func (f *Follower) sessionDeadline() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline
+}
+
+// readAssignment reads the Assignment (attempts as callUntil makes them, until
+// until) and records it (marking the session alive when session is true). It
+// returns the read's header revision. A record that cannot be accepted is
+// recorded as refused, not returned as an error: the session goes on and the
+// Target holds.
+func (f *Follower) readAssignment(ctx context.Context, until time.Time, session bool) (int64, error) {
+	var resp *clientv3.GetResponse
 	var a Assignment
 	var rev int64
 	var refused error
-	if len(resp.Kvs) > 0 {
-		rev = resp.Kvs[0].ModRevision
-		if a, refused, err = f.accept(gctx, resp.Kvs[0].Value, rev); err != nil {
-			return 0, err
+	err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
+		var err error
+		resp, err = f.cfg.Client.Get(cctx, f.keys.Assignment())
+		if err != nil {
+			return err
 		}
+		a, rev, refused = Assignment{}, 0, nil
+		if len(resp.Kvs) > 0 {
+			rev = resp.Kvs[0].ModRevision
+			a, refused, err = f.accept(cctx, resp.Kvs[0].Value, rev)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, err
 	}
 	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, session)
 	return resp.Header.Revision, nil
@@ -401,27 +426,50 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 	}
 }
 
+// watch follows the Assignment from rev+1 until ctx ends. A watch that fails
+// or goes silent (liveWatch) is replaced, after a linearizable read, by one on
+// a new stream; the session's deadline, not the watch, decides whether the
+// session lives.
 func (f *Follower) watch(ctx context.Context, rev int64) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range f.cfg.Client.Watch(wctx, f.keys.Assignment(), clientv3.WithRev(rev+1)) {
-		if wr.Err() != nil || wr.Canceled {
+	every := f.cfg.TTL / 10
+	for ctx.Err() == nil {
+		err := liveWatch(ctx, f.cfg.Client, every, f.keys.Assignment(), []clientv3.OpOption{clientv3.WithRev(rev + 1)}, func(wr clientv3.WatchResponse) bool {
+			for _, ev := range wr.Events {
+				r := ev.Kv.ModRevision
+				if ev.Type != clientv3.EventTypePut {
+					// Deleted: nothing to trade on.
+					f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
+					rev = r
+					continue
+				}
+				var a Assignment
+				var refused error
+				if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/3), f.callFloor(), func(cctx context.Context) error {
+					var err error
+					a, refused, err = f.accept(cctx, ev.Kv.Value, r)
+					return err
+				}); err != nil {
+					return false // cannot check the writer: re-read
+				}
+				f.record(a, r, refused, func(s *State) bool { return r > s.Revision }, false)
+				rev = r
+			}
+			return true
+		})
+		if ctx.Err() != nil {
 			return
 		}
-		for _, ev := range wr.Events {
-			r := ev.Kv.ModRevision
-			if ev.Type != clientv3.EventTypePut {
-				// Deleted: nothing to trade on.
-				f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
-				continue
-			}
-			vctx, vcancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-			a, refused, err := f.accept(vctx, ev.Kv.Value, r)
-			vcancel()
-			if err != nil {
-				return // cannot check the writer: the session re-reads
-			}
-			f.record(a, r, refused, func(s *State) bool { return r > s.Revision }, false)
+		if err != nil && !errors.Is(err, errWatchSilent) {
+			f.log.Debug("etcdcoord: watch ended: re-reading", "follower", f.cfg.Name, "err", err)
+		}
+		until := f.sessionDeadline()
+		if r, err := f.readAssignment(ctx, until, false); err == nil {
+			rev = max(rev, r)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(every):
 		}
 	}
 }
@@ -547,9 +595,10 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 		ack = Ack{Token: uint64(st.Revision), Phase: PhaseRefused}
 	}
 	b, _ := json.Marshal(ack)
-	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-	defer cancel()
-	if _, err := f.cfg.Client.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(lease)); err != nil {
+	if err := callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
+		_, err := f.cfg.Client.Put(cctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(lease))
+		return err
+	}); err != nil {
 		return fmt.Errorf("acknowledge: %w", err)
 	}
 	f.mu.Lock()

@@ -8,7 +8,9 @@ package etcdcoord_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"sort"
 	"strconv"
@@ -103,6 +105,9 @@ func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
 	hc := &haltCounter{Path: p}
 	fc := etcdcoord.DefaultFollowerConfig() // 5 s lease, 500 ms margin
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, name, hc
+	if os.Getenv("COORD_DEBUG") != "" {
+		fc.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	f, err := etcdcoord.NewFollower(fc)
 	if err != nil {
 		r.t.Fatal(err)
@@ -152,6 +157,15 @@ func (w *writes) on(a etcdcoord.Assignment, rev int64) {
 	w.recs = append(w.recs, rec{a, rev})
 }
 
+func (w *writes) last() (rec, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.recs) == 0 {
+		return rec{}, false
+	}
+	return w.recs[len(w.recs)-1], true
+}
+
 func (w *writes) all() []rec {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -160,7 +174,7 @@ func (w *writes) all() []rec {
 
 // waitApplied waits up to limit for the last record to be active on ep and
 // applied by every trader; it returns that record and whether it came.
-func waitApplied(h *history, ep string, limit time.Duration, trs []*trader) (rec, bool) {
+func waitApplied(h *writes, ep string, limit time.Duration, trs []*trader) (rec, bool) {
 	for end := time.Now().Add(limit); time.Now().Before(end); <-time.After(5 * time.Millisecond) {
 		r, ok := h.last()
 		if !ok || r.a.Phase != etcdcoord.PhaseActive || r.a.Endpoint != ep {
@@ -179,6 +193,40 @@ func waitApplied(h *history, ep string, limit time.Duration, trs []*trader) (rec
 	}
 	r, _ := h.last()
 	return r, false
+}
+
+// etcdHistory reads every version of the assignment key from etcd (all
+// members answering again), oldest first.
+func etcdHistory(t *testing.T, c *realetcd.Cluster) []rec {
+	t.Helper()
+	cli := realClient(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cur, err := cli.Get(ctx, prefix+"assignment")
+	if err != nil {
+		t.Fatalf("read the assignment: %v", err)
+	}
+	var out []rec
+	if len(cur.Kvs) == 0 {
+		return nil
+	}
+	last := cur.Kvs[0].ModRevision
+	for wr := range cli.Watch(ctx, prefix+"assignment", clientv3.WithRev(1)) {
+		if wr.Err() != nil {
+			t.Fatalf("etcd's history of the assignment: %v", wr.Err())
+		}
+		for _, ev := range wr.Events {
+			var a etcdcoord.Assignment
+			if err := json.Unmarshal(ev.Kv.Value, &a); err == nil {
+				out = append(out, rec{a, ev.Kv.ModRevision})
+			}
+			if ev.Kv.ModRevision >= last {
+				return out
+			}
+		}
+	}
+	t.Fatal("etcd's history of the assignment: the watch ended early")
+	return nil
 }
 
 // TestRealEtcdFrozenMember: one etcd member stopped with SIGSTOP (its TCP
@@ -200,13 +248,19 @@ func testFrozenMember(t *testing.T, leader bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &rig{t: t, cli: realClient(t, c), reach: &reach{}, ctx: ctx}
 	t.Cleanup(func() { cancel(); r.wg.Wait() })
-	h := r.history()
 	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
 		r.observerWith(realClient(t, c), o)
 	}
 	w := &writes{at: map[int64]time.Time{}}
 	dcfg := deciderConfig(realClient(t, c), "decider-1")
 	dcfg.OnWrite = w.on
+	// A lease that outlives a raft election: with the etcd leader frozen, no
+	// keep-alive succeeds until the others elect a new one (etcd's default
+	// election timeout, 1 s, up to twice that with its randomization).
+	dcfg.TTL = 5 * time.Second
+	if os.Getenv("COORD_DEBUG") != "" {
+		dcfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	d, err := etcdcoord.NewDecider(dcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +274,10 @@ func testFrozenMember(t *testing.T, leader bool) {
 	for i, tr := range trs {
 		plain[i] = tr.trader
 	}
-	first := waitActive(t, h, "eu", plain...)
+	first, ok := waitApplied(w, "eu", 30*time.Second, plain)
+	if !ok {
+		t.Fatal("the followers did not trade on eu within 30 s")
+	}
 	var gmu sync.Mutex
 	var grants []grant
 	tctx, stopTrading := context.WithCancel(r.ctx)
@@ -267,7 +324,7 @@ func testFrozenMember(t *testing.T, leader bool) {
 		r.reach.set(o, "eu", false)
 	}
 	switchAt := time.Now()
-	second, switched := waitApplied(h, "us", 20*time.Second, plain)
+	second, switched := waitApplied(w, "us", 20*time.Second, plain)
 	switchTook := time.Since(switchAt)
 	<-time.After(time.Until(frozeAt.Add(12 * time.Second)))
 	thawAt := time.Now()
@@ -322,7 +379,10 @@ func testFrozenMember(t *testing.T, leader bool) {
 	// endpoint E needs an active record (E, T), and must come before the next
 	// active record was written (which the decider wrote only after every
 	// follower acknowledged the fence between them).
-	all := h.all()
+	all := etcdHistory(t, c)
+	if got, want := len(all), len(w.all()); got < want {
+		t.Errorf("etcd's history has %d records of the assignment, the decider wrote %d", got, want)
+	}
 	stale := 0
 	for _, g := range grants {
 		ok := false
@@ -346,6 +406,12 @@ func testFrozenMember(t *testing.T, leader bool) {
 		if !ok {
 			stale++
 		}
+	}
+	for _, wr := range w.all() {
+		w.mu.Lock()
+		at := w.at[wr.rev]
+		w.mu.Unlock()
+		t.Logf("write rev %d at +%v: %s %s->%s term %d: %s", wr.rev, at.Sub(frozeAt).Round(time.Millisecond), wr.a.Phase, wr.a.Endpoint, wr.a.Target, wr.a.Term, wr.a.Reason)
 	}
 	if !switched {
 		t.Errorf("eu down -> assignment on us applied by every follower: not within %v", switchTook.Round(time.Millisecond))
