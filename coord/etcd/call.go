@@ -148,13 +148,19 @@ func liveWatch(ctx context.Context, c *clientv3.Client, every time.Duration, key
 				}
 				return errors.New("etcdcoord: watch closed")
 			}
-			dog.Reset(2 * every)
 			if len(wr.Events) == 0 {
+				dog.Reset(2 * every)
 				continue // created, or progress: the stream answers
 			}
+			// The stream answered; fn's own calls are not its silence.
+			dog.Stop()
 			if !fn(wr) {
 				return nil
 			}
+			if silent.Load() {
+				return errWatchSilent
+			}
+			dog.Reset(2 * every)
 		}
 	}
 }

@@ -459,7 +459,7 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil && !errors.Is(err, errWatchSilent) {
+		if err != nil {
 			f.log.Debug("etcdcoord: watch ended: re-reading", "follower", f.cfg.Name, "err", err)
 		}
 		until := f.sessionDeadline()

@@ -85,6 +85,7 @@ type realTrader struct {
 	target *haltCounter
 	mu     sync.Mutex
 	seen   map[int64]time.Time // revision -> first instant the follower had applied it
+	known  map[int64]time.Time // revision -> first instant the follower knew it
 }
 
 func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
@@ -113,13 +114,19 @@ func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
 		r.t.Fatal(err)
 	}
 	r.goRun(r.ctx, f.Run)
-	rt := &realTrader{trader: &trader{name: name, path: p, f: f}, target: hc, seen: map[int64]time.Time{}}
+	rt := &realTrader{trader: &trader{name: name, path: p, f: f}, target: hc, seen: map[int64]time.Time{}, known: map[int64]time.Time{}}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		for {
 			ch := f.Changed()
-			if st := f.State(); st.Applied && st.Session {
+			st := f.State()
+			rt.mu.Lock()
+			if _, ok := rt.known[st.Revision]; !ok {
+				rt.known[st.Revision] = time.Now()
+			}
+			rt.mu.Unlock()
+			if st.Applied && st.Session {
 				rt.mu.Lock()
 				if _, ok := rt.seen[st.Revision]; !ok {
 					rt.seen[st.Revision] = time.Now()
@@ -134,6 +141,36 @@ func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
 		}
 	}()
 	return rt
+}
+
+// tradePaced acquires a ticket every 2 ms (500 orders a second a trader)
+// until ctx ends, recording each grant: a trading loop, not a CPU hog that
+// would measure the scheduler rather than the coordination.
+func (rt *realTrader) tradePaced(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, out *[]grant) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+			tk, err := rt.path.Acquire(actx, "rest", fmt.Sprintf("%s-%d", rt.name, n))
+			cancel()
+			if err != nil {
+				continue
+			}
+			at := time.Now()
+			mu.Lock()
+			*out = append(*out, grant{rt.name, tk.Endpoint, tk.Token, at})
+			mu.Unlock()
+			tk.Done()
+		}
+	}()
 }
 
 func (rt *realTrader) appliedAt(rev int64) (time.Time, bool) {
@@ -283,7 +320,7 @@ func testFrozenMember(t *testing.T, leader bool) {
 	tctx, stopTrading := context.WithCancel(r.ctx)
 	var twg sync.WaitGroup
 	for _, tr := range trs {
-		tr.trade(tctx, &twg, &gmu, &grants)
+		tr.tradePaced(tctx, &twg, &gmu, &grants)
 	}
 	// The decider must lead throughout: poll it.
 	var lostLead atomic.Int64
@@ -368,6 +405,12 @@ func testFrozenMember(t *testing.T, leader bool) {
 		}
 		if at, ok := tr.appliedAt(second.rev); ok {
 			activeLag = append(activeLag, at.Sub(activeAt))
+			if at.Sub(activeAt) > bound {
+				tr.mu.Lock()
+				k := tr.known[second.rev]
+				tr.mu.Unlock()
+				t.Logf("%s: active record known after %v, applied after %v", tr.name, k.Sub(activeAt).Round(time.Millisecond), at.Sub(activeAt).Round(time.Millisecond))
+			}
 		} else {
 			activeLag = append(activeLag, time.Hour) // never
 		}
