@@ -59,14 +59,15 @@ func retryable(err error) bool {
 
 // callUntil runs op until it succeeds, fails for a reason another member
 // would share, until passes or ctx ends. The first attempt has the timeout
-// first, each later one twice its predecessor's, none beyond until: the
-// round-robin balancer places each attempt on the next member, so a member
-// that stopped answering costs one short attempt, not the time left. It
+// first, each later one twice its predecessor's up to 4*first, none beyond
+// until: the round-robin balancer places each attempt on the next member, so
+// a member that stopped answering costs one short attempt each time the
+// rotation reaches it, not the time left. It
 // returns op's last error (context.DeadlineExceeded if until had passed
 // before the first attempt).
 func callUntil(ctx context.Context, until time.Time, first time.Duration, op func(context.Context) error) error {
 	err := error(context.DeadlineExceeded)
-	for t := first; ; t *= 2 {
+	for t := first; ; t = min(2*t, 4*first) {
 		left := time.Until(until)
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -94,7 +94,9 @@ func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
 	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
 	pc.ExternalDecisions = true
-	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
+	// The Path's own probes decide nothing here (ExternalDecisions): slow
+	// them so that hundreds of Paths do not measure the scheduler.
+	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = time.Second, 500*time.Millisecond, 0
 	p, err := pathdialer.New(pc)
 	if err != nil {
 		r.t.Fatal(err)
@@ -143,14 +145,14 @@ func (r *rig) realTrader(cli *clientv3.Client, name string) *realTrader {
 	return rt
 }
 
-// tradePaced acquires a ticket every 2 ms (500 orders a second a trader)
+// tradePaced acquires a ticket every 10 ms (100 orders a second a trader)
 // until ctx ends, recording each grant: a trading loop, not a CPU hog that
 // would measure the scheduler rather than the coordination.
 func (rt *realTrader) tradePaced(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, out *[]grant) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(2 * time.Millisecond)
+		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for n := 0; ; n++ {
 			select {
@@ -304,6 +306,7 @@ func testFrozenMember(t *testing.T, leader bool) {
 	}
 	r.goRun(r.ctx, d.Run)
 	trs := make([]*realTrader, n)
+	startAt := time.Now()
 	for i := range trs {
 		trs[i] = r.realTrader(realClient(t, c), fmt.Sprintf("trader-%03d", i))
 	}
@@ -315,6 +318,7 @@ func testFrozenMember(t *testing.T, leader bool) {
 	if !ok {
 		t.Fatal("the followers did not trade on eu within 30 s")
 	}
+	startTook := time.Since(startAt)
 	var gmu sync.Mutex
 	var grants []grant
 	tctx, stopTrading := context.WithCancel(r.ctx)
@@ -463,6 +467,15 @@ func testFrozenMember(t *testing.T, leader bool) {
 		switchTook.Round(time.Millisecond), thawAt.Sub(frozeAt).Round(time.Millisecond), len(grants), stale, len(halted), n, halted, len(terms), lostLead.Load(),
 		fence.rev, maxFence.Round(time.Millisecond), fenceLag[len(fenceLag)/2].Round(time.Millisecond),
 		second.rev, maxActive.Round(time.Millisecond), activeLag[len(activeLag)/2].Round(time.Millisecond), thawAt.Sub(frozeAt).Round(time.Millisecond))
+	kind := "follower-member"
+	if leader {
+		kind = "leader-member"
+	}
+	p99 := func(d []time.Duration) time.Duration { return d[(len(d)-1)*99/100].Round(time.Millisecond) }
+	fmt.Printf("figures: N=%d frozen=%s halts=%d/%d decider_terms=%d not_leading_polls=%d start_all_trading=%v eu_down_to_us_applied=%v fence_to_holding median/p99/max=%v/%v/%v active_to_acting median/p99/max=%v/%v/%v grants=%d stale=%d\n",
+		n, kind, len(halted), n, len(terms), lostLead.Load(), startTook.Round(time.Millisecond), switchTook.Round(time.Millisecond),
+		fenceLag[len(fenceLag)/2].Round(time.Millisecond), p99(fenceLag), maxFence.Round(time.Millisecond),
+		activeLag[len(activeLag)/2].Round(time.Millisecond), p99(activeLag), maxActive.Round(time.Millisecond), len(grants), stale)
 	if stale != 0 {
 		t.Errorf("%d grants under a token etcd's history had superseded", stale)
 	}
