@@ -131,6 +131,8 @@ type Follower struct {
 	reported int64
 	// verified: the last revision whose writer was proven the leader.
 	verified int64
+	// ackRev: the mod revision of this follower's key after its last write.
+	ackRev int64
 }
 
 // NewFollower validates cfg and returns a Follower.
@@ -268,14 +270,18 @@ func (f *Follower) session(ctx context.Context) {
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
 	b, _ := json.Marshal(Ack{})
+	var ackRev int64
 	if err := callUntil(ctx, deadline, floor, func(cctx context.Context) error {
-		_, err := c.Put(cctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
+		resp, err := c.Put(cctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
+		if err == nil {
+			ackRev = resp.Header.Revision
+		}
 		return err
 	}); err != nil {
 		return
 	}
 	f.mu.Lock()
-	f.lease = g.ID
+	f.lease, f.ackRev = g.ID, ackRev
 	f.mu.Unlock()
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
@@ -595,10 +601,7 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 		ack = Ack{Token: uint64(st.Revision), Phase: PhaseRefused}
 	}
 	b, _ := json.Marshal(ack)
-	if err := callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
-		_, err := f.cfg.Client.Put(cctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(lease))
-		return err
-	}); err != nil {
+	if err := f.putAck(ctx, lease, string(b)); err != nil {
 		return fmt.Errorf("acknowledge: %w", err)
 	}
 	f.mu.Lock()
@@ -616,6 +619,52 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 		_ = f.cfg.Target.Extend(extend)
 	}
 	return nil
+}
+
+// putAck writes the acknowledgement val under lease, guarded by the key's mod
+// revision after this follower's last write to it. An attempt that timed out
+// on a member that stopped answering is still in that member's socket and may
+// be carried out when it resumes, after later acknowledgements: the guard
+// makes such a late write fail instead of putting an older token back (the
+// decider would wait for this follower again). When the key was changed by
+// anyone else, it is overwritten.
+func (f *Follower) putAck(ctx context.Context, lease clientv3.LeaseID, val string) error {
+	key := f.keys.Follower(f.cfg.Name)
+	return callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
+		for range 3 {
+			f.mu.Lock()
+			prev := f.ackRev
+			f.mu.Unlock()
+			resp, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
+				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease))).
+				Else(clientv3.OpGet(key)).Commit()
+			if err != nil {
+				return err
+			}
+			now := resp.Header.Revision
+			if !resp.Succeeded {
+				kvs := resp.Responses[0].GetResponseRange().Kvs
+				if len(kvs) == 1 && string(kvs[0].Value) == val && kvs[0].Lease == int64(lease) {
+					now = kvs[0].ModRevision // an earlier attempt of this write landed
+				} else {
+					if len(kvs) == 1 {
+						now = kvs[0].ModRevision
+					} else {
+						now = 0
+					}
+					f.mu.Lock()
+					f.ackRev = now
+					f.mu.Unlock()
+					continue // changed by someone else: overwrite it
+				}
+			}
+			f.mu.Lock()
+			f.ackRev = now
+			f.mu.Unlock()
+			return nil
+		}
+		return errors.New("etcdcoord: the acknowledgement key keeps changing under the follower")
+	})
 }
 
 // errHoldUntil: the Target holds on a refused record until the instant given,
