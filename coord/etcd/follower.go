@@ -269,19 +269,17 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
+	// Guarded like every acknowledgement (putAck): written only where the
+	// key is absent, so a late copy cannot undo a later acknowledgement.
 	b, _ := json.Marshal(Ack{})
-	var ackRev int64
-	if err := callUntil(ctx, deadline, floor, func(cctx context.Context) error {
-		resp, err := c.Put(cctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
-		if err == nil {
-			ackRev = resp.Header.Revision
-		}
-		return err
-	}); err != nil {
+	f.mu.Lock()
+	f.ackRev = 0
+	f.mu.Unlock()
+	if err := f.putAck(ctx, g.ID, string(b)); err != nil {
 		return
 	}
 	f.mu.Lock()
-	f.lease, f.ackRev = g.ID, ackRev
+	f.lease = g.ID
 	f.mu.Unlock()
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
