@@ -125,43 +125,88 @@ func liveWatch(ctx context.Context, c *clientv3.Client, every time.Duration, key
 	md := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx), watchStreamKey, strconv.FormatUint(watchSeq.Add(1), 10))
 	wctx, cancel := context.WithCancel(md)
 	defer cancel()
-	var silent atomic.Bool
-	dog := time.AfterFunc(2*every, func() { silent.Store(true); cancel() })
+	// The silence timer only signals: this loop cancels the watch itself, so
+	// it never asks for progress on a stream it has given up. (Asking on a
+	// stream clientv3 has already dropped would make it open a new one with
+	// no watch on it, which lives as long as the client.)
+	silent := make(chan struct{}, 1)
+	dog := time.AfterFunc(2*every, func() {
+		select {
+		case silent <- struct{}{}:
+		default:
+		}
+	})
 	defer dog.Stop()
-	wch := c.Watch(wctx, key, append(opts[:len(opts):len(opts)], clientv3.WithCreatedNotify())...)
+	created := make(chan clientv3.WatchChan, 1)
+	go func() {
+		created <- c.Watch(wctx, key, append(opts[:len(opts):len(opts)], clientv3.WithCreatedNotify())...)
+	}()
+	var wch clientv3.WatchChan
+	select {
+	case wch = <-created: // Watch returns once the member confirmed the watch
+	case <-silent:
+		cancel()
+		<-created
+		return errWatchSilent
+	case <-ctx.Done():
+		cancel()
+		<-created
+		return ctx.Err()
+	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	rearm := func() {
+		dog.Stop()
+		select {
+		case <-silent: // fired before the answer was read
+		default:
+		}
+		dog.Reset(2 * every)
+	}
+	handle := func(wr clientv3.WatchResponse, ok bool) (bool, error) {
+		if !ok || wr.Err() != nil || wr.Canceled {
+			switch {
+			case ctx.Err() != nil:
+				return true, ctx.Err()
+			case wr.Err() != nil:
+				return true, wr.Err()
+			}
+			return true, errors.New("etcdcoord: watch closed")
+		}
+		if len(wr.Events) == 0 {
+			rearm()
+			return false, nil // created, or progress: the stream answers
+		}
+		// The stream answered; fn's own calls are not its silence.
+		dog.Stop()
+		if !fn(wr) {
+			return true, nil
+		}
+		rearm()
+		return false, nil
+	}
 	for {
 		select {
+		case <-silent:
+			return errWatchSilent
 		case <-tick.C:
+			// Whatever the stream already delivered comes first: a watch
+			// that has just ended must not be asked for progress.
+			select {
+			case wr, ok := <-wch:
+				if done, err := handle(wr, ok); done {
+					return err
+				}
+				continue
+			default:
+			}
 			rctx, rcancel := context.WithTimeout(wctx, every)
 			_ = c.RequestProgress(rctx)
 			rcancel()
 		case wr, ok := <-wch:
-			if !ok || wr.Err() != nil || wr.Canceled {
-				switch {
-				case ctx.Err() != nil:
-					return ctx.Err()
-				case silent.Load():
-					return errWatchSilent
-				case wr.Err() != nil:
-					return wr.Err()
-				}
-				return errors.New("etcdcoord: watch closed")
+			if done, err := handle(wr, ok); done {
+				return err
 			}
-			if len(wr.Events) == 0 {
-				dog.Reset(2 * every)
-				continue // created, or progress: the stream answers
-			}
-			// The stream answered; fn's own calls are not its silence.
-			dog.Stop()
-			if !fn(wr) {
-				return nil
-			}
-			if silent.Load() {
-				return errWatchSilent
-			}
-			dog.Reset(2 * every)
 		}
 	}
 }

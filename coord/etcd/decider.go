@@ -260,9 +260,12 @@ func (d *Decider) term(ctx context.Context) error {
 		return fmt.Errorf("session: %w", err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, _ = c.Revoke(rctx, lease)
-		cancel()
+		// Revoked at once (attempts on the next member within a second), so
+		// that the next term, here or elsewhere, need not wait for the TTL.
+		_ = callUntil(context.Background(), time.Now().Add(time.Second), floor, func(cctx context.Context) error {
+			_, err := c.Revoke(cctx, lease)
+			return err
+		})
 	}()
 	sess, err := concurrency.NewSession(c, concurrency.WithLease(lease), concurrency.WithContext(ctx))
 	if err != nil {
@@ -272,7 +275,6 @@ func (d *Decider) term(ctx context.Context) error {
 	// keep-alive stops here, keepLease renews the lease.
 	sess.Orphan()
 	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	lv := &leaseValidity{until: valid}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -344,7 +346,7 @@ func (d *Decider) campaign(ctx context.Context, sess *concurrency.Session) (*con
 		}
 		// Wait for the newest earlier key to go, then look again.
 		earlier := string(resp.Kvs[0].Key)
-		err := liveWatch(ctx, c, d.callFloor(), earlier, []clientv3.OpOption{clientv3.WithRev(resp.Header.Revision + 1)}, func(wr clientv3.WatchResponse) bool {
+		err := liveWatch(ctx, c, d.cfg.TTL/10, earlier, []clientv3.OpOption{clientv3.WithRev(resp.Header.Revision + 1)}, func(wr clientv3.WatchResponse) bool {
 			for _, ev := range wr.Events {
 				if ev.Type == clientv3.EventTypeDelete {
 					return false

@@ -235,10 +235,10 @@ func (f *Follower) Run(ctx context.Context) error {
 // session runs one lease: grant, register, read and watch the Assignment, keep
 // the lease alive, and return when it cannot be proven alive any more.
 //
-// Every call has a timeout of its own, a fraction of the time left (see
-// callUntil), and one that timed out is made again on the next member: one
-// etcd member that stops answering with its connections open costs a
-// fraction of the lease, not the session.
+// Every call has a short timeout of its own (see callUntil), and one that
+// timed out is made again at once, on the next member: one etcd member that
+// stops answering with its connections open costs a fraction of the lease,
+// not the session.
 func (f *Follower) session(ctx context.Context) {
 	c := f.cfg.Client
 	ttl := int64(f.cfg.TTL / time.Second)
@@ -260,9 +260,10 @@ func (f *Follower) session(ctx context.Context) {
 	defer f.setDeadline(time.Time{})
 	f.setDeadline(deadline)
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		_, _ = c.Revoke(rctx, g.ID)
-		cancel()
+		_ = callUntil(context.Background(), time.Now().Add(500*time.Millisecond), floor, func(cctx context.Context) error {
+			_, err := c.Revoke(cctx, g.ID)
+			return err
+		})
 		f.mu.Lock()
 		f.lease = 0
 		f.mu.Unlock()
