@@ -299,11 +299,15 @@ func etcdHistory(t *testing.T, c *realetcd.Cluster) []rec {
 // has a newer active assignment.
 func TestRealEtcdFrozenMember(t *testing.T) {
 	for _, which := range []string{"follower-member", "leader-member"} {
-		t.Run(which, func(t *testing.T) { testFrozenMember(t, which == "leader-member") })
+		t.Run(which, func(t *testing.T) { testFrozenMember(t, which == "leader-member", false) })
 	}
 }
 
-func testFrozenMember(t *testing.T, leader bool) {
+// TestRealEtcdKilledLeader: the same with the raft leader killed (SIGKILL)
+// instead of frozen; it stays dead.
+func TestRealEtcdKilledLeader(t *testing.T) { testFrozenMember(t, true, true) }
+
+func testFrozenMember(t *testing.T, leader, kill bool) {
 	n := envInt("BROKERPATH_REALETCD_N", 20)
 	bound := time.Duration(envInt("BROKERPATH_REALETCD_BOUND_MS", 1000)) * time.Millisecond
 	c := realCluster(t)
@@ -386,7 +390,11 @@ func testFrozenMember(t *testing.T, leader bool) {
 		victim = (victim + 1) % 3
 	}
 	frozeAt := time.Now()
-	if err := c.Freeze(victim); err != nil {
+	fault := c.Freeze
+	if kill {
+		fault = c.Kill
+	}
+	if err := fault(victim); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("froze member %s (pid %d, leader %v); %d followers", c.Members[victim].Name, c.Members[victim].PID(), leader, n)
@@ -400,8 +408,10 @@ func testFrozenMember(t *testing.T, leader bool) {
 	switchTook := time.Since(switchAt)
 	<-time.After(time.Until(frozeAt.Add(12 * time.Second)))
 	thawAt := time.Now()
-	if err := c.Thaw(victim); err != nil {
-		t.Fatal(err)
+	if !kill {
+		if err := c.Thaw(victim); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// What the thawed member still held in its sockets (calls that timed
 	// out) is carried out now: no follower's acknowledgement may go back to
@@ -506,6 +516,9 @@ func testFrozenMember(t *testing.T, leader bool) {
 	kind := "follower-member"
 	if leader {
 		kind = "leader-member"
+	}
+	if kill {
+		kind = "leader-member-killed"
 	}
 	p99 := func(d []time.Duration) time.Duration { return d[(len(d)-1)*99/100].Round(time.Millisecond) }
 	fmt.Printf("figures: N=%d frozen=%s halts=%d/%d decider_terms=%d not_leading_polls=%d start_all_trading=%v eu_down_to_us_applied=%v fence_to_holding median/p99/max=%v/%v/%v active_to_acting median/p99/max=%v/%v/%v grants=%d stale=%d\n",
