@@ -130,7 +130,8 @@ drill-coord:
 # missing, then runs the tests built with -tags realetcd: each starts three
 # etcd members from $(ETCD_BIN) on free loopback ports (memory-backed data
 # directories), freezes one member with SIGSTOP (the raft follower, then the
-# raft leader) for 12 s with a switch in the middle, judges stale grants from
+# raft leader; then kills the leader) for 12 s with a switch in the middle,
+# judges stale grants from
 # etcd's own history of the assignment, and stops every member by PID. First
 # under -race with N=20 followers, then the scale runs (no -race) for each N
 # in ETCD_REAL_N; prints one "figures:" line per run. Each run fails on a
