@@ -131,11 +131,11 @@ drill-coord:
 # etcd members from $(ETCD_BIN) on free loopback ports (memory-backed data
 # directories), freezes one member with SIGSTOP (the raft follower, then the
 # raft leader; then kills the leader) for 12 s with a switch in the middle,
-# judges stale grants from
-# etcd's own history of the assignment, and stops every member by PID. First
-# under -race with N=20 followers, then the scale runs (no -race) for each N
-# in ETCD_REAL_N; prints one "figures:" line per run. Each run fails on a
-# follower halt, a stale grant, a lost decider term or a p99 over the bound.
+# judges stale grants from etcd's own history of the assignment, and stops
+# every member by PID. First under -race with N=20 followers, then the scale
+# runs (no -race) for each N in ETCD_REAL_N; prints one "figures:" line per
+# run. Each run fails on a follower halt, a stale grant, a lost decider term,
+# an acknowledgement gone back after the thaw or a p99 over the bound.
 ETCD_BIN    ?= /usr/bin/etcd
 ETCD_REAL_N ?= 100 300
 # p99 bound (ms) from a fence or an active record to every follower acting on
