@@ -23,7 +23,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
-	"github.com/brokerpath/brokerpath/coord/etcd/internal/etcdtest"
 	"github.com/brokerpath/brokerpath/coord/etcd/internal/realetcd"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
@@ -545,5 +544,4 @@ func testFrozenMember(t *testing.T, leader, kill bool) {
 	if p99(activeLag) > bound {
 		t.Errorf("active written -> followers acting: p99 %v (max %v), want <= %v", p99(activeLag), maxActive, bound)
 	}
-	_ = etcdtest.Eventually
 }
