@@ -43,7 +43,7 @@ func realCluster(t *testing.T) *realetcd.Cluster {
 	defer cancel()
 	c, err := realetcd.Start(ctx, realetcd.Options{Dir: dir})
 	if err != nil {
-		t.Fatalf("start a real etcd cluster: %v (`make test-etcd-real` installs /usr/bin/etcd from Debian's etcd-server)", err)
+		t.Fatalf("start a real etcd cluster: %v", err)
 	}
 	t.Cleanup(c.Close)
 	return c
