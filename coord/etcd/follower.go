@@ -294,9 +294,11 @@ func (f *Follower) session(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
+	lost := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer close(lost)
 		f.watch(sctx, rev)
 	}()
 	watchdog := time.NewTimer(time.Until(deadline))
@@ -307,6 +309,8 @@ func (f *Follower) session(ctx context.Context) {
 		select {
 		case <-sctx.Done():
 			return
+		case <-lost:
+			return // the assignment cannot be read: a new session
 		case <-watchdog.C:
 			f.log.Warn("etcdcoord: session cannot be proven alive: halting", "follower", f.cfg.Name)
 			return
@@ -433,8 +437,8 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 
 // watch follows the Assignment from rev+1 until ctx ends. A watch that fails
 // or goes silent (liveWatch) is replaced, after a linearizable read, by one on
-// a new stream; the session's deadline, not the watch, decides whether the
-// session lives.
+// a new stream; it returns (and the session ends) only when that read fails
+// for a reason every member would share.
 func (f *Follower) watch(ctx context.Context, rev int64) {
 	every := f.cfg.TTL / 10
 	for ctx.Err() == nil {
@@ -468,9 +472,16 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 			f.log.Debug("etcdcoord: watch ended: re-reading", "follower", f.cfg.Name, "err", err)
 		}
 		until := f.sessionDeadline()
-		if r, err := f.readAssignment(ctx, until, false); err == nil {
+		r, err := f.readAssignment(ctx, until, false)
+		if err == nil {
 			rev = max(rev, r)
 			continue
+		}
+		if ctx.Err() == nil && !retryable(err) {
+			// Refused by every member alike (permissions, for one): end the
+			// session rather than hold every switch while keep-alives work.
+			f.log.Warn("etcdcoord: the assignment cannot be read: ending the session", "follower", f.cfg.Name, "err", err)
+			return
 		}
 		select {
 		case <-ctx.Done():
