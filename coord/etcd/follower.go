@@ -435,10 +435,11 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 	}
 }
 
-// watch follows the Assignment from rev+1 until ctx ends. A watch that fails
-// or goes silent (liveWatch) is replaced, after a linearizable read, by one on
-// a new stream; it returns (and the session ends) only when that read fails
-// for a reason every member would share.
+// watch follows the Assignment from rev+1 until ctx ends. A watch that goes
+// silent (liveWatch) is replaced by one on a new stream from the last event
+// seen; one that fails otherwise (compaction, a member without a leader), by
+// one from a linearizable read. It returns (and the session ends) only when
+// that read fails for a reason every member would share.
 func (f *Follower) watch(ctx context.Context, rev int64) {
 	every := f.cfg.TTL / 10
 	for ctx.Err() == nil {
@@ -467,6 +468,13 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		})
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, errWatchSilent) {
+			// The member stopped answering: watch again from the last event
+			// seen, on a new stream (the next member). Nothing is skipped:
+			// every record written since is delivered, in order.
+			f.log.Debug("etcdcoord: watch stream silent: watching again", "follower", f.cfg.Name, "from", rev+1)
+			continue
 		}
 		if err != nil {
 			f.log.Debug("etcdcoord: watch ended: re-reading", "follower", f.cfg.Name, "err", err)
