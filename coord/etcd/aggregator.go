@@ -122,11 +122,17 @@ func (a *Aggregator) setSynced(v bool) {
 	a.mu.Unlock()
 }
 
+// aggregatorProgressEvery: how often the observations' watch asks for
+// progress; it is replaced after two intervals without an answer.
+const aggregatorProgressEvery = 250 * time.Millisecond
+
 func (a *Aggregator) runOnce(ctx context.Context) {
-	gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	resp, err := a.client.Get(gctx, a.keys.Observations(), clientv3.WithPrefix())
-	cancel()
-	if err != nil {
+	var resp *clientv3.GetResponse
+	if err := callUntil(ctx, time.Now().Add(2*time.Second), aggregatorProgressEvery, func(cctx context.Context) error {
+		var err error
+		resp, err = a.client.Get(cctx, a.keys.Observations(), clientv3.WithPrefix())
+		return err
+	}); err != nil {
 		return
 	}
 	m := make(map[string]Observation, len(resp.Kvs))
@@ -144,13 +150,8 @@ func (a *Aggregator) runOnce(ctx context.Context) {
 	a.synced = true
 	a.mu.Unlock()
 	runCalls(calls)
-	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer wcancel()
-	wch := a.client.Watch(wctx, a.keys.Observations(), clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
-	for wr := range wch {
-		if wr.Err() != nil || wr.Canceled {
-			return
-		}
+	// A watch whose member stops answering (liveWatch) ends like a broken one.
+	_ = liveWatch(ctx, a.client, aggregatorProgressEvery, a.keys.Observations(), []clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision + 1)}, func(wr clientv3.WatchResponse) bool {
 		var calls []func()
 		a.mu.Lock()
 		for _, ev := range wr.Events {
@@ -174,7 +175,8 @@ func (a *Aggregator) runOnce(ctx context.Context) {
 		}
 		a.mu.Unlock()
 		runCalls(calls)
-	}
+		return true
+	})
 }
 
 func appendCall(calls []func(), fn func()) []func() {

@@ -251,35 +251,216 @@ func (d *Decider) Run(ctx context.Context) error {
 }
 
 // term runs one session: campaign, then lead until the session or ctx ends.
+//
+// The term keeps its lease itself (keepLease): concurrency.Session's
+// keep-alive is one stream per client (clientv3's lessor), which waits on a
+// member that stopped answering with its connection open until the lease is
+// gone. Here every keep-alive has a timeout of its own and a timed-out one is
+// made again on the next member; the term ends only when the lease cannot be
+// proven alive.
 func (d *Decider) term(ctx context.Context) error {
-	sess, err := concurrency.NewSession(d.cfg.Client, concurrency.WithTTL(int(d.cfg.TTL/time.Second)), concurrency.WithContext(ctx))
-	if err != nil {
+	c := d.cfg.Client
+	floor := d.callFloor()
+	var lease clientv3.LeaseID
+	var valid time.Time
+	if err := callUntil(ctx, time.Now().Add(d.cfg.TTL/2), floor, func(cctx context.Context) error {
+		sent := time.Now()
+		g, err := c.Grant(cctx, int64(d.cfg.TTL/time.Second))
+		if err != nil {
+			return err
+		}
+		lease, valid = g.ID, sent.Add(time.Duration(g.TTL)*time.Second)
+		return nil
+	}); err != nil {
 		return fmt.Errorf("session: %w", err)
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, _ = d.cfg.Client.Revoke(rctx, sess.Lease())
-		cancel()
-		_ = sess.Close()
+		// Revoked at once (attempts on the next member within a second), so
+		// that the next term, here or elsewhere, need not wait for the TTL.
+		_ = callUntil(context.Background(), time.Now().Add(time.Second), floor, func(cctx context.Context) error {
+			_, err := c.Revoke(cctx, lease)
+			return err
+		})
 	}()
+	sess, err := concurrency.NewSession(c, concurrency.WithLease(lease), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	// The election needs the Session only for its client and lease: its own
+	// keep-alive stops here, keepLease renews the lease.
+	sess.Orphan()
 	cctx, cancel := context.WithCancel(ctx)
+	lv := &leaseValidity{until: valid}
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
+	wg.Add(1)
 	go func() {
-		select {
-		case <-sess.Done():
-			cancel()
-		case <-cctx.Done():
-		}
+		defer wg.Done()
+		defer cancel()
+		d.keepLease(cctx, lease, lv)
 	}()
-	el := concurrency.NewElection(sess, d.keys.Election())
-	if err := el.Campaign(cctx, d.cfg.Name); err != nil {
+	el, err := d.campaign(cctx, sess)
+	if err != nil {
+		if lv.lapsed() {
+			return fmt.Errorf("campaign: %w: %w", ErrSessionLost, err)
+		}
 		return fmt.Errorf("campaign: %w", err)
 	}
 	d.setLeading(true)
 	defer d.setLeading(false)
 	d.log.Info("etcdcoord: decider leads", "decider", d.cfg.Name, "term", el.Rev())
-	l := &leader{d: d, el: el, lease: int64(sess.Lease())}
-	return l.lead(cctx)
+	l := &leader{d: d, el: el, lease: int64(lease), valid: lv}
+	err = l.lead(cctx)
+	if lv.lapsed() && ctx.Err() == nil {
+		return fmt.Errorf("%w: the term's lease could not be renewed: %w", ErrSessionLost, err)
+	}
+	return err
+}
+
+// campaign does what concurrency.Election.Campaign does (the same keys: a
+// candidate key <election>/<lease in hex> created under the session's lease;
+// it leads once no key created earlier is left), with every call as callUntil
+// makes it and the wait for an earlier key's deletion on a watch that is
+// replaced when its member stops answering (liveWatch). Election.Campaign's
+// watch would wait on such a member, and its clean-up on cancellation (Resign
+// on the client's context) has no timeout at all. Here a campaign that ends
+// early leaves its key to the lease, which term revokes.
+func (d *Decider) campaign(ctx context.Context, sess *concurrency.Session) (*concurrency.Election, error) {
+	c := d.cfg.Client
+	pfx := d.keys.Election() + "/"
+	key := d.keys.electionKey(int64(sess.Lease()))
+	forever := time.Now().Add(100 * 365 * 24 * time.Hour) // the context bounds it
+	var rev int64
+	if err := callUntil(ctx, forever, d.callFloor(), func(cctx context.Context) error {
+		resp, err := c.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, d.cfg.Name, clientv3.WithLease(sess.Lease()))).
+			Else(clientv3.OpGet(key)).Commit()
+		if err != nil {
+			return err
+		}
+		rev = resp.Header.Revision
+		if !resp.Succeeded {
+			rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for {
+		var resp *clientv3.GetResponse
+		if err := callUntil(ctx, forever, d.callFloor(), func(cctx context.Context) error {
+			var err error
+			resp, err = c.Get(cctx, pfx, append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(rev-1))...)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		if len(resp.Kvs) == 0 {
+			return concurrency.ResumeElection(sess, pfx, key, rev), nil
+		}
+		// Wait for the newest earlier key to go, then look again.
+		earlier := string(resp.Kvs[0].Key)
+		err := liveWatch(ctx, c, d.cfg.TTL/10, earlier, []clientv3.OpOption{clientv3.WithRev(resp.Header.Revision + 1)}, func(wr clientv3.WatchResponse) bool {
+			for _, ev := range wr.Events {
+				if ev.Type == clientv3.EventTypeDelete {
+					return false
+				}
+			}
+			return true
+		})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if err != nil && !errors.Is(err, errWatchSilent) {
+			d.log.Debug("etcdcoord: campaign's watch ended: looking again", "decider", d.cfg.Name, "err", err)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(d.callFloor()):
+			}
+		}
+	}
+}
+
+// callFloor is the timeout of the first attempt of an etcd call of the term
+// (firstTimeout).
+func (d *Decider) callFloor() time.Duration { return firstTimeout(d.cfg.TTL) }
+
+// leaseValidity is the instant until which the term's lease is known alive:
+// the send time of the last successful grant or keep-alive plus the TTL
+// etcd granted, on this process's monotonic clock.
+type leaseValidity struct {
+	mu    sync.Mutex
+	until time.Time
+	gone  bool
+}
+
+func (v *leaseValidity) get() time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.until
+}
+
+func (v *leaseValidity) set(t time.Time) {
+	v.mu.Lock()
+	v.until = t
+	v.mu.Unlock()
+}
+
+func (v *leaseValidity) end() {
+	v.mu.Lock()
+	v.gone = true
+	v.mu.Unlock()
+}
+
+// lapsed: the lease cannot be proven alive any more.
+func (v *leaseValidity) lapsed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.gone || !time.Now().Before(v.until)
+}
+
+// keepLease renews the term's lease every TTL/4 (each keep-alive as callUntil
+// makes it, until the lease's validity) and returns when the lease cannot be
+// proven alive (or ctx ends).
+func (d *Decider) keepLease(ctx context.Context, lease clientv3.LeaseID, lv *leaseValidity) {
+	defer lv.end()
+	tick := time.NewTicker(d.cfg.TTL / 4)
+	defer tick.Stop()
+	dog := time.NewTimer(time.Until(lv.get()))
+	defer dog.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-dog.C:
+			d.log.Warn("etcdcoord: decider's lease cannot be proven alive: ending the term", "decider", d.cfg.Name)
+			return
+		case <-tick.C:
+		}
+		var ka *clientv3.LeaseKeepAliveResponse
+		var sent time.Time
+		err := callUntil(ctx, lv.get(), d.callFloor(), func(cctx context.Context) error {
+			sent = time.Now()
+			var err error
+			ka, err = d.cfg.Client.KeepAliveOnce(cctx, lease)
+			return err
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				d.log.Warn("etcdcoord: decider's lease expired: ending the term", "decider", d.cfg.Name)
+				return
+			}
+			continue // the watchdog decides
+		}
+		until := sent.Add(time.Duration(ka.TTL) * time.Second)
+		lv.set(until)
+		dog.Reset(time.Until(until))
+	}
 }
 
 // pending is a switch whose fence (the followers' acknowledgements) is awaited.
@@ -301,6 +482,8 @@ type leader struct {
 	pending *pending
 	waiting string // last "waiting for" note, logged on change
 	lease   int64  // the election session's lease
+	valid   *leaseValidity
+
 	// keyCreated and keyVersion are the assignment key's CreateRevision and
 	// Version at ModRevision keyRev: what the next write binds its record to
 	// when keyRev is rev.
@@ -325,8 +508,20 @@ func (l *leader) lead(ctx context.Context) error {
 		return err
 	}
 	l.eng = eng
-	if err := l.read(ctx); err != nil {
-		return err
+	for {
+		err := l.read(ctx)
+		if err == nil {
+			break
+		}
+		if !l.survivable(err) {
+			return err
+		}
+		l.d.log.Warn("etcdcoord: decider's read failed while its lease is alive: retrying", "decider", d.cfg.Name, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.cfg.Interval):
+		}
 	}
 	primary, _ := eng.Primary()
 	if l.refused != nil {
@@ -360,6 +555,10 @@ func (l *leader) lead(ctx context.Context) error {
 			if errors.Is(err, errAssignmentChanged) {
 				continue // changed again: the next check sees it
 			}
+			if l.survivable(err) {
+				l.d.log.Warn("etcdcoord: decider's check failed while its lease is alive: retrying", "decider", d.cfg.Name, "err", err)
+				continue
+			}
 			return err
 		}
 		if l.refused != nil {
@@ -369,9 +568,33 @@ func (l *leader) lead(ctx context.Context) error {
 			if errors.Is(err, errAssignmentChanged) {
 				continue // the next check repairs it
 			}
+			if l.survivable(err) {
+				// A write that timed out may have been committed: the next
+				// check finds a revision it did not record and fences.
+				l.d.log.Warn("etcdcoord: decider's step failed while its lease is alive: retrying", "decider", d.cfg.Name, "err", err)
+				continue
+			}
 			return err
 		}
 	}
+}
+
+// survivable: err is a failed etcd call (this call's timeout, a member
+// unavailable) while the term's lease is still provably alive, so the term
+// still leads: the next round makes the call again, on the next member. A
+// refused guarded write (ErrDeposed), a lapsed lease and anything else end
+// the term.
+func (l *leader) survivable(err error) bool {
+	return l.valid != nil && !errors.Is(err, ErrDeposed) && retryable(err) && !l.valid.lapsed()
+}
+
+// until is how long a read of the term may be attempted again (see
+// callUntil): until its lease can no longer be proven alive.
+func (l *leader) until() time.Time {
+	if l.valid == nil {
+		return time.Now().Add(l.d.cfg.Interval * 4)
+	}
+	return l.valid.get()
 }
 
 // read loads the assignment and its revision.
@@ -418,14 +641,17 @@ var errAssignmentChanged = errors.New("etcdcoord: the assignment changed under t
 // record in force (for example one that cannot prove an earlier term's
 // writer any more) is repaired the same way.
 func (l *leader) check(ctx context.Context) error {
-	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
-	defer cancel()
 	// Keys only: a record the decider did not write is never acted on, so its
 	// value (up to etcd's request limit) is not fetched every Interval.
-	resp, err := l.d.cfg.Client.Txn(gctx).Then(
-		clientv3.OpGet(l.d.keys.Assignment(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(l.d.keys.Followers(), clientv3.WithPrefix()),
-	).Commit()
+	var resp *clientv3.TxnResponse
+	err := callUntil(ctx, l.until(), l.d.callFloor(), func(cctx context.Context) error {
+		var err error
+		resp, err = l.d.cfg.Client.Txn(cctx).Then(
+			clientv3.OpGet(l.d.keys.Assignment(), clientv3.WithKeysOnly()),
+			clientv3.OpGet(l.d.keys.Followers(), clientv3.WithPrefix()),
+		).Commit()
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("check assignment: %w", err)
 	}
@@ -579,7 +805,12 @@ func (l *leader) step(ctx context.Context) error {
 				return l.write(ctx, Assignment{Phase: PhaseActive, Endpoint: p.from, Reason: "switch abandoned: the active endpoint answers again"})
 			}
 		}
-		missing, err := l.unacked(ctx, p.fenceRev)
+		var missing []string
+		err := callUntil(ctx, l.until(), l.d.callFloor(), func(cctx context.Context) error {
+			var err error
+			missing, err = l.unacked(cctx, p.fenceRev)
+			return err
+		})
 		if err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@
 //   - Observers (monitors in several regions) publish their probe results,
 //     each under its own lease, so a dead or stalled monitor's opinion expires
 //     with its lease.
-//   - One Decider, elected with etcd's concurrency election, aggregates the
+//   - One Decider, elected with the keys of etcd's concurrency election, aggregates the
 //     live observations by quorum (Aggregate), runs an engine.Manager on that
 //     view, and writes the account's Assignment to one key with a transaction
 //     that only the current leader can commit.
@@ -96,6 +96,20 @@
 //     not write on the stale decision, without waiting for any goroutine to
 //     notice. At that deadline the follower also holds or halts, even with no
 //     network at all.
+//   - One etcd member that stops answering while its connections stay open
+//     (a stopped process, a stalled disk, a hung VM) neither halts a follower
+//     nor ends the decider's term while the others keep quorum. clientv3
+//     balances calls round-robin over the members and keeps such a member's
+//     connection in the rotation until gRPC's keepalive closes it (10 s at
+//     the soonest), so every call here has a short timeout of its own (a 25th
+//     of the lease at first, at least 50 ms, doubling to four times that) and
+//     one that timed out is made again at once, on the next member, until the
+//     lease's deadline. Watches ask the member for progress every tenth of
+//     the lease and are replaced on a new stream, after a fresh read, when two
+//     such intervals pass without an answer. The decider keeps its election
+//     lease itself the same way, and a call that timed out while that lease is
+//     provably alive is made again in the next round instead of ending the
+//     term.
 //   - The token reaches the broker: Ticket.Token is the token, and
 //     transports/rest (Options.TokenHeader) and transports/fix
 //     (Options.TokenTag) write it into every order, so a broker or gateway

@@ -130,6 +130,8 @@ type Follower struct {
 	reported int64
 	// verified: the last revision whose writer was proven the leader.
 	verified int64
+	// ackRev: the mod revision of this follower's key after its last write.
+	ackRev int64
 }
 
 // NewFollower validates cfg and returns a Follower.
@@ -225,14 +227,23 @@ func (f *Follower) Run(ctx context.Context) error {
 
 // session runs one lease: grant, register, read and watch the Assignment, keep
 // the lease alive, and return when it cannot be proven alive any more.
+//
+// Every call has a short timeout of its own (see callUntil), and one that
+// timed out is made again at once, on the next member: one etcd member that
+// stops answering with its connections open costs a fraction of the lease,
+// not the session.
 func (f *Follower) session(ctx context.Context) {
 	c := f.cfg.Client
 	ttl := int64(f.cfg.TTL / time.Second)
-	sent := time.Now()
-	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-	g, err := c.Grant(gctx, ttl)
-	cancel()
-	if err != nil {
+	floor := f.callFloor()
+	var g *clientv3.LeaseGrantResponse
+	var sent time.Time
+	if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/2), floor, func(cctx context.Context) error {
+		sent = time.Now()
+		var err error
+		g, err = c.Grant(cctx, ttl)
+		return err
+	}); err != nil {
 		return
 	}
 	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
@@ -242,20 +253,23 @@ func (f *Follower) session(ctx context.Context) {
 	defer f.setDeadline(time.Time{})
 	f.setDeadline(deadline)
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		_, _ = c.Revoke(rctx, g.ID)
-		cancel()
+		_ = callUntil(context.Background(), time.Now().Add(500*time.Millisecond), floor, func(cctx context.Context) error {
+			_, err := c.Revoke(cctx, g.ID)
+			return err
+		})
 		f.mu.Lock()
 		f.lease = 0
 		f.mu.Unlock()
 	}()
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
-	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
+	// Guarded like every acknowledgement (putAck): written only where the
+	// key is absent, so a late copy cannot undo a later acknowledgement.
 	b, _ := json.Marshal(Ack{})
-	_, err = c.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(g.ID))
-	cancel()
-	if err != nil {
+	f.mu.Lock()
+	f.ackRev = 0
+	f.mu.Unlock()
+	if err := f.putAck(ctx, g.ID, string(b)); err != nil {
 		return
 	}
 	f.mu.Lock()
@@ -264,22 +278,20 @@ func (f *Follower) session(ctx context.Context) {
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	rev, err := f.readAssignment(ctx, true)
+	rev, err := f.readAssignment(ctx, deadline, true)
 	if err != nil {
 		return
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	lost := make(chan struct{})
-	var lostOnce sync.Once
-	markLost := func() { lostOnce.Do(func() { close(lost) }) }
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
+	lost := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer markLost()
+		defer close(lost)
 		f.watch(sctx, rev)
 	}()
 	watchdog := time.NewTimer(time.Until(deadline))
@@ -291,15 +303,19 @@ func (f *Follower) session(ctx context.Context) {
 		case <-sctx.Done():
 			return
 		case <-lost:
-			return
+			return // the assignment cannot be read: a new session
 		case <-watchdog.C:
 			f.log.Warn("etcdcoord: session cannot be proven alive: halting", "follower", f.cfg.Name)
 			return
 		case <-tick.C:
-			sent := time.Now()
-			kctx, cancel := context.WithTimeout(sctx, time.Until(deadline))
-			ka, err := c.KeepAliveOnce(kctx, g.ID)
-			cancel()
+			var ka *clientv3.LeaseKeepAliveResponse
+			var sent time.Time
+			err := callUntil(sctx, deadline, floor, func(cctx context.Context) error {
+				sent = time.Now()
+				var err error
+				ka, err = c.KeepAliveOnce(cctx, g.ID)
+				return err
+			})
 			if err != nil {
 				if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 					return
@@ -309,60 +325,81 @@ func (f *Follower) session(ctx context.Context) {
 			deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)
 			f.setDeadline(deadline)
 			watchdog.Reset(time.Until(deadline))
-			// Backstop for a watch that lags: a linearizable read.
-			_, _ = f.readAssignment(sctx, true)
+			// Backstop for a watch that lags: a linearizable read, one
+			// attempt (the watch re-reads on its own when its stream is
+			// silent), so that it never delays the next keep-alive.
+			_, _ = f.readAssignment(sctx, time.Now().Add(floor), true)
 		}
 	}
 }
 
-// readAssignment reads the Assignment and records it (marking the session
-// alive when session is true). It returns the read's header revision. A
-// record that cannot be accepted is recorded as refused, not returned as an
-// error: the session goes on and the Target holds.
+// callFloor is the timeout of the first attempt of an etcd call (firstTimeout).
+func (f *Follower) callFloor() time.Duration { return firstTimeout(f.cfg.TTL) }
+
+// sessionDeadline is the session's deadline in force (zero: none).
+func (f *Follower) sessionDeadline() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline
+}
+
+// readAssignment reads the Assignment (attempts as callUntil makes them, until
+// until) and records it (marking the session alive when session is true). It
+// returns the read's header revision. A record that cannot be accepted is
+// recorded as refused, not returned as an error: the session goes on and the
+// Target holds.
 //
 // When the key is still at the revision of the State in force, its value is
 // not fetched again: the backstop read every TTL/4 costs a few bytes however
 // large the record is (etcd's request limit, not the library's record limit,
 // bounds what may be written).
-func (f *Follower) readAssignment(ctx context.Context, session bool) (int64, error) {
-	gctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-	defer cancel()
-	f.mu.Lock()
-	known := f.st.Revision
-	f.mu.Unlock()
-	if known > 0 {
-		key := f.keys.Assignment()
-		tr, err := f.cfg.Client.Txn(gctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", known)).Else(clientv3.OpGet(key)).Commit()
-		if err != nil {
-			return 0, err
-		}
-		if tr.Succeeded {
-			if session {
-				f.update(func(s *State) { s.Session = true })
-			}
-			return tr.Header.Revision, nil
-		}
-		return f.readRecord(gctx, (*clientv3.GetResponse)(tr.Responses[0].GetResponseRange()), tr.Header.Revision, session)
-	}
-	resp, err := f.cfg.Client.Get(gctx, f.keys.Assignment())
-	if err != nil {
-		return 0, err
-	}
-	return f.readRecord(gctx, resp, resp.Header.Revision, session)
-}
-
-// readRecord records what a read of the assignment key found (see
-// readAssignment) and returns hdr, the read's revision.
-func (f *Follower) readRecord(gctx context.Context, resp *clientv3.GetResponse, hdr int64, session bool) (int64, error) {
-	var err error
+func (f *Follower) readAssignment(ctx context.Context, until time.Time, session bool) (int64, error) {
+	var hdr int64
+	var unchanged bool
 	var a Assignment
 	var rev int64
 	var refused error
-	if len(resp.Kvs) > 0 {
-		rev = resp.Kvs[0].ModRevision
-		if a, refused, err = f.accept(gctx, resp.Kvs[0]); err != nil {
-			return 0, err
+	err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
+		f.mu.Lock()
+		known := f.st.Revision
+		f.mu.Unlock()
+		unchanged, a, rev, refused = false, Assignment{}, 0, nil
+		var resp *clientv3.GetResponse
+		if known > 0 {
+			key := f.keys.Assignment()
+			tr, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", known)).Else(clientv3.OpGet(key)).Commit()
+			if err != nil {
+				return err
+			}
+			hdr = tr.Header.Revision
+			if tr.Succeeded {
+				unchanged = true
+				return nil
+			}
+			resp = (*clientv3.GetResponse)(tr.Responses[0].GetResponseRange())
+		} else {
+			r, err := f.cfg.Client.Get(cctx, f.keys.Assignment())
+			if err != nil {
+				return err
+			}
+			resp, hdr = r, r.Header.Revision
 		}
+		if len(resp.Kvs) == 0 {
+			return nil
+		}
+		rev = resp.Kvs[0].ModRevision
+		var err error
+		a, refused, err = f.accept(cctx, resp.Kvs[0])
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if unchanged {
+		if session {
+			f.update(func(s *State) { s.Session = true })
+		}
+		return hdr, nil
 	}
 	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, session)
 	return hdr, nil
@@ -429,27 +466,65 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 	}
 }
 
+// watch follows the Assignment from rev+1 until ctx ends. A watch that goes
+// silent (liveWatch) is replaced by one on a new stream from the last event
+// seen; one that fails otherwise (compaction, a member without a leader), by
+// one from a linearizable read. It returns (and the session ends) only when
+// that read fails for a reason every member would share.
 func (f *Follower) watch(ctx context.Context, rev int64) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range f.cfg.Client.Watch(wctx, f.keys.Assignment(), clientv3.WithRev(rev+1)) {
-		if wr.Err() != nil || wr.Canceled {
+	every := f.cfg.TTL / 10
+	for ctx.Err() == nil {
+		err := liveWatch(ctx, f.cfg.Client, every, f.keys.Assignment(), []clientv3.OpOption{clientv3.WithRev(rev + 1)}, func(wr clientv3.WatchResponse) bool {
+			for _, ev := range wr.Events {
+				r := ev.Kv.ModRevision
+				if ev.Type != clientv3.EventTypePut {
+					// Deleted: nothing to trade on.
+					f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
+					rev = r
+					continue
+				}
+				var a Assignment
+				var refused error
+				if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/3), f.callFloor(), func(cctx context.Context) error {
+					var err error
+					a, refused, err = f.accept(cctx, ev.Kv)
+					return err
+				}); err != nil {
+					return false // cannot check the writer: re-read
+				}
+				f.record(a, r, refused, func(s *State) bool { return r > s.Revision }, false)
+				rev = r
+			}
+			return true
+		})
+		if ctx.Err() != nil {
 			return
 		}
-		for _, ev := range wr.Events {
-			r := ev.Kv.ModRevision
-			if ev.Type != clientv3.EventTypePut {
-				// Deleted: nothing to trade on.
-				f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
-				continue
-			}
-			vctx, vcancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-			a, refused, err := f.accept(vctx, ev.Kv)
-			vcancel()
-			if err != nil {
-				return // cannot check the writer: the session re-reads
-			}
-			f.record(a, r, refused, func(s *State) bool { return r > s.Revision }, false)
+		if errors.Is(err, errWatchSilent) {
+			// The member stopped answering: watch again from the last event
+			// seen, on a new stream (the next member). Nothing is skipped:
+			// every record written since is delivered, in order.
+			f.log.Debug("etcdcoord: watch stream silent: watching again", "follower", f.cfg.Name, "from", rev+1)
+			continue
+		}
+		if err != nil {
+			f.log.Debug("etcdcoord: watch ended: re-reading", "follower", f.cfg.Name, "err", err)
+		}
+		until := f.sessionDeadline()
+		r, err := f.readAssignment(ctx, until, false)
+		if err == nil {
+			rev = max(rev, r)
+			continue
+		}
+		if ctx.Err() == nil && !retryable(err) {
+			// Refused by every member alike (permissions, for one): end the
+			// session rather than hold every switch while keep-alives work.
+			f.log.Warn("etcdcoord: the assignment cannot be read: ending the session", "follower", f.cfg.Name, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(every):
 		}
 	}
 }
@@ -567,9 +642,7 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 		ack = Ack{Token: uint64(st.Revision), Phase: PhaseRefused}
 	}
 	b, _ := json.Marshal(ack)
-	pctx, cancel := context.WithTimeout(ctx, f.cfg.TTL/3)
-	defer cancel()
-	if _, err := f.cfg.Client.Put(pctx, f.keys.Follower(f.cfg.Name), string(b), clientv3.WithLease(lease)); err != nil {
+	if err := f.putAck(ctx, lease, string(b)); err != nil {
 		return fmt.Errorf("acknowledge: %w", err)
 	}
 	f.mu.Lock()
@@ -587,4 +660,50 @@ func (f *Follower) ack(ctx context.Context, st State) error {
 		_ = f.cfg.Target.Extend(extend)
 	}
 	return nil
+}
+
+// putAck writes the acknowledgement val under lease, guarded by the key's mod
+// revision after this follower's last write to it. An attempt that timed out
+// on a member that stopped answering is still in that member's socket and may
+// be carried out when it resumes, after later acknowledgements: the guard
+// makes such a late write fail instead of putting an older token back (the
+// decider would wait for this follower again). When the key was changed by
+// anyone else, it is overwritten.
+func (f *Follower) putAck(ctx context.Context, lease clientv3.LeaseID, val string) error {
+	key := f.keys.Follower(f.cfg.Name)
+	return callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
+		for range 3 {
+			f.mu.Lock()
+			prev := f.ackRev
+			f.mu.Unlock()
+			resp, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
+				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease))).
+				Else(clientv3.OpGet(key)).Commit()
+			if err != nil {
+				return err
+			}
+			now := resp.Header.Revision
+			if !resp.Succeeded {
+				kvs := resp.Responses[0].GetResponseRange().Kvs
+				if len(kvs) == 1 && string(kvs[0].Value) == val && kvs[0].Lease == int64(lease) {
+					now = kvs[0].ModRevision // an earlier attempt of this write landed
+				} else {
+					if len(kvs) == 1 {
+						now = kvs[0].ModRevision
+					} else {
+						now = 0
+					}
+					f.mu.Lock()
+					f.ackRev = now
+					f.mu.Unlock()
+					continue // changed by someone else: overwrite it
+				}
+			}
+			f.mu.Lock()
+			f.ackRev = now
+			f.mu.Unlock()
+			return nil
+		}
+		return errors.New("etcdcoord: the acknowledgement key keeps changing under the follower")
+	})
 }
