@@ -125,10 +125,19 @@ func (s Scenario) Regions() []string {
 	return out
 }
 
+// injectOrder is the order in which Inject sets a region's services: the
+// session connections (FIX, WebSocket) first. A region that dies takes every
+// connection at once, but the relays are set one after another; with the
+// order path first, a client that notices the failed orders at once can
+// fence and send its farewell (a preserve-mode Logout that keeps the
+// session's orders) through a session relay not yet down, a race no real
+// outage has (seen on a loaded host: the broker cancelled nothing).
+var injectOrder = []simbroker.Service{simbroker.FIX, simbroker.WS, simbroker.REST, simbroker.Probe}
+
 // Inject applies the scenario's faults.
 func (s Scenario) Inject(b *simbroker.Broker) error {
 	for _, region := range s.Regions() {
-		for _, svc := range simbroker.Services {
+		for _, svc := range injectOrder {
 			if f, ok := s.Faults[region][svc]; ok {
 				if err := b.SetFault(region, svc, f); err != nil {
 					return fmt.Errorf("orderflow: inject %s on %s/%s: %w", f, region, svc, err)
