@@ -148,6 +148,7 @@ type orderRec struct {
 	code     int
 	errCode  string
 	settled  []pathdialer.Fate
+	settleAt time.Time // when the latest settlement was made (the event's time)
 	ticketGn uint64
 	settleSq uint64 // Seq of the first event that settled it (0: none)
 	limit    bool
@@ -804,6 +805,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 				continue
 			}
 			o.settled = append(o.settled, st.Fate)
+			o.settleAt = ev.Time
 			if o.settleSq == 0 {
 				o.settleSq = ev.Seq
 			}
