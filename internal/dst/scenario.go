@@ -135,7 +135,8 @@ type Scenario struct {
 	Resting RestingSim
 
 	// NoTradePathCheck (NewLiveScenario): the Path is given no
-	// Config.TradePathCheck.
+	// Config.TradePathCheck; it runs the check a quick start's
+	// rest.Reconciler offers instead (world.offeredTradePathCheck).
 	NoTradePathCheck bool
 }
 
@@ -276,7 +277,7 @@ func (s Scenario) String() string {
 		fmt.Fprintf(&b, "  reconcile timeout %v\n", s.ReconcileTimeout)
 	}
 	if s.NoTradePathCheck {
-		fmt.Fprintf(&b, "  no trade-path check\n")
+		fmt.Fprintf(&b, "  no trade-path check (Config.TradePathCheck nil; rest.Reconciler's offered lookup runs)\n")
 	}
 	if s.Resting.On {
 		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)

@@ -24,6 +24,7 @@ import (
 	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/internal/venuepace"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/rest"
 	"github.com/brokerpath/brokerpath/transports/ws"
@@ -425,6 +426,11 @@ func (w *world) buildClient() error {
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
+	if s.NoTradePathCheck {
+		// What a quick start has: the REST Reconciler given its transport
+		// with SendLookupsVia offers the Path its trade-path check.
+		w.path.OfferTradePathCheck("rest.Reconciler", w.offeredTradePathCheck(venuepace.New(pc.Venue)))
+	}
 	w.installYield() // seeded yield points (builds with -tags dstyield)
 	ro := rest.Options{Hosts: []string{"broker.invalid"}}
 	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
@@ -641,6 +647,66 @@ func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) (err
 		return fmt.Errorf("trade-path check %s: the order path fails", ep.Name)
 	}
 	return nil
+}
+
+// offeredTradePathCheck is, in seeds with no Config.TradePathCheck, the
+// check rest.Reconciler offers the Path from SendLookupsVia (the quick
+// start's), made as that check makes it: paced by the venue's lookup budget
+// (the bucket lb), one lookup of rest.TradePathOrderID, an order ID never
+// sent, through the endpoint checked on a fresh read-only connection of the
+// Path (Path.DialReadOnly), bounded by the Path's context only. An answer
+// that settles the order ID passes: the broker's 404, or 200 with an order.
+// Anything else fails: another status (a 5xx, a refusal), no answer, a
+// timeout. It is a lookup like the reconcile's (MoveLookup5xx's 503s reach
+// it), and it does not see a gray failure that breaks only order
+// submission (MoveGray: the broker's Partial fault answers reads): that is
+// what a user of the offered check has. The check's answers are recorded
+// with the probes' (ground.go), as Config.TradePathCheck's are.
+func (w *world) offeredTradePathCheck(lb *venuepace.Bucket) pathdialer.ProbeFunc {
+	return func(ctx context.Context, ep pathdialer.Endpoint) (err error) {
+		w.co.wait(resumeProbe, ep.Name+"/trade-path")
+		w.stallWait(resumeProbe, ep.Name+"/trade-path")
+		began := time.Now()
+		defer func() {
+			w.mu.Lock()
+			w.cx.checks = append(w.cx.checks, probeRec{endpoint: ep.Name, start: began, end: time.Now(), ok: err == nil})
+			w.mu.Unlock()
+		}()
+		ctx, cancel := ownDeadline(ctx, ep, 1)
+		defer cancel()
+		if err := lb.Wait(ctx); err != nil {
+			return fmt.Errorf("trade-path check %s: the venue's lookup budget leaves no room for it: %w", ep.Name, err)
+		}
+		u, _ := ep.Address(pathdialer.ServiceREST)
+		req, err := http.NewRequestWithContext(context.WithValue(ctx, lookupKey{}, rest.TradePathOrderID), http.MethodGet, u+"/v1/orders/"+url.PathEscape(rest.TradePathOrderID), nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-API-Key", apiKey)
+		tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return w.path.DialReadOnly(ctx, ep.Name, network, addr)
+		}}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			return fmt.Errorf("trade-path check %s: the lookup failed: %w", ep.Name, err)
+		}
+		raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("trade-path check %s: reading the answer: %w", ep.Name, rerr)
+		case resp.StatusCode == http.StatusNotFound:
+			return nil
+		case resp.StatusCode == http.StatusOK:
+			var o simbroker.Order
+			if json.Unmarshal(raw, &o) != nil || o.Status == "" {
+				return fmt.Errorf("trade-path check %s: the lookup's answer is not an order", ep.Name)
+			}
+			return nil
+		}
+		return fmt.Errorf("trade-path check %s: the lookup answered HTTP %d", ep.Name, resp.StatusCode)
+	}
 }
 
 // fence returns the Fencer (on) or Unfence that calls the broker's kill
