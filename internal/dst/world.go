@@ -150,10 +150,16 @@ type orderRec struct {
 	errCode  string
 	settled  []pathdialer.Fate
 	settleAt time.Time // when the latest settlement was made (the event's time)
-	ticketGn uint64
-	settleSq uint64 // Seq of the first event that settled it (0: none)
-	limit    bool
-	resent   bool
+	// unknownAt: when a reconcile was first handed its ticket as finished
+	// unknown (TicketUnknown) since its latest send; zero if never. A FIX
+	// order's record ends only when it is answered or the run ends, later
+	// than the Path knew it unknown (see finishedUnknownAt).
+	unknownAt time.Time
+	runEnded  bool // a FIX order never answered: its record was ended by the run's end (fixSim.finish)
+	ticketGn  uint64
+	settleSq  uint64 // Seq of the first event that settled it (0: none)
+	limit     bool
+	resent    bool
 }
 
 // world is one run's state.
@@ -859,6 +865,14 @@ func (w *world) onEvent(ev pathdialer.Event) {
 		for i := range w.fences {
 			if w.fences[i].endpoint == to && w.fences[i].end.IsZero() {
 				w.fences[i].end = ev.Time
+			}
+		}
+		w.mu.Unlock()
+	case pathdialer.EventReconcileStart:
+		w.mu.Lock()
+		for _, t := range ev.Tickets {
+			if o := w.orders[t.OrderID]; o != nil && t.State == pathdialer.TicketUnknown && (o.unknownAt.IsZero() || o.unknownAt.Before(o.start)) {
+				o.unknownAt = ev.Time
 			}
 		}
 		w.mu.Unlock()
