@@ -19,7 +19,12 @@
 //	no-order-through-fenced-path    nothing sent after the client fenced a region is booked there;
 //	                                sent before and booked after is a late landing, reported in Notes
 //	broker-fence-holds              nothing booked through a region the broker had fenced
-//	every-unknown-order-settled     each unknown outcome is settled by some reconcile
+//	every-unknown-order-settled     each unknown outcome is settled by some reconcile, made after the
+//	                                order finished unknown (its call ended, or a reconcile was first
+//	                                handed its ticket as unknown, whichever came first; a FIX order
+//	                                never answered, whose record the run's end closes, by any
+//	                                reconcile unless its ticket was handed over unknown): a
+//	                                settlement of the ticket in flight does not settle a later unknown
 //	unknown-settled-before-release  no flow is released under a later generation before an
 //	                                order that finished unknown under an earlier one is settled
 //	settlement-matches-book         a settled fate other than NOT_RECEIVED is in the book
@@ -75,7 +80,17 @@
 // The check does not fail while an unknown-outcome fault is still armed
 // (the broker cuts orders, not reads), so an endpoint can come back and be
 // taken out again by the orders the fault still cuts. In half of the seeds
-// with the liveness moves (below) the Path is given no trade-path check.
+// with the liveness moves (below) the Path is given no Config.TradePathCheck
+// ("no trade-path check" in the trace's header) and runs instead the check
+// that rest.Reconciler offers when given its transport with SendLookupsVia,
+// as in the quick start: made as that check makes it, paced by the venue's
+// lookup budget, a lookup of rest.TradePathOrderID (never sent) through the
+// endpoint on a fresh read-only connection of the Path, passing on the
+// broker's 404 or an order and failing on anything else (a 5xx, a refusal,
+// no answer). Being a lookup, it fails while the region's lookups answer 503
+// (lookup-5xx), and it passes during a gray failure that breaks only order
+// submission (the broker's Partial fault answers reads), which the Path
+// then cannot tell from a recovery.
 //
 // By default the client never resends. Options.ResendNotReceived (flag
 // -sim.resend) resends, once and under the same client order ID, an order
@@ -625,11 +640,11 @@
 // coordinated Path holds and halts only when told), except for the
 // coordinator's Halt. They are judged in composed seeds only.
 //
-// The tests draw composed seeds when -sim.composed is given; its default is
-// the constant composedByDefault in sim_test.go, false while the runtime
-// still has the defects these moves find, so that the short sweep of the
-// unit tests stays green; make sim passes -sim.composed=true (SIM_COMPOSED=1,
-// the default). TestSimComposedDeterministic runs ten composed seeds twice in
+// The tests draw composed seeds unless -sim.composed=false is given; its
+// default is the constant composedByDefault in sim_test.go, true since the
+// runtime no longer has the defects these moves find, so the short sweep of
+// the unit tests draws them too; make sim passes -sim.composed=true
+// (SIM_COMPOSED=1, the default). TestSimComposedDeterministic runs ten composed seeds twice in
 // every test run and requires byte-identical traces whatever the flag says.
 //
 // # Ground truth
