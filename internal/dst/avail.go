@@ -738,12 +738,21 @@ func (w *world) runLiveMove(m Move) bool {
 			slow := []simbroker.Service{simbroker.REST}
 			w.setNet(region, slow, faultnet.Latency(w.s.ProbeInterval+w.s.ProbeTimeout, 0))
 			var placed sync.WaitGroup
+			var ids []string
 			for k := 1; k <= m.N; k++ {
+				ids = append(ids, fmt.Sprintf("hu%d-%d", m.At.Microseconds(), k))
+			}
+			// Their answers (cut) reach the client only after the first
+			// release after the halt, within a deadline that outlasts the
+			// halt, a probe round and a reconcile (halthold.go).
+			w.holdAnswers(ids)
+			within := w.s.OrderTimeout + m.Down + 2*w.s.ProbeInterval + w.s.ProbeTimeout + 2*time.Second + w.s.ReconcileTimeout
+			for _, id := range ids {
 				time.Sleep(113 * time.Microsecond)
 				placed.Add(1)
 				go func() {
 					defer placed.Done()
-					w.place(fmt.Sprintf("hu%d-%d", m.At.Microseconds(), k), false)
+					w.placeWithin(id, false, within)
 				}()
 			}
 			placed.Wait()

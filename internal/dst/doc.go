@@ -767,7 +767,11 @@
 //	                   the probes fail, over its REST address slowed by a probe interval
 //	                   and a probe timeout (in flight at the halt, they end unknown after
 //	                   it); then the probes heal and flow must resume with those orders
-//	                   settled
+//	                   settled. The move's own 1–3 orders have a deadline that outlasts
+//	                   the halt, and their cut answers reach the client only after the
+//	                   first release after it: the resume's reconcile finds them in
+//	                   flight (booked, when their request arrived before its lookup),
+//	                   and they end unknown after its verdict, to be settled again
 //
 // The tests draw them when -sim.live is given with -sim.composed; its
 // default is the constant liveByDefault in sim_test.go, false while the

@@ -13,7 +13,9 @@ import (
 // (pathdialer judges them, and its EventReconcileFailure carries them): an
 // order it settled is never handed to a later reconcile attempt (a switch's,
 // a resume's or a settle's; the re-query of provisional verdicts and the
-// late-landing watch look again on purpose) unless it was sent again since.
+// late-landing watch look again on purpose) unless it was sent again since,
+// or finished unknown since (an order whose verdict was found while it was
+// in flight is handed over again when it then ends unknown).
 // Judged from the Path's events against the client's record of its sends;
 // that the kept answers are true is settlement-matches-book's, and that
 // every unknown order is settled, every-unknown-order-settled's (both count
@@ -34,6 +36,9 @@ type progressGround struct {
 	start  time.Time
 	events []progressEvent
 	sentAt map[string]time.Time // the latest send of each order
+	// unknownAt: when each order that finished unknown did (its latest
+	// send's end, as the client recorded it).
+	unknownAt map[string]time.Time
 }
 
 // noteProgress records a reconcile event for InvKeptAnswers.
@@ -77,8 +82,12 @@ func (w *world) overBudget(n int) bool {
 // answers failed attempts kept.
 func (w *world) checkProgress(res *Result, viol func(inv, format string, a ...any)) {
 	sent := make(map[string]time.Time, len(w.orders))
+	unknown := map[string]time.Time{}
 	for id, o := range w.orders {
 		sent[id] = o.start
+		if o.outcome == "unknown" && !o.runEnded {
+			unknown[id] = o.end
+		}
 	}
 	var failures, answers int
 	for _, e := range w.px {
@@ -90,7 +99,7 @@ func (w *world) checkProgress(res *Result, viol func(inv, format string, a ...an
 	if failures > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("progress: %d failed reconcile attempt(s) kept %d answer(s)", failures, answers))
 	}
-	progressGround{start: w.start, events: slices.Clone(w.px), sentAt: sent}.judge(viol)
+	progressGround{start: w.start, events: slices.Clone(w.px), sentAt: sent, unknownAt: unknown}.judge(viol)
 }
 
 // judge reports every order asked about again after a failed attempt kept
@@ -112,6 +121,9 @@ func (g progressGround) judge(viol func(inv, format string, a ...any)) {
 				delete(kept, id)
 				if g.sentAt[id].After(k.at) {
 					continue // sent again since: a new ticket
+				}
+				if g.unknownAt[id].After(k.at) {
+					continue // finished unknown since: re-handed on purpose
 				}
 				viol(InvKeptAnswers, "%s, settled by the failed attempt %d at %v (%s), was handed again to attempt %d at %v (%s) without being sent again",
 					id, k.attempt, k.at.Sub(g.start), orCause(k.cause), e.attempt, e.at.Sub(g.start), orCause(e.cause))

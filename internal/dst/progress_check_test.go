@@ -39,6 +39,17 @@ func TestProgressCheckFindsAnswersAskedAgain(t *testing.T) {
 	if v := judged(progressGround{start: t0, events: planted, sentAt: resent}); len(v) != 0 {
 		t.Fatalf("an order sent again after its answer was kept is a new ticket: %v", v)
 	}
+	// An order that finished unknown after its answer was kept is handed
+	// over again on purpose (the Path re-hands a late unknown whose verdict
+	// was found in flight): no violation.
+	lateUnknown := map[string]time.Time{"a": at(2).Add(time.Millisecond)}
+	if v := judged(progressGround{start: t0, events: planted, sentAt: sent, unknownAt: lateUnknown}); len(v) != 0 {
+		t.Fatalf("an order that finished unknown after its answer was kept is settled again: %v", v)
+	}
+	early := map[string]time.Time{"a": at(1)}
+	if v := judged(progressGround{start: t0, events: planted, sentAt: sent, unknownAt: early}); len(v) != 1 || v[0] != InvKeptAnswers {
+		t.Fatalf("an order that finished unknown before its answer was kept, asked again: %v, want one %s", v, InvKeptAnswers)
+	}
 	if !strings.Contains(orCause(""), "switch") {
 		t.Fatal("orCause")
 	}

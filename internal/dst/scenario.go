@@ -375,7 +375,11 @@ const (
 	// as the probes fail, over its REST address slowed by a probe interval
 	// and a probe timeout (in flight at the halt, they end unknown after
 	// it); then the probes heal and flow must resume with those orders
-	// settled.
+	// settled. The move's own orders are placed with a deadline that
+	// outlasts the halt, and their answers (cut) reach the client only
+	// after the first release after the halt (halthold.go): the resume's
+	// reconcile finds them in flight, booked, and they end unknown after
+	// its verdict, so they must be settled again.
 	MoveHaltUnknown MoveKind = "halt-with-unknown"
 )
 

@@ -190,7 +190,8 @@ type world struct {
 	wsBad    []string
 	wsPaceMu sync.Mutex
 	wsNext   time.Time
-	releases []release // EventRelease, in order
+	releases []release    // EventRelease, in order
+	held     *heldAnswers // halt-with-unknown's orders whose answers are held (halthold.go)
 	resends  sync.WaitGroup
 	resendN  int
 	cx       composed        // the composed moves' record (composed.go)
@@ -550,7 +551,7 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {
 		if strings.Contains(a, ".rest.") {
-			c = w.trackConn(c, id, a[:strings.Index(a, ".")])
+			c = w.holdConn(w.trackConn(c, id, a[:strings.Index(a, ".")]), id) // halthold.go
 		}
 		w.co.inWrite(id) // the order's ticket passed Valid; its bytes not yet written
 	}
@@ -852,6 +853,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 	case pathdialer.EventRelease:
 		w.mu.Lock()
 		w.releases = append(w.releases, release{seq: ev.Seq, gen: ev.Token, at: ev.Time})
+		w.releaseHeld(ev.Time) // halthold.go
 		w.mu.Unlock()
 	case pathdialer.EventSwitch, pathdialer.EventUnfence:
 		to := ev.To
@@ -1069,7 +1071,10 @@ func (w *world) trade(i int) {
 	}
 }
 
-func (w *world) place(id string, limit bool) {
+func (w *world) place(id string, limit bool) { w.placeWithin(id, limit, w.s.OrderTimeout) }
+
+// placeWithin is place with the order's own timeout.
+func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 	body := map[string]string{"client_order_id": id, "symbol": "EURUSD", "side": "buy", "qty": "1", "type": "market"}
 	if limit {
 		body["type"], body["price"] = "limit", "0.5"
@@ -1077,7 +1082,7 @@ func (w *world) place(id string, limit bool) {
 	raw, _ := json.Marshal(body)
 	w.co.wait(resumeTrader, id) // no order starts while the process is paused
 	w.stallWait(resumeTrader, id)
-	ctx, cancel := w.co.orderContext(w.s.OrderTimeout, id)
+	ctx, cancel := w.co.orderContext(timeout, id)
 	defer cancel()
 	hc, u, pooled := w.orderClient() // h2sim.go
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))

@@ -1,0 +1,76 @@
+package dst
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// heldAnswers is the halt-with-unknown move's hold on its own orders'
+// answers (MoveHaltUnknown): the broker books each of them and cuts its
+// answer, and the cut reaches the client only after the Path's first
+// release following the halt (a return path that delivers the reset late),
+// or when the order's own deadline closes the connection. The resume's
+// reconcile, which takes them in flight, then finds them booked and
+// reports a final verdict before they finish unknown: the unknown outcome
+// that follows must be settled again (every-unknown-order-settled counts
+// only a settlement made after it).
+type heldAnswers struct {
+	ids  map[string]bool
+	gate chan struct{} // closed at the first release after the orders were placed
+	from time.Time     // when they were placed
+	open bool
+}
+
+// holdAnswers arms the hold for ids from now (w.mu not held).
+func (w *world) holdAnswers(ids []string) {
+	h := &heldAnswers{ids: map[string]bool{}, gate: make(chan struct{}), from: time.Now()}
+	for _, id := range ids {
+		h.ids[id] = true
+	}
+	w.mu.Lock()
+	w.held = h
+	w.mu.Unlock()
+}
+
+// releaseHeld opens the hold at a release of the gate made after the held
+// orders were placed (w.mu held).
+func (w *world) releaseHeld(at time.Time) {
+	if h := w.held; h != nil && !h.open && at.After(h.from) {
+		h.open = true
+		close(h.gate)
+	}
+}
+
+// holdConn wraps order id's connection when its answer is held: reads wait
+// for the hold to open or the connection to be closed (w.mu not held).
+func (w *world) holdConn(c net.Conn, id string) net.Conn {
+	w.mu.Lock()
+	h := w.held
+	w.mu.Unlock()
+	if h == nil || !h.ids[id] {
+		return c
+	}
+	return &heldConn{Conn: c, gate: h.gate, closed: make(chan struct{})}
+}
+
+type heldConn struct {
+	net.Conn
+	gate   <-chan struct{}
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (c *heldConn) Read(p []byte) (int, error) {
+	select {
+	case <-c.gate:
+	case <-c.closed:
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *heldConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return c.Conn.Close()
+}
