@@ -7,10 +7,11 @@ import (
 )
 
 // heldAnswers is the halt-with-unknown move's hold on its own orders'
-// answers (MoveHaltUnknown): the broker books each of them and cuts its
+// cut answers (MoveHaltUnknown): the broker books each of them and cuts its
 // answer, and the cut reaches the client only after the Path's first
 // release following the halt (a return path that delivers the reset late),
-// or when the order's own deadline closes the connection. The resume's
+// or when the order's own deadline closes the connection. An order the
+// broker answers is not held. The resume's
 // reconcile, which takes them in flight, then finds them booked and
 // reports a final verdict before they finish unknown: the unknown outcome
 // that follows must be settled again (every-unknown-order-settled counts
@@ -42,8 +43,9 @@ func (w *world) releaseHeld(at time.Time) {
 	}
 }
 
-// holdConn wraps order id's connection when its answer is held: reads wait
-// for the hold to open or the connection to be closed (w.mu not held).
+// holdConn wraps order id's connection when its answer is held: a cut
+// waits for the hold to open or the connection to be closed; an answer is
+// not held (w.mu not held).
 func (w *world) holdConn(c net.Conn, id string) net.Conn {
 	w.mu.Lock()
 	h := w.held
@@ -61,13 +63,18 @@ type heldConn struct {
 	once   sync.Once
 }
 
+// Read passes an answer at once; a cut (an error with no bytes) reaches
+// the caller only once the hold opens, or when the connection is closed.
 func (c *heldConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 || err == nil {
+		return n, err
+	}
 	select {
 	case <-c.gate:
 	case <-c.closed:
-		return 0, net.ErrClosed
 	}
-	return c.Conn.Read(p)
+	return n, err
 }
 
 func (c *heldConn) Close() error {

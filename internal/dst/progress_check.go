@@ -122,7 +122,7 @@ func (g progressGround) judge(viol func(inv, format string, a ...any)) {
 				if g.sentAt[id].After(k.at) {
 					continue // sent again since: a new ticket
 				}
-				if g.unknownAt[id].After(k.at) {
+				if u, ok := g.unknownAt[id]; ok && !u.Before(k.at) {
 					continue // finished unknown since: re-handed on purpose
 				}
 				viol(InvKeptAnswers, "%s, settled by the failed attempt %d at %v (%s), was handed again to attempt %d at %v (%s) without being sent again",

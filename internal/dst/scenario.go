@@ -138,6 +138,12 @@ type Scenario struct {
 	// Config.TradePathCheck; it runs the check a quick start's
 	// rest.Reconciler offers instead (world.offeredTradePathCheck).
 	NoTradePathCheck bool
+	// NoCheckAtAll (NewLiveScenario, with NoTradePathCheck): nothing offers
+	// a trade-path check either (an application that reconciles by itself).
+	// Drawn only in seeds with an order burst where nothing but outages
+	// takes an endpoint out (onlyOutages): a failure the probe cannot see
+	// would wait Engine.GrayFailbackWait there, by design.
+	NoCheckAtAll bool
 }
 
 // Pause is one process pause of a coordinated Scenario: from At (or, with
@@ -277,7 +283,11 @@ func (s Scenario) String() string {
 		fmt.Fprintf(&b, "  reconcile timeout %v\n", s.ReconcileTimeout)
 	}
 	if s.NoTradePathCheck {
-		fmt.Fprintf(&b, "  no trade-path check (Config.TradePathCheck nil; rest.Reconciler's offered lookup runs)\n")
+		if s.NoCheckAtAll {
+			fmt.Fprintf(&b, "  no trade-path check at all (Config.TradePathCheck nil, none offered)\n")
+		} else {
+			fmt.Fprintf(&b, "  no trade-path check (Config.TradePathCheck nil; rest.Reconciler's offered lookup runs)\n")
+		}
 	}
 	if s.Resting.On {
 		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)
@@ -606,5 +616,29 @@ func NewLiveScenario(seed uint64) Scenario {
 		}
 	}
 	s.Quiet = max(s.Quiet, b+3*time.Second)
+	s.NoCheckAtAll = s.NoTradePathCheck && s.Has(MoveOrderBurst) && onlyOutages(s)
 	return s
+}
+
+// onlyOutages reports whether nothing in s but outages takes an endpoint
+// out: no fault or move whose failure the probe cannot see (orders cut,
+// reset or slowed while the probe passes, lookups failing or hanging,
+// another account), only down, blackhole and probe-only faults and moves
+// that fail the probe with the orders or stall the client.
+func onlyOutages(s Scenario) bool {
+	for _, f := range s.Faults {
+		switch f.Kind {
+		case FaultDown, FaultBlackhole, FaultPartition:
+		default:
+			return false
+		}
+	}
+	for _, m := range s.Moves {
+		switch m.Kind {
+		case MoveOrderBurst, MoveProbeLate, MoveStreamDial, MoveStall, MoveStartCut, MoveArmFail:
+		default:
+			return false
+		}
+	}
+	return true
 }

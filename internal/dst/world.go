@@ -433,7 +433,7 @@ func (w *world) buildClient() error {
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
-	if s.NoTradePathCheck {
+	if s.NoTradePathCheck && !s.NoCheckAtAll {
 		// What a quick start has: the REST Reconciler given its transport
 		// with SendLookupsVia offers the Path its trade-path check.
 		w.path.OfferTradePathCheck("rest.Reconciler", w.offeredTradePathCheck(venuepace.New(pc.Venue)))
