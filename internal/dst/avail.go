@@ -764,6 +764,34 @@ func (w *world) runLiveMove(m Move) bool {
 			uns[i]()
 		}
 		w.tracef(time.Now(), "move %s: probes heal", m.Kind)
+		// Halts faster than a reconcile: the resume's reconcile through the
+		// region, once it has answered an order that had finished unknown,
+		// reads slowly, and every probe fails again for as long, so the
+		// next halt cuts it short (halthold.go).
+		rt := w.s.ReconcileTimeout
+		if rt == 0 {
+			rt = 2 * time.Second // buildClient's default
+		}
+		answered := w.armSlowReads(region, rt+2*time.Second)
+		t := time.NewTimer(2*w.s.ProbeInterval + w.s.ProbeTimeout + rt)
+		select {
+		case <-answered:
+			t.Stop()
+			w.tracef(time.Now(), "move %s: the resume's reconcile answered; probes fail again", m.Kind)
+			for i, r := range w.s.Regions {
+				uns[i] = w.arm(r, spanProbe)
+				w.netFault(addr(r, simbroker.Probe), faultnet.Blackhole())
+			}
+			time.Sleep(m.Down)
+			w.disarmSlowReads()
+			for i, r := range w.s.Regions {
+				w.netFault(addr(r, simbroker.Probe), faultnet.None())
+				uns[i]()
+			}
+			w.tracef(time.Now(), "move %s: probes heal again", m.Kind)
+		case <-t.C:
+			w.disarmSlowReads()
+		}
 		<-done
 	default:
 		return false

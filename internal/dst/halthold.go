@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 // heldAnswers is the halt-with-unknown move's hold on its own orders'
@@ -80,4 +82,48 @@ func (c *heldConn) Read(p []byte) (int, error) {
 func (c *heldConn) Close() error {
 	c.once.Do(func() { close(c.closed) })
 	return c.Conn.Close()
+}
+
+// slowReads is halt-with-unknown's slow reads: while armed, the sim's
+// reconcile through region, once it has answered an order that had already
+// finished unknown, takes d over its next read, and the move is told (the
+// next halt then cuts that reconcile short with an answer found).
+type slowReads struct {
+	region   string
+	d        time.Duration
+	answered chan struct{} // closed at that first answer
+	done     bool
+}
+
+// armSlowReads arms slow reads through region for d and returns the channel
+// closed at the first answer (w.mu not held).
+func (w *world) armSlowReads(region string, d time.Duration) <-chan struct{} {
+	sr := &slowReads{region: region, d: d, answered: make(chan struct{})}
+	w.mu.Lock()
+	w.slow = sr
+	w.mu.Unlock()
+	return sr.answered
+}
+
+// disarmSlowReads ends them (w.mu not held).
+func (w *world) disarmSlowReads() {
+	w.mu.Lock()
+	w.slow = nil
+	w.mu.Unlock()
+}
+
+// slowAfter is called by the reconcile after it answered order t through
+// region: it returns how long the next read takes (w.mu not held).
+func (w *world) slowAfter(region string, t pathdialer.TicketInfo) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sr := w.slow
+	if sr == nil || sr.region != region || t.State != pathdialer.TicketUnknown {
+		return 0
+	}
+	if !sr.done {
+		sr.done = true
+		close(sr.answered)
+	}
+	return sr.d
 }

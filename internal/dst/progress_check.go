@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,6 +63,31 @@ func (w *world) noteProgress(ev pathdialer.Event) {
 			return
 		}
 	default:
+		return
+	}
+	w.mu.Lock()
+	w.px = append(w.px, pe)
+	w.mu.Unlock()
+}
+
+// noteHookAnswers records, for InvKeptAnswers, the answers the sim's
+// reconcile hook returned from an attempt that ended in an error or was cut
+// short (its context done: a timeout, or superseded by a hold, halt or
+// switch): the Path keeps them (a failed attempt's, and a superseded one's,
+// salvaged) whether or not it reports them, so they are judged from what
+// the hook gave, not only from the Path's events. The re-query of
+// provisional verdicts is left out (it looks again on purpose).
+func (w *world) noteHookAnswers(ctx context.Context, r pathdialer.Reconciliation, out *[]pathdialer.Settlement, err *error) {
+	if (*err == nil && ctx.Err() == nil) || r.Reason == pathdialer.ReasonRequery {
+		return
+	}
+	pe := progressEvent{at: time.Now(), kind: pathdialer.EventReconcileFailure, attempt: r.Attempt, cause: r.Reason + ", the hook's answers"}
+	for _, s := range *out {
+		if s.Fate != pathdialer.FateUndetermined {
+			pe.orders = append(pe.orders, s.OrderID)
+		}
+	}
+	if len(pe.orders) == 0 {
 		return
 	}
 	w.mu.Lock()

@@ -192,6 +192,7 @@ type world struct {
 	wsNext   time.Time
 	releases []release    // EventRelease, in order
 	held     *heldAnswers // halt-with-unknown's orders whose answers are held (halthold.go)
+	slow     *slowReads   // halt-with-unknown's slow reads (halthold.go)
 	resends  sync.WaitGroup
 	resendN  int
 	cx       composed        // the composed moves' record (composed.go)
@@ -766,7 +767,8 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 }
 
 // reconcile settles REST tickets by reading the order through the Path.
-func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out []pathdialer.Settlement, err error) {
+	defer w.noteHookAnswers(ctx, r, &out, &err) // progress_check.go
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	w.stallWait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	if err := w.takeover.lookups(ctx); err != nil { // proc2.go: the predecessor's orders first
@@ -778,7 +780,6 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 		<-ctx.Done()
 		return nil, fmt.Errorf("reconcile through %s: reads hang: %w", r.To, ctx.Err())
 	}
-	var out []pathdialer.Settlement
 	// The Path hands tickets over in no particular order (its gate keeps
 	// them in shards picked at random); query them in order of client order
 	// ID, so that when each read happens does not depend on that order.
@@ -823,6 +824,17 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 			out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateNotReceived})
 		default:
 			return out, fmt.Errorf("reconcile %s: HTTP %d", t.OrderID, resp.StatusCode)
+		}
+		if to, ok := w.path.Endpoint(r.To); ok {
+			if d := w.slowAfter(to.Region, t); d > 0 { // halthold.go
+				tm := time.NewTimer(d)
+				select {
+				case <-tm.C:
+				case <-ctx.Done():
+					tm.Stop()
+					return out, fmt.Errorf("reconcile through %s: a slow read: %w", r.To, ctx.Err())
+				}
+			}
 		}
 	}
 	return out, nil
