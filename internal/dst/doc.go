@@ -90,7 +90,14 @@
 // no answer). Being a lookup, it fails while the region's lookups answer 503
 // (lookup-5xx), and it passes during a gray failure that breaks only order
 // submission (the broker's Partial fault answers reads), which the Path
-// then cannot tell from a recovery.
+// then cannot tell from a recovery. In those of them with an order burst
+// and nothing but outages (no fault or move whose failure the probe cannot
+// see: only down, blackhole and probe-only faults, late probes, stream dial
+// timeouts, stalls, Start's cut round and dead-man arm failures; 6 of
+// seeds 1–1000), nothing offers a check either ("no trade-path check at
+// all": an application that reconciles by itself), as a Path without any
+// trade-path check runs: there an endpoint taken out by a failure its
+// probe could not see waits Engine.GrayFailbackWait, by design.
 //
 // By default the client never resends. Options.ResendNotReceived (flag
 // -sim.resend) resends, once and under the same client order ID, an order
@@ -771,7 +778,12 @@
 //	                   the halt, and their cut answers reach the client only after the
 //	                   first release after it: the resume's reconcile finds them in
 //	                   flight (booked, when their request arrived before its lookup),
-//	                   and they end unknown after its verdict, to be settled again
+//	                   and they end unknown after its verdict, to be settled again. Once
+//	                   a reconcile through that region has answered an order that had
+//	                   already finished unknown, its next read takes longer than the
+//	                   reconcile's timeout and every probe fails again for as long: the
+//	                   next halt cuts that reconcile short with an answer found (halts
+//	                   faster than a reconcile)
 //
 // The tests draw them when -sim.live is given with -sim.composed; its
 // default is the constant liveByDefault in sim_test.go, false while the

@@ -30,6 +30,7 @@ type progressEvent struct {
 	attempt int
 	cause   string
 	orders  []string // Start: the tickets; Failure: the orders settled
+	hook    bool     // Failure: the answers the reconcile hook returned (noteHookAnswers)
 }
 
 // progressGround is what InvKeptAnswers is judged from.
@@ -81,7 +82,7 @@ func (w *world) noteHookAnswers(ctx context.Context, r pathdialer.Reconciliation
 	if (*err == nil && ctx.Err() == nil) || r.Reason == pathdialer.ReasonRequery {
 		return
 	}
-	pe := progressEvent{at: time.Now(), kind: pathdialer.EventReconcileFailure, attempt: r.Attempt, cause: r.Reason + ", the hook's answers"}
+	pe := progressEvent{at: time.Now(), kind: pathdialer.EventReconcileFailure, attempt: r.Attempt, cause: r.Reason + ", the hook's answers", hook: true}
 	for _, s := range *out {
 		if s.Fate != pathdialer.FateUndetermined {
 			pe.orders = append(pe.orders, s.OrderID)
@@ -142,6 +143,11 @@ func (g progressGround) judge(viol func(inv, format string, a ...any)) {
 			for _, id := range e.orders {
 				k, ok := kept[id]
 				if !ok {
+					continue
+				}
+				if k.hook && !e.at.After(k.at) {
+					// One virtual instant: the Path may have begun this
+					// attempt before the hook's answers reached it.
 					continue
 				}
 				delete(kept, id)

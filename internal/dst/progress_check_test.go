@@ -50,6 +50,16 @@ func TestProgressCheckFindsAnswersAskedAgain(t *testing.T) {
 	if v := judged(progressGround{start: t0, events: planted, sentAt: sent, unknownAt: early}); len(v) != 1 || v[0] != InvKeptAnswers {
 		t.Fatalf("an order that finished unknown before its answer was kept, asked again: %v, want one %s", v, InvKeptAnswers)
 	}
+	// The hook's own answers (an attempt cut short) and an attempt begun at
+	// the same virtual instant: the Path may have begun it before the
+	// answers reached it; one begun later is judged.
+	hook := progressEvent{at: at(2), kind: pathdialer.EventReconcileFailure, attempt: 1, orders: []string{"a"}, hook: true}
+	if v := judged(progressGround{start: t0, events: []progressEvent{start(1, 1, "a", "b"), hook, start(2, 1, "a", "b")}, sentAt: sent}); len(v) != 0 {
+		t.Fatalf("an attempt begun at the instant the hook returned: %v", v)
+	}
+	if v := judged(progressGround{start: t0, events: []progressEvent{start(1, 1, "a", "b"), hook, start(3, 1, "a", "b")}, sentAt: sent}); len(v) != 1 || v[0] != InvKeptAnswers {
+		t.Fatalf("the hook's answer asked again later: %v, want one %s", v, InvKeptAnswers)
+	}
 	if !strings.Contains(orCause(""), "switch") {
 		t.Fatal("orCause")
 	}

@@ -389,7 +389,10 @@ const (
 	// outlasts the halt, and their answers (cut) reach the client only
 	// after the first release after the halt (halthold.go): the resume's
 	// reconcile finds them in flight, booked, and they end unknown after
-	// its verdict, so they must be settled again.
+	// its verdict, so they must be settled again. Once a reconcile through
+	// the region has answered an order already unknown, its next read is
+	// slow and every probe fails again for Down: the next halt cuts that
+	// reconcile short with an answer found, which must not be asked again.
 	MoveHaltUnknown MoveKind = "halt-with-unknown"
 )
 
