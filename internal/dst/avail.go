@@ -758,12 +758,21 @@ func (w *world) runLiveMove(m Move) bool {
 			slow := []simbroker.Service{simbroker.REST}
 			w.setNet(region, slow, faultnet.Latency(w.s.ProbeInterval+w.s.ProbeTimeout, 0))
 			var placed sync.WaitGroup
+			var ids []string
 			for k := 1; k <= m.N; k++ {
+				ids = append(ids, fmt.Sprintf("hu%d-%d", m.At.Microseconds(), k))
+			}
+			// Their answers (cut) reach the client only after the first
+			// release after the halt, within a deadline that outlasts the
+			// halt, a probe round and a reconcile (halthold.go).
+			w.holdAnswers(ids)
+			within := w.s.OrderTimeout + m.Down + 2*w.s.ProbeInterval + w.s.ProbeTimeout + 2*time.Second + w.s.ReconcileTimeout
+			for _, id := range ids {
 				time.Sleep(113 * time.Microsecond)
 				placed.Add(1)
 				go func() {
 					defer placed.Done()
-					w.place(fmt.Sprintf("hu%d-%d", m.At.Microseconds(), k), false)
+					w.placeWithin(id, false, within)
 				}()
 			}
 			placed.Wait()
@@ -775,6 +784,34 @@ func (w *world) runLiveMove(m Move) bool {
 			uns[i]()
 		}
 		w.tracef(time.Now(), "move %s: probes heal", m.Kind)
+		// Halts faster than a reconcile: the resume's reconcile through the
+		// region, once it has answered an order that had finished unknown,
+		// reads slowly, and every probe fails again for as long, so the
+		// next halt cuts it short (halthold.go).
+		rt := w.s.ReconcileTimeout
+		if rt == 0 {
+			rt = 2 * time.Second // buildClient's default
+		}
+		answered := w.armSlowReads(region, rt+2*time.Second)
+		t := time.NewTimer(2*w.s.ProbeInterval + w.s.ProbeTimeout + rt)
+		select {
+		case <-answered:
+			t.Stop()
+			w.tracef(time.Now(), "move %s: the resume's reconcile answered; probes fail again", m.Kind)
+			for i, r := range w.s.Regions {
+				uns[i] = w.arm(r, spanProbe)
+				w.netFault(addr(r, simbroker.Probe), faultnet.Blackhole())
+			}
+			time.Sleep(m.Down)
+			w.disarmSlowReads()
+			for i, r := range w.s.Regions {
+				w.netFault(addr(r, simbroker.Probe), faultnet.None())
+				uns[i]()
+			}
+			w.tracef(time.Now(), "move %s: probes heal again", m.Kind)
+		case <-t.C:
+			w.disarmSlowReads()
+		}
 		<-done
 	default:
 		return false

@@ -17,7 +17,7 @@ const (
 	InvPhantom      = "no-phantom-order"               // every booking is an order the client sent
 	InvTwoPaths     = "no-order-through-fenced-path"   // nothing sent after the client fenced a region is booked there
 	InvBrokerFence  = "broker-fence-holds"             // nothing booked through a region the broker had fenced
-	InvUnknown      = "every-unknown-order-settled"    // each unknown outcome is settled by a reconcile
+	InvUnknown      = "every-unknown-order-settled"    // each unknown outcome is settled by a reconcile made after the order ended
 	InvSettlement   = "settlement-matches-book"        // a settled fate other than NOT_RECEIVED is in the book
 	InvSettledFirst = "unknown-settled-before-release" // flow under a later generation only after the order is settled
 	InvPending      = "nothing-pending-at-rest"        // after the quiet period the Path holds no unknown order
@@ -93,6 +93,8 @@ func (w *world) checkOrders(res *Result, bookedAt map[string][]simbroker.Record,
 		}
 		if o.outcome == "unknown" && len(o.settled) == 0 {
 			viol(InvUnknown, "%s finished unknown at %v and no reconcile settled it", id, w.off(o.end))
+		} else if o.outcome == "unknown" && !o.settledSinceEnd() {
+			viol(InvUnknown, "%s finished unknown at %v and was settled only at %v, before it finished (a reconcile that took it in flight); nothing settled it after", id, w.off(o.finishedUnknownAt()), w.off(o.settleAt))
 		}
 		if o.outcome == "unknown" {
 			// The switch hands every ticket of the old generation to its
@@ -203,6 +205,32 @@ func bookedIn(bk []simbroker.Record, region string) bool {
 		}
 	}
 	return false
+}
+
+// finishedUnknownAt is when o finished unknown: the end of its latest send
+// as the client recorded it, or, if earlier, when a reconcile was first
+// handed its ticket as unknown since that send. A FIX order never answered
+// has no end of its own (the run's end closes its record): it finished
+// when its ticket was first handed over as unknown, or, if it never was,
+// its ticket was reconciled in flight at a switch and any settlement
+// counts (the zero time).
+func (o *orderRec) finishedUnknownAt() time.Time {
+	if !o.unknownAt.IsZero() && !o.unknownAt.Before(o.start) && o.unknownAt.Before(o.end) {
+		return o.unknownAt
+	}
+	if o.runEnded {
+		return time.Time{}
+	}
+	return o.end
+}
+
+// settledSinceEnd reports whether a settlement of o was made at or after it
+// finished unknown (finishedUnknownAt): only such a settlement settles an
+// unknown outcome. One made while the order was in flight answered for a
+// call still running, which the broker may yet book; a settlement at the
+// very instant it finished (one virtual instant) counts.
+func (o *orderRec) settledSinceEnd() bool {
+	return len(o.settled) > 0 && !o.settleAt.Before(o.finishedUnknownAt())
 }
 
 func (w *world) off(t time.Time) time.Duration { return t.Sub(w.start) }

@@ -19,7 +19,12 @@
 //	no-order-through-fenced-path    nothing sent after the client fenced a region is booked there;
 //	                                sent before and booked after is a late landing, reported in Notes
 //	broker-fence-holds              nothing booked through a region the broker had fenced
-//	every-unknown-order-settled     each unknown outcome is settled by some reconcile
+//	every-unknown-order-settled     each unknown outcome is settled by some reconcile, made after the
+//	                                order finished unknown (its call ended, or a reconcile was first
+//	                                handed its ticket as unknown, whichever came first; a FIX order
+//	                                never answered, whose record the run's end closes, by any
+//	                                reconcile unless its ticket was handed over unknown): a
+//	                                settlement of the ticket in flight does not settle a later unknown
 //	unknown-settled-before-release  no flow is released under a later generation before an
 //	                                order that finished unknown under an earlier one is settled
 //	settlement-matches-book         a settled fate other than NOT_RECEIVED is in the book
@@ -75,7 +80,24 @@
 // The check does not fail while an unknown-outcome fault is still armed
 // (the broker cuts orders, not reads), so an endpoint can come back and be
 // taken out again by the orders the fault still cuts. In half of the seeds
-// with the liveness moves (below) the Path is given no trade-path check.
+// with the liveness moves (below) the Path is given no Config.TradePathCheck
+// ("no trade-path check" in the trace's header) and runs instead the check
+// that rest.Reconciler offers when given its transport with SendLookupsVia,
+// as in the quick start: made as that check makes it, paced by the venue's
+// lookup budget, a lookup of rest.TradePathOrderID (never sent) through the
+// endpoint on a fresh read-only connection of the Path, passing on the
+// broker's 404 or an order and failing on anything else (a 5xx, a refusal,
+// no answer). Being a lookup, it fails while the region's lookups answer 503
+// (lookup-5xx), and it passes during a gray failure that breaks only order
+// submission (the broker's Partial fault answers reads), which the Path
+// then cannot tell from a recovery. In those of them with an order burst
+// and nothing but outages (no fault or move whose failure the probe cannot
+// see: only down, blackhole and probe-only faults, late probes, stream dial
+// timeouts, stalls, Start's cut round and dead-man arm failures; 6 of
+// seeds 1–1000), nothing offers a check either ("no trade-path check at
+// all": an application that reconciles by itself), as a Path without any
+// trade-path check runs: there an endpoint taken out by a failure its
+// probe could not see waits Engine.GrayFailbackWait, by design.
 //
 // By default the client never resends. Options.ResendNotReceived (flag
 // -sim.resend) resends, once and under the same client order ID, an order
@@ -625,11 +647,11 @@
 // coordinated Path holds and halts only when told), except for the
 // coordinator's Halt. They are judged in composed seeds only.
 //
-// The tests draw composed seeds when -sim.composed is given; its default is
-// the constant composedByDefault in sim_test.go, false while the runtime
-// still has the defects these moves find, so that the short sweep of the
-// unit tests stays green; make sim passes -sim.composed=true (SIM_COMPOSED=1,
-// the default). TestSimComposedDeterministic runs ten composed seeds twice in
+// The tests draw composed seeds unless -sim.composed=false is given; its
+// default is the constant composedByDefault in sim_test.go, true since the
+// runtime no longer has the defects these moves find, so the short sweep of
+// the unit tests draws them too; make sim passes -sim.composed=true
+// (SIM_COMPOSED=1, the default). TestSimComposedDeterministic runs ten composed seeds twice in
 // every test run and requires byte-identical traces whatever the flag says.
 //
 // # Ground truth
@@ -752,7 +774,16 @@
 //	                   the probes fail, over its REST address slowed by a probe interval
 //	                   and a probe timeout (in flight at the halt, they end unknown after
 //	                   it); then the probes heal and flow must resume with those orders
-//	                   settled
+//	                   settled. The move's own 1–3 orders have a deadline that outlasts
+//	                   the halt, and their cut answers reach the client only after the
+//	                   first release after it: the resume's reconcile finds them in
+//	                   flight (booked, when their request arrived before its lookup),
+//	                   and they end unknown after its verdict, to be settled again. Once
+//	                   a reconcile through that region has answered an order that had
+//	                   already finished unknown, its next read takes longer than the
+//	                   reconcile's timeout and every probe fails again for as long: the
+//	                   next halt cuts that reconcile short with an answer found (halts
+//	                   faster than a reconcile)
 //
 // The tests draw them when -sim.live is given with -sim.composed; its
 // default is the constant liveByDefault in sim_test.go, false while the
@@ -781,6 +812,23 @@
 // also leave an unknown order unsettled, each with the Path halted to the
 // end. Without the liveness moves (SIM_LIVE=0, seeds 1-300): none beyond
 // the bound; 436 s of 4,856 s (9.0 %) within it, the worst 11.8 s.
+//
+// On today's runtime (make sim SIM_SEEDS=1000 SIM_SHARDS=2): 26 seeds fail.
+// 11 (185, 207, 303, 460, 491, 569, 716, 752, 856, 907, 925) break
+// no-failback-while-trade-path-fails: seeds with rest.Reconciler's offered
+// check and a gray failure of order submission only; the offered check is a
+// lookup, which such a failure does not break, so it passes at the next
+// round and flow moves back onto the region whose orders fail (then out
+// again on their failures). 15 break gate-open-while-usable beyond its
+// bound: a switch or a resume whose step on its target fails is retried on
+// that target while another region is usable, never re-targeted: its
+// reconcile's lookups answer 503 (21, 39, 269, 719, 805, 879), its reads
+// hang or the target is down (288, 316, 545, 733), the dead-man arm on the
+// target fails (289, 727), the broker's kill switch called through the
+// target fails (542); and, in seeds with no trade-path check at all, the
+// order burst's on-demand probe passed in the move's lead before the probe
+// went down, so by the evidence it is a gray failure, which without a check
+// waits GrayFailbackWait: halted when the backup dies (282, 285).
 //
 // # Mutants
 //
@@ -856,6 +904,49 @@
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	return-without-reproof   identity-proved-at-switch              505          2
 //	gray-probe-blip          no-failback-while-trade-path-fails     85           29
+//
+// The availability and settlement defects are found by the composed seeds
+// with the liveness moves (make sim-plant DEFECT=name SIM_SEEDS=1000
+// SIM_SHARDS=2: it passes -sim.composed, the defects being composed ones,
+// and -sim.live, SIM_LIVE=1 by default), leaving out the 26 seeds that fail
+// without any defect planted (see "Liveness from ground truth"):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	gray-before-probe           gate-open-while-usable                 552          1
+//	halt-waits-gray             gate-open-while-usable                 38           56
+//	failback-holds-to-prepare   gate-open-while-usable                 3            20
+//	unknown-dropped-at-halt     every-unknown-order-settled            25           17
+//	superseded-answers-dropped  kept-answers-not-asked-again           15           68
+//
+// gray-before-probe (an outage the orders noticed before any probe was sent
+// taken for a gray failure) costs a probe round or two wherever a trade-path
+// check runs: the check, which runs every round on a gray endpoint, passes
+// once the region heals and ends the gray failure. It is found only in the
+// seeds with no trade-path check at all (see the Path's trade-path check,
+// above), where the endpoint waits GrayFailbackWait after its heal and the
+// order burst's backup dies meanwhile (552 of the six: 275, 282, 285, 429,
+// 486, 552; in 282 and 285 the Path takes the burst for a gray failure by
+// the evidence even without the defect, see above). halt-waits-gray (the
+// check a transport offers ignored) is found by the seeds with no
+// Config.TradePathCheck whose 503 lookups or gray failures make an endpoint
+// gray: without the offered check it waits GrayFailbackWait, halted or held
+// long after the heal. failback-holds-to-prepare (a failback armed under the
+// hold and retried there) is found by deadman-arm-fail: the backup that
+// works is held at every failback attempt while the primary refuses the arm.
+// unknown-dropped-at-halt (a late unknown never handed over again) is found
+// by halt-with-unknown's held answers: the resume's reconcile reports a
+// verdict for its in-flight orders, booked, before their cut reaches the
+// client; nothing settles them after (every-unknown-order-settled counts
+// only a settlement made after the order finished unknown; before it did,
+// the in-flight verdict hid the defect, and a provisional NOT_RECEIVED hides
+// it still, its re-query settling the order after its end).
+// superseded-answers-dropped (a superseded reconcile's answers dropped) is
+// found by halt-with-unknown's second halt, which cuts a slow reconcile
+// short after it answered an order already unknown: the next one asks about
+// it again. kept-answers-not-asked-again judges it (it also reads the
+// answers the reconcile hook returned from an attempt that failed or was cut
+// short, which the Path keeps whether or not it reports them); the
+// availability it costs here is within gate-open-while-usable's bound.
 //
 // The resting-order defects are found by the resting seeds (make sim-plant
 // DEFECT=name SIM_SEEDS=60, seeds 1–60 without the composed moves):

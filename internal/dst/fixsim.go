@@ -258,7 +258,7 @@ func (f *fixSim) finish() {
 			continue
 		}
 		g, _ := f.grant(id)
-		rec.outcome, rec.ticketGn, rec.end = "unknown", g.token, now
+		rec.outcome, rec.ticketGn, rec.end, rec.runEnded = "unknown", g.token, now, true
 		lines = append(lines, fmt.Sprintf("order %s unknown fix on %s gen=%d (sent at +%v)", id, g.region, g.token, rec.start.Sub(w.start)))
 	}
 	w.mu.Unlock()

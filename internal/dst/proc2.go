@@ -149,7 +149,7 @@ func (p *proc2) takeOver(tok uint64, endpoint string) {
 	var pending []string
 	p.a.mu.Lock()
 	for id, o := range p.a.orders {
-		if o.end.Before(o.start) || (o.outcome == "unknown" && len(o.settled) == 0) {
+		if o.end.Before(o.start) || (o.outcome == "unknown" && !o.settledSinceEnd()) {
 			pending = append(pending, id)
 		}
 	}
@@ -305,6 +305,7 @@ func (p *proc2) lookup(ctx context.Context, id string) (pathdialer.Fate, error) 
 	p.a.mu.Lock()
 	if o := p.a.orders[id]; o != nil && !o.end.Before(o.start) && !o.end.After(now) && o.outcome == "unknown" {
 		o.settled = append(o.settled, fate)
+		o.settleAt = now
 		p.mu.Lock()
 		p.swept[id] = struct{}{}
 		p.mu.Unlock()
@@ -332,7 +333,7 @@ func (p *proc2) sweep() {
 		var ids []string
 		p.a.mu.Lock()
 		for id, o := range p.a.orders {
-			if o.outcome == "unknown" && !o.end.Before(o.start) && len(o.settled) == 0 {
+			if o.outcome == "unknown" && !o.end.Before(o.start) && !o.settledSinceEnd() {
 				p.mu.Lock()
 				_, done := p.swept[id]
 				p.mu.Unlock()

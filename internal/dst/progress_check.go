@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,7 +14,9 @@ import (
 // (pathdialer judges them, and its EventReconcileFailure carries them): an
 // order it settled is never handed to a later reconcile attempt (a switch's,
 // a resume's or a settle's; the re-query of provisional verdicts and the
-// late-landing watch look again on purpose) unless it was sent again since.
+// late-landing watch look again on purpose) unless it was sent again since,
+// or finished unknown since (an order whose verdict was found while it was
+// in flight is handed over again when it then ends unknown).
 // Judged from the Path's events against the client's record of its sends;
 // that the kept answers are true is settlement-matches-book's, and that
 // every unknown order is settled, every-unknown-order-settled's (both count
@@ -27,6 +30,7 @@ type progressEvent struct {
 	attempt int
 	cause   string
 	orders  []string // Start: the tickets; Failure: the orders settled
+	hook    bool     // Failure: the answers the reconcile hook returned (noteHookAnswers)
 }
 
 // progressGround is what InvKeptAnswers is judged from.
@@ -34,6 +38,9 @@ type progressGround struct {
 	start  time.Time
 	events []progressEvent
 	sentAt map[string]time.Time // the latest send of each order
+	// unknownAt: when each order that finished unknown did (its latest
+	// send's end, as the client recorded it).
+	unknownAt map[string]time.Time
 }
 
 // noteProgress records a reconcile event for InvKeptAnswers.
@@ -64,6 +71,31 @@ func (w *world) noteProgress(ev pathdialer.Event) {
 	w.mu.Unlock()
 }
 
+// noteHookAnswers records, for InvKeptAnswers, the answers the sim's
+// reconcile hook returned from an attempt that ended in an error or was cut
+// short (its context done: a timeout, or superseded by a hold, halt or
+// switch): the Path keeps them (a failed attempt's, and a superseded one's,
+// salvaged) whether or not it reports them, so they are judged from what
+// the hook gave, not only from the Path's events. The re-query of
+// provisional verdicts is left out (it looks again on purpose).
+func (w *world) noteHookAnswers(ctx context.Context, r pathdialer.Reconciliation, out *[]pathdialer.Settlement, err *error) {
+	if (*err == nil && ctx.Err() == nil) || r.Reason == pathdialer.ReasonRequery {
+		return
+	}
+	pe := progressEvent{at: time.Now(), kind: pathdialer.EventReconcileFailure, attempt: r.Attempt, cause: r.Reason + ", the hook's answers", hook: true}
+	for _, s := range *out {
+		if s.Fate != pathdialer.FateUndetermined {
+			pe.orders = append(pe.orders, s.OrderID)
+		}
+	}
+	if len(pe.orders) == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.px = append(w.px, pe)
+	w.mu.Unlock()
+}
+
 // errLookupBudget ends a reconcile attempt over Options.ReconcileBudget.
 var errLookupBudget = errors.New("reconcile: the venue's lookup budget is spent (HTTP 429)")
 
@@ -77,8 +109,12 @@ func (w *world) overBudget(n int) bool {
 // answers failed attempts kept.
 func (w *world) checkProgress(res *Result, viol func(inv, format string, a ...any)) {
 	sent := make(map[string]time.Time, len(w.orders))
+	unknown := map[string]time.Time{}
 	for id, o := range w.orders {
 		sent[id] = o.start
+		if o.outcome == "unknown" && !o.runEnded {
+			unknown[id] = o.end
+		}
 	}
 	var failures, answers int
 	for _, e := range w.px {
@@ -90,7 +126,7 @@ func (w *world) checkProgress(res *Result, viol func(inv, format string, a ...an
 	if failures > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("progress: %d failed reconcile attempt(s) kept %d answer(s)", failures, answers))
 	}
-	progressGround{start: w.start, events: slices.Clone(w.px), sentAt: sent}.judge(viol)
+	progressGround{start: w.start, events: slices.Clone(w.px), sentAt: sent, unknownAt: unknown}.judge(viol)
 }
 
 // judge reports every order asked about again after a failed attempt kept
@@ -109,9 +145,17 @@ func (g progressGround) judge(viol func(inv, format string, a ...any)) {
 				if !ok {
 					continue
 				}
+				if k.hook && !e.at.After(k.at) {
+					// One virtual instant: the Path may have begun this
+					// attempt before the hook's answers reached it.
+					continue
+				}
 				delete(kept, id)
 				if g.sentAt[id].After(k.at) {
 					continue // sent again since: a new ticket
+				}
+				if u, ok := g.unknownAt[id]; ok && !u.Before(k.at) {
+					continue // finished unknown since: re-handed on purpose
 				}
 				viol(InvKeptAnswers, "%s, settled by the failed attempt %d at %v (%s), was handed again to attempt %d at %v (%s) without being sent again",
 					id, k.attempt, k.at.Sub(g.start), orCause(k.cause), e.attempt, e.at.Sub(g.start), orCause(e.cause))

@@ -39,6 +39,27 @@ func TestProgressCheckFindsAnswersAskedAgain(t *testing.T) {
 	if v := judged(progressGround{start: t0, events: planted, sentAt: resent}); len(v) != 0 {
 		t.Fatalf("an order sent again after its answer was kept is a new ticket: %v", v)
 	}
+	// An order that finished unknown after its answer was kept is handed
+	// over again on purpose (the Path re-hands a late unknown whose verdict
+	// was found in flight): no violation.
+	lateUnknown := map[string]time.Time{"a": at(2).Add(time.Millisecond)}
+	if v := judged(progressGround{start: t0, events: planted, sentAt: sent, unknownAt: lateUnknown}); len(v) != 0 {
+		t.Fatalf("an order that finished unknown after its answer was kept is settled again: %v", v)
+	}
+	early := map[string]time.Time{"a": at(1)}
+	if v := judged(progressGround{start: t0, events: planted, sentAt: sent, unknownAt: early}); len(v) != 1 || v[0] != InvKeptAnswers {
+		t.Fatalf("an order that finished unknown before its answer was kept, asked again: %v, want one %s", v, InvKeptAnswers)
+	}
+	// The hook's own answers (an attempt cut short) and an attempt begun at
+	// the same virtual instant: the Path may have begun it before the
+	// answers reached it; one begun later is judged.
+	hook := progressEvent{at: at(2), kind: pathdialer.EventReconcileFailure, attempt: 1, orders: []string{"a"}, hook: true}
+	if v := judged(progressGround{start: t0, events: []progressEvent{start(1, 1, "a", "b"), hook, start(2, 1, "a", "b")}, sentAt: sent}); len(v) != 0 {
+		t.Fatalf("an attempt begun at the instant the hook returned: %v", v)
+	}
+	if v := judged(progressGround{start: t0, events: []progressEvent{start(1, 1, "a", "b"), hook, start(3, 1, "a", "b")}, sentAt: sent}); len(v) != 1 || v[0] != InvKeptAnswers {
+		t.Fatalf("the hook's answer asked again later: %v, want one %s", v, InvKeptAnswers)
+	}
 	if !strings.Contains(orCause(""), "switch") {
 		t.Fatal("orCause")
 	}

@@ -135,8 +135,15 @@ type Scenario struct {
 	Resting RestingSim
 
 	// NoTradePathCheck (NewLiveScenario): the Path is given no
-	// Config.TradePathCheck.
+	// Config.TradePathCheck; it runs the check a quick start's
+	// rest.Reconciler offers instead (world.offeredTradePathCheck).
 	NoTradePathCheck bool
+	// NoCheckAtAll (NewLiveScenario, with NoTradePathCheck): nothing offers
+	// a trade-path check either (an application that reconciles by itself).
+	// Drawn only in seeds with an order burst where nothing but outages
+	// takes an endpoint out (onlyOutages): a failure the probe cannot see
+	// would wait Engine.GrayFailbackWait there, by design.
+	NoCheckAtAll bool
 }
 
 // Pause is one process pause of a coordinated Scenario: from At (or, with
@@ -276,7 +283,11 @@ func (s Scenario) String() string {
 		fmt.Fprintf(&b, "  reconcile timeout %v\n", s.ReconcileTimeout)
 	}
 	if s.NoTradePathCheck {
-		fmt.Fprintf(&b, "  no trade-path check\n")
+		if s.NoCheckAtAll {
+			fmt.Fprintf(&b, "  no trade-path check at all (Config.TradePathCheck nil, none offered)\n")
+		} else {
+			fmt.Fprintf(&b, "  no trade-path check (Config.TradePathCheck nil; rest.Reconciler's offered lookup runs)\n")
+		}
 	}
 	if s.Resting.On {
 		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)
@@ -374,7 +385,14 @@ const (
 	// as the probes fail, over its REST address slowed by a probe interval
 	// and a probe timeout (in flight at the halt, they end unknown after
 	// it); then the probes heal and flow must resume with those orders
-	// settled.
+	// settled. The move's own orders are placed with a deadline that
+	// outlasts the halt, and their answers (cut) reach the client only
+	// after the first release after the halt (halthold.go): the resume's
+	// reconcile finds them in flight, booked, and they end unknown after
+	// its verdict, so they must be settled again. Once a reconcile through
+	// the region has answered an order already unknown, its next read is
+	// slow and every probe fails again for Down: the next halt cuts that
+	// reconcile short with an answer found, which must not be asked again.
 	MoveHaltUnknown MoveKind = "halt-with-unknown"
 )
 
@@ -601,5 +619,29 @@ func NewLiveScenario(seed uint64) Scenario {
 		}
 	}
 	s.Quiet = max(s.Quiet, b+3*time.Second)
+	s.NoCheckAtAll = s.NoTradePathCheck && s.Has(MoveOrderBurst) && onlyOutages(s)
 	return s
+}
+
+// onlyOutages reports whether nothing in s but outages takes an endpoint
+// out: no fault or move whose failure the probe cannot see (orders cut,
+// reset or slowed while the probe passes, lookups failing or hanging,
+// another account), only down, blackhole and probe-only faults and moves
+// that fail the probe with the orders or stall the client.
+func onlyOutages(s Scenario) bool {
+	for _, f := range s.Faults {
+		switch f.Kind {
+		case FaultDown, FaultBlackhole, FaultPartition:
+		default:
+			return false
+		}
+	}
+	for _, m := range s.Moves {
+		switch m.Kind {
+		case MoveOrderBurst, MoveProbeLate, MoveStreamDial, MoveStall, MoveStartCut, MoveArmFail:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
+	"github.com/brokerpath/brokerpath/internal/venuepace"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/rest"
 	"github.com/brokerpath/brokerpath/transports/ws"
@@ -148,10 +149,17 @@ type orderRec struct {
 	code     int
 	errCode  string
 	settled  []pathdialer.Fate
-	ticketGn uint64
-	settleSq uint64 // Seq of the first event that settled it (0: none)
-	limit    bool
-	resent   bool
+	settleAt time.Time // when the latest settlement was made (the event's time)
+	// unknownAt: when a reconcile was first handed its ticket as finished
+	// unknown (TicketUnknown) since its latest send; zero if never. A FIX
+	// order's record ends only when it is answered or the run ends, later
+	// than the Path knew it unknown (see finishedUnknownAt).
+	unknownAt time.Time
+	runEnded  bool // a FIX order never answered: its record was ended by the run's end (fixSim.finish)
+	ticketGn  uint64
+	settleSq  uint64 // Seq of the first event that settled it (0: none)
+	limit     bool
+	resent    bool
 }
 
 // world is one run's state.
@@ -182,7 +190,9 @@ type world struct {
 	wsBad    []string
 	wsPaceMu sync.Mutex
 	wsNext   time.Time
-	releases []release // EventRelease, in order
+	releases []release    // EventRelease, in order
+	held     *heldAnswers // halt-with-unknown's orders whose answers are held (halthold.go)
+	slow     *slowReads   // halt-with-unknown's slow reads (halthold.go)
 	resends  sync.WaitGroup
 	resendN  int
 	cx       composed        // the composed moves' record (composed.go)
@@ -424,6 +434,11 @@ func (w *world) buildClient() error {
 	if w.path, err = pathdialer.New(pc); err != nil {
 		return fmt.Errorf("dst: path: %w", err)
 	}
+	if s.NoTradePathCheck && !s.NoCheckAtAll {
+		// What a quick start has: the REST Reconciler given its transport
+		// with SendLookupsVia offers the Path its trade-path check.
+		w.path.OfferTradePathCheck("rest.Reconciler", w.offeredTradePathCheck(venuepace.New(pc.Venue)))
+	}
 	w.installYield() // seeded yield points (builds with -tags dstyield)
 	ro := rest.Options{Hosts: []string{"broker.invalid"}}
 	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
@@ -537,7 +552,7 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 	c, err := w.net.Dial(ctx, network, a)
 	if err == nil && id != "" {
 		if strings.Contains(a, ".rest.") {
-			c = w.trackConn(c, id, a[:strings.Index(a, ".")])
+			c = w.holdConn(w.trackConn(c, id, a[:strings.Index(a, ".")]), id) // halthold.go
 		}
 		w.co.inWrite(id) // the order's ticket passed Valid; its bytes not yet written
 	}
@@ -642,6 +657,66 @@ func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) (err
 	return nil
 }
 
+// offeredTradePathCheck is, in seeds with no Config.TradePathCheck, the
+// check rest.Reconciler offers the Path from SendLookupsVia (the quick
+// start's), made as that check makes it: paced by the venue's lookup budget
+// (the bucket lb), one lookup of rest.TradePathOrderID, an order ID never
+// sent, through the endpoint checked on a fresh read-only connection of the
+// Path (Path.DialReadOnly), bounded by the Path's context only. An answer
+// that settles the order ID passes: the broker's 404, or 200 with an order.
+// Anything else fails: another status (a 5xx, a refusal), no answer, a
+// timeout. It is a lookup like the reconcile's (MoveLookup5xx's 503s reach
+// it), and it does not see a gray failure that breaks only order
+// submission (MoveGray: the broker's Partial fault answers reads): that is
+// what a user of the offered check has. The check's answers are recorded
+// with the probes' (ground.go), as Config.TradePathCheck's are.
+func (w *world) offeredTradePathCheck(lb *venuepace.Bucket) pathdialer.ProbeFunc {
+	return func(ctx context.Context, ep pathdialer.Endpoint) (err error) {
+		w.co.wait(resumeProbe, ep.Name+"/trade-path")
+		w.stallWait(resumeProbe, ep.Name+"/trade-path")
+		began := time.Now()
+		defer func() {
+			w.mu.Lock()
+			w.cx.checks = append(w.cx.checks, probeRec{endpoint: ep.Name, start: began, end: time.Now(), ok: err == nil})
+			w.mu.Unlock()
+		}()
+		ctx, cancel := ownDeadline(ctx, ep, 1)
+		defer cancel()
+		if err := lb.Wait(ctx); err != nil {
+			return fmt.Errorf("trade-path check %s: the venue's lookup budget leaves no room for it: %w", ep.Name, err)
+		}
+		u, _ := ep.Address(pathdialer.ServiceREST)
+		req, err := http.NewRequestWithContext(context.WithValue(ctx, lookupKey{}, rest.TradePathOrderID), http.MethodGet, u+"/v1/orders/"+url.PathEscape(rest.TradePathOrderID), nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("X-API-Key", apiKey)
+		tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return w.path.DialReadOnly(ctx, ep.Name, network, addr)
+		}}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			return fmt.Errorf("trade-path check %s: the lookup failed: %w", ep.Name, err)
+		}
+		raw, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("trade-path check %s: reading the answer: %w", ep.Name, rerr)
+		case resp.StatusCode == http.StatusNotFound:
+			return nil
+		case resp.StatusCode == http.StatusOK:
+			var o simbroker.Order
+			if json.Unmarshal(raw, &o) != nil || o.Status == "" {
+				return fmt.Errorf("trade-path check %s: the lookup's answer is not an order", ep.Name)
+			}
+			return nil
+		}
+		return fmt.Errorf("trade-path check %s: the lookup answered HTTP %d", ep.Name, resp.StatusCode)
+	}
+}
+
 // fence returns the Fencer (on) or Unfence that calls the broker's kill
 // switch through the target endpoint's REST address (the old one may be
 // unreachable).
@@ -692,7 +767,8 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 }
 
 // reconcile settles REST tickets by reading the order through the Path.
-func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out []pathdialer.Settlement, err error) {
+	defer w.noteHookAnswers(ctx, r, &out, &err) // progress_check.go
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	w.stallWait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	if err := w.takeover.lookups(ctx); err != nil { // proc2.go: the predecessor's orders first
@@ -704,7 +780,6 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 		<-ctx.Done()
 		return nil, fmt.Errorf("reconcile through %s: reads hang: %w", r.To, ctx.Err())
 	}
-	var out []pathdialer.Settlement
 	// The Path hands tickets over in no particular order (its gate keeps
 	// them in shards picked at random); query them in order of client order
 	// ID, so that when each read happens does not depend on that order.
@@ -750,6 +825,17 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) ([]p
 		default:
 			return out, fmt.Errorf("reconcile %s: HTTP %d", t.OrderID, resp.StatusCode)
 		}
+		if to, ok := w.path.Endpoint(r.To); ok {
+			if d := w.slowAfter(to.Region, t); d > 0 { // halthold.go
+				tm := time.NewTimer(d)
+				select {
+				case <-tm.C:
+				case <-ctx.Done():
+					tm.Stop()
+					return out, fmt.Errorf("reconcile through %s: a slow read: %w", r.To, ctx.Err())
+				}
+			}
+		}
 	}
 	return out, nil
 }
@@ -779,6 +865,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 	case pathdialer.EventRelease:
 		w.mu.Lock()
 		w.releases = append(w.releases, release{seq: ev.Seq, gen: ev.Token, at: ev.Time})
+		w.releaseHeld(ev.Time) // halthold.go
 		w.mu.Unlock()
 	case pathdialer.EventSwitch, pathdialer.EventUnfence:
 		to := ev.To
@@ -795,6 +882,14 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			}
 		}
 		w.mu.Unlock()
+	case pathdialer.EventReconcileStart:
+		w.mu.Lock()
+		for _, t := range ev.Tickets {
+			if o := w.orders[t.OrderID]; o != nil && t.State == pathdialer.TicketUnknown && (o.unknownAt.IsZero() || o.unknownAt.Before(o.start)) {
+				o.unknownAt = ev.Time
+			}
+		}
+		w.mu.Unlock()
 	case pathdialer.EventReconcileSuccess, pathdialer.EventReconcileFailure: // a failed attempt's answers are kept
 		var ask []string
 		w.mu.Lock()
@@ -804,6 +899,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 				continue
 			}
 			o.settled = append(o.settled, st.Fate)
+			o.settleAt = ev.Time
 			if o.settleSq == 0 {
 				o.settleSq = ev.Seq
 			}
@@ -987,7 +1083,10 @@ func (w *world) trade(i int) {
 	}
 }
 
-func (w *world) place(id string, limit bool) {
+func (w *world) place(id string, limit bool) { w.placeWithin(id, limit, w.s.OrderTimeout) }
+
+// placeWithin is place with the order's own timeout.
+func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 	body := map[string]string{"client_order_id": id, "symbol": "EURUSD", "side": "buy", "qty": "1", "type": "market"}
 	if limit {
 		body["type"], body["price"] = "limit", "0.5"
@@ -995,7 +1094,7 @@ func (w *world) place(id string, limit bool) {
 	raw, _ := json.Marshal(body)
 	w.co.wait(resumeTrader, id) // no order starts while the process is paused
 	w.stallWait(resumeTrader, id)
-	ctx, cancel := w.co.orderContext(w.s.OrderTimeout, id)
+	ctx, cancel := w.co.orderContext(timeout, id)
 	defer cancel()
 	hc, u, pooled := w.orderClient() // h2sim.go
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))

@@ -498,7 +498,7 @@ var defects = map[string]Defect{
 	"superseded-answers-dropped": {
 		File:      "pathdialer/progress.go",
 		Doc:       "the answers of a superseded settle or switch reconcile are dropped (not salvaged): repeated halts keep a long reconcile from ever completing",
-		Invariant: "gate-open-while-usable",
+		Invariant: "kept-answers-not-asked-again",
 		Composed:  true,
 		Old: `func (c *controller) salvage(r Reconciliation, settled []Settlement) {
 	p := c.p`,
