@@ -240,6 +240,9 @@ func (c *controller) step(ctx context.Context, retryDue bool) {
 			if err == nil && c.retargetArm(ctx, d) { // deadman.go
 				return
 			}
+			if err == nil && c.retargetFence(ctx, d) { // retarget.go
+				return
+			}
 		}
 		if c.fenceRun == nil && c.armRun == nil && (retryDue || c.retryAt.IsZero() || !time.Now().Before(c.retryAt)) {
 			c.attemptFence(ctx)

@@ -85,3 +85,44 @@ func (c *controller) otherEligible(name string) bool {
 	}
 	return false
 }
+
+// A failover's fence may fail because its target died: a Fencer acts for
+// the endpoint being left, but a broker-side fence is a call that travels
+// over a path, often the one the switch goes to (Fence.To). Retried toward a
+// dead target it cannot succeed, and the switch would hold (then halt) for
+// as long as the target is dead while another endpoint is eligible.
+//
+// retargetFence moves a failover being fenced to the target the engine
+// names now (d, from EvaluateFailoverAvoiding without a confirmed fence)
+// when a fence attempt toward the current target has failed, no attempt is
+// running, and the current target is no longer eligible (DOWN, or its
+// health stale). The endpoint being left is the same: nothing is switched
+// before a fence of it toward the new target is confirmed, and with a
+// dead-man hook the timer is armed on the new target first. A fence that
+// fails while its target stays eligible is the endpoint being left refusing
+// it, and is retried (then halted) as before; a failback is never moved (it
+// is given up at its first failed fence). It reports whether it moved the
+// switch.
+func (c *controller) retargetFence(ctx context.Context, d engine.Decision) bool {
+	if c.failback || c.p.cfg.ExternalDecisions || d.Outcome != engine.FenceRequired || d.To == "" || d.To == c.fenceTo ||
+		d.From != c.fenceFrom || c.fenceRun != nil || c.armRun != nil || c.fenceAttempt == 0 || c.targetEligible(c.fenceTo) {
+		return false
+	}
+	was, attempts := c.fenceTo, c.fenceAttempt
+	c.p.log.Warn("pathdialer: fence failed toward a target no longer eligible; the switch moves to another", "from", d.From, "was", was, "to", d.To, "attempts", attempts)
+	c.p.events.emit(Event{Kind: EventDecision, From: d.From, To: d.To, Token: d.Token, Decision: &d})
+	c.startSwitchVerification(ctx, d.To) // identity re-proved for the new target (guard.go)
+	c.hold(fmt.Errorf("failover from %q to %q: fencing (the fence toward %q failed %d time(s) and it is no longer eligible)", d.From, d.To, was, attempts))
+	c.beginFence(ctx, d.From, d.To, false)
+	return true
+}
+
+// targetEligible reports whether name is an eligible target now.
+func (c *controller) targetEligible(name string) bool {
+	for _, ep := range c.p.eng.Targets() {
+		if ep.Name == name {
+			return true
+		}
+	}
+	return false
+}

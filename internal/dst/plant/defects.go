@@ -608,6 +608,23 @@ var defects = map[string]Defect{
 		Body: "\t\t// DEFECT (plant reconcile-stuck-on-target): retried on the target for as long as it fails\n",
 	},
 
+	// A failover whose fence fails toward its target (a Fencer that acts
+	// through the endpoint the switch goes to) is retried toward it, held and
+	// then halted, for as long as it fails, although the target died and
+	// another endpoint is eligible (found by the liveness moves: seed 542
+	// fences eu through ap, which went DOWN while us healed).
+	"fence-stuck-on-target": {
+		File:      "pathdialer/controller.go",
+		Doc:       "a failover whose fence fails toward a target no longer eligible is retried toward it, never moved to another eligible endpoint",
+		Invariant: "gate-open-while-usable",
+		Composed:  true,
+		Old: `			if err == nil && c.retargetFence(ctx, d) { // retarget.go
+				return
+			}
+`,
+		Body: "\t\t\t// DEFECT (plant fence-stuck-on-target): the fence is retried toward its target whatever the engine names now\n",
+	},
+
 	// Section 4: the REST transport over a pooled HTTP/2 connection.
 
 	// The REST transport keeps the caller's Request.GetBody: net/http's
