@@ -11,6 +11,46 @@ import (
 	"github.com/brokerpath/brokerpath/venue"
 )
 
+// armRecorder is a DeadMan hook that records the endpoint of every arm and
+// fails those on the endpoints in refuse with err.
+type armRecorder struct {
+	mu     sync.Mutex
+	refuse map[string]bool
+	err    error
+	armed  []string
+}
+
+func (r *armRecorder) arm(ctx context.Context, a pathdialer.DeadManArm) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = append(r.armed, a.Endpoint.Name)
+	if r.refuse[a.Endpoint.Name] {
+		return r.err
+	}
+	return nil
+}
+
+func (r *armRecorder) arms() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.armed...)
+}
+
+// retargetHarness: eu, us and eu2, a dead-man timer armed through r,
+// FenceAttempts 3; eu is taken DOWN once started.
+func retargetHarness(t *testing.T, r *armRecorder) *harness {
+	h := newHarness(t, func(c *pathdialer.Config) {
+		c.Endpoints = append(c.Endpoints, epEU2)
+		c.Venue = venue.KrakenSpot()
+		c.DeadMan = r.arm
+		c.FenceAttempts = 3
+	})
+	h.start()
+	h.probes.set("eu", probeFail)
+	reportDown(h.p, "eu", 0)
+	return h
+}
+
 // A failover whose dead-man arm fails on its target is not pinned to that
 // target: when the target goes DOWN and the engine names another eligible
 // one, the switch moves there (the old path was not fenced yet, so nothing is
@@ -19,28 +59,9 @@ import (
 // halted) while another endpoint was healthy.
 func TestDeadManArmFailingOnADeadTargetMovesToAnother(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		failOn := map[string]bool{"us": true}
-		var armed []string
-		arm := func(ctx context.Context, a pathdialer.DeadManArm) error {
-			mu.Lock()
-			defer mu.Unlock()
-			armed = append(armed, a.Endpoint.Name)
-			if failOn[a.Endpoint.Name] {
-				return errors.New("cancel-all-after: connection refused")
-			}
-			return nil
-		}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Endpoints = append(c.Endpoints, epEU2)
-			c.Venue = venue.KrakenSpot()
-			c.DeadMan = arm
-			c.FenceAttempts = 3
-		})
+		r := &armRecorder{refuse: map[string]bool{"us": true}, err: errors.New("cancel-all-after: connection refused")}
+		h := retargetHarness(t, r)
 		defer h.close()
-		h.start()
-		h.probes.set("eu", probeFail)
-		reportDown(h.p, "eu", 0)
 		e := h.await(pathdialer.EventDeadManFailure, nil)
 		if e.To != "us" {
 			t.Fatalf("first arm failure %v: want the failover to us", e)
@@ -57,9 +78,7 @@ func TestDeadManArmFailingOnADeadTargetMovesToAnother(t *testing.T) {
 				t.Fatalf("fence %+v: the old path was fenced toward %q, whose dead-man timer was never armed", f, f.To)
 			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(armed) == 0 || armed[len(armed)-1] != "eu2" {
+		if armed := r.arms(); len(armed) == 0 || armed[len(armed)-1] != "eu2" {
 			t.Fatalf("arms %v: want the last one on eu2", armed)
 		}
 	})
@@ -72,27 +91,9 @@ func TestDeadManArmFailingOnADeadTargetMovesToAnother(t *testing.T) {
 // halted and retried the refused target for as long as it refused.
 func TestDeadManArmRefusedOnTargetPassesItOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var armed []string
-		arm := func(ctx context.Context, a pathdialer.DeadManArm) error {
-			mu.Lock()
-			defer mu.Unlock()
-			armed = append(armed, a.Endpoint.Name)
-			if a.Endpoint.Name == "us" {
-				return errors.New("cancel-all-after: 403 refused")
-			}
-			return nil
-		}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Endpoints = append(c.Endpoints, epEU2)
-			c.Venue = venue.KrakenSpot()
-			c.DeadMan = arm
-			c.FenceAttempts = 3
-		})
+		r := &armRecorder{refuse: map[string]bool{"us": true}, err: errors.New("cancel-all-after: 403 refused")}
+		h := retargetHarness(t, r)
 		defer h.close()
-		h.start()
-		h.probes.set("eu", probeFail)
-		reportDown(h.p, "eu", 0)
 		sw := h.await(pathdialer.EventSwitch, nil)
 		if sw.To != "eu2" {
 			t.Fatalf("switch %v: want to eu2, us refusing every arm", sw)
@@ -107,8 +108,7 @@ func TestDeadManArmRefusedOnTargetPassesItOver(t *testing.T) {
 				t.Fatalf("fence %+v: the old path was fenced toward %q, whose dead-man timer was never armed", f, f.To)
 			}
 		}
-		mu.Lock()
-		defer mu.Unlock()
+		armed := r.arms()
 		n := 0
 		for _, a := range armed {
 			if a == "us" {
