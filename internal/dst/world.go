@@ -619,21 +619,30 @@ func (w *world) probe(ctx context.Context, ep pathdialer.Endpoint) error {
 	return nil
 }
 
+// beginCheck starts a trade-path check of ep (Config.TradePathCheck's or the
+// offered one): it waits where a paused or stalled process would, and gives
+// the check its own deadline; done records its answer with the others
+// (ground.go) and ends the deadline.
+func (w *world) beginCheck(ctx context.Context, ep pathdialer.Endpoint) (context.Context, func(error)) {
+	w.co.wait(resumeProbe, ep.Name+"/trade-path")
+	w.stallWait(resumeProbe, ep.Name+"/trade-path")
+	began := time.Now()
+	ctx, cancel := ownDeadline(ctx, ep, 1)
+	return ctx, func(err error) {
+		cancel()
+		w.mu.Lock()
+		w.cx.checks = append(w.cx.checks, probeRec{endpoint: ep.Name, start: began, end: time.Now(), ok: err == nil})
+		w.mu.Unlock()
+	}
+}
+
 // tradePathCheck is the Path's trade-path check: an authenticated
 // order-status query, through the endpoint's REST address, of a client order
 // ID that was never sent. It passes on the broker's 404 (the order path
 // authenticated, routed and answered) and fails on anything else.
 func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) (err error) {
-	w.co.wait(resumeProbe, ep.Name+"/trade-path")
-	w.stallWait(resumeProbe, ep.Name+"/trade-path")
-	began := time.Now()
-	defer func() {
-		w.mu.Lock()
-		w.cx.checks = append(w.cx.checks, probeRec{endpoint: ep.Name, start: began, end: time.Now(), ok: err == nil})
-		w.mu.Unlock()
-	}()
-	ctx, cancel := ownDeadline(ctx, ep, 1)
-	defer cancel()
+	ctx, done := w.beginCheck(ctx, ep)
+	defer func() { done(err) }()
 	u, _ := ep.Address(pathdialer.ServiceREST)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+"/v1/orders/dst-trade-path-check", nil)
 	if err != nil {
@@ -672,16 +681,8 @@ func (w *world) tradePathCheck(ctx context.Context, ep pathdialer.Endpoint) (err
 // with the probes' (ground.go), as Config.TradePathCheck's are.
 func (w *world) offeredTradePathCheck(lb *venuepace.Bucket) pathdialer.ProbeFunc {
 	return func(ctx context.Context, ep pathdialer.Endpoint) (err error) {
-		w.co.wait(resumeProbe, ep.Name+"/trade-path")
-		w.stallWait(resumeProbe, ep.Name+"/trade-path")
-		began := time.Now()
-		defer func() {
-			w.mu.Lock()
-			w.cx.checks = append(w.cx.checks, probeRec{endpoint: ep.Name, start: began, end: time.Now(), ok: err == nil})
-			w.mu.Unlock()
-		}()
-		ctx, cancel := ownDeadline(ctx, ep, 1)
-		defer cancel()
+		ctx, done := w.beginCheck(ctx, ep)
+		defer func() { done(err) }()
 		if err := lb.Wait(ctx); err != nil {
 			return fmt.Errorf("trade-path check %s: the venue's lookup budget leaves no room for it: %w", ep.Name, err)
 		}
