@@ -1,6 +1,9 @@
 package pathdialer
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors; every error pathdialer returns wraps one of these (or one of the
 // engine's), with context, for errors.Is.
@@ -47,3 +50,52 @@ var (
 	// process was paused); the order must not be sent.
 	ErrTicketExpired = errors.New("pathdialer: ticket's decision expired")
 )
+
+// ConfigError is the error New and Config.Validate return for a configuration
+// that cannot work (every such error is a *ConfigError). It names the field at
+// fault, and the endpoint when the fault is one endpoint's, so a program can
+// point at the setting without parsing text:
+//
+//	var ce *pathdialer.ConfigError
+//	if errors.As(err, &ce) {
+//		log.Printf("fix %s (endpoint %q)", ce.Field, ce.Endpoint)
+//	}
+//
+// It matches ErrInvalidConfig with errors.Is, and any sentinel its cause wraps
+// (engine.ErrNoPrimary, engine.ErrDuplicateEndpoint, ...). Its text never
+// repeats a service address (addresses may carry credentials).
+type ConfigError struct {
+	// Field is the Config field at fault as a Go expression on Config
+	// ("ProbeTimeout", "Endpoints[1].Services", `ReconcileByService["rset"]`);
+	// when two fields conflict, both, joined by " and "
+	// ("BrokerFencesViaFencer and Fencer").
+	Field string
+	// Endpoint is the name of the endpoint at fault, "" when the fault is not
+	// one endpoint's.
+	Endpoint string
+	// Err says what is wrong and what would work; it may wrap a sentinel.
+	Err error
+}
+
+// Error returns "pathdialer: invalid config: " and what is wrong, naming the
+// field.
+func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Err.Error() }
+
+// Unwrap returns ErrInvalidConfig and the cause.
+func (e *ConfigError) Unwrap() []error { return []error{ErrInvalidConfig, e.Err} }
+
+// configError returns a *ConfigError for field (and endpoint, "" when none),
+// whose text is the formatted message; %w in format wraps a cause.
+func configError(field, endpoint, format string, args ...any) error {
+	return &ConfigError{Field: field, Endpoint: endpoint, Err: fmt.Errorf(format, args...)}
+}
+
+// asConfigError returns err as a *ConfigError: unchanged when it is one, or
+// wrapped under field (an error from a part checked whole, like the engine's).
+func asConfigError(field string, err error) error {
+	var ce *ConfigError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	return &ConfigError{Field: field, Err: err}
+}

@@ -140,3 +140,18 @@ func TestStartFailsFastOnARefusedKey(t *testing.T) {
 		t.Fatalf("the servers never saw the credentials (header %d, query %d): the test proves nothing", sawAuth.Load(), sawQuery.Load())
 	}
 }
+
+// A probe Path without its leading slash would be glued to the endpoint's
+// host ("https://api.example" + "v1/account"): refused by Probe, naming
+// the field and the value to write.
+func TestProbeRefusesPathWithoutLeadingSlash(t *testing.T) {
+	for _, p := range []string{"v1/account", "https://api.broker.example/v1/account"} {
+		_, err := rest.Probe(rest.ProbeOptions{Path: p})
+		if !errors.Is(err, rest.ErrInvalidOptions) || !strings.Contains(err.Error(), "ProbeOptions.Path") || !strings.Contains(err.Error(), `"/`) {
+			t.Fatalf("Probe(Path %q) = %v, want ErrInvalidOptions naming ProbeOptions.Path and a path beginning with /", p, err)
+		}
+	}
+	if _, err := rest.Probe(rest.ProbeOptions{Path: "/v1/account?probe=1"}); err != nil {
+		t.Fatalf("Probe(Path /v1/account?probe=1): %v", err)
+	}
+}
