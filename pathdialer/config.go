@@ -36,9 +36,11 @@ type Endpoint struct {
 	Priority int `json:"priority"`
 	// Primary marks the preferred endpoint (exactly one).
 	Primary bool `json:"primary"`
-	// Services maps a service name to its address: a URL for "rest" and "ws"
-	// (https://api-eu.broker.example, wss://stream-eu.broker.example/ws) or
-	// host:port for "fix". At least one is required.
+	// Services maps a service name to its address: an http(s) URL for
+	// "rest" (https://api-eu.broker.example), a ws(s) URL for "ws"
+	// (wss://stream-eu.broker.example/ws), host:port for "fix". At least one
+	// is required, and every endpoint of a Path must name the same services:
+	// a switch moves them all together.
 	Services map[string]string `json:"services"`
 	// Jurisdiction the endpoint lies in ("EU", "US"), for
 	// Engine.TargetJurisdictions. Optional.
@@ -585,11 +587,12 @@ type Config struct {
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
 	// Plug a SOCKS or interface-bound dialer here.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// AllowPlaintext lets a "rest" address be a plain http:// URL to a host
-	// that is not loopback. Default false: such an address is refused, since
-	// every order and the credentials in its headers would cross the network
-	// in the clear. Loopback addresses (127.0.0.0/8, ::1, localhost) are
-	// always allowed.
+	// AllowPlaintext lets a "rest" address be a plain http:// URL, and a
+	// "ws" address a plain ws:// URL, to a host that is not loopback.
+	// Default false: such an address is refused, since every order, every
+	// message and the credentials in the headers and the handshake would
+	// cross the network in the clear. Loopback addresses (127.0.0.0/8, ::1,
+	// localhost) are always allowed.
 	AllowPlaintext bool
 }
 
@@ -764,7 +767,8 @@ func quoteList(names []string) string {
 // and New agree: blank Name or Region, a duplicate name, not exactly one
 // primary, no service, and each service address (well formed, and for the
 // transports' own services the scheme they need: "rest" an http(s) URL, "ws"
-// a ws(s) or http(s) URL, "fix" host:port).
+// a ws(s) URL, "fix" host:port; a plain http:// or ws:// URL only to a
+// loopback host unless allowPlaintext).
 func validateEndpoints(eps []Endpoint, allowPlaintext bool) error {
 	seen := make(map[string]bool, len(eps))
 	primaries := 0
@@ -796,8 +800,8 @@ func validateEndpoints(eps []Endpoint, allowPlaintext bool) error {
 			if svc == ServiceREST && !allowPlaintext && plaintextRemote(addr, "http") {
 				return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, svc), ep.Name, "Endpoints[%d] (%q) service %q: a plain http:// address to a host that is not loopback sends orders and credentials in the clear: use https://, or set Config.AllowPlaintext", i, ep.Name, svc)
 			}
-			if svc == ServiceWS && !allowPlaintext && plaintextRemote(addr, "ws", "http") {
-				return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, svc), ep.Name, "Endpoints[%d] (%q) service %q: a plain ws:// (or http://) address to a host that is not loopback sends the handshake's credentials and every message in the clear: use wss://, or set Config.AllowPlaintext", i, ep.Name, svc)
+			if svc == ServiceWS && !allowPlaintext && plaintextRemote(addr, "ws") {
+				return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, svc), ep.Name, "Endpoints[%d] (%q) service %q: a plain ws:// address to a host that is not loopback sends the handshake's credentials and every message in the clear: use wss://, or set Config.AllowPlaintext", i, ep.Name, svc)
 			}
 		}
 	}
@@ -843,8 +847,8 @@ func checkServiceAddress(svc, addr string) error {
 			return errors.New("a \"rest\" address must be an http:// or https:// URL")
 		}
 	case ServiceWS:
-		if scheme != "ws" && scheme != "wss" && scheme != "http" && scheme != "https" {
-			return errors.New("a \"ws\" address must be a ws://, wss://, http:// or https:// URL")
+		if scheme != "ws" && scheme != "wss" {
+			return errors.New("a \"ws\" address must be a ws:// or wss:// URL (an http(s):// URL there is most often the REST address, which answers no WebSocket handshake: write the stream's wss:// URL)")
 		}
 	case ServiceFIX:
 		if isURL {

@@ -125,7 +125,7 @@ func TestPlaintextWSAddress(t *testing.T) {
 		endpoint  string
 	}{
 		{"remote ws refused", pair("wss://eu.broker.example/ws", "ws://us.broker.example/ws"), false, false, "us"},
-		{"remote http as ws refused", pair("http://203.0.113.7:8080/ws", "wss://us.broker.example/ws"), false, false, "eu"},
+		{"remote ws by IP refused", pair("ws://203.0.113.7:8080/ws", "wss://us.broker.example/ws"), false, false, "eu"},
 		{"remote ws with opt-in", pair("wss://eu.broker.example/ws", "ws://us.broker.example/ws"), true, true, ""},
 		{"loopback ws", pair("ws://127.0.0.1:8080/ws", "ws://localhost:8081/ws"), false, true, ""},
 		{"wss", pair("wss://eu.broker.example/ws", "wss://us.broker.example/ws"), false, true, ""},
@@ -149,4 +149,17 @@ func TestPlaintextWSAddress(t *testing.T) {
 			wantConfigError(t, err, `Endpoints[`+i+`].Services["ws"]`, tc.endpoint, "wss://", "AllowPlaintext")
 		})
 	}
+}
+
+// A "ws" address must say it is a WebSocket (ws:// or wss://): an https://
+// URL there is most often the REST address given twice, whose handshake
+// fails for ever.
+func TestNewRefusesHTTPSAsWSAddress(t *testing.T) {
+	cfg := validConfig()
+	eu, us := epEU, epUS
+	eu.Services = map[string]string{"rest": "https://api-eu.broker.example", "fix": "fix-eu.broker.example:9878", "ws": "wss://stream-eu.broker.example/ws"}
+	us.Services = map[string]string{"rest": "https://api-us.broker.example", "fix": "fix-us.broker.example:9878", "ws": "https://api-us.broker.example"}
+	cfg.Endpoints = []pathdialer.Endpoint{eu, us}
+	_, err := pathdialer.New(cfg)
+	wantConfigError(t, err, `Endpoints[1].Services["ws"]`, "us", "wss://")
 }

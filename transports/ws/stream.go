@@ -128,7 +128,13 @@ type Stream struct {
 	retryC                 <-chan time.Time
 }
 
-// NewStream validates cfg and returns a Stream that is not yet connected.
+// NewStream validates cfg and returns a Stream that is not yet connected. It
+// refuses (ErrInvalidConfig, naming the endpoint and the field) what would
+// leave the stream connecting for ever: a Path whose endpoints have no "ws"
+// address, and a wss:// address to a host no public CA certifies (a loopback
+// or private address, localhost, a name without a dot, .local, .internal)
+// without StreamConfig.Dialer.TLSClientConfig.RootCAs to verify its
+// certificate with.
 func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -136,6 +142,9 @@ func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	if path != nil {
 		if err := checkAddresses(path); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+		if err := checkStreamAddresses(path, cfg.Dialer); err != nil {
+			return nil, err
 		}
 	}
 	d, err := NewDialer(path, cfg.Dialer)
