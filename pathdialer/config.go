@@ -596,13 +596,41 @@ type Config struct {
 	AllowPlaintext bool
 }
 
-// DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
-// and Reconcile is set: probes every 1 s with a 500 ms timeout, the engine's
-// defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
-// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
-// verifications that expire after 3 minutes, and identity re-proved at every
-// switch (SwitchIdentityCheck); Start waiting up to 10 s for an eligible endpoint (a desk would
-// rather hear at once that nothing can carry an order than open a gate onto it).
+// DefaultConfig returns a Config in which every field but Endpoints, Probe,
+// Fencer and Reconcile (or ReconcileByService) is set; set those four and
+// New accepts it. Its values, each with what it means (a field not listed
+// is left zero, and its doc says what zero means):
+//
+//   - ProbeInterval: 1s between probe rounds.
+//   - ProbeTimeout: 500ms for one probe.
+//   - ProbeJitter: 100ms, the widest random delay before each probe;
+//     ProbeTimeout + ProbeJitter must stay below ProbeInterval, so a
+//     shorter ProbeInterval needs these lowered too.
+//   - FenceTimeout: 5s for one Fencer call.
+//   - FenceBackoff: {Initial: 100ms, Max: 5s} between failed fence attempts.
+//   - FenceAttempts: 5 failed in a row halt trading.
+//   - ReconcileTimeout: 10s for one reconcile call.
+//   - ReconcileBackoff: {Initial: 100ms, Max: 5s} between failed attempts.
+//   - ReconcileAttempts: 5 failed in a row halt trading.
+//   - InflightGrace: 1s for orders in flight on the old path after the fence.
+//   - SettleUnknown: 1s after an order of unknown outcome before it is
+//     reconciled without a switch.
+//   - StartWait: 10s, the longest Start waits for an eligible endpoint (a
+//     desk would rather hear at once that nothing can carry an order than
+//     open a gate onto it).
+//   - MaxCopyHold: 10s (DefaultMaxCopyHold).
+//   - IdentityInterval: 1m between identity checks (with Identity).
+//   - IdentityTimeout: 5s for one identity check.
+//   - SwitchIdentityCheck: true, identity re-proved at every switch.
+//   - FarewellTimeout: 500ms for each connection's farewell.
+//   - DeadManTimeout: 5s for one DeadMan call.
+//   - FailbackBackoff: {Initial: 30s, Max: 10m} between failbacks given up.
+//   - CODSettle: 2s after the fence before the venue's open orders are read.
+//   - Engine: engine.DefaultConfig() (its doc lists its values: DOWN after
+//     3 failures in a row, fresh for 5s, failback after a 1m cooldown and 5
+//     successes of the primary), except
+//   - Engine.VerificationMaxAge: 3m, how long an identity verification
+//     lasts.
 func DefaultConfig() Config {
 	return Config{
 		Engine:              engine.DefaultConfig(),
