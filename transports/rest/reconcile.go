@@ -206,15 +206,15 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	}
 	if len(opts.ListURLs) == 0 {
 		if strings.Count(opts.URL, OrderIDPlaceholder) != 1 {
-			return nil, fmt.Errorf("%w: ReconcileOptions.URL must contain %s exactly once", ErrInvalidOptions, OrderIDPlaceholder)
+			return nil, optionsError("ReconcileOptions.URL", "", "ReconcileOptions.URL must contain %s exactly once", OrderIDPlaceholder)
 		}
 		u, err := url.Parse(strings.Replace(opts.URL, OrderIDPlaceholder, "x", 1))
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%w: ReconcileOptions.URL must be an absolute http(s) URL", ErrInvalidOptions)
+			return nil, optionsError("ReconcileOptions.URL", "", "ReconcileOptions.URL must be an absolute http(s) URL")
 		}
 	}
 	if opts.Parallel < 0 {
-		return nil, fmt.Errorf("%w: ReconcileOptions.Parallel is negative", ErrInvalidOptions)
+		return nil, optionsError("ReconcileOptions.Parallel", "", "ReconcileOptions.Parallel is negative")
 	}
 	if opts.Parallel == 0 {
 		opts.Parallel = 8

@@ -104,3 +104,34 @@ func TestZeroStreamConfigPointsToDefaultStreamConfig(t *testing.T) {
 		}
 	}
 }
+
+// NewStream's refusals are *pathdialer.ConfigError with ws.ErrInvalidConfig
+// as Kind: the field (and the endpoint) can be read without parsing text.
+func TestStreamConfigErrorsAreTyped(t *testing.T) {
+	private := newPath(t, map[string]string{"ws": "wss://127.0.0.1:8443/ws"}, map[string]string{"ws": "wss://127.0.0.1:8444/ws"})
+	noWS := newPath(t, map[string]string{"rest": "https://api-eu.broker.example"}, map[string]string{"rest": "https://api-us.broker.example"})
+	queue := streamConfig()
+	queue.QueueLength = 5000
+	for _, tc := range []struct {
+		name            string
+		path            *pathdialer.Path
+		cfg             ws.StreamConfig
+		field, endpoint string
+	}{
+		{"queue length", private, queue, "QueueLength", ""},
+		{"no CA", private, streamConfig(), "Dialer.TLSClientConfig.RootCAs", "eu"},
+		{"no ws address", noWS, streamConfig(), `Endpoints[0].Services["ws"]`, "eu"},
+	} {
+		_, err := ws.NewStream(tc.path, tc.cfg)
+		var ce *pathdialer.ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ws.ErrInvalidConfig) || errors.Is(err, pathdialer.ErrInvalidConfig) {
+			t.Fatalf("%s: NewStream = %v (%T), want a *pathdialer.ConfigError matching ws.ErrInvalidConfig only", tc.name, err, err)
+		}
+		if ce.Field != tc.field || ce.Endpoint != tc.endpoint {
+			t.Fatalf("%s: ConfigError{Field: %q, Endpoint: %q}, want {%q, %q}", tc.name, ce.Field, ce.Endpoint, tc.field, tc.endpoint)
+		}
+		if !strings.HasPrefix(err.Error(), "ws: invalid stream config: ") {
+			t.Fatalf("%s: %q does not begin with ws.ErrInvalidConfig's text", tc.name, err)
+		}
+	}
+}

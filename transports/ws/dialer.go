@@ -263,21 +263,31 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // certifies while the dialer verifies against the system's roots only.
 func checkStreamAddresses(path *pathdialer.Path, d *websocket.Dialer) error {
 	hasCA := d != nil && d.TLSClientConfig != nil && d.TLSClientConfig.RootCAs != nil
-	for _, ep := range path.Endpoints() {
+	for i, ep := range path.Endpoints() {
+		field := fmt.Sprintf("Endpoints[%d].Services[%q]", i, pathdialer.ServiceWS)
 		raw, ok := ep.Address(pathdialer.ServiceWS)
 		if !ok {
-			return fmt.Errorf("%w: endpoint %q has no %q address: a Stream connects only there; set Endpoint.Services[%q] on every endpoint of the Path (wss://…)",
-				ErrInvalidConfig, ep.Name, pathdialer.ServiceWS, pathdialer.ServiceWS)
+			return configError(field, ep.Name, fmt.Errorf("endpoint %q has no %q address: a Stream connects only there; set Endpoint.Services[%q] on every endpoint of the Path (wss://…)",
+				ep.Name, pathdialer.ServiceWS, pathdialer.ServiceWS))
 		}
 		u, err := url.Parse(raw)
+		if err == nil && u.User != nil {
+			return configError(field, ep.Name, credentialsError(ep.Name))
+		}
 		if err != nil || hasCA || !strings.EqualFold(u.Scheme, "wss") || !privateHost(u.Hostname()) {
 			continue
 		}
-		return fmt.Errorf("%w: endpoint %q: its wss:// host is one no public CA certifies (loopback, a private address or a local name), and StreamConfig.Dialer.TLSClientConfig.RootCAs is not set: "+
+		return configError("Dialer.TLSClientConfig.RootCAs", ep.Name, fmt.Errorf("endpoint %q: its wss:// host is one no public CA certifies (loopback, a private address or a local name), and StreamConfig.Dialer.TLSClientConfig.RootCAs is not set: "+
 			"every handshake would fail certificate verification and the stream would stay connecting; set RootCAs to the pool holding the CA that signed the server's certificate (x509.SystemCertPool() if the system trusts it)",
-			ErrInvalidConfig, ep.Name)
+			ep.Name))
 	}
 	return nil
+}
+
+// configError is a *pathdialer.ConfigError of a StreamConfig (or of the
+// Path's endpoints, as a Stream needs them).
+func configError(field, endpoint string, err error) error {
+	return &pathdialer.ConfigError{Kind: ErrInvalidConfig, Field: field, Endpoint: endpoint, Err: err}
 }
 
 // privateHost reports whether host is one no publicly trusted CA issues a

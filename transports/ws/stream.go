@@ -16,8 +16,9 @@ import (
 // ErrStreamClosed is returned by Start after Close, or when called twice.
 var ErrStreamClosed = errors.New("ws: stream closed or already started")
 
-// ErrInvalidConfig is wrapped by every error of StreamConfig.Validate (and so
-// of NewStream); the text names the field and what to put in it.
+// ErrInvalidConfig is matched by every error of StreamConfig.Validate and
+// NewStream: a *pathdialer.ConfigError with this Kind, whose Field (and
+// Endpoint) name what is wrong; the text says what to put in it.
 var ErrInvalidConfig = errors.New("ws: invalid stream config")
 
 // ErrStall is wrapped by the error a Stream drops a connection with when a
@@ -134,15 +135,13 @@ type Stream struct {
 // address, and a wss:// address to a host no public CA certifies (a loopback
 // or private address, localhost, a name without a dot, .local, .internal)
 // without StreamConfig.Dialer.TLSClientConfig.RootCAs to verify its
-// certificate with.
+// certificate with. Every refusal is a *pathdialer.ConfigError matching
+// ErrInvalidConfig.
 func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if path != nil {
-		if err := checkAddresses(path); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
 		if err := checkStreamAddresses(path, cfg.Dialer); err != nil {
 			return nil, err
 		}

@@ -113,10 +113,10 @@ func DefaultStreamConfig() StreamConfig {
 }
 
 // Validate names the first field that cannot work and what to put in it;
-// every error wraps ErrInvalidConfig. A configuration not started from
+// every error is a *pathdialer.ConfigError matching ErrInvalidConfig. A configuration not started from
 // DefaultStreamConfig (its timing fields all zero) is refused saying so.
 func (c StreamConfig) Validate() error {
-	bad := func(f, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidConfig, f, why) }
+	bad := func(f, why string) error { return configError(f, "", fmt.Errorf("%s %s", f, why)) }
 	switch {
 	case c.DialTimeout == 0 && c.PingInterval == 0 && c.PongTimeout == 0 && c.Backoff == (Backoff{}) && c.QueueLength == 0:
 		// Not started from DefaultStreamConfig: naming the first missing
