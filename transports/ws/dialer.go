@@ -204,8 +204,9 @@ func credentialsError(endpoint string) error {
 		ErrAddressCredentials, endpoint, pathdialer.ServiceWS)
 }
 
-// wsURL returns the endpoint's ws URL (scheme ws or wss; http and https are
-// accepted and mapped) and the host:port to dial.
+// wsURL returns the endpoint's ws URL (scheme ws or wss, as pathdialer.New
+// requires; http and https are mapped all the same) and the host:port to
+// dial.
 func wsURL(ep pathdialer.Endpoint) (string, string, error) {
 	raw, ok := ep.Address(pathdialer.ServiceWS)
 	if !ok {
