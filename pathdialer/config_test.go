@@ -107,6 +107,9 @@ func TestNewValidation(t *testing.T) {
 			if !errors.Is(err, pathdialer.ErrInvalidConfig) {
 				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
 			}
+			if ce := (*pathdialer.ConfigError)(nil); !errors.As(err, &ce) || ce.Field == "" {
+				t.Errorf("error %v (%T) is not a *pathdialer.ConfigError naming a field", err, err)
+			}
 			if c.wantIs != nil && !errors.Is(err, c.wantIs) {
 				t.Errorf("error %v does not wrap %v", err, c.wantIs)
 			}

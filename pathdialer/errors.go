@@ -71,8 +71,8 @@ type ConfigError struct {
 	// the constructor was given ("ProbeTimeout" on a Config,
 	// "Dialer.TLSClientConfig.RootCAs" on a ws.StreamConfig,
 	// "ProbeOptions.Path"); a Path's endpoints are written as on Config
-	// (`Endpoints[1].Services["ws"]`). When two fields conflict, both,
-	// joined by " and " ("BrokerFencesViaFencer and Fencer").
+	// (`Endpoints[1].Services["ws"]`). When fields conflict, all of them,
+	// the last joined by " and " ("BrokerFencesViaFencer and Fencer").
 	Field string
 	// Endpoint is the name of the endpoint at fault, "" when the fault is not
 	// one endpoint's.
