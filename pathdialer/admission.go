@@ -103,11 +103,11 @@ func (c Config) validateAdmission() error {
 	padded := func(v string) bool { return strings.TrimSpace(v) != v }
 	for i, ep := range c.Endpoints {
 		if padded(ep.Jurisdiction) {
-			return fmt.Errorf("%w: Endpoints[%d] (%q) Jurisdiction %q has leading or trailing white space; jurisdictions are compared exactly as written", ErrInvalidConfig, i, ep.Name, ep.Jurisdiction)
+			return configError(fmt.Sprintf("Endpoints[%d].Jurisdiction", i), ep.Name, "Endpoints[%d] (%q) Jurisdiction %q has leading or trailing white space; jurisdictions are compared exactly as written", i, ep.Name, ep.Jurisdiction)
 		}
 	}
 	if c.StartWait < 0 {
-		return fmt.Errorf("%w: StartWait is %v, must be >= 0 (0 = do not wait)", ErrInvalidConfig, c.StartWait)
+		return configError("StartWait", "", "StartWait is %v, must be >= 0 (0 = do not wait)", c.StartWait)
 	}
 	if c.Identity == nil {
 		return nil
@@ -115,12 +115,12 @@ func (c Config) validateAdmission() error {
 	want := c.ExpectedIdentity
 	for _, f := range [...]struct{ name, v string }{{"Account", want.Account}, {"Entity", want.Entity}} {
 		if padded(f.v) {
-			return fmt.Errorf("%w: ExpectedIdentity.%s %q has leading or trailing white space (or is only white space); identities are compared exactly as written", ErrInvalidConfig, f.name, f.v)
+			return configError("ExpectedIdentity."+f.name, "", "ExpectedIdentity.%s %q has leading or trailing white space (or is only white space); identities are compared exactly as written", f.name, f.v)
 		}
 	}
 	for i, e := range want.Entitlements {
 		if strings.TrimSpace(e) == "" || padded(e) {
-			return fmt.Errorf("%w: ExpectedIdentity.Entitlements[%d] is %q: blank or padded entitlements never compare as meant", ErrInvalidConfig, i, e)
+			return configError(fmt.Sprintf("ExpectedIdentity.Entitlements[%d]", i), "", "ExpectedIdentity.Entitlements[%d] is %q: blank or padded entitlements never compare as meant", i, e)
 		}
 	}
 	keys := slices.Sorted(maps.Keys(want.Extra))
@@ -128,11 +128,11 @@ func (c Config) validateAdmission() error {
 		v := want.Extra[k]
 		switch {
 		case strings.TrimSpace(k) == "" || padded(k):
-			return fmt.Errorf("%w: ExpectedIdentity.Extra has a blank or padded key %q", ErrInvalidConfig, k)
+			return configError("ExpectedIdentity.Extra", "", "ExpectedIdentity.Extra has a blank or padded key %q", k)
 		case strings.TrimSpace(v) == "":
-			return fmt.Errorf("%w: ExpectedIdentity.Extra[%q] is blank: it would compare nothing (an empty answer matches it); give the value to expect or remove the key", ErrInvalidConfig, k)
+			return configError(fmt.Sprintf("ExpectedIdentity.Extra[%q]", k), "", "ExpectedIdentity.Extra[%q] is blank: it would compare nothing (an empty answer matches it); give the value to expect or remove the key", k)
 		case padded(v):
-			return fmt.Errorf("%w: ExpectedIdentity.Extra[%q] %q has leading or trailing white space; identities are compared exactly as written", ErrInvalidConfig, k, v)
+			return configError(fmt.Sprintf("ExpectedIdentity.Extra[%q]", k), "", "ExpectedIdentity.Extra[%q] %q has leading or trailing white space; identities are compared exactly as written", k, v)
 		}
 	}
 	return nil
@@ -149,11 +149,11 @@ func (c Config) engineVerdict(err error) error {
 	case errors.Is(err, engine.ErrNoAllowedBackup) && c.DegradedReads:
 		return nil
 	case errors.Is(err, engine.ErrNoAllowedBackup):
-		return fmt.Errorf("%w: Endpoints: %w; with DegradedReads set this configuration is meaningful (an outage of the primary halts orders while reads go to a healthy backup outside the rule)", ErrInvalidConfig, err)
+		return configError("Endpoints", "", "Endpoints: %w; with DegradedReads set this configuration is meaningful (an outage of the primary halts orders while reads go to a healthy backup outside the rule)", err)
 	case errors.Is(err, engine.ErrNoPrimary):
-		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, err)
+		return configError("Endpoints[].Primary", "", "Endpoints: no endpoint is Primary (mark exactly one): %w", err)
 	}
-	return fmt.Errorf("%w: Endpoints: %w", ErrInvalidConfig, err)
+	return configError("Endpoints", "", "Endpoints: %w", err)
 }
 
 // admission is the Path's bookkeeping for identity checks and evidence

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,9 +36,11 @@ type Endpoint struct {
 	Priority int `json:"priority"`
 	// Primary marks the preferred endpoint (exactly one).
 	Primary bool `json:"primary"`
-	// Services maps a service name to its address: a URL for "rest" and "ws"
-	// (https://api-eu.broker.example, wss://stream-eu.broker.example/ws) or
-	// host:port for "fix". At least one is required.
+	// Services maps a service name to its address: an http(s) URL for
+	// "rest" (https://api-eu.broker.example), a ws(s) URL for "ws"
+	// (wss://stream-eu.broker.example/ws), host:port for "fix". At least one
+	// is required, and every endpoint of a Path must name the same services:
+	// a switch moves them all together.
 	Services map[string]string `json:"services"`
 	// Jurisdiction the endpoint lies in ("EU", "US"), for
 	// Engine.TargetJurisdictions. Optional.
@@ -289,7 +292,7 @@ func (b Backoff) delay(attempt int) time.Duration {
 
 func (b Backoff) validate(name string) error {
 	if b.Initial <= 0 || b.Max < b.Initial {
-		return fmt.Errorf("%w: %s is {Initial: %v, Max: %v}; need 0 < Initial <= Max", ErrInvalidConfig, name, b.Initial, b.Max)
+		return configError(name, "", "%s is {Initial: %v, Max: %v}; need 0 < Initial <= Max", name, b.Initial, b.Max)
 	}
 	return nil
 }
@@ -584,21 +587,50 @@ type Config struct {
 	// transport's). Nil means a net.Dialer with a 5 s timeout and 15 s keep-alive.
 	// Plug a SOCKS or interface-bound dialer here.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// AllowPlaintext lets a "rest" address be a plain http:// URL to a host
-	// that is not loopback. Default false: such an address is refused, since
-	// every order and the credentials in its headers would cross the network
-	// in the clear. Loopback addresses (127.0.0.0/8, ::1, localhost) are
-	// always allowed.
+	// AllowPlaintext lets a "rest" address be a plain http:// URL, and a
+	// "ws" address a plain ws:// URL, to a host that is not loopback.
+	// Default false: such an address is refused, since every order, every
+	// message and the credentials in the headers and the handshake would
+	// cross the network in the clear. Loopback addresses (127.0.0.0/8, ::1,
+	// localhost) are always allowed.
 	AllowPlaintext bool
 }
 
-// DefaultConfig returns a Config in which every field but Endpoints, Probe, Fencer
-// and Reconcile is set: probes every 1 s with a 500 ms timeout, the engine's
-// defaults (Down after 3 failures, fresh for 5 s), fence and reconcile retried from
-// 100 ms up to 5 s apart, a halt after 5 failed attempts in a row; identity
-// verifications that expire after 3 minutes, and identity re-proved at every
-// switch (SwitchIdentityCheck); Start waiting up to 10 s for an eligible endpoint (a desk would
-// rather hear at once that nothing can carry an order than open a gate onto it).
+// DefaultConfig returns a Config in which every field but Endpoints, Probe,
+// Fencer and Reconcile (or ReconcileByService) is set; set those four and
+// New accepts it. Its values, each with what it means (a field not listed
+// is left zero, and its doc says what zero means):
+//
+//   - ProbeInterval: 1s between probe rounds.
+//   - ProbeTimeout: 500ms for one probe.
+//   - ProbeJitter: 100ms, the widest random delay before each probe;
+//     ProbeTimeout + ProbeJitter must stay below ProbeInterval, so a
+//     shorter ProbeInterval needs these lowered too.
+//   - FenceTimeout: 5s for one Fencer call.
+//   - FenceBackoff: {Initial: 100ms, Max: 5s} between failed fence attempts.
+//   - FenceAttempts: 5 failed in a row halt trading.
+//   - ReconcileTimeout: 10s for one reconcile call.
+//   - ReconcileBackoff: {Initial: 100ms, Max: 5s} between failed attempts.
+//   - ReconcileAttempts: 5 failed in a row halt trading.
+//   - InflightGrace: 1s for orders in flight on the old path after the fence.
+//   - SettleUnknown: 1s after an order of unknown outcome before it is
+//     reconciled without a switch.
+//   - StartWait: 10s, the longest Start waits for an eligible endpoint (a
+//     desk would rather hear at once that nothing can carry an order than
+//     open a gate onto it).
+//   - MaxCopyHold: 10s (DefaultMaxCopyHold).
+//   - IdentityInterval: 1m between identity checks (with Identity).
+//   - IdentityTimeout: 5s for one identity check.
+//   - SwitchIdentityCheck: true, identity re-proved at every switch.
+//   - FarewellTimeout: 500ms for each connection's farewell.
+//   - DeadManTimeout: 5s for one DeadMan call.
+//   - FailbackBackoff: {Initial: 30s, Max: 10m} between failbacks given up.
+//   - CODSettle: 2s after the fence before the venue's open orders are read.
+//   - Engine: engine.DefaultConfig() (its doc lists its values: DOWN after
+//     3 failures in a row, fresh for 5s, failback after a 1m cooldown and 5
+//     successes of the primary), except
+//   - Engine.VerificationMaxAge: 3m, how long an identity verification
+//     lasts.
 func DefaultConfig() Config {
 	return Config{
 		Engine:              engine.DefaultConfig(),
@@ -631,55 +663,55 @@ func (c Config) Validate() error {
 	case c.ProbeInterval == 0 && c.ProbeTimeout == 0 && c.FenceTimeout == 0 && c.ReconcileTimeout == 0 && c.Engine.FailureThreshold == 0:
 		// Not started from DefaultConfig: naming the first missing field
 		// would send the reader through every timing field in turn.
-		return fmt.Errorf("%w: the timing and safety fields are all zero: start from DefaultConfig() and set Endpoints, Probe, Fencer and ReconcileByService (or Reconcile) on it", ErrInvalidConfig)
+		return configError("ProbeInterval, ProbeTimeout, FenceTimeout, ReconcileTimeout and Engine.FailureThreshold", "", "the timing and safety fields are all zero: start from DefaultConfig() and set Endpoints, Probe, Fencer and ReconcileByService (or Reconcile) on it")
 	case c.Probe == nil:
-		return fmt.Errorf("%w: Probe is required (a TCP connect proves neither authentication nor order acceptance; see TCPProbe)", ErrInvalidConfig)
+		return configError("Probe", "", "Probe is required (a TCP connect proves neither authentication nor order acceptance; see TCPProbe)")
 	case c.Engine.Probe != nil:
-		return fmt.Errorf("%w: Engine.Probe must be nil; set Config.Probe", ErrInvalidConfig)
+		return configError("Engine.Probe", "", "Engine.Probe must be nil; set Config.Probe")
 	case c.Engine.Clock != nil:
-		return fmt.Errorf("%w: Engine.Clock must be nil; the Path runs on the system clock", ErrInvalidConfig)
+		return configError("Engine.Clock", "", "Engine.Clock must be nil; the Path runs on the system clock")
 	case c.ProbeInterval <= 0:
-		return fmt.Errorf("%w: ProbeInterval is %v, must be > 0", ErrInvalidConfig, c.ProbeInterval)
+		return configError("ProbeInterval", "", "ProbeInterval is %v, must be > 0", c.ProbeInterval)
 	case c.ProbeTimeout <= 0:
-		return fmt.Errorf("%w: ProbeTimeout is %v, must be > 0", ErrInvalidConfig, c.ProbeTimeout)
+		return configError("ProbeTimeout", "", "ProbeTimeout is %v, must be > 0", c.ProbeTimeout)
 	case c.ProbeJitter < 0:
-		return fmt.Errorf("%w: ProbeJitter is %v, must be >= 0", ErrInvalidConfig, c.ProbeJitter)
+		return configError("ProbeJitter", "", "ProbeJitter is %v, must be >= 0", c.ProbeJitter)
 	case c.ProbeTimeout+c.ProbeJitter >= c.ProbeInterval:
-		return fmt.Errorf("%w: ProbeTimeout (%v) plus ProbeJitter (%v) must be below ProbeInterval (%v), or probe rounds overlap", ErrInvalidConfig, c.ProbeTimeout, c.ProbeJitter, c.ProbeInterval)
+		return configError("ProbeTimeout and ProbeJitter", "", "ProbeTimeout (%v) plus ProbeJitter (%v) must be below ProbeInterval (%v), or probe rounds overlap", c.ProbeTimeout, c.ProbeJitter, c.ProbeInterval)
 	case c.SuspectAfter >= c.ProbeTimeout:
-		return fmt.Errorf("%w: SuspectAfter (%v) must be below ProbeTimeout (%v) (zero means ProbeTimeout/2, negative turns it off)", ErrInvalidConfig, c.SuspectAfter, c.ProbeTimeout)
+		return configError("SuspectAfter", "", "SuspectAfter (%v) must be below ProbeTimeout (%v) (zero means ProbeTimeout/2, negative turns it off)", c.SuspectAfter, c.ProbeTimeout)
 	case c.Engine.MaxHealthAge < 2*c.ProbeInterval:
-		return fmt.Errorf("%w: Engine.MaxHealthAge (%v) must be at least twice ProbeInterval (%v): one late probe round must not make every endpoint stale", ErrInvalidConfig, c.Engine.MaxHealthAge, c.ProbeInterval)
+		return configError("Engine.MaxHealthAge", "", "Engine.MaxHealthAge (%v) must be at least twice ProbeInterval (%v): one late probe round must not make every endpoint stale", c.Engine.MaxHealthAge, c.ProbeInterval)
 	case c.Fencer == nil && !c.Engine.BrokerFencesAtLogon:
-		return fmt.Errorf("%w: Fencer is required unless Engine.BrokerFencesAtLogon (choose LocalFenceOnly explicitly if this process is the only one trading the account)", ErrInvalidConfig)
+		return configError("Fencer", "", "Fencer is required unless Engine.BrokerFencesAtLogon (choose LocalFenceOnly explicitly if this process is the only one trading the account)")
 	case c.FenceTimeout <= 0:
-		return fmt.Errorf("%w: FenceTimeout is %v, must be > 0", ErrInvalidConfig, c.FenceTimeout)
+		return configError("FenceTimeout", "", "FenceTimeout is %v, must be > 0", c.FenceTimeout)
 	case c.FenceAttempts < 1:
-		return fmt.Errorf("%w: FenceAttempts is %d, must be >= 1", ErrInvalidConfig, c.FenceAttempts)
+		return configError("FenceAttempts", "", "FenceAttempts is %d, must be >= 1", c.FenceAttempts)
 	case c.Reconcile == nil && len(c.ReconcileByService) == 0:
-		return fmt.Errorf("%w: Reconcile is required unless ReconcileByService names every service that submits orders (choose NoReconcile explicitly to skip reconciliation)", ErrInvalidConfig)
+		return configError("Reconcile", "", "Reconcile is required unless ReconcileByService names every service that submits orders (choose NoReconcile explicitly to skip reconciliation)")
 	case c.ReconcileTimeout <= 0:
-		return fmt.Errorf("%w: ReconcileTimeout is %v, must be > 0", ErrInvalidConfig, c.ReconcileTimeout)
+		return configError("ReconcileTimeout", "", "ReconcileTimeout is %v, must be > 0", c.ReconcileTimeout)
 	case c.ReconcileAttempts < 1:
-		return fmt.Errorf("%w: ReconcileAttempts is %d, must be >= 1", ErrInvalidConfig, c.ReconcileAttempts)
+		return configError("ReconcileAttempts", "", "ReconcileAttempts is %d, must be >= 1", c.ReconcileAttempts)
 	case c.InflightGrace < 0:
-		return fmt.Errorf("%w: InflightGrace is %v, must be >= 0", ErrInvalidConfig, c.InflightGrace)
+		return configError("InflightGrace", "", "InflightGrace is %v, must be >= 0", c.InflightGrace)
 	case c.Engine.RequireAdmission && c.Identity == nil:
-		return fmt.Errorf("%w: Engine.RequireAdmission needs an Identity check", ErrInvalidConfig)
+		return configError("Engine.RequireAdmission", "", "Engine.RequireAdmission needs an Identity check")
 	case c.Identity != nil && strings.TrimSpace(c.ExpectedIdentity.Account) == "" && c.ExpectedIdentity.Entity == "" && len(c.ExpectedIdentity.Entitlements) == 0 && len(c.ExpectedIdentity.Extra) == 0:
-		return fmt.Errorf("%w: ExpectedIdentity is empty: an Identity check needs something to compare (ExpectedIdentity.Account, Entity, Entitlements or Extra)", ErrInvalidConfig)
+		return configError("ExpectedIdentity", "", "ExpectedIdentity is empty: an Identity check needs something to compare (ExpectedIdentity.Account, Entity, Entitlements or Extra)")
 	case c.Identity != nil && (c.IdentityInterval <= 0 || c.IdentityTimeout <= 0):
-		return fmt.Errorf("%w: IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", ErrInvalidConfig, c.IdentityInterval, c.IdentityTimeout)
+		return configError("IdentityInterval and IdentityTimeout", "", "IdentityInterval (%v) and IdentityTimeout (%v) must be > 0", c.IdentityInterval, c.IdentityTimeout)
 	case c.DegradedReads && len(c.Engine.TargetJurisdictions) == 0:
-		return fmt.Errorf("%w: DegradedReads needs Engine.TargetJurisdictions", ErrInvalidConfig)
+		return configError("DegradedReads", "", "DegradedReads needs Engine.TargetJurisdictions")
 	case slices.ContainsFunc(slices.Collect(maps.Keys(c.ReconcileByService)), func(s string) bool { return strings.TrimSpace(s) == "" || c.ReconcileByService[s] == nil }):
-		return fmt.Errorf("%w: ReconcileByService has a blank service name or a nil function", ErrInvalidConfig)
+		return configError("ReconcileByService", "", "ReconcileByService has a blank service name or a nil function")
 	case c.MaxCopyHold < 0:
-		return fmt.Errorf("%w: MaxCopyHold is %v, must be >= 0 (0 = DefaultMaxCopyHold, %v)", ErrInvalidConfig, c.MaxCopyHold, DefaultMaxCopyHold)
+		return configError("MaxCopyHold", "", "MaxCopyHold is %v, must be >= 0 (0 = DefaultMaxCopyHold, %v)", c.MaxCopyHold, DefaultMaxCopyHold)
 	case c.Quarantine < 0:
-		return fmt.Errorf("%w: Quarantine is %v, must be >= 0 (0 = the venue's minimum: its lookup false-negative horizon plus MaxCopyHold)", ErrInvalidConfig, c.Quarantine)
+		return configError("Quarantine", "", "Quarantine is %v, must be >= 0 (0 = the venue's minimum: its lookup false-negative horizon plus MaxCopyHold)", c.Quarantine)
 	case c.SettleUnknown < 0:
-		return fmt.Errorf("%w: SettleUnknown is %v, must be >= 0 (0 = off)", ErrInvalidConfig, c.SettleUnknown)
+		return configError("SettleUnknown", "", "SettleUnknown is %v, must be >= 0 (0 = off)", c.SettleUnknown)
 	}
 	if err := c.validateVenue(); err != nil {
 		return err
@@ -692,7 +724,7 @@ func (c Config) Validate() error {
 	ecfg := c.Engine
 	ecfg.Probe = func(context.Context, engine.Endpoint) error { return nil }
 	if err := ecfg.Validate(); err != nil {
-		return fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
+		return configError("Engine", "", "Engine: %w", err)
 	}
 	if err := c.validateAdmission(); err != nil {
 		return err
@@ -707,60 +739,111 @@ func (c Config) Validate() error {
 		return err
 	}
 	if len(c.Endpoints) < 2 {
-		return fmt.Errorf("%w: %d endpoint(s) configured; need at least two to fail over", ErrInvalidConfig, len(c.Endpoints))
+		return configError("Endpoints", "", "%d endpoint(s) configured; need at least two to fail over", len(c.Endpoints))
 	}
-	return validateEndpoints(c.Endpoints, c.AllowPlaintext)
+	if err := validateEndpoints(c.Endpoints, c.AllowPlaintext); err != nil {
+		return err
+	}
+	return c.validateWhole()
+}
+
+// validateWhole refuses fields that are each well formed but wrong together:
+// a broker-confirmed fence declared over the local fence alone, a service
+// some endpoint cannot carry after a switch, a per-service reconciler for a
+// service no endpoint has.
+func (c Config) validateWhole() error {
+	if c.BrokerFencesViaFencer && c.Fencer != nil && reflect.ValueOf(c.Fencer).Pointer() == reflect.ValueOf(LocalFenceOnly).Pointer() {
+		return configError("BrokerFencesViaFencer and Fencer", "", "BrokerFencesViaFencer declares that the broker confirms the Fencer's fence, but Fencer is LocalFenceOnly, which only closes this process's connections: "+
+			"a NOT_RECEIVED would be made final on a fence the broker never confirmed; set BrokerFencesViaFencer false, or give a Fencer the broker confirms (a kill switch, a fencing token advanced at the broker)")
+	}
+	// Every service on every endpoint: a switch moves every service together,
+	// so a service missing on one endpoint has no address once it is active.
+	has := map[string][]string{} // service -> endpoints that have it
+	for _, ep := range c.Endpoints {
+		for svc := range ep.Services {
+			has[svc] = append(has[svc], ep.Name)
+		}
+	}
+	services := slices.Sorted(maps.Keys(has))
+	for i, ep := range c.Endpoints {
+		for _, svc := range services {
+			if _, ok := ep.Services[svc]; !ok {
+				return configError(fmt.Sprintf("Endpoints[%d].Services", i), ep.Name, "Endpoints[%d] (%q) has no %q address, which endpoint(s) %s have: a switch moves every service together, so once %q is active %q has nowhere to go; give every endpoint an address for every service",
+					i, ep.Name, svc, quoteList(has[svc]), ep.Name, svc)
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.ReconcileByService)) {
+		if _, ok := has[key]; !ok {
+			return configError(fmt.Sprintf("ReconcileByService[%q]", key), "", "ReconcileByService names service %q, which no endpoint has (the endpoints' services are %s): its reconciler would never run, and the services it was meant for would be reconciled by Reconcile or refused at Acquire; name one of the endpoints' services",
+				key, quoteList(services))
+		}
+	}
+	return nil
+}
+
+// quoteList renders names as "a", "b".
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // validateEndpoints checks what New and the engine would refuse, so Validate
 // and New agree: blank Name or Region, a duplicate name, not exactly one
 // primary, no service, and each service address (well formed, and for the
 // transports' own services the scheme they need: "rest" an http(s) URL, "ws"
-// a ws(s) or http(s) URL, "fix" host:port).
+// a ws(s) URL, "fix" host:port; a plain http:// or ws:// URL only to a
+// loopback host unless allowPlaintext).
 func validateEndpoints(eps []Endpoint, allowPlaintext bool) error {
 	seen := make(map[string]bool, len(eps))
 	primaries := 0
 	for i, ep := range eps {
 		switch {
 		case strings.TrimSpace(ep.Name) == "":
-			return fmt.Errorf("%w: Endpoints[%d]: %w: Name is blank", ErrInvalidConfig, i, engine.ErrBlankField)
+			return configError(fmt.Sprintf("Endpoints[%d].Name", i), "", "Endpoints[%d]: %w: Name is blank", i, engine.ErrBlankField)
 		case strings.TrimSpace(ep.Region) == "":
-			return fmt.Errorf("%w: Endpoints[%d] (%q): %w: Region is blank", ErrInvalidConfig, i, ep.Name, engine.ErrBlankField)
+			return configError(fmt.Sprintf("Endpoints[%d].Region", i), ep.Name, "Endpoints[%d] (%q): %w: Region is blank", i, ep.Name, engine.ErrBlankField)
 		case seen[ep.Name]:
-			return fmt.Errorf("%w: Endpoints[%d]: %w: %q", ErrInvalidConfig, i, engine.ErrDuplicateEndpoint, ep.Name)
+			return configError(fmt.Sprintf("Endpoints[%d].Name", i), ep.Name, "Endpoints[%d]: %w: %q", i, engine.ErrDuplicateEndpoint, ep.Name)
 		case len(ep.Services) == 0:
-			return fmt.Errorf("%w: Endpoints[%d] (%q) has no service addresses", ErrInvalidConfig, i, ep.Name)
+			return configError(fmt.Sprintf("Endpoints[%d].Services", i), ep.Name, "Endpoints[%d] (%q) has no service addresses", i, ep.Name)
 		}
 		seen[ep.Name] = true
 		if ep.Primary {
 			primaries++
 			if primaries > 1 {
-				return fmt.Errorf("%w: Endpoints[%d] (%q): %w: only one endpoint may be Primary", ErrInvalidConfig, i, ep.Name, engine.ErrSecondPrimary)
+				return configError(fmt.Sprintf("Endpoints[%d].Primary", i), ep.Name, "Endpoints[%d] (%q): %w: only one endpoint may be Primary", i, ep.Name, engine.ErrSecondPrimary)
 			}
 		}
 		for svc, addr := range ep.Services {
 			if strings.TrimSpace(svc) == "" {
-				return fmt.Errorf("%w: Endpoints[%d] (%q) has a blank service name", ErrInvalidConfig, i, ep.Name)
+				return configError(fmt.Sprintf("Endpoints[%d].Services", i), ep.Name, "Endpoints[%d] (%q) has a blank service name", i, ep.Name)
 			}
 			if err := checkServiceAddress(svc, addr); err != nil {
-				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, svc, err)
+				return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, svc), ep.Name, "Endpoints[%d] (%q) service %q: %w", i, ep.Name, svc, err)
 			}
-			if svc == ServiceREST && !allowPlaintext && plaintextRemote(addr) {
-				return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: a plain http:// address to a host that is not loopback sends orders and credentials in the clear: use https://, or set Config.AllowPlaintext", ErrInvalidConfig, i, ep.Name, svc)
+			if svc == ServiceREST && !allowPlaintext && plaintextRemote(addr, "http") {
+				return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, svc), ep.Name, "Endpoints[%d] (%q) service %q: a plain http:// address to a host that is not loopback sends orders and credentials in the clear: use https://, or set Config.AllowPlaintext", i, ep.Name, svc)
+			}
+			if svc == ServiceWS && !allowPlaintext && plaintextRemote(addr, "ws") {
+				return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, svc), ep.Name, "Endpoints[%d] (%q) service %q: a plain ws:// address to a host that is not loopback sends the handshake's credentials and every message in the clear: use wss://, or set Config.AllowPlaintext", i, ep.Name, svc)
 			}
 		}
 	}
 	if primaries == 0 && len(eps) > 0 {
-		return fmt.Errorf("%w: Endpoints: no endpoint is Primary (mark exactly one): %w", ErrInvalidConfig, engine.ErrNoPrimary)
+		return configError("Endpoints[].Primary", "", "Endpoints: no endpoint is Primary (mark exactly one): %w", engine.ErrNoPrimary)
 	}
 	return nil
 }
 
-// plaintextRemote reports whether addr is an http:// URL whose host is not
-// loopback.
-func plaintextRemote(addr string) bool {
+// plaintextRemote reports whether addr is a URL with one of the plaintext
+// schemes whose host is not loopback.
+func plaintextRemote(addr string, schemes ...string) bool {
 	u, err := url.Parse(addr)
-	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+	if err != nil || !slices.ContainsFunc(schemes, func(s string) bool { return strings.EqualFold(u.Scheme, s) }) {
 		return false
 	}
 	host := u.Hostname()
@@ -792,8 +875,8 @@ func checkServiceAddress(svc, addr string) error {
 			return errors.New("a \"rest\" address must be an http:// or https:// URL")
 		}
 	case ServiceWS:
-		if scheme != "ws" && scheme != "wss" && scheme != "http" && scheme != "https" {
-			return errors.New("a \"ws\" address must be a ws://, wss://, http:// or https:// URL")
+		if scheme != "ws" && scheme != "wss" {
+			return errors.New("a \"ws\" address must be a ws:// or wss:// URL (an http(s):// URL there is most often the REST address, which answers no WebSocket handshake: write the stream's wss:// URL)")
 		}
 	case ServiceFIX:
 		if isURL {

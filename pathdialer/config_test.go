@@ -107,6 +107,9 @@ func TestNewValidation(t *testing.T) {
 			if !errors.Is(err, pathdialer.ErrInvalidConfig) {
 				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
 			}
+			if ce := (*pathdialer.ConfigError)(nil); !errors.As(err, &ce) || ce.Field == "" {
+				t.Errorf("error %v (%T) is not a *pathdialer.ConfigError naming a field", err, err)
+			}
 			if c.wantIs != nil && !errors.Is(err, c.wantIs) {
 				t.Errorf("error %v does not wrap %v", err, c.wantIs)
 			}
@@ -136,9 +139,9 @@ func TestNewAccepts(t *testing.T) {
 		"addresses": func(c *pathdialer.Config) {
 			c.AllowPlaintext = true // b's "rest" is plain http:// to a remote host
 			withEndpoints(
-				pathdialer.Endpoint{Name: "a", Region: "r1", Primary: true, Services: map[string]string{"rest": "https://a.example", "ws": "wss://a.example/ws", "fix": "10.0.0.1:9878"}},
-				pathdialer.Endpoint{Name: "b", Region: "r2", Priority: 1, Services: map[string]string{"rest": "http://b.example", "ws": "ws://b.example:8080/ws"}},
-				pathdialer.Endpoint{Name: "c", Region: "r3", Priority: 2, Services: map[string]string{"custom": "[::1]:4000"}},
+				pathdialer.Endpoint{Name: "a", Region: "r1", Primary: true, Services: map[string]string{"rest": "https://a.example", "ws": "wss://a.example/ws", "fix": "10.0.0.1:9878", "custom": "[::1]:4000"}},
+				pathdialer.Endpoint{Name: "b", Region: "r2", Priority: 1, Services: map[string]string{"rest": "http://b.example", "ws": "ws://b.example:8080/ws", "fix": "b.example:9878", "custom": "[::1]:4001"}},
+				pathdialer.Endpoint{Name: "c", Region: "r3", Priority: 2, Services: map[string]string{"rest": "https://c.example", "ws": "wss://c.example/ws", "fix": "[::1]:4000", "custom": "[::1]:4002"}},
 			)(c)
 		},
 	} {
@@ -161,7 +164,7 @@ func TestNewAccepts(t *testing.T) {
 func TestNewCopiesEndpoints(t *testing.T) {
 	cfg := validConfig()
 	eu := epEU
-	eu.Services = map[string]string{"rest": "https://api-eu.broker.example"}
+	eu.Services = map[string]string{"rest": "https://api-eu.broker.example", "fix": "fix-eu.broker.example:9878"}
 	cfg.Endpoints = []pathdialer.Endpoint{eu, epUS}
 	p, err := pathdialer.New(cfg)
 	if err != nil {

@@ -82,6 +82,30 @@
 //     succeeded on the endpoint since, is hung: orders no longer vouch for a
 //     failing probe there (a broken probe), so its failures count.
 //
+// # Configurations refused at New
+//
+// New (and Config.Validate) checks every field as written, then the
+// configuration as a whole, and refuses what cannot work with a
+// *ConfigError naming the field and, when the fault is one endpoint's, the
+// endpoint (errors.Is(err, ErrInvalidConfig) holds). Besides each field's
+// own range it refuses:
+//
+//   - a service some endpoint lacks: every endpoint names the same
+//     services, since a switch moves them all together;
+//   - a ReconcileByService key that no endpoint has as a service;
+//   - BrokerFencesViaFencer with Fencer LocalFenceOnly: the local fence is
+//     not one the broker confirms;
+//   - a plain http:// "rest" or ws:// "ws" address to a host that is not
+//     loopback, unless AllowPlaintext; an http(s):// URL as a "ws" address;
+//     credentials in any address;
+//   - a Config not started from DefaultConfig (the error says so).
+//
+// The transports refuse at construction what they could never connect
+// with, with the same *ConfigError and their own sentinel as Kind:
+// ws.NewStream a Path without "ws" addresses, or a wss:// address to a
+// loopback or private host without the CA to verify it; rest.Probe a path
+// without its leading "/".
+//
 // # The controller is never blocked
 //
 // One goroutine, the controller, takes every decision: a Report that took the

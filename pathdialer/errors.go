@@ -1,6 +1,9 @@
 package pathdialer
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors; every error pathdialer returns wraps one of these (or one of the
 // engine's), with context, for errors.Is.
@@ -47,3 +50,58 @@ var (
 	// process was paused); the order must not be sent.
 	ErrTicketExpired = errors.New("pathdialer: ticket's decision expired")
 )
+
+// ConfigError is the error New and Config.Validate return for a configuration
+// that cannot work (every such error is a *ConfigError); the transports'
+// constructors (ws.NewStream, rest.NewTransport, rest.Probe, ...) return it
+// too, with their own sentinel as Kind. It names the field at fault, and the
+// endpoint when the fault is one endpoint's, so a program can point at the
+// setting without parsing text:
+//
+//	var ce *pathdialer.ConfigError
+//	if errors.As(err, &ce) {
+//		log.Printf("fix %s (endpoint %q)", ce.Field, ce.Endpoint)
+//	}
+//
+// It matches Kind with errors.Is, and any sentinel its cause wraps
+// (engine.ErrNoPrimary, engine.ErrDuplicateEndpoint, ...). Its text never
+// repeats a service address (addresses may carry credentials).
+type ConfigError struct {
+	// Field is the field at fault as a Go expression on the configuration
+	// the constructor was given ("ProbeTimeout" on a Config,
+	// "Dialer.TLSClientConfig.RootCAs" on a ws.StreamConfig,
+	// "ProbeOptions.Path"); a Path's endpoints are written as on Config
+	// (`Endpoints[1].Services["ws"]`). When fields conflict, all of them,
+	// the last joined by " and " ("BrokerFencesViaFencer and Fencer").
+	Field string
+	// Endpoint is the name of the endpoint at fault, "" when the fault is not
+	// one endpoint's.
+	Endpoint string
+	// Err says what is wrong and what would work; it may wrap a sentinel.
+	Err error
+	// Kind is the sentinel of the configuration at fault, which the error
+	// matches and its text begins with: nil means ErrInvalidConfig (a
+	// Config); the transports set their own (ws.ErrInvalidConfig,
+	// rest.ErrInvalidOptions).
+	Kind error
+}
+
+func (e *ConfigError) kind() error {
+	if e.Kind == nil {
+		return ErrInvalidConfig
+	}
+	return e.Kind
+}
+
+// Error returns Kind's text ("pathdialer: invalid config") and what is
+// wrong, naming the field.
+func (e *ConfigError) Error() string { return e.kind().Error() + ": " + e.Err.Error() }
+
+// Unwrap returns Kind (ErrInvalidConfig when nil) and the cause.
+func (e *ConfigError) Unwrap() []error { return []error{e.kind(), e.Err} }
+
+// configError returns a *ConfigError for field (and endpoint, "" when none),
+// whose text is the formatted message; %w in format wraps a cause.
+func configError(field, endpoint, format string, args ...any) error {
+	return &ConfigError{Field: field, Endpoint: endpoint, Err: fmt.Errorf(format, args...)}
+}

@@ -281,7 +281,9 @@ func TestSnapshotRedactsAddresses(t *testing.T) {
 	h := newHarness(t, func(c *pathdialer.Config) {
 		eu := epEU
 		eu.Services = map[string]string{"rest": "https://api-eu.broker.example/v1?token=s3cret#s3cret", "ws": "wss://stream-eu.broker.example/ws?token=s3cret", "fix": "fix-eu.broker.example:9878"}
-		c.Endpoints = []pathdialer.Endpoint{eu, epUS}
+		us := epUS
+		us.Services = map[string]string{"rest": "https://api-us.broker.example", "ws": "wss://stream-us.broker.example/ws", "fix": "fix-us.broker.example:9878"}
+		c.Endpoints = []pathdialer.Endpoint{eu, us}
 	})
 	defer h.close()
 	b, err := json.Marshal(h.p.Snapshot())

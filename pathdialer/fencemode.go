@@ -82,13 +82,13 @@ func (c Config) fenceChoice() (FenceChoice, error) {
 	case FencePreserve:
 		if keeps != venue.EffectNone {
 			_, why := prof.FenceEffect(venue.Preserve)
-			return fc, fmt.Errorf("%w: FenceMode is preserve, but venue %q documents no way to leave a path without cancelling resting orders (%s): choose FenceFlatten, or a venue profile that documents one", ErrInvalidConfig, prof.Name, why)
+			return fc, configError("FenceMode", "", "FenceMode is preserve, but venue %q documents no way to leave a path without cancelling resting orders (%s): choose FenceFlatten, or a venue profile that documents one", prof.Name, why)
 		}
 		fc.Chosen, fc.Mode = "configured", venue.Preserve
 	case FenceFlatten:
 		fc.Chosen, fc.Mode = "configured", venue.Flatten
 	default:
-		return fc, fmt.Errorf("%w: FenceMode %d is not a FenceMode (FenceModeDefault, FencePreserve or FenceFlatten)", ErrInvalidConfig, c.FenceMode)
+		return fc, configError("FenceMode", "", "FenceMode %d is not a FenceMode (FenceModeDefault, FencePreserve or FenceFlatten)", c.FenceMode)
 	}
 	fc.Effect, fc.Why = prof.FenceEffect(fc.Mode)
 	return fc, nil

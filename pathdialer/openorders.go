@@ -411,23 +411,23 @@ func (c Config) validateResting() error {
 	}
 	switch {
 	case c.FarewellTimeout <= 0:
-		return fmt.Errorf("%w: FarewellTimeout is %v, must be > 0", ErrInvalidConfig, c.FarewellTimeout)
+		return configError("FarewellTimeout", "", "FarewellTimeout is %v, must be > 0", c.FarewellTimeout)
 	case c.DeadMan != nil && c.DeadManTimeout <= 0:
-		return fmt.Errorf("%w: DeadManTimeout is %v, must be > 0 with a DeadMan hook", ErrInvalidConfig, c.DeadManTimeout)
+		return configError("DeadManTimeout", "", "DeadManTimeout is %v, must be > 0 with a DeadMan hook", c.DeadManTimeout)
 	case c.DeadMan != nil && c.Engine.BrokerFencesAtLogon:
-		return fmt.Errorf("%w: DeadMan needs a fence step to run before, and with Engine.BrokerFencesAtLogon the venue fences the old path at the new logon: arm the timer when the new session logs on instead", ErrInvalidConfig)
+		return configError("DeadMan", "", "DeadMan needs a fence step to run before, and with Engine.BrokerFencesAtLogon the venue fences the old path at the new logon: arm the timer when the new session logs on instead")
 	case c.CODSettle < 0:
-		return fmt.Errorf("%w: CODSettle is %v, must be >= 0", ErrInvalidConfig, c.CODSettle)
+		return configError("CODSettle", "", "CODSettle is %v, must be >= 0", c.CODSettle)
 	}
 	for _, svc := range slices.Sorted(maps.Keys(c.OpenOrders)) {
 		chk := c.OpenOrders[svc]
 		switch {
 		case strings.TrimSpace(svc) == "":
-			return fmt.Errorf("%w: OpenOrders has a blank service name", ErrInvalidConfig)
+			return configError("OpenOrders", "", "OpenOrders has a blank service name")
 		case chk.Ours == nil:
-			return fmt.Errorf("%w: OpenOrders[%q].Ours is nil: the application's open orders are what the venue's are compared with", ErrInvalidConfig, svc)
+			return configError(fmt.Sprintf("OpenOrders[%q].Ours", svc), "", "OpenOrders[%q].Ours is nil: the application's open orders are what the venue's are compared with", svc)
 		case chk.Venue == nil:
-			return fmt.Errorf("%w: OpenOrders[%q].Venue is nil: the venue's open-order list is required", ErrInvalidConfig, svc)
+			return configError(fmt.Sprintf("OpenOrders[%q].Venue", svc), "", "OpenOrders[%q].Venue is nil: the venue's open-order list is required", svc)
 		}
 	}
 	return nil

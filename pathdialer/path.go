@@ -130,7 +130,7 @@ func New(cfg Config) (*Path, error) {
 	}
 	eng, err := engine.New(ecfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Engine: %w", ErrInvalidConfig, err)
+		return nil, configError("Engine", "", "Engine: %w", err)
 	}
 	for i, ep := range cfg.Endpoints {
 		if err := p.addEndpoint(eng, i, ep); err != nil {
@@ -157,13 +157,13 @@ func (p *Path) addEndpoint(eng *engine.Manager, i int, ep Endpoint) error {
 	}
 	ep.Services = svc
 	if err := eng.Register(engine.Endpoint{Name: ep.Name, Address: engineAddress(svc), Region: ep.Region, Priority: ep.Priority, Primary: ep.Primary, Jurisdiction: ep.Jurisdiction}); err != nil {
-		return fmt.Errorf("%w: Endpoints[%d]: %w", ErrInvalidConfig, i, err)
+		return configError(fmt.Sprintf("Endpoints[%d]", i), ep.Name, "Endpoints[%d]: %w", i, err)
 	}
 	rt := &endpointRT{ep: ep, conns: make(map[*Conn]struct{}), hostPorts: make(map[string]string, len(svc))}
 	for name, a := range svc {
 		hp, err := hostPort(a) // checked by Validate
 		if err != nil {
-			return fmt.Errorf("%w: Endpoints[%d] (%q) service %q: %w", ErrInvalidConfig, i, ep.Name, name, err)
+			return configError(fmt.Sprintf("Endpoints[%d].Services[%q]", i, name), ep.Name, "Endpoints[%d] (%q) service %q: %w", i, ep.Name, name, err)
 		}
 		rt.hostPorts[name] = hp
 	}

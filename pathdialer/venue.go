@@ -48,7 +48,7 @@ func (c Config) quarantine() time.Duration {
 func (c Config) validateVenue() error {
 	v := c.venueProfile()
 	if err := v.Validate(); err != nil {
-		return fmt.Errorf("%w: Venue: %w", ErrInvalidConfig, err)
+		return configError("Venue", "", "Venue: %w", err)
 	}
 	hold := c.maxCopyHold()
 	if minQ := v.MinQuarantine(hold); c.Quarantine > 0 && c.Quarantine < minQ {
@@ -59,8 +59,7 @@ func (c Config) validateVenue() error {
 		} else if u := v.LookupFalseNegative.URL; u != "" {
 			why += " (" + u + ")"
 		}
-		return fmt.Errorf("%w: Quarantine is %v, shorter than the venue's minimum %v: %s, and a copy may be held up to MaxCopyHold (%v) before it is booked; a lookup before then proves nothing (set Venue to the venue's profile, lower MaxCopyHold if your path provably holds copies for less, or leave Quarantine 0)",
-			ErrInvalidConfig, c.Quarantine, minQ, why, hold)
+		return configError("Quarantine", "", "Quarantine is %v, shorter than the venue's minimum %v: %s, and a copy may be held up to MaxCopyHold (%v) before it is booked; a lookup before then proves nothing (set Venue to the venue's profile, lower MaxCopyHold if your path provably holds copies for less, or leave Quarantine 0)", c.Quarantine, minQ, why, hold)
 	}
 	return nil
 }
@@ -75,7 +74,7 @@ func (p *Path) resolveVenue() error {
 	p.verdicts.horizon = c.Venue.LateLandingHorizon(c.MaxCopyHold)
 	sched, err := c.Venue.RequerySchedule(watchFirst, p.verdicts.horizon)
 	if err != nil {
-		return fmt.Errorf("%w: Venue: %w", ErrInvalidConfig, err)
+		return configError("Venue", "", "Venue: %w", err)
 	}
 	p.verdicts.schedule = sched
 	return nil

@@ -409,6 +409,13 @@ func (p *Path) Verdict(orderID string) (v Verdict, ok bool) {
 //
 // A yes relies on the broker's book answering the reconciler truthfully and
 // on the facts of Config.Venue; see the package documentation's table.
+//
+// It is not rest.Verdict.MayResend, which a transport gives at once for one
+// attempt that cannot have been booked (nothing was sent, or the broker
+// refused it). This one answers for an order whose attempt may have reached
+// the broker (an unknown outcome, or in flight at a switch), after
+// reconciliation settled it, and grants one resend: ask it only for orders
+// the transport handed to reconciliation.
 func (p *Path) MayResend(orderID string) (Resend, error) {
 	r := Resend{OrderID: orderID}
 	now := time.Now()

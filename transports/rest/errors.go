@@ -8,7 +8,10 @@ import (
 )
 
 var (
-	// ErrInvalidOptions: an Options field cannot work as written.
+	// ErrInvalidOptions: an Options field cannot work as written. The
+	// constructors' refusals (NewTransport, Probe, NewReconciler,
+	// IdentityCheck) are a *pathdialer.ConfigError with this Kind, whose
+	// Field (and Endpoint) name what is wrong.
 	ErrInvalidOptions = errors.New("rest: invalid options")
 	// ErrBreakerOpen: reads to the endpoint fail fast because its circuit
 	// breaker is open (or half-open and at its probe limit). Reconcile lookups
@@ -65,4 +68,11 @@ func (e *UnknownOutcomeError) Unwrap() []error {
 		return []error{pathdialer.ErrUnknownOutcome, e.Cause}
 	}
 	return []error{pathdialer.ErrUnknownOutcome}
+}
+
+// optionsError is a *pathdialer.ConfigError of this package's options:
+// Kind ErrInvalidOptions, the field (and the endpoint) at fault, the text
+// formatted.
+func optionsError(field, endpoint, format string, args ...any) error {
+	return &pathdialer.ConfigError{Kind: ErrInvalidOptions, Field: field, Endpoint: endpoint, Err: fmt.Errorf(format, args...)}
 }

@@ -36,10 +36,10 @@ type IdentityOptions struct {
 // entitlements from the JSON answer. Compare with pathdialer.Config.ExpectedIdentity.
 func IdentityCheck(opts IdentityOptions) (pathdialer.IdentityFunc, error) {
 	if strings.TrimSpace(opts.Path) == "" {
-		return nil, fmt.Errorf("%w: IdentityOptions.Path is required (an authenticated account query)", ErrInvalidOptions)
+		return nil, optionsError("IdentityOptions.Path", "", "IdentityOptions.Path is required (an authenticated account query)")
 	}
 	if opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
-		return nil, fmt.Errorf("%w: IdentityOptions.TLSConfig.InsecureSkipVerify is refused", ErrInvalidOptions)
+		return nil, optionsError("IdentityOptions.TLSConfig.InsecureSkipVerify", "", "IdentityOptions.TLSConfig.InsecureSkipVerify is refused")
 	}
 	if opts.Service == "" {
 		opts.Service = pathdialer.ServiceREST

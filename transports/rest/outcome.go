@@ -47,10 +47,19 @@ type Verdict struct {
 	Kind OutcomeKind
 	// StatusCode is the broker's HTTP status, 0 when it did not answer.
 	StatusCode int
-	// MayResend is true only when the broker cannot have booked the request
-	// (NotSent, Rejected): sending it again, under the same client order ID,
-	// cannot book it twice. It is false for Accepted and Unknown: resend
-	// nothing on those.
+	// MayResend answers, at once and for this one attempt, whether the
+	// broker cannot have booked it: true exactly for NotSent and Rejected,
+	// so sending it again, under the same client order ID, cannot book it
+	// twice. It is false for Accepted (booked) and Unknown: resend nothing
+	// on those now.
+	//
+	// It is not pathdialer.Path.MayResend, which answers later, after
+	// reconciliation, for an order whose attempt was Unknown: whether the
+	// broker's book and the venue's guarantees now prove that order will
+	// never be booked (a final NOT_RECEIVED the venue cannot book twice),
+	// and grants one resend. The two never both apply to one attempt: this
+	// one is true only where nothing reached the book, and Path.MayResend is
+	// the one to ask only where something may have (Unknown, Order set).
 	MayResend bool
 	// Reason says why, in words fit for logs (credentials redacted). The
 	// broker's own words are in the response body.

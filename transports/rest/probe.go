@@ -18,8 +18,9 @@ import (
 type ProbeOptions struct {
 	// Method of the probe request; default GET.
 	Method string
-	// Path appended to the endpoint's base URL, e.g. "/v1/account". Required:
-	// choose an authenticated request on the trade path, not a status page.
+	// Path appended to the endpoint's base URL, e.g. "/v1/account"; it must
+	// begin with "/" (a query may follow). Required: choose an authenticated
+	// request on the trade path, not a status page.
 	Path string
 	// Header is sent with every probe (the credentials: X-API-Key,
 	// Authorization). Never logged.
@@ -45,10 +46,14 @@ type ProbeOptions struct {
 // Path's tracked dialer: they must reach fenced endpoints too.
 func Probe(opts ProbeOptions) (pathdialer.ProbeFunc, error) {
 	if strings.TrimSpace(opts.Path) == "" {
-		return nil, fmt.Errorf("%w: ProbeOptions.Path is required (an authenticated request on the trade path)", ErrInvalidOptions)
+		return nil, optionsError("ProbeOptions.Path", "", "ProbeOptions.Path is required (an authenticated request on the trade path)")
+	}
+	if !strings.HasPrefix(opts.Path, "/") {
+		// Not echoed: a query in it may carry a key.
+		return nil, optionsError("ProbeOptions.Path", "", "ProbeOptions.Path must begin with \"/\" (e.g. \"/v1/account\"): it is appended to the endpoint's base URL, so a path without it, or a whole URL, makes a URL that is not the one meant")
 	}
 	if opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
-		return nil, fmt.Errorf("%w: ProbeOptions.TLSConfig.InsecureSkipVerify is refused", ErrInvalidOptions)
+		return nil, optionsError("ProbeOptions.TLSConfig.InsecureSkipVerify", "", "ProbeOptions.TLSConfig.InsecureSkipVerify is refused")
 	}
 	if opts.Method == "" {
 		opts.Method = http.MethodGet

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brokerpath/brokerpath/internal/pathtest"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/rest"
 )
@@ -138,5 +139,58 @@ func TestStartFailsFastOnARefusedKey(t *testing.T) {
 	}
 	if sawAuth.Load() == 0 || sawQuery.Load() == 0 {
 		t.Fatalf("the servers never saw the credentials (header %d, query %d): the test proves nothing", sawAuth.Load(), sawQuery.Load())
+	}
+}
+
+// A probe Path without its leading slash would be glued to the endpoint's
+// host ("https://api.example" + "v1/account"): refused by Probe, naming
+// the field and the value to write.
+func TestProbeRefusesPathWithoutLeadingSlash(t *testing.T) {
+	for _, p := range []string{"v1/account", "https://api.broker.example/v1/account"} {
+		_, err := rest.Probe(rest.ProbeOptions{Path: p})
+		if !errors.Is(err, rest.ErrInvalidOptions) || !strings.Contains(err.Error(), "ProbeOptions.Path") || !strings.Contains(err.Error(), `"/`) {
+			t.Fatalf("Probe(Path %q) = %v, want ErrInvalidOptions naming ProbeOptions.Path and a path beginning with /", p, err)
+		}
+	}
+	if _, err := rest.Probe(rest.ProbeOptions{Path: "/v1/account?probe=1"}); err != nil {
+		t.Fatalf("Probe(Path /v1/account?probe=1): %v", err)
+	}
+}
+
+// The options errors of Probe, NewTransport and NewReconciler are
+// *pathdialer.ConfigError with rest.ErrInvalidOptions as Kind, naming the
+// field (and the endpoint).
+func TestOptionsErrorsAreTyped(t *testing.T) {
+	wsOnly := pathtest.FastConfig([]pathdialer.Endpoint{
+		{Name: "eu", Region: "eu", Primary: true, Services: map[string]string{"ws": "wss://eu.broker.example/ws"}},
+		{Name: "us", Region: "us", Priority: 1, Services: map[string]string{"ws": "wss://us.broker.example/ws"}},
+	}, pathtest.NewProbes("eu", "us"))
+	path, err := pathdialer.New(wsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer path.Close()
+	_, probeErr := rest.Probe(rest.ProbeOptions{Path: "v1/account"})
+	_, trErr := rest.NewTransport(path, rest.Options{})
+	_, recErr := rest.NewReconciler(rest.ReconcileOptions{URL: "https://broker.example/v1/orders/{client_order_id}", Parallel: -1})
+	for _, tc := range []struct {
+		name            string
+		err             error
+		field, endpoint string
+	}{
+		{"Probe", probeErr, "ProbeOptions.Path", ""},
+		{"NewTransport", trErr, `Endpoints[0].Services["rest"]`, "eu"},
+		{"NewReconciler", recErr, "ReconcileOptions.Parallel", ""},
+	} {
+		var ce *pathdialer.ConfigError
+		if !errors.As(tc.err, &ce) || !errors.Is(tc.err, rest.ErrInvalidOptions) || errors.Is(tc.err, pathdialer.ErrInvalidConfig) {
+			t.Fatalf("%s = %v (%T), want a *pathdialer.ConfigError matching rest.ErrInvalidOptions only", tc.name, tc.err, tc.err)
+		}
+		if ce.Field != tc.field || ce.Endpoint != tc.endpoint {
+			t.Fatalf("%s: ConfigError{Field: %q, Endpoint: %q}, want {%q, %q}", tc.name, ce.Field, ce.Endpoint, tc.field, tc.endpoint)
+		}
+		if !strings.HasPrefix(tc.err.Error(), "rest: invalid options: ") {
+			t.Fatalf("%s: %q does not begin with rest.ErrInvalidOptions's text", tc.name, tc.err)
+		}
 	}
 }

@@ -206,15 +206,15 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	}
 	if len(opts.ListURLs) == 0 {
 		if strings.Count(opts.URL, OrderIDPlaceholder) != 1 {
-			return nil, fmt.Errorf("%w: ReconcileOptions.URL must contain %s exactly once", ErrInvalidOptions, OrderIDPlaceholder)
+			return nil, optionsError("ReconcileOptions.URL", "", "ReconcileOptions.URL must contain %s exactly once", OrderIDPlaceholder)
 		}
 		u, err := url.Parse(strings.Replace(opts.URL, OrderIDPlaceholder, "x", 1))
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%w: ReconcileOptions.URL must be an absolute http(s) URL", ErrInvalidOptions)
+			return nil, optionsError("ReconcileOptions.URL", "", "ReconcileOptions.URL must be an absolute http(s) URL")
 		}
 	}
 	if opts.Parallel < 0 {
-		return nil, fmt.Errorf("%w: ReconcileOptions.Parallel is negative", ErrInvalidOptions)
+		return nil, optionsError("ReconcileOptions.Parallel", "", "ReconcileOptions.Parallel is negative")
 	}
 	if opts.Parallel == 0 {
 		opts.Parallel = 8
@@ -244,8 +244,17 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 
 // SendLookupsVia sets the RoundTripper the order lookups are sent with: the
 // rest.Transport on the Path this Reconciler settles for (or any
-// RoundTripper that reaches the broker). Until it is called, Reconcile
-// fails.
+// RoundTripper that reaches the broker). The Path needs the Reconcile method
+// at pathdialer.New and the Transport needs the Path, so this link is made
+// last: call it right after NewTransport, before Path.Start.
+//
+// Until it is called, every Reconcile fails, whether or not it has orders
+// to settle, with an error naming SendLookupsVia: the first switch (or
+// resume after a halt) holds submissions, reports EventReconcileFailure
+// with that error, and after Config.ReconcileAttempts failures in a row
+// halts trading, until it is called (the attempts continue meanwhile and
+// the next one succeeds). So a forgotten call shows at the first switch,
+// loudly, never as orders settled without a lookup.
 //
 // Given a *rest.Transport, it also offers the Transport's Path a trade-path
 // check (pathdialer.Path.OfferTradePathCheck; an application's own
@@ -321,6 +330,14 @@ func (r *Reconciler) lookupURL(orderID string) string {
 // (provisional). When some fates stay undetermined it returns them with
 // ErrReconcileIncomplete, unless AcceptUndetermined.
 func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+	r.mu.Lock()
+	client := r.client
+	r.mu.Unlock()
+	if client == nil {
+		// Even with nothing to settle: a Reconciler never wired must show at
+		// the first switch, not at the first one with an order at stake.
+		return nil, errors.New("rest: the reconciler has no transport to send lookups with: call Reconciler.SendLookupsVia with the rest.Transport right after NewTransport")
+	}
 	var tickets []pathdialer.TicketInfo
 	for _, t := range rec.Tickets {
 		if t.Service == r.opts.Service {
@@ -329,12 +346,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 	}
 	if len(tickets) == 0 {
 		return nil, nil
-	}
-	r.mu.Lock()
-	client := r.client
-	r.mu.Unlock()
-	if client == nil {
-		return nil, errors.New("rest: the reconciler has no transport to send lookups with (call Reconciler.SendLookupsVia)")
 	}
 	if len(r.opts.ListURLs) > 0 {
 		return r.reconcileListing(ctx, client, tickets)

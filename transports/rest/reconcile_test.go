@@ -307,3 +307,18 @@ func TestReconcilerBoundsParallelLookupsAndKeepsToItsService(t *testing.T) {
 		t.Fatalf("%d settlements (want 5, none for the FIX ticket), peak parallel lookups %d (want 2)", len(got), peak)
 	}
 }
+
+// A Reconciler never given its transport fails every reconcile, even one
+// with no order of its service to settle: forgetting SendLookupsVia shows at
+// the first switch, not at the first switch with an order at stake.
+func TestReconcilerWithoutTransportFailsAtTheFirstReconcile(t *testing.T) {
+	rec, err := rest.NewReconciler(rest.ReconcileOptions{URL: "https://broker.example/v1/orders/{client_order_id}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]pathdialer.Reconciliation{"no tickets": tickets(), "another service's tickets": {Tickets: []pathdialer.TicketInfo{{OrderID: "f1", Service: pathdialer.ServiceFIX}}}} {
+		if _, err := rec.Reconcile(context.Background(), r); err == nil || !strings.Contains(err.Error(), "SendLookupsVia") || !strings.Contains(err.Error(), "NewTransport") {
+			t.Fatalf("%s: unbound reconcile: err = %v, want an error naming SendLookupsVia and NewTransport", name, err)
+		}
+	}
+}

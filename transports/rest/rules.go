@@ -78,13 +78,13 @@ func BinanceSpotRules() Rules {
 // validate refuses a rule that cannot match as meant.
 func (r Rule) validate(list string, i int) error {
 	if r.Method != "" && (!validHeaderName(r.Method) || strings.ToUpper(r.Method) != r.Method) {
-		return fmt.Errorf("%w: Rules.%s[%d].Method %q is not an upper-case HTTP method", ErrInvalidOptions, list, i, r.Method)
+		return optionsError(fmt.Sprintf("Rules.%s[%d].Method", list, i), "", "Rules.%s[%d].Method %q is not an upper-case HTTP method", list, i, r.Method)
 	}
 	if !strings.HasPrefix(r.Path, "/") {
-		return fmt.Errorf("%w: Rules.%s[%d].Path %q must start with \"/\"", ErrInvalidOptions, list, i, r.Path)
+		return optionsError(fmt.Sprintf("Rules.%s[%d].Path", list, i), "", "Rules.%s[%d].Path %q must start with \"/\"", list, i, r.Path)
 	}
 	if _, err := path.Match(r.Path, "/"); err != nil {
-		return fmt.Errorf("%w: Rules.%s[%d].Path %q is not a valid pattern: %v", ErrInvalidOptions, list, i, r.Path, err)
+		return optionsError(fmt.Sprintf("Rules.%s[%d].Path", list, i), "", "Rules.%s[%d].Path %q is not a valid pattern: %v", list, i, r.Path, err)
 	}
 	return nil
 }

@@ -211,16 +211,16 @@ type Stats struct {
 // validates opts and every endpoint's address for the service.
 func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	if path == nil {
-		return nil, fmt.Errorf("%w: path is nil", ErrInvalidOptions)
+		return nil, optionsError("path", "", "path is nil")
 	}
 	if opts.TLSConfig != nil && opts.TLSConfig.InsecureSkipVerify {
-		return nil, fmt.Errorf("%w: TLSConfig.InsecureSkipVerify is refused: an order path must verify the broker", ErrInvalidOptions)
+		return nil, optionsError("TLSConfig.InsecureSkipVerify", "", "TLSConfig.InsecureSkipVerify is refused: an order path must verify the broker")
 	}
 	if opts.Service == "" {
 		opts.Service = pathdialer.ServiceREST
 	}
 	if opts.ReadIdleTimeout < 0 || opts.PingTimeout < 0 || opts.ResponseHeaderTimeout < 0 || opts.MaxIdleConnsPerHost < 0 {
-		return nil, fmt.Errorf("%w: negative timeout or pool size", ErrInvalidOptions)
+		return nil, optionsError("ReadIdleTimeout, PingTimeout, ResponseHeaderTimeout and MaxIdleConnsPerHost", "", "negative timeout or pool size")
 	}
 	if opts.ReadIdleTimeout == 0 {
 		opts.ReadIdleTimeout = time.Second
@@ -232,7 +232,7 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 		opts.MaxIdleConnsPerHost = 16
 	}
 	if opts.TokenHeader != "" && !validHeaderName(opts.TokenHeader) {
-		return nil, fmt.Errorf("%w: TokenHeader %q is not a valid HTTP header name", ErrInvalidOptions, opts.TokenHeader)
+		return nil, optionsError("TokenHeader", "", "TokenHeader %q is not a valid HTTP header name", opts.TokenHeader)
 	}
 	if err := opts.Rules.validate(); err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	var logical []string
 	for i, h := range opts.Hosts {
 		if h == "" || strings.ContainsAny(h, "/@?# \t") {
-			return nil, fmt.Errorf("%w: Hosts[%d] %q must be a host name (optionally with :port), without scheme or path", ErrInvalidOptions, i, h)
+			return nil, optionsError(fmt.Sprintf("Hosts[%d]", i), "", "Hosts[%d] %q must be a host name (optionally with :port), without scheme or path", i, h)
 		}
 		logical = append(logical, strings.ToLower(h))
 	}
@@ -270,14 +270,15 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	if t.orderID == nil {
 		t.orderID = DefaultOrderID
 	}
-	for _, ep := range path.Endpoints() {
+	for i, ep := range path.Endpoints() {
+		field := fmt.Sprintf("Endpoints[%d].Services[%q]", i, opts.Service)
 		addr, ok := ep.Address(opts.Service)
 		if !ok {
-			return nil, fmt.Errorf("%w: endpoint %q has no %q address", ErrInvalidOptions, ep.Name, opts.Service)
+			return nil, optionsError(field, ep.Name, "endpoint %q has no %q address", ep.Name, opts.Service)
 		}
 		base, err := url.Parse(addr)
 		if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-			return nil, fmt.Errorf("%w: endpoint %q: %q address must be an http(s) URL with a host", ErrInvalidOptions, ep.Name, opts.Service)
+			return nil, optionsError(field, ep.Name, "endpoint %q: %q address must be an http(s) URL with a host", ep.Name, opts.Service)
 		}
 		base.Path = strings.TrimSuffix(base.Path, "/")
 		ec := &endpointClient{name: ep.Name, base: base, t1: t.newHTTPTransport(ep.Name)}

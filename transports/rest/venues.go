@@ -399,41 +399,41 @@ func (r *Reconciler) method() string {
 
 // checkVenueOptions checks the fields of ReconcileOptions this file reads.
 func checkVenueOptions(o ReconcileOptions) error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: ReconcileOptions."+format, append([]any{ErrInvalidOptions}, a...)...)
+	bad := func(field, format string, a ...any) error {
+		return optionsError("ReconcileOptions."+field, "", "ReconcileOptions."+format, a...)
 	}
 	if o.Venue != (venue.Profile{}) {
 		if err := o.Venue.Validate(); err != nil {
-			return bad("Venue: %w", err)
+			return bad("Venue", "Venue: %w", err)
 		}
 	}
 	switch o.Method {
 	case "", http.MethodGet, http.MethodPost:
 	default:
-		return bad("Method %q: want GET or POST", o.Method)
+		return bad("Method", "Method %q: want GET or POST", o.Method)
 	}
 	if o.ListLimit < 0 {
-		return bad("ListLimit %d is negative", o.ListLimit)
+		return bad("ListLimit", "ListLimit %d is negative", o.ListLimit)
 	}
 	if len(o.ListURLs) == 0 {
 		return nil
 	}
 	if o.URL != "" {
-		return bad("URL and ListURLs are both set: a lookup by ID, or listings, not both")
+		return bad("URL and ReconcileOptions.ListURLs", "URL and ListURLs are both set: a lookup by ID, or listings, not both")
 	}
 	if o.ListField == "" {
-		return bad("ListField is required with ListURLs (the field holding the listed orders)")
+		return bad("ListField", "ListField is required with ListURLs (the field holding the listed orders)")
 	}
 	if o.IDField == "" {
-		return bad("IDField is required with ListURLs (the field holding each order's client order ID)")
+		return bad("IDField", "IDField is required with ListURLs (the field holding each order's client order ID)")
 	}
 	for i, u := range o.ListURLs {
 		if strings.Contains(u, OrderIDPlaceholder) {
-			return bad("ListURLs[%d] contains %s: a listing names no order", i, OrderIDPlaceholder)
+			return bad(fmt.Sprintf("ListURLs[%d]", i), "ListURLs[%d] contains %s: a listing names no order", i, OrderIDPlaceholder)
 		}
 		pu, err := url.Parse(u)
 		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
-			return bad("ListURLs[%d] must be an absolute http(s) URL", i)
+			return bad(fmt.Sprintf("ListURLs[%d]", i), "ListURLs[%d] must be an absolute http(s) URL", i)
 		}
 	}
 	return nil

@@ -42,6 +42,7 @@ func TestAddressWithCredentialsRefused(t *testing.T) {
 			cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
 			cfg.Fencer = pathdialer.LocalFenceOnly
 			cfg.Reconcile = pathdialer.NoReconcile
+			cfg.AllowPlaintext = true // eu's ws:// is not what this test is about
 			_, err := pathdialer.New(cfg)
 			if !errors.Is(err, pathdialer.ErrInvalidConfig) {
 				t.Fatalf("New accepted a ws address with user information: %v", err)
@@ -79,6 +80,7 @@ func TestFailingStreamDoesNotTouchTheGate(t *testing.T) {
 		}
 		probes := pathtest.NewProbes("eu", "us")
 		cfg := pathtest.FastConfig(eps, probes)
+		cfg.AllowPlaintext = true // ws:// over an in-memory network
 		cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr == "eu.md.test:80" {
 				return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}

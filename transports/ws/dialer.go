@@ -204,8 +204,9 @@ func credentialsError(endpoint string) error {
 		ErrAddressCredentials, endpoint, pathdialer.ServiceWS)
 }
 
-// wsURL returns the endpoint's ws URL (scheme ws or wss; http and https are
-// accepted and mapped) and the host:port to dial.
+// wsURL returns the endpoint's ws URL (scheme ws or wss, as pathdialer.New
+// requires; http and https are mapped all the same) and the host:port to
+// dial.
 func wsURL(ep pathdialer.Endpoint) (string, string, error) {
 	raw, ok := ep.Address(pathdialer.ServiceWS)
 	if !ok {
@@ -256,4 +257,56 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 		}
 	}
 	return 0
+}
+
+// checkStreamAddresses refuses, for a Stream, endpoints it could never
+// connect to: no "ws" address, or a wss:// address to a host no public CA
+// certifies while the dialer verifies against the system's roots only.
+func checkStreamAddresses(path *pathdialer.Path, d *websocket.Dialer) error {
+	hasCA := d != nil && d.TLSClientConfig != nil && d.TLSClientConfig.RootCAs != nil
+	for i, ep := range path.Endpoints() {
+		field := fmt.Sprintf("Endpoints[%d].Services[%q]", i, pathdialer.ServiceWS)
+		raw, ok := ep.Address(pathdialer.ServiceWS)
+		if !ok {
+			return configError(field, ep.Name, fmt.Errorf("endpoint %q has no %q address: a Stream connects only there; set Endpoint.Services[%q] on every endpoint of the Path (wss://…)",
+				ep.Name, pathdialer.ServiceWS, pathdialer.ServiceWS))
+		}
+		u, err := url.Parse(raw)
+		if err == nil && u.User != nil {
+			return configError(field, ep.Name, credentialsError(ep.Name))
+		}
+		if err != nil || hasCA || !strings.EqualFold(u.Scheme, "wss") || !privateHost(u.Hostname()) {
+			continue
+		}
+		return configError("Dialer.TLSClientConfig.RootCAs", ep.Name, fmt.Errorf("endpoint %q: its wss:// host is one no public CA certifies (loopback, a private address or a local name), and StreamConfig.Dialer.TLSClientConfig.RootCAs is not set: "+
+			"every handshake would fail certificate verification and the stream would stay connecting; set RootCAs to the pool holding the CA that signed the server's certificate (x509.SystemCertPool() if the system trusts it)",
+			ep.Name))
+	}
+	return nil
+}
+
+// configError is a *pathdialer.ConfigError of a StreamConfig (or of the
+// Path's endpoints, as a Stream needs them).
+func configError(field, endpoint string, err error) error {
+	return &pathdialer.ConfigError{Kind: ErrInvalidConfig, Field: field, Endpoint: endpoint, Err: err}
+}
+
+// privateHost reports whether host is one no publicly trusted CA issues a
+// certificate for: a loopback, private, link-local or unspecified address,
+// localhost, a name without a dot, or a name under .localhost, .local,
+// .internal or .home.arpa.
+func privateHost(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if !strings.Contains(h, ".") {
+		return true
+	}
+	for _, s := range []string{".localhost", ".local", ".internal", ".home.arpa"} {
+		if strings.HasSuffix(h, s) {
+			return true
+		}
+	}
+	return false
 }

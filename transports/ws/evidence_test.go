@@ -234,6 +234,7 @@ func starvedNet(t *testing.T, mutate func(*pathdialer.Config, *pathtest.Probes, 
 	}
 	probes := pathtest.NewProbes("eu", "us")
 	cfg := pathtest.FastConfig(eps, probes)
+	cfg.AllowPlaintext = true // ws:// over an in-memory network
 	cfg.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if addr == "eu.md.test:80" {
 			<-ctx.Done() // starved: the handshake timeout passes first

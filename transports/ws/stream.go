@@ -16,8 +16,9 @@ import (
 // ErrStreamClosed is returned by Start after Close, or when called twice.
 var ErrStreamClosed = errors.New("ws: stream closed or already started")
 
-// ErrInvalidConfig is wrapped by every error of StreamConfig.Validate (and so
-// of NewStream); the text names the field and what to put in it.
+// ErrInvalidConfig is matched by every error of StreamConfig.Validate and
+// NewStream: a *pathdialer.ConfigError with this Kind, whose Field (and
+// Endpoint) name what is wrong; the text says what to put in it.
 var ErrInvalidConfig = errors.New("ws: invalid stream config")
 
 // ErrStall is wrapped by the error a Stream drops a connection with when a
@@ -128,14 +129,21 @@ type Stream struct {
 	retryC                 <-chan time.Time
 }
 
-// NewStream validates cfg and returns a Stream that is not yet connected.
+// NewStream validates cfg and returns a Stream that is not yet connected. It
+// refuses (ErrInvalidConfig, naming the endpoint and the field) what would
+// leave the stream connecting for ever: a Path whose endpoints have no "ws"
+// address, and a wss:// address to a host no public CA certifies (a loopback
+// or private address, localhost, a name without a dot, .local, .internal)
+// without StreamConfig.Dialer.TLSClientConfig.RootCAs to verify its
+// certificate with. Every refusal is a *pathdialer.ConfigError matching
+// ErrInvalidConfig.
 func NewStream(path *pathdialer.Path, cfg StreamConfig) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if path != nil {
-		if err := checkAddresses(path); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		if err := checkStreamAddresses(path, cfg.Dialer); err != nil {
+			return nil, err
 		}
 	}
 	d, err := NewDialer(path, cfg.Dialer)

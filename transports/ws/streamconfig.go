@@ -113,10 +113,15 @@ func DefaultStreamConfig() StreamConfig {
 }
 
 // Validate names the first field that cannot work and what to put in it;
-// every error wraps ErrInvalidConfig.
+// every error is a *pathdialer.ConfigError matching ErrInvalidConfig. A configuration not started from
+// DefaultStreamConfig (its timing fields all zero) is refused saying so.
 func (c StreamConfig) Validate() error {
-	bad := func(f, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidConfig, f, why) }
+	bad := func(f, why string) error { return configError(f, "", fmt.Errorf("%s %s", f, why)) }
 	switch {
+	case c.DialTimeout == 0 && c.PingInterval == 0 && c.PongTimeout == 0 && c.Backoff == (Backoff{}) && c.QueueLength == 0:
+		// Not started from DefaultStreamConfig: naming the first missing
+		// field would send the reader through every timing field in turn.
+		return bad("Backoff, DialTimeout, PingInterval, PongTimeout, QueueLength and the other timing fields", "are all zero: start from DefaultStreamConfig() and set Streams and Handler on it")
 	case len(c.Streams) == 0 && c.Handler == nil:
 		return bad("Streams and Handler", `are not set: set Streams to the stream names to subscribe to (e.g. []string{"px.EURUSD"}) and Handler to a func(ws.Message) that receives them`)
 	case len(c.Streams) == 0:
@@ -124,7 +129,7 @@ func (c StreamConfig) Validate() error {
 	case c.Handler == nil:
 		return bad("Handler", "is nil: set it to a func(ws.Message) that receives the messages")
 	case c.Backoff.Base <= 0:
-		return bad("Backoff.Base", "must be > 0")
+		return bad("Backoff.Base", "must be > 0 (start from DefaultStreamConfig())")
 	case c.Backoff.Cap < c.Backoff.Base:
 		return bad("Backoff.Cap", "must be >= Backoff.Base")
 	case c.FailuresBeforeFallback < 1:
@@ -132,7 +137,7 @@ func (c StreamConfig) Validate() error {
 	case c.DialTimeout <= 0, c.PingInterval <= 0, c.PongTimeout <= 0, c.MigrateTimeout <= 0, c.MaxRetryAfter <= 0,
 		c.GapTimeout <= 0, c.SuspendAfter <= 0:
 		return bad("DialTimeout, PingInterval, PongTimeout, MigrateTimeout, MaxRetryAfter, GapTimeout and SuspendAfter",
-			"must be > 0 (start from DefaultStreamConfig)")
+			"must be > 0 (start from DefaultStreamConfig())")
 	case c.ReadLimit <= 0:
 		return bad("ReadLimit", "must be > 0 bytes (default 1 MiB)")
 	case c.QueueLength < 1 || c.QueueLength > 4096:

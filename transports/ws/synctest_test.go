@@ -104,6 +104,7 @@ func serveSyncWith(t *testing.T, mutate func(*pathdialer.Config, *pathtest.Probe
 	}
 	probes := pathtest.NewProbes("eu", "us")
 	cfg := pathtest.FastConfig(eps, probes)
+	cfg.AllowPlaintext = true // ws:// over an in-memory network
 	cfg.Dial = pn.Dial
 	if mutate != nil {
 		mutate(&cfg, probes)
