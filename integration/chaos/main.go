@@ -358,8 +358,14 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		r.c.Recorder().WriteTimeline(r.w, false)
 	}
 	violations, notes := r.verdict(sum, audit, pending)
+	staleSent, staleRefused, staleViol := r.staleWrites(ctx, audit) // stale.go
+	violations = append(violations, staleViol...)
+	if staleSent > 0 {
+		notes = append(notes, fmt.Sprintf("stale tokens: %d late copies written with an earlier token, %d refused by the broker", staleSent, staleRefused))
+	}
 	r.report(sum, violations, notes)
 	row := r.row(sum, violations)
+	row.StaleSent, row.StaleRefused = staleSent, staleRefused
 	if interrupted {
 		fmt.Fprintln(r.w, "chaos: interrupted")
 		row.Result = "interrupted"

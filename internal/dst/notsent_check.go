@@ -8,9 +8,9 @@ import (
 )
 
 // InvNotSent: an order the library said was never sent reached no one.
-const InvNotSent = "not-sent-never-reached-the-broker"
+const InvNotSent = "not-sent-never-received"
 
-// checkNotSent judges not-sent-never-reached-the-broker (w.mu is held): an
+// checkNotSent judges not-sent-never-received (w.mu is held): an
 // order whose latest send the library called not sent (rest.Outcome's
 // NotSent: ErrNotSent, a halt, an expired ticket, no order ID...; FIX's
 // ErrNotSent) has no record in the broker's audit at all, booked or

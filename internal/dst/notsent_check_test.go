@@ -8,7 +8,7 @@ import (
 	"github.com/brokerpath/brokerpath/internal/simbroker"
 )
 
-// not-sent-never-reached-the-broker has teeth: an order the library called
+// not-sent-never-received has teeth: an order the library called
 // not sent that the broker booked, or received and refused, is caught; one
 // the broker never received is not, nor an order of another outcome that
 // it booked, nor a resent order (its first copy may land late).

@@ -166,7 +166,7 @@ type orderRec struct {
 	resent    bool
 	// notSent is the library's word that its latest send never reached the
 	// broker (rest.Outcome's NotSent, fix.ErrNotSent, a halt, an expired
-	// ticket): what it said, for not-sent-never-booked; "" otherwise.
+	// ticket): what it said, for not-sent-never-received; "" otherwise.
 	notSent string
 }
 

@@ -719,7 +719,7 @@ var defects = map[string]Defect{
 	"reset-as-not-sent": {
 		File:      "transports/rest/transport.go",
 		Doc:       "neverSent takes any network error (a reset after the order was written) for a failed dial: an order the broker booked is called not sent",
-		Invariant: "not-sent-never-reached-the-broker",
+		Invariant: "not-sent-never-received",
 		Composed:  true,
 		Old:       `	if errors.As(err, &op) && op.Op == "dial" {`,
 		Body:      `	if errors.As(err, &op) { // DEFECT (plant reset-as-not-sent)`,
