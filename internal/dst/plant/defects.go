@@ -712,6 +712,21 @@ var defects = map[string]Defect{
 		Body: `	p.setGate(GateOpen, a.rt.ep.Name, p.gate.Load().gen, nil) // DEFECT (plant release-keeps-token)
 	held := time.Since(c.heldSince)`,
 	},
+	// Issue 41, fencing tokens, as planted from outside: the engine's switch
+	// does not advance the token. Every part of the library agrees on the
+	// unchanged token (decisions, events, tickets), so nothing but the
+	// token the orders carry, against the path they came through, shows it.
+	"switch-keeps-token": {
+		File:      "engine/evaluate.go",
+		Doc:       "the engine's switch does not advance the fencing token: the new path's orders carry the old path's token",
+		Invariant: "token-names-one-path",
+		Composed:  true,
+		Old: `	m.active = target
+	m.gen++
+	m.lastSwitch = now`,
+		Body: `	m.active = target // DEFECT (plant switch-keeps-token): the token stays
+	m.lastSwitch = now`,
+	},
 	// Issue 41, an unknown outcome recorded as "not sent": any network
 	// error, not only a failed dial, proves nothing was sent, so a
 	// connection reset after the order was written (and booked) is "not
