@@ -25,17 +25,23 @@ const maxStaleWrites = 20
 // each must be refused as stale: one booked is a violation (the switch did
 // not advance the token the orders carry, or the broker let a stale token
 // through), and a cell with no earlier token to write (no switch moved
-// flow, nothing exercised) is one too. It returns the writes sent and
-// those refused as stale. Judged from the broker's audit alone.
+// flow, nothing exercised) is one too, as is a token booked through two
+// regions (a switch that did not advance it). It returns the writes sent
+// and those refused as stale. Judged from the broker's audit alone.
 func (r *runner) staleWrites(ctx context.Context, audit simbroker.AuditLog) (sent, refused int, violations []string) {
 	if r.pol.Tokens != "checked" {
 		return 0, 0, nil
 	}
 	region := map[uint64]string{} // token -> the region its first booking came through
+	twice := map[uint64]bool{}
 	var highest uint64
 	for _, rec := range audit.Booked() {
-		if _, ok := region[rec.Token]; !ok {
+		first, ok := region[rec.Token]
+		if !ok {
 			region[rec.Token] = rec.Region
+		} else if first != rec.Region && !twice[rec.Token] {
+			twice[rec.Token] = true
+			violations = append(violations, fmt.Sprintf("token names one path: token %d booked through %s and through %s (%s): a switch did not advance the token", rec.Token, first, rec.Region, rec.ClientOrderID))
 		}
 		highest = max(highest, rec.Token)
 	}
@@ -50,7 +56,7 @@ func (r *runner) staleWrites(ctx context.Context, audit simbroker.AuditLog) (sen
 		older = older[len(older)-maxStaleWrites:]
 	}
 	if len(older) == 0 {
-		return 0, 0, []string{fmt.Sprintf("stale tokens refused: not exercised (every booking carried token %d: no switch moved flow under a new token)", highest)}
+		return 0, 0, append(violations, fmt.Sprintf("stale tokens refused: not exercised (every booking carried token %d: no switch moved flow under a new token)", highest))
 	}
 	hc := r.b.HTTPClient()
 	defer hc.CloseIdleConnections()
