@@ -117,22 +117,23 @@
 // fails (TestSimNaiveResendFindsDuplicate).
 //
 // With a broker that checks fencing tokens, half of the standalone seeds
-// (Scenario.LibToken, drawn from a source of its own; "orders carry the
-// library's fencing token" in the trace's header) send the library's own
-// token: the REST transport's TokenHeader, the ticket's Token, the
-// generation the order's ticket was granted under (0 before the first
-// switch, which the broker accepts). The other half send the active
-// generation + 1, read before the order is sent; Options.LibraryToken (flag
-// -sim.libtoken) sends the library's token in all of them.
-// token-names-one-path judges the library's token from the broker's audit
-// alone (the token each order carried, the region it came through), booked
-// or refused; stale-token-rejected judges the broker's half (nothing booked
-// below a token it had seen). Stats.LibTokens counts the orders that
-// reached the broker carrying the library's token, Stats.StaleRejected
-// those it refused as stale.
+// (Scenario.LibToken, drawn from a source of its own: 161 of the 339 such
+// seeds of composed seeds 1–1000; "orders carry the library's fencing
+// token" in the trace's header) send the library's own token: the REST
+// transport's TokenHeader, the ticket's Token, the generation the order's
+// ticket was granted under (0 before the first switch, which the broker
+// accepts). The other half send the active generation + 1, read before the
+// order is sent; Options.LibraryToken (flag -sim.libtoken) sends the
+// library's token in all of them. token-names-one-path judges the
+// library's token from the broker's audit alone (the token each order
+// carried, the region it came through), booked or refused;
+// stale-token-rejected judges the broker's half (nothing booked below a
+// token it had seen). Stats.LibTokens counts the orders that reached the
+// broker carrying the library's token, Stats.StaleRejected those it
+// refused as stale.
 //
-// not-sent-never-received judges the lost-order class: an order
-// the library called not sent is one its caller may resend, or give up, as
+// not-sent-never-received judges the lost-order class: an order the
+// library called not sent is one its caller may resend, or give up, as
 // never placed, so the broker must have no record of it at all.
 // Stats.NotSentJudged counts the orders judged.
 //
