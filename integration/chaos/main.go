@@ -13,6 +13,13 @@
 // digest first, a progress line every few seconds, each run's report, and
 // exits non-zero on any violation.
 //
+// Where the broker checks fencing tokens, the run ends with stale writes:
+// for each earlier token the broker booked under, one order written with
+// it through the region it came through, as the old path's copy delivered
+// late would arrive. Each must be refused as stale (the table counts them,
+// "stale tokens refused / written"); one booked, or a cell where no earlier
+// token exists to write (nothing exercised), is a violation.
+//
 // Every third order is a resting limit order. The FIX session's
 // cancel-on-disconnect (-cod, default profile: every open order, as
 // Coinbase's 8013=Y) cancels them when a fault drops the session; the
@@ -358,8 +365,14 @@ func (r *runner) run(ctx context.Context) (int, Row) {
 		r.c.Recorder().WriteTimeline(r.w, false)
 	}
 	violations, notes := r.verdict(sum, audit, pending)
+	staleSent, staleRefused, staleViol := r.staleWrites(ctx, audit) // stale.go
+	violations = append(violations, staleViol...)
+	if staleSent > 0 {
+		notes = append(notes, fmt.Sprintf("stale tokens: %d late copies written with an earlier token, %d refused by the broker", staleSent, staleRefused))
+	}
 	r.report(sum, violations, notes)
 	row := r.row(sum, violations)
+	row.StaleSent, row.StaleRefused = staleSent, staleRefused
 	if interrupted {
 		fmt.Fprintln(r.w, "chaos: interrupted")
 		row.Result = "interrupted"

@@ -19,6 +19,10 @@ type Row struct {
 	Losses, TwoLive                  int
 	LateReported, LateUnreported     int
 	Halts, Repeats, Violations       int
+	// StaleSent: late copies written after the run with an earlier token
+	// (tokens=checked cells, stale.go); StaleRefused: those the broker
+	// refused as stale.
+	StaleSent, StaleRefused int
 	// Resting orders the broker cancelled by itself (cancel-on-disconnect,
 	// dead-man) and of those reported to the client; dead-man gaps while a
 	// resting order was open (DeadMan: a timer was armed in this run).
@@ -33,14 +37,14 @@ type Row struct {
 // WriteTable prints the matrix as a Markdown table.
 func WriteTable(w io.Writer, rows []Row) {
 	head := []string{"dedup", "fence", "tokens", "orders", "not sent", "refused", "faults", "duplicates (after allowed re-send)",
-		"losses", "two live paths", "late landings reported / unreported", "halts", "repeats",
+		"losses", "two live paths", "late landings reported / unreported", "stale tokens refused / written", "halts", "repeats",
 		"resting cancelled by the broker / reported", "dead-man gaps", "result"}
 	cells := [][]string{head}
 	for _, r := range rows {
 		cells = append(cells, []string{r.Policy.Dedup, r.Policy.Fence, r.Policy.Tokens,
 			fmt.Sprint(r.Orders), fmt.Sprint(r.NotSent), fmt.Sprint(r.Refused), fmt.Sprint(r.Faults),
 			fmt.Sprintf("%d (%d)", r.Duplicates, r.Allowed), fmt.Sprint(r.Losses), fmt.Sprint(r.TwoLive),
-			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
+			fmt.Sprintf("%d / %d", r.LateReported, r.LateUnreported), staleCell(r), fmt.Sprint(r.Halts), fmt.Sprint(r.Repeats),
 			fmt.Sprintf("%d / %d%s", r.RestingCancelled, r.RestingReported, byCell(r)), deadManCell(r), result(r)})
 	}
 	writeTable(w, cells, 3)
@@ -51,6 +55,15 @@ func result(r Row) string {
 		return fmt.Sprintf("%s (%d violations)", r.Result, r.Violations)
 	}
 	return r.Result
+}
+
+// staleCell is the stale writes refused of those written (tokens=checked
+// cells only).
+func staleCell(r Row) string {
+	if r.Policy.Tokens != "checked" {
+		return "-"
+	}
+	return fmt.Sprintf("%d / %d", r.StaleRefused, r.StaleSent)
 }
 
 func deadManCell(r Row) string {

@@ -161,9 +161,11 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	}
 	res.Stats.Switches, res.Stats.Ticks, res.Stats.Probes, res.Stats.Resends = w.switches, w.ticks, w.probes, w.resendN
 	w.checkLease(res, audit, viol)
-	w.checkProc2(res, audit, viol)   // proc2.go
-	w.checkResting(res, audit, viol) // resting_sim.go
-	w.checkProgress(res, viol)       // progress_check.go
+	res.Stats.NotSentJudged = w.checkNotSent(audit, viol) // notsent_check.go
+	w.checkTokens(res, audit, viol)                       // tokens_check.go
+	w.checkProc2(res, audit, viol)                        // proc2.go
+	w.checkResting(res, audit, viol)                      // resting_sim.go
+	w.checkProgress(res, viol)                            // progress_check.go
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)

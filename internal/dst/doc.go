@@ -49,6 +49,13 @@
 //	                                broker's edge on more distinct connections than the client sent it
 //	fix-booked-where-granted        (FIX seeds, below) every booking through the broker's FIX door is
 //	                                of an order granted a ticket, in the region of its endpoint
+//	not-sent-never-received         an order the library called not sent (rest.Outcome's NotSent:
+//	                                ErrNotSent, a halt, an expired ticket; FIX's ErrNotSent) has no
+//	                                record in the broker's audit, booked or refused (a resent order
+//	                                is not judged: its first copy may land late)
+//	token-names-one-path            (seeds whose orders carry the library's token, below) the orders
+//	                                that reached the broker carrying one token all came through one
+//	                                region: every switch moves flow under a new token
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -109,12 +116,26 @@
 // network when the reconcile asked then books twice, and no-duplicate-order
 // fails (TestSimNaiveResendFindsDuplicate).
 //
-// With a broker that checks fencing tokens, each order carries the active
-// generation + 1, read before the order is sent. Options.LibraryToken (flag
-// -sim.libtoken) sends the library's own token instead (the REST transport's
-// TokenHeader: the ticket's Token); a standalone Path's first
-// generation is 0, which a broker that wants positive tokens refuses, so
-// every order before the first switch is rejected (orders-flow fails).
+// With a broker that checks fencing tokens, half of the standalone seeds
+// (Scenario.LibToken, drawn from a source of its own: 161 of the 339 such
+// seeds of composed seeds 1–1000; "orders carry the library's fencing
+// token" in the trace's header) send the library's own token: the REST
+// transport's TokenHeader, the ticket's Token, the generation the order's
+// ticket was granted under (0 before the first switch, which the broker
+// accepts). The other half send the active generation + 1, read before the
+// order is sent; Options.LibraryToken (flag -sim.libtoken) sends the
+// library's token in all of them. token-names-one-path judges the
+// library's token from the broker's audit alone (the token each order
+// carried, the region it came through), booked or refused;
+// stale-token-rejected judges the broker's half (nothing booked below a
+// token it had seen). Stats.LibTokens counts the orders that reached the
+// broker carrying the library's token, Stats.StaleRejected those it
+// refused as stale.
+//
+// not-sent-never-received judges the lost-order class: an order the
+// library called not sent is one its caller may resend, or give up, as
+// never placed, so the broker must have no record of it at all.
+// Stats.NotSentJudged counts the orders judged.
 //
 // The runtime's own defects can be planted without changing the module:
 // internal/dst/splitgate writes a go build overlay in which pathdialer's
@@ -919,6 +940,23 @@
 //	superseded-answers-dropped  kept-answers-not-asked-again           15           68
 //	reconcile-stuck-on-target   gate-open-while-usable                 39           6
 //	fence-stuck-on-target       gate-open-while-usable                 542          1
+//	reset-as-not-sent           not-sent-never-received                8            123
+//	switch-keeps-token          token-names-one-path                   6            130
+//	release-keeps-token         token-names-one-path                   6            101
+//
+// reset-as-not-sent (the REST transport taking any network error, not only
+// a failed dial, for proof that nothing was sent), switch-keeps-token (the
+// engine's switch not advancing the token) and release-keeps-token (the
+// release reopening the gate under the token it was held under) were swept
+// leaving out main's 15 seeds failing unplanted (listed below); 285, 460
+// and 752 break token-names-one-path too with either token defect planted.
+// reset-as-not-sent is found where a connection ends after its order was
+// written (the Path's fence closing it, a reset): the order is booked and
+// the client told it was never sent. switch-keeps-token is found by
+// token-names-one-path alone (every part of the library agrees on the
+// unchanged token) in the seeds whose orders carry the library's token;
+// release-keeps-token also breaks unknown-settled-before-release (553
+// seeds: the tickets' token lags the release's).
 //
 // reconcile-stuck-on-target (a switch whose reconcile keeps failing on its
 // target retried there while another endpoint is eligible) and
@@ -1086,7 +1124,8 @@
 //     a lapse only raises the broker's token, it places no orders), no DNS, no clock skew
 //     between client, coordinator and broker (they share the bubble's
 //     clock).
-//   - Fencing tokens: by default the client sends the generation it
-//     believes active + 1 (see Options.LibraryToken for why not the
-//     library's own).
+//   - Fencing tokens: in half of the standalone seeds whose broker checks
+//     tokens the client sends the generation it believes active + 1 (read
+//     before the order, not the ticket's); only the other half judge the
+//     library's own token (token-names-one-path).
 package dst

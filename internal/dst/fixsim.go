@@ -198,6 +198,10 @@ func (f *fixSim) place(id string, limit bool) {
 	err := f.in.SendOrder(ctx, msg, f.sid)
 	now := time.Now()
 	w.mu.Lock()
+	rec.notSent = ""
+	if errors.Is(err, fix.ErrNotSent) || errors.Is(err, pathdialer.ErrTradingHalted) || errors.Is(err, pathdialer.ErrTicketExpired) {
+		rec.notSent = err.Error() // notsent_check.go judges it against the book
+	}
 	switch {
 	case err == nil:
 		if rec.outcome == "" { // not answered yet

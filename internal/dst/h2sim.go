@@ -217,7 +217,7 @@ func (f *h2front) startClient() error {
 	pool.AppendCertsFromPEM([]byte(h2CertPEM))
 	ro := rest.Options{Service: h2Service, Hosts: []string{"broker.sim"},
 		TLSConfig: &tls.Config{RootCAs: pool, ServerName: "broker.sim", MinVersion: tls.VersionTLS12}}
-	if f.w.s.Coordinated {
+	if f.w.s.Coordinated || f.w.libToken() { // tokens_check.go
 		ro.TokenHeader = simbroker.TokenHeader
 	}
 	var err error

@@ -108,7 +108,11 @@ type Scenario struct {
 	H2 bool
 	// FIX: one trader sends its orders over FIX through transports/fix's
 	// Initiator on the same Path (fixsim.go).
-	FIX       bool
+	FIX bool
+	// LibToken: the orders carry the library's own fencing token (the
+	// REST transport's TokenHeader), in half of the standalone seeds whose
+	// broker checks tokens (tokens_check.go).
+	LibToken  bool
 	LeaseTTL  time.Duration
 	KeepAlive time.Duration
 	Margin    time.Duration
@@ -242,9 +246,10 @@ func NewScenario(seed uint64) Scenario {
 		s.FollowerLast = r.IntN(2) == 0
 	}
 	drawResting(&s)
-	drawH2(&s)    // h2sim.go
-	drawProc2(&s) // proc2.go
-	drawFIX(&s)   // fixsim.go
+	drawH2(&s)       // h2sim.go
+	drawProc2(&s)    // proc2.go
+	drawFIX(&s)      // fixsim.go
+	drawLibToken(&s) // tokens_check.go
 	return s
 }
 
@@ -297,6 +302,9 @@ func (s Scenario) String() string {
 	}
 	if s.FIX {
 		fmt.Fprintf(&b, "  trader 0 sends its orders over FIX\n")
+	}
+	if s.LibToken {
+		fmt.Fprintf(&b, "  orders carry the library's fencing token\n")
 	}
 	return b.String()
 }

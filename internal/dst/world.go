@@ -71,9 +71,8 @@ type Options struct {
 	ResendNaive bool
 	// LibraryToken sends the library's fencing token (rest.Options.TokenHeader:
 	// the ticket's Token) instead of the simulation's own (the active
-	// generation + 1, read before the order). A standalone Path's first
-	// generation is 0, which the simulated broker, wanting positive tokens,
-	// rejects: every order before the first switch is refused.
+	// generation + 1, read before the order) in every standalone seed whose
+	// broker checks tokens, not only in those that draw Scenario.LibToken.
 	LibraryToken bool
 	// ExtendOnResume plants a defect in a coordinated scenario's follower:
 	// on resuming after its lease expired at the coordinator it extends the
@@ -115,6 +114,11 @@ type Stats struct {
 	H2Conns, H2Drains, H2Replays int
 	// FIX scenarios: orders the broker booked through its FIX door.
 	FIXBooked int
+	// NotSentJudged: orders the library called not sent, each judged
+	// against the broker's audit (notsent_check.go). LibTokens: orders
+	// that reached the broker carrying the library's own fencing token
+	// (tokens_check.go).
+	NotSentJudged, LibTokens int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -160,6 +164,10 @@ type orderRec struct {
 	settleSq  uint64 // Seq of the first event that settled it (0: none)
 	limit     bool
 	resent    bool
+	// notSent is the library's word that its latest send never reached the
+	// broker (rest.Outcome's NotSent, fix.ErrNotSent, a halt, an expired
+	// ticket): what it said, for not-sent-never-received; "" otherwise.
+	notSent string
 }
 
 // world is one run's state.
@@ -441,10 +449,9 @@ func (w *world) buildClient() error {
 	}
 	w.installYield() // seeded yield points (builds with -tags dstyield)
 	ro := rest.Options{Hosts: []string{"broker.invalid"}}
-	if s.Tokens == simbroker.TokensChecked && w.o.LibraryToken {
+	if w.libToken() {
 		// The library's fencing token: each order carries the generation
-		// its ticket was granted under (0 before the first switch, which a
-		// broker that wants positive tokens rejects; see Options).
+		// its ticket was granted under (tokens_check.go).
 		ro.TokenHeader = simbroker.TokenHeader
 	}
 	if s.Coordinated {
@@ -1105,7 +1112,7 @@ func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 	// A connection per order: which of two orders released at one instant
 	// gets a pooled connection is a scheduling race no seed controls.
 	req.Close = !pooled // a pooled HTTP/2 connection multiplexes: no race for it
-	if w.s.Tokens == simbroker.TokensChecked && !w.o.LibraryToken {
+	if w.s.Tokens == simbroker.TokensChecked && !w.libToken() {
 		// The generation the client believes is active, +1: tokens are
 		// positive and a standalone Path starts at generation 0.
 		_, gen := w.path.Active()
@@ -1141,6 +1148,10 @@ func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 	var line string
 	w.mu.Lock()
 	rec.end = now
+	rec.notSent = ""
+	if err != nil && rest.Outcome(nil, err).Kind == rest.NotSent {
+		rec.notSent = err.Error() // notsent_check.go judges it against the book
+	}
 	var uo *rest.UnknownOutcomeError
 	switch {
 	case errors.As(err, &uo):

@@ -697,6 +697,48 @@ var defects = map[string]Defect{
 			return in.user.ToApp(msg, sid)
 		}`,
 	},
+
+	// Issue 41, fencing tokens: the release reopens the gate under the
+	// generation it was held under, so the tickets granted after a switch
+	// carry the old path's token (the switch does not advance the token the
+	// orders carry; the Path's events still name the new one).
+	"release-keeps-token": {
+		File:      "pathdialer/controller.go",
+		Doc:       "the release reopens the gate under the token it was held under: orders after a switch carry the old path's token",
+		Invariant: "token-names-one-path",
+		Composed:  true,
+		Old: `	p.setGate(GateOpen, a.rt.ep.Name, a.gen, nil)
+	held := time.Since(c.heldSince)`,
+		Body: `	p.setGate(GateOpen, a.rt.ep.Name, p.gate.Load().gen, nil) // DEFECT (plant release-keeps-token)
+	held := time.Since(c.heldSince)`,
+	},
+	// Issue 41, fencing tokens, as planted from outside: the engine's switch
+	// does not advance the token. Every part of the library agrees on the
+	// unchanged token (decisions, events, tickets), so nothing but the
+	// token the orders carry, against the path they came through, shows it.
+	"switch-keeps-token": {
+		File:      "engine/evaluate.go",
+		Doc:       "the engine's switch does not advance the fencing token: the new path's orders carry the old path's token",
+		Invariant: "token-names-one-path",
+		Composed:  true,
+		Old: `	m.active = target
+	m.gen++
+	m.lastSwitch = now`,
+		Body: `	m.active = target // DEFECT (plant switch-keeps-token): the token stays
+	m.lastSwitch = now`,
+	},
+	// Issue 41, an unknown outcome recorded as "not sent": any network
+	// error, not only a failed dial, proves nothing was sent, so a
+	// connection reset after the order was written (and booked) is "not
+	// sent" and never reaches reconciliation.
+	"reset-as-not-sent": {
+		File:      "transports/rest/transport.go",
+		Doc:       "neverSent takes any network error (a reset after the order was written) for a failed dial: an order the broker booked is called not sent",
+		Invariant: "not-sent-never-received",
+		Composed:  true,
+		Old:       `	if errors.As(err, &op) && op.Op == "dial" {`,
+		Body:      `	if errors.As(err, &op) { // DEFECT (plant reset-as-not-sent)`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
