@@ -166,7 +166,9 @@ func (s *Stub) Close() {
 }
 
 // TLS returns a client TLS configuration that trusts the stub.
-func (s *Stub) TLS() *tls.Config { return &tls.Config{RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12} }
+func (s *Stub) TLS() *tls.Config {
+	return &tls.Config{RootCAs: s.RootCAs, MinVersion: tls.VersionTLS12}
+}
 
 // Orders returns a copy of the book.
 func (s *Stub) Orders() []Order {
