@@ -179,7 +179,7 @@ func Connect(ctx context.Context, cfg Config) (*Trader, error) {
 	}
 	rec.SendLookupsVia(tr.Transport)
 	tr.Client = alpaca.NewClient(alpaca.ClientOpts{APIKey: cfg.Key, APISecret: cfg.Secret, BaseURL: baseURL,
-		RetryLimit: -1, // no resend on 429 (0 would mean the default, 3)
+		RetryLimit: -1,                                     // no resend on 429 (0 would mean the default, 3)
 		HTTPClient: &http.Client{Transport: tr.Transport}}) // the one line; no Timeout
 	if err := path.Start(ctx); err != nil {
 		_ = path.Close()
