@@ -127,7 +127,8 @@
 // Options.Hosts to the SDK's base URL host, Options.Rules to the venue's
 // preset, and Options.UnknownAsError (the SDK would turn a 5xx into its own
 // error) or Options.OnOrder; do not set http.Client.Timeout, which turns
-// typed errors into text: use Options.GateWait and ResponseHeaderTimeout.
+// typed errors into text (Outcome still reads a not-sent order from it):
+// use Options.GateWait and ResponseHeaderTimeout.
 //
 // Probe returns a ready pathdialer.ProbeFunc that performs an authenticated request
 // of your choice on every endpoint, the trade path, not a status page. An

@@ -381,3 +381,30 @@ func TestGateWaitBoundsAHeldOrderAndKeepsItTyped(t *testing.T) {
 		t.Fatalf("the order went out (%d)", n)
 	}
 }
+
+// TestClientTimeoutAtTheGateIsStillNotSent: an SDK handed an http.Client
+// with a Timeout (Alpaca's own default is 10 s): when it fires while the
+// order waits at a held gate, net/http replaces the transport's ErrNotSent
+// with a text error; Outcome still tells "not sent" from "unknown".
+func TestClientTimeoutAtTheGateIsStillNotSent(t *testing.T) {
+	eu := newServer(t, "eu", true, nil)
+	us := newServer(t, "us", true, nil)
+	h := newHarness(t, eu.URL, us.URL, nil)
+	h.gate = make(chan struct{})
+	defer close(h.gate)
+	_, rt := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us)})
+	c := &http.Client{Transport: rt, Timeout: 50 * time.Millisecond}
+	h.down["eu"].Store(true)
+	<-h.reconcile // the gate is held
+	_, err := order(t, context.Background(), c, "t-1")
+	if err == nil {
+		t.Fatal("the held order returned no error")
+	}
+	// Which of the two net/http returns depends on whether its timer or the
+	// context's fired first: typed (ErrNotSent) or text. Outcome reads both;
+	// the text form alone is checked in TestOutcomeReadsNotSentBehindClientTimeout.
+	t.Logf("typed: %v; err: %v", errors.Is(err, rest.ErrNotSent), err)
+	if v := rest.Outcome(nil, err); v.Kind != rest.NotSent || !v.MayResend {
+		t.Fatalf("Outcome = %+v, want not sent (the order never left the gate)", v)
+	}
+}

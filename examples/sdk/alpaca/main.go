@@ -10,8 +10,9 @@
 //
 // The SDK's calls take no context, and an http.Client passed to it replaces
 // its own (with a 10 s Timeout). Do not set http.Client.Timeout: when it
-// fires net/http turns the transport's typed errors into text, and "not
-// sent" can no longer be told from "unknown". Bound the wait with
+// fires net/http turns the transport's typed errors into text, which
+// errors.Is and errors.As no longer see through (rest.Outcome still reads
+// "not sent" from the words). Bound the wait with
 // rest.Options.GateWait (a held gate) and ResponseHeaderTimeout (the
 // answer) instead, as below, and read each order's verdict from
 // rest.Options.OnOrder. Set the SDK's RetryLimit to -1 (0 means its
