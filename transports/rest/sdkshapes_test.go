@@ -366,7 +366,7 @@ func TestGateWaitBoundsAHeldOrderAndKeepsItTyped(t *testing.T) {
 	h.gate = make(chan struct{})
 	defer close(h.gate)
 	var ev rest.OrderEvent
-	c, _ := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us), GateWait: 50 * time.Millisecond,
+	c, rt := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us), GateWait: 50 * time.Millisecond,
 		OnOrder: func(e rest.OrderEvent) { ev = e }})
 	h.down["eu"].Store(true)
 	<-h.reconcile // the switch is done; reconcile is blocked, the gate held
@@ -379,6 +379,9 @@ func TestGateWaitBoundsAHeldOrderAndKeepsItTyped(t *testing.T) {
 	}
 	if n := eu.n("POST /v1/orders") + us.n("POST /v1/orders"); n != 0 {
 		t.Fatalf("the order went out (%d)", n)
+	}
+	if s, n := rt.Stats().Submissions.Load(), rt.Stats().NotSent.Load(); s != 1 || n != 1 {
+		t.Fatalf("Stats.Submissions = %d, NotSent = %d; want 1, 1 (every submission ends in one count)", s, n)
 	}
 }
 

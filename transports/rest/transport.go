@@ -750,6 +750,8 @@ func (t *Transport) submitOrder(req *http.Request, rule *Rule, ev *OrderEvent) (
 		closeBody(r3)
 		if errors.Is(err, pathdialer.ErrTradingHalted) {
 			t.stats.Halted.Add(1)
+		} else {
+			t.stats.NotSent.Add(1) // its context or GateWait ended at the gate, or the ticket was refused
 		}
 		return nil, fmt.Errorf("%w: order %q: %w", ErrNotSent, orderID, err)
 	}
