@@ -86,7 +86,7 @@ func AlpacaRules() Rules {
 	clientID := JSONOrderID("client_order_id")
 	assign := AssignJSONOrderID("client_order_id")
 	none := func(*http.Request) (string, error) { return "", nil }
-	const closeWant = "nothing: closing a position places an order the venue names itself, which cannot be reconciled; place the closing order with POST /v2/orders and a client_order_id"
+	const closeWant = "a client order ID, which a position close cannot carry (the venue places an order it names itself, which cannot be reconciled): place the closing order with POST /v2/orders and a client_order_id"
 	return Rules{
 		Orders: []Rule{
 			{Method: http.MethodPost, Path: "/v2/orders", OrderID: clientID, AssignID: assign, Want: `"client_order_id" in the JSON body`},

@@ -272,6 +272,7 @@ func TestEverySDKShapeIsClassifiedKeyedAndLookedUp(t *testing.T) {
 					if !errors.Is(err, rest.ErrNoOrderID) || !strings.Contains(err.Error(), s.refused) {
 						t.Fatalf("err = %v, want ErrNoOrderID naming %q", err, s.refused)
 					}
+					t.Log(err)
 					if events != 1 || ev.Verdict.Kind != rest.NotSent {
 						t.Fatalf("OnOrder: %d events, last %+v; want one, not sent", events, ev)
 					}
