@@ -145,10 +145,7 @@ func AssignJSONOrderID(field string) func(r *http.Request, id string) error {
 		if err != nil {
 			return fmt.Errorf("rest: assigning %q: %w", field, err)
 		}
-		if r.Body != nil {
-			_ = r.Body.Close()
-		}
-		r.Body = io.NopCloser(bytes.NewReader(out))
+		r.Body = io.NopCloser(bytes.NewReader(out)) // the transport closes the body replaced
 		r.ContentLength = int64(len(out))
 		r.GetBody = nil
 		return nil

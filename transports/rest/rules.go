@@ -31,7 +31,8 @@ type Rule struct {
 	// request does not sign over it, gives a request that carries none the
 	// ID the transport made for it (AssignJSONOrderID). The order is then
 	// sent and tracked under that ID, which Options.OnOrder and the errors
-	// report. Nil: a request without an ID is refused with ErrNoOrderID.
+	// report. It may replace r.Body (the transport closes the body it
+	// replaced). Nil: a request without an ID is refused with ErrNoOrderID.
 	AssignID func(r *http.Request, id string) error
 	// Want names, for the refusal of a matching request that carries no ID,
 	// what should identify it ("newClientOrderId in the form body").
