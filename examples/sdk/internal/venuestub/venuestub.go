@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -102,6 +103,7 @@ func New(f Flavor) (*Stub, error) {
 		r := &Region{Name: name, stub: s}
 		r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 		r.srv.EnableHTTP2 = true
+		r.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // cut connections are the point, not news
 		r.srv.StartTLS()
 		s.RootCAs.AddCert(r.srv.Certificate())
 		relay, err := faultnet.New(faultnet.Config{Target: r.srv.Listener.Addr().String(), Name: name})
