@@ -29,7 +29,8 @@ const (
 )
 
 // WithSubmission marks the requests made with ctx as submissions (true) or reads
-// (false), overriding Options.Rules and the method.
+// (false), overriding Options.Rules and the method. A submission that matches
+// a rule in Rules.Orders is still identified as that rule says (Rule.OrderID).
 func WithSubmission(ctx context.Context, submission bool) context.Context {
 	k := kindRead
 	if submission {
