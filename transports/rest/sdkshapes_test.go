@@ -412,3 +412,27 @@ func TestClientTimeoutAtTheGateIsStillNotSent(t *testing.T) {
 		t.Fatalf("Outcome = %+v, want not sent (the order never left the gate)", v)
 	}
 }
+
+// A request marked WithSubmission that matches an order rule is identified
+// as the rule says; one marked that matches none uses Options.OrderID.
+func TestMarkedSubmissionKeepsItsRulesID(t *testing.T) {
+	eu := newServer(t, "eu", true, nil)
+	us := newServer(t, "us", true, nil)
+	h := newHarness(t, eu.URL, us.URL, nil)
+	var ids []string
+	c, _ := newClient(t, h, rest.Options{TLSConfig: rootsOf(eu, us), Rules: rest.AlpacaRules(),
+		OnOrder: func(e rest.OrderEvent) { ids = append(ids, e.OrderID) }})
+	ctx := rest.WithSubmission(context.Background(), true)
+	for _, u := range []string{"https://broker.invalid/v2/orders/u-1", "https://broker.invalid/v2/other/x"} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+		req.Header.Set("X-Client-Order-ID", "hdr-1")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(ids) != 2 || ids[0] != rest.VenueOrderID("u-1") || ids[1] != "hdr-1" {
+		t.Fatalf("tracked as %q, want [%q hdr-1]", ids, rest.VenueOrderID("u-1"))
+	}
+}
