@@ -60,6 +60,19 @@ func (e *events) wait(t *testing.T, kind pathdialer.EventKind, ok func(pathdiale
 	}
 }
 
+// kinds lists the events seen, for a failure message.
+func (e *events) kinds() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.all {
+		if ev.Kind != pathdialer.EventStateChange {
+			out = append(out, fmt.Sprintf("%v %s%s→%s %s", ev.Kind, ev.Endpoint, ev.From, ev.To, ev.Cause))
+		}
+	}
+	return out
+}
+
 func (e *events) settlements() map[string]pathdialer.Settlement {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -81,7 +94,7 @@ func config(stub *venuestub.Stub, ev *events) Config {
 		OnEvent: ev.hook,
 		Tune: func(c *pathdialer.Config) {
 			// Fast detection for a test; room for a loaded machine.
-			c.ProbeInterval, c.ProbeTimeout, c.ProbeJitter = 300*time.Millisecond, 250*time.Millisecond, 0
+			c.ProbeInterval, c.ProbeTimeout, c.ProbeJitter = time.Second, 900*time.Millisecond, 0
 			c.Engine.FailureThreshold = 3
 			c.Engine.MaxHealthAge = 5 * time.Second
 			c.Engine.Cooldown = time.Hour // no failback during a test
@@ -234,12 +247,24 @@ func TestFailoverWithOrdersInFlight(t *testing.T) {
 					}
 				})
 			}
-			for range 12 {
-				<-acked
+			// The fault strikes with orders in flight, after 12 were
+			// acknowledged (bounded: a test that cannot get there says why).
+			for n := 0; n < 12; n++ {
+				select {
+				case <-acked:
+				case <-time.After(30 * time.Second):
+					t.Fatalf("only %d orders acknowledged before the fault; events: %v", n, ev.kinds())
+				}
 			}
 			fault(stub)
 			fenced := ev.wait(t, pathdialer.EventFenceSuccess, func(e pathdialer.Event) bool { return e.Endpoint == "eu" })
-			wg.Wait()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(90 * time.Second):
+				t.Fatalf("an order call has not returned after 90 s; events: %v", ev.kinds())
+			}
 			close(results)
 			ev.wait(t, pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
 			booked := stub.Booked()
