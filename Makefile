@@ -6,8 +6,9 @@ GOFILES  = $(shell git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -
 .PHONY: test fmt-check vet unit bench lint vet-bench determinism
 
 ## test: gofmt check, go vet, the whole suite under the race detector, the
-## coord/etcd module's suite (embedded etcd), and a vet of the bench module.
-test: fmt-check vet unit determinism sim-fix test-coord vet-bench
+## coord/etcd module's suite (embedded etcd), the broker SDK examples'
+## module (examples/sdk), and a vet of the bench module.
+test: fmt-check vet unit determinism sim-fix test-coord test-sdk vet-bench
 
 # determinism: the simulation's replay tests, built without the race detector
 # (under -race the scheduler randomizes the order of goroutines made ready at
@@ -106,6 +107,16 @@ status-screenshot:
 	  echo "status-screenshot: $(STATUS_PNG) is $$size bytes (< $(STATUS_MIN_KB) KB)"; exit 1; fi; \
 	echo "status-screenshot: the page shows every figure checked; $(STATUS_PNG) ($$size bytes), DOM in $(STATUS_DOM)"
 # --- end observe ---
+
+# --- sdk ---
+# examples/sdk is its own Go module (the venues' SDKs, go-binance and
+# alpaca-trade-api-go, stay out of the core). test-sdk runs its programs on
+# the real SDKs against venue-shaped stubs (two TLS regions, one book that
+# never deduplicates); it needs only the Go module proxy.
+.PHONY: test-sdk
+test-sdk:
+	cd examples/sdk && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+# --- end sdk ---
 
 # --- coord ---
 # coord/etcd is its own Go module (etcd stays out of the core). test-coord runs

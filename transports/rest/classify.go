@@ -29,7 +29,8 @@ const (
 )
 
 // WithSubmission marks the requests made with ctx as submissions (true) or reads
-// (false), overriding Options.Rules and the method.
+// (false), overriding Options.Rules and the method. A submission that matches
+// a rule in Rules.Orders is still identified as that rule says (Rule.OrderID).
 func WithSubmission(ctx context.Context, submission bool) context.Context {
 	k := kindRead
 	if submission {
@@ -68,26 +69,88 @@ func markedReconcile(r *http.Request) bool {
 }
 
 // classify returns what r is: its context's mark, else the first rule that
-// matches (Options.Rules), else its method (submissionMethod). src is the
-// endpoint whose own host r names (nil for a logical host): its base path is
-// not part of what the rules match.
-func (t *Transport) classify(r *http.Request, src *endpointClient) reqKind {
-	if k, ok := r.Context().Value(kindKey{}).(reqKind); ok {
-		return k
+// matches (Options.Rules), else its method (submissionMethod); and the
+// Orders rule that matched, if one did. src is the endpoint whose own host r
+// names (nil for a logical host): its base path is not part of what the
+// rules match.
+func (t *Transport) classify(r *http.Request, src *endpointClient) (reqKind, *Rule) {
+	k, marked := r.Context().Value(kindKey{}).(reqKind)
+	if marked && k != kindSubmission {
+		return k, nil
 	}
 	if t.hasRules {
 		p := r.URL.Path
 		if src != nil && src.base.Path != "" {
 			p = strings.TrimPrefix(p, src.base.Path)
 		}
-		if k := t.opts.Rules.classify(r.Method, p); k != 0 {
-			return k
+		rk, rule := t.opts.Rules.classify(r.Method, p)
+		switch {
+		case marked:
+			return kindSubmission, rule // marked an order: its rule, if any, still says what identifies it
+		case rk != 0:
+			return rk, rule
 		}
 	}
-	if submissionMethod(r.Method) {
-		return kindSubmission
+	if marked || submissionMethod(r.Method) {
+		return kindSubmission, nil
 	}
-	return kindRead
+	return kindRead, nil
+}
+
+// venuePrefix marks an order ID that is the venue's own (VenueOrderID).
+const venuePrefix = "venue-order-id:"
+
+// VenueOrderID returns how an order named by the venue's own order ID
+// (Alpaca's order UUID, Binance's orderId), not by a client order ID, is
+// tracked: the ID with a fixed mark before it. Tickets, errors
+// (UnknownOutcomeError.OrderID), Options.OnOrder and settlements carry it
+// in this form; a Reconciler looks such an order up through
+// ReconcileOptions.VenueURL. A client order ID must not begin with the mark.
+func VenueOrderID(id string) string { return venuePrefix + id }
+
+// ParseVenueOrderID returns the venue's order ID of an ID made by
+// VenueOrderID, and false for a client order ID.
+func ParseVenueOrderID(orderID string) (id string, ok bool) {
+	return strings.CutPrefix(orderID, venuePrefix)
+}
+
+// VenueID marks the ID fn finds as the venue's own order ID (VenueOrderID):
+// for a request that names its order by the ID the venue gave it, such as
+// a cancel by order ID.
+func VenueID(fn OrderIDFunc) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		id, err := fn(r)
+		if err != nil || id == "" {
+			return "", err
+		}
+		return VenueOrderID(id), nil
+	}
+}
+
+// AssignJSONOrderID returns a Rule.AssignID that sets a top-level field of a
+// JSON object body to the assigned ID (the rest of the object kept, key
+// order aside). It fails for a body that is not a JSON object.
+func AssignJSONOrderID(field string) func(r *http.Request, id string) error {
+	return func(r *http.Request, id string) error {
+		b, err := peekBody(r)
+		if err != nil {
+			return err
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("rest: assigning %q: the body is not a JSON object", field)
+		}
+		v, _ := json.Marshal(id)
+		m[field] = v
+		out, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("rest: assigning %q: %w", field, err)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(out)) // the transport closes the body replaced
+		r.ContentLength = int64(len(out))
+		r.GetBody = nil
+		return nil
+	}
 }
 
 // OrderIDFunc finds the client order ID of a submission. It may read the body, but
@@ -206,7 +269,9 @@ func FirstOrderID(fns ...OrderIDFunc) OrderIDFunc {
 }
 
 // DefaultOrderID is FirstOrderID of: the X-Client-Order-ID header; the JSON body
-// fields client_order_id, clientOrderId and newClientOrderId; the same names as
+// fields client_order_id, clientOrderId and newClientOrderId; for DELETE, the
+// query or form field origClientOrderId (the order a Binance-style cancel
+// names, before the cancel's own newClientOrderId); the same three names as
 // query or form fields; and, for DELETE, the last path segment.
 //
 // A JSON body is not validated: an ID found in a malformed body is used as it
@@ -226,9 +291,20 @@ func defaultOrderID(r *http.Request) (string, error) {
 }
 
 var defaultOrderIDRest = FirstOrderID(
+	deleteOnly(FormOrderID("origClientOrderId")),
 	FormOrderID("client_order_id"), FormOrderID("clientOrderId"), FormOrderID("newClientOrderId"),
 	PathOrderID(http.MethodDelete),
 )
+
+// deleteOnly applies fn to DELETE requests only.
+func deleteOnly(fn OrderIDFunc) OrderIDFunc {
+	return func(r *http.Request) (string, error) {
+		if r.Method != http.MethodDelete {
+			return "", nil
+		}
+		return fn(r)
+	}
+}
 
 // scanBufSize bounds the bodies scanned on the stack (no allocation; small,
 // so the client goroutines' stacks need not grow for it).

@@ -125,6 +125,7 @@ func TestContractNonOrderPostPassesByRule(t *testing.T) {
 		us := newServer(t, "us", h2, nil)
 		h := newHarness(t, eu.URL, us.URL, nil)
 		rules := rest.AlpacaRules()
+		rules.Orders = append(rules.Orders, rest.BinanceSpotRules().Orders[0])
 		rules.NotOrders = append(rules.NotOrders,
 			rest.Rule{Method: http.MethodPost, Path: "/v2/login"},
 			rest.Rule{Method: http.MethodPost, Path: "/v2/stream/*"})
@@ -147,8 +148,10 @@ func TestContractNonOrderPostPassesByRule(t *testing.T) {
 		if n := rt.Stats().Submissions.Load(); n != 0 {
 			t.Fatalf("%d non-orders were taken for orders", n)
 		}
-		// An order by rule still needs its client order ID and takes a ticket.
-		req, _ := http.NewRequest(http.MethodPost, "https://broker/v2/orders", strings.NewReader(`{"qty":1}`))
+		// An order by rule still needs its ID (here a rule that assigns
+		// none: the Binance preset's order) and takes a ticket.
+		req, _ := http.NewRequest(http.MethodPost, "https://broker/api/v3/order", strings.NewReader(`qty=1`))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		_, err := c.Do(req)
 		if !errors.Is(err, rest.ErrNoOrderID) {
 			t.Fatalf("an order without ID: err = %v, want ErrNoOrderID", err)

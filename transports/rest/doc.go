@@ -72,7 +72,15 @@
 //     5xx answer (502, 503 and 504 above all) — it is handed to
 //     reconciliation: without an answer RoundTrip returns an
 //     *UnknownOutcomeError; with a 5xx it returns the response, and
-//     Outcome reports Unknown.
+//     Outcome reports Unknown (with Options.UnknownAsError, the
+//     *UnknownOutcomeError instead).
+//   - Every submission is tracked under one ID: what its rule says
+//     identifies it (Rule.OrderID: the client order ID, or for a cancel by
+//     the venue's order ID, VenueOrderID), else Options.OrderID. Where the
+//     venue accepts a client-chosen ID and the request carries none, its rule
+//     may assign one (Rule.AssignID); otherwise it is refused before anything
+//     is sent (ErrNoOrderID, counted in Stats.NotSent, the message naming the
+//     rule to add). Options.OnOrder is told every submission's ID and verdict.
 //   - Fencing: immediately before a submission is handed to net/http (after
 //     any wait for the gate) the ticket's validity is checked
 //     (pathdialer.Ticket.Valid); an order whose decision has lapsed is not sent
@@ -109,8 +117,18 @@
 // a submission adds a request copy, its order ID and its ticket.
 //
 // Reconciler is a ready pathdialer.ReconcileFunc that looks orders up by client
-// order ID through a URL template and maps the broker's status field to a fate,
-// with presets for Alpaca's and Binance's order queries.
+// order ID through a URL template (by the venue's order ID through
+// ReconcileOptions.VenueURL, for an order tracked as VenueOrderID) and maps
+// the broker's status field to a fate, with presets for Alpaca's and
+// Binance's order queries. A cancel's outcome is the state of the order it
+// names.
+//
+// Under a broker's own SDK (one that takes an *http.Client), set
+// Options.Hosts to the SDK's base URL host, Options.Rules to the venue's
+// preset, and Options.UnknownAsError (the SDK would turn a 5xx into its own
+// error) or Options.OnOrder; do not set http.Client.Timeout, which turns
+// typed errors into text (Outcome still reads a not-sent order from it):
+// use Options.GateWait and ResponseHeaderTimeout.
 //
 // Probe returns a ready pathdialer.ProbeFunc that performs an authenticated request
 // of your choice on every endpoint, the trade path, not a status page. An

@@ -126,3 +126,21 @@ func Example() {
 	// reconciled: ex-1 FILLED
 	// reconciled: ex-2 NOT_RECEIVED
 }
+
+// What identifies a request the venue's SDK sends: go-binance cancels with
+// DELETE /api/v3/order and the order in the form body, here by Binance's own
+// orderId. The cancel is tracked under that ID, and its outcome is the
+// order's state, looked up by it (ReconcileOptions.VenueURL).
+func ExampleBinanceSpotRules() {
+	req, _ := http.NewRequest(http.MethodDelete, "https://api.binance.com/api/v3/order?signature=5f2c",
+		strings.NewReader("orderId=28457&symbol=BTCUSDT&timestamp=1700000000000"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, r := range rest.BinanceSpotRules().Orders {
+		if r.Method == req.Method && r.Path == req.URL.Path {
+			id, _ := r.OrderID(req)
+			venueID, ok := rest.ParseVenueOrderID(id)
+			fmt.Println(id, venueID, ok)
+		}
+	}
+	// Output: venue-order-id:28457 28457 true
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
@@ -83,6 +84,21 @@ func markUnknown(resp *http.Response, sent *http.Request, uerr *UnknownOutcomeEr
 	resp.Request = r.WithContext(context.WithValue(r.Context(), unknownKey{}, uerr))
 }
 
+// notSentBehindClientTimeout reports whether err is net/http's
+// http.Client.Timeout error standing in for the Transport's ErrNotSent:
+// when the client's deadline has passed, net/http replaces what RoundTrip
+// returned with text ("<error> (Client.Timeout exceeded while awaiting
+// headers)"), which keeps the Transport's own words. Only a not-sent error
+// is recognised so; an unknown outcome stays unknown.
+func notSentBehindClientTimeout(err error) bool {
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "(Client.Timeout exceeded") && strings.Contains(s, ErrNotSent.Error()+": order ") &&
+		!strings.Contains(s, "rest: outcome of order")
+}
+
 // Outcome returns the verdict on what http.Client.Do (or RoundTrip) returned
 // for a request sent through a Transport. Use it to decide, after each order,
 // whether anything may be sent again: only when MayResend is true.
@@ -99,6 +115,8 @@ func Outcome(resp *http.Response, err error) Verdict {
 		case errors.Is(err, ErrNotSent), errors.Is(err, ErrNoOrderID), errors.Is(err, ErrForeignHost),
 			errors.Is(err, ErrBreakerOpen), errors.Is(err, ErrInvalidOptions),
 			errors.Is(err, pathdialer.ErrTradingHalted), errors.Is(err, pathdialer.ErrTicketExpired):
+			return Verdict{Kind: NotSent, MayResend: true, Reason: reason}
+		case notSentBehindClientTimeout(err):
 			return Verdict{Kind: NotSent, MayResend: true, Reason: reason}
 		}
 		return Verdict{Kind: Unknown, Reason: "unrecognised failure, treat as unknown: " + reason}

@@ -26,6 +26,10 @@ var ErrReconcileIncomplete = errors.New("rest: reconcile incomplete")
 // OrderIDPlaceholder is where a lookup URL template takes the client order ID.
 const OrderIDPlaceholder = "{client_order_id}"
 
+// VenueIDPlaceholder is where ReconcileOptions.VenueURL takes the venue's
+// own order ID (an order tracked as VenueOrderID).
+const VenueIDPlaceholder = "{order_id}"
+
 // ReconcileOptions configures a Reconciler: one GET per order, by client order
 // ID, through a URL template; the broker's status field mapped to a Fate.
 // Start from AlpacaOrderLookup, BinanceSpotOrderLookup or fill it for your
@@ -92,6 +96,19 @@ type ReconcileOptions struct {
 	// Method is the HTTP method of lookups and listings: GET (default) or
 	// POST (signed listings; Sign sets the body).
 	Method string
+
+	// VenueURL, optional, is the lookup template for an order tracked by
+	// the venue's own order ID (VenueOrderID: a cancel that names the order
+	// the venue's way), an absolute http(s) URL containing
+	// VenueIDPlaceholder once. The answer is read as URL's (StatusField,
+	// Fates, NotFound), with VenueIDField in place of IDField. Without it,
+	// such an order stays undetermined. Lookups by ID only (not with
+	// ListURLs).
+	VenueURL string
+	// VenueIDField, optional, is the field of VenueURL's answer holding the
+	// venue's order ID; when set, an answer naming another order is not
+	// trusted.
+	VenueIDField string
 }
 
 // DefaultFates maps the status words common to broker REST APIs (and the
@@ -113,8 +130,11 @@ func DefaultFates() map[string]pathdialer.Fate {
 // order "can be queried using the client-side order ID": the "Get Order by
 // Client Order ID" call, GET {base}/v2/orders:by_client_order_id?client_order_id=…,
 // answers the order object (its "client_order_id" and "status") or 404 when
-// there is no such order. Set Header to the APCA-API-KEY-ID and
-// APCA-API-SECRET-KEY headers.
+// there is no such order. An order named by its UUID (a cancel, tracked as
+// VenueOrderID) is looked up with "Get Order by ID"
+// (https://docs.alpaca.markets/reference/getorderbyorderid,
+// GET {base}/v2/orders/{order_id}), its "id" checked. Set Header to the
+// APCA-API-KEY-ID and APCA-API-SECRET-KEY headers.
 //
 // Mapping: filled → filled; new, accepted, pending_new, accepted_for_bidding,
 // partially_filled, done_for_day, pending_cancel, pending_replace, stopped,
@@ -130,11 +150,13 @@ func AlpacaOrderLookup(base string) ReconcileOptions {
 		f[s] = pathdialer.FateCanceled
 	}
 	return ReconcileOptions{
-		URL:         strings.TrimSuffix(base, "/") + "/v2/orders:by_client_order_id?client_order_id=" + OrderIDPlaceholder,
-		StatusField: "status",
-		IDField:     "client_order_id",
-		Fates:       f,
-		Venue:       venue.Alpaca(),
+		URL:          strings.TrimSuffix(base, "/") + "/v2/orders:by_client_order_id?client_order_id=" + OrderIDPlaceholder,
+		VenueURL:     strings.TrimSuffix(base, "/") + "/v2/orders/" + VenueIDPlaceholder,
+		StatusField:  "status",
+		IDField:      "client_order_id",
+		VenueIDField: "id",
+		Fates:        f,
+		Venue:        venue.Alpaca(),
 	}
 }
 
@@ -143,7 +165,8 @@ func AlpacaOrderLookup(base string) ReconcileOptions {
 // REST API, trading endpoints: GET /api/v3/order, "Check an order's status",
 // with symbol and either orderId or origClientOrderId; error codes in the
 // same documentation):
-// GET {base}/api/v3/order?symbol=SYMBOL&origClientOrderId=…; an unknown order
+// GET {base}/api/v3/order?symbol=SYMBOL&origClientOrderId=… (an order
+// tracked by the venue's orderId, VenueOrderID: &orderId=…); an unknown order
 // is HTTP 400 with {"code":-2013,"msg":"Order does not exist."}. The endpoint
 // is SIGNED: set Header to X-MBX-APIKEY and Sign to add timestamp and
 // signature (Sign may also replace symbol when the account trades several).
@@ -154,9 +177,11 @@ func AlpacaOrderLookup(base string) ReconcileOptions {
 // is not a not-found: the fate stays undetermined.
 func BinanceSpotOrderLookup(base, symbol string) ReconcileOptions {
 	return ReconcileOptions{
-		URL:         strings.TrimSuffix(base, "/") + "/api/v3/order?symbol=" + url.QueryEscape(symbol) + "&origClientOrderId=" + OrderIDPlaceholder,
-		StatusField: "status",
-		IDField:     "clientOrderId",
+		URL:          strings.TrimSuffix(base, "/") + "/api/v3/order?symbol=" + url.QueryEscape(symbol) + "&origClientOrderId=" + OrderIDPlaceholder,
+		VenueURL:     strings.TrimSuffix(base, "/") + "/api/v3/order?symbol=" + url.QueryEscape(symbol) + "&orderId=" + VenueIDPlaceholder,
+		StatusField:  "status",
+		IDField:      "clientOrderId",
+		VenueIDField: "orderId",
 		Fates: map[string]pathdialer.Fate{
 			"FILLED": pathdialer.FateFilled,
 			"NEW":    pathdialer.FateResting, "PENDING_NEW": pathdialer.FateResting, "PARTIALLY_FILLED": pathdialer.FateResting, "PENDING_CANCEL": pathdialer.FateResting,
@@ -211,6 +236,18 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 		u, err := url.Parse(strings.Replace(opts.URL, OrderIDPlaceholder, "x", 1))
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return nil, optionsError("ReconcileOptions.URL", "", "ReconcileOptions.URL must be an absolute http(s) URL")
+		}
+	}
+	if opts.VenueURL != "" {
+		if len(opts.ListURLs) > 0 {
+			return nil, optionsError("ReconcileOptions.VenueURL", "", "ReconcileOptions.VenueURL is for lookups by ID, not with ListURLs")
+		}
+		if strings.Count(opts.VenueURL, VenueIDPlaceholder) != 1 {
+			return nil, optionsError("ReconcileOptions.VenueURL", "", "ReconcileOptions.VenueURL must contain %s exactly once", VenueIDPlaceholder)
+		}
+		u, err := url.Parse(strings.Replace(opts.VenueURL, VenueIDPlaceholder, "x", 1))
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, optionsError("ReconcileOptions.VenueURL", "", "ReconcileOptions.VenueURL must be an absolute http(s) URL")
 		}
 	}
 	if opts.Parallel < 0 {
@@ -316,13 +353,26 @@ func (r *Reconciler) tradePathCheck(t *Transport) pathdialer.ProbeFunc {
 	}
 }
 
-// lookupURL fills the template for one order.
-func (r *Reconciler) lookupURL(orderID string) string {
+// lookupURL fills the template for one order: URL's for a client order
+// ID, VenueURL's for a venue order ID (ok false when there is none).
+func (r *Reconciler) lookupURL(orderID string) (u string, ok bool) {
+	if id, venueID := ParseVenueOrderID(orderID); venueID {
+		if r.opts.VenueURL == "" {
+			return "", false
+		}
+		i := strings.Index(r.opts.VenueURL, VenueIDPlaceholder)
+		prefix, suffix := r.opts.VenueURL[:i], r.opts.VenueURL[i+len(VenueIDPlaceholder):]
+		esc := url.PathEscape(id)
+		if strings.Contains(prefix, "?") {
+			esc = url.QueryEscape(id)
+		}
+		return prefix + esc + suffix, true
+	}
 	esc := url.PathEscape(orderID)
 	if r.query {
 		esc = url.QueryEscape(orderID)
 	}
-	return r.prefix + esc + r.suffix
+	return r.prefix + esc + r.suffix, true
 }
 
 // Reconcile is the pathdialer.ReconcileFunc. Every order of the service gets a
@@ -388,7 +438,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, rec pathdialer.Reconciliatio
 // lookup asks the broker for one order.
 func (r *Reconciler) lookup(ctx context.Context, client *http.Client, t pathdialer.TicketInfo) pathdialer.Settlement {
 	s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
-	req, err := http.NewRequestWithContext(WithReconcile(ctx), r.method(), r.lookupURL(t.OrderID), nil)
+	u, ok := r.lookupURL(t.OrderID)
+	if !ok {
+		s.Detail = "the order is named by the venue's own ID and ReconcileOptions.VenueURL is not set"
+		return s
+	}
+	req, err := http.NewRequestWithContext(WithReconcile(ctx), r.method(), u, nil)
 	if err != nil {
 		s.Detail = "building the lookup: " + RedactError(err).Error()
 		return s
@@ -437,9 +492,13 @@ func (r *Reconciler) settle(s pathdialer.Settlement, status int, body []byte) pa
 		s.Detail = "the answer is not a JSON object"
 		return s
 	}
-	if r.opts.IDField != "" {
-		if id := jsonString(field(m, r.opts.IDField)); id != s.OrderID {
-			s.Detail = fmt.Sprintf("the answer names order %s in %q, not this one", quoteBounded(id), r.opts.IDField)
+	idField, want := r.opts.IDField, s.OrderID
+	if v, ok := ParseVenueOrderID(s.OrderID); ok {
+		idField, want = r.opts.VenueIDField, v
+	}
+	if idField != "" {
+		if id := jsonString(field(m, idField)); id != want {
+			s.Detail = fmt.Sprintf("the answer names order %s in %q, not this one", quoteBounded(id), idField)
 			return s
 		}
 	}

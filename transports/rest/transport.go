@@ -3,6 +3,7 @@ package rest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -89,6 +90,48 @@ type Options struct {
 	TokenHeader string
 	// Logger for request failures (URLs and headers redacted). Nil discards.
 	Logger *slog.Logger
+
+	// OnOrder, when set, is told how every order request ended, with the
+	// ID it is tracked under (assigned or not) and the verdict Outcome
+	// would give. It needs no access to the response or the error, so it
+	// works under a broker SDK that consumes both, and under an
+	// http.Client whose Timeout turns the transport's typed errors into
+	// text. Called once per order request, after RoundTrip's outcome is
+	// known and before it returns, on the caller's goroutine, outside any
+	// lock; it must not block.
+	OnOrder func(OrderEvent)
+	// UnknownAsError makes an order answered 5xx come back as an
+	// *UnknownOutcomeError (StatusCode set, the body discarded) instead of
+	// the response, so that an SDK that turns responses into its own errors
+	// cannot hide that the outcome is unknown: SDKs return http.Client.Do's
+	// error as it is, and errors.As finds it. Default false: the response
+	// is returned, as the RoundTripper contract asks (ask Outcome).
+	UnknownAsError bool
+	// GateWait bounds how long an order waits at the gate (held while the
+	// Path fences, switches or reconciles) when its context allows longer;
+	// past it, ErrNotSent wrapping context.DeadlineExceeded. It keeps a
+	// bounded submission's errors typed where http.Client.Timeout, which
+	// net/http reports as text, would not: set it (with
+	// ResponseHeaderTimeout) instead of Client.Timeout for an SDK that takes
+	// no context. 0: the context alone bounds the wait.
+	GateWait time.Duration
+}
+
+// OrderEvent is how one order request ended (Options.OnOrder).
+type OrderEvent struct {
+	// OrderID is the ID the order is tracked under: its client order ID,
+	// or VenueOrderID's form of the venue's own; "" when none was found.
+	OrderID string
+	// Assigned is true when the request carried no ID and the transport
+	// assigned OrderID (Rule.AssignID).
+	Assigned bool
+	// Method and Path are the request's (the path as the application wrote
+	// it; no query, no credentials).
+	Method, Path string
+	// Endpoint is the endpoint it was sent to ("" when not sent).
+	Endpoint string
+	// Verdict is Outcome's verdict on it.
+	Verdict Verdict
 }
 
 // Transport is the http.RoundTripper. Create it with NewTransport.
@@ -203,7 +246,8 @@ type Stats struct {
 	// below 500), a failure (a transport error or 5xx) or a breaker rejection.
 	Reads, ReadSuccesses, ReadFailures, BreakerRejections atomic.Uint64
 	// Submissions counts orders; each ends acknowledged (the broker answered
-	// below 500), unknown, not sent, or refused while halted.
+	// below 500), unknown, not sent (NotSent also counts an order refused
+	// for want of an ID, ErrNoOrderID), or refused while halted.
 	Submissions, Acknowledged, Unknown, NotSent, Halted atomic.Uint64
 }
 
@@ -219,8 +263,8 @@ func NewTransport(path *pathdialer.Path, opts Options) (*Transport, error) {
 	if opts.Service == "" {
 		opts.Service = pathdialer.ServiceREST
 	}
-	if opts.ReadIdleTimeout < 0 || opts.PingTimeout < 0 || opts.ResponseHeaderTimeout < 0 || opts.MaxIdleConnsPerHost < 0 {
-		return nil, optionsError("ReadIdleTimeout, PingTimeout, ResponseHeaderTimeout and MaxIdleConnsPerHost", "", "negative timeout or pool size")
+	if opts.ReadIdleTimeout < 0 || opts.PingTimeout < 0 || opts.ResponseHeaderTimeout < 0 || opts.MaxIdleConnsPerHost < 0 || opts.GateWait < 0 {
+		return nil, optionsError("ReadIdleTimeout, PingTimeout, ResponseHeaderTimeout, MaxIdleConnsPerHost and GateWait", "", "negative timeout or pool size")
 	}
 	if opts.ReadIdleTimeout == 0 {
 		opts.ReadIdleTimeout = time.Second
@@ -416,9 +460,9 @@ func (t *Transport) roundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("%w: %s %s: %q is neither an endpoint's host nor in Options.Hosts (add the name your URLs use for the broker to Options.Hosts, or set Options.Other to send other hosts elsewhere)",
 			ErrForeignHost, req.Method, redactURL(req.URL), req.URL.Host)
 	}
-	switch t.classify(req, src) {
+	switch kind, rule := t.classify(req, src); kind {
 	case kindSubmission:
-		return t.submit(req)
+		return t.submit(req, rule)
 	case kindReconcile:
 		return t.read(req, true)
 	}
@@ -615,7 +659,41 @@ var errServerStatus = errors.New("rest: server error status")
 // carries an Idempotency-Key header, never one with a body and no GetBody.
 type noReplayBody struct{ io.ReadCloser }
 
-func (t *Transport) submit(req *http.Request) (*http.Response, error) {
+// submit sends an order; rule is the Orders rule that matched it, if any.
+func (t *Transport) submit(req *http.Request, rule *Rule) (*http.Response, error) {
+	if t.opts.OnOrder == nil {
+		return t.submitOrder(req, rule, nil)
+	}
+	ev := OrderEvent{Method: req.Method, Path: req.URL.Path}
+	resp, err := t.submitOrder(req, rule, &ev)
+	if err != nil {
+		ev.Verdict = Outcome(nil, err)
+	} else {
+		ev.Verdict = Outcome(resp, nil)
+	}
+	t.opts.OnOrder(ev)
+	return resp, err
+}
+
+// noOrderID is the refusal of an order request without an ID: what would
+// identify it, and the rule to add.
+func (t *Transport) noOrderID(req *http.Request, rule *Rule) error {
+	u := redactURL(req.URL)
+	if rule != nil {
+		want := rule.Want
+		if want == "" {
+			want = "an order ID that Rule.OrderID finds"
+		}
+		return fmt.Errorf("%w: %s %s matches the order rule {%s %q} but carries no ID: it needs %s", ErrNoOrderID, req.Method, u, rule.Method, rule.Path, want)
+	}
+	if t.hasRules {
+		return fmt.Errorf("%w: %s %s matches no rule and carries no client order ID: if it is not an order, add rest.Rule{Method: %q, Path: %q} to Options.Rules.NotOrders; if it is, add it to Options.Rules.Orders with the Rule.OrderID that finds its ID",
+			ErrNoOrderID, req.Method, u, req.Method, req.URL.Path)
+	}
+	return fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID; if it is not an order, add rest.Rule{Method: %q, Path: %q} to Options.Rules.NotOrders)", ErrNoOrderID, req.Method, u, req.Method, req.URL.Path)
+}
+
+func (t *Transport) submitOrder(req *http.Request, rule *Rule, ev *OrderEvent) (*http.Response, error) {
 	// Our own copy: GetBody cleared, so that neither net/http's HTTP/1 nor its
 	// HTTP/2 transport can send the body twice. The body itself is passed on as
 	// the caller made it (an in-memory reader stays one, so HTTP/1 writes
@@ -623,29 +701,65 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 	r3 := new(http.Request)
 	*r3 = *req
 	r3.GetBody = nil
-	orderID, err := t.orderID(r3)
+	find := t.orderID
+	if rule != nil && rule.OrderID != nil {
+		find = rule.OrderID
+	}
+	orderID, err := find(r3)
 	if err != nil {
 		closeBody(r3)
 		return nil, err
 	}
-	if strings.TrimSpace(orderID) == "" {
-		closeBody(r3)
-		return nil, fmt.Errorf("%w: %s %s (set Options.OrderID, or send X-Client-Order-ID)", ErrNoOrderID, req.Method, redactURL(req.URL))
+	assigned := false
+	if strings.TrimSpace(orderID) == "" && rule != nil && rule.AssignID != nil {
+		orderID, assigned = "bp-"+strings.ToLower(rand.Text()), true
+		body := r3.Body
+		if err := rule.AssignID(r3, orderID); err != nil {
+			closeBody(r3)
+			if body != r3.Body {
+				_ = body.Close()
+			}
+			t.stats.Submissions.Add(1)
+			t.stats.NotSent.Add(1)
+			return nil, fmt.Errorf("%w: %s %s: %w", ErrNoOrderID, req.Method, redactURL(req.URL), err)
+		}
+		if body != nil && body != r3.Body {
+			_ = body.Close()
+		}
+	}
+	if ev != nil {
+		ev.OrderID, ev.Assigned = orderID, assigned
 	}
 	t.stats.Submissions.Add(1)
+	if strings.TrimSpace(orderID) == "" {
+		closeBody(r3)
+		t.stats.NotSent.Add(1)
+		return nil, t.noOrderID(req, rule)
+	}
 	ticket, _ := t.tickets.Get().(*pathdialer.Ticket)
 	if ticket == nil {
 		ticket = new(pathdialer.Ticket)
 	}
-	if err := t.acquire(req.Context(), ticket, t.service, orderID); err != nil {
+	actx := req.Context()
+	if t.opts.GateWait > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(actx, t.opts.GateWait)
+		defer cancel()
+	}
+	if err := t.acquire(actx, ticket, t.service, orderID); err != nil {
 		t.tickets.Put(ticket) // not a ticket after a failed AcquireInto: refillable
 		closeBody(r3)
 		if errors.Is(err, pathdialer.ErrTradingHalted) {
 			t.stats.Halted.Add(1)
+		} else {
+			t.stats.NotSent.Add(1) // its context or GateWait ended at the gate, or the ticket was refused
 		}
 		return nil, fmt.Errorf("%w: order %q: %w", ErrNotSent, orderID, err)
 	}
 	ec := t.endpoint(ticket.Endpoint)
+	if ev != nil {
+		ev.Endpoint = ec.name
+	}
 	t.aim(r3, ec)
 	r3.GetBody = nil // an OrderIDFunc may have set it
 	if r3.Body == nil || r3.Body == http.NoBody {
@@ -698,6 +812,10 @@ func (t *Transport) submit(req *http.Request) (*http.Response, error) {
 		ticket.Unknown(uerr)
 		t.stats.Unknown.Add(1)
 		t.log.Warn("rest: order outcome unknown", "order", orderID, "endpoint", ec.name, "status", resp.StatusCode)
+		if t.opts.UnknownAsError {
+			_ = resp.Body.Close()
+			return nil, uerr
+		}
 		markUnknown(resp, r3, uerr)
 		return resp, nil
 	}

@@ -293,8 +293,16 @@ func (r *Reconciler) settleList(s pathdialer.Settlement, status int, body []byte
 		s.Detail = fmt.Sprintf("the answer has no order list in %q", r.opts.ListField)
 		return s
 	}
+	idField, want := r.opts.IDField, s.OrderID
+	if v, ok := ParseVenueOrderID(s.OrderID); ok {
+		idField, want = r.opts.VenueIDField, v
+		if idField == "" {
+			s.Detail = "the order is named by the venue's own ID and ReconcileOptions.VenueIDField is not set: a listed order cannot be matched to it"
+			return s
+		}
+	}
 	for _, it := range items {
-		if jsonString(field(it, r.opts.IDField)) == s.OrderID {
+		if jsonString(field(it, idField)) == want {
 			return r.settleItem(s, it)
 		}
 	}
@@ -335,7 +343,10 @@ func (r *Reconciler) reconcileListing(ctx context.Context, client *http.Client, 
 	var missing []string
 	for i, t := range tickets {
 		s := pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateUndetermined}
+		_, venueID := ParseVenueOrderID(t.OrderID)
 		switch it, ok := found[t.OrderID]; {
+		case venueID:
+			s.Detail = "the order is named by the venue's own ID, which listings are not matched by (IDField is the client order ID)"
 		case ok:
 			s = r.settleItem(s, it)
 		case len(failed) > 0:
