@@ -1,0 +1,135 @@
+package etcdcoord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// NewClient returns an etcd client that holds ONE TCP connection, to one
+// member of cfg.Endpoints at a time, instead of clientv3's one connection per
+// member. Use it for every role of a process (a *clientv3.Client is safe for
+// concurrent use); at hundreds of processes it divides the connections etcd
+// holds by the number of members.
+//
+// clientv3 balances over every member with gRPC's round_robin policy, which
+// connects to all of them. This client turns that policy off (gRPC's default,
+// pick_first, then connects to the one address it is given) and moves to the
+// next member itself: a unary call or a stream read that ends because its
+// deadline passed, or because the member is unavailable, moves the client to
+// the next endpoint of cfg.Endpoints (once per failure, however many calls
+// shared it). Every call the roles of this package make has a short timeout of
+// its own and is made again at once (see the README's "One etcd member that
+// stops answering"), so a member that stopped answering costs one short
+// attempt, as with the round-robin client: the next attempt goes to the next
+// member. A watch stream left on the old member is given up by the roles' own
+// silence check. Calls of your own with no deadline are not moved: give them one.
+//
+// cfg.Endpoints must not be empty and cfg.AutoSyncInterval must be 0 (the
+// automatic member sync would hand the client every member again). The
+// connection goes to cfg.Endpoints[0] first.
+func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcdcoord: NewClient: clientv3.Config.Endpoints is empty")
+	}
+	if cfg.AutoSyncInterval != 0 {
+		return nil, fmt.Errorf("etcdcoord: NewClient: clientv3.Config.AutoSyncInterval is %v: it must be 0 (the sync would connect to every member)", cfg.AutoSyncInterval)
+	}
+	r := &memberRing{endpoints: slices.Clone(cfg.Endpoints)}
+	cfg.Endpoints = []string{r.endpoints[0]}
+	cfg.DialOptions = append(slices.Clip(cfg.DialOptions),
+		// Ignore the resolver's round_robin service config: pick_first.
+		grpc.WithDisableServiceConfig(),
+		grpc.WithChainUnaryInterceptor(r.unary),
+		grpc.WithChainStreamInterceptor(r.stream),
+	)
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.client = c
+	r.mu.Unlock()
+	return c, nil
+}
+
+// memberRing moves a client from member to member.
+type memberRing struct {
+	endpoints []string
+	gen       atomic.Uint64 // index of the current endpoint (mod len)
+	mu        sync.Mutex
+	client    *clientv3.Client
+}
+
+// memberFailed reports whether err means the member behind gen did not answer in
+// time or is unavailable (not that the caller gave up: a canceled context).
+func memberFailed(ctx context.Context, err error) bool {
+	if err == nil || errors.Is(ctx.Err(), context.Canceled) {
+		return false
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Unavailable:
+		return true
+	}
+	return false
+}
+
+// next moves the client to the member after the one of gen, unless another
+// failure already moved it.
+func (r *memberRing) next(gen uint64) {
+	if len(r.endpoints) < 2 || !r.gen.CompareAndSwap(gen, gen+1) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.client != nil && r.gen.Load() == gen+1 {
+		r.client.SetEndpoints(r.endpoints[(gen+1)%uint64(len(r.endpoints))])
+	}
+}
+
+func (r *memberRing) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	gen := r.gen.Load()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if memberFailed(ctx, err) {
+		r.next(gen)
+	}
+	return err
+}
+
+func (r *memberRing) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	gen := r.gen.Load()
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		if memberFailed(ctx, err) {
+			r.next(gen)
+		}
+		return nil, err
+	}
+	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx}, nil
+}
+
+type ringStream struct {
+	grpc.ClientStream
+	r   *memberRing
+	gen uint64
+	ctx context.Context
+}
+
+func (s *ringStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if memberFailed(s.ctx, err) {
+		s.r.next(s.gen)
+	}
+	return err
+}

@@ -1,0 +1,156 @@
+//go:build realetcd
+
+package etcdcoord_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
+)
+
+// connCounter is a gRPC dialer that counts the TCP connections it opened and
+// those still open, per address.
+type connCounter struct {
+	mu     sync.Mutex
+	dialed []string
+	open   map[string]int
+}
+
+type countedConn struct {
+	net.Conn
+	once sync.Once
+	c    *connCounter
+	addr string
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.c.mu.Lock()
+		c.c.open[c.addr]--
+		c.c.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+func (c *connCounter) dial(ctx context.Context, addr string) (net.Conn, error) {
+	addr = strings.TrimPrefix(strings.TrimPrefix(addr, "http://"), "https://")
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.dialed = append(c.dialed, addr)
+	c.open[addr]++
+	c.mu.Unlock()
+	return &countedConn{Conn: conn, c: c, addr: addr}, nil
+}
+
+func (c *connCounter) counts() (dialed []string, open int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.open {
+		open += n
+	}
+	return append([]string(nil), c.dialed...), open
+}
+
+func countedConfig(eps []string) (clientv3.Config, *connCounter) {
+	cc := &connCounter{open: map[string]int{}}
+	return clientv3.Config{
+		Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(cc.dial)},
+	}, cc
+}
+
+// TestRealEtcdOneConnection: a NewClient holds one TCP connection (clientv3's
+// own client one per member), and when that member stops answering (SIGSTOP,
+// its sockets open) the package's short retried calls move it to another
+// member: a write goes through within a few attempt timeouts.
+func TestRealEtcdOneConnection(t *testing.T) {
+	c := realCluster(t)
+	eps := c.Endpoints()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	put := func(cli *clientv3.Client, v string) error {
+		return etcdcoord.CallUntil(ctx, time.Now().Add(5*time.Second), 200*time.Millisecond, func(cctx context.Context) error {
+			_, err := cli.Put(cctx, "/oneconn/k", v)
+			return err
+		})
+	}
+
+	// clientv3's own client: one connection per member.
+	cfg, plain := countedConfig(eps)
+	pc, err := clientv3.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := put(pc, string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, plainOpen := plain.counts()
+	_ = pc.Close()
+	t.Logf("clientv3.New with %d endpoints: %d connections open", len(eps), plainOpen)
+
+	cfg, cc := countedConfig(eps)
+	cli, err := etcdcoord.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	for i := range 10 {
+		if err := put(cli, string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dialed, open := cc.counts()
+	if open != 1 || len(dialed) != 1 || !strings.HasSuffix(eps[0], dialed[0]) {
+		t.Fatalf("NewClient after 10 writes: dialed %v, %d open; want one connection, to %s", dialed, open, eps[0])
+	}
+
+	if err := c.Freeze(0); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Thaw(0) }()
+	start := time.Now()
+	if err := put(cli, "after-freeze"); err != nil {
+		t.Fatalf("write with the connected member frozen: %v", err)
+	}
+	took := time.Since(start)
+	// A first attempt of 200 ms times out on the frozen member, the next
+	// goes to another member (which may need a moment to see the leader).
+	if took > 2*time.Second {
+		t.Fatalf("write with the connected member frozen took %v; want the client on another member within a few attempts", took)
+	}
+	for i := range 10 {
+		if err := put(cli, string(rune('k'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dialed, open = cc.counts()
+	t.Logf("NewClient: member 0 frozen: write in %v; dialed %v; %d open", took, dialed, open)
+	if len(dialed) != 2 || strings.HasSuffix(eps[0], dialed[1]) {
+		t.Fatalf("after the freeze: dialed %v; want exactly one more connection, to another member", dialed)
+	}
+	if open > 2 {
+		t.Fatalf("after the freeze: %d connections open; want the live one (and at most the frozen member's, closing)", open)
+	}
+
+	if _, err := etcdcoord.NewClient(clientv3.Config{}); err == nil || !strings.Contains(err.Error(), "Endpoints is empty") {
+		t.Fatalf("NewClient without endpoints: %v; want an error naming Endpoints", err)
+	}
+	if _, err := etcdcoord.NewClient(clientv3.Config{Endpoints: eps, AutoSyncInterval: time.Minute}); err == nil || !strings.Contains(err.Error(), "AutoSyncInterval") {
+		t.Fatalf("NewClient with AutoSyncInterval: %v; want an error naming it", err)
+	}
+}
