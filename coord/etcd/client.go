@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -34,8 +35,9 @@ import (
 // silence check. Calls of your own with no deadline are not moved: give them one.
 //
 // cfg.Endpoints must not be empty and cfg.AutoSyncInterval must be 0 (the
-// automatic member sync would hand the client every member again). The
-// connection goes to cfg.Endpoints[0] first.
+// automatic member sync would hand the client every member again). The first
+// member is picked at random, so that the processes of a deployment spread
+// over the members.
 func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("etcdcoord: NewClient: clientv3.Config.Endpoints is empty")
@@ -44,7 +46,9 @@ func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 		return nil, fmt.Errorf("etcdcoord: NewClient: clientv3.Config.AutoSyncInterval is %v: it must be 0 (the sync would connect to every member)", cfg.AutoSyncInterval)
 	}
 	r := &memberRing{endpoints: slices.Clone(cfg.Endpoints)}
-	cfg.Endpoints = []string{r.endpoints[0]}
+	first := rand.IntN(len(r.endpoints))
+	r.gen.Store(uint64(first))
+	cfg.Endpoints = []string{r.endpoints[first]}
 	cfg.DialOptions = append(slices.Clip(cfg.DialOptions),
 		// Ignore the resolver's round_robin service config: pick_first.
 		grpc.WithDisableServiceConfig(),
