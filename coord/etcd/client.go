@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -69,6 +70,7 @@ func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 type memberRing struct {
 	endpoints []string
 	gen       atomic.Uint64 // index of the current endpoint (mod len)
+	answered  atomic.Int64  // monotonic instant (since ringEpoch) of the last call that succeeded
 	mu        sync.Mutex
 	client    *clientv3.Client
 }
@@ -89,10 +91,19 @@ func memberFailed(ctx context.Context, err error) bool {
 	return false
 }
 
+var ringEpoch = time.Now()
+
+func ringNow() int64 { return int64(time.Since(ringEpoch)) }
+
+// ok records that the member answered a call.
+func (r *memberRing) ok() { r.answered.Store(ringNow()) }
+
 // next moves the client to the member after the one of gen, unless another
-// failure already moved it.
-func (r *memberRing) next(gen uint64) {
-	if len(r.endpoints) < 2 || !r.gen.CompareAndSwap(gen, gen+1) {
+// failure already moved it or a call succeeded since the failed one started
+// (at started): a member that answers others is slow, not silent, and moving
+// would cost every call and stream a new connection.
+func (r *memberRing) next(gen uint64, started int64) {
+	if len(r.endpoints) < 2 || r.answered.Load() > started || !r.gen.CompareAndSwap(gen, gen+1) {
 		return
 	}
 	r.mu.Lock()
@@ -103,37 +114,43 @@ func (r *memberRing) next(gen uint64) {
 }
 
 func (r *memberRing) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	gen := r.gen.Load()
+	gen, started := r.gen.Load(), ringNow()
 	err := invoker(ctx, method, req, reply, cc, opts...)
-	if memberFailed(ctx, err) {
-		r.next(gen)
+	if err == nil {
+		r.ok()
+	} else if memberFailed(ctx, err) {
+		r.next(gen, started)
 	}
 	return err
 }
 
 func (r *memberRing) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	gen := r.gen.Load()
+	gen, started := r.gen.Load(), ringNow()
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
 		if memberFailed(ctx, err) {
-			r.next(gen)
+			r.next(gen, started)
 		}
 		return nil, err
 	}
-	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx}, nil
+	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx, started: started}, nil
 }
 
 type ringStream struct {
 	grpc.ClientStream
-	r   *memberRing
-	gen uint64
-	ctx context.Context
+	r       *memberRing
+	gen     uint64
+	ctx     context.Context
+	started int64 // the last answer on this stream, or its start
 }
 
 func (s *ringStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if memberFailed(s.ctx, err) {
-		s.r.next(s.gen)
+	if err == nil {
+		s.r.ok()
+		s.started = ringNow()
+	} else if memberFailed(s.ctx, err) {
+		s.r.next(s.gen, s.started)
 	}
 	return err
 }
