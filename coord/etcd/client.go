@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 )
 
@@ -71,6 +72,7 @@ type memberRing struct {
 	endpoints []string
 	gen       atomic.Uint64 // index of the current endpoint (mod len)
 	answered  atomic.Int64  // monotonic instant (since ringEpoch) of the last call that succeeded
+	moved     atomic.Int64  // monotonic instant of the last move
 	mu        sync.Mutex
 	client    *clientv3.Client
 }
@@ -93,6 +95,10 @@ func memberFailed(ctx context.Context, err error) bool {
 
 var ringEpoch = time.Now()
 
+// connectGrace: how long a new connection may take to become ready before a
+// failed call moves the client on again.
+const connectGrace = time.Second
+
 func ringNow() int64 { return int64(time.Since(ringEpoch)) }
 
 // ok records that the member answered a call.
@@ -102,10 +108,25 @@ func (r *memberRing) ok() { r.answered.Store(ringNow()) }
 // failure already moved it or a call succeeded since the failed one started
 // (at started): a member that answers others is slow, not silent, and moving
 // would cost every call and stream a new connection.
-func (r *memberRing) next(gen uint64, started int64) {
-	if len(r.endpoints) < 2 || r.answered.Load() > started || !r.gen.CompareAndSwap(gen, gen+1) {
+//
+// A connection still being set up (a new TCP connection and its HTTP/2
+// handshake, slow on a loaded machine) is given connectGrace before a failed
+// call moves it on: moving would start another. A member that stopped
+// answering never completes the handshake and is left after connectGrace.
+func (r *memberRing) next(gen uint64, started int64, cc *grpc.ClientConn) {
+	if len(r.endpoints) < 2 || r.answered.Load() > started {
 		return
 	}
+	if cc != nil && ringNow()-r.moved.Load() < int64(connectGrace) {
+		switch cc.GetState() {
+		case connectivity.Idle, connectivity.Connecting:
+			return
+		}
+	}
+	if !r.gen.CompareAndSwap(gen, gen+1) {
+		return
+	}
+	r.moved.Store(ringNow())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.client != nil && r.gen.Load() == gen+1 {
@@ -119,7 +140,7 @@ func (r *memberRing) unary(ctx context.Context, method string, req, reply any, c
 	if err == nil {
 		r.ok()
 	} else if memberFailed(ctx, err) {
-		r.next(gen, started)
+		r.next(gen, started, cc)
 	}
 	return err
 }
@@ -129,11 +150,11 @@ func (r *memberRing) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
 		if memberFailed(ctx, err) {
-			r.next(gen, started)
+			r.next(gen, started, cc)
 		}
 		return nil, err
 	}
-	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx, started: started}, nil
+	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx, started: started, cc: cc}, nil
 }
 
 type ringStream struct {
@@ -142,6 +163,7 @@ type ringStream struct {
 	gen     uint64
 	ctx     context.Context
 	started int64 // the last answer on this stream, or its start
+	cc      *grpc.ClientConn
 }
 
 func (s *ringStream) RecvMsg(m any) error {
@@ -150,7 +172,7 @@ func (s *ringStream) RecvMsg(m any) error {
 		s.r.ok()
 		s.started = ringNow()
 	} else if memberFailed(s.ctx, err) {
-		s.r.next(s.gen, s.started)
+		s.r.next(s.gen, s.started, s.cc)
 	}
 	return err
 }
