@@ -35,10 +35,11 @@ import (
 // member. A watch stream left on the old member is given up by the roles' own
 // silence check. Calls of your own with no deadline are not moved: give them one.
 //
-// Experimental: with a few dozen processes a member that stops answering
-// costs no halts (measured against real etcd processes), but with 300 on a
-// loaded machine it has not yet held that guarantee (see the README); until it
-// does, prefer clientv3.New for trading processes.
+// Experimental: it does not yet keep the guarantee the README's "One etcd
+// member that stops answering" states for clientv3.New. Measured against real
+// etcd processes, the followers connected to a raft leader that stopped
+// answering halted (about a third of 100); until it keeps it, use clientv3.New
+// for trading processes.
 //
 // cfg.Endpoints must not be empty and cfg.AutoSyncInterval must be 0 (the
 // automatic member sync would hand the client every member again). The first
