@@ -38,7 +38,7 @@ import (
 // Experimental: it does not yet keep the guarantee the README's "One etcd
 // member that stops answering" states for clientv3.New. Measured against real
 // etcd processes, the followers connected to a raft leader that stopped
-// answering halted (about a third of 100); until it keeps it, use clientv3.New
+// answering halted (a third of 100 to all of 30); until it keeps it, use clientv3.New
 // for trading processes.
 //
 // cfg.Endpoints must not be empty and cfg.AutoSyncInterval must be 0 (the
