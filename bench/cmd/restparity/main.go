@@ -11,7 +11,14 @@
 // the trimmed mean of the rounds for each, with a 95 % confidence interval: a
 // cell meets the goal when the interval lies above it.
 //
-//	go run ./cmd/restparity            # the table (about 5 minutes)
+// With -peers (the default) the rounds also hold what users would pick
+// instead, each over a bare transport of its own: failsafe-go's failsafehttp
+// RoundTripper (retry policy and circuit breaker) and go-retryablehttp's
+// RoundTripper (its defaults); a round is then ten phases, a palindrome of the
+// five transports, and a second table gives bare ÷ peer and peer ÷ brokerpath
+// per cell.
+//
+//	go run ./cmd/restparity            # the tables (about 10 minutes; 5 with -peers=false)
 //	go run ./cmd/restparity -rounds 20 -phase 100ms -cell "h2 POST"
 package main
 
