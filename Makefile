@@ -214,8 +214,11 @@ bench-compare:
 # phases, A P B B P A (A, B bare, P brokerpath; the order rotates), and gives
 # bare ÷ brokerpath and the control A ÷ B (trimmed geometric mean of the
 # rounds, 95 % interval), and whether the goal 0.97 is shown, missed or not
-# resolved. Prints a table; about 5½ minutes. NOT part of `make test`.
-# BENCH_REST_ARGS e.g. '-rounds 480' or '-cell "h1 POST"' or '-dump phases.csv' or '-p copy'.
+# resolved. In the same rounds (then ten phases), failsafe-go's failsafehttp
+# RoundTripper and go-retryablehttp's RoundTripper, each over a bare transport:
+# a second table gives bare ÷ peer and peer ÷ brokerpath per cell. Prints two
+# tables; about 10 minutes (5½ with -peers=false). NOT part of `make test`.
+# BENCH_REST_ARGS e.g. '-rounds 480' or '-cell "h1 POST"' or '-dump phases.csv' or '-p copy' or '-peers=false'.
 BENCH_REST_ARGS ?=
 
 .PHONY: bench-rest
