@@ -407,7 +407,9 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	fmt.Fprintf(w, "\n  run took %s\n", time.Since(began).Round(100*time.Millisecond))
 	lastSummary.Store(&sum)
 	if sampler != nil {
-		if err := writeReport(o.report, drillflow.Input(c, report)); err != nil {
+		in := drillflow.Input(c, report)
+		lastReport.Store(&in)
+		if err := writeReport(o.report, in); err != nil {
 			return 1, err
 		}
 		fmt.Fprintf(w, "  drill report: %s\n", o.report)
@@ -450,10 +452,11 @@ func writeReport(file string, in drill.Input) error {
 }
 
 // lastSummary is the summary of the last simulated run (for tests);
-// lastRuntimeCancelled, the Path's count of resting orders cancelled by a
-// switch in it.
+// lastReport, its drill report's input; lastRuntimeCancelled, the Path's
+// count of resting orders cancelled by a switch in it.
 var (
 	lastSummary          atomic.Pointer[orderflow.Summary]
+	lastReport           atomic.Pointer[drill.Input]
 	lastRuntimeCancelled atomic.Int64
 )
 

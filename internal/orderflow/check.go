@@ -134,12 +134,16 @@ type TransportSummary struct {
 	// Provisional counts NOT_RECEIVED verdicts that were provisional.
 	Reconciled  map[string]int
 	Provisional int
+	// ProvisionalLanded: orders with a provisional NOT_RECEIVED verdict that
+	// were booked after all through the fenced region (late landings).
+	ProvisionalLanded int
 	// Resent: orders sent again (same ID) after a NOT_RECEIVED settlement.
 	Resent int
 	// Duplicated: orders the broker booked more than once (must be 0).
 	// Repeats: client order IDs submitted more than once (re-sends, refused
-	// re-sends: not bookings).
-	Duplicated, Repeats int
+	// re-sends: not bookings); RepeatsResent: those of them re-sent with the
+	// same ID after a NOT_RECEIVED verdict.
+	Duplicated, Repeats, RepeatsResent int
 	// Lost: sent, never answered, never settled (must be 0). Inconclusive:
 	// sent, not answered nor settled yet when the run ended, on a host too
 	// starved to judge (starved.go): neither lost nor known safe.
@@ -380,6 +384,7 @@ func (ck *checker) run() {
 		ck.livePaths()
 		ck.clientBook()
 		ck.repeats()
+		ck.explainTransports()
 		ck.reconcileFirst()
 		if h.BrokerFence {
 			ck.fenceFirst()
@@ -876,6 +881,30 @@ func (ck *checker) clientBook() {
 	for id, bs := range ck.bookings {
 		if _, ok := ck.byID[id]; !ok && !ck.late[id] {
 			ck.violate(InvClientBook, id, "CLIENT/BOOK MISMATCH: the broker booked %s through %s, an order the client never placed", id, bs[0].Region)
+		}
+	}
+}
+
+// explainTransports adds to each transport's counts what explains them: the
+// repeated submissions that were re-sends after NOT_RECEIVED, and the
+// provisional NOT_RECEIVED orders that landed late.
+func (ck *checker) explainTransports() {
+	late := map[string]bool{}
+	for _, l := range ck.sum.LateLandings {
+		late[l.Order] = true
+	}
+	subs := ck.h.Audit.Submissions()
+	for _, o := range ck.h.Orders {
+		i := slices.IndexFunc(ck.sum.Transports, func(t TransportSummary) bool { return t.Transport == o.Transport })
+		if i < 0 {
+			continue
+		}
+		ts := &ck.sum.Transports[i]
+		if subs[o.ClOrdID] > 1 && o.Resent > 0 {
+			ts.RepeatsResent++
+		}
+		if late[o.ClOrdID] && slices.ContainsFunc(o.Verdicts, func(v Verdict) bool { return v.Fate == pathdialer.FateNotReceived && !v.Final }) {
+			ts.ProvisionalLanded++
 		}
 	}
 }
