@@ -697,6 +697,23 @@ var defects = map[string]Defect{
 			return in.user.ToApp(msg, sid)
 		}`,
 	},
+	// The follower's lease deadline without its safety margin (coord/etcd,
+	// its own module): the Target is told its decision holds until the very
+	// instant etcd may expire the lease, at the grant and after every
+	// keep-alive, so a paused process resumed just before that instant
+	// trades on a lease another process may be granted over. The simulation
+	// does not build the coord/etcd module: no invariant; its measure is the
+	// module's tests (make mutants, unit layer).
+	"lease-margin": {
+		File: "coord/etcd/follower.go",
+		Doc:  "the follower's lease deadline is the send time plus the TTL, without FollowerConfig.Margin",
+		Old:  `deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)`,
+		Body: `deadline := sent.Add(time.Duration(g.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
+		More: []Defect{{
+			Old:  `deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)`,
+			Body: `deadline = sent.Add(time.Duration(ka.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
+		}},
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
