@@ -36,7 +36,7 @@ MUTANT_SWEEP=${MUTANT_SWEEP:-all}
 MUTANT_CHUNK=${MUTANT_CHUNK:-100}
 MUTANT_UNIT_FLAGS=${MUTANT_UNIT_FLAGS:--race -failfast}
 MUTANT_UNIT_TIMEOUT=${MUTANT_UNIT_TIMEOUT:-10m}
-MUTANT_UNIT_ROUNDS=${MUTANT_UNIT_ROUNDS:-3}
+MUTANT_UNIT_ROUNDS=${MUTANT_UNIT_ROUNDS:-5}
 MUTANT_ORDERS=${MUTANT_ORDERS:-1500}
 MUTANT_FAULTS=${MUTANT_FAULTS:-30}
 MUTANT_CHAOS_SEED=${MUTANT_CHAOS_SEED:-7}
@@ -60,9 +60,15 @@ for l in $MUTANT_LAYERS; do
 	case "$l" in unit | sweep | chaos) ;; *) die "MUTANT_LAYERS: unknown layer $l (want unit, sweep, chaos)" ;; esac
 done
 has() { case " $MUTANT_LAYERS " in *" $1 "*) return 0 ;; esac; return 1; }
-# secs turns a go duration of whole s, m or h (10m) into seconds.
-secs() { case "$1" in *h) echo $((${1%h} * 3600)) ;; *m) echo $((${1%m} * 60)) ;; *s) echo "${1%s}" ;; *) die "MUTANT_UNIT_TIMEOUT=$1: want whole seconds, minutes or hours (10m)" ;; esac; }
-unit_secs=$(secs "$MUTANT_UNIT_TIMEOUT")
+# unit_secs: MUTANT_UNIT_TIMEOUT (whole seconds, minutes or hours) in seconds.
+case "$MUTANT_UNIT_TIMEOUT" in
+[0-9]*h) unit_secs=${MUTANT_UNIT_TIMEOUT%h} mult=3600 ;;
+[0-9]*m) unit_secs=${MUTANT_UNIT_TIMEOUT%m} mult=60 ;;
+[0-9]*s) unit_secs=${MUTANT_UNIT_TIMEOUT%s} mult=1 ;;
+*) unit_secs=x ;;
+esac
+case "$unit_secs" in '' | *[!0-9]*) die "MUTANT_UNIT_TIMEOUT=$MUTANT_UNIT_TIMEOUT: want whole seconds, minutes or hours (10m)" ;; esac
+unit_secs=$((unit_secs * mult))
 
 out=$(mktemp -d)
 plant=$out/plant

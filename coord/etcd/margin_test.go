@@ -136,8 +136,9 @@ func TestFollowerStopsMarginBeforeLeaseExpiry(t *testing.T) {
 	fc := etcdcoord.DefaultFollowerConfig()
 	// A margin of nearly half the lease: far more than a loaded host takes
 	// between the follower reading its clock and the call entering the
-	// client, so a deadline without it is caught on every keep-alive.
-	fc.TTL, fc.Margin = 2*time.Second, 900*time.Millisecond
+	// client, so a deadline without it is caught on every keep-alive; a
+	// lease of 3 s rides out a loaded host's stalls.
+	fc.TTL, fc.Margin = 3*time.Second, 1200*time.Millisecond
 	target := &marginTarget{frozen: frozen{Path: p}, lease: lease, margin: fc.Margin}
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cut.Client, prefix, "trader-margin", target
 	f, err := etcdcoord.NewFollower(fc)
@@ -146,7 +147,7 @@ func TestFollowerStopsMarginBeforeLeaseExpiry(t *testing.T) {
 	}
 	r.goRun(r.ctx, f.Run)
 
-	etcdtest.Eventually(t, 20*time.Second, "the trader trades on eu, extended after three keep-alives", func() bool {
+	etcdtest.Eventually(t, 30*time.Second, "the trader trades on eu, extended after three keep-alives", func() bool {
 		l, ok := h.last()
 		st := f.State()
 		if !ok || l.a.Phase != etcdcoord.PhaseActive || !st.Applied || st.Revision != l.rev || !gateOpenOn(p, "eu") {

@@ -38,6 +38,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -51,6 +52,7 @@ func main() {
 	root := flag.String("root", "", "the module's root (default: the directory of the go.mod above the working directory)")
 	list := flag.Bool("list", false, "list the defects")
 	check := flag.Bool("check", false, "plant every defect in memory and fail naming those that no longer apply")
+	compile := flag.Bool("compile", false, "with -check: also compile each defect's packages and their tests with it planted (go test -run '^$' -overlay), naming those that do not")
 	inv := flag.String("invariant", "", "print the invariant defect NAME must break")
 	comp := flag.String("composed", "", "print whether defect NAME needs the composed moves (true/false)")
 	names := flag.Bool("names", false, "print the defects' names, one a line")
@@ -123,11 +125,21 @@ func main() {
 			}
 			if err := checkInvariant(r, d); err != nil {
 				bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+				continue
+			}
+			if *compile {
+				if err := compileDefect(r, d, gapText, gapImports); err != nil {
+					bad = append(bad, fmt.Sprintf("%s: %v", name, err))
+				}
 			}
 		}
 		sort.Strings(bad)
 		if len(bad) > 0 {
 			fail("plant: %d defect(s) no longer apply:\n  %s", len(bad), strings.Join(bad, "\n  "))
+		}
+		if *compile {
+			fmt.Printf("plant: all %d defects apply and compile\n", len(defects))
+			return
 		}
 		fmt.Printf("plant: all %d defects apply\n", len(defects))
 		return
@@ -218,6 +230,38 @@ func packageOf(root, file string) (Package, error) {
 			return Package{}, fmt.Errorf("no go.mod at or above %s under %s", dir, root)
 		}
 	}
+}
+
+// compileDefect builds the packages d changes, and their tests, with d
+// planted (go test -run '^$' -vet=off -overlay, in each package's module):
+// a defect whose text still matches can still fail to compile when code it
+// calls changed.
+func compileDefect(root string, d Defect, gap string, gapImports []string) error {
+	files, err := plantFiles(root, []Defect{d}, gap, gapImports)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "plant-compile-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ov, err := writeOverlay(dir, files)
+	if err != nil {
+		return err
+	}
+	ps, err := packagesOf(root, d)
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		cmd := exec.Command("go", "test", "-count=1", "-run", "^$", "-vet=off", "-overlay="+ov, p.Dir)
+		cmd.Dir = filepath.Join(root, filepath.FromSlash(p.Module))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("does not compile in %s/%s: %v\n%s", p.Module, p.Dir, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }
 
 // checkInvariant: a defect in the module the simulation builds names the
