@@ -447,8 +447,9 @@ sim-plant:
 #   unit   go test $(MUTANT_UNIT_FLAGS) of the packages the defect changes
 #          (plant -packages; in their own module, as coord/etcd), with
 #          -timeout $(MUTANT_UNIT_TIMEOUT): found when a test fails planted,
-#          again alone, and passes unplanted (a test that does not is listed
-#          as flaky and skipped in a new run, at most MUTANT_UNIT_ROUNDS), or
+#          again in MUTANT_UNIT_CONFIRM runs of it alone, and passes all of as
+#          many unplanted (a test that does not is listed as flaky and
+#          skipped in a new run, at most MUTANT_UNIT_ROUNDS), or
 #          "timeout" when the run hangs;
 #   sweep  MUTANT_SEEDS seeds from SIM_START of the simulation (the build of
 #          make sim: yield points, FIX seeds; composed when the defect needs
@@ -475,6 +476,7 @@ MUTANT_CHUNK  ?= 100
 MUTANT_UNIT_FLAGS   ?= -race -failfast
 MUTANT_UNIT_TIMEOUT ?= 10m
 MUTANT_UNIT_ROUNDS  ?= 5
+MUTANT_UNIT_CONFIRM ?= 3
 MUTANT_ORDERS ?= 1500
 MUTANT_FAULTS ?= 30
 MUTANT_CHAOS_SEED ?= 7
@@ -489,7 +491,7 @@ MUTANT_CELL_DEFAULT ?= dedup=none,fence=none,tokens=off
 mutants:
 	@GO='$(GO)' MUTANTS='$(MUTANTS)' MUTANT_LAYERS='$(MUTANT_LAYERS)' MUTANT_SEEDS='$(MUTANT_SEEDS)' \
 	  MUTANT_SWEEP='$(MUTANT_SWEEP)' MUTANT_CHUNK='$(MUTANT_CHUNK)' MUTANT_UNIT_FLAGS='$(MUTANT_UNIT_FLAGS)' \
-	  MUTANT_UNIT_TIMEOUT='$(MUTANT_UNIT_TIMEOUT)' MUTANT_UNIT_ROUNDS='$(MUTANT_UNIT_ROUNDS)' MUTANT_ORDERS='$(MUTANT_ORDERS)' MUTANT_FAULTS='$(MUTANT_FAULTS)' \
+	  MUTANT_UNIT_TIMEOUT='$(MUTANT_UNIT_TIMEOUT)' MUTANT_UNIT_ROUNDS='$(MUTANT_UNIT_ROUNDS)' MUTANT_UNIT_CONFIRM='$(MUTANT_UNIT_CONFIRM)' MUTANT_ORDERS='$(MUTANT_ORDERS)' MUTANT_FAULTS='$(MUTANT_FAULTS)' \
 	  MUTANT_CHAOS_SEED='$(MUTANT_CHAOS_SEED)' MUTANT_GAP='$(MUTANT_GAP)' MUTANT_REPORT='$(MUTANT_REPORT)' \
 	  MUTANT_CELLS='$(MUTANT_CELLS)' MUTANT_CELL_DEFAULT='$(MUTANT_CELL_DEFAULT)' \
 	  SIM_START='$(SIM_START)' SIM_SHARDS='$(SIM_SHARDS)' SIM_TAGS='$(SIM_TAGS)' SIM_FIX='$(SIM_FIX)' SIM_LIVE='$(SIM_LIVE)' \

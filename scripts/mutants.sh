@@ -6,7 +6,8 @@
 #   unit   go test of every package the defect changes (its own module's
 #          tests when it is in another module, as coord/etcd), built with the
 #          overlay, under MUTANT_UNIT_TIMEOUT: found when a test fails planted,
-#          fails again planted when run alone and passes unplanted (any other
+#          fails again planted when run alone MUTANT_UNIT_CONFIRM times (at
+#          least once) and passes unplanted as many times (any other
 #          failing test is listed as flaky, not counted, and skipped in a new
 #          run of the package, at most MUTANT_UNIT_ROUNDS runs), or when the
 #          run times out (reported as "timeout": a hang found it).
@@ -37,6 +38,7 @@ MUTANT_CHUNK=${MUTANT_CHUNK:-100}
 MUTANT_UNIT_FLAGS=${MUTANT_UNIT_FLAGS:--race -failfast}
 MUTANT_UNIT_TIMEOUT=${MUTANT_UNIT_TIMEOUT:-10m}
 MUTANT_UNIT_ROUNDS=${MUTANT_UNIT_ROUNDS:-5}
+MUTANT_UNIT_CONFIRM=${MUTANT_UNIT_CONFIRM:-3}
 MUTANT_ORDERS=${MUTANT_ORDERS:-1500}
 MUTANT_FAULTS=${MUTANT_FAULTS:-30}
 MUTANT_CHAOS_SEED=${MUTANT_CHAOS_SEED:-7}
@@ -52,10 +54,10 @@ SIM_LIVE=${SIM_LIVE:-1}
 
 die() { echo "mutants: $*" >&2; exit 2; }
 case "$MUTANT_SWEEP" in all | first) ;; *) die "MUTANT_SWEEP=$MUTANT_SWEEP: want all or first" ;; esac
-for v in MUTANT_UNIT_ROUNDS MUTANT_SEEDS MUTANT_CHUNK SIM_START SIM_SHARDS MUTANT_ORDERS MUTANT_FAULTS; do
+for v in MUTANT_UNIT_ROUNDS MUTANT_UNIT_CONFIRM MUTANT_SEEDS MUTANT_CHUNK SIM_START SIM_SHARDS MUTANT_ORDERS MUTANT_FAULTS; do
 	case "${!v}" in '' | *[!0-9]*) die "$v=${!v}: want a whole number" ;; esac
 done
-[ "$MUTANT_CHUNK" -gt 0 ] && [ "$SIM_SHARDS" -gt 0 ] && [ "$MUTANT_UNIT_ROUNDS" -gt 0 ] || die "MUTANT_CHUNK, SIM_SHARDS and MUTANT_UNIT_ROUNDS must be at least 1"
+[ "$MUTANT_CHUNK" -gt 0 ] && [ "$SIM_SHARDS" -gt 0 ] && [ "$MUTANT_UNIT_ROUNDS" -gt 0 ] && [ "$MUTANT_UNIT_CONFIRM" -gt 0 ] || die "MUTANT_CHUNK, SIM_SHARDS, MUTANT_UNIT_ROUNDS and MUTANT_UNIT_CONFIRM must be at least 1"
 for l in $MUTANT_LAYERS; do
 	case "$l" in unit | sweep | chaos) ;; *) die "MUTANT_LAYERS: unknown layer $l (want unit, sweep, chaos)" ;; esac
 done
@@ -103,8 +105,9 @@ gotest() {
 
 # unit_pkg MOD PKG OVERLAY LOG: the unit layer for one package; sets u
 # (missed, found, timeout, error), ut (what found it) and adds to flaky. A
-# test counts when it fails planted, fails again planted when run alone, and
-# passes on the code as it is; one that does not is flaky: it is listed, not
+# test counts when it fails planted, fails again planted when run alone
+# MUTANT_UNIT_CONFIRM times (once is enough), and passes all of as many runs
+# on the code as it is; one that does not is flaky: it is listed, not
 # counted, and the package is run again without it (at most
 # MUTANT_UNIT_ROUNDS runs, so -failfast does not let a flaky test hide the
 # tests after it).
@@ -139,9 +142,9 @@ unit_pkg() {
 		fi
 		confirmed=""
 		for tn in $failing; do
-			if gotest "$mod" "$pkg" "$log.$tn.planted" -overlay="$ov" -run "^$tn\$"; then
+			if gotest "$mod" "$pkg" "$log.$tn.planted" -overlay="$ov" -count="$MUTANT_UNIT_CONFIRM" -run "^$tn\$"; then
 				flaky="$flaky $tn(passed-planted-alone)"
-			elif gotest "$mod" "$pkg" "$log.$tn.clean" -run "^$tn\$"; then
+			elif gotest "$mod" "$pkg" "$log.$tn.clean" -count="$MUTANT_UNIT_CONFIRM" -run "^$tn\$"; then
 				confirmed="$confirmed $tn"
 			else
 				flaky="$flaky $tn(fails-unplanted)"
