@@ -528,54 +528,62 @@ sim-plant:
 	else echo "$(DEFECT) (gap $(SIM_GAP)) NOT found ($$inv) in $(SIM_SEEDS) seeds"; rm -rf $$d; exit 1; fi
 # --- end sim ---
 # --- mutants ---
-# mutants: the checks have teeth. Each mutant (a defect of internal/dst/plant,
-# planted through a go build overlay; no file of the module changes) is built
-# into the simulation and swept over MUTANT_SEEDS composed seeds, then run in
-# one chaos cell (its policy from MUTANT_CELLS, MUTANT_ORDERS orders,
-# MUTANT_FAULTS faults, chaos seed MUTANT_CHAOS_SEED). One sweep or cell at a
-# time. Both are built with the seeded yield points (SIM_TAGS; in the chaos
-# cell each yields the processor half the time, and a thread handing over an
-# unknown outcome loses up to 2 ms there). Prints one table: mutant | sim: the invariant it must break, the lowest
-# seed that broke it, how many seeds did | chaos: the cell, its violations.
-# MUTANTS picks some (MUTANTS='drop-unknown acquire-while-held').
-MUTANTS ?= fence-closes-nothing gate-before-reconcile fence-not-waited acquire-while-held failback-no-cooldown drop-unknown split-gate fix-resend-order
+# mutants: how far the tests reach. Every defect of internal/dst/plant (go
+# run ./internal/dst/plant -list), or those in MUTANTS, is planted through a
+# go build overlay (no file of the repository changes) and run against three
+# layers (scripts/mutants.sh does the work; one defect, one layer at a time):
+#   unit   go test $(MUTANT_UNIT_FLAGS) of the packages the defect changes
+#          (plant -packages; in their own module, as coord/etcd), with
+#          -timeout $(MUTANT_UNIT_TIMEOUT): found when a test fails planted,
+#          again in MUTANT_UNIT_CONFIRM runs of it alone, and passes all of as
+#          many unplanted (a test that does not is listed as flaky and
+#          skipped in a new run, at most MUTANT_UNIT_ROUNDS), or
+#          "timeout" when the run hangs;
+#   sweep  MUTANT_SEEDS seeds from SIM_START of the simulation (the build of
+#          make sim: yield points, FIX seeds; composed when the defect needs
+#          it; SIM_LIVE): the lowest seed that broke its invariant and how
+#          many did ("n/a": the simulation does not build its module).
+#          MUTANT_SWEEP=first runs chunks of MUTANT_CHUNK seeds and stops after
+#          the first chunk that breaks it (lowest seed exact, count "n+");
+#   chaos  one cell of integration/chaos (its policy from MUTANT_CELLS, else
+#          MUTANT_CELL_DEFAULT; MUTANT_ORDERS orders, MUTANT_FAULTS faults,
+#          chaos seed MUTANT_CHAOS_SEED, built with SIM_TAGS): its violations.
+# Prints one table (per defect: each layer's finding and its time in
+# seconds, the first failing unit test) and a summary (found per layer, by
+# any layer, and the defects no layer found), and writes it to
+# MUTANT_REPORT. MUTANT_LAYERS runs some layers only. Fails when a defect is
+# found by no layer run (exit 1) or cannot be planted or built (exit 2).
+# Every defect, all layers, 1000 seeds is hours on a small machine; e.g.
+#   make mutants MUTANTS='lease-margin drop-unknown fix-resend-order' MUTANT_SEEDS=300 MUTANT_SWEEP=first
+#   make mutants MUTANT_LAYERS=unit
+MUTANTS ?= all
+MUTANT_LAYERS ?= unit sweep chaos
 MUTANT_SEEDS  ?= $(SIM_SEEDS)
+MUTANT_SWEEP  ?= all
+MUTANT_CHUNK  ?= 100
+MUTANT_UNIT_FLAGS   ?= -race -failfast
+MUTANT_UNIT_TIMEOUT ?= 10m
+MUTANT_UNIT_ROUNDS  ?= 5
+MUTANT_UNIT_CONFIRM ?= 3
 MUTANT_ORDERS ?= 1500
 MUTANT_FAULTS ?= 30
 MUTANT_CHAOS_SEED ?= 7
 MUTANT_GAP    ?= none
-# mutant=policy (the cell where it must show); others: dedup=none,fence=none,tokens=off
+MUTANT_REPORT ?= reports/mutants.txt
+# mutant=policy (the cell where it must show); others: MUTANT_CELL_DEFAULT
 MUTANT_CELLS ?= acquire-while-held=dedup=none,fence=enforced,tokens=off \
   fence-not-waited=dedup=none,fence=enforced,tokens=off
 MUTANT_CELL_DEFAULT ?= dedup=none,fence=none,tokens=off
 
 .PHONY: mutants
 mutants:
-	@out=$$(mktemp -d); status=0; d=$$out; $(sim-flags); \
-	printf '%-24s | %-40s %6s %6s | %-36s %s\n' mutant "sim: invariant" lowest seeds "chaos: cell" violations >$$out/table; \
-	for m in $(MUTANTS); do \
-	  d=$$out/$$m; mkdir -p $$d; bin=$$d/dst.test; \
-	  inv=$$($(GO) run ./internal/dst/plant -invariant=$$m) || { status=2; continue; }; \
-	  comp=$$($(GO) run ./internal/dst/plant -composed=$$m); \
-	  ov=$$($(GO) run ./internal/dst/plant -defect=$$m -gap=$(MUTANT_GAP) -out=$$d/plant) || { status=2; continue; }; \
-	  $(GO) test -c $$tags -overlay=$$ov -o $$bin ./internal/dst || { status=2; continue; }; \
-	  for i in $$(seq 0 $$(($(SIM_SHARDS)-1))); do \
-	    (cd internal/dst && $$bin -test.count=1 -test.timeout=30m -test.run='TestSimSeeds$$' -test.v \
-	      -sim.seeds=$(MUTANT_SEEDS) -sim.start=$(SIM_START) -sim.shard=$$i/$(SIM_SHARDS) -sim.composed=$$comp >$$d/log.$$i 2>&1) & \
-	  done; wait; cat $$d/log.* >$$d/log; \
-	  seeds=$$(awk -v inv="INVARIANT $$inv:" '/seed [0-9]+ \(/ { match($$0, /seed [0-9]+ \(/); s = substr($$0, RSTART + 5, RLENGTH - 7) } index($$0, inv) { print s }' $$d/log | sort -nu); \
-	  n=$$(echo "$$seeds" | grep -c .); first=$$(echo "$$seeds" | head -1); \
-	  [ -n "$$first" ] || { first=-; status=1; }; \
-	  if grep -q '^panic' $$d/log; then first="$$first(panic)"; status=1; fi; \
-	  cell=$(MUTANT_CELL_DEFAULT); for c in $(MUTANT_CELLS); do [ "$${c%%=*}" = "$$m" ] && cell=$${c#*=}; done; \
-	  $(GO) run $(SIM_TAGS) -overlay=$$ov ./integration/chaos -seed $(MUTANT_CHAOS_SEED) -orders $(MUTANT_ORDERS) -faults $(MUTANT_FAULTS) -policies "$$cell" >$$d/chaos 2>&1; \
-	  v=$$(grep -E -o '(OK|FAILED|interrupted) \([0-9]+ violations\)' $$d/chaos | tail -1 | grep -E -o '[0-9]+'); \
-	  [ -n "$$v" ] && [ "$$v" -gt 0 ] || status=1; \
-	  printf '%-24s | %-40s %6s %6s | %-36s %s\n' $$m $$inv $$first $$n "$$cell" "$${v:-?}" | tee -a $$out/table; \
-	done; \
-	echo; cat $$out/table; \
-	echo "sim: $(MUTANT_SEEDS) composed seeds from $(SIM_START); chaos: seed $(MUTANT_CHAOS_SEED), $(MUTANT_ORDERS) orders, $(MUTANT_FAULTS) faults; logs in $$out"; \
-	exit $$status
+	@GO='$(GO)' MUTANTS='$(MUTANTS)' MUTANT_LAYERS='$(MUTANT_LAYERS)' MUTANT_SEEDS='$(MUTANT_SEEDS)' \
+	  MUTANT_SWEEP='$(MUTANT_SWEEP)' MUTANT_CHUNK='$(MUTANT_CHUNK)' MUTANT_UNIT_FLAGS='$(MUTANT_UNIT_FLAGS)' \
+	  MUTANT_UNIT_TIMEOUT='$(MUTANT_UNIT_TIMEOUT)' MUTANT_UNIT_ROUNDS='$(MUTANT_UNIT_ROUNDS)' MUTANT_UNIT_CONFIRM='$(MUTANT_UNIT_CONFIRM)' MUTANT_ORDERS='$(MUTANT_ORDERS)' MUTANT_FAULTS='$(MUTANT_FAULTS)' \
+	  MUTANT_CHAOS_SEED='$(MUTANT_CHAOS_SEED)' MUTANT_GAP='$(MUTANT_GAP)' MUTANT_REPORT='$(MUTANT_REPORT)' \
+	  MUTANT_CELLS='$(MUTANT_CELLS)' MUTANT_CELL_DEFAULT='$(MUTANT_CELL_DEFAULT)' \
+	  SIM_START='$(SIM_START)' SIM_SHARDS='$(SIM_SHARDS)' SIM_TAGS='$(SIM_TAGS)' SIM_FIX='$(SIM_FIX)' SIM_LIVE='$(SIM_LIVE)' \
+	  bash scripts/mutants.sh
 # --- end mutants ---
 
 # --- fuzz ---

@@ -1024,6 +1024,14 @@
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	empty-reconcile-skipped  takeover-reconciles-first              2            53
 //
+// The etcd follower's lease margin is in the coord/etcd module, which the
+// simulation does not build: the defect has no invariant, and make mutants
+// measures it by that module's tests (its unit layer; the test fails planted,
+// again alone, and passes on the code as it is):
+//
+//	defect                   found by
+//	lease-margin             TestFollowerStopsMarginBeforeLeaseExpiry (coord/etcd)
+//
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
 // drain-inline are found by halt-in-switch (the coordinator's Halt waits for

@@ -93,12 +93,18 @@ var defects = map[string]Defect{
 		Invariant: "hold-within-one-evaluation",
 		Composed:  true,
 		Func:      "controller.runDrain",
-		Body: `func (c *controller) runDrain(ctx context.Context, then func(context.Context)) *bgRun {
+		Body: `func (c *controller) runDrain(ctx context.Context, unfenced <-chan struct{}, then func(context.Context)) *bgRun {
 	c.bgSeq++
 	run := &bgRun{id: c.bgSeq, start: time.Now(), then: then, done: make(chan struct{})}
 	rctx, cancel := context.WithCancel(ctx)
 	run.cancel = cancel
 	p := c.p
+	if unfenced != nil { // DEFECT (plant drain-inline): the waits run on the controller
+		select {
+		case <-unfenced:
+		case <-rctx.Done():
+		}
+	}
 	p.waitInflight(rctx, p.cfg.InflightGrace) // DEFECT (plant drain-inline): on the controller
 	c.hooks.Add(1)
 	go func() {
@@ -738,6 +744,23 @@ var defects = map[string]Defect{
 		Composed:  true,
 		Old:       `	if errors.As(err, &op) && op.Op == "dial" {`,
 		Body:      `	if errors.As(err, &op) { // DEFECT (plant reset-as-not-sent)`,
+	},
+	// The follower's lease deadline without its safety margin (coord/etcd,
+	// its own module): the Target is told its decision holds until the very
+	// instant etcd may expire the lease, at the grant and after every
+	// keep-alive, so a paused process resumed just before that instant
+	// trades on a lease another process may be granted over. The simulation
+	// does not build the coord/etcd module: no invariant; its measure is the
+	// module's tests (make mutants, unit layer).
+	"lease-margin": {
+		File: "coord/etcd/follower.go",
+		Doc:  "the follower's lease deadline is the send time plus the TTL, without FollowerConfig.Margin",
+		Old:  `deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)`,
+		Body: `deadline := sent.Add(time.Duration(g.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
+		More: []Defect{{
+			Old:  `deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)`,
+			Body: `deadline = sent.Add(time.Duration(ka.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
+		}},
 	},
 }
 
