@@ -697,6 +697,24 @@ var defects = map[string]Defect{
 			return in.user.ToApp(msg, sid)
 		}`,
 	},
+	// A preserve-mode fence that trusts the venue to close the session after
+	// its farewell (a logout the venue answers by closing): the connection
+	// is aborted only when the farewell failed. A farewell that never reaches
+	// the venue (a blackholed region) or reaches it late leaves the old
+	// session's connection open after the switch.
+	"farewell-leaves-open": {
+		File:      "pathdialer/fencemode.go",
+		Doc:       "preserve mode: a connection whose farewell succeeded is left for the venue to close (aborted only when the farewell failed)",
+		Invariant: "fence-leaves-no-connection-open",
+		Old: `			if err := callFarewell(*fp, deadline); err != nil {
+				log.Warn("pathdialer: farewell failed; the connection is aborted (cancel-on-disconnect may fire)", "endpoint", c.rt.ep.Name, "err", err)
+			}
+			abort(c)`,
+		Body: `			if err := callFarewell(*fp, deadline); err != nil {
+				log.Warn("pathdialer: farewell failed; the connection is aborted (cancel-on-disconnect may fire)", "endpoint", c.rt.ep.Name, "err", err)
+				abort(c)
+			} // DEFECT (plant farewell-leaves-open): after a farewell the venue is left to close the connection`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
