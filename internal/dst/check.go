@@ -168,7 +168,8 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)
-		w.checkAvail(res, audit, viol) // avail.go
+		w.checkGrayFailback(res, audit, viol) // grayback.go
+		w.checkAvail(res, audit, viol)        // avail.go
 	}
 
 	for _, r := range audit {

@@ -715,6 +715,19 @@ var defects = map[string]Defect{
 				abort(c)
 			} // DEFECT (plant farewell-leaves-open): after a farewell the venue is left to close the connection`,
 	},
+	// The failback decision reads the primary's recovery from its probe
+	// alone (no probe failure in a row, a fresh probe success, the
+	// successes in a row): a gray failure (DOWN on live-traffic evidence
+	// while the probe passes) is ignored, and flow returns to an endpoint
+	// whose orders still fail.
+	"failback-ignores-gray": {
+		File:      "engine/evaluate.go",
+		Doc:       "EvaluateFailback judges the primary stable from its probe alone, ignoring a gray failure",
+		Invariant: "no-failback-onto-failing-orders",
+		Composed:  true,
+		Old:       `if !m.eligibleLocked(prim, now) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {`,
+		Body:      `if prim.consecFail > 0 || now.Sub(prim.lastProbeSuccess) >= m.cfg.MaxHealthAge || !m.admittedLocked(prim) || !m.jurisdictionOKLocked(prim) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold { // DEFECT (plant failback-ignores-gray): the primary's stability read from its probe alone`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
