@@ -142,7 +142,9 @@ type Scenario struct {
 	// a trade-path check either (an application that reconciles by itself).
 	// Drawn only in seeds with an order burst where nothing but outages
 	// takes an endpoint out (onlyOutages): a failure the probe cannot see
-	// would wait Engine.GrayFailbackWait there, by design.
+	// would wait Engine.GrayFailbackWait there, by design; and in seeds
+	// without a burst given an unchecked gray failure of the primary
+	// (grayUncheckable), which must keep flow off it.
 	NoCheckAtAll bool
 }
 

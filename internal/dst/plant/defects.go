@@ -719,7 +719,10 @@ var defects = map[string]Defect{
 	// alone (no probe failure in a row, a fresh probe success, the
 	// successes in a row): a gray failure (DOWN on live-traffic evidence
 	// while the probe passes) is ignored, and flow returns to an endpoint
-	// whose orders still fail.
+	// whose orders still fail. Where a trade-path check runs, its failure
+	// every round resets the successes in a row before the controller
+	// evaluates; the unchecked gray failures of NewLiveScenario (no check
+	// at all) find it.
 	"failback-ignores-gray": {
 		File:      "engine/evaluate.go",
 		Doc:       "EvaluateFailback judges the primary stable from its probe alone, ignoring a gray failure",
