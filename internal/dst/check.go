@@ -166,10 +166,12 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	w.checkProc2(res, audit, viol)                        // proc2.go
 	w.checkResting(res, audit, viol)                      // resting_sim.go
 	w.checkProgress(res, viol)                            // progress_check.go
+	w.checkFenceConns(viol)                               // fenceconn.go
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)
-		w.checkAvail(res, audit, viol) // avail.go
+		w.checkGrayFailback(res, audit, viol) // grayback.go
+		w.checkAvail(res, audit, viol)        // avail.go
 	}
 
 	for _, r := range audit {

@@ -56,6 +56,12 @@
 //	token-names-one-path            (seeds whose orders carry the library's token, below) the orders
 //	                                that reached the broker carrying one token all came through one
 //	                                region: every switch moves flow under a new token
+//	fence-leaves-no-connection-open once a fence of an endpoint is complete (the switch away from
+//	                                it is made), no connection the Path dialed to it before the
+//	                                Fencer's call (orders, the resting session, the FIX session;
+//	                                not the read-only ones: lookups, the market-data stream) is
+//	                                still open in the network's own record (MemNetwork.History),
+//	                                in either fence mode (see "Fences in preserve mode")
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -104,7 +110,20 @@
 // seeds 1–1000), nothing offers a check either ("no trade-path check at
 // all": an application that reconciles by itself), as a Path without any
 // trade-path check runs: there an endpoint taken out by a failure its
-// probe could not see waits Engine.GrayFailbackWait, by design.
+// probe could not see waits Engine.GrayFailbackWait, by design. And in
+// those of them that decide by themselves with no order burst, no
+// unknown-outcome fault and no move whose failure the probe cannot see
+// (latency and reset faults allowed; 16 of seeds 1–1000, drawn from a
+// source of their own, so every other seed is unchanged), nothing offers
+// a check either, and the primary has an unchecked gray failure: a gray
+// move on it (orders answered 503, the probe passing, no blip) from early
+// in the run to the end of trading. Only GrayFailbackWait (five minutes,
+// longer than any run) can end it for the Path, so flow must stay off the
+// primary: a failback decision that ignores a gray failure returns to it
+// as soon as its probes pass (no-failback-onto-failing-orders). Where a
+// trade-path check runs, its failure every round resets the primary's
+// successes in a row before the controller evaluates, which hides such a
+// decision.
 //
 // By default the client never resends. Options.ResendNotReceived (flag
 // -sim.resend) resends, once and under the same client order ID, an order
@@ -701,6 +720,43 @@
 // Each has a planted-violation test on a hand-built record (ground_test.go),
 // and each is broken by a mutant of the runtime (below).
 //
+// One more is judged in composed seeds from the faults the sim set on the
+// broker and the network (as gate-open-while-usable reads them: the last one
+// set on an address is in force) and from the broker's book, never from the
+// Path's account of the endpoint's health:
+//
+//	no-failback-onto-failing-orders  no switch back to an endpoint that flow left after the broker
+//	                                 had refused FailureThreshold orders through it (503: a gray
+//	                                 failure, its probe passing), while that same refusal is
+//	                                 still in force; judged in seeds with Config.TradePathCheck
+//	                                 (which fails while the orders do) and with no trade-path
+//	                                 check at all (GrayFailbackWait outlasts every run); with
+//	                                 rest.Reconciler's offered check, a lookup that passes during
+//	                                 such a failure, it is a note
+//
+// TestGrayFailbackCheckFindsReturnOntoFailingOrders plants it in a
+// hand-built record. Unlike no-failback-while-trade-path-fails it does not
+// ask that the gray fault be the endpoint's only one, and reads when the
+// refusal was really in force, not the move's span; it asks that the book
+// show the refusals that took the endpoint out (fewer than FailureThreshold,
+// and the probe's failures did: an outage whose probe success ends it).
+//
+// # Fences in preserve mode
+//
+// fence-leaves-no-connection-open is judged in every seed: at each switch
+// away from an endpoint, after the Fencer's call for it that returned nil,
+// every connection the Path's dialer got from the network for that
+// endpoint before the call began must be closed, by the client, the server
+// or a fault, at or before the switch, as the network recorded it
+// (faultnet.MemNetwork.History, joined to the Path's dials by address and
+// connection number). In preserve mode the resting session's farewell is the
+// WebSocket logout, after which the broker closes the connection itself; a
+// fence that left the connection for the broker to close would pass while
+// the logout arrives before the kill switch returns, and fail when it
+// arrives late or never (a blackholed region). TestFenceConnsCheckFindsOpenConnection
+// plants it in a hand-built record; TestFenceModeFarewell (pathdialer)
+// fails, not hangs, when the fence leaves the connection open.
+//
 // # Liveness from ground truth
 //
 // gate-open-while-usable is judged in every composed seed, from the world's
@@ -1031,6 +1087,27 @@
 //
 //	defect                   found by
 //	lease-margin             TestFollowerStopsMarginBeforeLeaseExpiry (coord/etcd)
+//
+// Gray failures at failback (composed seeds 1–1000 with the liveness moves,
+// make sim-plant DEFECT=name SIM_SEEDS=1000 SIM_SHARDS=2) and fences in
+// preserve mode (plain seeds 1–1000, make sim-plant DEFECT=name
+// SIM_SEEDS=1000 SIM_SHARDS=2):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 1000
+//	failback-ignores-gray    no-failback-onto-failing-orders        94           10
+//	farewell-leaves-open     fence-leaves-no-connection-open        22           114
+//
+// failback-ignores-gray (EvaluateFailback judging the primary stable from
+// its probe alone) is found only by the unchecked gray failures (see the
+// Path's trade-path check, above: 10 of those 16 seeds); none of the eleven
+// seeds that fail no-failback-while-trade-path-fails unplanted is among
+// them, and that invariant breaks beside it in six (95, 218, 694, 718, 758,
+// 983). Where a trade-path check runs its failure every round hides the
+// defect. farewell-leaves-open (preserve mode: a connection whose farewell
+// succeeded left for the venue to close) breaks nothing else; in its lowest
+// seed the fence leaves a preserve-mode session on a blackholed region, and
+// the logout reaches the broker, which then closes the connection, only at
+// the heal, 0.9 s after the switch.
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and

@@ -207,6 +207,9 @@ type world struct {
 	px       []progressEvent // reconcile attempts' kept answers (progress_check.go)
 
 	rs *restingSim // resting orders across switches (resting_sim.go)
+	// pathDials: every connection the Path's dialer handed out, but
+	// lookups' (fenceconn.go).
+	pathDials []pathDial
 
 	takeover *proc2 // the second process only: its takeover's lookups (proc2.go)
 
@@ -557,6 +560,9 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 		return answer503(), nil // MoveLookup5xx: the region's order lookups answer 503
 	}
 	c, err := w.net.Dial(ctx, network, a)
+	if err == nil {
+		w.notePathDial(ctx, c, a) // fenceconn.go
+	}
 	if err == nil && id != "" {
 		if strings.Contains(a, ".rest.") {
 			c = w.holdConn(w.trackConn(c, id, a[:strings.Index(a, ".")]), id) // halthold.go

@@ -762,6 +762,40 @@ var defects = map[string]Defect{
 			Body: `deadline = sent.Add(time.Duration(ka.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
 		}},
 	},
+	// A preserve-mode fence that trusts the venue to close the session after
+	// its farewell (a logout the venue answers by closing): the connection
+	// is aborted only when the farewell failed. A farewell that never reaches
+	// the venue (a blackholed region) or reaches it late leaves the old
+	// session's connection open after the switch.
+	"farewell-leaves-open": {
+		File:      "pathdialer/fencemode.go",
+		Doc:       "preserve mode: a connection whose farewell succeeded is left for the venue to close (aborted only when the farewell failed)",
+		Invariant: "fence-leaves-no-connection-open",
+		Old: `			if err := callFarewell(*fp, deadline); err != nil {
+				log.Warn("pathdialer: farewell failed; the connection is aborted (cancel-on-disconnect may fire)", "endpoint", c.rt.ep.Name, "err", err)
+			}
+			abort(c)`,
+		Body: `			if err := callFarewell(*fp, deadline); err != nil {
+				log.Warn("pathdialer: farewell failed; the connection is aborted (cancel-on-disconnect may fire)", "endpoint", c.rt.ep.Name, "err", err)
+				abort(c)
+			} // DEFECT (plant farewell-leaves-open): after a farewell the venue is left to close the connection`,
+	},
+	// The failback decision reads the primary's recovery from its probe
+	// alone (no probe failure in a row, a fresh probe success, the
+	// successes in a row): a gray failure (DOWN on live-traffic evidence
+	// while the probe passes) is ignored, and flow returns to an endpoint
+	// whose orders still fail. Where a trade-path check runs, its failure
+	// every round resets the successes in a row before the controller
+	// evaluates; the unchecked gray failures of NewLiveScenario (no check
+	// at all) find it.
+	"failback-ignores-gray": {
+		File:      "engine/evaluate.go",
+		Doc:       "EvaluateFailback judges the primary stable from its probe alone, ignoring a gray failure",
+		Invariant: "no-failback-onto-failing-orders",
+		Composed:  true,
+		Old:       `if !m.eligibleLocked(prim, now) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {`,
+		Body:      `if prim.consecFail > 0 || now.Sub(prim.lastProbeSuccess) >= m.cfg.MaxHealthAge || !m.admittedLocked(prim) || !m.jurisdictionOKLocked(prim) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold { // DEFECT (plant failback-ignores-gray): the primary's stability read from its probe alone`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
