@@ -164,6 +164,7 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	w.checkProc2(res, audit, viol)   // proc2.go
 	w.checkResting(res, audit, viol) // resting_sim.go
 	w.checkProgress(res, viol)       // progress_check.go
+	w.checkLate(res, audit)          // late_check.go
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)

@@ -41,6 +41,13 @@ const (
 // 1 s), plus margin.
 const quarantine = 7 * time.Second
 
+// simQuarantine is the Path's Config.Quarantine: longer than the venue's
+// minimum (the simulated broker's lookups have no false-negative horizon, so
+// its minimum is MaxCopyHold), as a real venue's is (15 min and more), so
+// that the early looks of provisional verdicts (every MaxCopyHold) are
+// what reports a late landing, not the quarantine's end.
+const simQuarantine = 15 * time.Second
+
 // wsBackoff is the Stream's reconnect window in the simulation: small, and
 // not so small that a round with no candidate spins without time passing.
 var wsBackoff = ws.Backoff{Base: time.Millisecond, Cap: time.Millisecond}
@@ -160,6 +167,17 @@ type orderRec struct {
 	settleSq  uint64 // Seq of the first event that settled it (0: none)
 	limit     bool
 	resent    bool
+	resentAt  time.Time // when the client resent it (late_check.go)
+	nrAt      time.Time // the Path's first NOT_RECEIVED verdict of it (its event's time)
+	regions   []string  // the endpoints (regions) its tickets named: where it was sent
+}
+
+// sentThrough adds the endpoint a ticket of o named, for a send before any
+// resend (w.mu is held).
+func (o *orderRec) sentThrough(endpoint string) {
+	if endpoint != "" && !o.resent && !slices.Contains(o.regions, endpoint) {
+		o.regions = append(o.regions, endpoint)
+	}
 }
 
 // world is one run's state.
@@ -197,6 +215,10 @@ type world struct {
 	resendN  int
 	cx       composed        // the composed moves' record (composed.go)
 	px       []progressEvent // reconcile attempts' kept answers (progress_check.go)
+	// late_check.go: the re-queries begun with each order among their
+	// tickets, and each order's EventLateLanding.
+	looks        map[string][]time.Time
+	lateReported map[string]time.Time
 
 	rs *restingSim // resting orders across switches (resting_sim.go)
 
@@ -302,11 +324,10 @@ func Run(s Scenario, o Options) (*Result, error) {
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
-	if o.ResendNotReceived {
-		// Let the quarantine of the last provisional verdicts end, their
-		// re-queries run and the resends they allow land.
-		time.Sleep(quarantine + 2*time.Second)
-	}
+	// Let the re-queries report the late landings the book shows and (with
+	// resends) the quarantine of the last provisional verdicts end, their
+	// re-queries run and the resends they allow land (late_check.go).
+	w.settleLate()
 	w.resends.Wait()
 	w.co.close()
 	w.fx.finish() // fixsim.go
@@ -422,7 +443,7 @@ func (w *world) buildClient() error {
 	// The sim's Fencer is the broker's kill switch when the broker enforces
 	// fences: a NOT_RECEIVED through a fenced region is then final at once.
 	pc.BrokerFencesViaFencer = s.Fence == simbroker.FenceEnforced
-	pc.Quarantine = quarantine
+	pc.Quarantine = simQuarantine
 	pc.Venue, pc.MaxCopyHold = simVenue(s), quarantine
 	pc.InflightGrace = s.InflightGrace
 	pc.SettleUnknown = s.SettleUnknown
@@ -889,6 +910,24 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			if o := w.orders[t.OrderID]; o != nil && t.State == pathdialer.TicketUnknown && (o.unknownAt.IsZero() || o.unknownAt.Before(o.start)) {
 				o.unknownAt = ev.Time
 			}
+			if o := w.orders[t.OrderID]; o != nil {
+				o.sentThrough(t.Endpoint)
+			}
+			if ev.Cause == pathdialer.ReasonRequery {
+				if w.looks == nil {
+					w.looks = map[string][]time.Time{}
+				}
+				w.looks[t.OrderID] = append(w.looks[t.OrderID], ev.Time)
+			}
+		}
+		w.mu.Unlock()
+	case pathdialer.EventLateLanding:
+		w.mu.Lock()
+		if w.lateReported == nil {
+			w.lateReported = map[string]time.Time{}
+		}
+		if _, ok := w.lateReported[ev.OrderID]; !ok {
+			w.lateReported[ev.OrderID] = ev.Time
 		}
 		w.mu.Unlock()
 	case pathdialer.EventReconcileSuccess, pathdialer.EventReconcileFailure: // a failed attempt's answers are kept
@@ -901,6 +940,9 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			}
 			o.settled = append(o.settled, st.Fate)
 			o.settleAt = ev.Time
+			if st.Fate == pathdialer.FateNotReceived && o.nrAt.IsZero() {
+				o.nrAt = ev.Time
+			}
 			if o.settleSq == 0 {
 				o.settleSq = ev.Seq
 			}
@@ -978,7 +1020,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 
 // resendLocked resends o once, under its client order ID; w.mu is held.
 func (w *world) resendLocked(o *orderRec, why string) {
-	o.resent = true
+	o.resent, o.resentAt = true, time.Now()
 	w.resendN++
 	w.resends.Add(1)
 	w.trace = append(w.trace, tline{at: time.Since(w.start), text: fmt.Sprintf("resend %s (%s)", o.id, why)})
@@ -1145,6 +1187,7 @@ func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 	switch {
 	case errors.As(err, &uo):
 		rec.outcome, rec.ticketGn = "unknown", uo.Token
+		rec.sentThrough(uo.Endpoint)
 		line = fmt.Sprintf("order %s unknown on %s gen=%d", id, uo.Endpoint, uo.Token)
 	case errors.Is(err, pathdialer.ErrTradingHalted):
 		rec.outcome = "halted"
