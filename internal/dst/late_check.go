@@ -125,25 +125,52 @@ func judgeLate(g lateGround) (viols, notes []string) {
 	return viols, notes
 }
 
-// judgeResend judges one resend against the profile, from the world's record.
+// judgeResend judges one resend against the profile's facts, from the
+// world's record. The rule is stated here from the facts themselves, not by
+// calling venue.Profile.ResendSafe (the code under test): a resend under the
+// same client order ID cannot book twice when the venue documents refusing a
+// duplicate ID in every state for longer than the time since the first send
+// plus the longest copy hold, or when the venue can fence (a kill switch or
+// one session per identity, documented) and had fenced every region the
+// order went through before the lookup that found it missing, at least the
+// venue's lookup false-negative horizon before that lookup, and still at the
+// resend. (A fencing-token check alone makes nothing final in the
+// simulation: the Path counts one only with its Fencer's word, which the
+// broker's fence gives.)
 func (g lateGround) judgeResend(o lateOrder, v func(inv, format string, a ...any)) {
-	e := venue.Evidence{SinceFirstSend: o.resentAt.Sub(o.first), MaxCopyHold: g.hold}
+	p := g.profile
+	since := o.resentAt.Sub(o.first)
+	documented := func(b venue.Basis) bool { return b == venue.BasisDocumented || b == venue.BasisReported }
+	if documented(p.DedupScope.Basis) && p.DedupScope.Value == venue.DedupAllStates &&
+		documented(p.DedupWindow.Basis) && p.DedupWindow.Value >= since+g.hold {
+		return
+	}
 	var lookup time.Time // the broker's last "not found" before the resend
 	for _, t := range o.notFound {
 		if t.Before(o.resentAt) {
 			lookup = t
 		}
 	}
-	if !lookup.IsZero() {
-		e.LookupAfterSend = lookup.Sub(o.first)
-		if cut, ok := g.fencedThrough(o.regions, lookup, o.resentAt); ok {
-			e.BrokerFenced, e.LookupAfterCutoff = true, lookup.Sub(cut)
+	canFence := documented(p.BrokerFence.Basis) && (p.BrokerFence.Value == venue.FenceKillSwitch || p.BrokerFence.Value == venue.FenceOneSession)
+	fn := venue.UnknownFalseNegative
+	if documented(p.LookupFalseNegative.Basis) {
+		fn = p.LookupFalseNegative.Value
+	}
+	why := fmt.Sprintf("%s does not refuse a duplicate client order ID in every state for %v", p.Name, since+g.hold)
+	switch {
+	case lookup.IsZero():
+		why += ", and no lookup found it missing before"
+	case !canFence:
+		why += fmt.Sprintf(", and cannot fence (%v)", p.BrokerFence.Value)
+	default:
+		cut, ok := g.fencedThrough(o.regions, lookup, o.resentAt)
+		if ok && lookup.Sub(cut) >= fn {
+			return
 		}
+		why += fmt.Sprintf(", and the broker had not fenced every region it went through (%v) %v before the lookup that found it missing, or lifted a fence before the resend", o.regions, fn)
 	}
-	if ok, why := g.profile.ResendSafe(e); !ok {
-		v(InvResendAllowed, "%s resent at %v (first sent at %v, last found missing at %v, sent through %v): the venue does not allow it: %s",
-			o.id, o.resentAt, o.first, lookup, o.regions, why)
-	}
+	v(InvResendAllowed, "%s resent at %v (first sent at %v, last found missing at %v): the venue does not allow it: %s",
+		o.id, o.resentAt, o.first, lookup, why)
 }
 
 // fencedThrough reports whether the broker had fenced every one of regions
