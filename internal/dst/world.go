@@ -1043,7 +1043,16 @@ func (w *world) onTick(m ws.Message) {
 }
 
 func (w *world) runFault(f ScheduledFault) {
-	time.Sleep(f.At)
+	if f.BookAfter > 0 {
+		// The broker books slowly from BookAfter before the reset (not a
+		// fault of the path: not recorded for the composed invariants).
+		lead := min(f.BookAfter, f.At)
+		time.Sleep(f.At - lead)
+		_ = w.b.SetFault(f.Region, simbroker.REST, simbroker.BookingDelay{Delay: f.BookAfter})
+		time.Sleep(lead)
+	} else {
+		time.Sleep(f.At)
+	}
 	w.tracef(time.Now(), "fault %s", f)
 	if f.For == 0 {
 		// Reset acts once; unknown outcomes cut the next orders: count them
@@ -1053,6 +1062,9 @@ func (w *world) runFault(f ScheduledFault) {
 		w.mu.Unlock()
 	}
 	w.apply(f, false)
+	if f.BookAfter > 0 {
+		_ = w.b.SetFault(f.Region, simbroker.REST, simbroker.BookingDelay{}) // those already booking go on
+	}
 	if f.For > 0 {
 		un := w.arm(f.Region, spanOfFault(f.Kind))
 		time.Sleep(f.For)
