@@ -29,6 +29,18 @@ import (
 //     re-query (the Path calls the reconcile function again by itself, without holding
 //     submissions, Reason ReasonRequery) still finds nothing.
 //
+// A lookup that finds the order is proof at any time; only "not found" needs
+// the quarantine. So a provisional NOT_RECEIVED is looked up again early:
+// every MaxCopyHold (at least the venue's LookupInterval) until it is final,
+// and one LookupInterval after the endpoint it was sent through recovers
+// (its probe takes it from DOWN to HEALTHY: copies that path held are
+// delivered then). An early look that finds nothing changes nothing: the
+// verdict becomes final only as above. A copy booked while the verdict is
+// provisional is thus reported within MaxCopyHold plus one LookupInterval of
+// its booking, as long as the re-queries succeed, no more orders wait than
+// one call may ask about within the budget, and no switch holds the gate
+// meanwhile.
+//
 // A final NOT_RECEIVED stays watched: the Path looks it up again at growing
 // intervals (Profile.RequerySchedule: 1 s, then doubling gaps, each at least
 // the venue's LookupInterval and at most its retention) until
@@ -70,9 +82,11 @@ type Verdict struct {
 	Final bool `json:"final"`
 	// FoundAt is when the fate was first found.
 	FoundAt time.Time `json:"found_at"`
-	// RequeryAt is when the next re-query of a NOT_RECEIVED is due: the end
-	// of the quarantine while it is provisional, the late-landing watch's
-	// next look once it is final (zero when the order is no longer watched).
+	// RequeryAt is when the next re-query of a NOT_RECEIVED is due: while it
+	// is provisional, the next early look (at most MaxCopyHold after the
+	// last) or the quarantine's end, whichever comes first; once it is
+	// final, the late-landing watch's next look (zero when the order is no
+	// longer watched).
 	RequeryAt time.Time `json:"requery_at,omitzero"`
 	// FinalAt is when a NOT_RECEIVED became final.
 	FinalAt time.Time `json:"final_at,omitzero"`
