@@ -11,7 +11,7 @@ import (
 
 // Invariant names, as they appear in violations.
 const (
-	InvDuplicate    = "no-duplicate-order"             // no client order ID booked twice (the client never resends)
+	InvDuplicate    = "no-duplicate-order"             // no client order ID booked twice (the client resends only what MayResend allows)
 	InvLost         = "no-lost-order"                  // every order the broker acknowledged is in the book
 	InvMismatch     = "client-matches-book"            // ...where the client recorded it
 	InvPhantom      = "no-phantom-order"               // every booking is an order the client sent

@@ -47,6 +47,11 @@ type lateOrder struct {
 	regions   []string    // the regions it was sent through
 	looks     []time.Time // re-queries begun with it among their tickets
 	reportsAt time.Time   // its EventLateLanding, zero if none
+	// settledAt: the first settlement after its NOT_RECEIVED saying it is
+	// booked, from another reconcile (a switch's or a settle's, which took
+	// it again: it was in flight at the first lookup and ended unknown);
+	// that tells the client too. Zero if none.
+	settledAt time.Time
 }
 
 // lateGround is what the two invariants are judged from.
@@ -103,7 +108,7 @@ func judgeLate(g lateGround) (viols, notes []string) {
 		b := o.booked[0]
 		from := latest(b, o.nrAt)
 		dl := g.deadline(from)
-		if o.reportsAt.IsZero() {
+		if o.reportsAt.IsZero() && (o.settledAt.IsZero() || o.settledAt.Before(b)) {
 			if dl.After(g.end) {
 				notes = append(notes, fmt.Sprintf("late landing of %s booked at %v not reported before the run ended (its deadline was later)", o.id, b))
 				continue
@@ -116,6 +121,9 @@ func judgeLate(g lateGround) (viols, notes []string) {
 			if !l.After(o.reportsAt) {
 				look = l
 			}
+		}
+		if !o.settledAt.IsZero() && !o.settledAt.Before(b) && (o.reportsAt.IsZero() || o.settledAt.Before(look)) {
+			look = o.settledAt // another reconcile told the client first
 		}
 		if look.After(dl) || look.IsZero() {
 			v(InvLateReported, "%s settled NOT_RECEIVED at %v, booked at %v, reported at %v by a re-query begun at %v: %v after it, the bound is %v",
@@ -222,7 +230,7 @@ func (w *world) lateGroundOf(audit simbroker.AuditLog, end time.Time) lateGround
 	for _, id := range ids {
 		o := w.orders[id]
 		lo := lateOrder{id: id, first: o.first, nrAt: o.nrAt, notFound: notFound[id], resentAt: o.resentAt, regions: o.regions,
-			looks: w.looks[id], reportsAt: w.lateReported[id]}
+			looks: w.looks[id], reportsAt: w.lateReported[id], settledAt: o.bookedAt}
 		if seq, ok := firstNF[id]; ok {
 			for _, r := range booked[id] {
 				if r.Seq > seq && (o.resentAt.IsZero() || r.Time.Before(o.resentAt)) {
@@ -278,7 +286,7 @@ func (w *world) lateOutstanding() bool {
 	defer w.mu.Unlock()
 	g := w.lateGroundOf(audit, time.Now())
 	for _, o := range g.orders {
-		if !o.nrAt.IsZero() && len(o.booked) > 0 && o.reportsAt.IsZero() {
+		if !o.nrAt.IsZero() && len(o.booked) > 0 && o.reportsAt.IsZero() && (o.settledAt.IsZero() || o.settledAt.Before(o.booked[0])) {
 			return true
 		}
 	}

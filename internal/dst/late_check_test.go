@@ -28,6 +28,8 @@ func TestLateCheckFindsPlantedViolations(t *testing.T) {
 	late := landed
 	late.looks, late.reportsAt = []time.Time{at(15_110)}, at(15_112) // at the quarantine's end only
 	never := landed
+	resettled := landed // in flight at the lookup, then unknown: the next switch's reconcile found it booked
+	resettled.settledAt = at(2_000)
 	closed := ground(late)
 	closed.closed = []ival{{from: at(1_000), to: at(10_000)}} // a switch held the gate for 9 s meanwhile
 	cutOff := ground(landed)
@@ -55,6 +57,7 @@ func TestLateCheckFindsPlantedViolations(t *testing.T) {
 		{"reported by the early look", ground(within), "", false},
 		{"reported only at the quarantine's end", ground(late), InvLateReported, false},
 		{"never reported", ground(never), InvLateReported, false},
+		{"found booked by the next switch's reconcile", ground(resettled), "", false},
 		{"the gate held meanwhile", closed, "", false},
 		{"the run ended before the deadline", cutOff, "", true},
 		{"resend at a venue without dedup or fence", ground(resent), InvResendAllowed, false},

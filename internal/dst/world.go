@@ -169,7 +169,10 @@ type orderRec struct {
 	resent    bool
 	resentAt  time.Time // when the client resent it (late_check.go)
 	nrAt      time.Time // the Path's first NOT_RECEIVED verdict of it (its event's time)
-	regions   []string  // the endpoints (regions) its tickets named: where it was sent
+	// bookedAt: the first settlement after nrAt saying it is booked (a
+	// switch's or settle's reconcile that took it again, late_check.go)
+	bookedAt time.Time
+	regions  []string // the endpoints (regions) its tickets named: where it was sent
 }
 
 // sentThrough adds the endpoint a ticket of o named, for a send before any
@@ -942,6 +945,9 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			o.settleAt = ev.Time
 			if st.Fate == pathdialer.FateNotReceived && o.nrAt.IsZero() {
 				o.nrAt = ev.Time
+			}
+			if booked := st.Fate == pathdialer.FateFilled || st.Fate == pathdialer.FateResting || st.Fate == pathdialer.FateCanceled; booked && !o.nrAt.IsZero() && o.bookedAt.IsZero() {
+				o.bookedAt = ev.Time
 			}
 			if o.settleSq == 0 {
 				o.settleSq = ev.Seq
