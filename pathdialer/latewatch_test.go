@@ -417,3 +417,45 @@ func TestProvisionalLookedUpEveryCopyHoldUntilQuarantine(t *testing.T) {
 		_ = rel
 	})
 }
+
+// A re-query that keeps failing backs off (ReconcileBackoff, growing with
+// each failure in a row) instead of asking again every Initial: the early
+// looks must not hammer a venue whose lookups fail (nor trip the transport's
+// read breaker that the next switch's reconcile needs).
+func TestFailingRequeryBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		requeries := 0
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = noDedupVenue(), 2*time.Second, time.Hour
+			c.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+			c.Reconcile = func(_ context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+				if r.Reason == pathdialer.ReasonRequery {
+					mu.Lock()
+					requeries++
+					mu.Unlock()
+					return nil, fmt.Errorf("lookups answer 503")
+				}
+				var out []pathdialer.Settlement
+				for _, t := range r.Tickets {
+					out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateNotReceived})
+				}
+				return out, nil
+			}
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeBlackhole)
+		mustAcquire(t, h.p, "o-1")
+		h.await(pathdialer.EventRelease, nil)
+		time.Sleep(30 * time.Second)
+		mu.Lock()
+		n := requeries
+		mu.Unlock()
+		// 100 ms doubling to 5 s: about 10 in 30 s; every 100 ms would be 280.
+		if n == 0 || n > 15 {
+			t.Errorf("%d failing re-queries in 30 s, want a growing backoff (at most 15)", n)
+		}
+		t.Logf("%d failing re-queries in 30 s", n)
+	})
+}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
 )
 
 // Late landings. An order written to the old path just before a fence can sit
@@ -592,12 +594,18 @@ func (c *controller) maybeRequery(ctx context.Context) {
 	if c.phase != phaseNormal && (c.phase != phaseReconciling || c.multi == nil) {
 		return
 	}
+	if a := p.active.Load(); a.rt != nil && engine.HealthState(a.rt.state.Load()) == engine.Down {
+		// Lookups go through the active endpoint: none while it is DOWN
+		// (the next evaluation tries again).
+		c.requeryWake = time.Time{}
+		return
+	}
 	now := time.Now()
 	tickets, next := p.dueRequeries(now)
 	c.requeryWake = next
 	for k, st := range c.requery {
-		if !now.Before(st.retryAt) && c.requeryRuns[k] == nil {
-			delete(c.requery, k) // its pause for the venue's budget is over
+		if st.attempt == 0 && !now.Before(st.retryAt) && c.requeryRuns[k] == nil {
+			delete(c.requery, k) // its pause for the venue's budget is over (a failing one keeps its count: its backoff grows)
 		}
 	}
 	if len(tickets) == 0 {
