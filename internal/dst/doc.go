@@ -1020,7 +1020,7 @@
 // broker still booking after a reset in the tree):
 //
 //	defect                      invariant broken                       lowest seed  seeds of 1000
-//	late-watch-quarantine-only  late-landing-reported-in-time          3            10
+//	late-watch-quarantine-only  late-landing-reported-in-time          3            9
 //	resend-ignores-venue        resend-allowed-by-venue                2            226
 //
 // late-watch-quarantine-only (a provisional NOT_RECEIVED looked up again
