@@ -277,17 +277,19 @@ func TestRESTUnknownOutcomeBooksThenCuts(t *testing.T) {
 // "not found".
 func TestRESTBookingDelayBooksAfterTheCut(t *testing.T) {
 	t.Parallel()
-	const delay = 2 * time.Second
+	const delay = 3 * time.Second
 	b := startBroker(t, nil)
 	eu := b.Region("eu")
 	if err := b.SetFault("eu", REST, BookingDelay{Delay: delay}); err != nil {
 		t.Fatal(err)
 	}
-	if f := b.Faults()["eu"][REST]; len(f) != 1 || f[0] != "booking-delay(2s)" {
+	if f := b.Faults()["eu"][REST]; len(f) != 1 || f[0] != "booking-delay(3s)" {
 		t.Fatalf("Faults = %v", f)
 	}
 	sent := time.Now()
-	if _, err := do(client(t, b, false, 20*time.Millisecond), "POST", eu.RESTURL()+"/v1/orders", b.APIKey(), marketOrder("d-1")); err == nil {
+	// The client gives up long after its request reached the broker (on a
+	// loaded host too), long before the booking.
+	if _, err := do(client(t, b, false, 500*time.Millisecond), "POST", eu.RESTURL()+"/v1/orders", b.APIKey(), marketOrder("d-1")); err == nil {
 		t.Fatal("the order was answered before its booking delay")
 	}
 	c := client(t, b, false, 10*time.Second)
