@@ -352,7 +352,9 @@ integration:
 # CHAOS_VENUE_SCALE times faster, the client judging by the same profile with
 # the Path's default quarantine, and copies held twice by a blackhole longer
 # than that quarantine. One row per profile: orders, faults, resends allowed,
-# booked twice, late landings (reported / after final / unreported), halts.
+# booked twice, late landings (reported / after final / unreported), the longest
+# from a landing before a final verdict to its report (target: MaxCopyHold +
+# the profile's lookup interval), halts.
 # CHAOS_VENUES picks some (CHAOS_VENUES=binance-spot,alpaca). Not part of
 # `make test`.
 CHAOS_VENUES      ?= all

@@ -350,12 +350,14 @@ func (c *controller) requeried(res bgResult) {
 		kept, late := p.requeried(answersTo(r, res.settled), time.Now())
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept, Cause: r.Reason, Service: key})
 		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
+		c.wakeRequeryAt(st.retryAt) // verdict.go
 		p.emitLate(late)
 		return
 	}
 	out, late := p.requeried(res.settled, time.Now())
 	st.attempt = 0
 	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
+	c.wakeRequeryAt(st.retryAt)                                                                      // verdict.go
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
 	p.emitLate(late)
 }

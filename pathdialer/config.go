@@ -436,10 +436,13 @@ type Config struct {
 	// MaxCopyHold is the longest a copy of an order can be held between this
 	// process and the venue's book (socket buffers, proxies, the network, the
 	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
-	// >= 0.
+	// A provisional NOT_RECEIVED is looked up again every MaxCopyHold (at
+	// least the venue's LookupInterval), so a copy that lands meanwhile is
+	// reported within about that long. >= 0.
 	MaxCopyHold time.Duration
 	// Quarantine is how long a provisional NOT_RECEIVED waits before the
-	// re-query that can make it final. It must cover the venue's lookup
+	// re-query that can make it final (the early looks before it only find
+	// late landings). It must cover the venue's lookup
 	// false-negative horizon plus MaxCopyHold (Venue.MinQuarantine): New
 	// refuses a shorter one, with the reason. 0 means exactly that minimum.
 	// >= 0.

@@ -77,6 +77,9 @@ type controller struct {
 	waiters []chan error
 	// re-query of provisional NOT_RECEIVED verdicts, by reconciler key
 	requery map[string]*requeryState
+	// requeryWake: when maybeRequery is next due (a look's time, or the end
+	// of a reconciler's pause for the venue's budget); zero when nothing is.
+	requeryWake time.Time
 	// Config.ReconcileByService: the switch's reconcile split by service, its
 	// results, and the goroutines running the reconcilers.
 	multi    *multiRec
@@ -114,9 +117,9 @@ func (p *Path) control(ctx context.Context) {
 		p.monitor(ctx)
 	}()
 	defer func() { <-monDone }()
-	var retry *time.Timer
+	var retry, requery *time.Timer
 	for {
-		var retryC <-chan time.Time
+		var retryC, requeryC <-chan time.Time
 		if !c.retryAt.IsZero() {
 			if retry == nil {
 				retry = time.NewTimer(time.Until(c.retryAt))
@@ -124,6 +127,14 @@ func (p *Path) control(ctx context.Context) {
 				retry.Reset(time.Until(c.retryAt))
 			}
 			retryC = retry.C
+		}
+		if !c.requeryWake.IsZero() {
+			if requery == nil {
+				requery = time.NewTimer(time.Until(c.requeryWake))
+			} else {
+				requery.Reset(time.Until(c.requeryWake))
+			}
+			requeryC = requery.C
 		}
 		yieldPoint(p, "controller: loop")
 		// What is already waiting is taken in a fixed order: the
@@ -154,11 +165,19 @@ func (p *Path) control(ctx context.Context) {
 			if retry != nil {
 				retry.Stop()
 			}
+			if requery != nil {
+				requery.Stop()
+			}
 			return
 		case <-p.trigger:
 			c.step(ctx, false)
 		case <-retryC:
 			c.step(ctx, true)
+		case <-requeryC:
+			// A look of the late-landing re-query is due (verdict.go): only
+			// the re-query runs, not an evaluation.
+			c.requeryWake = time.Time{}
+			c.maybeRequery(ctx)
 		case r := <-p.extCh:
 			c.onExternal(ctx, r)
 		case res := <-c.results:

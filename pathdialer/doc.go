@@ -214,6 +214,12 @@
 //	                                    least 15 min after the final verdict) and    keeps failing, or the venue forgets a
 //	                                    the re-queries succeed; looks at growing     finished order between two looks
 //	                                    intervals within the venue's lookup budget   (LookupRetention)
+//	a late landing while the verdict    the re-queries succeed and no more orders    lookups fail, more orders wait than
+//	is provisional is reported within   wait than one budgeted call asks about: the  the budget lets one call ask about (the
+//	MaxCopyHold + one LookupInterval    order is looked up every MaxCopyHold (at     rest wait their turn, LookupInterval
+//	of its booking                      least the venue's LookupInterval), and one   each), or a switch holds the gate
+//	                                    LookupInterval after its old endpoint        meanwhile (its reconcile runs instead)
+//	                                    recovers (DOWN to HEALTHY)
 //	a fenced connection delivers        always for this process: the local fence     the bytes already left this host (in
 //	nothing more                        aborts it (SO_LINGER 0, RST): bytes still    the network, a proxy, the gateway):
 //	                                    in the send buffer are discarded             covered by MaxCopyHold and the watch

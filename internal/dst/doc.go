@@ -9,10 +9,16 @@
 // latency, the probe and engine settings, the load (one to four traders,
 // each placing an order every 40–250 ms, every n-th a resting limit order)
 // and the fault schedule (down, blackhole, latency, reset, a monitor-only
-// partition, and unknown outcomes: booked, then the answer cut). Run drives
-// it, heals every fault, waits a quiet period and checks:
+// partition, and unknown outcomes: booked, then the answer cut; half of the
+// resets come with the broker still booking, 10–60 ms, the orders it is
+// booking when the connections reset: they are booked after the reset,
+// unanswered, and a lookup made meanwhile says "not found"). Run drives
+// it, heals every fault, waits a quiet period (and then as long as a late
+// landing the book shows is not reported yet or, with resends, a verdict is
+// still provisional, at most the quarantine and MaxCopyHold more) and checks:
 //
-//	no-duplicate-order              no client order ID booked twice (the client never resends)
+//	no-duplicate-order              no client order ID booked twice (the client resends only what
+//	                                Path.MayResend allows)
 //	no-lost-order                   every order the broker acknowledged is in the book
 //	client-matches-book             ...in the region the client recorded
 //	no-phantom-order                every booking is an order the client sent
@@ -62,6 +68,20 @@
 //	                                not the read-only ones: lookups, the market-data stream) is
 //	                                still open in the network's own record (MemNetwork.History),
 //	                                in either fence mode (see "Fences in preserve mode")
+//	late-landing-reported-in-time   an order the Path settled NOT_RECEIVED and the broker booked after
+//	                                a lookup of it answered "not found" is reported (EventLateLanding)
+//	                                by a re-query begun within MaxCopyHold (7 s) + the venue's
+//	                                LookupInterval + the Path's pause between re-queries (500 ms) of
+//	                                the later of the booking and the verdict, lengthened by the time
+//	                                the gate was held or halted meanwhile; judged from the book's
+//	                                booking times and the broker's lookups
+//	resend-allowed-by-venue         every resend is one the scenario's venue profile allows, judged
+//	                                from the profile's facts and the broker's record (its "not found"
+//	                                answers, its fences of the regions the order went through), not
+//	                                from Path.MayResend's answer: deduplication in every state for
+//	                                longer than the time since the first send + MaxCopyHold, or a
+//	                                fence the venue documents over every such region before the lookup
+//	                                and still at the resend
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -125,11 +145,20 @@
 // successes in a row before the controller evaluates, which hides such a
 // decision.
 //
-// By default the client never resends. Options.ResendNotReceived (flag
-// -sim.resend) resends, once and under the same client order ID, an order
-// Path.MayResend allows (a final NOT_RECEIVED: through a region the broker's
-// kill switch fenced, Config.BrokerFencesViaFencer, or after the quarantine's
-// re-query); a sweep with it must find no duplicate. Options.ResendNaive
+// The Path is given MaxCopyHold 7 s (the longest the network holds a copy:
+// a blackhole of at most 5 s, then a latency fault of at most 1 s) and a
+// Quarantine of 15 s, longer than the venue's minimum (the simulated
+// broker's lookups have no false-negative horizon), as a real venue's is;
+// so a late landing is found by the early looks of a provisional verdict,
+// every MaxCopyHold, not by the quarantine's end.
+//
+// The sweep (TestSimSeeds) resends by default: Options.ResendNotReceived
+// (flag -sim.resend, -sim.resend=false turns it off) resends, once and under
+// the same client order ID, an order Path.MayResend allows (a final
+// NOT_RECEIVED: through a region the broker's kill switch fenced,
+// Config.BrokerFencesViaFencer, or after the quarantine's re-query where the
+// venue deduplicates for ever); a sweep with it must find no duplicate, and
+// resend-allowed-by-venue judges each resend against the profile. Options.ResendNaive
 // resends every NOT_RECEIVED at once, provisional or not: against a broker
 // that deduplicates only open orders or not at all, an order still in the
 // network when the reconcile asked then books twice, and no-duplicate-order
@@ -1108,6 +1137,26 @@
 // seed the fence leaves a preserve-mode session on a blackholed region, and
 // the logout reaches the broker, which then closes the connection, only at
 // the heal, 0.9 s after the switch.
+//
+// Late landings and resends (composed seeds 1–1000 with the liveness moves,
+// resends on, as make sim runs them; measured with the early looks and the
+// broker still booking after a reset in the tree):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	late-watch-quarantine-only  late-landing-reported-in-time          3            9
+//	resend-ignores-venue        resend-allowed-by-venue                2            226
+//
+// late-watch-quarantine-only (a provisional NOT_RECEIVED looked up again
+// only at the quarantine's end) is found where a copy lands well before the
+// quarantine ends: seed 3's order, booked 18 ms before the verdict that
+// called it missing, was reported 15 s later. resend-ignores-venue (a
+// NOT_RECEIVED made final by the quarantine taken as a safe resend at a
+// venue that does not deduplicate in every state) books no order twice in
+// these short runs (no-duplicate-order broke in none of the 1000 seeds);
+// only resend-allowed-by-venue sees it. Unplanted, the same sweep fails the
+// 15 seeds it failed before these invariants (the eleven
+// no-failback-while-trade-path-fails seeds and 282, 285, 733, 805), with
+// 2,056 resends and 67 late landings, none booked twice, none reported late.
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and

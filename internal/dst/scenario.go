@@ -35,6 +35,11 @@ type ScheduledFault struct {
 	Delay  time.Duration // latency
 	Jitter time.Duration // latency
 	N      int           // unknown
+	// BookAfter (reset, drawBooking): the broker takes this long to book
+	// each order on the region from BookAfter before the reset until it, so
+	// the orders it is booking when the connections reset are booked after
+	// the reset, their answers lost.
+	BookAfter time.Duration
 }
 
 func (f ScheduledFault) String() string {
@@ -44,6 +49,10 @@ func (f ScheduledFault) String() string {
 		s += fmt.Sprintf(" (%v±%v)", f.Delay, f.Jitter)
 	case FaultUnknown:
 		s += fmt.Sprintf(" (n=%d)", f.N)
+	case FaultReset:
+		if f.BookAfter > 0 {
+			s += fmt.Sprintf(" (the broker still booking for %v)", f.BookAfter)
+		}
 	}
 	if f.For > 0 {
 		s += fmt.Sprintf(" for %v", f.For)
@@ -252,7 +261,20 @@ func NewScenario(seed uint64) Scenario {
 	drawProc2(&s)    // proc2.go
 	drawFIX(&s)      // fixsim.go
 	drawLibToken(&s) // tokens_check.go
+	drawBooking(&s)
 	return s
+}
+
+// drawBooking gives half of the resets a broker still booking (BookAfter,
+// 10–60 ms), from a source of its own, so every other field of every seed is
+// as it was.
+func drawBooking(s *Scenario) {
+	r := rand.New(rand.NewPCG(s.Seed, s.Seed^0x626f6f6b696e6721))
+	for i := range s.Faults {
+		if s.Faults[i].Kind == FaultReset && r.IntN(2) == 0 {
+			s.Faults[i].BookAfter = 10*time.Millisecond + time.Duration(r.Int64N(int64(50*time.Millisecond)+1))
+		}
+	}
 }
 
 // String describes the scenario on a few lines (the head of a trace).

@@ -115,6 +115,10 @@ type LateLanding struct {
 	// AfterFinal: the library had called the order NOT_RECEIVED, final,
 	// before it landed (a violation whatever happened next).
 	AfterFinal bool
+	// ReportedAt: the first verdict after the booking that says it is
+	// booked (since the start); 0 when none came after it (the broker's own
+	// answer, or an earlier verdict, told the client; or nothing did).
+	ReportedAt time.Duration
 }
 
 // TransportSummary counts one transport's orders.
@@ -784,6 +788,9 @@ func (ck *checker) livePaths() {
 			for _, v := range o.Verdicts {
 				if v.Booked() && (v.Region == "" || v.Region == w.region) {
 					ll.Reported = true
+					if at := ck.rel(v.At); !v.At.Before(b.Time) && (ll.ReportedAt == 0 || at < ll.ReportedAt) {
+						ll.ReportedAt = at
+					}
 				}
 			}
 			if o.Acked && (o.BookedRegion == "" || o.BookedRegion == w.region) {

@@ -174,6 +174,10 @@ func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
 		ClientOrderID: body.ClientOrderID, Symbol: body.Symbol, Side: body.Side,
 		Type: body.Type, Qty: string(body.Qty), Price: string(body.Price),
 	}
+	if d := rg.app.bookingDelay(REST); d > 0 {
+		// Still booking: a reset of the connection meanwhile does not stop it.
+		time.Sleep(d)
+	}
 	o, out, cut, err := rg.b.placeOrder(rg, svc, src, req, false, tok)
 	switch {
 	case err != nil:

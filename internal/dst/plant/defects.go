@@ -796,6 +796,41 @@ var defects = map[string]Defect{
 		Old:       `if !m.eligibleLocked(prim, now) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {`,
 		Body:      `if prim.consecFail > 0 || now.Sub(prim.lastProbeSuccess) >= m.cfg.MaxHealthAge || !m.admittedLocked(prim) || !m.jurisdictionOKLocked(prim) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold { // DEFECT (plant failback-ignores-gray): the primary's stability read from its probe alone`,
 	},
+	// Section 8: late landings and resends.
+
+	// A provisional NOT_RECEIVED looked up again only at the quarantine's
+	// end, as before the early looks: a copy the broker books after the
+	// switch's lookup (a server still booking when the connection reset, a
+	// copy held by the old path) is reported only then, long after its
+	// booking.
+	"late-watch-quarantine-only": {
+		File:      "pathdialer/verdict.go",
+		Doc:       "a provisional NOT_RECEIVED is looked up again only at the quarantine's end (no early look every MaxCopyHold)",
+		Invariant: "late-landing-reported-in-time",
+		Composed:  true,
+		Marker:    "late-watch-quarantine-only",
+		Body:      "\t// DEFECT (plant late-watch-quarantine-only): looked up again only when the verdict may become final\n",
+	},
+
+	// The venue's resend permission ignored: a NOT_RECEIVED made final by
+	// the quarantine is taken as a safe resend, whatever the venue's
+	// deduplication (a one-word slip in venue.Profile.ResendSafe). A resend
+	// rarely books twice in a short run, so no-duplicate-order seldom sees
+	// it; resend-allowed-by-venue judges every resend.
+	"resend-ignores-venue": {
+		File:      "venue/rules.go",
+		Doc:       "ResendSafe takes any final NOT_RECEIVED (a quarantine too) as a safe resend, ignoring the venue's deduplication",
+		Invariant: "resend-allowed-by-venue",
+		Composed:  true,
+		Old: `	if ok, why := p.cutoffFinal(e); ok {
+		return true, why
+	}
+	var b strings.Builder`,
+		Body: `	if ok, why := p.FinalNotReceived(e); ok { // DEFECT (plant resend-ignores-venue): final is taken as safe
+		return true, why
+	}
+	var b strings.Builder`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
