@@ -69,6 +69,14 @@ func runDemo(t *testing.T, fault string, want ...string) (string, bool) {
 	if sum.TicksMissed() != 0 {
 		t.Errorf("ticks missed: %d", sum.TicksMissed())
 	}
+	// A NOT_RECEIVED becomes final at the quarantine's end: the demo's faults
+	// must not hold a copy longer, or a late landing follows a final verdict
+	// whenever the host runs the recovery late (I4).
+	if h := lastHold.Load(); h == nil {
+		t.Error("the run recorded no quarantine")
+	} else if h.fault >= h.quarantine {
+		t.Errorf("the fault lasted %s, not less than the quarantine %s: a late landing may follow a final NOT_RECEIVED", h.fault, h.quarantine)
+	}
 	s := out.String()
 	for _, w := range want {
 		if !strings.Contains(s, w) {
