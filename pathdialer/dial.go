@@ -51,6 +51,9 @@ type Conn struct {
 	seq      uint64 // order of tracking under rt: the fence closes in this order
 	once     sync.Once
 	farewell farewellHolder // preserve mode's graceful leave (fencemode.go)
+	// codWithin: the venue cancels this connection's orders at most this
+	// long after it is cut (SetCODWithin, fencemode.go); 0 when undeclared.
+	codWithin atomic.Int64
 }
 
 // Endpoint returns the name of the endpoint the connection goes to.
