@@ -75,7 +75,7 @@ func (c *Conn) Close() error {
 // fence marks the endpoint fenced (new dials refused) and closes every tracked
 // connection to it, oldest first. It returns how many connections it closed.
 func (rt *endpointRT) fence() int {
-	n, _ := rt.fenceWith(false, time.Time{}, nil, nil)
+	n, _, _ := rt.fenceWith(false, time.Time{}, nil, nil)
 	return n
 }
 
@@ -83,7 +83,8 @@ func (rt *endpointRT) fence() int {
 // set: a connection with a farewell says it first, bounded by deadline, in
 // its own goroutine (counted in track); done closes when every farewell
 // returned and its connection was closed (nil when there was none).
-func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, done <-chan struct{}) {
+// codWithin is the longest Conn.SetCODWithin of the connections closed.
+func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, codWithin time.Duration, done <-chan struct{}) {
 	rt.mu.Lock()
 	rt.fenced = true
 	rt.fencedFlag.Store(true)
@@ -91,6 +92,7 @@ func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface
 	for c := range rt.conns {
 		if !c.readOnly {
 			conns = append(conns, c)
+			codWithin = max(codWithin, time.Duration(c.codWithin.Load()))
 		}
 	}
 	rt.mu.Unlock()
@@ -106,7 +108,7 @@ func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface
 		// buffer are discarded, not flushed to the broker after the fence.
 		abort(c)
 	}
-	return len(conns), done
+	return len(conns), codWithin, done
 }
 
 func (rt *endpointRT) unfence() bool {
