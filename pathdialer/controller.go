@@ -443,9 +443,9 @@ func (c *controller) localFence(name string) <-chan struct{} {
 	p := c.p
 	rt := p.eps[name]
 	preserve := p.rest.fence.Mode == venue.Preserve
-	n, codWithin, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
+	n, codUntil, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
 	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n, "mode", p.rest.fence.Mode)
-	c.oweOpenOrders(name, codWithin) // an open-order reconcile follows the next release (openorders.go)
+	c.oweOpenOrders(name, codUntil) // an open-order reconcile follows the next release (openorders.go)
 	return farewells
 }
 

@@ -22,6 +22,9 @@ type endpointRT struct {
 	fenced bool
 	conns  map[*Conn]struct{}
 	dials  uint64 // tracked connections so far: numbers them (Conn.seq)
+	// codUntil: the latest time a connection closed so far declared its
+	// venue's cancel-on-disconnect due by (Conn.SetCODWithin).
+	codUntil time.Time
 
 	fencedFlag atomic.Bool // mirrors fenced, for the lock-free passive-report path
 	obsMu      sync.Mutex  // serialises observe for this endpoint (exact state-change events)
@@ -67,6 +70,9 @@ func (c *Conn) Close() error {
 	c.once.Do(func() {
 		c.rt.mu.Lock()
 		delete(c.rt.conns, c)
+		if cw := time.Duration(c.codWithin.Load()); cw > 0 {
+			c.rt.codUntil = later(c.rt.codUntil, time.Now().Add(cw))
+		}
 		c.rt.mu.Unlock()
 	})
 	return c.Conn.Close()
@@ -83,9 +89,13 @@ func (rt *endpointRT) fence() int {
 // set: a connection with a farewell says it first, bounded by deadline, in
 // its own goroutine (counted in track); done closes when every farewell
 // returned and its connection was closed (nil when there was none).
-// codWithin is the longest Conn.SetCODWithin of the connections closed.
-func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, codWithin time.Duration, done <-chan struct{}) {
+// codUntil is when the venue's cancel-on-disconnect is due for every
+// connection of the endpoint cut so far, these included, that declared it
+// (Conn.SetCODWithin; zero when none did).
+func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, codUntil time.Time, done <-chan struct{}) {
+	var codWithin time.Duration
 	rt.mu.Lock()
+	codUntil = rt.codUntil
 	rt.fenced = true
 	rt.fencedFlag.Store(true)
 	conns := make([]*Conn, 0, len(rt.conns))
@@ -108,7 +118,10 @@ func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface
 		// buffer are discarded, not flushed to the broker after the fence.
 		abort(c)
 	}
-	return len(conns), codWithin, done
+	if codWithin > 0 {
+		codUntil = later(codUntil, time.Now().Add(codWithin))
+	}
+	return len(conns), codUntil, done
 }
 
 func (rt *endpointRT) unfence() bool {

@@ -161,8 +161,9 @@ func farewells(log interface {
 // cancel-on-disconnect may still act on the orders it reaches: a venue that
 // detects a drop by a missed heartbeat cancels only when it times the
 // silent connection out (the FIX transport declares 2.5 × HeartBtInt plus
-// 500 ms for every session it relays). After a fence that cuts the
-// connection, the open-order reconcile (Config.OpenOrders) reads the
+// 500 ms for every session it relays). After a fence of the connection's
+// endpoint (whether the fence cut the connection or it had ended before,
+// within d), the open-order reconcile (Config.OpenOrders) reads the
 // venue's orders CODSettle after the fence and, when the declared time is
 // later, once more when it has passed, reporting every order cancelled
 // since as cancelled by that switch. d <= 0 removes the declaration.

@@ -198,7 +198,7 @@ type OpenOrderReport struct {
 type ooFence struct {
 	from     string
 	fencedAt time.Time
-	due      time.Time // fencedAt + max(CODSettle, the longest Conn.SetCODWithin of the connections cut)
+	due      time.Time // fencedAt + CODSettle, or later when a connection cut declared a later cancel (Conn.SetCODWithin)
 	to       string    // the endpoint flow resumed on ("" until the release)
 	token    uint64    // the token flow resumed under
 }
@@ -221,10 +221,10 @@ func (o *ooSwitch) clone() *ooSwitch {
 }
 
 // oweOpenOrders records that a fence cut the endpoint's connections: the
-// next release reconciles resting orders. codWithin is the longest time
-// after the cut that a connection cut declared for its venue's
-// cancel-on-disconnect (Conn.SetCODWithin).
-func (c *controller) oweOpenOrders(from string, codWithin time.Duration) {
+// next release reconciles resting orders. codUntil is when the venue's
+// cancel-on-disconnect is due for the endpoint's connections cut, by this
+// fence or before it, that declared it (Conn.SetCODWithin).
+func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) == 0 {
 		return
 	}
@@ -232,7 +232,7 @@ func (c *controller) oweOpenOrders(from string, codWithin time.Duration) {
 		c.ooDue = &ooSwitch{}
 	}
 	now := time.Now()
-	due := now.Add(max(c.p.cfg.CODSettle, codWithin))
+	due := later(now.Add(c.p.cfg.CODSettle), codUntil)
 	if n := len(c.ooDue.fences); n > 0 {
 		// The same switch's fence again (a retry): one fence, the later
 		// time, the latest due.

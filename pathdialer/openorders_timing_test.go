@@ -207,3 +207,36 @@ func TestOpenOrdersTwoFencesEachJudged(t *testing.T) {
 		}
 	})
 }
+
+// A connection the outage cut before the fence (its session already gone)
+// still has its venue's late cancel due: the venue is read again when it is.
+func TestOpenOrdersReadAgainForAConnectionCutBeforeTheFence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk, led := newRestingBook(), &ledger{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = venue.Deribit()
+			c.FenceMode = pathdialer.FenceFlatten
+			c.CODSettle = time.Second
+			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
+				pathdialer.ServiceFIX: {Ours: led.ours, Venue: bk.list(true)},
+			}
+		})
+		defer h.close()
+		led.add("a", "eu")
+		bk.place("a", "eu")
+		h.start()
+		conn, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX)
+		if err != nil {
+			t.Fatalf("Dial: %v", err)
+		}
+		conn.SetCODWithin(5500 * time.Millisecond)
+		_ = conn.Close() // the outage cuts it; the venue cancels 4.8 s later
+		time.AfterFunc(4800*time.Millisecond, func() { bk.drop("eu", false) })
+		time.Sleep(500 * time.Millisecond)
+		reportDown(h.p, "eu", 0)
+		rc := h.await(pathdialer.EventRestingCancelled, nil)
+		if rc.OrderID != "a" || rc.From != "eu" || rc.To != "us" {
+			t.Fatalf("resting-cancelled %v: want order a, cancelled by the switch eu→us", rc)
+		}
+	})
+}

@@ -536,11 +536,11 @@ var defects = map[string]Defect{
 		File:      "pathdialer/openorders.go",
 		Doc:       "no open-order reconcile follows a fence: orders its cancel-on-disconnect cancelled go unreported",
 		Invariant: "resting-cancel-reported",
-		Old: `func (c *controller) oweOpenOrders(from string) {
+		Old: `func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) == 0 {
 		return
 	}`,
-		Body: `func (c *controller) oweOpenOrders(from string) {
+		Body: `func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) >= 0 { // DEFECT (plant open-orders-skipped): nothing owed
 		return
 	}`,
