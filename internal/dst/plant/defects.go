@@ -378,9 +378,9 @@ var defects = map[string]Defect{
 		// buffer are discarded, not flushed to the broker after the fence.
 		abort(c)
 	}
-	return len(conns), done`,
-		Body: `	_ = rest
-	return len(conns), done // DEFECT (plant fence-closes-nothing): no connection closed`,
+	if codWithin > 0 {`,
+		Body: `	_ = rest // DEFECT (plant fence-closes-nothing): no connection closed
+	if codWithin > 0 {`,
 	},
 	// The gate opens when the switch's reconcile starts, not when it
 	// succeeded; the release event is still emitted when the reconcile
