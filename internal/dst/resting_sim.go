@@ -40,6 +40,21 @@ type RestingSim struct {
 	// ArmFailAt, ArmFailFor: the dead-man arms fail in that window (a loud
 	// hold of any switch then; 0 For: never).
 	ArmFailAt, ArmFailFor time.Duration
+	// HeartBt, when set: the broker detects the session's drop by missed
+	// heartbeats, and cancels CODLate (about 2.4 × HeartBt) after the
+	// connection ended; the session declares codWithin(HeartBt) on its
+	// connection (Conn.SetCODWithin), as the FIX transport does.
+	HeartBt time.Duration
+	CODLate time.Duration
+}
+
+// codWithin is the FIX transport's rule (transports/fix: 2.5 × HeartBtInt
+// plus 500 ms).
+func codWithin(hb time.Duration) time.Duration {
+	if hb <= 0 {
+		return 0
+	}
+	return hb*5/2 + 500*time.Millisecond
 }
 
 func (r RestingSim) String() string {
@@ -51,6 +66,9 @@ func (r RestingSim) String() string {
 		mode = "preserve"
 	}
 	s := fmt.Sprintf("profile-wide cancel-on-disconnect, fence mode %s, open orders read %v after the fence", mode, r.CODSettle)
+	if r.HeartBt > 0 {
+		s += fmt.Sprintf(", the broker cancels %v after the session's drop (heartbeat %v; declared %v)", r.CODLate, r.HeartBt, codWithin(r.HeartBt))
+	}
 	if r.DeadMan {
 		s += fmt.Sprintf(", dead-man timer %v", r.DeadManTimeout)
 		if r.ArmFailFor > 0 {
@@ -73,6 +91,17 @@ func drawResting(s *Scenario) {
 	if r.IntN(2) == 0 && s.Duration > 2*time.Second {
 		rs.ArmFailAt = dur(500*time.Millisecond, s.Duration-time.Second) + 47*time.Microsecond
 		rs.ArmFailFor = dur(100*time.Millisecond, 2*time.Second)
+	}
+	// Drawn last, so every field above is as it was. A venue that detects
+	// the drop by missed heartbeats (half the seeds): it cancels about
+	// 2.4 × HeartBtInt after the drop (2.3–2.45 ×). A longer settle (a third
+	// of the seeds): two switches within it are judged each.
+	if r.IntN(2) == 0 {
+		rs.HeartBt = dur(500*time.Millisecond, 2*time.Second).Round(100 * time.Millisecond)
+		rs.CODLate = rs.HeartBt * time.Duration(230+r.IntN(16)) / 100
+	}
+	if r.IntN(3) == 0 {
+		rs.CODSettle = dur(time.Second, 4*time.Second) + 43*time.Microsecond
 	}
 	if rs.On {
 		s.Resting = rs
@@ -120,6 +149,9 @@ func (w *world) buildResting(pc *pathdialer.Config) {
 		pc.FenceMode = pathdialer.FencePreserve
 	}
 	pc.CODSettle = w.s.Resting.CODSettle
+	if w.s.Resting.CODLate > 0 {
+		_ = w.b.SetCODDelay(simbroker.WS, w.s.Resting.CODLate)
+	}
 	pc.OpenOrders = map[string]pathdialer.OpenOrderCheck{pathdialer.ServiceREST: {Ours: rs.ours, Venue: rs.venueOrders}}
 	if w.s.Resting.DeadMan {
 		pc.DeadMan = rs.rec.deadMan(rs.arm)
@@ -205,6 +237,7 @@ func (rs *restingSim) session(end time.Time) {
 			return wc.WriteMessage(websocket.TextMessage, []byte(`{"type":"logout"}`))
 		}
 		c.SetFarewell(logout)
+		c.SetCODWithin(codWithin(w.s.Resting.HeartBt))
 		rs.mu.Lock()
 		rs.conns = append(rs.conns, sessionConn{region: ep.Region, start: time.Now()})
 		i := len(rs.conns) - 1
@@ -410,17 +443,22 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 }
 
 // checkResting judges the resting-order invariants: the broker's
-// cancel-on-disconnect cancels of acknowledged resting orders whose session
+// cancel-on-disconnect cancels of resting orders the client holds open
+// (acknowledged, or settled RESTING by a switch's reconcile) whose session
 // a switch left (a fence of its endpoint after the session began, the
-// cancel no later than CODSettle after that fence began: later, the
-// venue's detection outlasted the settle the Path was given, a note), and
-// the dead-man arms before every fence.
+// cancel no later than CODSettle after that fence began, or the time the
+// session declared for its venue's late cancel if later: later still, the
+// venue's detection outlasted what the Path was told, a note), each to be
+// reported as cancelled by that switch (or by a switch that left after the
+// order was placed and before the cancel); and the dead-man arms before
+// every fence.
 func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(inv, format string, a ...any)) {
 	rs := w.rs
 	rs.mu.Lock()
 	conns := slices.Clone(rs.conns)
 	rs.mu.Unlock()
 	g := rs.rec.ground(w.start, nil, w.s.Resting.On && w.s.Resting.DeadMan)
+	bound := max(w.s.Resting.CODSettle, codWithin(w.s.Resting.HeartBt))
 	late := 0
 	for _, r := range audit {
 		switch r.Kind {
@@ -431,8 +469,8 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 			continue
 		}
 		o := w.orders[r.ClientOrderID] // w.mu held by check
-		if o == nil || !o.limit || o.outcome != "acked" {
-			continue // not an order the client holds open: settled by reconcile
+		if o == nil || !o.limit || !(o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled))) {
+			continue // not an order the client holds open
 		}
 		// The session connection on the region whose end fired it.
 		var sc *sessionConn
@@ -444,23 +482,35 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 		if sc == nil {
 			continue
 		}
-		judged := false
-		for _, l := range g.leaves {
-			if l.from == r.Region && !l.start.Before(sc.start) && !r.Time.After(l.start.Add(w.s.Resting.CODSettle)) {
-				judged = true
+		var cause *leaveCall
+		for i, l := range g.leaves {
+			if l.from == r.Region && !l.start.Before(sc.start) && !r.Time.After(l.start.Add(bound)) {
+				cause = &g.leaves[i]
 				break
 			}
 		}
-		if !judged {
+		if cause == nil {
 			if slices.ContainsFunc(g.leaves, func(l leaveCall) bool { return l.from == r.Region && !l.start.Before(sc.start) }) {
 				late++
 			}
 			continue
 		}
-		g.cancels = append(g.cancels, codCancel{orderID: r.ClientOrderID, at: r.Time})
+		causes := []string{cause.from}
+		for _, l := range g.leaves {
+			if !l.start.Before(o.start) && !l.start.After(r.Time) && !slices.Contains(causes, l.from) {
+				causes = append(causes, l.from)
+			}
+		}
+		g.cancels = append(g.cancels, codCancel{orderID: r.ClientOrderID, at: r.Time, causes: causes})
 	}
 	if late > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d resting order(s) cancelled by cancel-on-disconnect later than CODSettle after the fence that left their session (the broker saw the drop late): not judged", late))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d resting order(s) cancelled by cancel-on-disconnect later than the Path was told after the fence that left their session (the broker saw the drop late): not judged", late))
 	}
 	g.judge(viol)
+}
+
+// settledResting reports whether a switch's reconcile settled the order
+// RESTING last.
+func settledResting(fates []pathdialer.Fate) bool {
+	return len(fates) > 0 && fates[len(fates)-1] == pathdialer.FateResting
 }
