@@ -20,6 +20,14 @@ type OpenOrder struct {
 	// cancel-on-disconnect scoped to a connection or session reaches only the
 	// old endpoint's orders.
 	Endpoint string `json:"endpoint,omitempty"`
+	// Token the order was placed under (Ticket.Token; 0 when not known):
+	// with it a cancel is attributed to a switch the order was placed
+	// before, or, at a venue that cancels every order of the profile, to
+	// the last switch before it whose late cancel took it.
+	Token uint64 `json:"token,omitempty"`
+	// Placed is when the order was sent (zero when not known); it places
+	// the order among the switches more exactly than Token.
+	Placed time.Time `json:"placed,omitzero"`
 }
 
 // VenueOrderState is an order's state as the venue reports it.
@@ -201,6 +209,7 @@ type ooFence struct {
 	due      time.Time // fencedAt + CODSettle, or later when a connection cut declared a later cancel (Conn.SetCODWithin)
 	to       string    // the endpoint flow resumed on ("" until the release)
 	token    uint64    // the token flow resumed under
+	released time.Time // when
 }
 
 // ooSwitch is what an open-order reconcile is owed for: every fence since
@@ -252,9 +261,9 @@ func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 	if len(c.p.cfg.OpenOrders) == 0 || c.ooDue == nil {
 		return
 	}
-	via := make(map[string]string, len(r.Tickets))
+	via := make(map[string]TicketInfo, len(r.Tickets))
 	for _, t := range r.Tickets {
-		via[t.OrderID] = t.Endpoint
+		via[t.OrderID] = t
 	}
 	for _, s := range settled {
 		if s.Fate != FateResting {
@@ -263,7 +272,7 @@ func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 		if c.ooDue.resting == nil {
 			c.ooDue.resting = map[string][]OpenOrder{}
 		}
-		c.ooDue.resting[s.Service] = append(c.ooDue.resting[s.Service], OpenOrder{OrderID: s.OrderID, Endpoint: via[s.OrderID]})
+		c.ooDue.resting[s.Service] = append(c.ooDue.resting[s.Service], OpenOrder{OrderID: s.OrderID, Endpoint: via[s.OrderID].Endpoint, Token: via[s.OrderID].Token})
 	}
 }
 
@@ -286,7 +295,7 @@ func (c *controller) startOpenOrders(ctx context.Context) {
 	a := p.active.Load()
 	for i := range due.fences {
 		if due.fences[i].to == "" {
-			due.fences[i].to, due.fences[i].token = a.rt.ep.Name, a.gen
+			due.fences[i].to, due.fences[i].token, due.fences[i].released = a.rt.ep.Name, a.gen, time.Now()
 		}
 	}
 	if c.ooRuns == nil {
@@ -549,23 +558,48 @@ func diffOpenOrders(svc string, ours []OpenOrder, theirs []VenueOrder, fences []
 	return append(out, extra...)
 }
 
-// codFence returns the fence whose cancel-on-disconnect reaches o, and
-// true; or the last fence and false when none does. The fence that left
-// the endpoint o was placed through comes first (the first such fence:
-// its cancel took o); else the first fence whose effect reaches every
-// order (a profile-wide cancel takes the new path's orders too).
+// codFence returns the fence that cancelled o, and whether the fence
+// mode's cancel-on-disconnect reaches it there. Where the cancel reaches
+// only the old path's orders, it is the first fence of the endpoint o was
+// placed through after o was placed (o.Placed before the fence, or its
+// Token lower than the token flow resumed under after the fence; any, when
+// neither is known). Where it
+// reaches every order, it is the first fence whose cancel could still
+// come after o was placed: not one whose cancel was due before the release
+// o was placed under. Where nothing reaches o (the mode should have kept
+// it), the first fence of its endpoint after it was placed, else the first
+// fence.
 func codFence(eff venue.SwitchEffect, o OpenOrder, fences []ooFence) (ooFence, bool) {
+	after := func(f ooFence) bool { return o.Token == 0 || f.token == 0 || o.Token < f.token }
+	placed := o.Placed // else the release o was placed under, when it was one of these
+	if !placed.IsZero() {
+		after = func(f ooFence) bool { return placed.Before(f.fencedAt) }
+	}
 	for _, f := range fences {
-		if o.Endpoint != "" && f.from == o.Endpoint && codReaches(eff, o, f.from) {
-			return f, true
+		if placed.IsZero() && o.Token != 0 && f.token == o.Token {
+			placed = f.released
+		}
+	}
+	if eff != venue.EffectAllOrders {
+		for _, f := range fences {
+			if after(f) && o.Endpoint != "" && f.from == o.Endpoint && codReaches(eff, o, f.from) {
+				return f, true
+			}
+		}
+	}
+	if eff != venue.EffectOldPathOrders {
+		for _, f := range fences {
+			if codReaches(eff, o, f.from) && (after(f) || placed.IsZero() || !f.due.Before(placed)) {
+				return f, true
+			}
 		}
 	}
 	for _, f := range fences {
-		if codReaches(eff, o, f.from) {
-			return f, true
+		if after(f) && o.Endpoint != "" && f.from == o.Endpoint {
+			return f, false
 		}
 	}
-	return fences[len(fences)-1], false
+	return fences[0], false
 }
 
 // codReaches reports whether leaving the old path, with the given effect,

@@ -34,8 +34,10 @@ const (
 type codCancel struct {
 	orderID string
 	at      time.Time
-	// causes: the endpoints whose switch a report may name (nil: any).
+	// causes: the endpoints whose switch a report may name (nil: any);
+	// left: when the fence that caused it began.
 	causes []string
+	left   time.Time
 }
 
 // armCall is one call of the sim's DeadMan hook.
@@ -87,7 +89,7 @@ func (g restingGround) judge(viol func(inv, format string, a ...any)) {
 		switch {
 		case reported:
 		case len(misnamed) > 0:
-			viol(InvRestingCancelReported, "order %s cancelled by the broker at %v when a path was left (%s), reported cancelled by another switch: %s", c.orderID, off(c.at), strings.Join(c.causes, " or "), strings.Join(misnamed, ", "))
+			viol(InvRestingCancelReported, "order %s cancelled by the broker at %v when a path was left (%s; fenced at %v), reported cancelled by another switch: %s", c.orderID, off(c.at), strings.Join(c.causes, " or "), off(c.left), strings.Join(misnamed, ", "))
 		default:
 			viol(InvRestingCancelReported, "order %s cancelled by the broker at %v when a path was left, never reported cancelled by the switch", c.orderID, off(c.at))
 		}

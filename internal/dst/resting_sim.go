@@ -341,8 +341,15 @@ func (rs *restingSim) postCtx(ctx context.Context, ep pathdialer.Endpoint, timeo
 	return nil
 }
 
+// appLag is how long the client takes to record an order a reconcile
+// settled RESTING after the event that says so: its record, read by the
+// open-order reconcile that starts at the release, may not hold the switch's
+// own verdicts yet (the Path reads those with it).
+const appLag = 50 * time.Millisecond
+
 // ours is the client's record of its resting orders: limit orders the
-// broker acknowledged, not reported closed since.
+// broker acknowledged, or a reconcile settled RESTING (appLag after the
+// event), not reported closed since.
 func (rs *restingSim) ours(context.Context, string) ([]pathdialer.OpenOrder, error) {
 	w := rs.w
 	rs.mu.Lock()
@@ -354,13 +361,32 @@ func (rs *restingSim) ours(context.Context, string) ([]pathdialer.OpenOrder, err
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []pathdialer.OpenOrder
+	now := time.Now()
 	for id, o := range w.orders {
-		if o.limit && o.outcome == "acked" && !closed[id] {
-			out = append(out, pathdialer.OpenOrder{OrderID: id, Endpoint: o.region})
+		held := o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled) && !o.settleAt.After(now.Add(-appLag)))
+		if o.limit && held && !closed[id] {
+			out = append(out, pathdialer.OpenOrder{OrderID: id, Endpoint: o.region, Token: w.placedUnder(o), Placed: o.start})
 		}
 	}
 	slices.SortFunc(out, func(a, b pathdialer.OpenOrder) int { return strings.Compare(a.OrderID, b.OrderID) })
 	return out, nil
+}
+
+// placedUnder is the token an order was placed under, as the client's
+// ticket had it: the broker's record of it where the order carried one,
+// else the token of the last release before the answer (the REST orders
+// of a run without token headers). w.mu held.
+func (w *world) placedUnder(o *orderRec) uint64 {
+	if o.ticketGn > 0 {
+		return o.ticketGn
+	}
+	var gen uint64
+	for _, r := range w.releases {
+		if !r.at.After(o.end) {
+			gen = r.gen
+		}
+	}
+	return gen
 }
 
 // venueOrders reads the broker's open orders through q.Endpoint, and looks
@@ -482,26 +508,33 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 		if sc == nil {
 			continue
 		}
+		// The fence that left the session: the first of its region since
+		// it began.
 		var cause *leaveCall
 		for i, l := range g.leaves {
-			if l.from == r.Region && !l.start.Before(sc.start) && !r.Time.After(l.start.Add(bound)) {
+			if l.from == r.Region && !l.start.Before(sc.start) {
 				cause = &g.leaves[i]
 				break
 			}
 		}
 		if cause == nil {
-			if slices.ContainsFunc(g.leaves, func(l leaveCall) bool { return l.from == r.Region && !l.start.Before(sc.start) }) {
-				late++
-			}
 			continue
 		}
+		if r.Time.After(cause.start.Add(bound)) {
+			late++
+			continue
+		}
+		// A profile-wide cancel does not say which session's end fired it:
+		// the report may name any switch whose cancel could still come
+		// after the order was sent (its fence no later than the cancel,
+		// and due, by what the Path was told, no earlier than the order).
 		causes := []string{cause.from}
 		for _, l := range g.leaves {
-			if !l.start.Before(o.start) && !l.start.After(r.Time) && !slices.Contains(causes, l.from) {
+			if !l.start.After(r.Time) && !l.start.Add(bound).Before(o.start) && !slices.Contains(causes, l.from) {
 				causes = append(causes, l.from)
 			}
 		}
-		g.cancels = append(g.cancels, codCancel{orderID: r.ClientOrderID, at: r.Time, causes: causes})
+		g.cancels = append(g.cancels, codCancel{orderID: r.ClientOrderID, at: r.Time, causes: causes, left: cause.start})
 	}
 	if late > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d resting order(s) cancelled by cancel-on-disconnect later than the Path was told after the fence that left their session (the broker saw the drop late): not judged", late))
