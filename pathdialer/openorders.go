@@ -255,8 +255,9 @@ func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 }
 
 // oweSettledResting adds the orders a switch's reconcile settled RESTING to
-// the open-order reconcile owed: the application may not have recorded
-// them when the venue is read, and the fence may have cancelled them.
+// the open-order reconcile owed (their service's check, or every check when
+// their service has none): the application may not have recorded them when
+// the venue is read, and the fence may have cancelled them.
 func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 	if len(c.p.cfg.OpenOrders) == 0 || c.ooDue == nil {
 		return
@@ -272,7 +273,16 @@ func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 		if c.ooDue.resting == nil {
 			c.ooDue.resting = map[string][]OpenOrder{}
 		}
-		c.ooDue.resting[s.Service] = append(c.ooDue.resting[s.Service], OpenOrder{OrderID: s.OrderID, Endpoint: via[s.OrderID].Endpoint, Token: via[s.OrderID].Token})
+		o := OpenOrder{OrderID: s.OrderID, Endpoint: via[s.OrderID].Endpoint, Token: via[s.OrderID].Token}
+		if _, ok := c.p.cfg.OpenOrders[s.Service]; ok {
+			c.ooDue.resting[s.Service] = append(c.ooDue.resting[s.Service], o)
+			continue
+		}
+		// A service without a check of its own: every check reads the
+		// account's orders, so each is given it.
+		for svc := range c.p.cfg.OpenOrders {
+			c.ooDue.resting[svc] = append(c.ooDue.resting[svc], o)
+		}
 	}
 }
 
@@ -568,7 +578,7 @@ func diffOpenOrders(svc string, ours []OpenOrder, theirs []VenueOrder, fences []
 // come after o was placed: not one whose cancel was due before the release
 // o was placed under. Where nothing reaches o (the mode should have kept
 // it), the first fence of its endpoint after it was placed, else the first
-// fence.
+// whose cancel could still come after it was placed, else the first fence.
 func codFence(eff venue.SwitchEffect, o OpenOrder, fences []ooFence) (ooFence, bool) {
 	after := func(f ooFence) bool { return o.Token == 0 || f.token == 0 || o.Token < f.token }
 	placed := o.Placed // else the release o was placed under, when it was one of these
@@ -587,15 +597,21 @@ func codFence(eff venue.SwitchEffect, o OpenOrder, fences []ooFence) (ooFence, b
 			}
 		}
 	}
+	could := func(f ooFence) bool { return after(f) || placed.IsZero() || !f.due.Before(placed) }
 	if eff != venue.EffectOldPathOrders {
 		for _, f := range fences {
-			if codReaches(eff, o, f.from) && (after(f) || placed.IsZero() || !f.due.Before(placed)) {
+			if codReaches(eff, o, f.from) && could(f) {
 				return f, true
 			}
 		}
 	}
 	for _, f := range fences {
 		if after(f) && o.Endpoint != "" && f.from == o.Endpoint {
+			return f, false
+		}
+	}
+	for _, f := range fences {
+		if could(f) {
 			return f, false
 		}
 	}

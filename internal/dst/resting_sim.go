@@ -461,7 +461,11 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 		if e.Err != nil {
 			rs.w.tracef(e.Time, "open orders %s→%s: %v", e.From, e.To, e.Err)
 		} else {
-			rs.w.tracef(e.Time, "open orders %s→%s: %d difference(s)", e.From, e.To, len(e.Diffs))
+			ds := make([]string, 0, len(e.Diffs))
+			for _, d := range e.Diffs {
+				ds = append(ds, d.OrderID+"="+d.Cause.String())
+			}
+			rs.w.tracef(e.Time, "open orders %s→%s: %d difference(s) %v", e.From, e.To, len(e.Diffs), ds)
 		}
 	case pathdialer.EventRestingCancelled:
 		rs.w.tracef(e.Time, "resting-cancelled %s (%s→%s)", e.OrderID, e.From, e.To)
