@@ -531,10 +531,15 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 		// A profile-wide cancel does not say which session's end fired it:
 		// the report may name any switch whose cancel could still come
 		// after the order was sent (its fence no later than the cancel,
-		// and due, by what the Path was told, no earlier than the order).
+		// and due, by what the Path was told, no earlier than the order:
+		// the FIX session declares its own, HeartBtInt 1 s).
+		told := bound
+		if w.fx != nil {
+			told = max(told, codWithin(time.Second))
+		}
 		causes := []string{cause.from}
 		for _, l := range g.leaves {
-			if !l.start.After(r.Time) && !l.start.Add(bound).Before(o.start) && !slices.Contains(causes, l.from) {
+			if !l.start.After(r.Time) && !l.start.Add(told).Before(o.start) && !slices.Contains(causes, l.from) {
 				causes = append(causes, l.from)
 			}
 		}
