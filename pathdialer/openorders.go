@@ -364,12 +364,7 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, owed *ooSwit
 	run.cancel = cancel
 	check := p.cfg.OpenOrders[svc]
 	fc := p.rest.fence
-	first := last.fencedAt.Add(p.cfg.CODSettle)
-	var codDue time.Time
-	for _, f := range due.fences {
-		first = later(first, f.fencedAt.Add(p.cfg.CODSettle))
-		codDue = later(codDue, f.due)
-	}
+	first, codDue := ooReadTimes(due.fences, p.cfg.CODSettle)
 	c.hooks.Add(1)
 	go func() {
 		defer c.hooks.Done()
@@ -410,6 +405,17 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, owed *ooSwit
 		}
 	}()
 	return run
+}
+
+// ooReadTimes returns when the venue is first read for fences, CODSettle
+// after the last, and when every fence's cancel-on-disconnect is due (a
+// read that begins before it is followed by another then).
+func ooReadTimes(fences []ooFence, settle time.Duration) (first, due time.Time) {
+	for _, f := range fences {
+		first = later(first, f.fencedAt.Add(settle))
+		due = later(due, f.due)
+	}
+	return first, due
 }
 
 // readOpenOrders is one read of the venue's open orders for svc, with its

@@ -697,6 +697,53 @@ var defects = map[string]Defect{
 			return in.user.ToApp(msg, sid)
 		}`,
 	},
+	// The open-order reconcile reads the venue once, CODSettle after the
+	// fence: a cancel-on-disconnect the venue applies later (a drop detected
+	// by missed heartbeats, ~2.4 × HeartBtInt) is never reported, or is
+	// reported by the next switch as its own.
+	"cod-read-once": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the venue's open orders are read once, CODSettle after the fence, not again when a connection's declared late cancel is due",
+		Invariant: "resting-cancel-reported",
+		Old:       `			again := codDue.After(began)`,
+		Body:      `			again := codDue.After(began) && false // DEFECT (plant cod-read-once): one read only`,
+	},
+	// Two fences within CODSettle: the reconcile owed keeps only the first
+	// endpoint left (a later fence moves its time), so the orders the second
+	// fence cancelled are named with the first switch, or not at all.
+	"oo-first-fence-only": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order reconcile owed keeps only the first fence (a later one moves its time): the second fence's cancels go misnamed or unreported",
+		Invariant: "resting-cancel-reported",
+		Old:       `	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})`,
+		Body: `	if n := len(c.ooDue.fences); n > 0 { // DEFECT (plant oo-first-fence-only): the first fence kept
+		f := &c.ooDue.fences[0]
+		f.fencedAt, f.due = now, later(f.due, due)
+		return
+	}
+	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})`,
+	},
+	// The orders the switch's own reconcile settled RESTING are not read with
+	// the application's: one the application has not recorded yet, cancelled
+	// by the fence after the report it was settled from, is never reported.
+	"oo-settled-resting-skipped": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order read holds only the application's record, not the orders the switch's reconcile settled RESTING",
+		Invariant: "resting-cancel-reported",
+		Old:       `			ours = withSettled(ours, due.resting[svc])`,
+		Body:      `			_ = withSettled // DEFECT (plant oo-settled-resting-skipped): the switch's RESTING verdicts not read`,
+	},
+	// The open-order read runs too early: at the release, without waiting
+	// CODSettle after the fence or the declared late cancel, and once.
+	"oo-read-too-early": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order read runs at the release, before the fence's cancel-on-disconnect is due, and once",
+		Invariant: "resting-cancel-reported",
+		Func:      "ooReadTimes",
+		Body: `func ooReadTimes(fences []ooFence, settle time.Duration) (first, due time.Time) {
+	return time.Now(), time.Time{} // DEFECT (plant oo-read-too-early): read at once, once
+}`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
