@@ -583,8 +583,8 @@ func diffOpenOrders(svc string, ours []OpenOrder, theirs []VenueOrder, fences []
 // reaches every order, it is the first fence whose cancel could still
 // come after o was placed: not one whose cancel was due before the release
 // o was placed under. Where nothing reaches o (the mode should have kept
-// it), the first fence of its endpoint after it was placed, else the first
-// whose cancel could still come after it was placed, else the first fence.
+// it), the first fence whose cancel could still come after it was placed,
+// else the first fence.
 func codFence(eff venue.SwitchEffect, o OpenOrder, fences []ooFence) (ooFence, bool) {
 	after := func(f ooFence) bool { return o.Token == 0 || f.token == 0 || o.Token < f.token }
 	placed := o.Placed // else the release o was placed under, when it was one of these
@@ -609,11 +609,6 @@ func codFence(eff venue.SwitchEffect, o OpenOrder, fences []ooFence) (ooFence, b
 			if codReaches(eff, o, f.from) && could(f) {
 				return f, true
 			}
-		}
-	}
-	for _, f := range fences {
-		if after(f) && o.Endpoint != "" && f.from == o.Endpoint {
-			return f, false
 		}
 	}
 	for _, f := range fences {

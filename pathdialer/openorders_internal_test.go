@@ -35,7 +35,8 @@ func TestCODFenceNamesTheSwitchThatCausedIt(t *testing.T) {
 		{"connection: placed on eu after the first", venue.EffectOldPathOrders, OpenOrder{Endpoint: "eu", Token: 2}, "eu", true},
 		{"connection: placed on us before both", venue.EffectOldPathOrders, OpenOrder{Endpoint: "us", Token: 1}, "us", true},
 		{"connection: placed on us after both: nothing reaches it; eu's cancel was still due", venue.EffectOldPathOrders, OpenOrder{Endpoint: "us", Token: 3}, "eu", false},
-		{"preserve: its endpoint's fence after it, not reaching", venue.EffectNone, OpenOrder{Endpoint: "eu", Token: 2}, "eu", false},
+		{"preserve: the first fence whose cancel could come after it, not reaching", venue.EffectNone, OpenOrder{Endpoint: "eu", Token: 2}, "us", false},
+		{"preserve: sent after us's cancel was due", venue.EffectNone, OpenOrder{Endpoint: "us", Token: 2, Placed: at(5000)}, "eu", false},
 		{"profile: sent at 5 s, after us's cancel was due", venue.EffectAllOrders, OpenOrder{Endpoint: "eu", Token: 2, Placed: at(5000)}, "eu", true},
 		{"profile: sent at 4 s, us's cancel still due", venue.EffectAllOrders, OpenOrder{Endpoint: "eu", Token: 2, Placed: at(4000)}, "us", true},
 	} {
