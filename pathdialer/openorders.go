@@ -385,8 +385,11 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, owed *ooSwit
 			if err == nil {
 				var fresh []OrderDiff
 				for _, d := range rep.Diffs {
-					if !reported[d.OrderID] {
-						reported[d.OrderID] = true
+					// Only what the earlier read did not say: an order it
+					// found open but not in the application's record
+					// (placed just before it) may be cancelled since.
+					if key := d.OrderID + "\x00" + d.Cause.String(); !reported[key] {
+						reported[key] = true
 						fresh = append(fresh, d)
 					}
 				}

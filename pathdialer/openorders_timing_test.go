@@ -240,3 +240,42 @@ func TestOpenOrdersReadAgainForAConnectionCutBeforeTheFence(t *testing.T) {
 		}
 	})
 }
+
+// An order the first read found open but not yet in the application's
+// record (placed just before it) and the late cancel took since is
+// reported by the second read: only what the first read said is left out.
+func TestOpenOrdersRecheckReportsAnOrderFirstSeenNotOurs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk, led := newRestingBook(), &ledger{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = venue.CoinbaseExchangeFIX()
+			c.FenceMode = pathdialer.FenceFlatten
+			c.CODSettle = time.Second
+			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
+				pathdialer.ServiceFIX: {Ours: led.ours, Venue: bk.list(true)},
+			}
+		})
+		defer h.close()
+		h.hooks.onFence = func(f pathdialer.Fence) {
+			time.AfterFunc(2400*time.Millisecond, func() { bk.drop(f.Endpoint.Name, true) })
+		}
+		h.start()
+		conn, err := h.p.Dial(context.Background(), pathdialer.ServiceFIX)
+		if err != nil {
+			t.Fatalf("Dial: %v", err)
+		}
+		conn.SetCODWithin(3 * time.Second)
+		reportDown(h.p, "eu", 0)
+		h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
+		bk.place("n", "us") // booked; the application records it after the first read
+		first := h.await(pathdialer.EventOpenOrderDiff, nil)
+		if got := diffCauses(first.Diffs); got["n"] != "not-ours" {
+			t.Fatalf("first read %v: want n open at the venue, not in the record yet", got)
+		}
+		led.add("n", "us")
+		rc := h.await(pathdialer.EventRestingCancelled, nil)
+		if rc.OrderID != "n" || rc.From != "eu" {
+			t.Fatalf("resting-cancelled %v: want n, cancelled by the switch that left eu", rc)
+		}
+	})
+}
