@@ -1003,8 +1003,8 @@
 // the read, see below):
 //
 //	defect                      invariant broken                       lowest seed  seeds of 1000
-//	cod-read-once               resting-cancel-reported                1            73
-//	oo-read-too-early           resting-cancel-reported                1            112
+//	cod-read-once               resting-cancel-reported                1            72
+//	oo-read-too-early           resting-cancel-reported                1            113
 //	oo-first-fence-only         resting-cancel-reported                185          15
 //	oo-settled-resting-skipped  resting-cancel-reported                445          1
 //
