@@ -66,6 +66,7 @@ type bgResult struct {
 	err     error
 	start   time.Time
 	report  *OpenOrderReport // an open-order reconcile's result
+	more    bool             // an open-order reconcile reads again (openorders.go)
 }
 
 // runBackground calls fn(r) with ReconcileTimeout in a goroutine the
@@ -260,7 +261,9 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		if run == nil || run.id != res.id {
 			return // superseded
 		}
-		delete(c.ooRuns, res.key)
+		if !res.more {
+			delete(c.ooRuns, res.key)
+		}
 		c.openOrdersDone(res)
 	}
 }

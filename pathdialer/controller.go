@@ -462,9 +462,9 @@ func (c *controller) localFence(name string) <-chan struct{} {
 	p := c.p
 	rt := p.eps[name]
 	preserve := p.rest.fence.Mode == venue.Preserve
-	n, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
+	n, codUntil, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
 	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n, "mode", p.rest.fence.Mode)
-	c.oweOpenOrders(name) // an open-order reconcile follows the next release (openorders.go)
+	c.oweOpenOrders(name, codUntil) // an open-order reconcile follows the next release (openorders.go)
 	return farewells
 }
 
@@ -678,6 +678,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 		return
 	}
 	settled := p.judge(res.r, res.settled, time.Now())
+	c.oweSettledResting(res.r, settled) // read with the open orders (openorders.go)
 	p.setPending(nil)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)

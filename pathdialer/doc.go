@@ -331,7 +331,17 @@
 //     cancel-on-disconnect reaches the order, unknown where it does not. A
 //     reconcile that fails ReconcileAttempts times is reported as a failure,
 //     never as agreement; one superseded by the next hold runs again after
-//     the next release.
+//     the next release. A venue that detects the drop by a missed heartbeat
+//     cancels only when it times the silent connection out: a connection
+//     that declares when (Conn.SetCODWithin; the FIX transport does, from
+//     each session's HeartBtInt) has the venue read again once that time has
+//     passed. Every fence is judged on its own, even two within CODSettle,
+//     and each cancel is reported with the switch whose fence cut it (From,
+//     To, Token; the new path's orders, at a venue that cancels the whole
+//     profile, with the fence that fired it). Orders the switch's own
+//     reconcile settled RESTING are read with the application's open
+//     orders, so a cancel that followed the report they were settled from
+//     is reported too.
 //
 // # Tickets and the cost of the gate
 //

@@ -201,6 +201,7 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	}
 	g.done = true
 	settled := p.judge(r, res.settled, time.Now())
+	c.oweSettledResting(r, settled) // read with the open orders (openorders.go)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason, Service: res.key})
 	c.multiProgress(ctx)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -35,6 +37,57 @@ func TestRestingCancelReported(t *testing.T) {
 	wantNone(t, judgedResting(restingGround{cancels: cancels, events: failed}))
 	superseded := []pathdialer.Event{reported[0], {Kind: pathdialer.EventOpenOrderDiff, Time: at(300), Err: errors.New("x"), Error: "reconcile superseded by a hold"}}
 	wantOnly(t, judgedResting(restingGround{cancels: cancels, events: superseded}), InvRestingCancelReported)
+}
+
+// A cancel is reported by the switch that caused it: a report naming
+// another switch (a later one, which found the late cancel) does not count.
+func TestRestingCancelReportedByItsSwitch(t *testing.T) {
+	cancels := []codCancel{{orderID: "r-1", at: at(4800), causes: []string{"eu"}}}
+	ok := []pathdialer.Event{{Kind: pathdialer.EventRestingCancelled, OrderID: "r-1", From: "eu", To: "us", Time: at(5600)}}
+	wantNone(t, judgedResting(restingGround{cancels: cancels, events: ok}))
+	other := []pathdialer.Event{{Kind: pathdialer.EventRestingCancelled, OrderID: "r-1", From: "us", To: "eu", Time: at(9000)}}
+	wantOnly(t, judgedResting(restingGround{cancels: cancels, events: other}), InvRestingCancelReported)
+	// Either switch that may have cancelled it (a profile-wide cancel).
+	two := []codCancel{{orderID: "r-1", at: at(4800), causes: []string{"eu", "us"}}}
+	wantNone(t, judgedResting(restingGround{cancels: two, events: other}))
+}
+
+// Planted in a run's record: a late cancel-on-disconnect of an order the
+// client holds open (acknowledged, or settled RESTING by the switch's
+// reconcile), due within the time its session declared, judged; one later
+// than that, a note; an order the client does not hold open, not judged.
+func TestCheckRestingJudgesLateCancels(t *testing.T) {
+	run := func(outcome string, settled []pathdialer.Fate, cancelAt int, events []pathdialer.Event) ([]string, []string) {
+		w := &world{start: t0, s: Scenario{Resting: RestingSim{On: true, CODSettle: 500 * time.Millisecond, HeartBt: 2 * time.Second}},
+			orders: map[string]*orderRec{"r-1": {id: "r-1", limit: true, outcome: outcome, settled: settled, start: at(10)}}}
+		w.rs = &restingSim{w: w, conns: []sessionConn{{region: "eu", start: at(20)}}}
+		w.rs.rec.leaves = []leaveCall{{from: "eu", to: "us", start: at(1000)}}
+		w.rs.rec.events = events
+		audit := simbroker.AuditLog{{Time: at(cancelAt), Kind: simbroker.KindCODCancel, Region: "eu", ClientOrderID: "r-1"}}
+		var res Result
+		var got []string
+		w.checkResting(&res, audit, func(inv, format string, a ...any) { got = append(got, inv) })
+		return got, res.Notes
+	}
+	rep := []pathdialer.Event{{Kind: pathdialer.EventRestingCancelled, OrderID: "r-1", From: "eu", To: "us", Time: at(6600)}}
+	// 4.8 s after the fence, within the declared 5.5 s: judged.
+	if got, _ := run("acked", nil, 5800, nil); len(got) != 1 || got[0] != InvRestingCancelReported {
+		t.Fatalf("unreported late cancel: %v, want %s", got, InvRestingCancelReported)
+	}
+	if got, _ := run("acked", nil, 5800, rep); len(got) != 0 {
+		t.Fatalf("reported late cancel: %v, want none", got)
+	}
+	// Settled RESTING by a reconcile: the client holds it open.
+	if got, _ := run("unknown", []pathdialer.Fate{pathdialer.FateResting}, 5800, nil); len(got) != 1 {
+		t.Fatalf("unreported cancel of an order settled RESTING: %v, want %s", got, InvRestingCancelReported)
+	}
+	if got, _ := run("unknown", []pathdialer.Fate{pathdialer.FateCanceled}, 5800, nil); len(got) != 0 {
+		t.Fatalf("an order settled CANCELED: %v, want nothing judged", got)
+	}
+	// Later than declared: a note.
+	if got, notes := run("acked", nil, 7000, nil); len(got) != 0 || len(notes) != 1 {
+		t.Fatalf("cancel later than declared: %v, notes %v; want a note only", got, notes)
+	}
 }
 
 func TestNoDeadManGap(t *testing.T) {

@@ -1245,6 +1245,9 @@ func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 			if json.Unmarshal(answer, &o) == nil && o.Region != "" {
 				rec.region = o.Region
 			}
+			if o.FencingToken > 0 { // the token it was placed under (resting_sim.go)
+				rec.ticketGn = o.FencingToken
+			}
 		} else {
 			rec.outcome = "rejected"
 			var e struct{ Code string }

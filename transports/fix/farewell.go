@@ -50,3 +50,16 @@ func (in *Initiator) sayFarewell(sid quickfix.SessionID, deadline time.Time) err
 		return errFarewellUnanswered
 	}
 }
+
+// codWithin is how long after a session's connection is cut a venue that
+// detects the drop by missed heartbeats may still cancel its orders: it
+// times the silent connection out after about 2.4 × HeartBtInt from the
+// last message (quickfix acceptors; Binance locks the session for 2 ×),
+// and the last message left no later than the cut. 2.5 × HeartBtInt, plus
+// 500 ms for the venue to act, bounds it. 0 when HeartBtInt is unknown.
+func codWithin(heartBt time.Duration) time.Duration {
+	if heartBt <= 0 {
+		return 0
+	}
+	return heartBt*5/2 + 500*time.Millisecond
+}

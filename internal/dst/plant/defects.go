@@ -384,9 +384,9 @@ var defects = map[string]Defect{
 		// buffer are discarded, not flushed to the broker after the fence.
 		abort(c)
 	}
-	return len(conns), done`,
-		Body: `	_ = rest
-	return len(conns), done // DEFECT (plant fence-closes-nothing): no connection closed`,
+	if codWithin > 0 {`,
+		Body: `	_ = rest // DEFECT (plant fence-closes-nothing): no connection closed
+	if codWithin > 0 {`,
 	},
 	// The gate opens when the switch's reconcile starts, not when it
 	// succeeded; the release event is still emitted when the reconcile
@@ -542,11 +542,11 @@ var defects = map[string]Defect{
 		File:      "pathdialer/openorders.go",
 		Doc:       "no open-order reconcile follows a fence: orders its cancel-on-disconnect cancelled go unreported",
 		Invariant: "resting-cancel-reported",
-		Old: `func (c *controller) oweOpenOrders(from string) {
+		Old: `func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) == 0 {
 		return
 	}`,
-		Body: `func (c *controller) oweOpenOrders(from string) {
+		Body: `func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) >= 0 { // DEFECT (plant open-orders-skipped): nothing owed
 		return
 	}`,
@@ -830,6 +830,53 @@ var defects = map[string]Defect{
 		return true, why
 	}
 	var b strings.Builder`,
+	},
+	// The open-order reconcile reads the venue once, CODSettle after the
+	// fence: a cancel-on-disconnect the venue applies later (a drop detected
+	// by missed heartbeats, ~2.4 × HeartBtInt) is never reported, or is
+	// reported by the next switch as its own.
+	"cod-read-once": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the venue's open orders are read once, CODSettle after the fence, not again when a connection's declared late cancel is due",
+		Invariant: "resting-cancel-reported",
+		Old:       `			again := codDue.After(began)`,
+		Body:      `			again := codDue.After(began) && false // DEFECT (plant cod-read-once): one read only`,
+	},
+	// Two fences within CODSettle: the reconcile owed keeps only the first
+	// endpoint left (a later fence moves its time), so the orders the second
+	// fence cancelled are named with the first switch, or not at all.
+	"oo-first-fence-only": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order reconcile owed keeps only the first fence (a later one moves its time): the second fence's cancels go misnamed or unreported",
+		Invariant: "resting-cancel-reported",
+		Old:       `	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})`,
+		Body: `	if n := len(c.ooDue.fences); n > 0 { // DEFECT (plant oo-first-fence-only): the first fence kept
+		f := &c.ooDue.fences[0]
+		f.fencedAt, f.due = now, later(f.due, due)
+		return
+	}
+	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})`,
+	},
+	// The orders the switch's own reconcile settled RESTING are not read with
+	// the application's: one the application has not recorded yet, cancelled
+	// by the fence after the report it was settled from, is never reported.
+	"oo-settled-resting-skipped": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order read holds only the application's record, not the orders the switch's reconcile settled RESTING",
+		Invariant: "resting-cancel-reported",
+		Old:       `			ours = withSettled(ours, due.resting[svc])`,
+		Body:      `			_ = withSettled // DEFECT (plant oo-settled-resting-skipped): the switch's RESTING verdicts not read`,
+	},
+	// The open-order read runs too early: at the release, without waiting
+	// CODSettle after the fence or the declared late cancel, and once.
+	"oo-read-too-early": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order read runs at the release, before the fence's cancel-on-disconnect is due, and once",
+		Invariant: "resting-cancel-reported",
+		Func:      "ooReadTimes",
+		Body: `func ooReadTimes(fences []ooFence, settle time.Duration) (first, due time.Time) {
+	return time.Now(), time.Time{} // DEFECT (plant oo-read-too-early): read at once, once
+}`,
 	},
 }
 
