@@ -42,6 +42,11 @@ type RestingReport struct {
 // disarmed (or the history was taken). Zero From: no dead-man in this run.
 type DeadManWindow struct {
 	From, Until time.Time
+	// Rearm bounds how long after a region's trade path opens again the
+	// client arms the timer anew (its refresh interval plus a read's
+	// timeout): a timer that lapsed while no region could carry a refresh
+	// is excused until then (zero: never excused).
+	Rearm time.Duration
 }
 
 // restingState is the Client's record of its resting orders' reconciles
@@ -306,6 +311,10 @@ func (c *Client) restingHistory(h *History) {
 	h.Resting = append([]RestingReport(nil), c.rst.reports...)
 	h.OpenReconciles = append([]time.Time(nil), c.rst.reconciles...)
 	h.DeadMan = c.rst.dm
+	if !h.DeadMan.From.IsZero() {
+		// The refresher's next tick, and that refresh's round trip.
+		h.DeadMan.Rearm = c.cfg.DeadManRefresh + c.cfg.Timing.ReadTimeout
+	}
 	if !h.DeadMan.From.IsZero() && h.DeadMan.Until.IsZero() {
 		h.DeadMan.Until = time.Now()
 	}
@@ -401,6 +410,14 @@ func (ck *checker) deadManGap() {
 	sort.Slice(spans, func(i, j int) bool { return spans[i].From.Before(spans[j].From) })
 	covered := w.From
 	report := func(from, to time.Time, why string) {
+		if u, ok := ck.unreachableAt(from); ok && w.Rearm > 0 && !to.After(u.Until.Add(w.Rearm)) {
+			// No region's trade path could carry a refresh when the timer
+			// lapsed: it fired as it should, and the client armed it again
+			// within its bound of a path opening.
+			ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("no armed dead-man timer from +%v to +%v: it lapsed while no region's trade path could carry a refresh (every region down from +%v to +%v) and was armed again within %v of that",
+				ck.rel(from).Round(time.Millisecond), ck.rel(to).Round(time.Millisecond), ck.rel(u.From).Round(time.Millisecond), ck.rel(u.Until).Round(time.Millisecond), w.Rearm))
+			return
+		}
 		id := ck.openDuring(from, to)
 		if id == "" {
 			ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("no armed dead-man timer from +%v to +%v (%s), but no resting order was open then",
@@ -428,6 +445,71 @@ func (ck *checker) deadManGap() {
 	if covered.Before(w.Until) {
 		report(covered, w.Until, "no arm covers the end of the window")
 	}
+}
+
+// unreachableAt returns the span around t in which every region's trade
+// path (its REST door: what arms and refreshes the dead-man timer) was
+// failing by an injected fault (CheckOptions.Faults), false when some region
+// could be reached at t. A fault never healed lasts until the end.
+func (ck *checker) unreachableAt(t time.Time) (timeSpan, bool) {
+	regions := map[string]bool{}
+	for _, r := range ck.regionOf {
+		regions[r] = true
+	}
+	if len(regions) == 0 || len(ck.opts.Faults) == 0 {
+		return timeSpan{}, false
+	}
+	// Each region's span of failing faults around t, merged with the
+	// faults that overlap it; the intersection over regions.
+	var span timeSpan
+	for region := range regions {
+		from, until, ok := time.Time{}, time.Time{}, false
+		for changed := true; changed; {
+			changed = false
+			for _, f := range ck.opts.Faults {
+				if f.Region != region || !f.FailsTradePath {
+					continue
+				}
+				end := f.Recovered
+				if end.IsZero() {
+					end = t.Add(1000 * time.Hour)
+				}
+				switch {
+				case !ok && !f.At.After(t) && t.Before(end):
+					from, until, ok, changed = f.At, end, true, true
+				case ok && !f.At.After(until) && end.After(from) && (f.At.Before(from) || end.After(until)):
+					from, until, changed = minTime(from, f.At), maxTime(until, end), true
+				}
+			}
+		}
+		if !ok {
+			return timeSpan{}, false
+		}
+		if span.From.IsZero() || from.After(span.From) {
+			span.From = from
+		}
+		if span.Until.IsZero() || until.Before(span.Until) {
+			span.Until = until
+		}
+	}
+	return span, true
+}
+
+// timeSpan is [From, Until).
+type timeSpan struct{ From, Until time.Time }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // openDuring returns a resting order of the client's that was open on the
