@@ -76,3 +76,85 @@ func TestRelayHistoryRecordsBytesAndWhoClosed(t *testing.T) {
 		t.Fatalf("delivered %d bytes, opened %v", n, h[0].Opened)
 	}
 }
+
+// A client that closes its connection while a blackhole holds it has closed
+// it then, not when the blackhole lifts: the record shows the end the relay
+// read (EndSeen) while the fault still holds the close back from the
+// server, and Closed (when the relay passed it on) only after the heal.
+func TestRelayRecordsTheClientsCloseWhileABlackholeHoldsIt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- b
+		c.Close()
+	}()
+	r, err := faultnet.Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("order-1")); err != nil {
+		t.Fatal(err)
+	}
+	record := func() faultnet.ConnRecord {
+		if h := r.History(); len(h) == 1 {
+			return h[0]
+		}
+		return faultnet.ConnRecord{}
+	}
+	poll := func(what string, cond func(faultnet.ConnRecord) bool) faultnet.ConnRecord {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if rec := record(); cond(rec) {
+				return rec
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: record %+v", what, record())
+			}
+			<-time.After(5 * time.Millisecond)
+		}
+	}
+	poll("order-1 delivered", func(rec faultnet.ConnRecord) bool { n, _ := rec.Delivered(time.Now()); return n == 7 })
+	if err := r.SetFault(faultnet.Blackhole()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("order-2")); err != nil {
+		t.Fatal(err)
+	}
+	closedAt := time.Now()
+	c.Close()
+	held := poll("the client's close in the record", func(rec faultnet.ConnRecord) bool { return !rec.EndSeen.IsZero() })
+	if held.EndSeen.Before(closedAt) || !held.Closed.IsZero() {
+		t.Fatalf("under the blackhole: end seen %v (closed at %v), Closed %v (want zero: not passed on yet)", held.EndSeen, closedAt, held.Closed)
+	}
+	select {
+	case b := <-got:
+		t.Fatalf("the server read to EOF (%q) while the blackhole held the close", b)
+	default:
+	}
+	if err := r.SetFault(faultnet.None()); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "order-1order-2" {
+		t.Fatalf("server read %q", b)
+	}
+	healed := poll("Closed after the heal", func(rec faultnet.ConnRecord) bool { return !rec.Closed.IsZero() })
+	if !healed.EndSeen.Equal(held.EndSeen) || healed.Closed.Before(healed.EndSeen) || healed.ClosedBy != faultnet.ClosedByClient {
+		t.Fatalf("after the heal: end seen %v (was %v), closed %v by %q", healed.EndSeen, held.EndSeen, healed.Closed, healed.ClosedBy)
+	}
+}

@@ -475,8 +475,14 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 				}
 			}
 			if err != nil {
+				at := time.Now()
+				if !pc.isDead() {
+					// The side closed (or reset) by now: noted at once, though
+					// a fault may hold the end back from the other side.
+					pc.log.endSeen(at)
+				}
 				select {
-				case chunks <- chunk{at: time.Now(), err: err}:
+				case chunks <- chunk{at: at, err: err}:
 				case <-pc.killed:
 				}
 				close(chunks)

@@ -1550,16 +1550,23 @@ func (ck *checker) fenceCloses() {
 		}
 		region := ck.regionOf[e.Endpoint]
 		for _, c := range ck.opts.Connections {
+			// The connection ended when the network first saw either side
+			// end it (a blackhole passes a client's close on only when it
+			// lifts: EndSeen is the client's close, Closed the relay's).
+			closed := c.Closed
+			if !c.EndSeen.IsZero() && (closed.IsZero() || c.EndSeen.Before(closed)) {
+				closed = c.EndSeen
+			}
 			if c.Region != region || (c.Service != simbroker.REST && c.Service != simbroker.FIX) || !carried[c.ConnID] ||
-				!c.Opened.Before(e.Time.Add(-fenceRace)) || !c.Closed.IsZero() && c.Closed.Before(e.Time) {
+				!c.Opened.Before(e.Time.Add(-fenceRace)) || !closed.IsZero() && closed.Before(e.Time) {
 				continue
 			}
-			if !c.Closed.IsZero() && c.Closed.Before(e.Time.Add(fenceSettle)) {
+			if !closed.IsZero() && closed.Before(e.Time.Add(fenceSettle)) {
 				continue
 			}
 			end := "still open at the end"
-			if !c.Closed.IsZero() {
-				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(c.Closed)))
+			if !closed.IsZero() {
+				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(closed)))
 			}
 			ck.violate(InvFenceCloses, "", "FENCE CLOSED NOTHING: %s connection %s to %s, opened at %s, was open when the fence of %s began at %s and %s",
 				c.Service, c.ConnID, region, fmtDur(ck.rel(c.Opened)), e.Endpoint, fmtDur(ck.rel(e.Time)), end)

@@ -673,6 +673,16 @@ func TestCheckHistoryFenceClosesOrderConnections(t *testing.T) {
 		{"closed by the fence", conn("eu/rest/1", "rest", 50, 952, "client"), false},
 		{"left open", conn("eu/rest/1", "rest", 50, 0, ""), true},
 		{"closed only seconds later", conn("eu/fix/1", "fix", 50, 3000, "client"), true},
+		{"closed by the fence under a blackhole that passed the close on seconds later", func() simbroker.Connection {
+			c := conn("eu/fix/1", "fix", 50, 3000, "client")
+			c.EndSeen = at(952)
+			return c
+		}(), false},
+		{"its end seen only seconds later", func() simbroker.Connection {
+			c := conn("eu/fix/1", "fix", 50, 3000, "client")
+			c.EndSeen = at(2900)
+			return c
+		}(), true},
 		{"closed by a fault before the fence", conn("eu/rest/1", "rest", 50, 900, "fault"), false},
 		{"carried no order (a health check's own)", conn("eu/rest/9", "rest", 50, 0, ""), false},
 		{"opened as the fence began", conn("eu/rest/1", "rest", 900, 0, ""), false},
