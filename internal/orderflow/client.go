@@ -1006,8 +1006,12 @@ func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) 
 
 // reconcileBook settles the tickets of service by GET /v1/orders/{id}, or
 // from one order listing where the venue has no lookup by client order ID;
-// every request is paced within the venue's lookup budget (lookups.go).
+// every request is paced within the venue's lookup budget (lookups.go) and
+// passes the read breaker (rest.WithReconcile).
 func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
+	// Marked as the reconcile's lookups: the REST transport's read breaker,
+	// opened by an outage, neither refuses nor counts them.
+	ctx = rest.WithReconcile(ctx)
 	if c.lk.listing {
 		return c.listBook(ctx, r, service)
 	}

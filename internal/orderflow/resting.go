@@ -233,9 +233,10 @@ func (c *Client) RestingReports() []RestingReport {
 
 // armDeadMan arms (refreshes) the broker's dead-man timer; a read for the
 // gate (never held by a switch), so the refresh goes out on whichever path
-// reads are on.
+// reads are on, marked as a reconcile's (rest.WithReconcile): a read breaker
+// an outage opened never refuses it once the endpoint answers again.
 func (c *Client) armDeadMan(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(rest.WithSubmission(ctx, false), c.cfg.Timing.ReadTimeout)
+	ctx, cancel := context.WithTimeout(rest.WithReconcile(ctx), c.cfg.Timing.ReadTimeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"timeout":%g}`, timeout.Seconds())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/account/cancel-all-after", strings.NewReader(body))
