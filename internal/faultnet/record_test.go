@@ -158,3 +158,68 @@ func TestRelayRecordsTheClientsCloseWhileABlackholeHoldsIt(t *testing.T) {
 		t.Fatalf("after the heal: end seen %v (was %v), closed %v by %q", healed.EndSeen, held.EndSeen, healed.Closed, healed.ClosedBy)
 	}
 }
+
+// Many writes held by a blackhole do not stop the relay reading the
+// client's socket: the client's close behind them is still seen while the
+// blackhole holds (a client sending orders into a blackhole before its
+// fence closes the connection).
+func TestRelaySeesACloseBehindManyHeldWrites(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- len(b)
+		c.Close()
+	}()
+	r, err := faultnet.Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetFault(faultnet.Blackhole()); err != nil {
+		t.Fatal(err)
+	}
+	// 1 MB: at least 32 reads of the relay's 32 KB buffer, whatever the
+	// kernel coalesces.
+	const n, size = 128, 8 << 10
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	for range n {
+		if _, err := c.Write(make([]byte, size)); err != nil {
+			t.Fatalf("write under the blackhole: %v", err)
+		}
+	}
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h := r.History()
+		if len(h) == 1 && !h[0].EndSeen.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay never read the client's close behind %d held writes", n)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	if err := r.SetFault(faultnet.None()); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; b != 5+n*size {
+		t.Fatalf("server read %d bytes, want %d", b, 5+n*size)
+	}
+}
