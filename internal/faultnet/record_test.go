@@ -216,10 +216,18 @@ func TestRelaySeesACloseBehindManyHeldWrites(t *testing.T) {
 		}
 		<-time.After(5 * time.Millisecond)
 	}
+	healAt := time.Now()
 	if err := r.SetFault(faultnet.None()); err != nil {
 		t.Fatal(err)
 	}
 	if b := <-got; b != 5+n*size {
 		t.Fatalf("server read %d bytes, want %d", b, 5+n*size)
+	}
+	// Every byte is recorded as leaving the client before the heal (what a
+	// broker's SentBy is taken from), not when the relay got round to it.
+	for _, ch := range r.History()[0].Sent {
+		if !ch.Left.Before(healAt) {
+			t.Fatalf("chunk at offset %d recorded as leaving at %v, after the heal at %v", ch.Offset, ch.Left, healAt)
+		}
 	}
 }
