@@ -101,3 +101,51 @@ func TestReconcileAndDeadManRefreshPassAnOpenReadBreaker(t *testing.T) {
 		t.Fatal("the broker's dead-man timer is not armed after the refresh")
 	}
 }
+
+// The dead-man timer is the account's, whichever region armed it: when the
+// refresh through the path reads are on fails (its REST door is down while
+// its probes and FIX still answer, so no switch comes yet), it is refreshed
+// through another region instead of left to lapse while orders rest.
+func TestDeadManRefreshFallsBackToAnotherRegion(t *testing.T) {
+	cfg := simbroker.DefaultConfig()
+	cfg.TickInterval = 25 * time.Millisecond
+	cfg.Streams = []string{"px.EURUSD"}
+	cfg.ClientCompID = "OFDMFALLBACK"
+	b, err := simbroker.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ocfg := FromSimBroker(b)
+	ocfg.Timing.FailureThreshold = 1000 // eu stays the active endpoint
+	ocfg.DeadManTimeout, ocfg.DeadManRefresh = time.Minute, 50*time.Second
+	c, err := New(ocfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		_ = c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := b.SetFault("eu", simbroker.REST, simbroker.Down{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.refreshDeadMan(ctx); err != nil {
+		t.Fatalf("refresh with eu's REST door down: %v", err)
+	}
+	var last simbroker.Record
+	for _, r := range b.Audit() {
+		if r.Kind == simbroker.KindDeadMan {
+			last = r
+		}
+	}
+	if last.Region != "us" || last.Outcome != simbroker.OutcomeOK {
+		t.Fatalf("last dead-man record %+v, want an arm through us", last)
+	}
+	if ep, _ := c.path.ReadEndpoint(); ep.Name != "eu" {
+		t.Fatalf("reads moved to %s: the refresh was not a fallback", ep.Name)
+	}
+}

@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -279,7 +281,7 @@ func (c *Client) deadManRefresher() {
 		if stopped {
 			return
 		}
-		err := c.armDeadMan(c.ctx, c.cfg.DeadManTimeout)
+		err := c.refreshDeadMan(c.ctx)
 		switch {
 		case err != nil && !failing && c.ctx.Err() == nil:
 			failing = true
@@ -289,6 +291,35 @@ func (c *Client) deadManRefresher() {
 			c.rec.Note(Info, "client", "dead-man refresh works again")
 		}
 	}
+}
+
+// refreshDeadMan refreshes the dead-man timer (one tick of the refresher)
+// through the path reads are on; when that fails, straight through the
+// other endpoints in priority order, until one arms it: the timer is the
+// account's, whichever region arms it, and a trade path that fails before
+// the Path has switched (its probes still pass) must not let it lapse while
+// another region answers. It returns the first error when none did.
+func (c *Client) refreshDeadMan(ctx context.Context) error {
+	err := c.armDeadMan(ctx, c.cfg.DeadManTimeout)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	read, _ := c.path.ReadEndpoint()
+	eps := slices.Clone(c.cfg.Endpoints)
+	slices.SortStableFunc(eps, func(a, b Endpoint) int { return cmp.Compare(a.Priority, b.Priority) })
+	for _, ep := range eps {
+		if ep.Name == read.Name || ep.REST == "" {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, c.cfg.Timing.ReadTimeout)
+		ferr := postDeadMan(actx, c.direct, c.directHdr, ep.Name, ep.REST, c.cfg.DeadManTimeout)
+		cancel()
+		if ferr == nil {
+			c.rec.Note(Info, "client", "dead-man refresh through %s failed (%s): refreshed through %s instead", read.Name, shortErr(err), ep.Name)
+			return nil
+		}
+	}
+	return err
 }
 
 // StopDeadMan stops refreshing the dead-man timer and disarms it: from now
