@@ -441,14 +441,18 @@ func (ck *checker) deadManGap() {
 	spans := ck.h.Audit.DeadManSpans(w.Until)
 	sort.Slice(spans, func(i, j int) bool { return spans[i].From.Before(spans[j].From) })
 	covered := w.From
+	unreachable := ck.unreachable()
 	report := func(from, to time.Time, why string) {
-		if u, ok := ck.unreachableAt(from); ok && w.Rearm > 0 && !to.After(u.Until.Add(w.Rearm)) {
-			// No region's trade path could carry a refresh when the timer
-			// lapsed: it fired as it should, and the client armed it again
-			// within its bound of a path opening.
-			ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("no armed dead-man timer from +%v to +%v: it lapsed while no region's trade path could carry a refresh (every region down from +%v to +%v) and was armed again within %v of that",
-				ck.rel(from).Round(time.Millisecond), ck.rel(to).Round(time.Millisecond), ck.rel(u.From).Round(time.Millisecond), ck.rel(u.Until).Round(time.Millisecond), w.Rearm))
-			return
+		for _, u := range unreachable {
+			// No region's trade path could carry a refresh from before the
+			// timer lapsed until u ended: it fired as it should (during u, or
+			// after it before the refresher's next tick), and the client
+			// armed it again within its bound of a path opening.
+			if w.Rearm > 0 && !u.From.After(from) && !to.After(u.Until.Add(w.Rearm)) {
+				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("no armed dead-man timer from +%v to +%v: it lapsed while no region's trade path could carry a refresh (every region down from +%v to +%v) and was armed again within %v of that",
+					ck.rel(from).Round(time.Millisecond), ck.rel(to).Round(time.Millisecond), ck.rel(u.From).Round(time.Millisecond), ck.rel(u.Until).Round(time.Millisecond), w.Rearm))
+				return
+			}
 		}
 		id := ck.openDuring(from, to)
 		if id == "" {
@@ -479,52 +483,63 @@ func (ck *checker) deadManGap() {
 	}
 }
 
-// unreachableAt returns the span around t in which every region's trade
-// path (its REST door: what arms and refreshes the dead-man timer) was
-// failing by an injected fault (CheckOptions.Faults), false when some region
-// could be reached at t. A fault never healed lasts until the end.
-func (ck *checker) unreachableAt(t time.Time) (timeSpan, bool) {
+// unreachable returns the spans in which every region's trade path (its
+// REST door: what arms and refreshes the dead-man timer) was failing by an
+// injected fault (CheckOptions.Faults), in order. A fault never healed lasts
+// until the end.
+func (ck *checker) unreachable() []timeSpan {
 	regions := map[string]bool{}
 	for _, r := range ck.regionOf {
 		regions[r] = true
 	}
 	if len(regions) == 0 || len(ck.opts.Faults) == 0 {
-		return timeSpan{}, false
+		return nil
 	}
-	// Each region's span of failing faults around t, merged with the
-	// faults that overlap it; the intersection over regions.
-	var span timeSpan
+	var all []timeSpan
+	first := true
 	for region := range regions {
-		from, until, ok := time.Time{}, time.Time{}, false
-		for changed := true; changed; {
-			changed = false
-			for _, f := range ck.opts.Faults {
-				if f.Region != region || !f.FailsTradePath {
-					continue
-				}
-				end := f.Recovered
-				if end.IsZero() {
-					end = t.Add(1000 * time.Hour)
-				}
-				switch {
-				case !ok && !f.At.After(t) && t.Before(end):
-					from, until, ok, changed = f.At, end, true, true
-				case ok && !f.At.After(until) && end.After(from) && (f.At.Before(from) || end.After(until)):
-					from, until, changed = minTime(from, f.At), maxTime(until, end), true
+		var own []timeSpan
+		for _, f := range ck.opts.Faults {
+			if f.Region != region || !f.FailsTradePath {
+				continue
+			}
+			end := f.Recovered
+			if end.IsZero() {
+				end = f.At.Add(1000 * time.Hour)
+			}
+			own = append(own, timeSpan{f.At, end})
+		}
+		own = mergeSpans(own)
+		if first {
+			all, first = own, false
+			continue
+		}
+		var both []timeSpan
+		for _, x := range all {
+			for _, y := range own {
+				from, until := maxTime(x.From, y.From), minTime(x.Until, y.Until)
+				if from.Before(until) {
+					both = append(both, timeSpan{from, until})
 				}
 			}
 		}
-		if !ok {
-			return timeSpan{}, false
-		}
-		if span.From.IsZero() || from.After(span.From) {
-			span.From = from
-		}
-		if span.Until.IsZero() || until.Before(span.Until) {
-			span.Until = until
-		}
+		all = mergeSpans(both)
 	}
-	return span, true
+	return all
+}
+
+// mergeSpans sorts spans and merges those that overlap or touch.
+func mergeSpans(in []timeSpan) []timeSpan {
+	sort.Slice(in, func(i, j int) bool { return in[i].From.Before(in[j].From) })
+	var out []timeSpan
+	for _, s := range in {
+		if n := len(out); n > 0 && !s.From.After(out[n-1].Until) {
+			out[n-1].Until = maxTime(out[n-1].Until, s.Until)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // timeSpan is [From, Until).

@@ -180,12 +180,13 @@ func TestCheckHistoryCancelToldByASettlement(t *testing.T) {
 	}
 }
 
-// A timer that lapses while no region's trade path can carry a refresh (an
-// all-regions-down window) is the timer doing its job: no client could have
-// refreshed it. The gap it leaves is a note, provided the client arms again
-// within DeadManWindow.Rearm of the first door opening. A gap that starts
-// while a region could still be reached, or a re-arm later than that bound,
-// is still a violation.
+// A timer that lapses because no region's trade path could carry a refresh
+// (an all-regions-down window; the lapse comes during it, or after its heal
+// before the refresher could act) is the timer doing its job: no client
+// could have refreshed it. The gap it leaves is a note, provided the client
+// arms again within DeadManWindow.Rearm of the first door opening. A gap
+// that starts before every region was down, or a re-arm later than that
+// bound, is still a violation.
 func TestCheckHistoryDeadManLapseWhileEveryRegionIsDown(t *testing.T) {
 	// restingHistory's timer, armed with 1 s at 800 ms, lapses at 1800 ms;
 	// the next arm comes at rearmMs. L2 stays open throughout (as an order
@@ -216,6 +217,10 @@ func TestCheckHistoryDeadManLapseWhileEveryRegionIsDown(t *testing.T) {
 		{"one region still up", 1950, []orderflow.Fault{down("eu", 850, 1900)}, true},
 		{"no fault", 1950, nil, true},
 		{"lapsed before every region was down", 1950, []orderflow.Fault{down("eu", 850, 1900), down("us", 1850, 1900)}, true},
+		// The last refresh before the outage came just before it: the timer
+		// lapses after the heal, before the refresher's next tick.
+		{"lapsed just after every region healed, re-armed within the bound", 1950, []orderflow.Fault{down("eu", 850, 1750), down("us", 850, 1750)}, false},
+		{"lapsed just after every region healed, re-armed too late", 2300, []orderflow.Fault{down("eu", 850, 1750), down("us", 850, 1750)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sum := orderflow.CheckHistory(hist(tc.rearmMs), orderflow.CheckOptions{Faults: tc.faults})
