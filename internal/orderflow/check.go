@@ -56,7 +56,7 @@ var invariantNames = map[int]string{
 	InvLateLandings:    "late landings (sent before a fence, booked after it) reported, none after a final NOT_RECEIVED",
 	InvClientBook:      "the client's record of whether and where each order was booked matches the broker's book",
 	InvRepeats:         "repeated submissions are re-sends the client made, never replays or automatic retries",
-	InvHalt:            "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete)",
+	InvHalt:            "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete, a dead-man timer that cannot be armed on the target)",
 	InvStream:          "every price once and in order, none missed",
 	InvFIXSeq:          "FIX sequence numbers continuous",
 	InvScenario:        "the scenario's expectations (failover, failback, halt)",
@@ -965,7 +965,7 @@ func (ck *checker) repeats() {
 func (ck *checker) halts() {
 	events := ck.h.Events
 	var lastDecision *engine.Decision
-	var lastReconcileFailure *pathdialer.Event
+	var lastReconcileFailure, lastArmFailure *pathdialer.Event
 	for i, e := range events {
 		switch e.Kind {
 		case pathdialer.EventDecision:
@@ -974,6 +974,10 @@ func (ck *checker) halts() {
 			lastReconcileFailure = &events[i]
 		case pathdialer.EventReconcileSuccess, pathdialer.EventRelease:
 			lastReconcileFailure = nil
+		case pathdialer.EventDeadManFailure:
+			lastArmFailure = &events[i]
+		case pathdialer.EventDeadManArmed, pathdialer.EventSwitch, pathdialer.EventResume:
+			lastArmFailure = nil
 		case pathdialer.EventHalt:
 			ck.sum.Halts++
 			switch {
@@ -983,6 +987,13 @@ func (ck *checker) halts() {
 				// unknown fate: a halt for a named cause, not an eligibility
 				// halt. Reported, not a violation.
 				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("halt at %s because the reconcile kept failing (%s)", fmtDur(ck.rel(e.Time)), shortErr(errors.New(e.Cause))))
+			case lastArmFailure != nil && strings.Contains(e.Cause, "dead-man"):
+				// The Path halts, loudly, rather than fence the old path while
+				// no dead-man timer is armed on the new one (the arm failed
+				// FenceAttempts times in a row and no other endpoint was
+				// eligible): a named cause, as a reconcile's. Reported.
+				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("halt at %s because the dead-man timer could not be armed on %s (last attempt %d at %s): the old path is not fenced before it is",
+					fmtDur(ck.rel(e.Time)), lastArmFailure.Endpoint, lastArmFailure.Attempt, fmtDur(ck.rel(lastArmFailure.Time))))
 			default:
 				ck.violate(InvHalt, "", "HALT at %s without a NO_TARGET_AVAILABLE decision (cause: %s)", fmtDur(ck.rel(e.Time)), e.Cause)
 			}
@@ -1575,16 +1586,23 @@ func (ck *checker) fenceCloses() {
 		}
 		region := ck.regionOf[e.Endpoint]
 		for _, c := range ck.opts.Connections {
+			// The connection ended when the network first saw either side
+			// end it (a blackhole passes a client's close on only when it
+			// lifts: EndSeen is the client's close, Closed the relay's).
+			closed := c.Closed
+			if !c.EndSeen.IsZero() && (closed.IsZero() || c.EndSeen.Before(closed)) {
+				closed = c.EndSeen
+			}
 			if c.Region != region || (c.Service != simbroker.REST && c.Service != simbroker.FIX) || !carried[c.ConnID] ||
-				!c.Opened.Before(e.Time.Add(-fenceRace)) || !c.Closed.IsZero() && c.Closed.Before(e.Time) {
+				!c.Opened.Before(e.Time.Add(-fenceRace)) || !closed.IsZero() && closed.Before(e.Time) {
 				continue
 			}
-			if !c.Closed.IsZero() && c.Closed.Before(e.Time.Add(fenceSettle)) {
+			if !closed.IsZero() && closed.Before(e.Time.Add(fenceSettle)) {
 				continue
 			}
 			end := "still open at the end"
-			if !c.Closed.IsZero() {
-				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(c.Closed)))
+			if !closed.IsZero() {
+				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(closed)))
 			}
 			ck.violate(InvFenceCloses, "", "FENCE CLOSED NOTHING: %s connection %s to %s, opened at %s, was open when the fence of %s began at %s and %s",
 				c.Service, c.ConnID, region, fmtDur(ck.rel(c.Opened)), e.Endpoint, fmtDur(ck.rel(e.Time)), end)
