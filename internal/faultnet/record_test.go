@@ -192,6 +192,17 @@ func TestRelaySeesACloseBehindManyHeldWrites(t *testing.T) {
 	if _, err := c.Write([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
+	// The connection is through to the server before the blackhole: a
+	// connection the relay accepts while blackholed is held unread, its
+	// upstream not dialed (a loaded host may not have dialed it yet when
+	// the Write above returns).
+	through := time.Now().Add(5 * time.Second)
+	for h := r.History(); len(h) != 1 || len(h[0].Sent) == 0 || h[0].Sent[0].Arrived.IsZero(); h = r.History() {
+		if time.Now().After(through) {
+			t.Fatalf("the relay did not forward the first write within 5 s: %+v", h)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
 	if err := r.SetFault(faultnet.Blackhole()); err != nil {
 		t.Fatal(err)
 	}
