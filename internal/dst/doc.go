@@ -86,6 +86,14 @@
 //	                                longer than the time since the first send + MaxCopyHold, or a
 //	                                fence the venue documents over every such region before the lookup
 //	                                and still at the resend
+//	final-verdict-matches-book      every verdict the Path gave as final (Settlement.Final) agrees with
+//	                                the book at the run's end: a final NOT_RECEIVED's send is booked
+//	                                nowhere, before or after the verdict (a booking made at or after
+//	                                the client's resend, by bytes that left no earlier, is the
+//	                                resend's); a final FILLED or CANCELLED is that booking's state at
+//	                                the end; a final RESTING is still open, or filled, or cancelled
+//	                                and reported after the verdict (EventRestingCancelled naming it,
+//	                                or an open-order reconcile that failed)
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a

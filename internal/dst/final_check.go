@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,12 +22,16 @@ import (
 //     client resent the order (under the same client order ID) and the
 //     booking arrived at or after the resend and its bytes can have left the
 //     client only at or after it (the audit's SentBy, when it can tell);
-//   - a final FILLED or CANCELLED: some booking of the order has that state
-//     at the end;
-//   - a final RESTING: some booking is still open at the end, or was
-//     cancelled and the Path reported the change after the verdict (an
-//     EventRestingCancelled naming the order, or an open-order reconcile
-//     that failed loudly), or is filled.
+//   - a final FILLED, CANCELLED or RESTING: it was true of the book when
+//     the broker last answered a lookup of the order before the verdict
+//     (the verdict's own read; the verdict's time when there was none): a
+//     booking in that state then, and still in it at the end or changed
+//     only after that read. A RESTING order the book had cancelled before
+//     that read is still excused when the Path reported the change after
+//     the verdict (an EventRestingCancelled naming the order, or an
+//     open-order reconcile that failed loudly). A change after the read (a
+//     cancel-on-disconnect, a dead-man timer) does not contradict the
+//     verdict; the switches' cancels are judged by resting-cancel-reported.
 //
 // A provisional verdict is not judged (it says it may change); nor is
 // UNDETERMINED.
@@ -84,7 +89,8 @@ type finalOrder struct {
 	finals   []verdictAt
 	resentAt time.Time          // zero: never resent
 	booked   []simbroker.Record // the audit's bookings of it (new or cut)
-	status   []string           // the book's state at the end of each booking
+	book     []simbroker.Order  // the book's bookings of it at the end
+	lookups  []time.Time        // the broker's answers to lookups of it (and of every order)
 	reported []time.Time        // EventRestingCancelled naming it
 }
 
@@ -120,21 +126,44 @@ func judgeFinal(g finalGround, viol func(inv, format string, a ...any)) {
 				}
 			case pathdialer.FateFilled, pathdialer.FateCanceled, pathdialer.FateResting:
 				want := map[pathdialer.Fate]string{pathdialer.FateFilled: simbroker.StatusFilled, pathdialer.FateCanceled: simbroker.StatusCanceled, pathdialer.FateResting: simbroker.StatusNew}[f.fate]
-				if len(o.status) == 0 {
+				if len(o.book) == 0 {
 					viol(InvFinalVerdict, "%s settled %s as final at %v; the book has no booking of it", o.id, f.fate, off(f.at))
 					continue
 				}
-				ok := slices.Contains(o.status, want)
-				if !ok && f.fate == pathdialer.FateResting {
-					// Resting then: filled since, or cancelled and reported.
-					ok = slices.Contains(o.status, simbroker.StatusFilled)
-					if !ok && slices.Contains(o.status, simbroker.StatusCanceled) {
-						after := func(t time.Time) bool { return !t.Before(f.at) }
-						ok = slices.ContainsFunc(o.reported, after) || slices.ContainsFunc(g.loud, after)
+				read := f.at // the verdict's read: the broker's last answer before it
+				var last time.Time
+				for _, l := range o.lookups {
+					if !l.After(f.at) && l.After(last) {
+						last = l
 					}
 				}
+				if !last.IsZero() {
+					read = last
+				}
+				// The booking's state as of the read: its state at the end
+				// when it last changed at or before the read, else open
+				// (a booking's only change is from open).
+				var then []string
+				for _, b := range o.book {
+					switch {
+					case b.CreatedAt.After(read):
+					case !b.UpdatedAt.After(read) || b.Status == simbroker.StatusNew:
+						then = append(then, b.Status)
+					default:
+						then = append(then, simbroker.StatusNew)
+					}
+				}
+				ok := slices.Contains(then, want)
+				if !ok && f.fate == pathdialer.FateResting {
+					after := func(t time.Time) bool { return !t.Before(f.at) }
+					ok = slices.ContainsFunc(o.reported, after) || slices.ContainsFunc(g.loud, after)
+				}
 				if !ok {
-					viol(InvFinalVerdict, "%s settled %s as final at %v; the book says %v at the end, and no later report of the change", o.id, f.fate, off(f.at), o.status)
+					var end []string
+					for _, b := range o.book {
+						end = append(end, fmt.Sprintf("%s since %v", b.Status, off(b.UpdatedAt)))
+					}
+					viol(InvFinalVerdict, "%s settled %s as final at %v (read at %v); the book says %v then (at the end: %s), and no later report of the change", o.id, f.fate, off(f.at), off(read), then, strings.Join(end, ", "))
 				}
 			}
 		}
@@ -155,9 +184,20 @@ func (w *world) finalGroundOf(audit simbroker.AuditLog, book []simbroker.Order) 
 	for _, r := range audit.Booked() {
 		booked[r.ClientOrderID] = append(booked[r.ClientOrderID], r)
 	}
-	status := map[string][]string{}
+	byID := map[string][]simbroker.Order{}
 	for _, b := range book {
-		status[b.ClientOrderID] = append(status[b.ClientOrderID], b.Status)
+		byID[b.ClientOrderID] = append(byID[b.ClientOrderID], b)
+	}
+	lookups := map[string][]time.Time{}
+	var mass []time.Time // a query of every order answers for each
+	for _, r := range audit {
+		switch {
+		case r.Kind != simbroker.KindLookup:
+		case r.ClientOrderID == "":
+			mass = append(mass, r.Time)
+		default:
+			lookups[r.ClientOrderID] = append(lookups[r.ClientOrderID], r.Time)
+		}
 	}
 	ids := make([]string, 0, len(w.fv.finals))
 	for id := range w.fv.finals {
@@ -169,10 +209,7 @@ func (w *world) finalGroundOf(audit simbroker.AuditLog, book []simbroker.Order) 
 		if o == nil {
 			continue // the second process's (proc2.go): its own record
 		}
-		g.orders = append(g.orders, finalOrder{id: id, finals: w.fv.finals[id], resentAt: o.resentAt, booked: booked[id], status: status[id], reported: w.fv.cancelled[id]})
+		g.orders = append(g.orders, finalOrder{id: id, finals: w.fv.finals[id], resentAt: o.resentAt, booked: booked[id], book: byID[id], lookups: append(slices.Clone(lookups[id]), mass...), reported: w.fv.cancelled[id]})
 	}
 	return g
 }
-
-// String is for a test's failure message.
-func (o finalOrder) String() string { return fmt.Sprintf("%s %v", o.id, o.finals) }
