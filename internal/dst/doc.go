@@ -1197,6 +1197,20 @@
 // takes (the late-cancel seeds with an unknown limit order at a switch);
 // the long FIX reconcile of the issue is not a move yet.
 //
+// Final verdicts against the book (composed seeds 1–1000 with the liveness
+// moves, as make sim runs them; make sim-plant DEFECT=name SIM_SEEDS=1000):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	final-nr-no-copy-hold       final-verdict-matches-book             3            23
+//
+// final-nr-no-copy-hold (FinalNotReceived's quarantine without MaxCopyHold:
+// at the simulated venue, whose lookups see a booking at once, the first
+// "not found" is final) is found where a copy the old path held, or a
+// broker still booking after a reset, lands after that lookup; none of its
+// 23 seeds fails unplanted. Unplanted, the same sweep fails only the 16
+// seeds it failed before (the eleven no-failback-while-trade-path-fails
+// seeds, 282, 285, 733, 805, and 671 for resting-cancel-reported).
+//
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and
 // drain-inline are found by halt-in-switch (the coordinator's Halt waits for
