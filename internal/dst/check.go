@@ -168,6 +168,7 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	w.checkProgress(res, viol)                            // progress_check.go
 	w.checkFenceConns(viol)                               // fenceconn.go
 	w.checkLate(res, audit)                               // late_check.go
+	w.checkFinal(audit, viol)                             // final_check.go
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)

@@ -86,6 +86,14 @@
 //	                                longer than the time since the first send + MaxCopyHold, or a
 //	                                fence the venue documents over every such region before the lookup
 //	                                and still at the resend
+//	final-verdict-matches-book      every verdict the Path gave as final (Settlement.Final) agrees with
+//	                                the book at the run's end: a final NOT_RECEIVED's send is booked
+//	                                nowhere, before or after the verdict (a booking made at or after
+//	                                the client's resend, by bytes that left no earlier, is the
+//	                                resend's); a final FILLED or CANCELLED is that booking's state at
+//	                                the end; a final RESTING is still open, or filled, or cancelled
+//	                                and reported after the verdict (EventRestingCancelled naming it,
+//	                                or an open-order reconcile that failed)
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -1188,6 +1196,20 @@
 // only where a reconcile settles an order RESTING that a late cancel then
 // takes (the late-cancel seeds with an unknown limit order at a switch);
 // the long FIX reconcile of the issue is not a move yet.
+//
+// Final verdicts against the book (composed seeds 1–1000 with the liveness
+// moves, as make sim runs them; make sim-plant DEFECT=name SIM_SEEDS=1000):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	final-nr-no-copy-hold       final-verdict-matches-book             3            23
+//
+// final-nr-no-copy-hold (FinalNotReceived's quarantine without MaxCopyHold:
+// at the simulated venue, whose lookups see a booking at once, the first
+// "not found" is final) is found where a copy the old path held, or a
+// broker still booking after a reset, lands after that lookup; none of its
+// 23 seeds fails unplanted. Unplanted, the same sweep fails only the 16
+// seeds it failed before (the eleven no-failback-while-trade-path-fails
+// seeds, 282, 285, 733, 805, and 671 for resting-cancel-reported).
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and

@@ -211,6 +211,7 @@ type world struct {
 	mu       sync.Mutex
 	trace    []tline
 	orders   map[string]*orderRec
+	fv       finalRecord // final verdicts and resting reports (final_check.go)
 	fences   []fenceSpan // the client's fences, by endpoint
 	lastSeq  uint64
 	ticks    int
@@ -881,6 +882,7 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out
 func (w *world) onEvent(ev pathdialer.Event) {
 	w.recordEvent(ev)
 	w.noteProgress(ev)
+	w.fv.note(ev) // final_check.go
 	switch ev.Kind {
 	case pathdialer.EventProbe:
 		w.mu.Lock()

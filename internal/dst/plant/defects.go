@@ -878,6 +878,19 @@ var defects = map[string]Defect{
 	return time.Now(), time.Time{} // DEFECT (plant oo-read-too-early): read at once, once
 }`,
 	},
+	// The quarantine of a NOT_RECEIVED counts only the venue's false-negative
+	// horizon, not the longest a copy can be held on the way (a one-word
+	// slip in venue.Profile.FinalNotReceived): at a venue whose lookups see
+	// a booking at once, the first "not found" is final, and a copy the old
+	// path delivers later contradicts it.
+	"final-nr-no-copy-hold": {
+		File:      "venue/rules.go",
+		Doc:       "FinalNotReceived's quarantine leaves out MaxCopyHold: a NOT_RECEIVED is final while a held copy can still be booked",
+		Invariant: "final-verdict-matches-book",
+		Composed:  true,
+		Old:       `	q := p.MinQuarantine(e.MaxCopyHold)`,
+		Body:      `	q := p.MinQuarantine(0) // DEFECT (plant final-nr-no-copy-hold): the copy hold left out`,
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
