@@ -128,3 +128,21 @@ func TestRestingRecord(t *testing.T) {
 		t.Fatalf("record %+v", g)
 	}
 }
+
+// A cancel-on-disconnect is a switch's only when a fence of its region came
+// before it: a session cut by the network (a reset), cancelled by the
+// venue, then a fence of that region seconds later, is not that fence's
+// cancel (nothing to report as a switch's).
+func TestCODCauseIsAFenceBeforeTheCancel(t *testing.T) {
+	conns := []sessionConn{{region: "eu", start: at(366), end: at(742)}, {region: "eu", start: at(1085)}}
+	leaves := []leaveCall{{from: "eu", to: "us", start: at(9514)}}
+	if c := codCause(conns, leaves, "eu", at(3112)); c != nil {
+		t.Fatalf("cancel at +3.112s, fence at +9.514s: cause %+v, want none (the fence came after the cancel)", *c)
+	}
+	if c := codCause(conns, leaves, "eu", at(11000)); c == nil || c.start != at(9514) {
+		t.Fatalf("cancel at +11s after the fence at +9.514s: cause %v, want that fence", c)
+	}
+	if c := codCause(conns, leaves, "us", at(11000)); c != nil {
+		t.Fatalf("cancel on us: cause %+v, want none (us was never left)", *c)
+	}
+}

@@ -475,7 +475,8 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 // checkResting judges the resting-order invariants: the broker's
 // cancel-on-disconnect cancels of resting orders the client holds open
 // (acknowledged, or settled RESTING by a switch's reconcile) whose session
-// a switch left (a fence of its endpoint after the session began, the
+// a switch left (a fence of its endpoint after the session began and
+// before the cancel: a session the network cut is no switch's; the
 // cancel no later than CODSettle after that fence began, or the time the
 // session declared for its venue's late cancel if later: later still, the
 // venue's detection outlasted what the Path was told, a note), each to be
@@ -502,25 +503,7 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 		if o == nil || !o.limit || !(o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled))) {
 			continue // not an order the client holds open
 		}
-		// The session connection on the region whose end fired it.
-		var sc *sessionConn
-		for i := range conns {
-			if conns[i].region == r.Region && !conns[i].start.After(r.Time) {
-				sc = &conns[i]
-			}
-		}
-		if sc == nil {
-			continue
-		}
-		// The fence that left the session: the first of its region since
-		// it began.
-		var cause *leaveCall
-		for i, l := range g.leaves {
-			if l.from == r.Region && !l.start.Before(sc.start) {
-				cause = &g.leaves[i]
-				break
-			}
-		}
+		cause := codCause(conns, g.leaves, r.Region, r.Time)
 		if cause == nil {
 			continue
 		}
@@ -555,4 +538,31 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 // RESTING last.
 func settledResting(fates []pathdialer.Fate) bool {
 	return len(fates) > 0 && fates[len(fates)-1] == pathdialer.FateResting
+}
+
+// codCause returns the fence that left the session whose end fired a
+// cancel-on-disconnect on region at at: the first fence of the region
+// since the last session there began before the cancel, when it came no
+// later than the cancel (nil: none; a fence after the cancel did not cause
+// it: the network cut that session).
+func codCause(conns []sessionConn, leaves []leaveCall, region string, at time.Time) *leaveCall {
+	// The session connection on the region whose end fired it.
+	var sc *sessionConn
+	for i := range conns {
+		if conns[i].region == region && !conns[i].start.After(at) {
+			sc = &conns[i]
+		}
+	}
+	if sc == nil {
+		return nil
+	}
+	for i, l := range leaves {
+		if l.from == region && !l.start.Before(sc.start) {
+			if l.start.After(at) {
+				return nil
+			}
+			return &leaves[i]
+		}
+	}
+	return nil
 }
