@@ -475,8 +475,9 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 // checkResting judges the resting-order invariants: the broker's
 // cancel-on-disconnect cancels of resting orders the client holds open
 // (acknowledged, or settled RESTING by a switch's reconcile) whose session
-// a switch left (a fence of its endpoint after the session began and
-// before the cancel: a session the network cut is no switch's; the
+// a switch left (a fence of its endpoint after the session began, before
+// the region's next session: a session the network cut whose venue
+// cancelled late is no later switch's; the
 // cancel no later than CODSettle after that fence began, or the time the
 // session declared for its venue's late cancel if later: later still, the
 // venue's detection outlasted what the Path was told, a note), each to be
@@ -541,24 +542,39 @@ func settledResting(fates []pathdialer.Fate) bool {
 }
 
 // codCause returns the fence that left the session whose end fired a
-// cancel-on-disconnect on region at at: the first fence of the region
-// since the last session there began before the cancel, when it came no
-// later than the cancel (nil: none; a fence after the cancel did not cause
-// it: the network cut that session).
+// cancel-on-disconnect on region at at (nil: none). That session is the
+// last of the region to have ended by the cancel (else, none having ended,
+// the last begun before it); the fence is the first of the region since
+// that session began and before the region's next session began: a fence
+// of a later session did not end this one (a session the network cut,
+// whose venue cancelled late, is no later switch's).
 func codCause(conns []sessionConn, leaves []leaveCall, region string, at time.Time) *leaveCall {
-	// The session connection on the region whose end fired it.
-	var sc *sessionConn
+	sc, ended := -1, -1
 	for i := range conns {
-		if conns[i].region == region && !conns[i].start.After(at) {
-			sc = &conns[i]
+		if conns[i].region != region || conns[i].start.After(at) {
+			continue
+		}
+		sc = i
+		if !conns[i].end.IsZero() && !conns[i].end.After(at) {
+			ended = i
 		}
 	}
-	if sc == nil {
+	if ended >= 0 {
+		sc = ended
+	}
+	if sc < 0 {
 		return nil
 	}
+	var next time.Time // when the region's next session began (zero: none)
+	for _, c := range conns[sc+1:] {
+		if c.region == region {
+			next = c.start
+			break
+		}
+	}
 	for i, l := range leaves {
-		if l.from == region && !l.start.Before(sc.start) {
-			if l.start.After(at) {
+		if l.from == region && !l.start.Before(conns[sc].start) {
+			if !next.IsZero() && !l.start.Before(next) {
 				return nil
 			}
 			return &leaves[i]
