@@ -306,6 +306,7 @@ func (c *controller) settled(res bgResult) {
 	r := res.r
 	if res.err != nil {
 		kept, open := p.keepAnswers(r, res.settled, time.Now()) // progress.go
+		c.oweSettledResting(r, kept)                            // openorders.go
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: kept, Cause: r.Reason})
 		c.settle = append(c.settle, open...)
 		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
@@ -313,6 +314,7 @@ func (c *controller) settled(res bgResult) {
 	}
 	c.settleAttempt = 0
 	settled := p.judge(r, res.settled, time.Now())
+	c.oweSettledResting(r, settled) // read with the next fence's open orders (openorders.go)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 }
 

@@ -665,6 +665,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 	}
 	if err := res.err; err != nil {
 		kept, open := p.keepAnswers(*r, res.settled, time.Now()) // progress.go
+		c.oweSettledResting(*r, kept)                            // openorders.go
 		r.Tickets = open
 		p.setPending(open[:len(open):len(open)])
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept})

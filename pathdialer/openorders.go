@@ -254,13 +254,25 @@ func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})
 }
 
-// oweSettledResting adds the orders a switch's reconcile settled RESTING to
-// the open-order reconcile owed (their service's check, or every check when
+// maxOwedResting bounds, per service, the orders settled RESTING kept for
+// the next open-order reconcile (the oldest go first).
+const maxOwedResting = 4096
+
+// oweSettledResting adds the orders a reconcile settled RESTING (a switch's,
+// or one that settled unknown outcomes on the active endpoint) to the
+// open-order reconcile owed (their service's check, or every check when
 // their service has none): the application may not have recorded them when
-// the venue is read, and the fence may have cancelled them.
+// the venue is read, and a fence may cancel them. With no fence owed yet
+// they wait for the next one.
 func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
-	if len(c.p.cfg.OpenOrders) == 0 || c.ooDue == nil {
+	if len(c.p.cfg.OpenOrders) == 0 {
 		return
+	}
+	if c.ooDue == nil {
+		if !slices.ContainsFunc(settled, func(s Settlement) bool { return s.Fate == FateResting }) {
+			return
+		}
+		c.ooDue = &ooSwitch{}
 	}
 	via := make(map[string]TicketInfo, len(r.Tickets))
 	for _, t := range r.Tickets {
@@ -274,14 +286,21 @@ func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 			c.ooDue.resting = map[string][]OpenOrder{}
 		}
 		o := OpenOrder{OrderID: s.OrderID, Endpoint: via[s.OrderID].Endpoint, Token: via[s.OrderID].Token}
+		add := func(svc string) {
+			l := append(c.ooDue.resting[svc], o)
+			if n := len(l) - maxOwedResting; n > 0 {
+				l = slices.Delete(l, 0, n)
+			}
+			c.ooDue.resting[svc] = l
+		}
 		if _, ok := c.p.cfg.OpenOrders[s.Service]; ok {
-			c.ooDue.resting[s.Service] = append(c.ooDue.resting[s.Service], o)
+			add(s.Service)
 			continue
 		}
 		// A service without a check of its own: every check reads the
 		// account's orders, so each is given it.
 		for svc := range c.p.cfg.OpenOrders {
-			c.ooDue.resting[svc] = append(c.ooDue.resting[svc], o)
+			add(svc)
 		}
 	}
 }
@@ -298,8 +317,8 @@ func later(a, b time.Time) time.Time {
 func (c *controller) startOpenOrders(ctx context.Context) {
 	p := c.p
 	due := c.ooDue
-	if due == nil || ctx.Err() != nil {
-		return
+	if due == nil || len(due.fences) == 0 || ctx.Err() != nil {
+		return // nothing owed, or only orders settled RESTING: they wait for a fence
 	}
 	c.ooDue = nil
 	a := p.active.Load()

@@ -2,6 +2,7 @@ package pathdialer_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -276,6 +277,49 @@ func TestOpenOrdersRecheckReportsAnOrderFirstSeenNotOurs(t *testing.T) {
 		rc := h.await(pathdialer.EventRestingCancelled, nil)
 		if rc.OrderID != "n" || rc.From != "eu" {
 			t.Fatalf("resting-cancelled %v: want n, cancelled by the switch that left eu", rc)
+		}
+	})
+}
+
+// An order whose outcome was unknown is settled RESTING on the active
+// endpoint by a reconcile that belongs to no switch (settling unknown
+// outcomes), and the application has not recorded it (its call has not
+// returned). A later switch's fence cancels it: the open-order read of that
+// switch includes it, so the cancel is reported as that switch's.
+func TestOpenOrdersIncludeWhatASettleWithoutSwitchSettledResting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk, led := newRestingBook(), &ledger{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue = venue.Deribit()
+			c.FenceMode = pathdialer.FenceFlatten
+			c.CODSettle = 500 * time.Millisecond
+			c.SettleUnknown = 200 * time.Millisecond
+			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
+				pathdialer.ServiceREST: {Ours: led.ours, Venue: bk.list(true)},
+			}
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+				var out []pathdialer.Settlement
+				for _, tk := range r.Tickets {
+					out = append(out, pathdialer.Settlement{OrderID: tk.OrderID, Service: tk.Service, Fate: pathdialer.FateResting, Detail: "the venue lists it open"})
+				}
+				return out, nil
+			}
+		})
+		defer h.close()
+		h.hooks.onFence = func(f pathdialer.Fence) { bk.drop(f.Endpoint.Name, false) }
+		h.start()
+		tk := mustAcquire(t, h.p, "x")
+		bk.place("x", "eu")
+		tk.Unknown(errors.New("connection cut after the write"))
+		st := h.await(pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool { return e.From == "eu" && e.To == "eu" })
+		if !slices.ContainsFunc(st.Settlements, func(s pathdialer.Settlement) bool { return s.OrderID == "x" && s.Fate == pathdialer.FateResting }) {
+			t.Fatalf("settle %q %v: want x settled RESTING", st.Cause, st.Settlements)
+		}
+		reportDown(h.p, "eu", 0)
+		e := h.await(pathdialer.EventOpenOrderDiff, nil)
+		rc, ok := cancelledEvents(h.rec.all())["x"]
+		if !ok || rc.From != "eu" || rc.To != "us" {
+			t.Fatalf("open orders %v, resting-cancelled %+v (found %v): want x reported cancelled by the switch eu→us", e.Diffs, rc, ok)
 		}
 	})
 }

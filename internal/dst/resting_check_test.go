@@ -128,3 +128,31 @@ func TestRestingRecord(t *testing.T) {
 		t.Fatalf("record %+v", g)
 	}
 }
+
+// A cancel-on-disconnect is judged against the fence that left the
+// session whose end fired it: a session the network cut (a reset), whose
+// venue cancelled late while a new session ran on the region, is not
+// blamed on the fence that later left the new one; a cancel from a region
+// going down just before its fence is that fence's.
+func TestCODCauseIsTheFenceOfTheSessionThatEnded(t *testing.T) {
+	// Reset at +0.742 s, a new session at +1.085 s, the late cancel of the
+	// first at +3.112 s, the fence of the second at +9.514 s.
+	conns := []sessionConn{{region: "eu", start: at(366), end: at(742)}, {region: "eu", start: at(1085), end: at(9514)}}
+	leaves := []leaveCall{{from: "eu", to: "us", start: at(9514)}}
+	if c := codCause(conns, leaves, "eu", at(3112)); c != nil {
+		t.Fatalf("cancel at +3.112s of the session reset at +0.742s: cause %+v, want none (the fence at +9.514s left the next session)", *c)
+	}
+	if c := codCause(conns, leaves, "eu", at(11000)); c == nil || c.start != at(9514) {
+		t.Fatalf("cancel at +11s after the fence at +9.514s: cause %v, want that fence", c)
+	}
+	if c := codCause(conns, leaves, "us", at(11000)); c != nil {
+		t.Fatalf("cancel on us: cause %+v, want none (us had no session)", *c)
+	}
+	// The region goes down at +10.466 s, its venue cancels at +10.472 s,
+	// the fence begins at +10.477 s: the session's one fence.
+	down := []sessionConn{{region: "eu", start: at(143)}}
+	fence := []leaveCall{{from: "eu", to: "us", start: at(10477)}}
+	if c := codCause(down, fence, "eu", at(10472)); c == nil || c.start != at(10477) {
+		t.Fatalf("cancel at +10.472s of a session the fence at +10.477s left: cause %v, want that fence", c)
+	}
+}

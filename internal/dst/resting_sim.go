@@ -475,7 +475,9 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 // checkResting judges the resting-order invariants: the broker's
 // cancel-on-disconnect cancels of resting orders the client holds open
 // (acknowledged, or settled RESTING by a switch's reconcile) whose session
-// a switch left (a fence of its endpoint after the session began, the
+// a switch left (a fence of its endpoint after the session began, before
+// the region's next session: a session the network cut whose venue
+// cancelled late is no later switch's; the
 // cancel no later than CODSettle after that fence began, or the time the
 // session declared for its venue's late cancel if later: later still, the
 // venue's detection outlasted what the Path was told, a note), each to be
@@ -502,25 +504,7 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 		if o == nil || !o.limit || !(o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled))) {
 			continue // not an order the client holds open
 		}
-		// The session connection on the region whose end fired it.
-		var sc *sessionConn
-		for i := range conns {
-			if conns[i].region == r.Region && !conns[i].start.After(r.Time) {
-				sc = &conns[i]
-			}
-		}
-		if sc == nil {
-			continue
-		}
-		// The fence that left the session: the first of its region since
-		// it began.
-		var cause *leaveCall
-		for i, l := range g.leaves {
-			if l.from == r.Region && !l.start.Before(sc.start) {
-				cause = &g.leaves[i]
-				break
-			}
-		}
+		cause := codCause(conns, g.leaves, r.Region, r.Time)
 		if cause == nil {
 			continue
 		}
@@ -555,4 +539,46 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 // RESTING last.
 func settledResting(fates []pathdialer.Fate) bool {
 	return len(fates) > 0 && fates[len(fates)-1] == pathdialer.FateResting
+}
+
+// codCause returns the fence that left the session whose end fired a
+// cancel-on-disconnect on region at at (nil: none). That session is the
+// last of the region to have ended by the cancel (else, none having ended,
+// the last begun before it); the fence is the first of the region since
+// that session began and before the region's next session began: a fence
+// of a later session did not end this one (a session the network cut,
+// whose venue cancelled late, is no later switch's).
+func codCause(conns []sessionConn, leaves []leaveCall, region string, at time.Time) *leaveCall {
+	sc, ended := -1, -1
+	for i := range conns {
+		if conns[i].region != region || conns[i].start.After(at) {
+			continue
+		}
+		sc = i
+		if !conns[i].end.IsZero() && !conns[i].end.After(at) {
+			ended = i
+		}
+	}
+	if ended >= 0 {
+		sc = ended
+	}
+	if sc < 0 {
+		return nil
+	}
+	var next time.Time // when the region's next session began (zero: none)
+	for _, c := range conns[sc+1:] {
+		if c.region == region {
+			next = c.start
+			break
+		}
+	}
+	for i, l := range leaves {
+		if l.from == region && !l.start.Before(conns[sc].start) {
+			if !next.IsZero() && !l.start.Before(next) {
+				return nil
+			}
+			return &leaves[i]
+		}
+	}
+	return nil
 }

@@ -109,8 +109,8 @@ func (c *Client) openOrdersOf(_ context.Context, service string) ([]pathdialer.O
 		if r.Transport != service || r.Spec.Limit == "" || r.Rejected || c.rst.closed[id] {
 			continue
 		}
-		if r.Settled && r.Fate != pathdialer.FateResting {
-			continue // filled, cancelled or never booked, as a reconcile said
+		if r.Settled && r.Fate != pathdialer.FateResting && !(r.Fate == pathdialer.FateNotReceived && r.Acked) {
+			continue // filled, cancelled or never booked, as a reconcile said (a NOT_RECEIVED order accepted since, re-sent, is booked)
 		}
 		if !r.Acked && !(r.Settled && r.Fate == pathdialer.FateResting) {
 			continue

@@ -891,6 +891,16 @@ var defects = map[string]Defect{
 		Old:       `	q := p.MinQuarantine(e.MaxCopyHold)`,
 		Body:      `	q := p.MinQuarantine(0) // DEFECT (plant final-nr-no-copy-hold): the copy hold left out`,
 	},
+	// Orders settled RESTING while no fence is owed (settling unknown
+	// outcomes on the active endpoint, a switch abandoned) are dropped, not
+	// kept for the next fence's open-order read.
+	"oo-resting-needs-fence": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "orders settled RESTING while no fence is owed are dropped: a later fence's cancel of them, before the application records them, goes unreported",
+		Invariant: "resting-cancel-reported",
+		Old:       "\t\t\treturn\n\t\t}\n\t\tc.ooDue = &ooSwitch{}",
+		Body:      "\t\t\treturn\n\t\t}\n\t\treturn // DEFECT (plant oo-resting-needs-fence): kept only when a fence is owed",
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
