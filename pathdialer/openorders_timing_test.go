@@ -36,14 +36,7 @@ func cancelledEvents(evs []pathdialer.Event) map[string]pathdialer.Event {
 func TestOpenOrdersReadAgainWhenALateCancelIsDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Venue = venue.Deribit()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = 2 * time.Second
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceFIX: {Ours: led.ours, Venue: bk.list(true)},
-			}
-		})
+		h := flattenHarness(t, venue.Deribit(), 2*time.Second, pathdialer.ServiceFIX, bk, led, true, nil)
 		defer h.close()
 		var fencedAt time.Time
 		h.hooks.onFence = func(f pathdialer.Fence) {
@@ -82,14 +75,7 @@ func TestOpenOrdersReadAgainWhenALateCancelIsDue(t *testing.T) {
 func TestOpenOrdersLateProfileWideCancelNamesTheSwitchThatCausedIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Venue = venue.CoinbaseExchangeFIX()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = time.Second
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceFIX: {Ours: led.ours, Venue: bk.list(false)},
-			}
-		})
+		h := flattenHarness(t, venue.CoinbaseExchangeFIX(), time.Second, pathdialer.ServiceFIX, bk, led, false, nil)
 		defer h.close()
 		h.hooks.onFence = func(f pathdialer.Fence) {
 			time.AfterFunc(2400*time.Millisecond, func() { bk.drop(f.Endpoint.Name, true) })
@@ -128,13 +114,7 @@ func TestOpenOrdersLateProfileWideCancelNamesTheSwitchThatCausedIt(t *testing.T)
 func TestOpenOrdersIncludeWhatTheSwitchSettledResting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Venue = venue.Deribit()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = 500 * time.Millisecond
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceREST: {Ours: led.ours, Venue: bk.list(true)},
-			}
+		h := flattenHarness(t, venue.Deribit(), 500*time.Millisecond, pathdialer.ServiceREST, bk, led, true, func(c *pathdialer.Config) {
 			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				time.Sleep(1040 * time.Millisecond) // a FIX reconcile waiting for the logon
 				var out []pathdialer.Settlement
@@ -172,14 +152,8 @@ func TestOpenOrdersTwoFencesEachJudged(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
 		epAP := pathdialer.Endpoint{Name: "ap", Region: "ap-northeast-1", Priority: 20,
 			Services: map[string]string{"rest": "https://api-ap.broker.example", "fix": "fix-ap.broker.example:9878"}}
-		h := newHarness(t, func(c *pathdialer.Config) {
+		h := flattenHarness(t, venue.Deribit(), 5*time.Second, pathdialer.ServiceREST, bk, led, false, func(c *pathdialer.Config) {
 			c.Endpoints = append(c.Endpoints, epAP)
-			c.Venue = venue.Deribit()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = 5 * time.Second
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceREST: {Ours: led.ours, Venue: bk.list(false)},
-			}
 		})
 		defer h.close()
 		h.hooks.onFence = func(f pathdialer.Fence) { bk.drop(f.Endpoint.Name, false) }
@@ -214,14 +188,7 @@ func TestOpenOrdersTwoFencesEachJudged(t *testing.T) {
 func TestOpenOrdersReadAgainForAConnectionCutBeforeTheFence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Venue = venue.Deribit()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = time.Second
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceFIX: {Ours: led.ours, Venue: bk.list(true)},
-			}
-		})
+		h := flattenHarness(t, venue.Deribit(), time.Second, pathdialer.ServiceFIX, bk, led, true, nil)
 		defer h.close()
 		led.add("a", "eu")
 		bk.place("a", "eu")
@@ -248,14 +215,7 @@ func TestOpenOrdersReadAgainForAConnectionCutBeforeTheFence(t *testing.T) {
 func TestOpenOrdersRecheckReportsAnOrderFirstSeenNotOurs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Venue = venue.CoinbaseExchangeFIX()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = time.Second
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceFIX: {Ours: led.ours, Venue: bk.list(true)},
-			}
-		})
+		h := flattenHarness(t, venue.CoinbaseExchangeFIX(), time.Second, pathdialer.ServiceFIX, bk, led, true, nil)
 		defer h.close()
 		h.hooks.onFence = func(f pathdialer.Fence) {
 			time.AfterFunc(2400*time.Millisecond, func() { bk.drop(f.Endpoint.Name, true) })
@@ -289,14 +249,8 @@ func TestOpenOrdersRecheckReportsAnOrderFirstSeenNotOurs(t *testing.T) {
 func TestOpenOrdersIncludeWhatASettleWithoutSwitchSettledResting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bk, led := newRestingBook(), &ledger{}
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.Venue = venue.Deribit()
-			c.FenceMode = pathdialer.FenceFlatten
-			c.CODSettle = 500 * time.Millisecond
+		h := flattenHarness(t, venue.Deribit(), 500*time.Millisecond, pathdialer.ServiceREST, bk, led, true, func(c *pathdialer.Config) {
 			c.SettleUnknown = 200 * time.Millisecond
-			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
-				pathdialer.ServiceREST: {Ours: led.ours, Venue: bk.list(true)},
-			}
 			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
 				var out []pathdialer.Settlement
 				for _, tk := range r.Tickets {
@@ -320,6 +274,24 @@ func TestOpenOrdersIncludeWhatASettleWithoutSwitchSettledResting(t *testing.T) {
 		rc, ok := cancelledEvents(h.rec.all())["x"]
 		if !ok || rc.From != "eu" || rc.To != "us" {
 			t.Fatalf("open orders %v, resting-cancelled %+v (found %v): want x reported cancelled by the switch eu→us", e.Diffs, rc, ok)
+		}
+	})
+}
+
+// flattenHarness is a harness on venue v in flatten mode with CODSettle
+// settle, whose open-order check of service compares led with bk (its list
+// reporting closed orders when reportClosed); edit, if not nil, changes the
+// rest of the configuration.
+func flattenHarness(t *testing.T, v venue.Profile, settle time.Duration, service string, bk *restingBook, led *ledger, reportClosed bool, edit func(*pathdialer.Config)) *harness {
+	return newHarness(t, func(c *pathdialer.Config) {
+		c.Venue = v
+		c.FenceMode = pathdialer.FenceFlatten
+		c.CODSettle = settle
+		c.OpenOrders = map[string]pathdialer.OpenOrderCheck{
+			service: {Ours: led.ours, Venue: bk.list(reportClosed)},
+		}
+		if edit != nil {
+			edit(c)
 		}
 	})
 }
