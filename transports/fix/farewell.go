@@ -57,6 +57,12 @@ func (in *Initiator) sayFarewell(sid quickfix.SessionID, deadline time.Time) err
 // last message (quickfix acceptors; Binance locks the session for 2 ×),
 // and the last message left no later than the cut. 2.5 × HeartBtInt, plus
 // 500 ms for the venue to act, bounds it. 0 when HeartBtInt is unknown.
+// Sources: quickfix sends a TestRequest after 1.2 × HeartBtInt of silence
+// and drops the session after another 1.2 × (quickfixgo v0.9.10
+// session_state.go and in_session.go, peerTimer; the same rule in
+// https://github.com/quickfixgo/quickfix); Binance: "If the client does not
+// respond ... within 2 × HeartBtInt" the session is closed
+// (https://developers.binance.com/docs/binance-spot-api-docs/fix-api).
 func codWithin(heartBt time.Duration) time.Duration {
 	if heartBt <= 0 {
 		return 0
