@@ -60,8 +60,8 @@ func (in *Initiator) sayFarewell(sid quickfix.SessionID, deadline time.Time) err
 // Sources: quickfix sends a TestRequest after 1.2 × HeartBtInt of silence
 // and drops the session after another 1.2 × (quickfixgo v0.9.10
 // session_state.go and in_session.go, peerTimer; the same rule in
-// https://github.com/quickfixgo/quickfix); Binance: "If the client does not
-// respond ... within 2 × HeartBtInt" the session is closed
+// https://github.com/quickfixgo/quickfix); Binance closes a silent session
+// after 2 × HeartBtInt, as the package documentation cites
 // (https://developers.binance.com/docs/binance-spot-api-docs/fix-api).
 func codWithin(heartBt time.Duration) time.Duration {
 	if heartBt <= 0 {
