@@ -19,15 +19,7 @@ import (
 // flow held, nor a refresh leave the dead-man timer unarmed, after the
 // endpoint answers again.
 func TestReconcileAndDeadManRefreshPassAnOpenReadBreaker(t *testing.T) {
-	cfg := simbroker.DefaultConfig()
-	cfg.TickInterval = 25 * time.Millisecond
-	cfg.Streams = []string{"px.EURUSD"}
-	cfg.ClientCompID = "OFBREAKER"
-	b, err := simbroker.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := startBroker(t, "OFBREAKER")
 	ocfg := FromSimBroker(b)
 	// The read endpoint stays eu: its failing reads never take it DOWN.
 	ocfg.Timing.FailureThreshold = 1000
@@ -107,15 +99,7 @@ func TestReconcileAndDeadManRefreshPassAnOpenReadBreaker(t *testing.T) {
 // its probes and FIX still answer, so no switch comes yet), it is refreshed
 // through another region instead of left to lapse while orders rest.
 func TestDeadManRefreshFallsBackToAnotherRegion(t *testing.T) {
-	cfg := simbroker.DefaultConfig()
-	cfg.TickInterval = 25 * time.Millisecond
-	cfg.Streams = []string{"px.EURUSD"}
-	cfg.ClientCompID = "OFDMFALLBACK"
-	b, err := simbroker.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	b := startBroker(t, "OFDMFALLBACK")
 	ocfg := FromSimBroker(b)
 	ocfg.Timing.FailureThreshold = 1000 // eu stays the active endpoint
 	ocfg.DeadManTimeout, ocfg.DeadManRefresh = time.Minute, 50*time.Second
@@ -148,4 +132,20 @@ func TestDeadManRefreshFallsBackToAnotherRegion(t *testing.T) {
 	if ep, _ := c.path.ReadEndpoint(); ep.Name != "eu" {
 		t.Fatalf("reads moved to %s: the refresh was not a fallback", ep.Name)
 	}
+}
+
+// startBroker starts a simulated broker for one test (ticks every 25 ms on
+// px.EURUSD, FIX client compID), closed when the test ends.
+func startBroker(t *testing.T, compID string) *simbroker.Broker {
+	t.Helper()
+	cfg := simbroker.DefaultConfig()
+	cfg.TickInterval = 25 * time.Millisecond
+	cfg.Streams = []string{"px.EURUSD"}
+	cfg.ClientCompID = compID
+	b, err := simbroker.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
