@@ -66,6 +66,7 @@ type bgResult struct {
 	err     error
 	start   time.Time
 	report  *OpenOrderReport // an open-order reconcile's result
+	more    bool             // an open-order reconcile reads again (openorders.go)
 }
 
 // runBackground calls fn(r) with ReconcileTimeout in a goroutine the
@@ -260,7 +261,9 @@ func (c *controller) onBackground(ctx context.Context, res bgResult) {
 		if run == nil || run.id != res.id {
 			return // superseded
 		}
-		delete(c.ooRuns, res.key)
+		if !res.more {
+			delete(c.ooRuns, res.key)
+		}
 		c.openOrdersDone(res)
 	}
 }
@@ -303,6 +306,7 @@ func (c *controller) settled(res bgResult) {
 	r := res.r
 	if res.err != nil {
 		kept, open := p.keepAnswers(r, res.settled, time.Now()) // progress.go
+		c.oweSettledResting(r, kept)                            // openorders.go
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: kept, Cause: r.Reason})
 		c.settle = append(c.settle, open...)
 		c.settleRetryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(c.settleAttempt))
@@ -310,6 +314,7 @@ func (c *controller) settled(res bgResult) {
 	}
 	c.settleAttempt = 0
 	settled := p.judge(r, res.settled, time.Now())
+	c.oweSettledResting(r, settled) // read with the next fence's open orders (openorders.go)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 }
 
@@ -350,12 +355,14 @@ func (c *controller) requeried(res bgResult) {
 		kept, late := p.requeried(answersTo(r, res.settled), time.Now())
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept, Cause: r.Reason, Service: key})
 		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
+		c.wakeRequeryAt(st.retryAt) // verdict.go
 		p.emitLate(late)
 		return
 	}
 	out, late := p.requeried(res.settled, time.Now())
 	st.attempt = 0
 	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
+	c.wakeRequeryAt(st.retryAt)                                                                      // verdict.go
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
 	p.emitLate(late)
 }

@@ -436,10 +436,13 @@ type Config struct {
 	// MaxCopyHold is the longest a copy of an order can be held between this
 	// process and the venue's book (socket buffers, proxies, the network, the
 	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
-	// >= 0.
+	// A provisional NOT_RECEIVED is looked up again every MaxCopyHold (at
+	// least the venue's LookupInterval), so a copy that lands meanwhile is
+	// reported within about that long. >= 0.
 	MaxCopyHold time.Duration
 	// Quarantine is how long a provisional NOT_RECEIVED waits before the
-	// re-query that can make it final. It must cover the venue's lookup
+	// re-query that can make it final (the early looks before it only find
+	// late landings). It must cover the venue's lookup
 	// false-negative horizon plus MaxCopyHold (Venue.MinQuarantine): New
 	// refuses a shorter one, with the reason. 0 means exactly that minimum.
 	// >= 0.
@@ -558,14 +561,21 @@ type Config struct {
 	FailbackBackoff Backoff
 	// OpenOrders, optional, reconciles resting orders after every switch, by
 	// service: the application's open orders against the venue's, read
-	// through the new path CODSettle after the fence, with each difference
+	// through the new path CODSettle after every fence (see CODSettle for
+	// the read again when a late cancel is due), with each difference
 	// reported with its cause (EventOpenOrderDiff, EventRestingCancelled,
 	// Snapshot.OpenOrders). Submissions are not held for it.
 	OpenOrders map[string]OpenOrderCheck
-	// CODSettle is how long after the fence the venue's open orders are read:
-	// long enough for its cancel-on-disconnect to have acted (a venue that
-	// detects the drop by a missed heartbeat needs that heartbeat's
-	// interval). Default 2 s. >= 0.
+	// CODSettle is how long after the fence the venue's open orders are
+	// first read: long enough for a cancel-on-disconnect the venue applies
+	// when the connection closes. A venue that detects the drop by a missed
+	// heartbeat cancels later, when it times the silent connection out; a
+	// connection that declares that time (Conn.SetCODWithin: the FIX
+	// transport derives it from each session's HeartBtInt) has the venue
+	// read again once it has passed, and every order cancelled by then is
+	// reported as cancelled by the switch whose fence cut it. Orders the
+	// switch's own reconcile settled RESTING are read with the
+	// application's. Default 2 s. >= 0.
 	CODSettle time.Duration
 
 	// ===== Coordination, optional: several processes, one decider. =====

@@ -77,6 +77,9 @@ type controller struct {
 	waiters []chan error
 	// re-query of provisional NOT_RECEIVED verdicts, by reconciler key
 	requery map[string]*requeryState
+	// requeryWake: when maybeRequery is next due (a look's time, or the end
+	// of a reconciler's pause for the venue's budget); zero when nothing is.
+	requeryWake time.Time
 	// Config.ReconcileByService: the switch's reconcile split by service, its
 	// results, and the goroutines running the reconcilers.
 	multi    *multiRec
@@ -114,9 +117,9 @@ func (p *Path) control(ctx context.Context) {
 		p.monitor(ctx)
 	}()
 	defer func() { <-monDone }()
-	var retry *time.Timer
+	var retry, requery *time.Timer
 	for {
-		var retryC <-chan time.Time
+		var retryC, requeryC <-chan time.Time
 		if !c.retryAt.IsZero() {
 			if retry == nil {
 				retry = time.NewTimer(time.Until(c.retryAt))
@@ -124,6 +127,14 @@ func (p *Path) control(ctx context.Context) {
 				retry.Reset(time.Until(c.retryAt))
 			}
 			retryC = retry.C
+		}
+		if !c.requeryWake.IsZero() {
+			if requery == nil {
+				requery = time.NewTimer(time.Until(c.requeryWake))
+			} else {
+				requery.Reset(time.Until(c.requeryWake))
+			}
+			requeryC = requery.C
 		}
 		yieldPoint(p, "controller: loop")
 		// What is already waiting is taken in a fixed order: the
@@ -154,11 +165,19 @@ func (p *Path) control(ctx context.Context) {
 			if retry != nil {
 				retry.Stop()
 			}
+			if requery != nil {
+				requery.Stop()
+			}
 			return
 		case <-p.trigger:
 			c.step(ctx, false)
 		case <-retryC:
 			c.step(ctx, true)
+		case <-requeryC:
+			// A look of the late-landing re-query is due (verdict.go): only
+			// the re-query runs, not an evaluation.
+			c.requeryWake = time.Time{}
+			c.maybeRequery(ctx)
 		case r := <-p.extCh:
 			c.onExternal(ctx, r)
 		case res := <-c.results:
@@ -443,9 +462,9 @@ func (c *controller) localFence(name string) <-chan struct{} {
 	p := c.p
 	rt := p.eps[name]
 	preserve := p.rest.fence.Mode == venue.Preserve
-	n, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
+	n, codUntil, farewells := rt.fenceWith(preserve, time.Now().Add(p.cfg.FarewellTimeout), p.log, &c.hooks)
 	p.log.Info("pathdialer: local fence", "endpoint", name, "closed_conns", n, "mode", p.rest.fence.Mode)
-	c.oweOpenOrders(name) // an open-order reconcile follows the next release (openorders.go)
+	c.oweOpenOrders(name, codUntil) // an open-order reconcile follows the next release (openorders.go)
 	return farewells
 }
 
@@ -646,6 +665,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 	}
 	if err := res.err; err != nil {
 		kept, open := p.keepAnswers(*r, res.settled, time.Now()) // progress.go
+		c.oweSettledResting(*r, kept)                            // openorders.go
 		r.Tickets = open
 		p.setPending(open[:len(open):len(open)])
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept})
@@ -659,6 +679,7 @@ func (c *controller) reconciled(ctx context.Context, res bgResult) {
 		return
 	}
 	settled := p.judge(res.r, res.settled, time.Now())
+	c.oweSettledResting(res.r, settled) // read with the open orders (openorders.go)
 	p.setPending(nil)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason})
 	c.release(ctx)

@@ -22,6 +22,9 @@ type endpointRT struct {
 	fenced bool
 	conns  map[*Conn]struct{}
 	dials  uint64 // tracked connections so far: numbers them (Conn.seq)
+	// codUntil: the latest time a connection closed so far declared its
+	// venue's cancel-on-disconnect due by (Conn.SetCODWithin).
+	codUntil time.Time
 
 	fencedFlag atomic.Bool // mirrors fenced, for the lock-free passive-report path
 	obsMu      sync.Mutex  // serialises observe for this endpoint (exact state-change events)
@@ -51,6 +54,9 @@ type Conn struct {
 	seq      uint64 // order of tracking under rt: the fence closes in this order
 	once     sync.Once
 	farewell farewellHolder // preserve mode's graceful leave (fencemode.go)
+	// codWithin: the venue cancels this connection's orders at most this
+	// long after it is cut (SetCODWithin, fencemode.go); 0 when undeclared.
+	codWithin atomic.Int64
 }
 
 // Endpoint returns the name of the endpoint the connection goes to.
@@ -64,6 +70,9 @@ func (c *Conn) Close() error {
 	c.once.Do(func() {
 		c.rt.mu.Lock()
 		delete(c.rt.conns, c)
+		if cw := time.Duration(c.codWithin.Load()); cw > 0 {
+			c.rt.codUntil = later(c.rt.codUntil, time.Now().Add(cw))
+		}
 		c.rt.mu.Unlock()
 	})
 	return c.Conn.Close()
@@ -72,7 +81,7 @@ func (c *Conn) Close() error {
 // fence marks the endpoint fenced (new dials refused) and closes every tracked
 // connection to it, oldest first. It returns how many connections it closed.
 func (rt *endpointRT) fence() int {
-	n, _ := rt.fenceWith(false, time.Time{}, nil, nil)
+	n, _, _ := rt.fenceWith(false, time.Time{}, nil, nil)
 	return n
 }
 
@@ -80,14 +89,20 @@ func (rt *endpointRT) fence() int {
 // set: a connection with a farewell says it first, bounded by deadline, in
 // its own goroutine (counted in track); done closes when every farewell
 // returned and its connection was closed (nil when there was none).
-func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, done <-chan struct{}) {
+// codUntil is when the venue's cancel-on-disconnect is due for every
+// connection of the endpoint cut so far, these included, that declared it
+// (Conn.SetCODWithin; zero when none did).
+func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface{ Warn(string, ...any) }, track *sync.WaitGroup) (n int, codUntil time.Time, done <-chan struct{}) {
+	var codWithin time.Duration
 	rt.mu.Lock()
+	codUntil = rt.codUntil
 	rt.fenced = true
 	rt.fencedFlag.Store(true)
 	conns := make([]*Conn, 0, len(rt.conns))
 	for c := range rt.conns {
 		if !c.readOnly {
 			conns = append(conns, c)
+			codWithin = max(codWithin, time.Duration(c.codWithin.Load()))
 		}
 	}
 	rt.mu.Unlock()
@@ -103,7 +118,10 @@ func (rt *endpointRT) fenceWith(farewell bool, deadline time.Time, log interface
 		// buffer are discarded, not flushed to the broker after the fence.
 		abort(c)
 	}
-	return len(conns), done
+	if codWithin > 0 {
+		codUntil = later(codUntil, time.Now().Add(codWithin))
+	}
+	return len(conns), codUntil, done
 }
 
 func (rt *endpointRT) unfence() bool {

@@ -214,6 +214,12 @@
 //	                                    least 15 min after the final verdict) and    keeps failing, or the venue forgets a
 //	                                    the re-queries succeed; looks at growing     finished order between two looks
 //	                                    intervals within the venue's lookup budget   (LookupRetention)
+//	a late landing while the verdict    the re-queries succeed and no more orders    lookups fail, more orders wait than
+//	is provisional is reported within   wait than one budgeted call asks about: the  the budget lets one call ask about (the
+//	MaxCopyHold + one LookupInterval    order is looked up every MaxCopyHold (at     rest wait their turn, LookupInterval
+//	of its booking                      least the venue's LookupInterval), and one   each), or a switch holds the gate
+//	                                    LookupInterval after its old endpoint        meanwhile (its reconcile runs instead)
+//	                                    recovers (DOWN to HEALTHY)
 //	a fenced connection delivers        always for this process: the local fence     the bytes already left this host (in
 //	nothing more                        aborts it (SO_LINGER 0, RST): bytes still    the network, a proxy, the gateway):
 //	                                    in the send buffer are discarded             covered by MaxCopyHold and the watch
@@ -325,7 +331,17 @@
 //     cancel-on-disconnect reaches the order, unknown where it does not. A
 //     reconcile that fails ReconcileAttempts times is reported as a failure,
 //     never as agreement; one superseded by the next hold runs again after
-//     the next release.
+//     the next release. A venue that detects the drop by a missed heartbeat
+//     cancels only when it times the silent connection out: a connection
+//     that declares when (Conn.SetCODWithin; the FIX transport does, from
+//     each session's HeartBtInt) has the venue read again once that time has
+//     passed. Every fence is judged on its own, even two within CODSettle,
+//     and each cancel is reported with the switch whose fence cut it (From,
+//     To, Token; the new path's orders, at a venue that cancels the whole
+//     profile, with the fence that fired it). Orders the switch's own
+//     reconcile settled RESTING are read with the application's open
+//     orders, so a cancel that followed the report they were settled from
+//     is reported too.
 //
 // # Tickets and the cost of the gate
 //

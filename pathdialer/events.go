@@ -84,8 +84,10 @@ const (
 	// (none when the books agree); Err when it could not be done.
 	EventOpenOrderDiff
 	// EventRestingCancelled: a resting order the application held open was
-	// cancelled by the switch (OrderID, Service, Cause; Diffs[0] the
-	// difference): re-quote it if it is still wanted.
+	// cancelled by a switch (OrderID, Service, Cause; Diffs[0] the
+	// difference; From, To and Token name the switch whose fence cut it,
+	// which may be earlier than the reconcile that found it): re-quote it
+	// if it is still wanted.
 	EventRestingCancelled
 	// EventFailbackAbandoned: a failback From → To was given up before it
 	// held flow for longer than its fence: its preparation (the dead-man arm

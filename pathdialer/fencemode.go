@@ -157,6 +157,20 @@ func farewells(log interface {
 	return rest, ch
 }
 
+// SetCODWithin declares how long after this connection is cut the venue's
+// cancel-on-disconnect may still act on the orders it reaches: a venue that
+// detects a drop by a missed heartbeat cancels only when it times the
+// silent connection out (the FIX transport declares 2.5 × HeartBtInt plus
+// 500 ms for every session it relays). After a fence of the connection's
+// endpoint (whether the fence cut the connection or it had ended before,
+// within d), the open-order reconcile (Config.OpenOrders) reads the
+// venue's orders CODSettle after the fence and, when the declared time is
+// later, once more when it has passed, reporting every order cancelled
+// since as cancelled by that switch. d <= 0 removes the declaration.
+func (c *Conn) SetCODWithin(d time.Duration) {
+	c.codWithin.Store(int64(max(d, 0)))
+}
+
 func callFarewell(fn Farewell, deadline time.Time) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -119,7 +119,19 @@ func TestFenceModeFarewell(t *testing.T) {
 				}()
 				reportDown(h.p, "eu", 0)
 				h.await(pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
-				seen := <-got
+				// The switch was made: the old connection is closed by now
+				// in either mode, so the venue's read ends (EOF) within a
+				// delivery. A connection the fence left open would keep the
+				// read waiting forever: bounded, in virtual time.
+				const closeLimit = 10 * time.Second
+				var seen string
+				select {
+				case seen = <-got:
+				case <-time.After(closeLimit):
+					mu.Lock()
+					defer mu.Unlock()
+					t.Fatalf("the venue's side of the fenced connection was still open %v (virtual) after the switch was released (hooks saw %q): the fence must close it, after the farewell in preserve mode, at once in flatten mode", closeLimit, order)
+				}
 				synctest.Wait()
 				mu.Lock()
 				defer mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/venue"
 )
@@ -281,4 +282,180 @@ func requeryStarts(evs []pathdialer.Event) []pathdialer.Event {
 		}
 	}
 	return out
+}
+
+// A provisional NOT_RECEIVED is looked up again early, not only at the
+// quarantine's end: a positive lookup is proof at any time. A copy the
+// broker books after the switch's lookup said "not found" (its server was
+// still booking when the connection reset) is reported within MaxCopyHold
+// plus one budgeted lookup interval of its booking; a copy held by the old
+// path until it recovers is reported about one lookup interval after the
+// recovery is seen. The verdict stays provisional until the quarantine ends,
+// and the looks keep within the venue's budget.
+func TestLateLandingReportedWithinCopyHold(t *testing.T) {
+	const (
+		hold       = 3 * time.Second
+		quarantine = 2 * time.Minute
+		interval   = venue.UnknownLookupInterval // the profile's budget is unknown
+	)
+	rows := []struct {
+		name string
+		// land books the copy; it returns when the landing must be reported
+		// by.
+		land func(h *harness, bk *copyBook, found time.Time) (deadline time.Time)
+	}{
+		{"booked 20ms after the lookup", func(h *harness, bk *copyBook, found time.Time) time.Time {
+			time.Sleep(20 * time.Millisecond)
+			bk.land("o-1")
+			return time.Now().Add(hold + interval)
+		}},
+		{"booked 40s later", func(h *harness, bk *copyBook, found time.Time) time.Time {
+			time.Sleep(40 * time.Second)
+			bk.land("o-1")
+			return time.Now().Add(hold + interval)
+		}},
+		{"held until the old path recovers", func(h *harness, bk *copyBook, found time.Time) time.Time {
+			// A longer MaxCopyHold than the path honours: the copy is
+			// released when eu comes back, and found a lookup interval
+			// after its probe says so.
+			time.Sleep(25 * time.Second)
+			h.probes.set("eu", probeOK)
+			bk.land("o-1")
+			back := h.await(pathdialer.EventStateChange, func(e pathdialer.Event) bool {
+				return e.Endpoint == "eu" && e.State == engine.Healthy
+			})
+			return back.Time.Add(interval + 100*time.Millisecond)
+		}},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				bk := &copyBook{}
+				h := newHarness(t, func(c *pathdialer.Config) {
+					c.Venue, c.MaxCopyHold, c.Quarantine = noDedupVenue(), hold, quarantine
+					if row.name == "held until the old path recovers" {
+						c.MaxCopyHold = 30 * time.Second
+					}
+					c.Reconcile = bk.reconcile
+				})
+				defer h.close()
+				h.start()
+				h.probes.set("eu", probeBlackhole)
+				mustAcquire(t, h.p, "o-1") // in flight when eu goes dark
+				rel := h.await(pathdialer.EventRelease, nil)
+				r, err := h.p.MayResend("o-1")
+				if err != nil || r.Verdict.Fate != pathdialer.FateNotReceived || r.Verdict.Final {
+					t.Fatalf("verdict after the switch = %+v, %v; want a provisional NOT_RECEIVED", r.Verdict, err)
+				}
+				deadline := row.land(h, bk, rel.Time)
+				late := h.await(pathdialer.EventLateLanding, nil)
+				if late.OrderID != "o-1" || strings.HasPrefix(late.Cause, "ALARM") {
+					t.Fatalf("late landing = %v", late)
+				}
+				if late.Time.After(deadline) {
+					t.Errorf("copy booked at +%v reported at +%v: later than the bound (+%v)", bk.landedAt["o-1"].Sub(rel.Time), late.Time.Sub(rel.Time), deadline.Sub(rel.Time))
+				}
+				// Every look kept to the venue's budget (one order each).
+				starts := requeryStarts(h.rec.all())
+				if len(starts) == 0 {
+					t.Fatal("no re-query")
+				}
+				for i := 1; i < len(starts); i++ {
+					if gap := starts[i].Time.Sub(starts[i-1].Time); gap < interval {
+						t.Errorf("re-query %d came %v after the previous: faster than the budget (%v)", i, gap, interval)
+					}
+				}
+				t.Logf("booked at +%v, reported at +%v after %d re-queries", bk.landedAt["o-1"].Sub(rel.Time), late.Time.Sub(rel.Time), len(starts))
+			})
+		})
+	}
+}
+
+// An order that never lands is looked up every MaxCopyHold while its verdict
+// is provisional, and becomes final only at the quarantine's end, not at an
+// early look.
+func TestProvisionalLookedUpEveryCopyHoldUntilQuarantine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hold, quarantine = 3 * time.Second, 30 * time.Second
+		bk := &copyBook{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = noDedupVenue(), hold, quarantine
+			c.Reconcile = bk.reconcile
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeBlackhole)
+		mustAcquire(t, h.p, "o-1")
+		rel := h.await(pathdialer.EventRelease, nil)
+		v0, _ := h.p.Verdict("o-1")
+		time.Sleep(quarantine - 2*time.Second)
+		if v, _ := h.p.Verdict("o-1"); v.Final {
+			t.Fatalf("final before the quarantine ended: %+v", v)
+		}
+		time.Sleep(5 * time.Second)
+		v, _ := h.p.Verdict("o-1")
+		if !v.Final || v.FinalAt.Sub(v0.FoundAt) < quarantine {
+			t.Fatalf("verdict %+v: want final at the quarantine's end (%v after %v)", v, quarantine, v0.FoundAt)
+		}
+		var looks []time.Duration
+		for _, s := range requeryStarts(h.rec.all()) {
+			if s.Time.Before(v.FinalAt) || s.Time.Equal(v.FinalAt) {
+				looks = append(looks, s.Time.Sub(v0.FoundAt))
+			}
+		}
+		prev := time.Duration(0)
+		for _, l := range looks {
+			if l-prev > hold+time.Second/2 {
+				t.Errorf("looks at %v after the verdict: a gap longer than MaxCopyHold (%v)", looks, hold)
+				break
+			}
+			prev = l
+		}
+		if n := len(looks); n < int(quarantine/hold)-1 {
+			t.Errorf("%d looks before the final one (%v), want about one every %v", n, looks, hold)
+		}
+		_ = rel
+	})
+}
+
+// A re-query that keeps failing backs off (ReconcileBackoff, growing with
+// each failure in a row) instead of asking again every Initial: the early
+// looks must not hammer a venue whose lookups fail (nor trip the transport's
+// read breaker that the next switch's reconcile needs).
+func TestFailingRequeryBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		requeries := 0
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = noDedupVenue(), 2*time.Second, time.Hour
+			c.ReconcileBackoff = pathdialer.Backoff{Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+			c.Reconcile = func(_ context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+				if r.Reason == pathdialer.ReasonRequery {
+					mu.Lock()
+					requeries++
+					mu.Unlock()
+					return nil, fmt.Errorf("lookups answer 503")
+				}
+				var out []pathdialer.Settlement
+				for _, t := range r.Tickets {
+					out = append(out, pathdialer.Settlement{OrderID: t.OrderID, Service: t.Service, Fate: pathdialer.FateNotReceived})
+				}
+				return out, nil
+			}
+		})
+		defer h.close()
+		h.start()
+		h.probes.set("eu", probeBlackhole)
+		mustAcquire(t, h.p, "o-1")
+		h.await(pathdialer.EventRelease, nil)
+		time.Sleep(30 * time.Second)
+		mu.Lock()
+		n := requeries
+		mu.Unlock()
+		// 100 ms doubling to 5 s: about 10 in 30 s; every 100 ms would be 280.
+		if n == 0 || n > 15 {
+			t.Errorf("%d failing re-queries in 30 s, want a growing backoff (at most 15)", n)
+		}
+		t.Logf("%d failing re-queries in 30 s", n)
+	})
 }

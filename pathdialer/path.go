@@ -403,6 +403,11 @@ func (p *Path) observeOne(endpoint string, err error, latency time.Duration, pas
 	}
 	if st.State != prev {
 		p.events.emit(Event{Kind: EventStateChange, Endpoint: endpoint, Token: a.gen, State: st.State, PrevState: prev, Err: err})
+		if prev == engine.Down && st.State == engine.Healthy {
+			// Copies its path held are delivered now: look for them soon
+			// (verdict.go; the round's kick runs the look).
+			p.endpointRecovered(endpoint, time.Now())
+		}
 		return st.State, true
 	}
 	return st.State, false

@@ -39,6 +39,7 @@ func (c *controller) salvage(r Reconciliation, settled []Settlement) {
 		return
 	}
 	kept := p.judge(r, answers, time.Now())
+	c.oweSettledResting(r, kept) // openorders.go
 	p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Err: errSuperseded, Settlements: kept,
 		Cause: r.Reason + ": answers found before it was superseded", Service: r.Service})
 	type key struct {

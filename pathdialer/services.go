@@ -190,6 +190,7 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	if res.err != nil {
 		g.failures++
 		kept, open := p.keepAnswers(r, res.settled, time.Now()) // progress.go
+		c.oweSettledResting(r, kept)                            // openorders.go
 		g.tickets = open
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: res.err, Settlements: kept, Cause: r.Reason, Service: res.key})
 		if g.failures >= p.cfg.ReconcileAttempts {
@@ -201,6 +202,7 @@ func (c *controller) onMultiResult(ctx context.Context, res svcResult) {
 	}
 	g.done = true
 	settled := p.judge(r, res.settled, time.Now())
+	c.oweSettledResting(r, settled) // read with the open orders (openorders.go)
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: settled, Cause: r.Reason, Service: res.key})
 	c.multiProgress(ctx)
 }

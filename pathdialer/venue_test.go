@@ -120,8 +120,18 @@ func TestConservativeVenueKeepsNotReceivedProvisional(t *testing.T) {
 			t.Fatalf("settlement = %+v, want provisional, saying the venue's fence is unknown", s)
 		}
 		r, err := h.p.MayResend("o-1")
-		if err != nil || r.Allowed || r.Verdict.RequeryAt.Sub(r.Verdict.FoundAt) != 15*time.Minute+10*time.Second {
-			t.Fatalf("MayResend = %+v, %v; want a re-query 15m10s after the verdict", r, err)
+		if err != nil || r.Allowed || r.Verdict.RequeryAt.Sub(r.Verdict.FoundAt) != pathdialer.DefaultMaxCopyHold {
+			t.Fatalf("MayResend = %+v, %v; want an early look MaxCopyHold (10s) after the verdict", r, err)
+		}
+		// Early looks that find nothing leave it provisional until the
+		// quarantine's end (15 min + MaxCopyHold).
+		time.Sleep(15 * time.Minute)
+		if v, _ := h.p.Verdict("o-1"); v.Final {
+			t.Fatalf("final before the quarantine ended: %+v", v)
+		}
+		time.Sleep(20 * time.Second)
+		if v, _ := h.p.Verdict("o-1"); !v.Final || v.FinalAt.Sub(v.FoundAt) < 15*time.Minute+10*time.Second {
+			t.Fatalf("verdict %+v: want final 15m10s after it was found", v)
 		}
 	})
 }

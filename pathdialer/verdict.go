@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/brokerpath/brokerpath/engine"
 )
 
 // Late landings. An order written to the old path just before a fence can sit
@@ -28,6 +30,18 @@ import (
 //     Config.MaxCopyHold) passed since the verdict was first found and a
 //     re-query (the Path calls the reconcile function again by itself, without holding
 //     submissions, Reason ReasonRequery) still finds nothing.
+//
+// A lookup that finds the order is proof at any time; only "not found" needs
+// the quarantine. So a provisional NOT_RECEIVED is looked up again early:
+// every MaxCopyHold (at least the venue's LookupInterval) until it is final,
+// and one LookupInterval after the endpoint it was sent through recovers
+// (its probe takes it from DOWN to HEALTHY: copies that path held are
+// delivered then). An early look that finds nothing changes nothing: the
+// verdict becomes final only as above. A copy booked while the verdict is
+// provisional is thus reported within MaxCopyHold plus one LookupInterval of
+// its booking, as long as the re-queries succeed, no more orders wait than
+// one call may ask about within the budget, and no switch holds the gate
+// meanwhile.
 //
 // A final NOT_RECEIVED stays watched: the Path looks it up again at growing
 // intervals (Profile.RequerySchedule: 1 s, then doubling gaps, each at least
@@ -70,9 +84,11 @@ type Verdict struct {
 	Final bool `json:"final"`
 	// FoundAt is when the fate was first found.
 	FoundAt time.Time `json:"found_at"`
-	// RequeryAt is when the next re-query of a NOT_RECEIVED is due: the end
-	// of the quarantine while it is provisional, the late-landing watch's
-	// next look once it is final (zero when the order is no longer watched).
+	// RequeryAt is when the next re-query of a NOT_RECEIVED is due: while it
+	// is provisional, the next early look (at most MaxCopyHold after the
+	// last) or the quarantine's end, whichever comes first; once it is
+	// final, the late-landing watch's next look (zero when the order is no
+	// longer watched).
 	RequeryAt time.Time `json:"requery_at,omitzero"`
 	// FinalAt is when a NOT_RECEIVED became final.
 	FinalAt time.Time `json:"final_at,omitzero"`
@@ -238,9 +254,11 @@ func (p *Path) finalize(v *Verdict, now time.Time) {
 	v.RequeryAt = now.Add(p.verdicts.schedule[0])
 }
 
-// requeryAt is when a provisional NOT_RECEIVED found at now may become final:
-// the quarantine's end, or sooner the venue's false-negative horizon after a
-// broker fence the venue can make.
+// requeryAt is when a provisional NOT_RECEIVED looked up at now is looked up
+// again: one early look (earlyLookGap) later, since a lookup that finds the
+// order is proof at any time, or sooner when the verdict may become final
+// then (the quarantine's end, or the venue's false-negative horizon after a
+// broker fence the venue can make).
 func (p *Path) requeryAt(v *Verdict, now time.Time) time.Time {
 	t := v.FoundAt.Add(p.cfg.Quarantine)
 	if at, ok := p.brokerFencedAt(v.Endpoint); ok && (p.cfg.Venue.CanFence() || p.cfg.Venue.CanCheckTokens()) {
@@ -248,22 +266,59 @@ func (p *Path) requeryAt(v *Verdict, now time.Time) time.Time {
 			t = f
 		}
 	}
+	// plant:late-watch-quarantine-only begin
+	if early := now.Add(p.earlyLookGap()); early.Before(t) {
+		t = early
+	}
+	// plant:late-watch-quarantine-only end
 	if !t.After(now) {
 		t = now.Add(p.cfg.Venue.LookupInterval())
 	}
 	return t
 }
 
+// earlyLookGap is the longest gap between two lookups of a provisional
+// NOT_RECEIVED: MaxCopyHold (at least the venue's LookupInterval), so that a
+// copy booked while the verdict is provisional is found within MaxCopyHold
+// plus the venue's pacing of its booking.
+func (p *Path) earlyLookGap() time.Duration {
+	return max(p.cfg.MaxCopyHold, p.cfg.Venue.LookupInterval())
+}
+
+// endpointRecovered brings the next look of the provisional NOT_RECEIVED
+// verdicts of orders sent through endpoint forward to one LookupInterval
+// after now: the endpoint's probe passes again, and whatever copies its path
+// held are delivered then. It reports whether any look was brought forward.
+func (p *Path) endpointRecovered(endpoint string, now time.Time) bool {
+	at := now.Add(p.cfg.Venue.LookupInterval())
+	p.verdicts.mu.Lock()
+	defer p.verdicts.mu.Unlock()
+	moved := false
+	for _, id := range p.verdicts.order {
+		if v := p.verdicts.byID[id]; v != nil && !v.Final && v.open() && v.Endpoint == endpoint && v.RequeryAt.After(at) {
+			v.RequeryAt, moved = at, true
+		}
+	}
+	return moved
+}
+
 // dueRequeries returns the NOT_RECEIVED verdicts due to be looked up again
 // (provisional ones whose quarantine ended, watched ones whose next look is
 // due), as tickets for the reconcile function, provisional ones first.
-func (p *Path) dueRequeries(now time.Time) []TicketInfo {
+// next is when the earliest verdict not yet due is (zero when none is open).
+func (p *Path) dueRequeries(now time.Time) (due []TicketInfo, next time.Time) {
 	p.verdicts.mu.Lock()
 	defer p.verdicts.mu.Unlock()
 	var out, watched []TicketInfo
 	for _, id := range p.verdicts.order {
 		v := p.verdicts.byID[id]
-		if v == nil || !v.open() || now.Before(v.RequeryAt) {
+		if v == nil || !v.open() {
+			continue
+		}
+		if now.Before(v.RequeryAt) {
+			if next.IsZero() || v.RequeryAt.Before(next) {
+				next = v.RequeryAt
+			}
 			continue
 		}
 		t := TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Token: v.Token, State: TicketHanded}
@@ -273,7 +328,7 @@ func (p *Path) dueRequeries(now time.Time) []TicketInfo {
 			out = append(out, t)
 		}
 	}
-	return append(out, watched...)
+	return append(out, watched...), next
 }
 
 // provisional returns the provisional verdicts, oldest first.
@@ -331,7 +386,18 @@ func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []V
 			if now.Before(v.RequeryAt) {
 				continue
 			}
-			ok, why := p.cfg.Venue.FinalNotReceived(p.evidence(v, now))
+			e := p.evidence(v, now)
+			early := now.Sub(v.FoundAt) < p.cfg.Quarantine
+			if early {
+				// An early look (a positive answer is proof at any time): only
+				// a broker fence makes the verdict final before the
+				// quarantine ends.
+				e.LookupAfterSend = 0
+			}
+			ok, why := p.cfg.Venue.FinalNotReceived(e)
+			if !ok && early {
+				why = fmt.Sprintf("an early look, %v after it was first found missing; final no sooner than the quarantine's end (%v)", now.Sub(v.FoundAt).Round(time.Millisecond), p.cfg.Quarantine)
+			}
 			if !ok {
 				v.RequeryAt = p.requeryAt(v, now)
 				s.Detail = appendDetail(s.Detail, fmt.Sprintf("provisional: %s; re-query after %v", why, v.RequeryAt.Sub(now)))
@@ -535,16 +601,24 @@ func (c *controller) maybeRequery(ctx context.Context) {
 	if c.phase != phaseNormal && (c.phase != phaseReconciling || c.multi == nil) {
 		return
 	}
+	if a := p.active.Load(); a.rt != nil && engine.HealthState(a.rt.state.Load()) == engine.Down {
+		// Lookups go through the active endpoint: none while it is DOWN
+		// (the next evaluation tries again).
+		c.requeryWake = time.Time{}
+		return
+	}
 	now := time.Now()
-	tickets := p.dueRequeries(now)
+	tickets, next := p.dueRequeries(now)
+	c.requeryWake = next
 	for k, st := range c.requery {
-		if !now.Before(st.retryAt) && c.requeryRuns[k] == nil {
-			delete(c.requery, k) // its pause for the venue's budget is over
+		if st.attempt == 0 && !now.Before(st.retryAt) && c.requeryRuns[k] == nil {
+			delete(c.requery, k) // its pause for the venue's budget is over (a failing one keeps its count: its backoff grows)
 		}
 	}
 	if len(tickets) == 0 {
 		return
 	}
+
 	groups := map[string][]TicketInfo{}
 	for _, t := range tickets {
 		k := p.reconcilerKey(t.Service)
@@ -564,14 +638,26 @@ func (c *controller) maybeRequery(ctx context.Context) {
 			st = &requeryState{}
 			c.requery[key] = st
 		}
-		if now.Before(st.retryAt) || c.requeryRuns[key] != nil {
-			continue // not due yet, or its re-query is still running
+		if now.Before(st.retryAt) {
+			c.wakeRequeryAt(st.retryAt) // its pause for the venue's budget ends
+			continue
+		}
+		if c.requeryRuns[key] != nil {
+			continue // its re-query is still running: its result kicks the next
 		}
 		ts := groups[key]
 		if n := p.lookupBatch(); len(ts) > n {
 			ts = ts[:n] // the rest at the next re-query, within the budget
 		}
 		c.requeryGroup(ctx, key, ts, st)
+	}
+}
+
+// wakeRequeryAt makes the controller run maybeRequery at at (or sooner, if
+// already due sooner), not only at the next probe round.
+func (c *controller) wakeRequeryAt(at time.Time) {
+	if c.requeryWake.IsZero() || at.Before(c.requeryWake) {
+		c.requeryWake = at
 	}
 }
 

@@ -259,5 +259,12 @@ func printEndpoints(w io.Writer, b *simbroker.Broker, admin string) {
 	fmt.Fprintf(w, "  export BROKER_CA_FILE=%s\n", shellQuote(b.CAFile()))
 	fmt.Fprintf(w, "  export BROKER_API_KEY=%s\n", shellQuote(b.APIKey()))
 	fmt.Fprintf(w, "  export BROKER_FIX_SENDER=%s BROKER_FIX_TARGET=%s\n", shellQuote(sid.SenderCompID), shellQuote(sid.TargetCompID))
+	var urls []string
+	for _, rg := range b.Regions() {
+		urls = append(urls, rg.RESTURL())
+	}
+	fmt.Fprintf(w, "REST-only quick start (it speaks Alpaca's paths and headers, which this broker also serves): paste this instead, then go run .\n")
+	fmt.Fprintf(w, "  export BROKER_URLS=%s SSL_CERT_FILE=%s APCA_API_KEY_ID=quickstart APCA_API_SECRET_KEY=%s\n",
+		shellQuote(strings.Join(urls, " ")), shellQuote(b.CAFile()), shellQuote(b.APIKey()))
 	fmt.Fprintln(w, "Ctrl-C to stop.")
 }

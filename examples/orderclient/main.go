@@ -223,6 +223,13 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	if o.timing != nil {
 		cfg.Timing = *o.timing
 	}
+	if hold := longestHold(o); cfg.Timing.Quarantine < hold {
+		// A blackhole holds the copies written into it until the region
+		// recovers, and the Path may call such an order NOT_RECEIVED for
+		// good only once no copy can still land (Config.MaxCopyHold): the
+		// demo's network promises no shorter hold than its longest fault.
+		cfg.Timing.Quarantine = hold
+	}
 	if o.fault == "latency" {
 		// Seed 001's latency-aware machine: a slow probe is DEGRADED
 		// evidence, and an active endpoint DEGRADED this long warrants failover.
@@ -406,8 +413,11 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	sum.Write(w)
 	fmt.Fprintf(w, "\n  run took %s\n", time.Since(began).Round(100*time.Millisecond))
 	lastSummary.Store(&sum)
+	lastHold.Store(&holdSpan{quarantine: cfg.Timing.Quarantine, fault: recoverAt.Sub(faultAt)})
 	if sampler != nil {
-		if err := writeReport(o.report, drillflow.Input(c, report)); err != nil {
+		in := drillflow.Input(c, report)
+		lastReport.Store(&in)
+		if err := writeReport(o.report, in); err != nil {
 			return 1, err
 		}
 		fmt.Fprintf(w, "  drill report: %s\n", o.report)
@@ -450,12 +460,18 @@ func writeReport(file string, in drill.Input) error {
 }
 
 // lastSummary is the summary of the last simulated run (for tests);
-// lastRuntimeCancelled, the Path's count of resting orders cancelled by a
-// switch in it.
+// lastReport, its drill report's input; lastRuntimeCancelled, the Path's
+// count of resting orders cancelled by a switch in it.
 var (
 	lastSummary          atomic.Pointer[orderflow.Summary]
+	lastReport           atomic.Pointer[drill.Input]
 	lastRuntimeCancelled atomic.Int64
+	lastHold             atomic.Pointer[holdSpan]
 )
+
+// holdSpan is a run's quarantine beside how long its primary's fault lasted
+// (for tests: a blackhole holds copies that long).
+type holdSpan struct{ quarantine, fault time.Duration }
 
 // runReal trades against real endpoints for -duration: no fault, no audit.
 func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
@@ -466,6 +482,13 @@ func runReal(ctx context.Context, o options, w, stderr io.Writer) int {
 	}
 	if o.timing != nil {
 		cfg.Timing = *o.timing
+	}
+	if hold := longestHold(o); cfg.Timing.Quarantine < hold {
+		// A blackhole holds the copies written into it until the region
+		// recovers, and the Path may call such an order NOT_RECEIVED for
+		// good only once no copy can still land (Config.MaxCopyHold): the
+		// demo's network promises no shorter hold than its longest fault.
+		cfg.Timing.Quarantine = hold
 	}
 	rec := orderflow.NewRecorder()
 	cfg.Recorder = rec
@@ -643,4 +666,17 @@ func finalOpenReconcile(ctx context.Context, c *orderflow.Client, rec *orderflow
 	if err := c.StopDeadMan(ctx); err != nil {
 		rec.Note(orderflow.Info, "scenario", "stop the dead-man timer: %v", err)
 	}
+}
+
+// longestHold bounds how long the scenario of o can hold a copy of an order
+// on the way: the primary's fault lasts until the failover is seen (at most
+// 8 s), then one phase; with -fault both, the halt (8 s), a phase, the
+// resume on us (8 s) and a phase; plus a second for a host that is slow to
+// run the timers.
+func longestHold(o options) time.Duration {
+	d := 8*time.Second + o.phase
+	if o.fault == "both" {
+		d *= 2
+	}
+	return d + time.Second
 }

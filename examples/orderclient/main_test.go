@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/observe/drill"
+	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 func testOptions(fault string) options {
@@ -66,6 +68,14 @@ func runDemo(t *testing.T, fault string, want ...string) (string, bool) {
 	}
 	if sum.TicksMissed() != 0 {
 		t.Errorf("ticks missed: %d", sum.TicksMissed())
+	}
+	// A NOT_RECEIVED becomes final at the quarantine's end: the demo's faults
+	// must not hold a copy longer, or a late landing follows a final verdict
+	// whenever the host runs the recovery late (I4).
+	if h := lastHold.Load(); h == nil {
+		t.Error("the run recorded no quarantine")
+	} else if h.fault >= h.quarantine {
+		t.Errorf("the fault lasted %s, not less than the quarantine %s: a late landing may follow a final NOT_RECEIVED", h.fault, h.quarantine)
 	}
 	s := out.String()
 	for _, w := range want {
@@ -178,6 +188,41 @@ func TestDemoReport(t *testing.T) {
 			t.Errorf("report contains %q", bad)
 		}
 	}
+	// The on-call figures agree with the run's own events: orders checked
+	// with the broker, each once, by its last fate.
+	in := lastReport.Load()
+	if in == nil {
+		t.Fatal("no report input recorded")
+	}
+	last := map[string]map[string]string{}
+	for _, e := range in.Events {
+		if e.Kind != pathdialer.EventReconcileSuccess {
+			continue
+		}
+		for _, s := range e.Settlements {
+			if last[s.Service] == nil {
+				last[s.Service] = map[string]string{}
+			}
+			last[s.Service][s.OrderID] = strings.ReplaceAll(strings.ToLower(s.Fate.String()), "_", " ")
+		}
+	}
+	checked := 0
+	for _, o := range drill.Compute(*in).OnCall.Orders {
+		checked += o.Checked
+		if o.Checked != len(last[o.Transport]) {
+			t.Errorf("report: %s checked with the broker %d, the run's events settled %d distinct orders", o.Transport, o.Checked, len(last[o.Transport]))
+		}
+		want := map[string]int{}
+		for _, f := range last[o.Transport] {
+			want[f]++
+		}
+		for f, n := range want {
+			if o.Settled[f] != n {
+				t.Errorf("report: %s %d %s, the run's events give %d", o.Transport, o.Settled[f], f, n)
+			}
+		}
+	}
+	t.Logf("report: %d orders checked with the broker", checked)
 }
 
 // The demo with resting orders fails over and back, in both fence modes,

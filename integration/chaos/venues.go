@@ -67,7 +67,12 @@ type VenueRow struct {
 	// Late landings: reported before any final verdict, reported after a
 	// final NOT_RECEIVED (the watch's alarm), never reported (the target is 0).
 	LateReported, LateAfterFinal, LateUnreported int
-	Halts                                        int
+	// LateReportMax: the longest from a late landing's booking to the
+	// library's report of it; LateTarget: MaxCopyHold plus the profile's
+	// budgeted lookup interval, the bound the Path keeps for a landing
+	// while its verdict is provisional.
+	LateReportMax, LateTarget time.Duration
+	Halts                     int
 	// Throttled lookups and refused logons (lockouts) at the broker.
 	Throttled, Lockouts int
 	Violations          int
@@ -289,7 +294,11 @@ func (r *runner) venueRow(row Row) VenueRow {
 		default:
 			v.LateReported++
 		}
+		if l.ReportedAt > 0 && !l.AfterFinal { // the target's domain: landed while the verdict was provisional
+			v.LateReportMax = max(v.LateReportMax, l.ReportedAt-l.BookedAt)
+		}
 	}
+	v.LateTarget = pathdialer.DefaultMaxCopyHold + r.b.Profile().LookupInterval()
 	st := r.b.VenueStats()
 	v.Throttled, v.Lockouts = st.Throttled, st.Lockouts
 	return v
@@ -298,7 +307,7 @@ func (r *runner) venueRow(row Row) VenueRow {
 // WriteVenueTable prints the venue matrix as a Markdown table.
 func WriteVenueTable(w io.Writer, rows []VenueRow) {
 	head := []string{"venue", "played as", "orders", "faults (holds)", "resends allowed", "booked twice (after an allowed resend)",
-		"late landings reported / after final / unreported", "halts", "lookups throttled", "logons locked out", "result"}
+		"late landings reported / after final / unreported", "late landing reported within (target)", "halts", "lookups throttled", "logons locked out", "result"}
 	cells := [][]string{head}
 	for _, r := range rows {
 		res := r.Result
@@ -307,8 +316,17 @@ func WriteVenueTable(w io.Writer, rows []VenueRow) {
 		}
 		cells = append(cells, []string{r.Venue, r.Played, fmt.Sprint(r.Orders), fmt.Sprintf("%d (%d)", r.Faults, r.Holds),
 			fmt.Sprint(r.ResendsAllowed), fmt.Sprintf("%d (%d)", r.BookedTwice, r.AfterResend),
-			fmt.Sprintf("%d / %d / %d", r.LateReported, r.LateAfterFinal, r.LateUnreported), fmt.Sprint(r.Halts),
+			fmt.Sprintf("%d / %d / %d", r.LateReported, r.LateAfterFinal, r.LateUnreported), lateWithin(r), fmt.Sprint(r.Halts),
 			fmt.Sprint(r.Throttled), fmt.Sprint(r.Lockouts), res})
 	}
 	writeTable(w, cells, 2)
+}
+
+// lateWithin renders the longest time from a late landing's booking to its
+// report against the target ("–" when none was reported after its booking).
+func lateWithin(r VenueRow) string {
+	if r.LateReportMax == 0 {
+		return fmt.Sprintf("– (%v)", r.LateTarget.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%v (%v)", r.LateReportMax.Round(time.Millisecond), r.LateTarget.Round(time.Millisecond))
 }

@@ -11,7 +11,7 @@ import (
 
 // Invariant names, as they appear in violations.
 const (
-	InvDuplicate    = "no-duplicate-order"             // no client order ID booked twice (the client never resends)
+	InvDuplicate    = "no-duplicate-order"             // no client order ID booked twice (the client resends only what MayResend allows)
 	InvLost         = "no-lost-order"                  // every order the broker acknowledged is in the book
 	InvMismatch     = "client-matches-book"            // ...where the client recorded it
 	InvPhantom      = "no-phantom-order"               // every booking is an order the client sent
@@ -166,10 +166,14 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	w.checkProc2(res, audit, viol)                        // proc2.go
 	w.checkResting(res, audit, viol)                      // resting_sim.go
 	w.checkProgress(res, viol)                            // progress_check.go
+	w.checkFenceConns(viol)                               // fenceconn.go
+	w.checkLate(res, audit)                               // late_check.go
+	w.checkFinal(audit, viol)                             // final_check.go
 	if len(w.s.Moves) > 0 {
 		w.checkComposed(viol)
 		w.checkGround(viol)
-		w.checkAvail(res, audit, viol) // avail.go
+		w.checkGrayFailback(res, audit, viol) // grayback.go
+		w.checkAvail(res, audit, viol)        // avail.go
 	}
 
 	for _, r := range audit {

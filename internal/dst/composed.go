@@ -247,6 +247,9 @@ func (w *world) runMove(m Move) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			if m.Rounds == 0 {
+				return // no blip (NewLiveScenario's unchecked gray failure)
+			}
 			time.Sleep(m.Lead)
 			w.lateProbes([]string{m.Region}, time.Duration(m.Rounds)*w.s.ProbeInterval)
 		}()

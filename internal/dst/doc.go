@@ -9,10 +9,16 @@
 // latency, the probe and engine settings, the load (one to four traders,
 // each placing an order every 40–250 ms, every n-th a resting limit order)
 // and the fault schedule (down, blackhole, latency, reset, a monitor-only
-// partition, and unknown outcomes: booked, then the answer cut). Run drives
-// it, heals every fault, waits a quiet period and checks:
+// partition, and unknown outcomes: booked, then the answer cut; half of the
+// resets come with the broker still booking, 10–60 ms, the orders it is
+// booking when the connections reset: they are booked after the reset,
+// unanswered, and a lookup made meanwhile says "not found"). Run drives
+// it, heals every fault, waits a quiet period (and then as long as a late
+// landing the book shows is not reported yet or, with resends, a verdict is
+// still provisional, at most the quarantine and MaxCopyHold more) and checks:
 //
-//	no-duplicate-order              no client order ID booked twice (the client never resends)
+//	no-duplicate-order              no client order ID booked twice (the client resends only what
+//	                                Path.MayResend allows)
 //	no-lost-order                   every order the broker acknowledged is in the book
 //	client-matches-book             ...in the region the client recorded
 //	no-phantom-order                every booking is an order the client sent
@@ -38,10 +44,14 @@
 //	                                truth")
 //	orders-flow                     some order was acknowledged (a run that books nothing
 //	                                proves nothing)
-//	resting-cancel-reported         every acknowledged resting order the broker's cancel-on-disconnect
+//	resting-cancel-reported         every resting order the client holds open (acknowledged, or settled
+//	                                RESTING by a reconcile) that the broker's cancel-on-disconnect
 //	                                cancelled when a switch left its session (within CODSettle of that
-//	                                fence) is reported by an EventRestingCancelled naming it, or loudly
-//	                                by an open-order reconcile that failed, after the cancel
+//	                                fence, or the late cancel's declared time) is reported, after the
+//	                                cancel, by an EventRestingCancelled naming it and the switch that
+//	                                caused it (From: the endpoint left, or one whose cancel could still
+//	                                come after the order was sent), or loudly by an open-order
+//	                                reconcile that failed
 //	no-dead-man-gap                 where the venue requires a dead-man timer, no path is fenced before
 //	                                the timer was armed (the DeadMan hook returned nil, begun after the
 //	                                previous fence) on the endpoint the switch goes to
@@ -56,6 +66,34 @@
 //	token-names-one-path            (seeds whose orders carry the library's token, below) the orders
 //	                                that reached the broker carrying one token all came through one
 //	                                region: every switch moves flow under a new token
+//	fence-leaves-no-connection-open once a fence of an endpoint is complete (the switch away from
+//	                                it is made), no connection the Path dialed to it before the
+//	                                Fencer's call (orders, the resting session, the FIX session;
+//	                                not the read-only ones: lookups, the market-data stream) is
+//	                                still open in the network's own record (MemNetwork.History),
+//	                                in either fence mode (see "Fences in preserve mode")
+//	late-landing-reported-in-time   an order the Path settled NOT_RECEIVED and the broker booked after
+//	                                a lookup of it answered "not found" is reported (EventLateLanding)
+//	                                by a re-query begun within MaxCopyHold (7 s) + the venue's
+//	                                LookupInterval + the Path's pause between re-queries (500 ms) of
+//	                                the later of the booking and the verdict, lengthened by the time
+//	                                the gate was held or halted meanwhile; judged from the book's
+//	                                booking times and the broker's lookups
+//	resend-allowed-by-venue         every resend is one the scenario's venue profile allows, judged
+//	                                from the profile's facts and the broker's record (its "not found"
+//	                                answers, its fences of the regions the order went through), not
+//	                                from Path.MayResend's answer: deduplication in every state for
+//	                                longer than the time since the first send + MaxCopyHold, or a
+//	                                fence the venue documents over every such region before the lookup
+//	                                and still at the resend
+//	final-verdict-matches-book      every verdict the Path gave as final (Settlement.Final) agrees with
+//	                                the book at the run's end: a final NOT_RECEIVED's send is booked
+//	                                nowhere, before or after the verdict (a booking made at or after
+//	                                the client's resend, by bytes that left no earlier, is the
+//	                                resend's); a final FILLED or CANCELLED is that booking's state at
+//	                                the end; a final RESTING is still open, or filled, or cancelled
+//	                                and reported after the verdict (EventRestingCancelled naming it,
+//	                                or an open-order reconcile that failed)
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -72,11 +110,17 @@
 // active one), with, in half of those, a window in which every arm fails (a
 // loud hold, then a halt, of any failover in it; a failback in it is given up
 // before anything is held, and tried again after Config.FailbackBackoff). Both resting invariants are
-// judged in every seed. A cancel-on-disconnect the broker applies later
-// than CODSettle after the fence that left its session (a blackholed close
-// reaches the broker only at the heal) is not judged, and is counted in
-// Notes: the Path reads the venue's open orders once, CODSettle after the
-// fence, and a later cancel is reported only by the next switch's reconcile.
+// judged in every seed. In half the resting seeds the broker detects the
+// session's drop by missed heartbeats (HeartBt 0.5–2 s) and cancels
+// 2.3–2.45 × HeartBt after it; the session declares 2.5 × HeartBt + 500 ms
+// (Conn.SetCODWithin, the FIX transport's rule), and the Path reads the
+// venue again then. In a third, CODSettle is 1–4 s instead (two switches
+// within it are common). The client records an order a reconcile settled
+// RESTING 50 ms after the event, so the read that starts at the release
+// holds it only through the Path. A cancel-on-disconnect the broker applies
+// later than that after the first fence that left its session (a
+// blackholed close reaches the broker only at the heal) is not judged, and
+// is counted in Notes.
 //
 // The Path is given a trade-path check (Config.TradePathCheck): an
 // authenticated order-status query, through the endpoint's REST address, of
@@ -104,13 +148,35 @@
 // seeds 1–1000), nothing offers a check either ("no trade-path check at
 // all": an application that reconciles by itself), as a Path without any
 // trade-path check runs: there an endpoint taken out by a failure its
-// probe could not see waits Engine.GrayFailbackWait, by design.
+// probe could not see waits Engine.GrayFailbackWait, by design. And in
+// those of them that decide by themselves with no order burst, no
+// unknown-outcome fault and no move whose failure the probe cannot see
+// (latency and reset faults allowed; 16 of seeds 1–1000, drawn from a
+// source of their own, so every other seed is unchanged), nothing offers
+// a check either, and the primary has an unchecked gray failure: a gray
+// move on it (orders answered 503, the probe passing, no blip) from early
+// in the run to the end of trading. Only GrayFailbackWait (five minutes,
+// longer than any run) can end it for the Path, so flow must stay off the
+// primary: a failback decision that ignores a gray failure returns to it
+// as soon as its probes pass (no-failback-onto-failing-orders). Where a
+// trade-path check runs, its failure every round resets the primary's
+// successes in a row before the controller evaluates, which hides such a
+// decision.
 //
-// By default the client never resends. Options.ResendNotReceived (flag
-// -sim.resend) resends, once and under the same client order ID, an order
-// Path.MayResend allows (a final NOT_RECEIVED: through a region the broker's
-// kill switch fenced, Config.BrokerFencesViaFencer, or after the quarantine's
-// re-query); a sweep with it must find no duplicate. Options.ResendNaive
+// The Path is given MaxCopyHold 7 s (the longest the network holds a copy:
+// a blackhole of at most 5 s, then a latency fault of at most 1 s) and a
+// Quarantine of 15 s, longer than the venue's minimum (the simulated
+// broker's lookups have no false-negative horizon), as a real venue's is;
+// so a late landing is found by the early looks of a provisional verdict,
+// every MaxCopyHold, not by the quarantine's end.
+//
+// The sweep (TestSimSeeds) resends by default: Options.ResendNotReceived
+// (flag -sim.resend, -sim.resend=false turns it off) resends, once and under
+// the same client order ID, an order Path.MayResend allows (a final
+// NOT_RECEIVED: through a region the broker's kill switch fenced,
+// Config.BrokerFencesViaFencer, or after the quarantine's re-query where the
+// venue deduplicates for ever); a sweep with it must find no duplicate, and
+// resend-allowed-by-venue judges each resend against the profile. Options.ResendNaive
 // resends every NOT_RECEIVED at once, provisional or not: against a broker
 // that deduplicates only open orders or not at all, an order still in the
 // network when the reconcile asked then books twice, and no-duplicate-order
@@ -701,6 +767,43 @@
 // Each has a planted-violation test on a hand-built record (ground_test.go),
 // and each is broken by a mutant of the runtime (below).
 //
+// One more is judged in composed seeds from the faults the sim set on the
+// broker and the network (as gate-open-while-usable reads them: the last one
+// set on an address is in force) and from the broker's book, never from the
+// Path's account of the endpoint's health:
+//
+//	no-failback-onto-failing-orders  no switch back to an endpoint that flow left after the broker
+//	                                 had refused FailureThreshold orders through it (503: a gray
+//	                                 failure, its probe passing), while that same refusal is
+//	                                 still in force; judged in seeds with Config.TradePathCheck
+//	                                 (which fails while the orders do) and with no trade-path
+//	                                 check at all (GrayFailbackWait outlasts every run); with
+//	                                 rest.Reconciler's offered check, a lookup that passes during
+//	                                 such a failure, it is a note
+//
+// TestGrayFailbackCheckFindsReturnOntoFailingOrders plants it in a
+// hand-built record. Unlike no-failback-while-trade-path-fails it does not
+// ask that the gray fault be the endpoint's only one, and reads when the
+// refusal was really in force, not the move's span; it asks that the book
+// show the refusals that took the endpoint out (fewer than FailureThreshold,
+// and the probe's failures did: an outage whose probe success ends it).
+//
+// # Fences in preserve mode
+//
+// fence-leaves-no-connection-open is judged in every seed: at each switch
+// away from an endpoint, after the Fencer's call for it that returned nil,
+// every connection the Path's dialer got from the network for that
+// endpoint before the call began must be closed, by the client, the server
+// or a fault, at or before the switch, as the network recorded it
+// (faultnet.MemNetwork.History, joined to the Path's dials by address and
+// connection number). In preserve mode the resting session's farewell is the
+// WebSocket logout, after which the broker closes the connection itself; a
+// fence that left the connection for the broker to close would pass while
+// the logout arrives before the kill switch returns, and fail when it
+// arrives late or never (a blackholed region). TestFenceConnsCheckFindsOpenConnection
+// plants it in a hand-built record; TestFenceModeFarewell (pathdialer)
+// fails, not hangs, when the fence leaves the connection open.
+//
 // # Liveness from ground truth
 //
 // gate-open-while-usable is judged in every composed seed, from the world's
@@ -1023,6 +1126,97 @@
 //
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	empty-reconcile-skipped  takeover-reconciles-first              2            53
+//
+// The etcd follower's lease margin is in the coord/etcd module, which the
+// simulation does not build: the defect has no invariant, and make mutants
+// measures it by that module's tests (its unit layer; the test fails planted,
+// again alone, and passes on the code as it is):
+//
+//	defect                   found by
+//	lease-margin             TestFollowerStopsMarginBeforeLeaseExpiry (coord/etcd)
+//
+// Gray failures at failback (composed seeds 1–1000 with the liveness moves,
+// make sim-plant DEFECT=name SIM_SEEDS=1000 SIM_SHARDS=2) and fences in
+// preserve mode (plain seeds 1–1000, make sim-plant DEFECT=name
+// SIM_SEEDS=1000 SIM_SHARDS=2):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 1000
+//	failback-ignores-gray    no-failback-onto-failing-orders        94           10
+//	farewell-leaves-open     fence-leaves-no-connection-open        22           114
+//
+// failback-ignores-gray (EvaluateFailback judging the primary stable from
+// its probe alone) is found only by the unchecked gray failures (see the
+// Path's trade-path check, above: 10 of those 16 seeds); none of the eleven
+// seeds that fail no-failback-while-trade-path-fails unplanted is among
+// them, and that invariant breaks beside it in six (95, 218, 694, 718, 758,
+// 983). Where a trade-path check runs its failure every round hides the
+// defect. farewell-leaves-open (preserve mode: a connection whose farewell
+// succeeded left for the venue to close) breaks nothing else; in its lowest
+// seed the fence leaves a preserve-mode session on a blackholed region, and
+// the logout reaches the broker, which then closes the connection, only at
+// the heal, 0.9 s after the switch.
+//
+// Late landings and resends (composed seeds 1–1000 with the liveness moves,
+// resends on, as make sim runs them; measured with the early looks and the
+// broker still booking after a reset in the tree):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	late-watch-quarantine-only  late-landing-reported-in-time          3            9
+//	resend-ignores-venue        resend-allowed-by-venue                2            226
+//
+// late-watch-quarantine-only (a provisional NOT_RECEIVED looked up again
+// only at the quarantine's end) is found where a copy lands well before the
+// quarantine ends: seed 3's order, booked 18 ms before the verdict that
+// called it missing, was reported 15 s later. resend-ignores-venue (a
+// NOT_RECEIVED made final by the quarantine taken as a safe resend at a
+// venue that does not deduplicate in every state) books no order twice in
+// these short runs (no-duplicate-order broke in none of the 1000 seeds);
+// only resend-allowed-by-venue sees it. Unplanted, the same sweep fails the
+// 15 seeds it failed before these invariants (the eleven
+// no-failback-while-trade-path-fails seeds and 282, 285, 733, 805), with
+// 2,056 resends and 67 late landings, none booked twice, none reported late.
+//
+// The open-order read's timing and attribution (resting seeds 1–1000
+// without the composed moves, make sim-plant DEFECT=name SIM_SEEDS=1000;
+// leaving out 135, 714 and 965, which break resting-cancel-reported
+// unplanted; the first two rows were swept before the last two fixes of
+// the read, see below):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	cod-read-once               resting-cancel-reported                1            72
+//	oo-read-too-early           resting-cancel-reported                1            113
+//	oo-first-fence-only         resting-cancel-reported                185          15
+//	oo-settled-resting-skipped  resting-cancel-reported                445          1
+//	oo-resting-needs-fence      resting-cancel-reported                135          1
+//
+// cod-read-once and oo-read-too-early were swept before a cancel the fence
+// mode should not have made was named with the first fence whose cancel
+// could still come after the order, and before the second read reported an
+// order the first found open but not yet in the client's record (seed 5
+// broke the invariant unplanted then). oo-settled-resting-skipped is found
+// only where a reconcile settles an order RESTING that a late cancel then
+// takes (the late-cancel seeds with an unknown limit order at a switch);
+// the long FIX reconcile of the issue is not a move yet.
+// oo-resting-needs-fence was swept with all 1000 seeds, after orders settled
+// RESTING with no fence owed were kept for the next fence and a cancel was
+// judged against the fence of the session whose end fired it (135, 714 and
+// 965 pass unplanted now); seed 135 settles a FIX order RESTING on the
+// active endpoint while its call is still waiting, and the region's outage
+// cancels it just before its fence (composed, seed 671 finds it too).
+//
+// Final verdicts against the book (composed seeds 1–1000 with the liveness
+// moves, as make sim runs them; make sim-plant DEFECT=name SIM_SEEDS=1000):
+//
+//	defect                      invariant broken                       lowest seed  seeds of 1000
+//	final-nr-no-copy-hold       final-verdict-matches-book             3            23
+//
+// final-nr-no-copy-hold (FinalNotReceived's quarantine without MaxCopyHold:
+// at the simulated venue, whose lookups see a booking at once, the first
+// "not found" is final) is found where a copy the old path held, or a
+// broker still booking after a reset, lands after that lookup; none of its
+// 23 seeds fails unplanted. Unplanted, the same sweep fails only the 16
+// seeds it failed before (the eleven no-failback-while-trade-path-fails
+// seeds, 282, 285, 733, 805, and 671 for resting-cancel-reported).
 //
 // The rows above fence-inline and below no-fresh-probe were swept before
 // the halt-in-switch move and start-cut's orders were added. fence-inline and

@@ -2,6 +2,7 @@ package dst
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -17,8 +18,10 @@ import (
 const (
 	// InvRestingCancelReported: every resting order the broker cancelled
 	// because a switch left a path is reported, by an EventRestingCancelled
-	// naming it, or (loudly, without naming it) by an open-order reconcile
-	// that failed, after the cancel.
+	// naming it and the switch that caused it (its From: the endpoint whose
+	// fence cut the session, or one left after the order was placed and
+	// before the cancel), or (loudly, without naming it) by an open-order
+	// reconcile that failed, after the cancel.
 	InvRestingCancelReported = "resting-cancel-reported"
 	// InvNoDeadManGap: where the venue's profile requires a dead-man timer,
 	// no path is fenced before the timer was armed on the endpoint the switch
@@ -31,6 +34,10 @@ const (
 type codCancel struct {
 	orderID string
 	at      time.Time
+	// causes: the endpoints whose switch a report may name (nil: any);
+	// left: when the fence that caused it began.
+	causes []string
+	left   time.Time
 }
 
 // armCall is one call of the sim's DeadMan hook.
@@ -61,17 +68,29 @@ func (g restingGround) judge(viol func(inv, format string, a ...any)) {
 	off := func(t time.Time) time.Duration { return t.Sub(g.start) }
 	for _, c := range g.cancels {
 		reported := false
+		var misnamed []string
 		for _, e := range g.events {
 			if e.Time.Before(c.at) {
 				continue
 			}
-			if (e.Kind == pathdialer.EventRestingCancelled && e.OrderID == c.orderID) ||
-				(e.Kind == pathdialer.EventOpenOrderDiff && e.Err != nil && !isSuperseded(e)) {
+			if e.Kind == pathdialer.EventRestingCancelled && e.OrderID == c.orderID {
+				if c.causes == nil || slices.Contains(c.causes, e.From) {
+					reported = true
+					break
+				}
+				misnamed = append(misnamed, fmt.Sprintf("%s→%s", e.From, e.To))
+				continue
+			}
+			if e.Kind == pathdialer.EventOpenOrderDiff && e.Err != nil && !isSuperseded(e) {
 				reported = true
 				break
 			}
 		}
-		if !reported {
+		switch {
+		case reported:
+		case len(misnamed) > 0:
+			viol(InvRestingCancelReported, "order %s cancelled by the broker at %v when a path was left (%s; fenced at %v), reported cancelled by another switch: %s", c.orderID, off(c.at), strings.Join(c.causes, " or "), off(c.left), strings.Join(misnamed, ", "))
+		default:
 			viol(InvRestingCancelReported, "order %s cancelled by the broker at %v when a path was left, never reported cancelled by the switch", c.orderID, off(c.at))
 		}
 	}

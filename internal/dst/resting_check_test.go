@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -35,6 +37,57 @@ func TestRestingCancelReported(t *testing.T) {
 	wantNone(t, judgedResting(restingGround{cancels: cancels, events: failed}))
 	superseded := []pathdialer.Event{reported[0], {Kind: pathdialer.EventOpenOrderDiff, Time: at(300), Err: errors.New("x"), Error: "reconcile superseded by a hold"}}
 	wantOnly(t, judgedResting(restingGround{cancels: cancels, events: superseded}), InvRestingCancelReported)
+}
+
+// A cancel is reported by the switch that caused it: a report naming
+// another switch (a later one, which found the late cancel) does not count.
+func TestRestingCancelReportedByItsSwitch(t *testing.T) {
+	cancels := []codCancel{{orderID: "r-1", at: at(4800), causes: []string{"eu"}}}
+	ok := []pathdialer.Event{{Kind: pathdialer.EventRestingCancelled, OrderID: "r-1", From: "eu", To: "us", Time: at(5600)}}
+	wantNone(t, judgedResting(restingGround{cancels: cancels, events: ok}))
+	other := []pathdialer.Event{{Kind: pathdialer.EventRestingCancelled, OrderID: "r-1", From: "us", To: "eu", Time: at(9000)}}
+	wantOnly(t, judgedResting(restingGround{cancels: cancels, events: other}), InvRestingCancelReported)
+	// Either switch that may have cancelled it (a profile-wide cancel).
+	two := []codCancel{{orderID: "r-1", at: at(4800), causes: []string{"eu", "us"}}}
+	wantNone(t, judgedResting(restingGround{cancels: two, events: other}))
+}
+
+// Planted in a run's record: a late cancel-on-disconnect of an order the
+// client holds open (acknowledged, or settled RESTING by the switch's
+// reconcile), due within the time its session declared, judged; one later
+// than that, a note; an order the client does not hold open, not judged.
+func TestCheckRestingJudgesLateCancels(t *testing.T) {
+	run := func(outcome string, settled []pathdialer.Fate, cancelAt int, events []pathdialer.Event) ([]string, []string) {
+		w := &world{start: t0, s: Scenario{Resting: RestingSim{On: true, CODSettle: 500 * time.Millisecond, HeartBt: 2 * time.Second}},
+			orders: map[string]*orderRec{"r-1": {id: "r-1", limit: true, outcome: outcome, settled: settled, start: at(10)}}}
+		w.rs = &restingSim{w: w, conns: []sessionConn{{region: "eu", start: at(20)}}}
+		w.rs.rec.leaves = []leaveCall{{from: "eu", to: "us", start: at(1000)}}
+		w.rs.rec.events = events
+		audit := simbroker.AuditLog{{Time: at(cancelAt), Kind: simbroker.KindCODCancel, Region: "eu", ClientOrderID: "r-1"}}
+		var res Result
+		var got []string
+		w.checkResting(&res, audit, func(inv, format string, a ...any) { got = append(got, inv) })
+		return got, res.Notes
+	}
+	rep := []pathdialer.Event{{Kind: pathdialer.EventRestingCancelled, OrderID: "r-1", From: "eu", To: "us", Time: at(6600)}}
+	// 4.8 s after the fence, within the declared 5.5 s: judged.
+	if got, _ := run("acked", nil, 5800, nil); len(got) != 1 || got[0] != InvRestingCancelReported {
+		t.Fatalf("unreported late cancel: %v, want %s", got, InvRestingCancelReported)
+	}
+	if got, _ := run("acked", nil, 5800, rep); len(got) != 0 {
+		t.Fatalf("reported late cancel: %v, want none", got)
+	}
+	// Settled RESTING by a reconcile: the client holds it open.
+	if got, _ := run("unknown", []pathdialer.Fate{pathdialer.FateResting}, 5800, nil); len(got) != 1 {
+		t.Fatalf("unreported cancel of an order settled RESTING: %v, want %s", got, InvRestingCancelReported)
+	}
+	if got, _ := run("unknown", []pathdialer.Fate{pathdialer.FateCanceled}, 5800, nil); len(got) != 0 {
+		t.Fatalf("an order settled CANCELED: %v, want nothing judged", got)
+	}
+	// Later than declared: a note.
+	if got, notes := run("acked", nil, 7000, nil); len(got) != 0 || len(notes) != 1 {
+		t.Fatalf("cancel later than declared: %v, notes %v; want a note only", got, notes)
+	}
 }
 
 func TestNoDeadManGap(t *testing.T) {
@@ -73,5 +126,33 @@ func TestRestingRecord(t *testing.T) {
 	g := r.ground(t0, nil, true)
 	if len(g.events) != 1 || len(g.arms) != 1 || !g.arms[0].ok || g.arms[0].endpoint != "us" || len(g.leaves) != 1 || g.leaves[0].to != "us" {
 		t.Fatalf("record %+v", g)
+	}
+}
+
+// A cancel-on-disconnect is judged against the fence that left the
+// session whose end fired it: a session the network cut (a reset), whose
+// venue cancelled late while a new session ran on the region, is not
+// blamed on the fence that later left the new one; a cancel from a region
+// going down just before its fence is that fence's.
+func TestCODCauseIsTheFenceOfTheSessionThatEnded(t *testing.T) {
+	// Reset at +0.742 s, a new session at +1.085 s, the late cancel of the
+	// first at +3.112 s, the fence of the second at +9.514 s.
+	conns := []sessionConn{{region: "eu", start: at(366), end: at(742)}, {region: "eu", start: at(1085), end: at(9514)}}
+	leaves := []leaveCall{{from: "eu", to: "us", start: at(9514)}}
+	if c := codCause(conns, leaves, "eu", at(3112)); c != nil {
+		t.Fatalf("cancel at +3.112s of the session reset at +0.742s: cause %+v, want none (the fence at +9.514s left the next session)", *c)
+	}
+	if c := codCause(conns, leaves, "eu", at(11000)); c == nil || c.start != at(9514) {
+		t.Fatalf("cancel at +11s after the fence at +9.514s: cause %v, want that fence", c)
+	}
+	if c := codCause(conns, leaves, "us", at(11000)); c != nil {
+		t.Fatalf("cancel on us: cause %+v, want none (us had no session)", *c)
+	}
+	// The region goes down at +10.466 s, its venue cancels at +10.472 s,
+	// the fence begins at +10.477 s: the session's one fence.
+	down := []sessionConn{{region: "eu", start: at(143)}}
+	fence := []leaveCall{{from: "eu", to: "us", start: at(10477)}}
+	if c := codCause(down, fence, "eu", at(10472)); c == nil || c.start != at(10477) {
+		t.Fatalf("cancel at +10.472s of a session the fence at +10.477s left: cause %v, want that fence", c)
 	}
 }

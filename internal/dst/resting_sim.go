@@ -40,6 +40,21 @@ type RestingSim struct {
 	// ArmFailAt, ArmFailFor: the dead-man arms fail in that window (a loud
 	// hold of any switch then; 0 For: never).
 	ArmFailAt, ArmFailFor time.Duration
+	// HeartBt, when set: the broker detects the session's drop by missed
+	// heartbeats, and cancels CODLate (about 2.4 × HeartBt) after the
+	// connection ended; the session declares codWithin(HeartBt) on its
+	// connection (Conn.SetCODWithin), as the FIX transport does.
+	HeartBt time.Duration
+	CODLate time.Duration
+}
+
+// codWithin is the FIX transport's rule (transports/fix: 2.5 × HeartBtInt
+// plus 500 ms).
+func codWithin(hb time.Duration) time.Duration {
+	if hb <= 0 {
+		return 0
+	}
+	return hb*5/2 + 500*time.Millisecond
 }
 
 func (r RestingSim) String() string {
@@ -51,6 +66,9 @@ func (r RestingSim) String() string {
 		mode = "preserve"
 	}
 	s := fmt.Sprintf("profile-wide cancel-on-disconnect, fence mode %s, open orders read %v after the fence", mode, r.CODSettle)
+	if r.HeartBt > 0 {
+		s += fmt.Sprintf(", the broker cancels %v after the session's drop (heartbeat %v; declared %v)", r.CODLate, r.HeartBt, codWithin(r.HeartBt))
+	}
 	if r.DeadMan {
 		s += fmt.Sprintf(", dead-man timer %v", r.DeadManTimeout)
 		if r.ArmFailFor > 0 {
@@ -73,6 +91,17 @@ func drawResting(s *Scenario) {
 	if r.IntN(2) == 0 && s.Duration > 2*time.Second {
 		rs.ArmFailAt = dur(500*time.Millisecond, s.Duration-time.Second) + 47*time.Microsecond
 		rs.ArmFailFor = dur(100*time.Millisecond, 2*time.Second)
+	}
+	// Drawn last, so every field above is as it was. A venue that detects
+	// the drop by missed heartbeats (half the seeds): it cancels about
+	// 2.4 × HeartBtInt after the drop (2.3–2.45 ×). A longer settle (a third
+	// of the seeds): two switches within it are judged each.
+	if r.IntN(2) == 0 {
+		rs.HeartBt = dur(500*time.Millisecond, 2*time.Second).Round(100 * time.Millisecond)
+		rs.CODLate = rs.HeartBt * time.Duration(230+r.IntN(16)) / 100
+	}
+	if r.IntN(3) == 0 {
+		rs.CODSettle = dur(time.Second, 4*time.Second) + 43*time.Microsecond
 	}
 	if rs.On {
 		s.Resting = rs
@@ -120,6 +149,9 @@ func (w *world) buildResting(pc *pathdialer.Config) {
 		pc.FenceMode = pathdialer.FencePreserve
 	}
 	pc.CODSettle = w.s.Resting.CODSettle
+	if w.s.Resting.CODLate > 0 {
+		_ = w.b.SetCODDelay(simbroker.WS, w.s.Resting.CODLate)
+	}
 	pc.OpenOrders = map[string]pathdialer.OpenOrderCheck{pathdialer.ServiceREST: {Ours: rs.ours, Venue: rs.venueOrders}}
 	if w.s.Resting.DeadMan {
 		pc.DeadMan = rs.rec.deadMan(rs.arm)
@@ -205,6 +237,7 @@ func (rs *restingSim) session(end time.Time) {
 			return wc.WriteMessage(websocket.TextMessage, []byte(`{"type":"logout"}`))
 		}
 		c.SetFarewell(logout)
+		c.SetCODWithin(codWithin(w.s.Resting.HeartBt))
 		rs.mu.Lock()
 		rs.conns = append(rs.conns, sessionConn{region: ep.Region, start: time.Now()})
 		i := len(rs.conns) - 1
@@ -308,8 +341,15 @@ func (rs *restingSim) postCtx(ctx context.Context, ep pathdialer.Endpoint, timeo
 	return nil
 }
 
+// appLag is how long the client takes to record an order a reconcile
+// settled RESTING after the event that says so: its record, read by the
+// open-order reconcile that starts at the release, may not hold the switch's
+// own verdicts yet (the Path reads those with it).
+const appLag = 50 * time.Millisecond
+
 // ours is the client's record of its resting orders: limit orders the
-// broker acknowledged, not reported closed since.
+// broker acknowledged, or a reconcile settled RESTING (appLag after the
+// event), not reported closed since.
 func (rs *restingSim) ours(context.Context, string) ([]pathdialer.OpenOrder, error) {
 	w := rs.w
 	rs.mu.Lock()
@@ -321,13 +361,32 @@ func (rs *restingSim) ours(context.Context, string) ([]pathdialer.OpenOrder, err
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []pathdialer.OpenOrder
+	now := time.Now()
 	for id, o := range w.orders {
-		if o.limit && o.outcome == "acked" && !closed[id] {
-			out = append(out, pathdialer.OpenOrder{OrderID: id, Endpoint: o.region})
+		held := o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled) && !o.settleAt.After(now.Add(-appLag)))
+		if o.limit && held && !closed[id] {
+			out = append(out, pathdialer.OpenOrder{OrderID: id, Endpoint: o.region, Token: w.placedUnder(o), Placed: o.start})
 		}
 	}
 	slices.SortFunc(out, func(a, b pathdialer.OpenOrder) int { return strings.Compare(a.OrderID, b.OrderID) })
 	return out, nil
+}
+
+// placedUnder is the token an order was placed under, as the client's
+// ticket had it: the broker's record of it where the order carried one,
+// else the token of the last release before the answer (the REST orders
+// of a run without token headers). w.mu held.
+func (w *world) placedUnder(o *orderRec) uint64 {
+	if o.ticketGn > 0 {
+		return o.ticketGn
+	}
+	var gen uint64
+	for _, r := range w.releases {
+		if !r.at.After(o.end) {
+			gen = r.gen
+		}
+	}
+	return gen
 }
 
 // venueOrders reads the broker's open orders through q.Endpoint, and looks
@@ -402,7 +461,11 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 		if e.Err != nil {
 			rs.w.tracef(e.Time, "open orders %s→%s: %v", e.From, e.To, e.Err)
 		} else {
-			rs.w.tracef(e.Time, "open orders %s→%s: %d difference(s)", e.From, e.To, len(e.Diffs))
+			ds := make([]string, 0, len(e.Diffs))
+			for _, d := range e.Diffs {
+				ds = append(ds, d.OrderID+"="+d.Cause.String())
+			}
+			rs.w.tracef(e.Time, "open orders %s→%s: %d difference(s) %v", e.From, e.To, len(e.Diffs), ds)
 		}
 	case pathdialer.EventRestingCancelled:
 		rs.w.tracef(e.Time, "resting-cancelled %s (%s→%s)", e.OrderID, e.From, e.To)
@@ -410,17 +473,24 @@ func (rs *restingSim) onEvent(e pathdialer.Event) {
 }
 
 // checkResting judges the resting-order invariants: the broker's
-// cancel-on-disconnect cancels of acknowledged resting orders whose session
-// a switch left (a fence of its endpoint after the session began, the
-// cancel no later than CODSettle after that fence began: later, the
-// venue's detection outlasted the settle the Path was given, a note), and
-// the dead-man arms before every fence.
+// cancel-on-disconnect cancels of resting orders the client holds open
+// (acknowledged, or settled RESTING by a switch's reconcile) whose session
+// a switch left (a fence of its endpoint after the session began, before
+// the region's next session: a session the network cut whose venue
+// cancelled late is no later switch's; the
+// cancel no later than CODSettle after that fence began, or the time the
+// session declared for its venue's late cancel if later: later still, the
+// venue's detection outlasted what the Path was told, a note), each to be
+// reported as cancelled by that switch (or by a switch that left after the
+// order was placed and before the cancel); and the dead-man arms before
+// every fence.
 func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(inv, format string, a ...any)) {
 	rs := w.rs
 	rs.mu.Lock()
 	conns := slices.Clone(rs.conns)
 	rs.mu.Unlock()
 	g := rs.rec.ground(w.start, nil, w.s.Resting.On && w.s.Resting.DeadMan)
+	bound := max(w.s.Resting.CODSettle, codWithin(w.s.Resting.HeartBt))
 	late := 0
 	for _, r := range audit {
 		switch r.Kind {
@@ -431,36 +501,84 @@ func (w *world) checkResting(res *Result, audit simbroker.AuditLog, viol func(in
 			continue
 		}
 		o := w.orders[r.ClientOrderID] // w.mu held by check
-		if o == nil || !o.limit || o.outcome != "acked" {
-			continue // not an order the client holds open: settled by reconcile
+		if o == nil || !o.limit || !(o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled))) {
+			continue // not an order the client holds open
 		}
-		// The session connection on the region whose end fired it.
-		var sc *sessionConn
-		for i := range conns {
-			if conns[i].region == r.Region && !conns[i].start.After(r.Time) {
-				sc = &conns[i]
-			}
-		}
-		if sc == nil {
+		cause := codCause(conns, g.leaves, r.Region, r.Time)
+		if cause == nil {
 			continue
 		}
-		judged := false
+		if r.Time.After(cause.start.Add(bound)) {
+			late++
+			continue
+		}
+		// A profile-wide cancel does not say which session's end fired it:
+		// the report may name any switch whose cancel could still come
+		// after the order was sent (its fence no later than the cancel,
+		// and due, by what the Path was told, no earlier than the order:
+		// the FIX session declares its own, HeartBtInt 1 s).
+		told := bound
+		if w.fx != nil {
+			told = max(told, codWithin(time.Second))
+		}
+		causes := []string{cause.from}
 		for _, l := range g.leaves {
-			if l.from == r.Region && !l.start.Before(sc.start) && !r.Time.After(l.start.Add(w.s.Resting.CODSettle)) {
-				judged = true
-				break
+			if !l.start.After(r.Time) && !l.start.Add(told).Before(o.start) && !slices.Contains(causes, l.from) {
+				causes = append(causes, l.from)
 			}
 		}
-		if !judged {
-			if slices.ContainsFunc(g.leaves, func(l leaveCall) bool { return l.from == r.Region && !l.start.Before(sc.start) }) {
-				late++
-			}
-			continue
-		}
-		g.cancels = append(g.cancels, codCancel{orderID: r.ClientOrderID, at: r.Time})
+		g.cancels = append(g.cancels, codCancel{orderID: r.ClientOrderID, at: r.Time, causes: causes, left: cause.start})
 	}
 	if late > 0 {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d resting order(s) cancelled by cancel-on-disconnect later than CODSettle after the fence that left their session (the broker saw the drop late): not judged", late))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d resting order(s) cancelled by cancel-on-disconnect later than the Path was told after the fence that left their session (the broker saw the drop late): not judged", late))
 	}
 	g.judge(viol)
+}
+
+// settledResting reports whether a switch's reconcile settled the order
+// RESTING last.
+func settledResting(fates []pathdialer.Fate) bool {
+	return len(fates) > 0 && fates[len(fates)-1] == pathdialer.FateResting
+}
+
+// codCause returns the fence that left the session whose end fired a
+// cancel-on-disconnect on region at at (nil: none). That session is the
+// last of the region to have ended by the cancel (else, none having ended,
+// the last begun before it); the fence is the first of the region since
+// that session began and before the region's next session began: a fence
+// of a later session did not end this one (a session the network cut,
+// whose venue cancelled late, is no later switch's).
+func codCause(conns []sessionConn, leaves []leaveCall, region string, at time.Time) *leaveCall {
+	sc, ended := -1, -1
+	for i := range conns {
+		if conns[i].region != region || conns[i].start.After(at) {
+			continue
+		}
+		sc = i
+		if !conns[i].end.IsZero() && !conns[i].end.After(at) {
+			ended = i
+		}
+	}
+	if ended >= 0 {
+		sc = ended
+	}
+	if sc < 0 {
+		return nil
+	}
+	var next time.Time // when the region's next session began (zero: none)
+	for _, c := range conns[sc+1:] {
+		if c.region == region {
+			next = c.start
+			break
+		}
+	}
+	for i, l := range leaves {
+		if l.from == region && !l.start.Before(conns[sc].start) {
+			if !next.IsZero() && !l.start.Before(next) {
+				return nil
+			}
+			return &leaves[i]
+		}
+	}
+	return nil
 }

@@ -35,6 +35,11 @@ type ScheduledFault struct {
 	Delay  time.Duration // latency
 	Jitter time.Duration // latency
 	N      int           // unknown
+	// BookAfter (reset, drawBooking): the broker takes this long to book
+	// each order on the region from BookAfter before the reset until it, so
+	// the orders it is booking when the connections reset are booked after
+	// the reset, their answers lost.
+	BookAfter time.Duration
 }
 
 func (f ScheduledFault) String() string {
@@ -44,6 +49,10 @@ func (f ScheduledFault) String() string {
 		s += fmt.Sprintf(" (%v±%v)", f.Delay, f.Jitter)
 	case FaultUnknown:
 		s += fmt.Sprintf(" (n=%d)", f.N)
+	case FaultReset:
+		if f.BookAfter > 0 {
+			s += fmt.Sprintf(" (the broker still booking for %v)", f.BookAfter)
+		}
 	}
 	if f.For > 0 {
 		s += fmt.Sprintf(" for %v", f.For)
@@ -146,7 +155,9 @@ type Scenario struct {
 	// a trade-path check either (an application that reconciles by itself).
 	// Drawn only in seeds with an order burst where nothing but outages
 	// takes an endpoint out (onlyOutages): a failure the probe cannot see
-	// would wait Engine.GrayFailbackWait there, by design.
+	// would wait Engine.GrayFailbackWait there, by design; and in seeds
+	// without a burst given an unchecked gray failure of the primary
+	// (grayUncheckable), which must keep flow off it.
 	NoCheckAtAll bool
 }
 
@@ -250,7 +261,20 @@ func NewScenario(seed uint64) Scenario {
 	drawProc2(&s)    // proc2.go
 	drawFIX(&s)      // fixsim.go
 	drawLibToken(&s) // tokens_check.go
+	drawBooking(&s)
 	return s
+}
+
+// drawBooking gives half of the resets a broker still booking (BookAfter,
+// 10–60 ms), from a source of its own, so every other field of every seed is
+// as it was.
+func drawBooking(s *Scenario) {
+	r := rand.New(rand.NewPCG(s.Seed, s.Seed^0x626f6f6b696e6721))
+	for i := range s.Faults {
+		if s.Faults[i].Kind == FaultReset && r.IntN(2) == 0 {
+			s.Faults[i].BookAfter = 10*time.Millisecond + time.Duration(r.Int64N(int64(50*time.Millisecond)+1))
+		}
+	}
 }
 
 // String describes the scenario on a few lines (the head of a trace).
@@ -628,7 +652,41 @@ func NewLiveScenario(seed uint64) Scenario {
 	}
 	s.Quiet = max(s.Quiet, b+3*time.Second)
 	s.NoCheckAtAll = s.NoTradePathCheck && s.Has(MoveOrderBurst) && onlyOutages(s)
+	// A gray failure that nothing checks (drawn from a source of its own,
+	// in the seeds of a Path deciding by itself with rest.Reconciler's
+	// offered check whose moves all fail the probe with the orders, and with
+	// no unknown-outcome fault and no order burst, which with no check at
+	// all can itself pass for a gray failure): the primary's orders are refused while its probe passes, from
+	// early in the run to the end of trading, and nothing offers a
+	// trade-path check. Only Engine.GrayFailbackWait, which outlasts every
+	// run, can end it for the Path: flow must stay off the primary
+	// (no-failback-onto-failing-orders).
+	if s.NoTradePathCheck && !s.Has(MoveOrderBurst) && !s.Coordinated && grayUncheckable(s) {
+		g := rand.New(rand.NewPCG(seed, seed^0x6a4e6a4e6a4e6a4e))
+		at := 500*time.Millisecond + time.Duration(g.Int64N(int64(s.Duration/3))) + 7*41*time.Microsecond
+		s.Moves = append(s.Moves, Move{Kind: MoveGray, Region: s.Regions[0], At: at, For: s.Duration - at})
+		s.NoCheckAtAll = true
+	}
 	return s
+}
+
+// grayUncheckable: no move of s fails what the probe cannot see, and no
+// fault of s cuts orders' answers (see onlyOutages; latency and reset faults
+// are allowed).
+func grayUncheckable(s Scenario) bool {
+	for _, f := range s.Faults {
+		if f.Kind == FaultUnknown {
+			return false
+		}
+	}
+	for _, m := range s.Moves {
+		switch m.Kind {
+		case MoveOrderBurst, MoveProbeLate, MoveStreamDial, MoveStall, MoveStartCut, MoveArmFail:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // onlyOutages reports whether nothing in s but outages takes an endpoint

@@ -80,8 +80,8 @@ func runSeed(t *testing.T, seed uint64, o Options) *Result {
 
 func replayCommand(seed uint64) string {
 	resend := ""
-	if *flagResend {
-		resend = " -sim.resend"
+	if !*flagResend {
+		resend = " -sim.resend=false"
 	}
 	if *flagLibToken {
 		resend += " -sim.libtoken"
@@ -271,7 +271,7 @@ func TestSimFindsPlantedDefect(t *testing.T) {
 
 var flagLibToken = flag.Bool("sim.libtoken", false, "TestSimSeeds: send the library's fencing token (Options.LibraryToken)")
 
-var flagResend = flag.Bool("sim.resend", false, "TestSimSeeds: resend an order the Path allows (Path.MayResend; Options.ResendNotReceived)")
+var flagResend = flag.Bool("sim.resend", true, "TestSimSeeds: resend an order the Path allows (Path.MayResend; Options.ResendNotReceived)")
 
 // no-duplicate-order has teeth: resending under the same client order ID
 // every order a reconcile settled NOT_RECEIVED, provisional or not, books an

@@ -41,6 +41,13 @@ const (
 // 1 s), plus margin.
 const quarantine = 7 * time.Second
 
+// simQuarantine is the Path's Config.Quarantine: longer than the venue's
+// minimum (the simulated broker's lookups have no false-negative horizon, so
+// its minimum is MaxCopyHold), as a real venue's is (15 min and more), so
+// that the early looks of provisional verdicts (every MaxCopyHold) are
+// what reports a late landing, not the quarantine's end.
+const simQuarantine = 15 * time.Second
+
 // wsBackoff is the Stream's reconnect window in the simulation: small, and
 // not so small that a round with no candidate spins without time passing.
 var wsBackoff = ws.Backoff{Base: time.Millisecond, Cap: time.Millisecond}
@@ -167,7 +174,21 @@ type orderRec struct {
 	// notSent is the library's word that its latest send never reached the
 	// broker (rest.Outcome's NotSent, fix.ErrNotSent, a halt, an expired
 	// ticket): what it said, for not-sent-never-received; "" otherwise.
-	notSent string
+	notSent  string
+	resentAt time.Time // when the client resent it (late_check.go)
+	nrAt     time.Time // the Path's first NOT_RECEIVED verdict of it (its event's time)
+	// bookedAt: the first settlement after nrAt saying it is booked (a
+	// switch's or settle's reconcile that took it again, late_check.go)
+	bookedAt time.Time
+	regions  []string // the endpoints (regions) its tickets named: where it was sent
+}
+
+// sentThrough adds the endpoint a ticket of o named, for a send before any
+// resend (w.mu is held).
+func (o *orderRec) sentThrough(endpoint string) {
+	if endpoint != "" && !o.resent && !slices.Contains(o.regions, endpoint) {
+		o.regions = append(o.regions, endpoint)
+	}
 }
 
 // world is one run's state.
@@ -190,6 +211,7 @@ type world struct {
 	mu       sync.Mutex
 	trace    []tline
 	orders   map[string]*orderRec
+	fv       finalRecord // final verdicts and resting reports (final_check.go)
 	fences   []fenceSpan // the client's fences, by endpoint
 	lastSeq  uint64
 	ticks    int
@@ -205,8 +227,15 @@ type world struct {
 	resendN  int
 	cx       composed        // the composed moves' record (composed.go)
 	px       []progressEvent // reconcile attempts' kept answers (progress_check.go)
+	// late_check.go: the re-queries begun with each order among their
+	// tickets, and each order's EventLateLanding.
+	looks        map[string][]time.Time
+	lateReported map[string]time.Time
 
 	rs *restingSim // resting orders across switches (resting_sim.go)
+	// pathDials: every connection the Path's dialer handed out, but
+	// lookups' (fenceconn.go).
+	pathDials []pathDial
 
 	takeover *proc2 // the second process only: its takeover's lookups (proc2.go)
 
@@ -310,11 +339,10 @@ func Run(s Scenario, o Options) (*Result, error) {
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
-	if o.ResendNotReceived {
-		// Let the quarantine of the last provisional verdicts end, their
-		// re-queries run and the resends they allow land.
-		time.Sleep(quarantine + 2*time.Second)
-	}
+	// Let the re-queries report the late landings the book shows and (with
+	// resends) the quarantine of the last provisional verdicts end, their
+	// re-queries run and the resends they allow land (late_check.go).
+	w.settleLate()
 	w.resends.Wait()
 	w.co.close()
 	w.fx.finish() // fixsim.go
@@ -430,7 +458,7 @@ func (w *world) buildClient() error {
 	// The sim's Fencer is the broker's kill switch when the broker enforces
 	// fences: a NOT_RECEIVED through a fenced region is then final at once.
 	pc.BrokerFencesViaFencer = s.Fence == simbroker.FenceEnforced
-	pc.Quarantine = quarantine
+	pc.Quarantine = simQuarantine
 	pc.Venue, pc.MaxCopyHold = simVenue(s), quarantine
 	pc.InflightGrace = s.InflightGrace
 	pc.SettleUnknown = s.SettleUnknown
@@ -557,6 +585,9 @@ func (w *world) dial(ctx context.Context, network, a string) (net.Conn, error) {
 		return answer503(), nil // MoveLookup5xx: the region's order lookups answer 503
 	}
 	c, err := w.net.Dial(ctx, network, a)
+	if err == nil {
+		w.notePathDial(ctx, c, a) // fenceconn.go
+	}
 	if err == nil && id != "" {
 		if strings.Contains(a, ".rest.") {
 			c = w.holdConn(w.trackConn(c, id, a[:strings.Index(a, ".")]), id) // halthold.go
@@ -851,6 +882,7 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out
 func (w *world) onEvent(ev pathdialer.Event) {
 	w.recordEvent(ev)
 	w.noteProgress(ev)
+	w.fv.note(ev) // final_check.go
 	switch ev.Kind {
 	case pathdialer.EventProbe:
 		w.mu.Lock()
@@ -896,6 +928,24 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			if o := w.orders[t.OrderID]; o != nil && t.State == pathdialer.TicketUnknown && (o.unknownAt.IsZero() || o.unknownAt.Before(o.start)) {
 				o.unknownAt = ev.Time
 			}
+			if o := w.orders[t.OrderID]; o != nil {
+				o.sentThrough(t.Endpoint)
+			}
+			if ev.Cause == pathdialer.ReasonRequery {
+				if w.looks == nil {
+					w.looks = map[string][]time.Time{}
+				}
+				w.looks[t.OrderID] = append(w.looks[t.OrderID], ev.Time)
+			}
+		}
+		w.mu.Unlock()
+	case pathdialer.EventLateLanding:
+		w.mu.Lock()
+		if w.lateReported == nil {
+			w.lateReported = map[string]time.Time{}
+		}
+		if _, ok := w.lateReported[ev.OrderID]; !ok {
+			w.lateReported[ev.OrderID] = ev.Time
 		}
 		w.mu.Unlock()
 	case pathdialer.EventReconcileSuccess, pathdialer.EventReconcileFailure: // a failed attempt's answers are kept
@@ -908,6 +958,12 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			}
 			o.settled = append(o.settled, st.Fate)
 			o.settleAt = ev.Time
+			if st.Fate == pathdialer.FateNotReceived && o.nrAt.IsZero() {
+				o.nrAt = ev.Time
+			}
+			if booked := st.Fate == pathdialer.FateFilled || st.Fate == pathdialer.FateResting || st.Fate == pathdialer.FateCanceled; booked && !o.nrAt.IsZero() && o.bookedAt.IsZero() {
+				o.bookedAt = ev.Time
+			}
 			if o.settleSq == 0 {
 				o.settleSq = ev.Seq
 			}
@@ -985,7 +1041,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 
 // resendLocked resends o once, under its client order ID; w.mu is held.
 func (w *world) resendLocked(o *orderRec, why string) {
-	o.resent = true
+	o.resent, o.resentAt = true, time.Now()
 	w.resendN++
 	w.resends.Add(1)
 	w.trace = append(w.trace, tline{at: time.Since(w.start), text: fmt.Sprintf("resend %s (%s)", o.id, why)})
@@ -1008,7 +1064,16 @@ func (w *world) onTick(m ws.Message) {
 }
 
 func (w *world) runFault(f ScheduledFault) {
-	time.Sleep(f.At)
+	if f.BookAfter > 0 {
+		// The broker books slowly from BookAfter before the reset (not a
+		// fault of the path: not recorded for the composed invariants).
+		lead := min(f.BookAfter, f.At)
+		time.Sleep(f.At - lead)
+		_ = w.b.SetFault(f.Region, simbroker.REST, simbroker.BookingDelay{Delay: f.BookAfter})
+		time.Sleep(lead)
+	} else {
+		time.Sleep(f.At)
+	}
 	w.tracef(time.Now(), "fault %s", f)
 	if f.For == 0 {
 		// Reset acts once; unknown outcomes cut the next orders: count them
@@ -1018,6 +1083,9 @@ func (w *world) runFault(f ScheduledFault) {
 		w.mu.Unlock()
 	}
 	w.apply(f, false)
+	if f.BookAfter > 0 {
+		_ = w.b.SetFault(f.Region, simbroker.REST, simbroker.BookingDelay{}) // those already booking go on
+	}
 	if f.For > 0 {
 		un := w.arm(f.Region, spanOfFault(f.Kind))
 		time.Sleep(f.For)
@@ -1156,6 +1224,7 @@ func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 	switch {
 	case errors.As(err, &uo):
 		rec.outcome, rec.ticketGn = "unknown", uo.Token
+		rec.sentThrough(uo.Endpoint)
 		line = fmt.Sprintf("order %s unknown on %s gen=%d", id, uo.Endpoint, uo.Token)
 	case errors.Is(err, pathdialer.ErrTradingHalted):
 		rec.outcome = "halted"
@@ -1177,6 +1246,9 @@ func (w *world) placeWithin(id string, limit bool, timeout time.Duration) {
 			var o simbroker.Order
 			if json.Unmarshal(answer, &o) == nil && o.Region != "" {
 				rec.region = o.Region
+			}
+			if o.FencingToken > 0 { // the token it was placed under (resting_sim.go)
+				rec.ticketGn = o.FencingToken
 			}
 		} else {
 			rec.outcome = "rejected"

@@ -12,7 +12,10 @@
 //     direction, on new and on live connections; closes and resets are held
 //     too, so neither side learns the other went away. Held bytes are
 //     delivered in order when the fault clears, as TCP would after a healed
-//     partition.
+//     partition. The relay keeps reading what it holds (up to 4 MiB a
+//     direction), so its record says when each byte left the sender and
+//     when the sender closed (ConnRecord.EndSeen), not when the fault let
+//     them through.
 //   - Latency{Delay, Jitter}: every chunk is delivered Delay plus a uniform
 //     draw in [0, Jitter] after it was read, in each direction; the draw is
 //     seeded (Config.Seed) so runs repeat.

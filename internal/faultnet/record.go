@@ -57,6 +57,13 @@ type ConnRecord struct {
 	// ended it did.
 	Closed   time.Time
 	ClosedBy string
+	// EndSeen is when a Relay first read the end (EOF or a reset) of either
+	// side's stream: that side had closed by then, though a fault holding
+	// the connection (a Blackhole) keeps the end from the other side, and
+	// Closed, until it lifts. Zero: no end was read (the connection is
+	// open, was killed, or belongs to a MemNetwork, whose Closed is already
+	// the moment of the close).
+	EndSeen time.Time
 	// Sent are the client→server chunks, in stream order.
 	Sent []Chunk
 }
@@ -132,6 +139,15 @@ func (l *connLog) closed(t time.Time, by string) {
 	defer l.mu.Unlock()
 	if l.rec.Closed.IsZero() {
 		l.rec.Closed, l.rec.ClosedBy = t, by
+	}
+}
+
+// endSeen notes the first time the end of a side's stream was read.
+func (l *connLog) endSeen(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.rec.EndSeen.IsZero() {
+		l.rec.EndSeen = t
 	}
 }
 

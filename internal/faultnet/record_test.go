@@ -76,3 +76,169 @@ func TestRelayHistoryRecordsBytesAndWhoClosed(t *testing.T) {
 		t.Fatalf("delivered %d bytes, opened %v", n, h[0].Opened)
 	}
 }
+
+// A client that closes its connection while a blackhole holds it has closed
+// it then, not when the blackhole lifts: the record shows the end the relay
+// read (EndSeen) while the fault still holds the close back from the
+// server, and Closed (when the relay passed it on) only after the heal.
+func TestRelayRecordsTheClientsCloseWhileABlackholeHoldsIt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- b
+		c.Close()
+	}()
+	r, err := faultnet.Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("order-1")); err != nil {
+		t.Fatal(err)
+	}
+	record := func() faultnet.ConnRecord {
+		if h := r.History(); len(h) == 1 {
+			return h[0]
+		}
+		return faultnet.ConnRecord{}
+	}
+	poll := func(what string, cond func(faultnet.ConnRecord) bool) faultnet.ConnRecord {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if rec := record(); cond(rec) {
+				return rec
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s: record %+v", what, record())
+			}
+			<-time.After(5 * time.Millisecond)
+		}
+	}
+	poll("order-1 delivered", func(rec faultnet.ConnRecord) bool { n, _ := rec.Delivered(time.Now()); return n == 7 })
+	if err := r.SetFault(faultnet.Blackhole()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("order-2")); err != nil {
+		t.Fatal(err)
+	}
+	closedAt := time.Now()
+	c.Close()
+	held := poll("the client's close in the record", func(rec faultnet.ConnRecord) bool { return !rec.EndSeen.IsZero() })
+	if held.EndSeen.Before(closedAt) || !held.Closed.IsZero() {
+		t.Fatalf("under the blackhole: end seen %v (closed at %v), Closed %v (want zero: not passed on yet)", held.EndSeen, closedAt, held.Closed)
+	}
+	select {
+	case b := <-got:
+		t.Fatalf("the server read to EOF (%q) while the blackhole held the close", b)
+	default:
+	}
+	if err := r.SetFault(faultnet.None()); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "order-1order-2" {
+		t.Fatalf("server read %q", b)
+	}
+	healed := poll("Closed after the heal", func(rec faultnet.ConnRecord) bool { return !rec.Closed.IsZero() })
+	if !healed.EndSeen.Equal(held.EndSeen) || healed.Closed.Before(healed.EndSeen) || healed.ClosedBy != faultnet.ClosedByClient {
+		t.Fatalf("after the heal: end seen %v (was %v), closed %v by %q", healed.EndSeen, held.EndSeen, healed.Closed, healed.ClosedBy)
+	}
+}
+
+// Many writes held by a blackhole do not stop the relay reading the
+// client's socket: the client's close behind them is still seen while the
+// blackhole holds (a client sending orders into a blackhole before its
+// fence closes the connection).
+func TestRelaySeesACloseBehindManyHeldWrites(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan int, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- len(b)
+		c.Close()
+	}()
+	r, err := faultnet.Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	// The connection is through to the server before the blackhole: a
+	// connection the relay accepts while blackholed is held unread, its
+	// upstream not dialed (a loaded host may not have dialed it yet when
+	// the Write above returns).
+	through := time.Now().Add(5 * time.Second)
+	for h := r.History(); len(h) != 1 || len(h[0].Sent) == 0 || h[0].Sent[0].Arrived.IsZero(); h = r.History() {
+		if time.Now().After(through) {
+			t.Fatalf("the relay did not forward the first write within 5 s: %+v", h)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	if err := r.SetFault(faultnet.Blackhole()); err != nil {
+		t.Fatal(err)
+	}
+	// 1 MB: at least 32 reads of the relay's 32 KB buffer, whatever the
+	// kernel coalesces.
+	const n, size = 128, 8 << 10
+	_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	for range n {
+		if _, err := c.Write(make([]byte, size)); err != nil {
+			t.Fatalf("write under the blackhole: %v", err)
+		}
+	}
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h := r.History()
+		if len(h) == 1 && !h[0].EndSeen.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay never read the client's close behind %d held writes", n)
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	healAt := time.Now()
+	if err := r.SetFault(faultnet.None()); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; b != 5+n*size {
+		t.Fatalf("server read %d bytes, want %d", b, 5+n*size)
+	}
+	// Every byte is recorded as leaving the client before the heal (what a
+	// broker's SentBy is taken from), not when the relay got round to it.
+	for _, ch := range r.History()[0].Sent {
+		if !ch.Left.Before(healAt) {
+			t.Fatalf("chunk at offset %d recorded as leaving at %v, after the heal at %v", ch.Offset, ch.Left, healAt)
+		}
+	}
+}

@@ -443,6 +443,13 @@ type chunk struct {
 	err   error
 }
 
+// maxHeld bounds the bytes a direction reads ahead of what it forwarded (a
+// fault holding them): beyond it the relay stops reading the source, and the
+// kernel's buffers hold the rest. Bounded by bytes, not reads, so a source
+// writing small messages (orders) into a blackhole is read to its end, and
+// its close is seen when it happens.
+const maxHeld = 4 << 20
+
 // pipe forwards src to dst through the fault gate until src ends or the conn
 // is killed. up: src is the client (the direction the connection's record
 // logs chunk by chunk).
@@ -451,8 +458,11 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 	if up {
 		srcSide, dstSide = ClosedByClient, ClosedByServer
 	}
-	chunks := make(chan chunk, 16)
+	q := newChunkQueue(maxHeld)
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
+		defer q.close()
 		buf := make([]byte, 32*1024)
 		// drained: when a read last left the client's socket empty (it
 		// returned less than a full buffer). Bytes read later left the
@@ -461,35 +471,37 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 		drained := time.Now()
 		for {
 			n, err := src.Read(buf)
-			var ch chunk
 			if n > 0 {
-				ch = chunk{data: append([]byte(nil), buf[:n]...), at: time.Now(), after: drained}
+				ch := chunk{data: append([]byte(nil), buf[:n]...), at: time.Now(), after: drained}
 				if n < len(buf) {
 					drained = ch.at
 				}
-				select {
-				case chunks <- ch:
-				case <-pc.killed:
-					close(chunks)
+				if !q.push(ch, pc.killed) {
 					return
 				}
 			}
 			if err != nil {
-				select {
-				case chunks <- chunk{at: time.Now(), err: err}:
-				case <-pc.killed:
+				at := time.Now()
+				if !pc.isDead() {
+					// The side closed (or reset) by now: noted at once, though
+					// a fault may hold the end back from the other side.
+					pc.log.endSeen(at)
 				}
-				close(chunks)
+				q.push(chunk{at: at, err: err}, pc.killed)
 				return
 			}
 		}
 	}()
 	defer func() {
-		// Unblock and drain the reader so it can exit.
-		for range chunks {
-		}
+		// Unblock the reader so it can exit.
+		q.abandon()
+		<-readerDone
 	}()
-	for ch := range chunks {
+	for {
+		ch, ok := q.pop()
+		if !ok {
+			return
+		}
 		idx := -1
 		if up && len(ch.data) > 0 {
 			idx = pc.log.sentAfter(len(ch.data), ch.after, ch.at, time.Time{})
@@ -524,6 +536,96 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 			pc.log.arrived(idx, time.Now())
 		}
 	}
+}
+
+// chunkQueue carries one direction's reads from its reader to its forwarder:
+// a FIFO bounded by the bytes it holds (one chunk is always let in), one
+// producer, one consumer.
+type chunkQueue struct {
+	limit   int
+	mu      sync.Mutex
+	items   []chunk
+	bytes   int
+	done    bool          // the reader pushed its last chunk
+	dropped bool          // the forwarder left: pushes are dropped
+	wake    chan struct{} // a chunk was pushed or the queue closed
+	room    chan struct{} // a chunk was popped or the forwarder left
+}
+
+func newChunkQueue(limit int) *chunkQueue {
+	return &chunkQueue{limit: limit, wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// push appends ch, waiting while the queue is full; false when the
+// forwarder left or the conn was killed (ch is dropped).
+func (q *chunkQueue) push(ch chunk, killed <-chan struct{}) bool {
+	for {
+		q.mu.Lock()
+		if q.dropped {
+			q.mu.Unlock()
+			return false
+		}
+		if q.bytes < q.limit || len(q.items) == 0 {
+			q.items = append(q.items, ch)
+			q.bytes += len(ch.data)
+			q.mu.Unlock()
+			signal(q.wake)
+			return true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.room:
+		case <-killed:
+			return false
+		}
+	}
+}
+
+// pop removes the oldest chunk, waiting for one; false when the reader is
+// done and everything it pushed was taken.
+func (q *chunkQueue) pop() (chunk, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			ch := q.items[0]
+			q.items[0] = chunk{}
+			q.items = q.items[1:]
+			q.bytes -= len(ch.data)
+			q.mu.Unlock()
+			signal(q.room)
+			return ch, true
+		}
+		if q.done {
+			q.mu.Unlock()
+			return chunk{}, false
+		}
+		q.mu.Unlock()
+		<-q.wake
+	}
+}
+
+// close marks the reader done.
+func (q *chunkQueue) close() {
+	q.mu.Lock()
+	q.done = true
+	q.mu.Unlock()
+	signal(q.wake)
+}
+
+// abandon drops whatever is pushed from now on and wakes a waiting push.
+func (q *chunkQueue) abandon() {
+	q.mu.Lock()
+	q.dropped = true
+	q.items = nil
+	q.mu.Unlock()
+	signal(q.room)
 }
 
 // gate blocks while the relay is blackholed and until the latency due for a

@@ -56,7 +56,7 @@ var invariantNames = map[int]string{
 	InvLateLandings:    "late landings (sent before a fence, booked after it) reported, none after a final NOT_RECEIVED",
 	InvClientBook:      "the client's record of whether and where each order was booked matches the broker's book",
 	InvRepeats:         "repeated submissions are re-sends the client made, never replays or automatic retries",
-	InvHalt:            "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete)",
+	InvHalt:            "halt when no target is eligible, and otherwise only for a named cause (a reconcile that cannot complete, a dead-man timer that cannot be armed on the target)",
 	InvStream:          "every price once and in order, none missed",
 	InvFIXSeq:          "FIX sequence numbers continuous",
 	InvScenario:        "the scenario's expectations (failover, failback, halt)",
@@ -115,6 +115,10 @@ type LateLanding struct {
 	// AfterFinal: the library had called the order NOT_RECEIVED, final,
 	// before it landed (a violation whatever happened next).
 	AfterFinal bool
+	// ReportedAt: the first verdict after the booking that says it is
+	// booked (since the start); 0 when none came after it (the broker's own
+	// answer, or an earlier verdict, told the client; or nothing did).
+	ReportedAt time.Duration
 }
 
 // TransportSummary counts one transport's orders.
@@ -134,12 +138,16 @@ type TransportSummary struct {
 	// Provisional counts NOT_RECEIVED verdicts that were provisional.
 	Reconciled  map[string]int
 	Provisional int
+	// ProvisionalLanded: orders with a provisional NOT_RECEIVED verdict that
+	// were booked after all through the fenced region (late landings).
+	ProvisionalLanded int
 	// Resent: orders sent again (same ID) after a NOT_RECEIVED settlement.
 	Resent int
 	// Duplicated: orders the broker booked more than once (must be 0).
 	// Repeats: client order IDs submitted more than once (re-sends, refused
-	// re-sends: not bookings).
-	Duplicated, Repeats int
+	// re-sends: not bookings); RepeatsResent: those of them re-sent with the
+	// same ID after a NOT_RECEIVED verdict.
+	Duplicated, Repeats, RepeatsResent int
 	// Lost: sent, never answered, never settled (must be 0). Inconclusive:
 	// sent, not answered nor settled yet when the run ended, on a host too
 	// starved to judge (starved.go): neither lost nor known safe.
@@ -380,6 +388,7 @@ func (ck *checker) run() {
 		ck.livePaths()
 		ck.clientBook()
 		ck.repeats()
+		ck.explainTransports()
 		ck.reconcileFirst()
 		if h.BrokerFence {
 			ck.fenceFirst()
@@ -779,6 +788,9 @@ func (ck *checker) livePaths() {
 			for _, v := range o.Verdicts {
 				if v.Booked() && (v.Region == "" || v.Region == w.region) {
 					ll.Reported = true
+					if at := ck.rel(v.At); !v.At.Before(b.Time) && (ll.ReportedAt == 0 || at < ll.ReportedAt) {
+						ll.ReportedAt = at
+					}
 				}
 			}
 			if o.Acked && (o.BookedRegion == "" || o.BookedRegion == w.region) {
@@ -880,6 +892,30 @@ func (ck *checker) clientBook() {
 	}
 }
 
+// explainTransports adds to each transport's counts what explains them: the
+// repeated submissions that were re-sends after NOT_RECEIVED, and the
+// provisional NOT_RECEIVED orders that landed late.
+func (ck *checker) explainTransports() {
+	late := map[string]bool{}
+	for _, l := range ck.sum.LateLandings {
+		late[l.Order] = true
+	}
+	subs := ck.h.Audit.Submissions()
+	for _, o := range ck.h.Orders {
+		i := slices.IndexFunc(ck.sum.Transports, func(t TransportSummary) bool { return t.Transport == o.Transport })
+		if i < 0 {
+			continue
+		}
+		ts := &ck.sum.Transports[i]
+		if subs[o.ClOrdID] > 1 && o.Resent > 0 {
+			ts.RepeatsResent++
+		}
+		if late[o.ClOrdID] && slices.ContainsFunc(o.Verdicts, func(v Verdict) bool { return v.Fate == pathdialer.FateNotReceived && !v.Final }) {
+			ts.ProvisionalLanded++
+		}
+	}
+}
+
 // repeats counts and explains client order IDs submitted more than once.
 func (ck *checker) repeats() {
 	subs := ck.h.Audit.Submissions()
@@ -929,7 +965,7 @@ func (ck *checker) repeats() {
 func (ck *checker) halts() {
 	events := ck.h.Events
 	var lastDecision *engine.Decision
-	var lastReconcileFailure *pathdialer.Event
+	var lastReconcileFailure, lastArmFailure *pathdialer.Event
 	for i, e := range events {
 		switch e.Kind {
 		case pathdialer.EventDecision:
@@ -938,6 +974,10 @@ func (ck *checker) halts() {
 			lastReconcileFailure = &events[i]
 		case pathdialer.EventReconcileSuccess, pathdialer.EventRelease:
 			lastReconcileFailure = nil
+		case pathdialer.EventDeadManFailure:
+			lastArmFailure = &events[i]
+		case pathdialer.EventDeadManArmed, pathdialer.EventSwitch, pathdialer.EventResume:
+			lastArmFailure = nil
 		case pathdialer.EventHalt:
 			ck.sum.Halts++
 			switch {
@@ -947,6 +987,13 @@ func (ck *checker) halts() {
 				// unknown fate: a halt for a named cause, not an eligibility
 				// halt. Reported, not a violation.
 				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("halt at %s because the reconcile kept failing (%s)", fmtDur(ck.rel(e.Time)), shortErr(errors.New(e.Cause))))
+			case lastArmFailure != nil && strings.Contains(e.Cause, "dead-man"):
+				// The Path halts, loudly, rather than fence the old path while
+				// no dead-man timer is armed on the new one (the arm failed
+				// FenceAttempts times in a row and no other endpoint was
+				// eligible): a named cause, as a reconcile's. Reported.
+				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("halt at %s because the dead-man timer could not be armed on %s (last attempt %d at %s): the old path is not fenced before it is",
+					fmtDur(ck.rel(e.Time)), lastArmFailure.Endpoint, lastArmFailure.Attempt, fmtDur(ck.rel(lastArmFailure.Time))))
 			default:
 				ck.violate(InvHalt, "", "HALT at %s without a NO_TARGET_AVAILABLE decision (cause: %s)", fmtDur(ck.rel(e.Time)), e.Cause)
 			}
@@ -1539,16 +1586,23 @@ func (ck *checker) fenceCloses() {
 		}
 		region := ck.regionOf[e.Endpoint]
 		for _, c := range ck.opts.Connections {
+			// The connection ended when the network first saw either side
+			// end it (a blackhole passes a client's close on only when it
+			// lifts: EndSeen is the client's close, Closed the relay's).
+			closed := c.Closed
+			if !c.EndSeen.IsZero() && (closed.IsZero() || c.EndSeen.Before(closed)) {
+				closed = c.EndSeen
+			}
 			if c.Region != region || (c.Service != simbroker.REST && c.Service != simbroker.FIX) || !carried[c.ConnID] ||
-				!c.Opened.Before(e.Time.Add(-fenceRace)) || !c.Closed.IsZero() && c.Closed.Before(e.Time) {
+				!c.Opened.Before(e.Time.Add(-fenceRace)) || !closed.IsZero() && closed.Before(e.Time) {
 				continue
 			}
-			if !c.Closed.IsZero() && c.Closed.Before(e.Time.Add(fenceSettle)) {
+			if !closed.IsZero() && closed.Before(e.Time.Add(fenceSettle)) {
 				continue
 			}
 			end := "still open at the end"
-			if !c.Closed.IsZero() {
-				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(c.Closed)))
+			if !closed.IsZero() {
+				end = fmt.Sprintf("closed by the %s only at %s", c.ClosedBy, fmtDur(ck.rel(closed)))
 			}
 			ck.violate(InvFenceCloses, "", "FENCE CLOSED NOTHING: %s connection %s to %s, opened at %s, was open when the fence of %s began at %s and %s",
 				c.Service, c.ConnID, region, fmtDur(ck.rel(c.Opened)), e.Endpoint, fmtDur(ck.rel(e.Time)), end)

@@ -673,6 +673,16 @@ func TestCheckHistoryFenceClosesOrderConnections(t *testing.T) {
 		{"closed by the fence", conn("eu/rest/1", "rest", 50, 952, "client"), false},
 		{"left open", conn("eu/rest/1", "rest", 50, 0, ""), true},
 		{"closed only seconds later", conn("eu/fix/1", "fix", 50, 3000, "client"), true},
+		{"closed by the fence under a blackhole that passed the close on seconds later", func() simbroker.Connection {
+			c := conn("eu/fix/1", "fix", 50, 3000, "client")
+			c.EndSeen = at(952)
+			return c
+		}(), false},
+		{"its end seen only seconds later", func() simbroker.Connection {
+			c := conn("eu/fix/1", "fix", 50, 3000, "client")
+			c.EndSeen = at(2900)
+			return c
+		}(), true},
 		{"closed by a fault before the fence", conn("eu/rest/1", "rest", 50, 900, "fault"), false},
 		{"carried no order (a health check's own)", conn("eu/rest/9", "rest", 50, 0, ""), false},
 		{"opened as the fence began", conn("eu/rest/1", "rest", 900, 0, ""), false},
@@ -691,4 +701,35 @@ func TestCheckHistoryFenceClosesOrderConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A halt the Path declares because the dead-man timer cannot be armed on the
+// endpoint a switch goes to (it holds, then halts, rather than fence the old
+// path with no armed timer) is loud and named: a note, not a violation. The
+// same cause with no failed arm before it is still a violation.
+func TestCheckHistoryDeadManHaltIsNamed(t *testing.T) {
+	deadManHalt := pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000),
+		Cause: `dead-man timer not armed on "us", 5 attempts in a row (retrying; the old path is not fenced before it is)`}
+	t.Run("after failed arms", func(t *testing.T) {
+		h := cleanHistory()
+		for i := 1; i <= 5; i++ {
+			h.Events = append(h.Events, pathdialer.Event{Kind: pathdialer.EventDeadManFailure, Time: at(1500 + 100*i), Endpoint: "us", From: "eu", To: "us", Attempt: i})
+		}
+		h.Events = append(h.Events, deadManHalt)
+		sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+		if !sum.OK() || sum.Halts != 1 || !strings.Contains(strings.Join(sum.Notes, "\n"), "dead-man timer could not be armed") {
+			t.Fatalf("violations %v, halts %d, notes %v", sum.Violations, sum.Halts, sum.Notes)
+		}
+	})
+	t.Run("armed before the halt", func(t *testing.T) {
+		h := cleanHistory()
+		h.Events = append(h.Events,
+			pathdialer.Event{Kind: pathdialer.EventDeadManFailure, Time: at(1600), Endpoint: "us", Attempt: 1},
+			pathdialer.Event{Kind: pathdialer.EventDeadManArmed, Time: at(1700), Endpoint: "us", Attempt: 2},
+			deadManHalt)
+		sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+		if sum.OK() || sum.Findings[0].Invariant != orderflow.InvHalt {
+			t.Fatalf("want an I7 violation, got %v", sum.Violations)
+		}
+	})
 }

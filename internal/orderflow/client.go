@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -138,7 +139,11 @@ type Client struct {
 	refusedHalt int
 
 	rst restingState // open-order reconciles and the dead-man timer (resting.go)
-	lk  *lookups     // pacing within the venue's lookup budget (lookups.go)
+	// direct reaches an endpoint straight, not through the Path (the
+	// dead-man refresh's fallback), with directHdr.
+	direct    *http.Client
+	directHdr http.Header
+	lk        *lookups // pacing within the venue's lookup budget (lookups.go)
 }
 
 // New validates cfg and builds the Client's Path and transports. Nothing
@@ -156,6 +161,9 @@ func New(cfg Config) (*Client, error) {
 	t := cfg.Timing
 	tlsCfg := &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
 	hdr := http.Header{cfg.APIKeyHeader: {cfg.APIKey}}
+	c.direct = &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg,
+		DialContext: (&net.Dialer{Timeout: time.Second}).DialContext, DisableKeepAlives: true}}
+	c.directHdr = hdr
 
 	// Probes reuse their connection: a fresh TLS handshake every round costs
 	// 100-300 ms on a loaded 2-core host, and a healthy backup whose one probe
@@ -1006,8 +1014,12 @@ func (c *Client) reconcileFIX(ctx context.Context, r pathdialer.Reconciliation) 
 
 // reconcileBook settles the tickets of service by GET /v1/orders/{id}, or
 // from one order listing where the venue has no lookup by client order ID;
-// every request is paced within the venue's lookup budget (lookups.go).
+// every request is paced within the venue's lookup budget (lookups.go) and
+// passes the read breaker (rest.WithReconcile).
 func (c *Client) reconcileBook(ctx context.Context, r pathdialer.Reconciliation, service string) ([]pathdialer.Settlement, error) {
+	// Marked as the reconcile's lookups: the REST transport's read breaker,
+	// opened by an outage, neither refuses nor counts them.
+	ctx = rest.WithReconcile(ctx)
 	if c.lk.listing {
 		return c.listBook(ctx, r, service)
 	}

@@ -19,11 +19,15 @@
 //     numbered invariants: no order booked twice, none lost, never two live
 //     paths, late landings reported and never after a final NOT_RECEIVED,
 //     the client's record matching the book, repeated submissions
-//     explained, halt exactly when no target is eligible, every price once,
+//     explained, halt when no target is eligible and otherwise only for a
+//     named cause (a reconcile, or a dead-man arm on the target, that keeps
+//     failing), every price once,
 //     FIX sequence numbers continuous, the scenario's expectations,
 //     reconcile before release, no resting order cancelled by the broker
 //     (cancel-on-disconnect, dead-man) left unreported, no dead-man gap
-//     while a resting order is open. Client.Check runs it on the Client's
+//     while a resting order is open (a timer that lapsed while no region's
+//     trade path could carry a refresh is noted, not a gap, when the client
+//     armed it again within DeadManWindow.Rearm). Client.Check runs it on the Client's
 //     own History; tests feed it recorded histories with violations
 //     planted. An order still unanswered or unsettled when the run ends is
 //     lost, unless the host was too starved to judge (the Path halted for
@@ -35,7 +39,9 @@
 //     orders with the broker's open-order list (ReconcileOpen) and records
 //     why each missing one is gone (cancelled, filled, unknown to the
 //     venue); with Config.DeadManTimeout it keeps the broker's dead-man
-//     timer armed. The Summary says what each switch did to them.
+//     timer armed (refreshed through the path reads are on, else straight
+//     through another endpoint). The Summary says what each switch did to
+//     them.
 //   - Scenario: a scripted fault (blackhole, down, 503, latency, partial,
 //     unknown-outcome, flapping, both) applied to every service of a region of
 //     the simulated broker, and its recovery.

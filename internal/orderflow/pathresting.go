@@ -64,23 +64,33 @@ func (c *Client) armDeadManAt(ctx context.Context, hc *http.Client, hdr http.Hea
 	if !ok {
 		return fmt.Errorf("orderflow: endpoint %q has no REST address for the dead-man timer", ep.Name)
 	}
-	body := fmt.Sprintf(`{"timeout":%g}`, c.cfg.DeadManTimeout.Seconds())
+	if err := postDeadMan(ctx, hc, hdr, ep.Name, base, c.cfg.DeadManTimeout); err != nil {
+		return err
+	}
+	c.rec.Note(Info, "client", "dead-man timer armed through %s before the old path is fenced", ep.Name)
+	return nil
+}
+
+// postDeadMan arms the broker's dead-man timer with timeout through the
+// REST base URL of endpoint name, straight to it (hc does not go through
+// the Path).
+func postDeadMan(ctx context.Context, hc *http.Client, hdr http.Header, name, base string, timeout time.Duration) error {
+	body := fmt.Sprintf(`{"timeout":%g}`, timeout.Seconds())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(base, "/")+"/v1/account/cancel-all-after", strings.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("orderflow: dead-man arm on %q: bad URL", ep.Name)
+		return fmt.Errorf("orderflow: dead-man arm on %q: bad URL", name)
 	}
 	req.Header = hdr.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("orderflow: dead-man arm on %q: %w", ep.Name, rest.RedactError(err))
+		return fmt.Errorf("orderflow: dead-man arm on %q: %w", name, rest.RedactError(err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("orderflow: dead-man arm on %q: HTTP %d", ep.Name, resp.StatusCode)
+		return fmt.Errorf("orderflow: dead-man arm on %q: HTTP %d", name, resp.StatusCode)
 	}
-	c.rec.Note(Info, "client", "dead-man timer armed through %s before the old path is fenced", ep.Name)
 	return nil
 }
 
@@ -99,8 +109,8 @@ func (c *Client) openOrdersOf(_ context.Context, service string) ([]pathdialer.O
 		if r.Transport != service || r.Spec.Limit == "" || r.Rejected || c.rst.closed[id] {
 			continue
 		}
-		if r.Settled && r.Fate != pathdialer.FateResting {
-			continue // filled, cancelled or never booked, as a reconcile said
+		if r.Settled && r.Fate != pathdialer.FateResting && !(r.Fate == pathdialer.FateNotReceived && r.Acked) {
+			continue // filled, cancelled or never booked, as a reconcile said (a NOT_RECEIVED order accepted since, re-sent, is booked)
 		}
 		if !r.Acked && !(r.Settled && r.Fate == pathdialer.FateResting) {
 			continue

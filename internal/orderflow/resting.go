@@ -1,6 +1,7 @@
 package orderflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,6 +44,11 @@ type RestingReport struct {
 // disarmed (or the history was taken). Zero From: no dead-man in this run.
 type DeadManWindow struct {
 	From, Until time.Time
+	// Rearm bounds how long after a region's trade path opens again the
+	// client arms the timer anew (its refresh interval plus a read's
+	// timeout): a timer that lapsed while no region could carry a refresh
+	// is excused until then (zero: never excused).
+	Rearm time.Duration
 }
 
 // restingState is the Client's record of its resting orders' reconciles
@@ -228,9 +235,10 @@ func (c *Client) RestingReports() []RestingReport {
 
 // armDeadMan arms (refreshes) the broker's dead-man timer; a read for the
 // gate (never held by a switch), so the refresh goes out on whichever path
-// reads are on.
+// reads are on, marked as a reconcile's (rest.WithReconcile): a read breaker
+// an outage opened never refuses it once the endpoint answers again.
 func (c *Client) armDeadMan(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(rest.WithSubmission(ctx, false), c.cfg.Timing.ReadTimeout)
+	ctx, cancel := context.WithTimeout(rest.WithReconcile(ctx), c.cfg.Timing.ReadTimeout)
 	defer cancel()
 	body := fmt.Sprintf(`{"timeout":%g}`, timeout.Seconds())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/account/cancel-all-after", strings.NewReader(body))
@@ -273,7 +281,7 @@ func (c *Client) deadManRefresher() {
 		if stopped {
 			return
 		}
-		err := c.armDeadMan(c.ctx, c.cfg.DeadManTimeout)
+		err := c.refreshDeadMan(c.ctx)
 		switch {
 		case err != nil && !failing && c.ctx.Err() == nil:
 			failing = true
@@ -283,6 +291,35 @@ func (c *Client) deadManRefresher() {
 			c.rec.Note(Info, "client", "dead-man refresh works again")
 		}
 	}
+}
+
+// refreshDeadMan refreshes the dead-man timer (one tick of the refresher)
+// through the path reads are on; when that fails, straight through the
+// other endpoints in priority order, until one arms it: the timer is the
+// account's, whichever region arms it, and a trade path that fails before
+// the Path has switched (its probes still pass) must not let it lapse while
+// another region answers. It returns the first error when none did.
+func (c *Client) refreshDeadMan(ctx context.Context) error {
+	err := c.armDeadMan(ctx, c.cfg.DeadManTimeout)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	read, _ := c.path.ReadEndpoint()
+	eps := slices.Clone(c.cfg.Endpoints)
+	slices.SortStableFunc(eps, func(a, b Endpoint) int { return cmp.Compare(a.Priority, b.Priority) })
+	for _, ep := range eps {
+		if ep.Name == read.Name || ep.REST == "" {
+			continue
+		}
+		actx, cancel := context.WithTimeout(ctx, c.cfg.Timing.ReadTimeout)
+		ferr := postDeadMan(actx, c.direct, c.directHdr, ep.Name, ep.REST, c.cfg.DeadManTimeout)
+		cancel()
+		if ferr == nil {
+			c.rec.Note(Info, "client", "dead-man refresh through %s failed (%s): refreshed through %s instead", read.Name, shortErr(err), ep.Name)
+			return nil
+		}
+	}
+	return err
 }
 
 // StopDeadMan stops refreshing the dead-man timer and disarms it: from now
@@ -306,6 +343,10 @@ func (c *Client) restingHistory(h *History) {
 	h.Resting = append([]RestingReport(nil), c.rst.reports...)
 	h.OpenReconciles = append([]time.Time(nil), c.rst.reconciles...)
 	h.DeadMan = c.rst.dm
+	if !h.DeadMan.From.IsZero() {
+		// The refresher's next tick, and that refresh's round trip.
+		h.DeadMan.Rearm = c.cfg.DeadManRefresh + c.cfg.Timing.ReadTimeout
+	}
 	if !h.DeadMan.From.IsZero() && h.DeadMan.Until.IsZero() {
 		h.DeadMan.Until = time.Now()
 	}
@@ -400,7 +441,19 @@ func (ck *checker) deadManGap() {
 	spans := ck.h.Audit.DeadManSpans(w.Until)
 	sort.Slice(spans, func(i, j int) bool { return spans[i].From.Before(spans[j].From) })
 	covered := w.From
+	unreachable := ck.unreachable()
 	report := func(from, to time.Time, why string) {
+		for _, u := range unreachable {
+			// No region's trade path could carry a refresh from before the
+			// timer lapsed until u ended: it fired as it should (during u, or
+			// after it before the refresher's next tick), and the client
+			// armed it again within its bound of a path opening.
+			if w.Rearm > 0 && !u.From.After(from) && !to.After(u.Until.Add(w.Rearm)) {
+				ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("no armed dead-man timer from +%v to +%v: it lapsed while no region's trade path could carry a refresh (every region down from +%v to +%v) and was armed again within %v of that",
+					ck.rel(from).Round(time.Millisecond), ck.rel(to).Round(time.Millisecond), ck.rel(u.From).Round(time.Millisecond), ck.rel(u.Until).Round(time.Millisecond), w.Rearm))
+				return
+			}
+		}
 		id := ck.openDuring(from, to)
 		if id == "" {
 			ck.sum.Notes = append(ck.sum.Notes, fmt.Sprintf("no armed dead-man timer from +%v to +%v (%s), but no resting order was open then",
@@ -428,6 +481,82 @@ func (ck *checker) deadManGap() {
 	if covered.Before(w.Until) {
 		report(covered, w.Until, "no arm covers the end of the window")
 	}
+}
+
+// unreachable returns the spans in which every region's trade path (its
+// REST door: what arms and refreshes the dead-man timer) was failing by an
+// injected fault (CheckOptions.Faults), in order. A fault never healed lasts
+// until the end.
+func (ck *checker) unreachable() []timeSpan {
+	regions := map[string]bool{}
+	for _, r := range ck.regionOf {
+		regions[r] = true
+	}
+	if len(regions) == 0 || len(ck.opts.Faults) == 0 {
+		return nil
+	}
+	var all []timeSpan
+	first := true
+	for region := range regions {
+		var own []timeSpan
+		for _, f := range ck.opts.Faults {
+			if f.Region != region || !f.FailsTradePath {
+				continue
+			}
+			end := f.Recovered
+			if end.IsZero() {
+				end = f.At.Add(1000 * time.Hour)
+			}
+			own = append(own, timeSpan{f.At, end})
+		}
+		own = mergeSpans(own)
+		if first {
+			all, first = own, false
+			continue
+		}
+		var both []timeSpan
+		for _, x := range all {
+			for _, y := range own {
+				from, until := maxTime(x.From, y.From), minTime(x.Until, y.Until)
+				if from.Before(until) {
+					both = append(both, timeSpan{from, until})
+				}
+			}
+		}
+		all = mergeSpans(both)
+	}
+	return all
+}
+
+// mergeSpans sorts spans and merges those that overlap or touch.
+func mergeSpans(in []timeSpan) []timeSpan {
+	sort.Slice(in, func(i, j int) bool { return in[i].From.Before(in[j].From) })
+	var out []timeSpan
+	for _, s := range in {
+		if n := len(out); n > 0 && !s.From.After(out[n-1].Until) {
+			out[n-1].Until = maxTime(out[n-1].Until, s.Until)
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// timeSpan is [From, Until).
+type timeSpan struct{ From, Until time.Time }
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // openDuring returns a resting order of the client's that was open on the

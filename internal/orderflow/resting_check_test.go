@@ -179,3 +179,63 @@ func TestCheckHistoryCancelToldByASettlement(t *testing.T) {
 		t.Fatal("a verdict before the cancel counted as a report")
 	}
 }
+
+// A timer that lapses because no region's trade path could carry a refresh
+// (an all-regions-down window; the lapse comes during it, or after its heal
+// before the refresher could act) is the timer doing its job: no client
+// could have refreshed it. The gap it leaves is a note, provided the client
+// arms again within DeadManWindow.Rearm of the first door opening. A gap
+// that starts before every region was down, or a re-arm later than that
+// bound, is still a violation.
+func TestCheckHistoryDeadManLapseWhileEveryRegionIsDown(t *testing.T) {
+	// restingHistory's timer, armed with 1 s at 800 ms, lapses at 1800 ms;
+	// the next arm comes at rearmMs. L2 stays open throughout (as an order
+	// landing late from a blackhole would be).
+	hist := func(rearmMs int) orderflow.History {
+		h := restingHistory()
+		for i := range h.Audit {
+			if h.Audit[i].Kind == simbroker.KindDeadMan && h.Audit[i].Time.Equal(at(1600)) {
+				h.Audit[i].Time = at(rearmMs)
+			}
+		}
+		renumber(&h)
+		h.DeadMan = orderflow.DeadManWindow{From: at(0), Until: at(rearmMs + 500), Rearm: 500 * time.Millisecond}
+		return h
+	}
+	down := func(region string, fromMs, toMs int) orderflow.Fault {
+		return orderflow.Fault{Region: region, Kind: "all-down", At: at(fromMs), Recovered: at(toMs), FailsProbe: true, FailsTradePath: true}
+	}
+	for _, tc := range []struct {
+		name    string
+		rearmMs int
+		faults  []orderflow.Fault
+		gap     bool
+	}{
+		{"every region down, re-armed as they recover", 1950, []orderflow.Fault{down("eu", 850, 1900), down("us", 850, 1900)}, false},
+		{"every region down, re-armed within the bound", 2350, []orderflow.Fault{down("eu", 850, 1900), down("us", 850, 1900)}, false},
+		{"every region down, re-armed too late", 2500, []orderflow.Fault{down("eu", 850, 1900), down("us", 850, 1900)}, true},
+		{"one region still up", 1950, []orderflow.Fault{down("eu", 850, 1900)}, true},
+		{"no fault", 1950, nil, true},
+		{"lapsed before every region was down", 1950, []orderflow.Fault{down("eu", 850, 1900), down("us", 1850, 1900)}, true},
+		// The last refresh before the outage came just before it: the timer
+		// lapses after the heal, before the refresher's next tick.
+		{"lapsed just after every region healed, re-armed within the bound", 1950, []orderflow.Fault{down("eu", 850, 1750), down("us", 850, 1750)}, false},
+		{"lapsed just after every region healed, re-armed too late", 2300, []orderflow.Fault{down("eu", 850, 1750), down("us", 850, 1750)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sum := orderflow.CheckHistory(hist(tc.rearmMs), orderflow.CheckOptions{Faults: tc.faults})
+			var gaps []string
+			for _, f := range sum.Findings {
+				if f.Invariant == orderflow.InvDeadMan {
+					gaps = append(gaps, f.Text)
+				}
+			}
+			if got := len(gaps) > 0; got != tc.gap {
+				t.Fatalf("I18 violation %v, want %v: %v (notes %v)", got, tc.gap, sum.Violations, sum.Notes)
+			}
+			if !tc.gap && !strings.Contains(strings.Join(sum.Notes, "\n"), "while no region's trade path could carry a refresh") {
+				t.Fatalf("the excused gap is not noted: %v", sum.Notes)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package orderflow
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,10 +57,13 @@ func countList(m map[string]int) string {
 
 var fateOrder = []string{"FILLED", "RESTING", "CANCELED", "REJECTED", "NOT_RECEIVED", "UNDETERMINED"}
 
-// Write prints the summary for a terminal: every figure with what it
-// counts, every invariant with its number and result.
+// Write prints the summary for a terminal: first the result and the worst of
+// the run (violations, halts, late landings, losses, double bookings), then
+// every figure with what it counts, every invariant with its number and
+// result, and the result again with every finding.
 func (s Summary) Write(w io.Writer) {
 	fmt.Fprintln(w, "SUMMARY")
+	s.writeHead(w)
 	if s.Fault != "" {
 		fmt.Fprintf(w, "  fault            %s at %s\n", s.Fault, fmtDur(s.FaultAt))
 	}
@@ -117,14 +121,22 @@ func (s Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, " — the orders handed to reconciliation: in flight at a switch, or finished with an unknown outcome (%d of them)", t.Unknown)
 		if t.Provisional > 0 {
 			fmt.Fprintf(w, "; %d NOT_RECEIVED verdict(s) were provisional", t.Provisional)
+			if t.ProvisionalLanded > 0 {
+				fmt.Fprintf(w, " (%d booked after all through the fenced region: late landing(s), listed below)", t.ProvisionalLanded)
+			}
 		}
 		fmt.Fprintln(w)
 		lost := fmt.Sprint(t.Lost)
 		if t.Inconclusive > 0 {
 			lost += fmt.Sprintf(" (%d inconclusive: not answered nor settled yet on a starved host)", t.Inconclusive)
 		}
-		fmt.Fprintf(w, "       re-sent with the same ID after NOT_RECEIVED %d; booked twice %d; lost %s; submitted more than once %d; first answer from the backup %s after the fault\n",
-			t.Resent, t.Duplicated, lost, t.Repeats, fmtMs(t.FirstAckOnBackup))
+		repeats := fmt.Sprint(t.Repeats)
+		if t.Repeats > 0 {
+			repeats += fmt.Sprintf(" (%d re-sent with the same ID after a NOT_RECEIVED verdict, %d placed again by the application: submissions, not bookings — booked twice counts bookings)",
+				t.RepeatsResent, t.Repeats-t.RepeatsResent)
+		}
+		fmt.Fprintf(w, "       re-sent with the same ID after NOT_RECEIVED %d; booked twice %d; lost %s; submitted more than once %s; first answer from the backup %s after the fault\n",
+			t.Resent, t.Duplicated, lost, repeats, fmtMs(t.FirstAckOnBackup))
 	}
 	fmt.Fprintln(w)
 	for _, st := range s.Streams {
@@ -136,8 +148,12 @@ func (s Summary) Write(w io.Writer) {
 			s.FIX.Logons, s.FIX.Resets, s.FIX.LastIn, s.FIX.Gaps, s.FIX.PossDup, s.FIX.GapFills, s.FIX.Backward)
 	}
 	rep, unrep := s.LateReported()
-	fmt.Fprintf(w, "  broker's book    %d booked twice (%d after a re-send the library allowed), %d lost, %d on a second live path, late landings %d reported / %d unreported, %d submitted more than once\n",
-		s.Duplicates, s.DuplicatesAllowed, s.Losses, s.TwoLivePaths, rep, unrep, s.Repeats)
+	repeats := ""
+	if s.Repeats > 0 {
+		repeats = " (submissions, not bookings: the note below says whose)"
+	}
+	fmt.Fprintf(w, "  broker's book    %d booked twice (%d after a re-send the library allowed), %d lost, %d on a second live path, late landings %d reported / %d unreported, %d submitted more than once%s\n",
+		s.Duplicates, s.DuplicatesAllowed, s.Losses, s.TwoLivePaths, rep, unrep, s.Repeats, repeats)
 	for _, l := range s.LateLandings {
 		status := "reported"
 		switch {
@@ -189,6 +205,49 @@ func (s Summary) Write(w io.Writer) {
 		fmt.Fprintf(w, "  and %d finding(s) INCONCLUSIVE: this host was too starved to judge (%s):\n", len(s.Inconclusive), s.Starved)
 		s.writeInconclusive(w)
 	}
+}
+
+// writeHead prints the result and the worst of the run, before the figures.
+func (s Summary) writeHead(w io.Writer) {
+	switch {
+	case s.Undecided():
+		fmt.Fprintf(w, "  RESULT: INCONCLUSIVE: this host was too starved to judge — %d finding(s) could not be decided (listed at the end)\n", len(s.Inconclusive))
+	case s.OK():
+		fmt.Fprintln(w, "  RESULT: OK — every invariant checked held (listed at the end)")
+	default:
+		fmt.Fprintf(w, "  RESULT: FAILED — %d violation(s), all listed at the end; the first:\n", len(s.Findings))
+		for i, f := range s.Findings {
+			if i == 3 {
+				fmt.Fprintf(w, "    … %d more\n", len(s.Findings)-3)
+				break
+			}
+			fmt.Fprintf(w, "    ✗ %s\n", f)
+		}
+	}
+	if s.Halts > 0 {
+		fmt.Fprintf(w, "  ! trading halted %d× (orders refused at once; the HALT lines in the timeline say why)\n", s.Halts)
+	}
+	if len(s.LateLandings) > 0 {
+		var regions []string
+		for _, l := range s.LateLandings {
+			if !slices.Contains(regions, l.Region) {
+				regions = append(regions, l.Region)
+			}
+		}
+		rep, unrep := s.LateReported()
+		fmt.Fprintf(w, "  ! %d late landing(s) through fenced %s: %d reported, %d unreported or after a final NOT_RECEIVED (listed below)\n",
+			len(s.LateLandings), strings.Join(regions, ", "), rep, unrep)
+	}
+	if s.Losses > 0 {
+		fmt.Fprintf(w, "  ! %d order(s) sent and never answered nor settled\n", s.Losses)
+	}
+	if s.Duplicates > 0 {
+		fmt.Fprintf(w, "  ! %d order(s) booked twice by the broker\n", s.Duplicates)
+	}
+	if s.TwoLivePaths > 0 {
+		fmt.Fprintf(w, "  ! %d order(s) booked through a second live path\n", s.TwoLivePaths)
+	}
+	fmt.Fprintln(w)
 }
 
 func (s Summary) writeInconclusive(w io.Writer) {

@@ -3,6 +3,7 @@ package orderflow_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/internal/orderflow"
+	"github.com/brokerpath/brokerpath/internal/simbroker"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -104,5 +106,98 @@ func TestTimelineInOrderWholeWordsRoundDurations(t *testing.T) {
 	}
 	if !strings.Contains(joined, "1.83 s of 3 s") || !strings.Contains(joined, "60.00 s") && !strings.Contains(joined, "1 min 0 s") {
 		t.Errorf("durations not rounded for a reader:\n%s", out)
+	}
+}
+
+// The summary leads with the result and the worst of the run, each figure as
+// the run's own record gives it (halts from the Path's events, late landings
+// and repeated submissions from the broker's book); a repeat's explanation is
+// on the line that counts it, beside "booked twice"; and an order both
+// NOT_RECEIVED and booked is said to be a late landing.
+func TestSummaryLeadsWithTheWorst(t *testing.T) {
+	h := cleanHistory()
+	// F3: found NOT_RECEIVED provisionally, then booked through the fenced eu.
+	h.Orders = append(h.Orders, orderflow.OrderRecord{ClOrdID: "F3", Transport: "fix", PlacedAt: at(935), AttemptAt: at(935),
+		Sent: true, Unknown: true, Settled: true, Fate: pathdialer.FateFilled, SettledAt: at(1600),
+		Attempts: []orderflow.Attempt{{At: at(935), Sent: true}},
+		Verdicts: []orderflow.Verdict{{At: at(1100), Fate: pathdialer.FateNotReceived, Source: "reconcile"},
+			{At: at(1600), Fate: pathdialer.FateFilled, Final: true, Region: "eu", Source: "late landing"}}})
+	bookIn(&h, 1500, "eu", "fix", "eu/fix/1", "F3", simbroker.OutcomeNew)
+	// R3's first copy reached eu, which could not take it (503); its re-send was booked on us.
+	bookIn(&h, 925, "eu", "rest", "eu/rest/1", "R3", simbroker.OutcomeUnavailable)
+	// A halt for want of a target, later.
+	h.Events = append(h.Events,
+		pathdialer.Event{Kind: pathdialer.EventDecision, Time: at(2000), Decision: &engine.Decision{Outcome: engine.NoTargetAvailable, From: "us"}},
+		pathdialer.Event{Kind: pathdialer.EventHalt, Time: at(2000), Cause: "no endpoint eligible"},
+		pathdialer.Event{Kind: pathdialer.EventResume, Time: at(2500), Endpoint: "us"},
+		pathdialer.Event{Kind: pathdialer.EventRelease, Time: at(2500), Endpoint: "us", Duration: 500 * time.Millisecond},
+	)
+	renumber(&h)
+
+	// The run's own record.
+	halts := 0
+	for _, e := range h.Events {
+		if e.Kind == pathdialer.EventHalt {
+			halts++
+		}
+	}
+	subs := map[string]int{}
+	for _, r := range h.Audit {
+		if r.Kind == simbroker.KindOrder {
+			subs[r.ClientOrderID]++
+		}
+	}
+	repeats := 0
+	for _, n := range subs {
+		if n > 1 {
+			repeats++
+		}
+	}
+	if halts != 1 || repeats != 1 {
+		t.Fatalf("the history has %d halts and %d repeats; the test wants 1 and 1", halts, repeats)
+	}
+
+	sum := orderflow.CheckHistory(h, orderflow.CheckOptions{})
+	var out bytes.Buffer
+	sum.Write(&out)
+	lines := strings.Split(out.String(), "\n")
+	if lines[0] != "SUMMARY" || !strings.HasPrefix(strings.TrimSpace(lines[1]), "RESULT: OK") {
+		t.Errorf("the summary does not lead with its result:\n%s", strings.Join(lines[:min(4, len(lines))], "\n"))
+	}
+	head := strings.Join(lines[:min(6, len(lines))], "\n")
+	for _, want := range []string{fmt.Sprintf("trading halted %d×", halts), "1 late landing(s) through fenced eu: 1 reported"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("the summary's first lines lack %q:\n%s", want, head)
+		}
+	}
+	var repLine, provLine string
+	for _, l := range lines {
+		if strings.Contains(l, "submitted more than once") && strings.Contains(l, "booked twice") && strings.HasPrefix(l, "       ") && repLine == "" && strings.Contains(l, "submitted more than once 1") {
+			repLine = l
+		}
+		if strings.Contains(l, "were provisional") && strings.Contains(l, "fix") || strings.Contains(l, "were provisional") && provLine == "" && strings.Contains(l, "late landing") {
+			provLine = l
+		}
+	}
+	if !strings.Contains(repLine, "1 re-sent with the same ID after a NOT_RECEIVED verdict") {
+		t.Errorf("the repeat is not explained on its own line: %q\n%s", repLine, out.String())
+	}
+	if !strings.Contains(provLine, "1 booked after all through the fenced region: late landing") {
+		t.Errorf("an order NOT_RECEIVED then booked is not said to be a late landing: %q\n%s", provLine, out.String())
+	}
+
+	// A failed run: the result and its first violation lead.
+	h2 := cleanHistory()
+	bookIn(&h2, 1300, "us", "rest", "us/rest/1", "R4", simbroker.OutcomeNew) // R4 booked twice
+	renumber(&h2)
+	sum2 := orderflow.CheckHistory(h2, orderflow.CheckOptions{})
+	if sum2.OK() {
+		t.Fatal("a second booking of R4 passed")
+	}
+	out.Reset()
+	sum2.Write(&out)
+	lines = strings.Split(out.String(), "\n")
+	if !strings.HasPrefix(strings.TrimSpace(lines[1]), "RESULT: FAILED") || !strings.Contains(lines[2], "✗ "+sum2.Violations[0]) {
+		t.Errorf("a failed run does not lead with its result and first violation:\n%s", strings.Join(lines[:min(4, len(lines))], "\n"))
 	}
 }

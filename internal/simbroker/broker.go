@@ -353,6 +353,8 @@ func (b *Broker) SetFault(region string, svc Service, f Fault) error {
 		rg.app.setPartial(svc)
 	case UnknownOutcome:
 		rg.app.setUnknown(svc, f.N)
+	case BookingDelay:
+		rg.app.setBooking(svc, f.Delay)
 	default:
 		nf, _ := netFault(f)
 		err = relay.SetFault(nf)

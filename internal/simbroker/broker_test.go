@@ -104,6 +104,8 @@ func TestSetFaultRefusesWhatCannotApply(t *testing.T) {
 		{"eu", Probe, Partial{}, ErrFaultNotSupported},
 		{"eu", WS, UnknownOutcome{N: 1}, ErrFaultNotSupported},
 		{"eu", REST, UnknownOutcome{}, ErrInvalidFault},
+		{"eu", WS, BookingDelay{Delay: time.Millisecond}, ErrFaultNotSupported},
+		{"eu", REST, BookingDelay{Delay: -1}, ErrInvalidFault},
 		{"eu", REST, Fault503{}, ErrInvalidFault},
 		{"eu", REST, Latency{Delay: -1}, ErrInvalidFault},
 		{"eu", REST, Flap{}, ErrInvalidFault},

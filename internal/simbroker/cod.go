@@ -112,6 +112,25 @@ func (b *Broker) SetCancelOnDisconnect(svc Service, scope CODScope) error {
 	return nil
 }
 
+// SetCODDelay makes the cancel-on-disconnect of the service's connections
+// fire d after the connection ends, as at a venue that detects a drop only
+// when it times the silent connection out (about 2.4 × HeartBtInt at
+// quickfix acceptors); 0, the default, fires at once. A logout (the venue's
+// way to keep orders) still keeps them.
+func (b *Broker) SetCODDelay(svc Service, d time.Duration) error {
+	if svc != FIX && svc != WS {
+		return fmt.Errorf("%w: cancel-on-disconnect applies to fix and ws, not %q", ErrUnknownService, svc)
+	}
+	if d < 0 {
+		return fmt.Errorf("%w: cancel-on-disconnect delay %v is negative", ErrInvalidConfig, d)
+	}
+	b.rest.mu.Lock()
+	defer b.rest.mu.Unlock()
+	b.rest.init()
+	b.rest.codDelay[svc] = d
+	return nil
+}
+
 // CancelOnDisconnect returns the scope in force for a connection (by its
 // ConnID), and the service default when the connection chose none.
 func (b *Broker) CancelOnDisconnect(svc Service, connID string) CODScope {
@@ -159,6 +178,7 @@ func (b *Broker) connEnded(rg *Region, svc Service, connID string) {
 	how, kept := b.rest.keep[connID]
 	delete(b.rest.cod, connID)
 	delete(b.rest.keep, connID)
+	delay := b.rest.codDelay[svc]
 	b.rest.mu.Unlock()
 	if scope == CODOff {
 		return
@@ -168,6 +188,17 @@ func (b *Broker) connEnded(rg *Region, svc Service, connID string) {
 			Detail: "cod " + scope.String() + " not fired: " + how})
 		return
 	}
+	if delay > 0 {
+		ended := time.Now()
+		time.AfterFunc(delay, func() { b.codFire(rg, svc, connID, scope, ended) })
+		return
+	}
+	b.codFire(rg, svc, connID, scope, time.Now())
+}
+
+// codFire cancels the open orders a connection's cancel-on-disconnect
+// covers (the connection ended at ended).
+func (b *Broker) codFire(rg *Region, svc Service, connID string, scope CODScope, ended time.Time) {
 	b.orderMu.Lock()
 	defer b.orderMu.Unlock()
 	now := time.Now()
@@ -178,11 +209,19 @@ func (b *Broker) connEnded(rg *Region, svc Service, connID string) {
 	for _, o := range cancelled {
 		b.audit.add(Record{Time: now, Kind: KindCODCancel, Region: rg.name, Service: string(svc), ConnID: connID,
 			ClientOrderID: o.ClientOrderID, OrderID: o.OrderID, Outcome: OutcomeOK,
-			Detail: fmt.Sprintf("cod %s: placed on %s", scope, origin[o.OrderID])})
+			Detail: codDetail(scope, origin[o.OrderID], now.Sub(ended))})
 	}
 	if len(cancelled) > 0 {
 		b.log.Info("cancel-on-disconnect", "conn", connID, "scope", scope.String(), "cancelled", len(cancelled))
 	}
+}
+
+func codDetail(scope CODScope, placedOn string, late time.Duration) string {
+	d := fmt.Sprintf("cod %s: placed on %s", scope, placedOn)
+	if late > 0 {
+		d += fmt.Sprintf(" (%v after the connection ended)", late)
+	}
+	return d
 }
 
 // cancelByClient cancels the latest open booking of clientOrderID for a

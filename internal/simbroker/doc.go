@@ -202,6 +202,8 @@
 //	UnknownOutcome{N}   rest, fix: the next N orders are booked, then the connection is cut
 //	                    before the answer (HTTP/1: hijack+close; HTTP/2: handler abort, i.e.
 //	                    RST_STREAM; FIX: relay reset before the ExecutionReport)
+//	BookingDelay{Delay} rest: each order is booked Delay after it arrives, then answered; a
+//	                    connection reset meanwhile does not stop the booking (Delay 0 ends it)
 //	None{}              clears everything on the service
 //
 // PartitionMonitor(region) is Blackhole on probe. Network faults live in

@@ -109,6 +109,14 @@ type UnknownOutcome struct {
 	N int
 }
 
+// BookingDelay makes the broker take Delay to book each order on rest
+// before it answers (a server still booking): an order whose connection is
+// reset meanwhile is still booked, Delay after it arrived, and the client
+// gets no answer. Delay 0 ends it (None on the service does too).
+type BookingDelay struct {
+	Delay time.Duration
+}
+
 func (None) fault()           {}
 func (Down) fault()           {}
 func (Blackhole) fault()      {}
@@ -118,6 +126,10 @@ func (Flap) fault()           {}
 func (Fault503) fault()       {}
 func (Partial) fault()        {}
 func (UnknownOutcome) fault() {}
+func (BookingDelay) fault()   {}
+
+// String describes the fault, e.g. "booking-delay(30ms)".
+func (f BookingDelay) String() string { return fmt.Sprintf("booking-delay(%v)", f.Delay) }
 
 // String names the fault ("none").
 func (None) String() string { return "none" }
@@ -184,6 +196,7 @@ type appFaults struct {
 	f503    map[Service]*state503
 	partial map[Service]bool
 	unknown map[Service]int
+	booking map[Service]time.Duration
 }
 
 type state503 struct {
@@ -194,7 +207,7 @@ type state503 struct {
 }
 
 func newAppFaults() *appFaults {
-	return &appFaults{f503: map[Service]*state503{}, partial: map[Service]bool{}, unknown: map[Service]int{}}
+	return &appFaults{f503: map[Service]*state503{}, partial: map[Service]bool{}, unknown: map[Service]int{}, booking: map[Service]time.Duration{}}
 }
 
 func (a *appFaults) clear(s Service) {
@@ -203,6 +216,24 @@ func (a *appFaults) clear(s Service) {
 	delete(a.f503, s)
 	delete(a.partial, s)
 	delete(a.unknown, s)
+	delete(a.booking, s)
+}
+
+func (a *appFaults) setBooking(s Service, d time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if d <= 0 {
+		delete(a.booking, s)
+		return
+	}
+	a.booking[s] = d
+}
+
+// bookingDelay is how long an order on s takes to book (BookingDelay).
+func (a *appFaults) bookingDelay(s Service) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.booking[s]
 }
 
 func (a *appFaults) set503(s Service, f Fault503) {
@@ -283,6 +314,9 @@ func (a *appFaults) describe(s Service) []string {
 	if n := a.unknown[s]; n > 0 {
 		out = append(out, UnknownOutcome{N: n}.String())
 	}
+	if d := a.booking[s]; d > 0 {
+		out = append(out, BookingDelay{Delay: d}.String())
+	}
 	return out
 }
 
@@ -334,6 +368,14 @@ func validateFault(s Service, f Fault) error {
 		}
 		if f.N <= 0 {
 			return fmt.Errorf("%w: UnknownOutcome.N %d must be positive", ErrInvalidFault, f.N)
+		}
+		return nil
+	case BookingDelay:
+		if s != REST {
+			return fmt.Errorf("%w: %s on %s (applies to rest)", ErrFaultNotSupported, f, s)
+		}
+		if f.Delay < 0 {
+			return fmt.Errorf("%w: BookingDelay.Delay %v must not be negative", ErrInvalidFault, f.Delay)
 		}
 		return nil
 	}

@@ -19,6 +19,9 @@ const msgUnauthorized = "unauthorized: missing or invalid X-API-Key"
 // compared in constant time and never echoed.
 func (b *Broker) authorized(r *http.Request) bool {
 	got := r.Header.Get("X-API-Key")
+	if got == "" && r.Header.Get("APCA-API-KEY-ID") != "" {
+		got = r.Header.Get("APCA-API-SECRET-KEY") // Alpaca's headers (see alpacaRoutes)
+	}
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(b.apiKey)) == 1
 }
 
@@ -79,6 +82,7 @@ func (rg *Region) restHandler() http.Handler {
 	mux.Handle("POST /v1/account/fence", rg.guard(rg.fenceHandler(true)))
 	mux.Handle("POST /v1/account/unfence", rg.guard(rg.fenceHandler(false)))
 	rg.restingRoutes(mux)
+	rg.alpacaRoutes(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Region", rg.name)
 		mux.ServeHTTP(w, r)
@@ -169,6 +173,10 @@ func (rg *Region) handlePlace(w http.ResponseWriter, r *http.Request) {
 	req := orderRequest{
 		ClientOrderID: body.ClientOrderID, Symbol: body.Symbol, Side: body.Side,
 		Type: body.Type, Qty: string(body.Qty), Price: string(body.Price),
+	}
+	if d := rg.app.bookingDelay(REST); d > 0 {
+		// Still booking: a reset of the connection meanwhile does not stop it.
+		time.Sleep(d)
 	}
 	o, out, cut, err := rg.b.placeOrder(rg, svc, src, req, false, tok)
 	switch {
@@ -347,4 +355,24 @@ func (rg *Region) handleFenceState(w http.ResponseWriter, _ *http.Request) {
 		"fence": rg.b.cfg.Fence.String(), "tokens": rg.b.cfg.Tokens.String(), "dedup": rg.b.cfg.Dedup.String(),
 		"fenced": fenced, "highest_token": rg.b.HighestToken(),
 	})
+}
+
+// alpacaRoutes serve the same book under the paths of Alpaca's Trading API
+// that a program written for Alpaca needs on a healthy path
+// (https://docs.alpaca.markets/reference/orders): GET /v2/account, POST
+// /v2/orders, and the lookup GET /v2/orders:by_client_order_id?client_order_id=…
+// (rest.AlpacaOrderLookup). They authenticate with Alpaca's headers,
+// APCA-API-KEY-ID (any) and APCA-API-SECRET-KEY (the API key).
+func (rg *Region) alpacaRoutes(mux *http.ServeMux) {
+	mux.Handle("GET /v2/account", rg.guard(http.HandlerFunc(rg.handleAccount)))
+	mux.Handle("POST /v2/orders", rg.guard(http.HandlerFunc(rg.handlePlace)))
+	mux.Handle("GET /v2/orders:by_client_order_id", rg.guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Query().Get("client_order_id")
+		if id == "" {
+			writeError(w, http.StatusUnprocessableEntity, "client_order_id is required")
+			return
+		}
+		r.SetPathValue("id", id)
+		rg.handleGet(w, r)
+	})))
 }

@@ -272,6 +272,43 @@ func TestRESTUnknownOutcomeBooksThenCuts(t *testing.T) {
 	}
 }
 
+// BookingDelay: an order is booked Delay after it arrived even though its
+// client gave up (its connection cut) meanwhile; a lookup before then says
+// "not found".
+func TestRESTBookingDelayBooksAfterTheCut(t *testing.T) {
+	t.Parallel()
+	const delay = 3 * time.Second
+	b := startBroker(t, nil)
+	eu := b.Region("eu")
+	if err := b.SetFault("eu", REST, BookingDelay{Delay: delay}); err != nil {
+		t.Fatal(err)
+	}
+	if f := b.Faults()["eu"][REST]; len(f) != 1 || f[0] != "booking-delay(3s)" {
+		t.Fatalf("Faults = %v", f)
+	}
+	sent := time.Now()
+	// The client gives up long after its request reached the broker (on a
+	// loaded host too), long before the booking.
+	if _, err := do(client(t, b, false, 500*time.Millisecond), "POST", eu.RESTURL()+"/v1/orders", b.APIKey(), marketOrder("d-1")); err == nil {
+		t.Fatal("the order was answered before its booking delay")
+	}
+	c := client(t, b, false, 10*time.Second)
+	if r := mustDo(t, c, "GET", eu.RESTURL()+"/v1/orders/d-1", b.APIKey(), nil); r.code != 404 {
+		t.Fatalf("lookup while booking: %d %s, want 404", r.code, r.body)
+	}
+	// A second order takes its own delay: by its answer the first is booked.
+	if r := mustDo(t, c, "POST", eu.RESTURL()+"/v1/orders", b.APIKey(), marketOrder("d-2")); r.code != 201 || time.Since(sent) < delay {
+		t.Fatalf("second order: %d after %v", r.code, time.Since(sent))
+	}
+	booked := b.Audit().Booked().Filter(func(r Record) bool { return r.ClientOrderID == "d-1" })
+	if len(booked) != 1 || booked[0].Time.Sub(sent) < delay {
+		t.Fatalf("d-1 booked %+v, want once, at least %v after it was sent", booked, delay)
+	}
+	if err := b.SetFault("eu", REST, BookingDelay{}); err != nil || len(b.Faults()["eu"][REST]) != 0 {
+		t.Fatalf("BookingDelay{} did not end it: %v %v", err, b.Faults()["eu"])
+	}
+}
+
 func TestNetworkFaultsOnREST(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, nil)

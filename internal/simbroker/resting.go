@@ -207,6 +207,10 @@ type resting struct {
 	cod  map[string]CODScope
 	keep map[string]string
 	dm   deadMan
+	// codDelay: how long after a connection of a service ends its
+	// cancel-on-disconnect fires (a venue that detects the drop by missed
+	// heartbeats: SetCODDelay).
+	codDelay map[Service]time.Duration
 }
 
 func (r *resting) init() {
@@ -214,6 +218,7 @@ func (r *resting) init() {
 		r.codDefault = map[Service]CODScope{}
 		r.cod = map[string]CODScope{}
 		r.keep = map[string]string{}
+		r.codDelay = map[Service]time.Duration{}
 	}
 }
 

@@ -564,7 +564,7 @@ svg .bold{font:700 12px system-ui,sans-serif}
 {{if .Orders}}<h3>Orders per transport</h3>
 <table id="orders"><tr><th>transport</th><th>placed</th><th>answered</th><th>refused (not sent)</th><th>outcome unknown</th><th>checked with the broker</th><th>found</th></tr>
 {{range .Orders}}<tr><td>{{index . 0}}</td><td class="n">{{index . 1}}</td><td class="n">{{index . 2}}</td><td class="n">{{index . 3}}</td><td class="n">{{index . 4}}</td><td class="n">{{index . 5}}</td><td class="small">{{index . 6}}</td></tr>{{end}}</table>
-<p class="small">Checked with the broker: orders whose outcome was unknown, or that were still in flight when the old path was cut off, looked up on the new path before orders were released.</p>{{end}}
+<p class="small">Checked with the broker: orders whose outcome was unknown, or that were still in flight when the old path was cut off, looked up on the new path before orders were released; each counted once, under what the broker last said of it.</p>{{end}}
 </section>
 <section>
 <h2>Drill figures</h2>

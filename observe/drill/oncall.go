@@ -2,6 +2,7 @@ package drill
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -45,7 +46,8 @@ type TransportOrders struct {
 	// Unknown: the caller was told the outcome was unknown.
 	Unknown int
 	// Checked: orders handed to reconciliation (unknown, or in flight at a
-	// switch); Settled what the broker said about them, by fate.
+	// switch), each once however often it was asked about; Settled what the
+	// broker said about them, by each order's last fate.
 	Checked int
 	Settled map[string]int
 }
@@ -79,9 +81,18 @@ func onCall(in Input) OnCall {
 			oc.Detect = down.Sub(from)
 		}
 		switched := false
-		var fenceStart, recStart time.Time
-		var fenceTook, recTook time.Duration
-		recOrders, recFailures, recFailed := 0, 0, []string{}
+		var fenceStart time.Time
+		var fenceTook time.Duration
+		// Each service reconciles on its own (Config.ReconcileByService; ""
+		// for one reconcile of all): its first start, the distinct orders
+		// it was asked about over its attempts, and until its success.
+		type svcCheck struct {
+			start  time.Time
+			orders map[string]bool
+			took   time.Duration
+		}
+		checks := map[string]*svcCheck{}
+		recFailures, recFailed := 0, []string{}
 		for _, e := range in.Events {
 			if e.Time.Before(down) {
 				continue
@@ -96,8 +107,15 @@ func onCall(in Input) OnCall {
 					fenceTook = max(e.Time.Sub(fenceStart), time.Nanosecond)
 				}
 			case pathdialer.EventReconcileStart:
-				if switched && recStart.IsZero() {
-					recStart, recOrders = e.Time, len(e.Tickets)
+				if switched {
+					c := checks[e.Service]
+					if c == nil {
+						c = &svcCheck{start: e.Time, orders: map[string]bool{}}
+						checks[e.Service] = c
+					}
+					for _, t := range e.Tickets {
+						c.orders[t.Service+"\x00"+t.OrderID] = true
+					}
 				}
 			case pathdialer.EventReconcileFailure:
 				if switched {
@@ -107,8 +125,8 @@ func onCall(in Input) OnCall {
 					recFailed = append(recFailed, msg)
 				}
 			case pathdialer.EventReconcileSuccess:
-				if !recStart.IsZero() { // services reconcile on their own: until the last
-					recTook = max(e.Time.Sub(recStart), recTook, time.Nanosecond)
+				if c := checks[e.Service]; c != nil && c.took == 0 {
+					c.took = max(e.Time.Sub(c.start), time.Nanosecond)
 				}
 			}
 			switch e.Kind {
@@ -136,8 +154,21 @@ func onCall(in Input) OnCall {
 		if fenceTook > 0 {
 			oc.HeldBecause = append(oc.HeldBecause, "cutting "+oc.Endpoint+" off took "+ms(fenceTook))
 		}
-		if recTook > 0 {
-			why := fmt.Sprintf("checking %d order(s) with the broker on %s took %s", recOrders, orDash(oc.To), ms(recTook))
+		// The check that held flow longest: the slowest service's, with
+		// that service's own orders.
+		var slow *svcCheck
+		slowSvc := ""
+		for _, svc := range slices.Sorted(maps.Keys(checks)) {
+			if c := checks[svc]; c.took > 0 && (slow == nil || c.took > slow.took) {
+				slow, slowSvc = c, svc
+			}
+		}
+		if slow != nil {
+			what := "order(s)"
+			if slowSvc != "" {
+				what = slowSvc + " order(s)"
+			}
+			why := fmt.Sprintf("checking %d %s with the broker on %s took %s", len(slow.orders), what, orDash(oc.To), ms(slow.took))
 			if recFailures > 0 {
 				why += fmt.Sprintf(" (%d failed attempt(s): %s)", recFailures, strings.Join(recFailed, "; "))
 			}
@@ -165,15 +196,27 @@ func onCall(in Input) OnCall {
 			r.Unknown++
 		}
 	}
+	// An order asked about again (a later attempt, a provisional verdict
+	// settled later) is one order checked, counted under its last fate.
+	type key struct{ svc, id string }
+	fates := map[key]string{}
+	var order []key
 	for _, e := range in.Events {
 		switch e.Kind {
 		case pathdialer.EventReconcileSuccess:
 			for _, s := range e.Settlements {
-				r := row(s.Service)
-				r.Checked++
-				r.Settled[strings.ReplaceAll(strings.ToLower(s.Fate.String()), "_", " ")]++
+				k := key{s.Service, s.OrderID}
+				if _, seen := fates[k]; !seen {
+					order = append(order, k)
+				}
+				fates[k] = strings.ReplaceAll(strings.ToLower(s.Fate.String()), "_", " ")
 			}
 		}
+	}
+	for _, k := range order {
+		r := row(k.svc)
+		r.Checked++
+		r.Settled[fates[k]]++
 	}
 	for _, r := range byT {
 		oc.Orders = append(oc.Orders, *r)

@@ -111,3 +111,86 @@ func TestHoldEndsAtTheLastServiceRelease(t *testing.T) {
 		t.Errorf("holds %+v, want the first to end at +2.6 s", f.Holds)
 	}
 }
+
+// The on-call counts agree with the run's own events: an order the Path asks
+// the broker about again (a second attempt, a provisional NOT_RECEIVED
+// settled later) is one order checked, with its last fate; and the time spent
+// checking is the slowest service's, with that service's own orders — not the
+// first service's count beside another's time.
+func TestOnCallCountsAgreeWithEvents(t *testing.T) {
+	in := synthetic("eu", "us")
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tickets := func(svc string, ids ...string) []pathdialer.TicketInfo {
+		var out []pathdialer.TicketInfo
+		for _, id := range ids {
+			out = append(out, pathdialer.TicketInfo{OrderID: id, Service: svc})
+		}
+		return out
+	}
+	settled := func(svc string, f pathdialer.Fate, prov bool, ids ...string) []pathdialer.Settlement {
+		var out []pathdialer.Settlement
+		for _, id := range ids {
+			out = append(out, pathdialer.Settlement{OrderID: id, Service: svc, Fate: f, Provisional: prov, Final: !prov})
+		}
+		return out
+	}
+	// Replace the synthetic run's one reconcile by one per service, as
+	// Config.ReconcileByService makes them.
+	in.Events = slices.DeleteFunc(in.Events, func(e pathdialer.Event) bool {
+		return e.Kind == pathdialer.EventReconcileStart || e.Kind == pathdialer.EventReconcileSuccess
+	})
+	i := slices.IndexFunc(in.Events, func(e pathdialer.Event) bool { return e.Kind == pathdialer.EventRelease })
+	in.Events = slices.Insert(in.Events, i,
+		pathdialer.Event{Kind: pathdialer.EventReconcileStart, Time: at(ms(2400)), Service: ""},
+		pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Time: at(ms(2410)), Service: ""},
+		pathdialer.Event{Kind: pathdialer.EventReconcileStart, Time: at(ms(2400)), Service: "rest", Tickets: tickets("rest", "R7", "R8")},
+		pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Time: at(ms(2420)), Service: "rest",
+			Settlements: settled("rest", pathdialer.FateNotReceived, true, "R7", "R8")},
+		pathdialer.Event{Kind: pathdialer.EventReconcileStart, Time: at(ms(2400)), Service: "fix", Tickets: tickets("fix", "F7", "F8", "F9", "F10")},
+		pathdialer.Event{Kind: pathdialer.EventReconcileFailure, Time: at(ms(2500)), Service: "fix", Attempt: 1, Error: "fix: not logged on to us"},
+		pathdialer.Event{Kind: pathdialer.EventReconcileStart, Time: at(ms(2500)), Service: "fix", Attempt: 2, Tickets: tickets("fix", "F7", "F8", "F9", "F10")},
+		pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Time: at(ms(2590)), Service: "fix",
+			Settlements: append(settled("fix", pathdialer.FateFilled, false, "F7", "F8", "F9"), settled("fix", pathdialer.FateNotReceived, true, "F10")...)},
+	)
+	// Later, the provisional verdicts are settled again.
+	in.Events = append(in.Events,
+		pathdialer.Event{Kind: pathdialer.EventReconcileStart, Time: at(5 * sec), Tickets: append(tickets("rest", "R7", "R8"), tickets("fix", "F10")...)},
+		pathdialer.Event{Kind: pathdialer.EventReconcileSuccess, Time: at(ms(5100)),
+			Settlements: append(append(settled("rest", pathdialer.FateNotReceived, false, "R7"), settled("rest", pathdialer.FateFilled, false, "R8")...),
+				settled("fix", pathdialer.FateNotReceived, false, "F10")...)},
+	)
+	slices.SortStableFunc(in.Events, func(a, b pathdialer.Event) int { return a.Time.Compare(b.Time) })
+
+	// What the events say: distinct orders per service, each with its last fate.
+	last := map[string]map[string]string{}
+	for _, e := range in.Events {
+		if e.Kind != pathdialer.EventReconcileSuccess {
+			continue
+		}
+		for _, s := range e.Settlements {
+			if last[s.Service] == nil {
+				last[s.Service] = map[string]string{}
+			}
+			last[s.Service][s.OrderID] = strings.ReplaceAll(strings.ToLower(s.Fate.String()), "_", " ")
+		}
+	}
+	oc := Compute(in).OnCall
+	for _, o := range oc.Orders {
+		want := map[string]int{}
+		for _, f := range last[o.Transport] {
+			want[f]++
+		}
+		if o.Checked != len(last[o.Transport]) {
+			t.Errorf("%s: checked %d, the events settled %d distinct orders", o.Transport, o.Checked, len(last[o.Transport]))
+		}
+		for f, n := range want {
+			if o.Settled[f] != n {
+				t.Errorf("%s: %d %s, the events' last fates give %d (%v)", o.Transport, o.Settled[f], f, n, o.Settled)
+			}
+		}
+	}
+	want := "checking 4 fix order(s) with the broker on us took 190 ms (1 failed attempt(s): fix: not logged on to us)"
+	if !slices.Contains(oc.HeldBecause, want) {
+		t.Errorf("held because %q, want %q", oc.HeldBecause, want)
+	}
+}

@@ -19,7 +19,9 @@
 // transports' counters. The Example scrapes the handler and prints the
 // active endpoint's gauge. Every name starts with brokerpath_; labels are
 // only endpoint and region names and fixed enums, never an address, order
-// ID or error text.
+// ID or error text. REFERENCE.md, beside this package's source, lists every
+// series with its type, labels, meaning and an alert worth setting; a test
+// keeps it equal to what the collector exports.
 //
 // # Two halves
 //

@@ -26,6 +26,12 @@
 //   - Where orders go now, whether they flow, are held or are refused, for
 //     how long and why; and where the way back to the primary stands, in
 //     words ("waiting for eu to recover (DOWN)").
+//   - The worst since start, led by the orders NOT_RECEIVED only
+//     provisionally (a copy through the old path could still be booked),
+//     then halts and the longest hold (dated by its switch); then those
+//     orders, when each is looked up again, and what to do about them:
+//     nothing until Path.MayResend says yes (their IDs need
+//     Options.ShowOrderIDs).
 //   - The last switch, at the time it switched, with each step's time (first
 //     failed probe, declared down, held, switched, released): time to detect
 //     (first failed probe → endpoint declared down), time to switch (declared
@@ -33,10 +39,8 @@
 //     (cutting the old path off, checking orders with the broker), how long
 //     each service waited when services are released one by one, every
 //     reason they were held, and how many orders per transport had to be
-//     checked with the broker and what was found (needs a Recorder).
-//   - The orders NOT_RECEIVED only provisionally (a copy through the old path
-//     could still be booked), when each is looked up again, and what to do
-//     about them: nothing until Path.MayResend says yes.
+//     checked with the broker and what was found, each order once under its
+//     last fate (needs a Recorder).
 //   - Orders per transport: sent, answered, refused (not sent), outcome
 //     unknown now, checked after a switch (needs the transports).
 //   - The market data stream: ticks missed, longest silence, reconnects

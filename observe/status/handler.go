@@ -21,8 +21,10 @@ type Options struct {
 	Refresh time.Duration
 	// MaxEvents bounds the events shown (most recent first); default 50.
 	MaxEvents int
-	// ShowOrderIDs keeps the client order IDs of reconciliation events in the
-	// JSON. Off by default.
+	// ShowOrderIDs shows client order IDs: those of reconciliation events in
+	// the JSON, and those of the provisional NOT_RECEIVED verdicts on the page
+	// and in the JSON. Off by default: the page then says "(hidden)" and
+	// names this option.
 	ShowOrderIDs bool
 	// Recorder supplies each switch's timings (time to detect, to switch,
 	// held and why) and what reconciliation settled per transport. Without it

@@ -385,8 +385,12 @@ func incidentOf(in incident, inProgress bool) incidentReport {
 	if in.FenceTook > 0 {
 		ir.HeldWhy = append(ir.HeldWhy, fmt.Sprintf("cutting %s off took %s", in.From, human(in.FenceTook)))
 	}
-	if in.RecTook > 0 {
-		why := fmt.Sprintf("checking %d order(s) with the broker took %s", in.RecOrders, human(in.RecTook))
+	if in.RecSlowestTook > 0 {
+		what := "order(s)"
+		if in.RecSlowest != "" {
+			what = in.RecSlowest + " order(s)"
+		}
+		why := fmt.Sprintf("checking %d %s with the broker took %s", in.RecSlowestOrders, what, human(in.RecSlowestTook))
 		if in.RecFailed > 0 {
 			why += fmt.Sprintf(" (%d failed attempt(s): %s)", in.RecFailed, strings.Join(in.RecErrors, "; "))
 		}

@@ -3,6 +3,8 @@ package status
 import (
 	"bytes"
 	"errors"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +120,121 @@ func TestPageLeadsWithTheWorstSinceStart(t *testing.T) {
 		if !strings.Contains(worst, want) {
 			t.Errorf("worst since start lacks %q:\n%s", want, worst)
 		}
+	}
+}
+
+// The page's figures agree with the run's own events: the worst box dates the
+// longest hold by its switch (not its release); orders asked about again (a
+// second attempt, a provisional verdict settled later) count once, under their
+// last fate; and the provisional NOT_RECEIVED orders — the real risk for a
+// trader — lead the worst box and come right after it, saying how to show
+// their IDs when they are hidden.
+func TestPageFiguresAgreeWithEvents(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 14, 36, 10, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	fixTickets := []pathdialer.TicketInfo{{OrderID: "f1", Service: "fix"}, {OrderID: "f2", Service: "fix"}}
+	events := []pathdialer.Event{
+		{Kind: pathdialer.EventStateChange, Time: at(1000), Endpoint: "eu", PrevState: engine.Degraded, State: engine.Down},
+		{Kind: pathdialer.EventHold, Time: at(1001), Endpoint: "eu", Cause: "failover from eu to us: fencing"},
+		{Kind: pathdialer.EventSwitch, Time: at(1388), From: "eu", To: "us", Token: 1},
+		{Kind: pathdialer.EventReconcileStart, Time: at(1388), Service: "rest", Tickets: []pathdialer.TicketInfo{{OrderID: "r1", Service: "rest"}}},
+		{Kind: pathdialer.EventReconcileSuccess, Time: at(1400), Service: "rest", Settlements: []pathdialer.Settlement{
+			{OrderID: "r1", Service: "rest", Fate: pathdialer.FateFilled, Final: true}}},
+		{Kind: pathdialer.EventReconcileStart, Time: at(1388), Service: "fix", Tickets: fixTickets},
+		{Kind: pathdialer.EventReconcileFailure, Time: at(2388), Service: "fix", Attempt: 1, Error: "fix: not logged on to us"},
+		{Kind: pathdialer.EventReconcileStart, Time: at(2388), Service: "fix", Attempt: 2, Tickets: fixTickets},
+		{Kind: pathdialer.EventReconcileSuccess, Time: at(3300), Service: "fix", Settlements: []pathdialer.Settlement{
+			{OrderID: "f1", Service: "fix", Fate: pathdialer.FateNotReceived, Provisional: true},
+			{OrderID: "f2", Service: "fix", Fate: pathdialer.FateNotReceived, Provisional: true}}},
+		{Kind: pathdialer.EventRelease, Time: at(3348), Endpoint: "us", Duration: 2347 * time.Millisecond},
+		// Later f2 is looked up again and found filled; f1 is still provisional.
+		{Kind: pathdialer.EventReconcileStart, Time: at(9000), Tickets: []pathdialer.TicketInfo{{OrderID: "f2", Service: "fix"}}},
+		{Kind: pathdialer.EventReconcileSuccess, Time: at(9100), Settlements: []pathdialer.Settlement{
+			{OrderID: "f2", Service: "fix", Fate: pathdialer.FateFilled, Final: true}}},
+	}
+	rec := NewRecorder()
+	for _, e := range events {
+		rec.OnEvent(e)
+	}
+	// What the events say.
+	var switchedAt time.Time
+	handed, last := map[string]map[string]bool{}, map[string]map[string]string{}
+	for _, e := range events {
+		switch e.Kind {
+		case pathdialer.EventSwitch:
+			switchedAt = e.Time
+		case pathdialer.EventReconcileStart:
+			for _, tk := range e.Tickets {
+				if handed[tk.Service] == nil {
+					handed[tk.Service] = map[string]bool{}
+				}
+				handed[tk.Service][tk.OrderID] = true
+			}
+		case pathdialer.EventReconcileSuccess:
+			for _, s := range e.Settlements {
+				if last[s.Service] == nil {
+					last[s.Service] = map[string]string{}
+				}
+				last[s.Service][s.OrderID] = fateKey(s.Fate)
+			}
+		}
+	}
+	snap := pathdialer.Snapshot{Time: at(10_000), Active: "us", Token: 1, Gate: pathdialer.GateOpen, Endpoints: []pathdialer.EndpointSnapshot{
+		{Endpoint: pathdialer.Endpoint{Name: "eu", Primary: true}, State: engine.Down, Fenced: true, LastSuccessAge: -1},
+		{Endpoint: pathdialer.Endpoint{Name: "us", Priority: 1}, State: engine.Healthy, Active: true, LastSuccess: at(9900), LastSuccessAge: 100 * time.Millisecond},
+	}, ProvisionalCount: 1, Provisional: []pathdialer.Verdict{
+		{OrderID: "f1", Service: "fix", Endpoint: "eu", Region: "eu", Fate: pathdialer.FateNotReceived, FoundAt: at(3300), RequeryAt: at(3300 + 910_000)},
+	}}
+	r := build(sources{snap: snap, engine: engine.DefaultConfig(), opts: Options{JSONURL: "status.json"}, rec: rec})
+	for _, o := range r.Orders {
+		if o.Reconciled != len(handed[o.Transport]) {
+			t.Errorf("%s: %d checked with the broker, the events handed %d distinct orders", o.Transport, o.Reconciled, len(handed[o.Transport]))
+		}
+		want := map[string]int{}
+		for _, f := range last[o.Transport] {
+			want[f]++
+		}
+		for f, n := range want {
+			if o.Settled[f] != n {
+				t.Errorf("%s: %d %s, the events' last fates give %d (%v)", o.Transport, o.Settled[f], f, n, o.Settled)
+			}
+		}
+	}
+	if ls := r.LastSwitch; ls == nil || ls.Reconciled["fix"] != 2 {
+		t.Errorf("last switch %+v: want 2 fix orders checked (asked twice)", ls)
+	} else if want := "checking 2 fix order(s) with the broker took 1.9 s (1 failed attempt(s): fix: not logged on to us)"; !slices.Contains(ls.HeldWhy, want) {
+		t.Errorf("held because %q, want %q (the slowest service's check, with its own orders)", ls.HeldWhy, want)
+	}
+
+	var b bytes.Buffer
+	if err := page.Execute(&b, newView(Options{}, r, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	i := strings.Index(html, `id="worst"`)
+	if i < 0 {
+		t.Fatalf("no worst-since-start section:\n%s", html)
+	}
+	worst := html[i:]
+	worst = worst[:strings.Index(worst, "</section>")]
+	if want := "at " + switchedAt.Format(clock); !strings.Contains(worst, want) {
+		t.Errorf("the worst box does not date the longest hold by its switch (%s):\n%s", want, worst)
+	}
+	if strings.Contains(worst, "at "+at(3348).Format(clock)) {
+		t.Errorf("the worst box gives the release time as the switch's:\n%s", worst)
+	}
+	lines := regexp.MustCompile(`<span class="badge ([a-z]+)">([^<]*)</span>`).FindAllStringSubmatch(worst, -1)
+	if len(lines) < 2 || lines[0][1] != "bad" || !strings.Contains(lines[0][2], "1 order NOT_RECEIVED only provisionally") {
+		t.Errorf("the worst box does not lead with the provisional verdict, in red: %q", lines)
+	}
+	p, ls := strings.Index(html, `id="provisional"`), strings.Index(html, `id="last-switch"`)
+	if p < 0 || p > ls || p < i {
+		t.Errorf("the provisional orders are not right after the worst box (worst %d, provisional %d, last switch %d)", i, p, ls)
+	}
+	if !strings.Contains(html, "ShowOrderIDs") {
+		t.Errorf("hidden order IDs without a word on how to show them:\n%s", html[p:])
+	}
+	if t.Failed() {
+		t.Logf("page:\n%s", html)
 	}
 }

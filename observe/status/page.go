@@ -51,6 +51,14 @@ tr.active td{background:#eef5ff}
 </header>
 <main>
 {{if .Worst}}<section id="worst"><h2>Worst since start</h2>{{range .Worst}}<div><span class="badge {{.Class}}">{{.Text}}</span></div>{{end}}</section>{{end}}
+{{if .ProvisionalCount}}<section id="provisional">
+<h2>Orders not yet known to be lost: {{.ProvisionalCount}} order{{if ne .ProvisionalCount 1}}s{{end}} NOT_RECEIVED, provisionally</h2>
+<div class="small" style="margin-bottom:6px">The broker has no record of these orders, but a copy sent through the old path could still be booked. Do not place them again under a new client order ID. The Path looks each one up again when its re-query is due; place it again only when <span class="mono">Path.MayResend(id)</span> says yes, under the same client order ID. Until then, count each as possibly filled.</div>
+<table>
+<tr><th>order</th><th>transport</th><th>sent through</th><th>found at (UTC)</th><th>re-query</th></tr>
+{{range .Provisional}}<tr><td class="mono">{{.Order}}</td><td>{{.Service}}</td><td>{{.Endpoint}}</td><td class="mono">{{.Found}}</td><td class="nw">{{.Requery}}</td></tr>
+{{end}}</table>{{if .ProvisionalHidden}}<div class="small">Order IDs are hidden: set <span class="mono">status.Options.ShowOrderIDs</span> to show them here and in the JSON.</div>{{end}}{{if gt .ProvisionalMore 0}}<div class="small">… and {{.ProvisionalMore}} more (see the JSON)</div>{{end}}
+</section>{{end}}
 {{if .FlowCause}}<section><h2>Why orders are {{if eq .FlowClass "bad"}}refused{{else}}held{{end}}</h2><div class="mono" id="flow-cause">{{.FlowCause}}</div></section>{{end}}
 <section>
 <h2>Failback</h2>
@@ -68,14 +76,6 @@ tr.active td{background:#eef5ff}
 {{if .Why}}<div class="small" style="margin-top:8px">held because: {{range $i, $w := .Why}}{{if $i}}; then {{end}}<span class="mono">{{$w}}</span>{{end}}</div>{{end}}
 {{else}}<h2>Last switch</h2><div class="small">no switch since start</div>{{end}}
 </section>
-{{if .ProvisionalCount}}<section id="provisional">
-<h2>Orders not yet known to be lost: {{.ProvisionalCount}} order{{if ne .ProvisionalCount 1}}s{{end}} NOT_RECEIVED, provisionally</h2>
-<div class="small" style="margin-bottom:6px">The broker has no record of these orders, but a copy sent through the old path could still be booked. Do not place them again under a new client order ID. The Path looks each one up again when its re-query is due; place it again only when <span class="mono">Path.MayResend(id)</span> says yes, under the same client order ID. Until then, count each as possibly filled.</div>
-<table>
-<tr><th>order</th><th>transport</th><th>sent through</th><th>found at (UTC)</th><th>re-query</th></tr>
-{{range .Provisional}}<tr><td class="mono">{{.Order}}</td><td>{{.Service}}</td><td>{{.Endpoint}}</td><td class="mono">{{.Found}}</td><td class="nw">{{.Requery}}</td></tr>
-{{end}}</table>{{if gt .ProvisionalMore 0}}<div class="small">… and {{.ProvisionalMore}} more (see the JSON)</div>{{end}}
-</section>{{end}}
 <section>
 <h2>Orders per transport</h2>
 {{if .Orders}}<table id="orders">

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"hash/maphash"
 	"maps"
 	"slices"
 	"strings"
@@ -23,15 +24,20 @@ const maxIncidents = 20
 //
 // Chain OnEvent into pathdialer.Config.OnEvent (observe.Tee fans one hook
 // out) and pass the Recorder in Options.Recorder. It keeps the last 20
-// incidents and no client order ID; it is safe for concurrent use.
+// incidents and no client order ID (it tells orders apart by a keyed 64-bit
+// hash of their IDs); it is safe for concurrent use.
+//
+// An order the Path asks the broker about more than once (a later attempt, a
+// provisional NOT_RECEIVED looked up again) counts once, under its last fate.
 type Recorder struct {
 	mu        sync.Mutex
+	seed      maphash.Seed
 	firstFail map[string]time.Time // endpoint → first failed probe of its current failure streak
 	downAt    map[string]time.Time // endpoint → when it was last declared DOWN
 	cur       *incident            // the switch or halt not yet released
 	done      []incident           // oldest first, at most maxIncidents
-	handed    map[string]int       // service → orders handed to reconciliation
-	settled   map[string]map[string]int
+	handed    orderSet             // orders handed to reconciliation
+	settled   orderFates
 	failback  *engine.Decision // the last failback verdict
 	worst     worstSoFar
 }
@@ -44,13 +50,60 @@ type worstSoFar struct {
 	Halted, LongestHalt  time.Duration
 	LastHaltAt, HaltOpen time.Time // HaltOpen: the start of a halt in progress
 	LongestHold          time.Duration
-	LongestHoldWhat      string // "failover from eu to us at 14:00:01.000"
+	LongestHoldWhat      string // "failover from eu to us at 14:00:01.000, released 14:00:03.100"
 }
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{firstFail: map[string]time.Time{}, downAt: map[string]time.Time{},
-		handed: map[string]int{}, settled: map[string]map[string]int{}}
+	return &Recorder{seed: maphash.MakeSeed(), firstFail: map[string]time.Time{}, downAt: map[string]time.Time{},
+		handed: orderSet{}, settled: orderFates{}}
+}
+
+// orderKey tells one order of one service apart without keeping its ID.
+type orderKey struct {
+	service string
+	id      uint64 // keyed hash of the client order ID
+}
+
+func (r *Recorder) key(service, orderID string) orderKey {
+	return orderKey{service, maphash.String(r.seed, orderID)}
+}
+
+// orderSet is a set of orders; counts gives how many per service.
+type orderSet map[orderKey]bool
+
+func (s orderSet) counts() map[string]int {
+	if s == nil {
+		return nil
+	}
+	out := map[string]int{}
+	for k := range s {
+		out[k.service]++
+	}
+	return out
+}
+
+// orderFates is each order's last fate; counts gives service → fate → orders.
+type orderFates map[orderKey]string
+
+func (f orderFates) counts() map[string]map[string]int {
+	if f == nil {
+		return nil
+	}
+	out := map[string]map[string]int{}
+	for k, fate := range f {
+		add(out, k.service, fate)
+	}
+	return out
+}
+
+// recCheck is one service's reconciliation within an incident ("" for one
+// reconcile of every service): its first start, the orders it was asked
+// about over its attempts, and how long until its success.
+type recCheck struct {
+	start  time.Time
+	orders orderSet
+	took   time.Duration
 }
 
 // incident is one switch (or halt) from the first sign of it to the release.
@@ -68,17 +121,24 @@ type incident struct {
 	FenceAt    time.Time     // first fence attempt
 	FenceTook  time.Duration // first fence attempt → fence confirmed
 	RecAt      time.Time     // first reconciliation after the switch
-	RecTook    time.Duration // → its success
-	RecOrders  int
-	RecFailed  int
-	RecErrors  []string // distinct reconcile errors
-	Halted     bool
+	RecTook    time.Duration // → the last service's success
+	// RecSlowest is the service whose check took longest (RecSlowestTook),
+	// and how many orders it was asked about (RecSlowestOrders).
+	RecSlowest       string
+	RecSlowestTook   time.Duration
+	RecSlowestOrders int
+	recChecks        map[string]*recCheck
+	RecFailed        int
+	RecErrors        []string // distinct reconcile errors
+	Halted           bool
 	// ServiceHeld is each service's hold, in release order, when the Path
 	// releases services one by one; the last is released with the gate.
 	ServiceHeld []serviceHold
-	Handed      map[string]int            // service → orders handed to reconciliation
-	Settled     map[string]map[string]int // service → fate → orders
-	reconciled  map[string]bool           // services whose reconcile succeeded, not yet released
+	Handed      map[string]int            // service → orders handed to reconciliation (set by clone)
+	Settled     map[string]map[string]int // service → fate → orders (set by clone)
+	handed      orderSet
+	settled     orderFates
+	reconciled  map[string]bool // services whose reconcile succeeded, not yet released
 }
 
 // serviceHold is how long one service's orders were held.
@@ -117,7 +177,16 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 			case r.cur.Halted:
 				kind = "halt, then resume on " + e.Endpoint
 			}
-			w.LongestHoldWhat = kind + " at " + e.Time.UTC().Format(clock)
+			// Dated by the switch (a halt: by when orders were first held),
+			// not by the release that ends the hold.
+			began := r.cur.SwitchedAt
+			if began.IsZero() || (r.cur.Halted && !r.cur.HeldAt.IsZero()) {
+				began = r.cur.HeldAt
+			}
+			if began.IsZero() {
+				began = e.Time
+			}
+			w.LongestHoldWhat = kind + " at " + began.UTC().Format(clock) + ", released " + e.Time.UTC().Format(clock)
 		}
 	}
 	switch e.Kind {
@@ -182,19 +251,33 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 			return // settling unknown outcomes in place: no incident
 		}
 		if r.cur.RecAt.IsZero() {
-			r.cur.RecAt, r.cur.RecOrders = e.Time, len(e.Tickets)
+			r.cur.RecAt = e.Time
+		}
+		if r.cur.recChecks == nil {
+			r.cur.recChecks = map[string]*recCheck{}
+		}
+		c := r.cur.recChecks[e.Service]
+		if c == nil {
+			c = &recCheck{start: e.Time, orders: orderSet{}}
+			r.cur.recChecks[e.Service] = c
 		}
 		for _, t := range e.Tickets {
-			if r.cur.Handed == nil {
-				r.cur.Handed = map[string]int{}
+			k := r.key(t.Service, t.OrderID)
+			if r.cur.handed == nil {
+				r.cur.handed = orderSet{}
 			}
-			r.cur.Handed[t.Service]++
-			r.handed[t.Service]++
+			r.cur.handed[k], r.handed[k], c.orders[k] = true, true, true
 		}
 	case pathdialer.EventReconcileSuccess:
 		if r.cur != nil && !r.cur.RecAt.IsZero() {
 			// Services reconcile on their own: the check took until the last.
 			r.cur.RecTook = max(e.Time.Sub(r.cur.RecAt), r.cur.RecTook, time.Nanosecond)
+			if c := r.cur.recChecks[e.Service]; c != nil && c.took == 0 {
+				c.took = max(e.Time.Sub(c.start), time.Nanosecond)
+				if c.took > r.cur.RecSlowestTook {
+					r.cur.RecSlowest, r.cur.RecSlowestTook, r.cur.RecSlowestOrders = e.Service, c.took, len(c.orders)
+				}
+			}
 			if e.Service != "" {
 				if r.cur.reconciled == nil {
 					r.cur.reconciled = map[string]bool{}
@@ -203,17 +286,15 @@ func (r *Recorder) OnEvent(e pathdialer.Event) {
 			}
 		}
 		for _, s := range e.Settlements {
-			add(r.settled, s.Service, fateKey(s.Fate))
+			k := r.key(s.Service, s.OrderID)
+			r.settled[k] = fateKey(s.Fate)
 			if r.cur != nil {
-				if r.cur.Settled == nil {
-					r.cur.Settled = map[string]map[string]int{}
+				if r.cur.settled == nil {
+					r.cur.settled = orderFates{}
 				}
-				add(r.cur.Settled, s.Service, fateKey(s.Fate))
-			}
-		}
-		if r.cur == nil {
-			for _, s := range e.Settlements {
-				r.handed[s.Service]++
+				r.cur.settled[k] = fateKey(s.Fate)
+			} else {
+				r.handed[k] = true // settled in place, or looked up again
 			}
 		}
 	case pathdialer.EventRelease:
@@ -267,8 +348,8 @@ func (r *Recorder) view() (incidents []incident, open *incident, handed map[stri
 		c := r.cur.clone()
 		open = &c
 	}
-	handed = maps.Clone(r.handed)
-	settled = cloneCounts(r.settled)
+	handed = r.handed.counts()
+	settled = r.settled.counts()
 	if r.failback != nil {
 		d := *r.failback
 		failback = &d
@@ -288,20 +369,10 @@ func (in incident) clone() incident {
 	in.RecErrors = slices.Clone(in.RecErrors)
 	in.ServiceHeld = slices.Clone(in.ServiceHeld)
 	in.reconciled = maps.Clone(in.reconciled)
-	in.Handed = maps.Clone(in.Handed)
-	in.Settled = cloneCounts(in.Settled)
+	in.Handed = in.handed.counts()
+	in.Settled = in.settled.counts()
+	in.handed, in.settled, in.recChecks = nil, nil, nil
 	return in
-}
-
-func cloneCounts(m map[string]map[string]int) map[string]map[string]int {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]map[string]int, len(m))
-	for k, v := range m {
-		out[k] = maps.Clone(v)
-	}
-	return out
 }
 
 func add(m map[string]map[string]int, k, f string) {

@@ -34,6 +34,8 @@ type view struct {
 	Provisional      []provisionalView
 	ProvisionalCount int
 	ProvisionalMore  int // listed beyond the page's bound
+	// ProvisionalHidden: order IDs hidden (Options.ShowOrderIDs is off).
+	ProvisionalHidden bool
 
 	InFlight, Unknown int
 	Halts, Dropped    uint64
@@ -138,6 +140,11 @@ func newView(opts Options, r report, maxHealthAge time.Duration) view {
 	} else {
 		v.MonitorAge = "never"
 	}
+	if n := r.ProvisionalCount; n > 0 {
+		// The real risk for a trader leads: orders that may yet be booked.
+		l := fmt.Sprintf("%d order%s NOT_RECEIVED only provisionally: a copy sent through the old path may still be booked (listed below)", n, plural(n))
+		v.Worst = append(v.Worst, worstLine{Text: l, Class: "bad"})
+	}
 	if w := r.Worst; w != nil {
 		if w.Halts > 0 {
 			l := fmt.Sprintf("trading halted %d× since start (orders refused at once) — %s in all, longest %s", w.Halts, humanMS(w.HaltedMS), humanMS(w.LongestHaltMS))
@@ -212,7 +219,7 @@ func newView(opts Options, r report, maxHealthAge time.Duration) view {
 	for _, p := range r.Provisional {
 		pv := provisionalView{Order: p.OrderID, Service: p.Service, Endpoint: p.Endpoint, Requery: "—"}
 		if pv.Order == "" {
-			pv.Order = "(hidden)"
+			pv.Order, v.ProvisionalHidden = "(hidden)", true
 		}
 		if t, err := time.Parse(time.RFC3339Nano, p.FoundAt); err == nil {
 			pv.Found = t.Format(clock)
@@ -341,4 +348,11 @@ func eventClass(kind string) string {
 		return "good"
 	}
 	return "muted"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

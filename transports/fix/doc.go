@@ -87,7 +87,12 @@
 //     most pathdialer.Config.FarewellTimeout): its resting orders stay.
 //     After the switch, Initiator.OpenOrders lists the venue's orders with an
 //     OrderMassStatusRequest, for the Path's open-order reconcile
-//     (pathdialer.Config.OpenOrders), where the venue supports it.
+//     (pathdialer.Config.OpenOrders), where the venue supports it. A venue
+//     that detects the cut by missed heartbeats cancels when it times the
+//     session out, about 2.4 × HeartBtInt after the last message: every
+//     session's connection declares 2.5 × HeartBtInt + 500 ms
+//     (pathdialer.Conn.SetCODWithin), and the Path reads the venue's orders
+//     again once that has passed after the fence.
 //   - Hot standby (Options.Standby, off by default): where the venue gives
 //     each region a session of its own (its own CompIDs) and allows a second
 //     live session (venue.Profile.StandbyAllowed: binance-spot and deribit

@@ -50,3 +50,22 @@ func (in *Initiator) sayFarewell(sid quickfix.SessionID, deadline time.Time) err
 		return errFarewellUnanswered
 	}
 }
+
+// codWithin is how long after a session's connection is cut a venue that
+// detects the drop by missed heartbeats may still cancel its orders: it
+// times the silent connection out after about 2.4 × HeartBtInt from the
+// last message (quickfix acceptors; Binance locks the session for 2 ×),
+// and the last message left no later than the cut. 2.5 × HeartBtInt, plus
+// 500 ms for the venue to act, bounds it. 0 when HeartBtInt is unknown.
+// Sources: quickfix sends a TestRequest after 1.2 × HeartBtInt of silence
+// and drops the session after another 1.2 × (quickfixgo v0.9.10
+// session_state.go and in_session.go, peerTimer; the same rule in
+// https://github.com/quickfixgo/quickfix); Binance closes a silent session
+// after 2 × HeartBtInt, as the package documentation cites
+// (https://developers.binance.com/docs/binance-spot-api-docs/fix-api).
+func codWithin(heartBt time.Duration) time.Duration {
+	if heartBt <= 0 {
+		return 0
+	}
+	return heartBt*5/2 + 500*time.Millisecond
+}

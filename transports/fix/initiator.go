@@ -200,6 +200,7 @@ func (in *Initiator) addSession(sid quickfix.SessionID, settings *quickfix.Setti
 			st.heartBt = time.Duration(hb) * time.Second
 		}
 	}
+	r.codWithin = codWithin(st.heartBt)
 	// A session of an earlier process may still be held by the broker.
 	st.lastHeard.Store(time.Now().UnixNano())
 	in.sessions[sid] = st

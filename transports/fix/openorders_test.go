@@ -3,11 +3,15 @@ package fix_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/quickfixgo/quickfix"
+
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/fix"
+	"github.com/brokerpath/brokerpath/venue"
 )
 
 // The venue's orders listed over FIX (OrderMassStatusRequest), as an
@@ -38,5 +42,57 @@ func TestOpenOrdersOverFIX(t *testing.T) {
 	us, _ := h.path.Endpoint("us")
 	if _, err := h.in.OpenOrders(ctx, pathdialer.OpenOrderQuery{Service: pathdialer.ServiceFIX, Endpoint: us}); !errors.Is(err, fix.ErrNoOpenOrderList) {
 		t.Fatalf("OpenOrders on us, where no session is logged on: %v, want ErrNoOpenOrderList", err)
+	}
+}
+
+// A venue that detects a cut session by its missed heartbeats cancels its
+// orders about 2.4 × HeartBtInt after the last message: every session's
+// connection declares 2.5 × HeartBtInt + 500 ms (3 s at HeartBtInt 1 s), so
+// after a fence the venue's open orders are read once more when that has
+// passed, not only CODSettle after the fence.
+func TestOpenOrdersReadAgainAfterTheSessionsHeartbeatTimeout(t *testing.T) {
+	var mu sync.Mutex
+	var fencedAt time.Time
+	var reads []time.Time
+	h := newHarness(t, harnessOpts{
+		settings: func(s *quickfix.SessionSettings) { s.Set("HeartBtInt", "1") },
+		cfg: func(c *pathdialer.Config) {
+			c.Venue = venue.Deribit()
+			c.FenceMode = pathdialer.FenceFlatten
+			c.CODSettle = 200 * time.Millisecond
+			c.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+				mu.Lock()
+				if fencedAt.IsZero() {
+					fencedAt = time.Now()
+				}
+				mu.Unlock()
+				return nil
+			}
+			c.OpenOrders = map[string]pathdialer.OpenOrderCheck{pathdialer.ServiceFIX: {
+				Ours: func(context.Context, string) ([]pathdialer.OpenOrder, error) {
+					return []pathdialer.OpenOrder{{OrderID: "a", Endpoint: "eu"}}, nil
+				},
+				Venue: func(context.Context, pathdialer.OpenOrderQuery) ([]pathdialer.VenueOrder, error) {
+					mu.Lock()
+					reads = append(reads, time.Now())
+					mu.Unlock()
+					return []pathdialer.VenueOrder{{OrderID: "a", State: pathdialer.VenueOpen}}, nil
+				},
+			}}
+		},
+	})
+	h.down["eu"].Store(true)
+	if sw := h.waitEvent(t, pathdialer.EventSwitch); sw.To != "us" {
+		t.Fatalf("switched to %q", sw.To)
+	}
+	eventually(t, 15*time.Second, "the venue read twice", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(reads) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got := reads[1].Sub(fencedAt); got < 3*time.Second {
+		t.Fatalf("second read %v after the fence (reads %v): want at least 2.5 × HeartBtInt + 500 ms = 3 s", got, reads)
 	}
 }

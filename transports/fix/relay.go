@@ -38,7 +38,10 @@ type relay struct {
 	// farewell, with Options.PreserveLogout, is the session's graceful
 	// Logout, set on every upstream connection (pathdialer.Conn.SetFarewell).
 	farewell pathdialer.Farewell
-	maxMsg   int // Options.MaxMessageSize
+	// codWithin, from the session's HeartBtInt, is declared on every
+	// upstream connection (pathdialer.Conn.SetCODWithin, farewell.go).
+	codWithin time.Duration
+	maxMsg    int // Options.MaxMessageSize
 	// interval paces connections to one token of the path
 	// (Options.ReconnectInterval): quickfix itself reconnects almost at once,
 	// and the relay holds its connection until interval has passed since the
@@ -188,6 +191,7 @@ func (r *relay) handle(sp *splice) {
 	if r.farewell != nil {
 		pc.SetFarewell(r.farewell)
 	}
+	pc.SetCODWithin(r.codWithin)
 	if err := socksReply(sp.down, socksSucceeded); err != nil {
 		return
 	}

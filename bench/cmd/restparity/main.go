@@ -11,7 +11,14 @@
 // the trimmed mean of the rounds for each, with a 95 % confidence interval: a
 // cell meets the goal when the interval lies above it.
 //
-//	go run ./cmd/restparity            # the table (about 5 minutes)
+// With -peers (the default) the rounds also hold what users would pick
+// instead, each over a bare transport of its own: failsafe-go's failsafehttp
+// RoundTripper (retry policy and circuit breaker) and go-retryablehttp's
+// RoundTripper (its defaults); a round is then ten phases, a palindrome of the
+// five transports, and a second table gives bare ÷ peer and peer ÷ brokerpath
+// per cell.
+//
+//	go run ./cmd/restparity            # the tables (about 10 minutes; 5 with -peers=false)
 //	go run ./cmd/restparity -rounds 20 -phase 100ms -cell "h2 POST"
 package main
 
@@ -41,6 +48,10 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 	"github.com/brokerpath/brokerpath/transports/rest"
@@ -74,6 +85,10 @@ var gcEachPhase bool
 // profileSide, when set, runs only one side of each round (for profiling).
 var profileSide string
 
+// peers adds the RoundTrippers users would pick instead to every round (see
+// newPeers), each measured against the same bare transports.
+var peers bool
+
 type serverAddrs struct {
 	H1, H2 string // base URLs
 	Cert   string // base64 DER of the (shared) test certificate
@@ -92,6 +107,7 @@ func main() {
 	flag.StringVar(&pSide, "p", "brokerpath", "what takes P's place: brokerpath, bare (a third bare transport: a check of the harness) or copy (a bare transport sent a copy of each request with GetBody cleared: the floor of not replaying orders)")
 	flag.BoolVar(&bareTracked, "bare-tracked-dialer", false, "give the bare transport the Path's tracked dialer (isolates the transport's own cost)")
 	flag.StringVar(&profileSide, "profile-side", "", "with -cpuprofile: run only this side (bare or brokerpath) in the rounds, to profile it alone")
+	flag.BoolVar(&peers, "peers", true, "also measure failsafe-go's failsafehttp RoundTripper and go-retryablehttp's RoundTripper in the same rounds (a second table)")
 	flag.BoolVar(&gcEachPhase, "gc-each-phase", false, "collect garbage before each phase, outside the measurement (each phase then starts from the same heap, with cold caches)")
 	dump := flag.String("dump", "", "write every phase (cell, round, transport, CPU ns, requests) to this file as CSV")
 	flag.Parse()
@@ -357,9 +373,13 @@ func run(rounds int, phase time.Duration, only string) error {
 	}
 	fmt.Printf("%s, GOMAXPROCS %d, load average %s at the start; %d rounds per cell of %v phases: A P B B P A, rotating (A, B bare, P brokerpath)\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), loadAvg(), rounds, phase)
+	if peers {
+		fmt.Printf("With the peers (-peers): each round is ten phases, the peers F and R (failsafe-go, go-retryablehttp) between, e.g. A P B F R R F B P A, rotating; the table below counts only A, P and B, the peers' table follows it.\n\n")
+	}
 	fmt.Printf("| cell | bare µs CPU/req | brokerpath µs CPU/req | bare ÷ brokerpath [95 %% CI] | median round | middle half of rounds | control bare ÷ bare [95 %% CI] | control middle half | goal ≥ %.2f | allocs/req bare → brokerpath (bytes) |\n", goal)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	var missed, unresolved, allocOver, disturbed int
+	var peerRows []string
 	ctlLo, ctlHi, ctlWide := math.Inf(1), math.Inf(-1), 0.0
 	for _, c := range cells {
 		base := addrs.H2
@@ -408,6 +428,15 @@ func run(rounds int, phase time.Duration, only string) error {
 			r.tm, r.lo, r.hi, r.med, r.q1, r.q3,
 			ctl.tm, ctl.lo, ctl.hi, ctl.q1, ctl.q3, v,
 			ab, abp, abp-ab, allocMark, bb, bbp)
+		if peers {
+			f, rr := summarize(m.peerRatios[0]), summarize(m.peerRatios[1])
+			fb, rb := summarize(m.peerVsBP[0]), summarize(m.peerVsBP[1])
+			ci := func(s summary) string { return fmt.Sprintf("%.3f [%.3f–%.3f]", s.tm, s.lo, s.hi) }
+			perReq := func(x sample) float64 { return float64(x.allocs) / float64(x.reqs) }
+			peerRows = append(peerRows, fmt.Sprintf("| %s | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s | %s | %.1f / %.1f / %.1f / %.1f |",
+				c, bare.cpuPerReq()/1e3, m.bp.cpuPerReq()/1e3, m.peer[0].cpuPerReq()/1e3, m.peer[1].cpuPerReq()/1e3,
+				ci(r), ci(f), ci(rr), ci(fb), ci(rb), ab, abp, perReq(m.peer[0]), perReq(m.peer[1])))
+		}
 	}
 	if profileSide != "" {
 		return nil // the profiled side's figures went to stderr; there are no ratios
@@ -416,7 +445,44 @@ func run(rounds int, phase time.Duration, only string) error {
 	fmt.Printf("A round is six phases, A P B B P A (the order rotates from round to round so that each transport takes every place equally often): A and B are two bare transports, P is brokerpath. bare ÷ brokerpath is A and B together against P; the control is A against B, measured in the same rounds, so its spread is the noise this run could not resolve (slightly wider than the noise of the bare ÷ brokerpath column, which pools both bare transports).\n")
 	fmt.Printf("Controls across cells: %.3f–%.3f, the widest interval %.3f. Goal ≥ %.2f: shown when the 95 %% interval lies above it, missed (✗) when it lies below, not resolved when it straddles it; %d cell(s) missed, %d not resolved. Allocations: orders ≤ bare + %.0f, reads ≤ bare + %.0f; %d cell(s) over (✗). Cells in which the Path switched or halted: %d.\n",
 		ctlLo, ctlHi, ctlWide, goal, missed, unresolved, orderAllocBudget, readAllocBudget, allocOver, disturbed)
+	if len(peerRows) > 0 {
+		fmt.Printf("\nThe peers, in the same rounds (a round is then ten phases, the five transports rotating in a palindrome): %s; %s. "+
+			"Each column X ÷ Y is X's CPU per request ÷ Y's, the trimmed geometric mean of the rounds [95 %% CI]: below 1 X is cheaper, above 1 Y is; peer ÷ brokerpath above 1 means brokerpath costs less than that peer.\n\n",
+			failsafeConfig, retryableConfig)
+		fmt.Println("| cell | bare µs CPU/req | brokerpath µs | failsafe-go µs | go-retryablehttp µs | bare ÷ brokerpath | bare ÷ failsafe-go | bare ÷ go-retryablehttp | failsafe-go ÷ brokerpath | go-retryablehttp ÷ brokerpath | allocs/req bare / brokerpath / failsafe-go / go-retryablehttp |")
+		fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+		for _, row := range peerRows {
+			fmt.Println(row)
+		}
+	}
 	return nil
+}
+
+// The peers' configurations, as a user would write them for the same job
+// (one broker base URL, orders and reads, retry what fails transiently,
+// stop hammering a failing broker), each over a transport identical to the
+// bare ones.
+const (
+	failsafeConfig = "failsafe-go v0.9.8: failsafehttp.NewRoundTripper(bare, RetryPolicy (failsafehttp.NewRetryPolicyBuilder: retries on connection errors, 429 and 5xx, honours Retry-After; 2 retries, backoff 100 ms–2 s), " +
+		"CircuitBreaker (opens after 5 consecutive errors or 5xx, 5 s open))"
+	retryableConfig = "go-retryablehttp v0.7.8: &retryablehttp.RoundTripper{Client: NewClient() with HTTPClient over bare and Logger nil; its defaults otherwise: RetryMax 4, DefaultRetryPolicy, DefaultBackoff 1–30 s}"
+)
+
+// newPeers returns failsafe-go's and go-retryablehttp's RoundTrippers,
+// configured as failsafeConfig and retryableConfig say, each over a bare
+// transport of its own, and a function that closes their idle connections.
+func newPeers(tlsCfg *tls.Config) ([2]http.RoundTripper, func()) {
+	fsInner, rhInner := newBare(tlsCfg), newBare(tlsCfg)
+	rp := failsafehttp.NewRetryPolicyBuilder().WithMaxRetries(2).WithBackoff(100*time.Millisecond, 2*time.Second).Build()
+	cb := circuitbreaker.NewBuilder[*http.Response]().
+		HandleIf(func(r *http.Response, err error) bool { return err != nil || (r != nil && r.StatusCode >= 500) }).
+		WithFailureThreshold(5).WithDelay(5 * time.Second).Build()
+	fs := failsafehttp.NewRoundTripper(fsInner, rp, cb)
+	rc := retryablehttp.NewClient()
+	rc.HTTPClient = &http.Client{Transport: rhInner}
+	rc.Logger = nil
+	rh := &retryablehttp.RoundTripper{Client: rc}
+	return [2]http.RoundTripper{fs, rh}, func() { fsInner.CloseIdleConnections(); rhInner.CloseIdleConnections() }
 }
 
 // loadAvg is the 1-, 5- and 15-minute load average, or "unknown".
@@ -443,16 +509,26 @@ type measurement struct {
 	empty    int
 	ratios   []float64 // per round: bare (A and B) ÷ brokerpath, CPU per request
 	controls []float64 // per round: A ÷ B
+	// With -peers: each peer's phases, and per round bare (A and B) ÷ the
+	// peer and the peer ÷ brokerpath, CPU per request.
+	peer       [2]sample
+	peerRatios [2][]float64
+	peerVsBP   [2][]float64
 }
 
-// roundOrder is the order of the six phases of round i: 0 = bare A, 1 =
-// brokerpath, 2 = bare B. Each round is a palindrome (linear drift in the
-// machine's speed falls on all three alike), and the order rotates, so that
-// over three rounds each transport takes each of the six places once (runs
-// first, runs twice in a row, runs last).
-func roundOrder(i int) [6]int {
-	x, y, z := i%3, (i+1)%3, (i+2)%3
-	return [6]int{x, y, z, z, y, x}
+// roundOrder is the order of the 2k phases of round i for k transports: 0 =
+// bare A, 1 = brokerpath, 2 = bare B, then the peers (3 = failsafe-go, 4 =
+// go-retryablehttp). Each round is a palindrome (linear drift in the
+// machine's speed falls on all alike), and the order rotates, so that over k
+// rounds each transport takes each of the 2k places once (runs first, runs
+// twice in a row, runs last). For k = 3 a round is A P B B P A.
+func roundOrder(i, k int) []int {
+	o := make([]int, 2*k)
+	for p := range k {
+		o[p] = (i + p) % k
+		o[2*k-1-p] = o[p]
+	}
+	return o
 }
 
 // measure runs one cell: two fresh bare transports and a fresh brokerpath
@@ -480,7 +556,6 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 	}
 	defer bpRT.CloseIdleConnections()
 	var seq atomic.Uint64
-	var cls [3]*clients
 	var pRT http.RoundTripper = bpRT
 	switch pSide {
 	case "bare":
@@ -497,7 +572,14 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			return inner.RoundTrip(r2)
 		})
 	}
-	for i, rt := range [3]http.RoundTripper{bareA, pRT, bareB} {
+	rts := []http.RoundTripper{bareA, pRT, bareB}
+	if peers && profileSide == "" {
+		ps, closePeers := newPeers(tlsCfg)
+		defer closePeers()
+		rts = append(rts, ps[0], ps[1])
+	}
+	cls := make([]*clients, len(rts))
+	for i, rt := range rts {
 		cls[i] = startClients(c, rt, base, &seq)
 		defer cls[i].stop()
 	}
@@ -514,8 +596,8 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 		m.switches, m.halts = after.Token-before.Token, after.Halts-before.Halts
 	}()
 	for i := range rounds {
-		var s [3]sample
-		for _, which := range roundOrder(i) {
+		s := make([]sample, len(cls))
+		for _, which := range roundOrder(i, len(cls)) {
 			if (profileSide == "bare" && which == 1) || (profileSide == "brokerpath" && which != 1) {
 				continue
 			}
@@ -525,7 +607,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			}
 			s[which].add(got)
 			if dumpRounds != nil {
-				fmt.Fprintf(dumpRounds, "%s,%d,%s,%d,%d,%d\n", c, i, [3]string{"A", "P", "B"}[which], got.cpu.Nanoseconds(), got.reqs, got.allocs)
+				fmt.Fprintf(dumpRounds, "%s,%d,%s,%d,%d,%d\n", c, i, [5]string{"A", "P", "B", "failsafe-go", "go-retryablehttp"}[which], got.cpu.Nanoseconds(), got.reqs, got.allocs)
 			}
 		}
 		if profileSide != "" {
@@ -534,7 +616,7 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 			}
 			continue
 		}
-		if s[0].reqs == 0 || s[1].reqs == 0 || s[2].reqs == 0 {
+		if slices.ContainsFunc(s, func(x sample) bool { return x.reqs == 0 }) {
 			m.empty++ // a transport finished no request in its phases: no ratio
 			continue
 		}
@@ -545,6 +627,11 @@ func measure(c cell, base, other string, tlsCfg *tls.Config, rounds int, phase t
 		m.bareA.add(s[0])
 		m.bp.add(s[1])
 		m.bareB.add(s[2])
+		for j, x := range s[3:] {
+			m.peer[j].add(x)
+			m.peerRatios[j] = append(m.peerRatios[j], bare.cpuPerReq()/x.cpuPerReq())
+			m.peerVsBP[j] = append(m.peerVsBP[j], x.cpuPerReq()/s[1].cpuPerReq())
+		}
 	}
 	if profileSide != "" {
 		fmt.Fprintf(os.Stderr, "restparity: %s, %s side only: %d requests, %.2f µs CPU/req, %.1f allocs/req\n",

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,28 +33,40 @@ func TestRunRefusesAnUnknownCell(t *testing.T) {
 	}
 }
 
-// Over any three consecutive rounds, each transport takes each of the six
-// places once, and every round reads the same backwards (drift that is linear
-// within a round falls on all three transports alike).
+// Over any k consecutive rounds of k transports (three: A, P, B; five with
+// the peers), each transport takes each of the 2k places once, and every
+// round reads the same backwards (drift that is linear within a round falls
+// on all transports alike).
 func TestRoundOrderIsBalanced(t *testing.T) {
-	for start := range 6 {
-		var seen [3][6]int
-		for i := start; i < start+3; i++ {
-			o := roundOrder(i)
-			for p := range 6 {
-				if o[p] != o[5-p] {
-					t.Fatalf("round %d = %v is not a palindrome", i, o)
+	for _, k := range []int{3, 5} {
+		for start := range 2 * k {
+			seen := make([][]int, k)
+			for tr := range seen {
+				seen[tr] = make([]int, 2*k)
+			}
+			for i := start; i < start+k; i++ {
+				o := roundOrder(i, k)
+				if len(o) != 2*k {
+					t.Fatalf("round %d of %d transports has %d phases, want %d", i, k, len(o), 2*k)
 				}
-				seen[o[p]][p]++
+				for p := range 2 * k {
+					if o[p] != o[2*k-1-p] {
+						t.Fatalf("round %d = %v is not a palindrome", i, o)
+					}
+					seen[o[p]][p]++
+				}
+			}
+			for tr, places := range seen {
+				for p, n := range places {
+					if n != 1 {
+						t.Fatalf("k=%d, rounds %d–%d: transport %d is at place %d %d times, want once", k, start, start+k-1, tr, p, n)
+					}
+				}
 			}
 		}
-		for tr, places := range seen {
-			for p, n := range places {
-				if n != 1 {
-					t.Fatalf("rounds %d–%d: transport %d is at place %d %d times, want once", start, start+2, tr, p, n)
-				}
-			}
-		}
+	}
+	if got := roundOrder(1, 3); !slices.Equal(got, []int{1, 2, 0, 0, 2, 1}) {
+		t.Fatalf("roundOrder(1, 3) = %v, want the rounds of before the peers: [1 2 0 0 2 1]", got)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/alpacahq/alpaca-trade-api-go/v3/alpaca"
 	"github.com/shopspring/decimal"
 
+	"github.com/brokerpath/brokerpath/examples/sdk/internal/sdktest"
 	"github.com/brokerpath/brokerpath/examples/sdk/internal/venuestub"
 	"github.com/brokerpath/brokerpath/internal/faultnet"
 	"github.com/brokerpath/brokerpath/internal/simbroker"
@@ -20,78 +21,11 @@ import (
 	"github.com/brokerpath/brokerpath/transports/rest"
 )
 
-// events records a Path's events for the tests.
-type events struct {
-	mu  sync.Mutex
-	all []pathdialer.Event
-}
-
-func (e *events) hook(ev pathdialer.Event) {
-	e.mu.Lock()
-	e.all = append(e.all, ev)
-	e.mu.Unlock()
-}
-
-// wait returns the first event of kind for which ok holds, waiting up to 30 s.
-func (e *events) wait(t *testing.T, kind pathdialer.EventKind, ok func(pathdialer.Event) bool) pathdialer.Event {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		e.mu.Lock()
-		for _, ev := range e.all {
-			if ev.Kind == kind && (ok == nil || ok(ev)) {
-				e.mu.Unlock()
-				return ev
-			}
-		}
-		e.mu.Unlock()
-		if time.Now().After(deadline) {
-			e.mu.Lock()
-			var seen []string
-			for _, ev := range e.all {
-				if ev.Kind != pathdialer.EventStateChange {
-					seen = append(seen, fmt.Sprintf("%v %s%s→%s %s %v", ev.Kind, ev.Endpoint, ev.From, ev.To, ev.Cause, ev.Err))
-				}
-			}
-			e.mu.Unlock()
-			t.Fatalf("no %v event within 30 s; events:\n%s", kind, strings.Join(seen, "\n"))
-		}
-		<-time.After(10 * time.Millisecond)
-	}
-}
-
-// kinds lists the events seen, for a failure message.
-func (e *events) kinds() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []string
-	for _, ev := range e.all {
-		if ev.Kind != pathdialer.EventStateChange {
-			out = append(out, fmt.Sprintf("%v %s%s→%s %s", ev.Kind, ev.Endpoint, ev.From, ev.To, ev.Cause))
-		}
-	}
-	return out
-}
-
-func (e *events) settlements() map[string]pathdialer.Settlement {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := map[string]pathdialer.Settlement{}
-	for _, ev := range e.all {
-		if ev.Kind == pathdialer.EventReconcileSuccess || ev.Kind == pathdialer.EventReconcileFailure {
-			for _, s := range ev.Settlements {
-				out[s.OrderID] = s
-			}
-		}
-	}
-	return out
-}
-
-func config(stub *venuestub.Stub, ev *events) Config {
+func config(stub *venuestub.Stub, ev *sdktest.Events) Config {
 	return Config{
 		Regions: []Region{{"eu", stub.EU.URL()}, {"us", stub.US.URL()}},
 		RootCAs: stub.RootCAs, Key: venuestub.Key, Secret: venuestub.Secret, Symbol: "AAPL",
-		OnEvent: ev.hook,
+		OnEvent: ev.Hook,
 		Tune: func(c *pathdialer.Config) {
 			// Fast detection for a test; room for a loaded machine.
 			c.ProbeInterval, c.ProbeTimeout, c.ProbeJitter = time.Second, 900*time.Millisecond, 0
@@ -107,14 +41,14 @@ func config(stub *venuestub.Stub, ev *events) Config {
 	}
 }
 
-func start(t *testing.T) (*venuestub.Stub, *Trader, *events) {
+func start(t *testing.T) (*venuestub.Stub, *Trader, *sdktest.Events) {
 	t.Helper()
 	stub, err := venuestub.New(venuestub.Alpaca)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stub.Close)
-	ev := &events{}
+	ev := &sdktest.Events{}
 	tr, err := Connect(context.Background(), config(stub, ev))
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +71,7 @@ func TestProgramOrdersReadsReplacesAndCancels(t *testing.T) {
 	}
 	defer stub.Close()
 	var out bytes.Buffer
-	cfg := config(stub, &events{})
+	cfg := config(stub, &sdktest.Events{})
 	cfg.Out = &out
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -206,7 +140,7 @@ func TestUnknownOutcomeSurvivesTheSDK(t *testing.T) {
 	// The path fails; the switch's reconcile settles both by the book.
 	stub.EU.SetMode(venuestub.Normal)
 	_ = stub.EU.Relay.SetFault(faultnet.Down())
-	rel := ev.wait(t, pathdialer.EventReconcileSuccess, nil)
+	rel := ev.Wait(t, pathdialer.EventReconcileSuccess, nil)
 	got := map[string]pathdialer.Fate{}
 	for _, s := range rel.Settlements {
 		got[s.OrderID] = s.Fate
@@ -228,11 +162,7 @@ func TestFailoverWithOrdersInFlight(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			stub, tr, ev := start(t)
 			const workers, each = 4, 15
-			type result struct {
-				id  string
-				err error
-			}
-			results := make(chan result, workers*each)
+			results := make(chan sdktest.Result, workers*each)
 			acked := make(chan struct{}, workers*each)
 			var wg sync.WaitGroup
 			for w := range workers {
@@ -240,7 +170,7 @@ func TestFailoverWithOrdersInFlight(t *testing.T) {
 					for i := range each {
 						id := fmt.Sprintf("w%d-%d", w, i)
 						_, err := tr.Client.PlaceOrder(limit(id, 1))
-						results <- result{id, err}
+						results <- sdktest.Result{ID: id, Err: err}
 						if err == nil {
 							acked <- struct{}{}
 						}
@@ -253,103 +183,21 @@ func TestFailoverWithOrdersInFlight(t *testing.T) {
 				select {
 				case <-acked:
 				case <-time.After(30 * time.Second):
-					t.Fatalf("only %d orders acknowledged before the fault; events: %v", n, ev.kinds())
+					t.Fatalf("only %d orders acknowledged before the fault; events: %v", n, ev.Kinds())
 				}
 			}
 			fault(stub)
-			fenced := ev.wait(t, pathdialer.EventFenceSuccess, func(e pathdialer.Event) bool { return e.Endpoint == "eu" })
+			fenced := ev.Wait(t, pathdialer.EventFenceSuccess, func(e pathdialer.Event) bool { return e.Endpoint == "eu" })
 			done := make(chan struct{})
 			go func() { wg.Wait(); close(done) }()
 			select {
 			case <-done:
 			case <-time.After(90 * time.Second):
-				t.Fatalf("an order call has not returned after 90 s; events: %v", ev.kinds())
+				t.Fatalf("an order call has not returned after 90 s; events: %v", ev.Kinds())
 			}
 			close(results)
-			ev.wait(t, pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
-			booked := stub.Booked()
-			settled := ev.settlements()
-			// The transport's verdict on each order (OnOrder), which no SDK
-			// error can hide: an order whose answer was cut while the SDK
-			// read its body is accepted (the broker's status arrived), though
-			// the SDK reports a read error.
-			verdict := map[string]rest.Verdict{}
-			for len(tr.Orders) > 0 {
-				e := <-tr.Orders
-				verdict[e.OrderID] = e.Verdict
-			}
-			var ok, cutBody, unknown, notSent int
-			var late []string
-			unknownIDs := map[string]bool{}
-			for r := range results {
-				v, found := verdict[r.id]
-				if !found {
-					t.Errorf("%s: no verdict reported", r.id)
-					continue
-				}
-				var uo *rest.UnknownOutcomeError
-				switch sdkUnknown := errors.As(r.err, &uo); {
-				case sdkUnknown != (v.Kind == rest.Unknown),
-					errors.Is(r.err, rest.ErrNotSent) != (v.Kind == rest.NotSent),
-					r.err == nil && v.Kind != rest.Accepted:
-					t.Errorf("%s: the SDK's error %v disagrees with the verdict %v", r.id, r.err, v.Kind)
-				}
-				switch v.Kind {
-				case rest.Accepted:
-					ok++
-					if r.err != nil {
-						cutBody++
-					}
-					if booked[r.id] != 1 {
-						t.Errorf("%s acknowledged, booked %d times", r.id, booked[r.id])
-					}
-				case rest.Unknown:
-					unknown++
-					unknownIDs[r.id] = true
-					s, found := settled[r.id]
-					switch {
-					case !found:
-						t.Errorf("%s: unknown outcome never reconciled", r.id)
-					case s.Fate == pathdialer.FateNotReceived && booked[r.id] == 1:
-						// Read by the fenced region after its lookup said "not
-						// found" (provisional): the late-landing watch must say so.
-						late = append(late, r.id)
-					case (s.Fate == pathdialer.FateResting || s.Fate == pathdialer.FateFilled) != (booked[r.id] == 1):
-						t.Errorf("%s: reconciled %v, booked %d times", r.id, s.Fate, booked[r.id])
-					}
-				case rest.NotSent:
-					notSent++
-					if booked[r.id] != 0 {
-						t.Errorf("%s: not sent, yet booked", r.id)
-					}
-				default:
-					t.Errorf("%s: verdict %v (%v)", r.id, v.Kind, r.err)
-				}
-			}
-			for _, id := range late {
-				ev.wait(t, pathdialer.EventLateLanding, func(e pathdialer.Event) bool { return e.OrderID == id })
-			}
-			for id, n := range booked {
-				if n > 1 {
-					t.Errorf("%s booked %d times", id, n)
-				}
-			}
-			// Nothing is sent through the fenced region after the fence: an
-			// order the venue books there after it was already in flight
-			// (written before, read by the venue after), its outcome unknown
-			// to the client and settled by reconciliation.
-			var inFlight int
-			for _, o := range stub.Orders() {
-				if o.Region != "eu" || !o.At.After(fenced.Time) {
-					continue
-				}
-				inFlight++
-				if !unknownIDs[o.ClientOrderID] {
-					t.Errorf("%s booked through the fenced region after the fence, and not an order in flight at the fence", o.ClientOrderID)
-				}
-			}
-			t.Logf("%s: %d acknowledged (%d of them cut while the SDK read the answer), %d unknown (reconciled; %d landed late, reported), %d not sent; %d booked, %d of them read by the fenced region after the fence (in flight)",
-				name, ok, cutBody, unknown, len(late), notSent, len(booked), inFlight)
+			ev.Wait(t, pathdialer.EventRelease, func(e pathdialer.Event) bool { return e.Endpoint == "us" })
+			sdktest.JudgeFailover(t, name, stub, tr.Orders, ev, fenced, results)
 		})
 	}
 }
@@ -371,7 +219,7 @@ func TestLateLandingIsReported(t *testing.T) {
 	if err := <-errc; !errors.As(err, new(*rest.UnknownOutcomeError)) {
 		t.Fatalf("err = %v, want unknown outcome", err)
 	}
-	ev.wait(t, pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool {
+	ev.Wait(t, pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool {
 		for _, s := range e.Settlements {
 			if s.OrderID == "late-1" && s.Fate == pathdialer.FateNotReceived {
 				return true
@@ -380,7 +228,7 @@ func TestLateLandingIsReported(t *testing.T) {
 		return false
 	})
 	stub.EU.Release() // the venue books it now, late
-	late := ev.wait(t, pathdialer.EventLateLanding, func(e pathdialer.Event) bool { return e.OrderID == "late-1" })
+	late := ev.Wait(t, pathdialer.EventLateLanding, func(e pathdialer.Event) bool { return e.OrderID == "late-1" })
 	if late.Endpoint != "eu" || stub.Booked()["late-1"] != 1 {
 		t.Fatalf("late landing %+v, booked %d", late, stub.Booked()["late-1"])
 	}

@@ -93,12 +93,18 @@ var defects = map[string]Defect{
 		Invariant: "hold-within-one-evaluation",
 		Composed:  true,
 		Func:      "controller.runDrain",
-		Body: `func (c *controller) runDrain(ctx context.Context, then func(context.Context)) *bgRun {
+		Body: `func (c *controller) runDrain(ctx context.Context, unfenced <-chan struct{}, then func(context.Context)) *bgRun {
 	c.bgSeq++
 	run := &bgRun{id: c.bgSeq, start: time.Now(), then: then, done: make(chan struct{})}
 	rctx, cancel := context.WithCancel(ctx)
 	run.cancel = cancel
 	p := c.p
+	if unfenced != nil { // DEFECT (plant drain-inline): the waits run on the controller
+		select {
+		case <-unfenced:
+		case <-rctx.Done():
+		}
+	}
 	p.waitInflight(rctx, p.cfg.InflightGrace) // DEFECT (plant drain-inline): on the controller
 	c.hooks.Add(1)
 	go func() {
@@ -378,9 +384,9 @@ var defects = map[string]Defect{
 		// buffer are discarded, not flushed to the broker after the fence.
 		abort(c)
 	}
-	return len(conns), done`,
-		Body: `	_ = rest
-	return len(conns), done // DEFECT (plant fence-closes-nothing): no connection closed`,
+	if codWithin > 0 {`,
+		Body: `	_ = rest // DEFECT (plant fence-closes-nothing): no connection closed
+	if codWithin > 0 {`,
 	},
 	// The gate opens when the switch's reconcile starts, not when it
 	// succeeded; the release event is still emitted when the reconcile
@@ -536,11 +542,11 @@ var defects = map[string]Defect{
 		File:      "pathdialer/openorders.go",
 		Doc:       "no open-order reconcile follows a fence: orders its cancel-on-disconnect cancelled go unreported",
 		Invariant: "resting-cancel-reported",
-		Old: `func (c *controller) oweOpenOrders(from string) {
+		Old: `func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) == 0 {
 		return
 	}`,
-		Body: `func (c *controller) oweOpenOrders(from string) {
+		Body: `func (c *controller) oweOpenOrders(from string, codUntil time.Time) {
 	if len(c.p.cfg.OpenOrders) >= 0 { // DEFECT (plant open-orders-skipped): nothing owed
 		return
 	}`,
@@ -738,6 +744,162 @@ var defects = map[string]Defect{
 		Composed:  true,
 		Old:       `	if errors.As(err, &op) && op.Op == "dial" {`,
 		Body:      `	if errors.As(err, &op) { // DEFECT (plant reset-as-not-sent)`,
+	},
+	// The follower's lease deadline without its safety margin (coord/etcd,
+	// its own module): the Target is told its decision holds until the very
+	// instant etcd may expire the lease, at the grant and after every
+	// keep-alive, so a paused process resumed just before that instant
+	// trades on a lease another process may be granted over. The simulation
+	// does not build the coord/etcd module: no invariant; its measure is the
+	// module's tests (make mutants, unit layer).
+	"lease-margin": {
+		File: "coord/etcd/follower.go",
+		Doc:  "the follower's lease deadline is the send time plus the TTL, without FollowerConfig.Margin",
+		Old:  `deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)`,
+		Body: `deadline := sent.Add(time.Duration(g.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
+		More: []Defect{{
+			Old:  `deadline = sent.Add(time.Duration(ka.TTL)*time.Second - f.cfg.Margin)`,
+			Body: `deadline = sent.Add(time.Duration(ka.TTL) * time.Second) // DEFECT (plant lease-margin): no margin`,
+		}},
+	},
+	// A preserve-mode fence that trusts the venue to close the session after
+	// its farewell (a logout the venue answers by closing): the connection
+	// is aborted only when the farewell failed. A farewell that never reaches
+	// the venue (a blackholed region) or reaches it late leaves the old
+	// session's connection open after the switch.
+	"farewell-leaves-open": {
+		File:      "pathdialer/fencemode.go",
+		Doc:       "preserve mode: a connection whose farewell succeeded is left for the venue to close (aborted only when the farewell failed)",
+		Invariant: "fence-leaves-no-connection-open",
+		Old: `			if err := callFarewell(*fp, deadline); err != nil {
+				log.Warn("pathdialer: farewell failed; the connection is aborted (cancel-on-disconnect may fire)", "endpoint", c.rt.ep.Name, "err", err)
+			}
+			abort(c)`,
+		Body: `			if err := callFarewell(*fp, deadline); err != nil {
+				log.Warn("pathdialer: farewell failed; the connection is aborted (cancel-on-disconnect may fire)", "endpoint", c.rt.ep.Name, "err", err)
+				abort(c)
+			} // DEFECT (plant farewell-leaves-open): after a farewell the venue is left to close the connection`,
+	},
+	// The failback decision reads the primary's recovery from its probe
+	// alone (no probe failure in a row, a fresh probe success, the
+	// successes in a row): a gray failure (DOWN on live-traffic evidence
+	// while the probe passes) is ignored, and flow returns to an endpoint
+	// whose orders still fail. Where a trade-path check runs, its failure
+	// every round resets the successes in a row before the controller
+	// evaluates; the unchecked gray failures of NewLiveScenario (no check
+	// at all) find it.
+	"failback-ignores-gray": {
+		File:      "engine/evaluate.go",
+		Doc:       "EvaluateFailback judges the primary stable from its probe alone, ignoring a gray failure",
+		Invariant: "no-failback-onto-failing-orders",
+		Composed:  true,
+		Old:       `if !m.eligibleLocked(prim, now) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold {`,
+		Body:      `if prim.consecFail > 0 || now.Sub(prim.lastProbeSuccess) >= m.cfg.MaxHealthAge || !m.admittedLocked(prim) || !m.jurisdictionOKLocked(prim) || !m.switchVerifiedLocked(prim, now) || prim.consecSucc < m.cfg.FailbackSuccessThreshold { // DEFECT (plant failback-ignores-gray): the primary's stability read from its probe alone`,
+	},
+	// Section 8: late landings and resends.
+
+	// A provisional NOT_RECEIVED looked up again only at the quarantine's
+	// end, as before the early looks: a copy the broker books after the
+	// switch's lookup (a server still booking when the connection reset, a
+	// copy held by the old path) is reported only then, long after its
+	// booking.
+	"late-watch-quarantine-only": {
+		File:      "pathdialer/verdict.go",
+		Doc:       "a provisional NOT_RECEIVED is looked up again only at the quarantine's end (no early look every MaxCopyHold)",
+		Invariant: "late-landing-reported-in-time",
+		Composed:  true,
+		Marker:    "late-watch-quarantine-only",
+		Body:      "\t// DEFECT (plant late-watch-quarantine-only): looked up again only when the verdict may become final\n",
+	},
+
+	// The venue's resend permission ignored: a NOT_RECEIVED made final by
+	// the quarantine is taken as a safe resend, whatever the venue's
+	// deduplication (a one-word slip in venue.Profile.ResendSafe). A resend
+	// rarely books twice in a short run, so no-duplicate-order seldom sees
+	// it; resend-allowed-by-venue judges every resend.
+	"resend-ignores-venue": {
+		File:      "venue/rules.go",
+		Doc:       "ResendSafe takes any final NOT_RECEIVED (a quarantine too) as a safe resend, ignoring the venue's deduplication",
+		Invariant: "resend-allowed-by-venue",
+		Composed:  true,
+		Old: `	if ok, why := p.cutoffFinal(e); ok {
+		return true, why
+	}
+	var b strings.Builder`,
+		Body: `	if ok, why := p.FinalNotReceived(e); ok { // DEFECT (plant resend-ignores-venue): final is taken as safe
+		return true, why
+	}
+	var b strings.Builder`,
+	},
+	// The open-order reconcile reads the venue once, CODSettle after the
+	// fence: a cancel-on-disconnect the venue applies later (a drop detected
+	// by missed heartbeats, ~2.4 × HeartBtInt) is never reported, or is
+	// reported by the next switch as its own.
+	"cod-read-once": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the venue's open orders are read once, CODSettle after the fence, not again when a connection's declared late cancel is due",
+		Invariant: "resting-cancel-reported",
+		Old:       `			again := codDue.After(began)`,
+		Body:      `			again := codDue.After(began) && false // DEFECT (plant cod-read-once): one read only`,
+	},
+	// Two fences within CODSettle: the reconcile owed keeps only the first
+	// endpoint left (a later fence moves its time), so the orders the second
+	// fence cancelled are named with the first switch, or not at all.
+	"oo-first-fence-only": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order reconcile owed keeps only the first fence (a later one moves its time): the second fence's cancels go misnamed or unreported",
+		Invariant: "resting-cancel-reported",
+		Old:       `	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})`,
+		Body: `	if n := len(c.ooDue.fences); n > 0 { // DEFECT (plant oo-first-fence-only): the first fence kept
+		f := &c.ooDue.fences[0]
+		f.fencedAt, f.due = now, later(f.due, due)
+		return
+	}
+	c.ooDue.fences = append(c.ooDue.fences, ooFence{from: from, fencedAt: now, due: due})`,
+	},
+	// The orders the switch's own reconcile settled RESTING are not read with
+	// the application's: one the application has not recorded yet, cancelled
+	// by the fence after the report it was settled from, is never reported.
+	"oo-settled-resting-skipped": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order read holds only the application's record, not the orders the switch's reconcile settled RESTING",
+		Invariant: "resting-cancel-reported",
+		Old:       `			ours = withSettled(ours, due.resting[svc])`,
+		Body:      `			_ = withSettled // DEFECT (plant oo-settled-resting-skipped): the switch's RESTING verdicts not read`,
+	},
+	// The open-order read runs too early: at the release, without waiting
+	// CODSettle after the fence or the declared late cancel, and once.
+	"oo-read-too-early": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "the open-order read runs at the release, before the fence's cancel-on-disconnect is due, and once",
+		Invariant: "resting-cancel-reported",
+		Func:      "ooReadTimes",
+		Body: `func ooReadTimes(fences []ooFence, settle time.Duration) (first, due time.Time) {
+	return time.Now(), time.Time{} // DEFECT (plant oo-read-too-early): read at once, once
+}`,
+	},
+	// The quarantine of a NOT_RECEIVED counts only the venue's false-negative
+	// horizon, not the longest a copy can be held on the way (a one-word
+	// slip in venue.Profile.FinalNotReceived): at a venue whose lookups see
+	// a booking at once, the first "not found" is final, and a copy the old
+	// path delivers later contradicts it.
+	"final-nr-no-copy-hold": {
+		File:      "venue/rules.go",
+		Doc:       "FinalNotReceived's quarantine leaves out MaxCopyHold: a NOT_RECEIVED is final while a held copy can still be booked",
+		Invariant: "final-verdict-matches-book",
+		Composed:  true,
+		Old:       `	q := p.MinQuarantine(e.MaxCopyHold)`,
+		Body:      `	q := p.MinQuarantine(0) // DEFECT (plant final-nr-no-copy-hold): the copy hold left out`,
+	},
+	// Orders settled RESTING while no fence is owed (settling unknown
+	// outcomes on the active endpoint, a switch abandoned) are dropped, not
+	// kept for the next fence's open-order read.
+	"oo-resting-needs-fence": {
+		File:      "pathdialer/openorders.go",
+		Doc:       "orders settled RESTING while no fence is owed are dropped: a later fence's cancel of them, before the application records them, goes unreported",
+		Invariant: "resting-cancel-reported",
+		Old:       "\t\t\treturn\n\t\t}\n\t\tc.ooDue = &ooSwitch{}",
+		Body:      "\t\t\treturn\n\t\t}\n\t\treturn // DEFECT (plant oo-resting-needs-fence): kept only when a fence is owed",
 	},
 }
 

@@ -20,7 +20,9 @@ type Defect struct {
 	// Doc says what the defect is, in a line or two.
 	Doc string
 	// Invariant is what a sweep with the defect planted must break
-	// (make sim-plant succeeds when a seed breaks it).
+	// (make sim-plant succeeds when a seed breaks it). Empty exactly when
+	// File is in another module under the root (coord/etcd), which the
+	// simulation does not build: its tests are then its only measure.
 	Invariant string
 	// Composed: the sweep needs the composed moves (-sim.composed).
 	Composed bool

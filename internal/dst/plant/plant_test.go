@@ -81,6 +81,9 @@ func TestRegisteredDefectsApply(t *testing.T) {
 	}
 	for name := range defects {
 		d, _ := lookup(name)
+		if err := checkInvariant(root, d); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		for _, gap := range []string{"none", "gosched", "3ms"} {
 			g, imps, err := gapOf(gap)
 			if err != nil {
@@ -100,5 +103,51 @@ func TestRegisteredDefectsApply(t *testing.T) {
 				t.Fatalf("%s: overlay does not replace %s: %s", name, d.File, raw)
 			}
 		}
+	}
+}
+
+// A defect's packages are found by the nearest go.mod: the root module's
+// packages by their directory, another module's by its directory and the
+// package's within it; a defect outside the root module has no invariant.
+func TestPackagesOf(t *testing.T) {
+	root := t.TempDir()
+	for _, f := range []string{"go.mod", "a/a.go", "a/b/b.go", "sub/go.mod", "sub/s.go", "sub/x/x.go"} {
+		p := filepath.Join(root, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("package p\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := Defect{Name: "d", File: "a/a.go", More: []Defect{{Old: "x"}, {File: "a/b/b.go"}, {File: "sub/x/x.go"}, {File: "sub/s.go"}, {File: "a/a.go"}}}
+	got, err := packagesOf(root, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Package{{".", "./a"}, {".", "./a/b"}, {"sub", "./x"}, {"sub", "."}}
+	if len(got) != len(want) {
+		t.Fatalf("packages %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("packages %v, want %v", got, want)
+		}
+	}
+	if _, err := packagesOf(root, Defect{Name: "m", File: "a/missing.go"}); err == nil {
+		t.Fatal("a missing file was accepted")
+	}
+	if _, err := packagesOf(root, Defect{Name: "up", File: "../a.go"}); err == nil || !strings.Contains(err.Error(), "not a path inside the root") {
+		t.Fatalf("a file outside the root: %v", err)
+	}
+
+	if err := checkInvariant(root, Defect{Name: "s", File: "sub/s.go"}); err != nil {
+		t.Fatalf("a defect of another module without an invariant: %v", err)
+	}
+	if err := checkInvariant(root, Defect{Name: "s", File: "sub/s.go", Invariant: "x"}); err == nil {
+		t.Fatal("a defect of another module with an invariant was accepted")
+	}
+	if err := checkInvariant(root, Defect{Name: "a", File: "a/a.go"}); err == nil || !strings.Contains(err.Error(), "no Invariant") {
+		t.Fatalf("a defect of the root module without an invariant: %v", err)
 	}
 }
