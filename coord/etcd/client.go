@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 )
 
@@ -24,22 +27,31 @@ import (
 //
 // clientv3 balances over every member with gRPC's round_robin policy, which
 // connects to all of them. This client turns that policy off (gRPC's default,
-// pick_first, then connects to the one address it is given) and moves to the
-// next member itself: a unary call or a stream read that ends because its
-// deadline passed, or because the member is unavailable, moves the client to
-// the next endpoint of cfg.Endpoints (once per failure, however many calls
-// shared it). Every call the roles of this package make has a short timeout of
-// its own and is made again at once (see the README's "One etcd member that
-// stops answering"), so a member that stopped answering costs one short
-// attempt, as with the round-robin client: the next attempt goes to the next
-// member. A watch stream left on the old member is given up by the roles' own
-// silence check. Calls of your own with no deadline are not moved: give them one.
+// pick_first, then connects to the one address it is given) and moves to
+// another member itself, only when the member it is on stopped answering:
 //
-// Experimental: it does not yet keep the guarantee the README's "One etcd
-// member that stops answering" states for clientv3.New. Measured against real
-// etcd processes, the followers connected to a raft leader that stopped
-// answering halted (a third of 100 to all of 30); until it keeps it, use clientv3.New
-// for trading processes.
+//   - A call or stream read that ends because its deadline passed, or with
+//     the member unavailable, makes the client ask the member for its status
+//     (etcd's Maintenance.Status, which a member answers on its own, without
+//     its raft leader), at most one question at a time.
+//   - A member that does not answer it within 500 ms (up to 2 s after the
+//     client connected to it while the connection is not ready: a new
+//     connection first needs its handshakes), or whose connection is refused, is left for the next member. It is then
+//     suspected for 30 s: the client goes to a member not suspected when there
+//     is one, so that it cannot come back to the member it left.
+//   - A member that answers is kept, also when it refuses calls because the
+//     members are electing a raft leader (no leader, request timed out): the
+//     election ends within a few election timeouts, and every member refuses
+//     calls meanwhile. One that answers without a leader for 3 s (cut off from
+//     the others) is left like a silent one.
+//   - When the client leaves a member, the calls still waiting on it that have
+//     a deadline (every call the roles of this package make) end at once with
+//     codes.Unavailable, and the roles make them again on the new member; a
+//     watch stream left on the old member is given up by the roles' own
+//     silence check. Calls of your own with no deadline are not ended: give
+//     them one.
+//
+// Each move is logged at WARN level by cfg.Logger.
 //
 // cfg.Endpoints must not be empty and cfg.AutoSyncInterval must be 0 (the
 // automatic member sync would hand the client every member again). The first
@@ -52,11 +64,8 @@ func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 	if cfg.AutoSyncInterval != 0 {
 		return nil, fmt.Errorf("etcdcoord: NewClient: clientv3.Config.AutoSyncInterval is %v: it must be 0 (the sync would connect to every member)", cfg.AutoSyncInterval)
 	}
-	r := &memberRing{endpoints: slices.Clone(cfg.Endpoints)}
-	first := rand.IntN(len(r.endpoints))
-	r.gen.Store(uint64(first))
-	r.moved.Store(-int64(moveEvery))
-	cfg.Endpoints = []string{r.endpoints[first]}
+	r := newMemberRing(slices.Clone(cfg.Endpoints), rand.IntN(len(cfg.Endpoints)))
+	cfg.Endpoints = []string{r.endpoints[r.cur]}
 	cfg.DialOptions = append(slices.Clip(cfg.DialOptions),
 		// Ignore the resolver's round_robin service config: pick_first.
 		grpc.WithDisableServiceConfig(),
@@ -69,22 +78,59 @@ func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 	}
 	r.mu.Lock()
 	r.client = c
+	r.connected = time.Now()
 	r.mu.Unlock()
 	return c, nil
 }
 
+const (
+	// probeTimeout: how long a member has to answer a status question.
+	probeTimeout = 500 * time.Millisecond
+	// connectGrace: how long after the client connected to a member a status
+	// question may wait (a new connection's TCP and HTTP/2 handshakes, slow
+	// on a loaded machine).
+	connectGrace = 2 * time.Second
+	// probeEvery: the least time between the end of one status question (or
+	// a move) and the next question.
+	probeEvery = 250 * time.Millisecond
+	// suspectFor: how long a member the client left stays suspected.
+	suspectFor = 30 * time.Second
+	// leaderlessFor: how long a member may answer without a raft leader
+	// before the client leaves it.
+	leaderlessFor = 3 * time.Second
+)
+
+// errMoved is the cause given to the calls left on a member the client left.
+var errMoved = errors.New("etcdcoord: the etcd member stopped answering: the client moved to another")
+
 // memberRing moves a client from member to member.
 type memberRing struct {
 	endpoints []string
-	gen       atomic.Uint64 // index of the current endpoint (mod len)
-	answered  atomic.Int64  // monotonic instant (since ringEpoch) of the last call that succeeded
-	moved     atomic.Int64  // monotonic instant of the last move (-moveEvery: none yet)
-	mu        sync.Mutex
-	client    *clientv3.Client
+
+	mu         sync.Mutex
+	client     *clientv3.Client
+	cur        int         // index of the member the client is on
+	gen        uint64      // moves so far: a call remembers the gen it started under
+	connected  time.Time   // when the client was pointed at cur
+	suspect    []time.Time // per member: suspected until then
+	probing    bool        // a status question is under way
+	probed     time.Time   // the end of the last question, or the last move
+	leaderless time.Time   // since when cur answers without a leader (zero: it has one)
+	calls      map[*call]struct{}
 }
 
-// memberFailed reports whether err means the member behind gen did not answer in
-// time or is unavailable (not that the caller gave up: a canceled context).
+// call is one call with a deadline under way on the member of gen.
+type call struct {
+	gen    uint64
+	cancel context.CancelCauseFunc
+}
+
+func newMemberRing(endpoints []string, first int) *memberRing {
+	return &memberRing{endpoints: endpoints, cur: first, suspect: make([]time.Time, len(endpoints)), calls: map[*call]struct{}{}}
+}
+
+// memberFailed reports whether err may mean the member did not answer in time
+// or is unreachable (not that the caller gave up: a canceled context).
 func memberFailed(ctx context.Context, err error) bool {
 	if err == nil || errors.Is(ctx.Err(), context.Canceled) {
 		return false
@@ -99,78 +145,160 @@ func memberFailed(ctx context.Context, err error) bool {
 	return false
 }
 
-var ringEpoch = time.Now()
+type probeKey struct{}
 
-// moveEvery: the least time between two moves of one client.
-const moveEvery = time.Second
-
-func ringNow() int64 { return int64(time.Since(ringEpoch)) }
-
-// ok records that the member answered a call.
-func (r *memberRing) ok() { r.answered.Store(ringNow()) }
-
-// next moves the client to the member after the one of gen, unless another
-// failure already moved it or a call succeeded since the failed one started
-// (at started): a member that answers others is slow, not silent, and moving
-// would cost every call and stream a new connection.
-//
-// It moves at most once per moveEvery: a new connection (a TCP connection and
-// its HTTP/2 handshake, slow on a loaded machine) needs time to become ready,
-// and while the members elect a raft leader every member refuses calls
-// (no leader), so moving on would only start connection after connection.
-func (r *memberRing) next(gen uint64, started int64) {
-	if len(r.endpoints) < 2 || r.answered.Load() > started || ringNow()-r.moved.Load() < int64(moveEvery) {
-		return
-	}
-	if !r.gen.CompareAndSwap(gen, gen+1) {
-		return
-	}
-	r.moved.Store(ringNow())
+// enter registers a call with a deadline, so that a move ends it; it returns
+// the context to make the call with, the gen it started under and the
+// function that unregisters it.
+func (r *memberRing) enter(ctx context.Context) (context.Context, uint64, func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.client != nil && r.gen.Load() == gen+1 {
-		r.client.SetEndpoints(r.endpoints[(gen+1)%uint64(len(r.endpoints))])
+	gen := r.gen
+	if _, ok := ctx.Deadline(); !ok || len(r.endpoints) < 2 {
+		return ctx, gen, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	c := &call{gen: gen, cancel: cancel}
+	r.calls[c] = struct{}{}
+	return cctx, gen, func() {
+		r.mu.Lock()
+		delete(r.calls, c)
+		r.mu.Unlock()
+		cancel(nil)
 	}
 }
 
+// moved turns the error of a call ended by a move into codes.Unavailable (a
+// failure the caller may retry at once).
+func moved(ctx, cctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errMoved) {
+		return status.Error(codes.Unavailable, errMoved.Error())
+	}
+	return err
+}
+
+// failed asks the member of gen for its status unless a question is under
+// way, one ended less than probeEvery ago, or the client has moved since gen.
+func (r *memberRing) failed(gen uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.endpoints) < 2 || r.client == nil || gen != r.gen || r.probing || time.Since(r.probed) < probeEvery {
+		return
+	}
+	r.probing = true
+	c := r.client
+	until := time.Now().Add(probeTimeout)
+	if grace := r.connected.Add(connectGrace); grace.After(until) && c.ActiveConnection().GetState() != connectivity.Ready {
+		until = grace
+	}
+	go r.probe(c, gen, until)
+}
+
+// probe asks the member of gen (the client's only connection) for its status
+// until until, and moves the client on when it did not answer.
+func (r *memberRing) probe(c *clientv3.Client, gen uint64, until time.Time) {
+	ctx, cancel := context.WithDeadline(context.WithValue(c.Ctx(), probeKey{}, true), until)
+	resp, err := pb.NewMaintenanceClient(c.ActiveConnection()).Status(ctx, &pb.StatusRequest{})
+	cancel()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probing = false
+	now := time.Now()
+	r.probed = now
+	if gen != r.gen || c.Ctx().Err() != nil {
+		return
+	}
+	switch {
+	case err != nil && memberFailed(context.Background(), err):
+		r.moveLocked(now, "did not answer a status request", err)
+	case err != nil:
+		// It answered (with a refusal): alive.
+		r.leaderless = time.Time{}
+	case resp.Leader == 0:
+		if r.leaderless.IsZero() {
+			r.leaderless = now
+		} else if now.Sub(r.leaderless) >= leaderlessFor {
+			r.moveLocked(now, "answers without a raft leader", nil)
+		}
+	default:
+		r.leaderless = time.Time{}
+	}
+}
+
+// moveLocked suspects the current member and points the client at the next
+// member not suspected (the one suspected longest ago when all are), ending
+// the calls with a deadline still waiting on the member left.
+func (r *memberRing) moveLocked(now time.Time, why string, err error) {
+	n := len(r.endpoints)
+	from := r.cur
+	r.suspect[from] = now.Add(suspectFor)
+	next := -1
+	for i := 1; i < n; i++ {
+		j := (from + i) % n
+		if !now.Before(r.suspect[j]) {
+			next = j
+			break
+		}
+		if next < 0 || r.suspect[j].Before(r.suspect[next]) {
+			next = j
+		}
+	}
+	r.cur, r.gen, r.connected, r.probed, r.leaderless = next, r.gen+1, now, now, time.Time{}
+	for c := range r.calls {
+		c.cancel(errMoved)
+		delete(r.calls, c)
+	}
+	r.client.SetEndpoints(r.endpoints[next])
+	r.client.GetLogger().Warn("etcdcoord: etcd member left: "+why,
+		zap.String("from", r.endpoints[from]), zap.String("to", r.endpoints[next]), zap.Error(err))
+}
+
 func (r *memberRing) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	gen, started := r.gen.Load(), ringNow()
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	if err == nil {
-		r.ok()
-	} else if memberFailed(ctx, err) {
-		r.next(gen, started)
+	if ctx.Value(probeKey{}) != nil {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cctx, gen, leave := r.enter(ctx)
+	err := moved(ctx, cctx, invoker(cctx, method, req, reply, cc, opts...))
+	leave()
+	if memberFailed(ctx, err) {
+		r.failed(gen)
 	}
 	return err
 }
 
 func (r *memberRing) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	gen, started := r.gen.Load(), ringNow()
-	s, err := streamer(ctx, desc, cc, method, opts...)
+	cctx, gen, leave := r.enter(ctx)
+	s, err := streamer(cctx, desc, cc, method, opts...)
 	if err != nil {
+		err = moved(ctx, cctx, err)
+		leave()
 		if memberFailed(ctx, err) {
-			r.next(gen, started)
+			r.failed(gen)
 		}
 		return nil, err
 	}
-	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx, started: started}, nil
+	if cctx != ctx {
+		// The stream is done when its context is (clientv3 cancels it
+		// after the last read).
+		context.AfterFunc(cctx, leave)
+	}
+	return &ringStream{ClientStream: s, r: r, gen: gen, ctx: ctx, cctx: cctx}, nil
 }
 
 type ringStream struct {
 	grpc.ClientStream
-	r       *memberRing
-	gen     uint64
-	ctx     context.Context
-	started int64 // the last answer on this stream, or its start
+	r         *memberRing
+	gen       uint64
+	ctx, cctx context.Context
 }
 
 func (s *ringStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err == nil {
-		s.r.ok()
-		s.started = ringNow()
-	} else if memberFailed(s.ctx, err) {
-		s.r.next(s.gen, s.started)
+	if err != nil && err != io.EOF {
+		err = moved(s.ctx, s.cctx, err)
+		if memberFailed(s.ctx, err) {
+			s.r.failed(s.gen)
+		}
 	}
 	return err
 }

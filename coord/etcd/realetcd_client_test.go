@@ -5,6 +5,7 @@ package etcdcoord_test
 import (
 	"context"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -162,5 +163,23 @@ func TestRealEtcdOneConnection(t *testing.T) {
 	}
 	if _, err := etcdcoord.NewClient(clientv3.Config{Endpoints: eps, AutoSyncInterval: time.Minute}); err == nil || !strings.Contains(err.Error(), "AutoSyncInterval") {
 		t.Fatalf("NewClient with AutoSyncInterval: %v; want an error naming it", err)
+	}
+}
+
+// TestRealEtcdOneConnectionFrozenMember: the frozen-member scenario of
+// TestRealEtcdFrozenMember (one member SIGSTOPped for 12 s with a switch in
+// the middle; then the raft leader killed) with every role of the test on a
+// NewClient, one connection each: no follower may halt, the decider keeps its
+// term, and the followers act on the fence and the new assignment within the
+// bound. N followers: BROKERPATH_REALETCD_N, 50 when unset.
+func TestRealEtcdOneConnectionFrozenMember(t *testing.T) {
+	t.Setenv("BROKERPATH_REALETCD_ONECONN", "1")
+	if os.Getenv("BROKERPATH_REALETCD_N") == "" {
+		t.Setenv("BROKERPATH_REALETCD_N", "50")
+	}
+	for _, which := range []string{"leader-member", "follower-member", "leader-member-killed"} {
+		t.Run(which, func(t *testing.T) {
+			testFrozenMember(t, which != "follower-member", which == "leader-member-killed")
+		})
 	}
 }
