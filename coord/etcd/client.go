@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,7 +86,7 @@ func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 
 const (
 	// probeTimeout: how long a member has to answer a status question.
-	probeTimeout = 500 * time.Millisecond
+	probeTimeout = 1000 * time.Millisecond
 	// connectGrace: how long after the client connected to a member a status
 	// question may wait (a new connection's TCP and HTTP/2 handshakes, slow
 	// on a loaded machine).
@@ -98,6 +99,11 @@ const (
 	// leaderlessFor: how long a member may answer without a raft leader
 	// before the client leaves it.
 	leaderlessFor = 3 * time.Second
+	// minMoveGap: the least time between two moves; it doubles, up to
+	// maxMoveGap, while the members moved to do not answer (a machine or
+	// cluster too loaded to answer anyone, not one silent member).
+	minMoveGap = time.Second
+	maxMoveGap = 8 * time.Second
 )
 
 // errMoved is the cause given to the calls left on a member the client left.
@@ -116,6 +122,8 @@ type memberRing struct {
 	probing    bool        // a status question is under way
 	probed     time.Time   // the end of the last question, or the last move
 	leaderless time.Time   // since when cur answers without a leader (zero: it has one)
+	answered   time.Time   // the last answer (a reply, or a refusal from etcd) of cur
+	moveGap    time.Duration
 	calls      map[*call]struct{}
 }
 
@@ -126,7 +134,35 @@ type call struct {
 }
 
 func newMemberRing(endpoints []string, first int) *memberRing {
-	return &memberRing{endpoints: endpoints, cur: first, suspect: make([]time.Time, len(endpoints)), calls: map[*call]struct{}{}}
+	return &memberRing{endpoints: endpoints, cur: first, suspect: make([]time.Time, len(endpoints)), moveGap: minMoveGap, calls: map[*call]struct{}{}}
+}
+
+// answer reports whether err (nil: a reply) came from the member: a refusal
+// of etcd's own ("etcdserver: ...", or a code a transport does not give)
+// rather than a deadline, a cancellation or a connection failure.
+func answer(err error) bool {
+	if err == nil {
+		return true
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable:
+		return strings.HasPrefix(st.Message(), "etcdserver: ")
+	}
+	return true
+}
+
+// heard records that the member of gen answered.
+func (r *memberRing) heard(gen uint64) {
+	r.mu.Lock()
+	if gen == r.gen {
+		r.answered = time.Now()
+		r.moveGap = minMoveGap
+	}
+	r.mu.Unlock()
 }
 
 // memberFailed reports whether err may mean the member did not answer in time
@@ -187,16 +223,17 @@ func (r *memberRing) failed(gen uint64) {
 	}
 	r.probing = true
 	c := r.client
-	until := time.Now().Add(probeTimeout)
+	start := time.Now()
+	until := start.Add(probeTimeout)
 	if grace := r.connected.Add(connectGrace); grace.After(until) && c.ActiveConnection().GetState() != connectivity.Ready {
 		until = grace
 	}
-	go r.probe(c, gen, until)
+	go r.probe(c, gen, start, until)
 }
 
 // probe asks the member of gen (the client's only connection) for its status
 // until until, and moves the client on when it did not answer.
-func (r *memberRing) probe(c *clientv3.Client, gen uint64, until time.Time) {
+func (r *memberRing) probe(c *clientv3.Client, gen uint64, start, until time.Time) {
 	ctx, cancel := context.WithDeadline(context.WithValue(c.Ctx(), probeKey{}, true), until)
 	resp, err := pb.NewMaintenanceClient(c.ActiveConnection()).Status(ctx, &pb.StatusRequest{})
 	cancel()
@@ -209,19 +246,25 @@ func (r *memberRing) probe(c *clientv3.Client, gen uint64, until time.Time) {
 		return
 	}
 	switch {
-	case err != nil && memberFailed(context.Background(), err):
+	case err != nil && !answer(err):
+		if r.answered.After(start) || now.Sub(r.connected) < r.moveGap {
+			// Slow, not silent: it answered another call meanwhile
+			// (or the client moved too recently to judge).
+			return
+		}
 		r.moveLocked(now, "did not answer a status request", err)
 	case err != nil:
 		// It answered (with a refusal): alive.
-		r.leaderless = time.Time{}
+		r.answered, r.leaderless = now, time.Time{}
 	case resp.Leader == 0:
 		if r.leaderless.IsZero() {
 			r.leaderless = now
-		} else if now.Sub(r.leaderless) >= leaderlessFor {
+		} else if now.Sub(r.leaderless) >= leaderlessFor && now.Sub(r.connected) >= r.moveGap {
 			r.moveLocked(now, "answers without a raft leader", nil)
 		}
 	default:
-		r.leaderless = time.Time{}
+		r.answered, r.leaderless = now, time.Time{}
+		r.moveGap = minMoveGap
 	}
 }
 
@@ -243,6 +286,11 @@ func (r *memberRing) moveLocked(now time.Time, why string, err error) {
 			next = j
 		}
 	}
+	if r.answered.Before(r.connected) {
+		// The member left had not answered since the client came to it:
+		// wait longer before the next move.
+		r.moveGap = min(2*r.moveGap, maxMoveGap)
+	}
 	r.cur, r.gen, r.connected, r.probed, r.leaderless = next, r.gen+1, now, now, time.Time{}
 	for c := range r.calls {
 		c.cancel(errMoved)
@@ -260,7 +308,9 @@ func (r *memberRing) unary(ctx context.Context, method string, req, reply any, c
 	cctx, gen, leave := r.enter(ctx)
 	err := moved(ctx, cctx, invoker(cctx, method, req, reply, cc, opts...))
 	leave()
-	if memberFailed(ctx, err) {
+	if answer(err) {
+		r.heard(gen)
+	} else if memberFailed(ctx, err) {
 		r.failed(gen)
 	}
 	return err
@@ -294,11 +344,14 @@ type ringStream struct {
 
 func (s *ringStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
-	if err != nil && err != io.EOF {
-		err = moved(s.ctx, s.cctx, err)
-		if memberFailed(s.ctx, err) {
-			s.r.failed(s.gen)
-		}
+	if err == io.EOF {
+		return err
+	}
+	err = moved(s.ctx, s.cctx, err)
+	if answer(err) {
+		s.r.heard(s.gen)
+	} else if memberFailed(s.ctx, err) {
+		s.r.failed(s.gen)
 	}
 	return err
 }
