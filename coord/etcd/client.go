@@ -34,23 +34,37 @@ import (
 //   - A call or stream read that ends because its deadline passed, or with
 //     the member unavailable, makes the client ask the member for its status
 //     (etcd's Maintenance.Status, which a member answers on its own, without
-//     its raft leader), at most one question at a time.
-//   - A member that does not answer it within 500 ms (up to 2 s after the
-//     client connected to it while the connection is not ready: a new
-//     connection first needs its handshakes), or whose connection is refused, is left for the next member. It is then
-//     suspected for 30 s: the client goes to a member not suspected when there
-//     is one, so that it cannot come back to the member it left.
+//     its raft leader), one question at a time.
+//   - A member that answers neither that question within 1 s (up to 2 s
+//     after the client connected to it while the connection is not ready:
+//     a new connection first needs its handshakes) nor any other call
+//     meanwhile, or whose connection is refused, is left for another member:
+//     the client asks the others in turn (on a connection of their own,
+//     closed at once), those it has not left in the last 30 s first, and
+//     moves to the first that answers within 1 s with a raft leader. So it
+//     never moves to a member that did not just answer, and does not go
+//     back to a member it left. When none answers, it stays.
 //   - A member that answers is kept, also when it refuses calls because the
-//     members are electing a raft leader (no leader, request timed out): the
-//     election ends within a few election timeouts, and every member refuses
-//     calls meanwhile. One that answers without a leader for 3 s (cut off from
-//     the others) is left like a silent one.
+//     members are electing a raft leader ("no leader", "request timed
+//     out"): the election ends within a few election timeouts, and every
+//     member refuses calls meanwhile. One that answers without a leader for
+//     3 s (cut off from the others) is left like a silent one.
+//   - The client moves at most once a second; when no other member
+//     answered, it waits twice as long before it asks again (up to 8 s): a
+//     machine or cluster too loaded to answer anyone is not helped by new
+//     connections.
 //   - When the client leaves a member, the calls still waiting on it that have
 //     a deadline (every call the roles of this package make) end at once with
 //     codes.Unavailable, and the roles make them again on the new member; a
 //     watch stream left on the old member is given up by the roles' own
 //     silence check. Calls of your own with no deadline are not ended: give
 //     them one.
+//
+// So a member that stops answering with its connection open costs a client
+// about 1.2 s (its first timed-out call, then the status questions) before
+// its calls go to another member; clientv3.New's client, connected to every
+// member, retries on the next one at once. The roles' timeouts leave room for
+// that (a follower's 5 s lease is renewed every 1.25 s).
 //
 // Each move is logged at WARN level by cfg.Logger.
 //
@@ -232,73 +246,104 @@ func (r *memberRing) failed(gen uint64) {
 }
 
 // probe asks the member of gen (the client's only connection) for its status
-// until until, and moves the client on when it did not answer.
+// until until. When it did not answer (nor any other call meanwhile), or
+// answers without a raft leader for leaderlessFor, it asks the other members
+// in turn (see candidates) and moves the client to the first that answers
+// with a leader; when none does, the client stays (a cluster or machine too
+// loaded to answer anyone is not helped by a new connection).
 func (r *memberRing) probe(c *clientv3.Client, gen uint64, start, until time.Time) {
 	ctx, cancel := context.WithDeadline(context.WithValue(c.Ctx(), probeKey{}, true), until)
 	resp, err := pb.NewMaintenanceClient(c.ActiveConnection()).Status(ctx, &pb.StatusRequest{})
 	cancel()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.probing = false
 	now := time.Now()
-	r.probed = now
-	if gen != r.gen || c.Ctx().Err() != nil {
-		return
-	}
+	r.mu.Lock()
+	why := ""
 	switch {
+	case gen != r.gen || c.Ctx().Err() != nil:
 	case err != nil && !answer(err):
-		if r.answered.After(start) || now.Sub(r.connected) < r.moveGap {
-			// Slow, not silent: it answered another call meanwhile
-			// (or the client moved too recently to judge).
-			return
+		// Not when it answered another call meanwhile (slow, not silent),
+		// nor sooner than moveGap after the last move.
+		if !r.answered.After(start) && now.Sub(r.connected) >= r.moveGap {
+			why = "did not answer a status request"
 		}
-		r.moveLocked(now, "did not answer a status request", err)
 	case err != nil:
 		// It answered (with a refusal): alive.
 		r.answered, r.leaderless = now, time.Time{}
 	case resp.Leader == 0:
+		r.answered = now
 		if r.leaderless.IsZero() {
 			r.leaderless = now
 		} else if now.Sub(r.leaderless) >= leaderlessFor && now.Sub(r.connected) >= r.moveGap {
-			r.moveLocked(now, "answers without a raft leader", nil)
+			why = "answers without a raft leader"
 		}
 	default:
 		r.answered, r.leaderless = now, time.Time{}
 		r.moveGap = minMoveGap
 	}
-}
-
-// moveLocked suspects the current member and points the client at the next
-// member not suspected (the one suspected longest ago when all are), ending
-// the calls with a deadline still waiting on the member left.
-func (r *memberRing) moveLocked(now time.Time, why string, err error) {
-	n := len(r.endpoints)
-	from := r.cur
-	r.suspect[from] = now.Add(suspectFor)
-	next := -1
-	for i := 1; i < n; i++ {
-		j := (from + i) % n
-		if !now.Before(r.suspect[j]) {
-			next = j
+	if why == "" {
+		r.probing, r.probed = false, now
+		r.mu.Unlock()
+		return
+	}
+	cands := r.candidatesLocked(now)
+	r.mu.Unlock()
+	to := -1
+	for _, j := range cands {
+		ctx, cancel := context.WithTimeout(context.WithValue(c.Ctx(), probeKey{}, true), probeTimeout)
+		st, serr := c.Maintenance.Status(ctx, r.endpoints[j])
+		cancel()
+		if serr == nil && st.Leader != 0 {
+			to = j
 			break
 		}
-		if next < 0 || r.suspect[j].Before(r.suspect[next]) {
-			next = j
+	}
+	now = time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probing, r.probed = false, now
+	switch {
+	case gen != r.gen || c.Ctx().Err() != nil:
+	case why != "answers without a raft leader" && r.answered.After(start):
+		// It answered after all.
+	case to < 0:
+		// Nobody answered: stay, and wait longer before trying again.
+		r.moveGap = min(2*r.moveGap, maxMoveGap)
+		r.connected = now
+	default:
+		r.moveLocked(now, to, why, err)
+	}
+}
+
+// candidatesLocked lists the other members, those not suspected first (in
+// ring order), then the suspected ones, suspected longest ago first.
+func (r *memberRing) candidatesLocked(now time.Time) []int {
+	n := len(r.endpoints)
+	var fresh, stale []int
+	for i := 1; i < n; i++ {
+		j := (r.cur + i) % n
+		if now.Before(r.suspect[j]) {
+			stale = append(stale, j)
+		} else {
+			fresh = append(fresh, j)
 		}
 	}
-	if r.answered.Before(r.connected) {
-		// The member left had not answered since the client came to it:
-		// wait longer before the next move.
-		r.moveGap = min(2*r.moveGap, maxMoveGap)
-	}
-	r.cur, r.gen, r.connected, r.probed, r.leaderless = next, r.gen+1, now, now, time.Time{}
+	slices.SortStableFunc(stale, func(a, b int) int { return r.suspect[a].Compare(r.suspect[b]) })
+	return append(fresh, stale...)
+}
+
+// moveLocked suspects the current member and points the client at member
+// to, ending the calls with a deadline still waiting on the member left.
+func (r *memberRing) moveLocked(now time.Time, to int, why string, err error) {
+	from := r.cur
+	r.suspect[from] = now.Add(suspectFor)
+	r.cur, r.gen, r.connected, r.probed, r.leaderless = to, r.gen+1, now, now, time.Time{}
 	for c := range r.calls {
 		c.cancel(errMoved)
 		delete(r.calls, c)
 	}
-	r.client.SetEndpoints(r.endpoints[next])
+	r.client.SetEndpoints(r.endpoints[to])
 	r.client.GetLogger().Warn("etcdcoord: etcd member left: "+why,
-		zap.String("from", r.endpoints[from]), zap.String("to", r.endpoints[next]), zap.Error(err))
+		zap.String("from", r.endpoints[from]), zap.String("to", r.endpoints[to]), zap.Error(err))
 }
 
 func (r *memberRing) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

@@ -93,10 +93,21 @@ func TestNewClientLeavesSilentMember(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Per other member: at most the short status connection and the
+	// client's own.
 	for i, r := range relays {
-		if i != first && r.Stats().Accepted > 1 {
-			t.Errorf("relay %d accepted %d connections; want at most one", i, r.Stats().Accepted)
+		if i != first && r.Stats().Accepted > 2 {
+			t.Errorf("relay %d accepted %d connections; want at most two", i, r.Stats().Accepted)
 		}
+	}
+	live := 0
+	for i, r := range relays {
+		if i != first {
+			live += r.Stats().Active
+		}
+	}
+	if live != 1 {
+		t.Errorf("after the move: %d connections open to the other members; want the client's one", live)
 	}
 	if got := relays[first].Stats().Accepted; got != 1 {
 		t.Errorf("the silent member's relay accepted %d connections; want 1 (the client never came back)", got)
