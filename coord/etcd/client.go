@@ -32,18 +32,19 @@ import (
 // another member itself, only when the member it is on stopped answering:
 //
 //   - A call or stream read that ends because its deadline passed, or with
-//     the member unavailable, makes the client ask the member for its status
+//     the member unavailable, and a connection that fails (the member
+//     refuses connections), make the client ask the member for its status
 //     (etcd's Maintenance.Status, which a member answers on its own, without
 //     its raft leader), one question at a time.
-//   - A member that answers neither that question within 1 s (up to 2 s
-//     after the client connected to it while the connection is not ready:
-//     a new connection first needs its handshakes) nor any other call
-//     meanwhile, or whose connection is refused, is left for another member:
-//     the client asks the others in turn (on a connection of their own,
-//     closed at once), those it has not left in the last 30 s first, and
-//     moves to the first that answers within 1 s with a raft leader. So it
-//     never moves to a member that did not just answer, and does not go
-//     back to a member it left. When none answers, it stays.
+//   - When the member has not answered within 250 ms (nor any other call
+//     meanwhile), the client asks the other members in turn (on a connection
+//     of their own, closed at once), those it has not left in the last 30 s
+//     first. It moves to the first that answers within 1 s with a raft
+//     leader, if its own member still has not answered when twice that
+//     answer's time (at least 250 ms) has passed: a member is left only for
+//     one that just answered clearly sooner, so the client never moves to a
+//     silent member, and does not go back to one it left. When no other
+//     member answers, it stays.
 //   - A member that answers is kept, also when it refuses calls because the
 //     members are electing a raft leader ("no leader", "request timed
 //     out"): the election ends within a few election timeouts, and every
@@ -57,14 +58,15 @@ import (
 //     a deadline (every call the roles of this package make) end at once with
 //     codes.Unavailable, and the roles make them again on the new member; a
 //     watch stream left on the old member is given up by the roles' own
-//     silence check. Calls of your own with no deadline are not ended: give
-//     them one.
+//     silence check. Calls of your own with no deadline are not ended (those
+//     waiting for a ready connection go on on the new one): give them one.
 //
 // So a member that stops answering with its connection open costs a client
-// about 1.2 s (its first timed-out call, then the status questions) before
-// its calls go to another member; clientv3.New's client, connected to every
-// member, retries on the next one at once. The roles' timeouts leave room for
-// that (a follower's 5 s lease is renewed every 1.25 s).
+// about 0.5-0.7 s (its first timed-out call, then the status questions)
+// before its calls go to another member, a killed member a few
+// milliseconds; clientv3.New's client, connected to every member, retries on
+// the next one at once. The roles' timeouts leave room for that (a
+// follower's 5 s lease is renewed every 1.25 s).
 //
 // Each move is logged at WARN level by cfg.Logger.
 //
@@ -95,6 +97,9 @@ func NewClient(cfg clientv3.Config) (*clientv3.Client, error) {
 	r.client = c
 	r.connected = time.Now()
 	r.mu.Unlock()
+	if len(r.endpoints) > 1 {
+		go r.watchConn(c)
+	}
 	return c, nil
 }
 
@@ -105,6 +110,9 @@ const (
 	// question may wait (a new connection's TCP and HTTP/2 handshakes, slow
 	// on a loaded machine).
 	connectGrace = 2 * time.Second
+	// askOthersAfter: how long the client's member has to answer a status
+	// question before the client asks the other members.
+	askOthersAfter = 250 * time.Millisecond
 	// probeEvery: the least time between the end of one status question (or
 	// a move) and the next question.
 	probeEvery = 250 * time.Millisecond
@@ -132,6 +140,7 @@ type memberRing struct {
 	cur        int         // index of the member the client is on
 	gen        uint64      // moves so far: a call remembers the gen it started under
 	connected  time.Time   // when the client was pointed at cur
+	moved      time.Time   // the last move, or the last time no other member answered
 	suspect    []time.Time // per member: suspected until then
 	probing    bool        // a status question is under way
 	probed     time.Time   // the end of the last question, or the last move
@@ -227,6 +236,26 @@ func moved(ctx, cctx context.Context, err error) error {
 	return err
 }
 
+// watchConn starts a status question whenever the client's connection fails
+// (the member refuses connections: a killed process), until the client is
+// closed: clientv3's calls wait for a ready connection until their deadline,
+// which may be long.
+func (r *memberRing) watchConn(c *clientv3.Client) {
+	conn := c.ActiveConnection()
+	for {
+		st := conn.GetState()
+		if st == connectivity.TransientFailure {
+			r.mu.Lock()
+			gen := r.gen
+			r.mu.Unlock()
+			r.failed(gen)
+		}
+		if !conn.WaitForStateChange(c.Ctx(), st) {
+			return
+		}
+	}
+}
+
 // failed asks the member of gen for its status unless a question is under
 // way, one ended less than probeEvery ago, or the client has moved since gen.
 func (r *memberRing) failed(gen uint64) {
@@ -245,35 +274,54 @@ func (r *memberRing) failed(gen uint64) {
 	go r.probe(c, gen, start, until)
 }
 
-// probe asks the member of gen (the client's only connection) for its status
-// until until. When it did not answer (nor any other call meanwhile), or
-// answers without a raft leader for leaderlessFor, it asks the other members
-// in turn (see candidates) and moves the client to the first that answers
-// with a leader; when none does, the client stays (a cluster or machine too
-// loaded to answer anyone is not helped by a new connection).
+// probe asks the member of gen (the client's only connection) for its
+// status, until until. When it has not answered after askOthersAfter (nor any
+// other call since start), or answers without a raft leader for
+// leaderlessFor, it asks the other members in turn (see candidatesLocked),
+// and moves the client to the first that answers with a leader, if the
+// client's member still has not answered when twice that answer's time (at
+// least askOthersAfter) has passed: a member is left only for one that
+// answers clearly sooner. When none does, the client stays (a cluster or
+// machine too loaded to answer anyone is not helped by a new connection).
 func (r *memberRing) probe(c *clientv3.Client, gen uint64, start, until time.Time) {
+	type result struct {
+		resp *pb.StatusResponse
+		err  error
+	}
 	ctx, cancel := context.WithDeadline(context.WithValue(c.Ctx(), probeKey{}, true), until)
-	resp, err := pb.NewMaintenanceClient(c.ActiveConnection()).Status(ctx, &pb.StatusRequest{})
-	cancel()
+	defer cancel()
+	cur := make(chan result, 1)
+	go func() {
+		resp, err := pb.NewMaintenanceClient(c.ActiveConnection()).Status(ctx, &pb.StatusRequest{})
+		cur <- result{resp, err}
+	}()
+	var got *result
+	wait := time.NewTimer(askOthersAfter)
+	select {
+	case x := <-cur:
+		got = &x
+	case <-wait.C:
+	}
+	wait.Stop()
 	now := time.Now()
 	r.mu.Lock()
 	why := ""
 	switch {
 	case gen != r.gen || c.Ctx().Err() != nil:
-	case err != nil && !answer(err):
+	case got == nil || (got.err != nil && !answer(got.err)):
 		// Not when it answered another call meanwhile (slow, not silent),
 		// nor sooner than moveGap after the last move.
-		if !r.answered.After(start) && now.Sub(r.connected) >= r.moveGap {
+		if !r.answered.After(start) && now.Sub(r.moved) >= r.moveGap {
 			why = "did not answer a status request"
 		}
-	case err != nil:
+	case got.err != nil:
 		// It answered (with a refusal): alive.
 		r.answered, r.leaderless = now, time.Time{}
-	case resp.Leader == 0:
+	case got.resp.Leader == 0:
 		r.answered = now
 		if r.leaderless.IsZero() {
 			r.leaderless = now
-		} else if now.Sub(r.leaderless) >= leaderlessFor && now.Sub(r.connected) >= r.moveGap {
+		} else if now.Sub(r.leaderless) >= leaderlessFor && now.Sub(r.moved) >= r.moveGap {
 			why = "answers without a raft leader"
 		}
 	default:
@@ -288,14 +336,35 @@ func (r *memberRing) probe(c *clientv3.Client, gen uint64, start, until time.Tim
 	cands := r.candidatesLocked(now)
 	r.mu.Unlock()
 	to := -1
+	var lastErr error
+	if got != nil {
+		lastErr = got.err
+	}
 	for _, j := range cands {
-		ctx, cancel := context.WithTimeout(context.WithValue(c.Ctx(), probeKey{}, true), probeTimeout)
-		st, serr := c.Maintenance.Status(ctx, r.endpoints[j])
-		cancel()
-		if serr == nil && st.Leader != 0 {
-			to = j
-			break
+		asked := time.Now()
+		cctx, ccancel := context.WithTimeout(context.WithValue(c.Ctx(), probeKey{}, true), probeTimeout)
+		st, serr := c.Maintenance.Status(cctx, r.endpoints[j])
+		ccancel()
+		if serr != nil || st.Leader == 0 {
+			continue
 		}
+		if got == nil {
+			// Give the client's member as long again to answer.
+			wait := time.NewTimer(max(2*time.Since(asked), askOthersAfter))
+			select {
+			case x := <-cur:
+				got = &x
+				if answer(x.err) {
+					r.heard(gen)
+				} else {
+					lastErr = x.err
+				}
+			case <-wait.C:
+			}
+			wait.Stop()
+		}
+		to = j
+		break
 	}
 	now = time.Now()
 	r.mu.Lock()
@@ -308,9 +377,9 @@ func (r *memberRing) probe(c *clientv3.Client, gen uint64, start, until time.Tim
 	case to < 0:
 		// Nobody answered: stay, and wait longer before trying again.
 		r.moveGap = min(2*r.moveGap, maxMoveGap)
-		r.connected = now
+		r.moved = now
 	default:
-		r.moveLocked(now, to, why, err)
+		r.moveLocked(now, to, why, lastErr)
 	}
 }
 
@@ -336,7 +405,7 @@ func (r *memberRing) candidatesLocked(now time.Time) []int {
 func (r *memberRing) moveLocked(now time.Time, to int, why string, err error) {
 	from := r.cur
 	r.suspect[from] = now.Add(suspectFor)
-	r.cur, r.gen, r.connected, r.probed, r.leaderless = to, r.gen+1, now, now, time.Time{}
+	r.cur, r.gen, r.connected, r.moved, r.probed, r.leaderless = to, r.gen+1, now, now, now, time.Time{}
 	for c := range r.calls {
 		c.cancel(errMoved)
 		delete(r.calls, c)

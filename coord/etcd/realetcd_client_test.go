@@ -186,3 +186,40 @@ func TestRealEtcdOneConnectionFrozenMember(t *testing.T) {
 		})
 	}
 }
+
+// TestRealEtcdOneConnectionKilledMember: clients on a member that is killed
+// (its port refuses connections) move at once, also for a call with a long
+// deadline (clientv3 waits for a ready connection until the deadline): each
+// of six clients, two or so on the killed member, reads within 3 s.
+func TestRealEtcdOneConnectionKilledMember(t *testing.T) {
+	c := realCluster(t)
+	var clis []*clientv3.Client
+	for range 6 {
+		cli, err := etcdcoord.NewClient(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = cli.Get(ctx, "/oneconn/killed")
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		clis = append(clis, cli)
+	}
+	if err := c.Kill(0); err != nil {
+		t.Fatal(err)
+	}
+	for i, cli := range clis {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		_, err := cli.Get(ctx, "/oneconn/killed")
+		cancel()
+		took := time.Since(start)
+		t.Logf("client %d (on %v): read in %v", i, cli.Endpoints(), took.Round(time.Millisecond))
+		if err != nil || took > 3*time.Second {
+			t.Errorf("client %d: read after the kill: %v in %v; want an answer from another member within 3 s", i, err, took)
+		}
+	}
+}
