@@ -15,3 +15,6 @@ func NewAggregator(client *clientv3.Client, prefix string, quorum int) (*Aggrega
 func RunAggregator(ctx context.Context, a *Aggregator) error { return a.run(ctx) }
 
 func OnAggregatorBadRecord(a *Aggregator, fn func(BadRecord)) { a.onBadRecord(fn) }
+
+// CallUntil is the retry loop every role's etcd calls go through.
+var CallUntil = callUntil

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
 	"github.com/brokerpath/brokerpath/coord/etcd/internal/realetcd"
@@ -51,7 +52,14 @@ func realCluster(t *testing.T) *realetcd.Cluster {
 
 func realClient(t *testing.T, c *realetcd.Cluster) *clientv3.Client {
 	t.Helper()
-	cli, err := c.Client(nil)
+	var cli *clientv3.Client
+	var err error
+	if os.Getenv("BROKERPATH_REALETCD_ONECONN") != "" {
+		// One TCP connection per client (etcdcoord.NewClient).
+		cli, err = etcdcoord.NewClient(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	} else {
+		cli, err = c.Client(nil)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,6 +361,7 @@ func testFrozenMember(t *testing.T, leader, kill bool) {
 		t.Fatalf("the followers did not trade on eu within 30 s: last write rev %d %s %s; %d behind: %v", last.rev, last.a.Phase, last.a.Endpoint, len(behind), behind[:min(len(behind), 10)])
 	}
 	startTook := time.Since(startAt)
+	conns := memberConns(c)
 	var gmu sync.Mutex
 	var grants []grant
 	tctx, stopTrading := context.WithCancel(r.ctx)
@@ -520,8 +529,8 @@ func testFrozenMember(t *testing.T, leader, kill bool) {
 		kind = "leader-member-killed"
 	}
 	p99 := func(d []time.Duration) time.Duration { return d[(len(d)-1)*99/100].Round(time.Millisecond) }
-	fmt.Printf("figures: N=%d frozen=%s halts=%d/%d decider_terms=%d not_leading_polls=%d start_all_trading=%v eu_down_to_us_applied=%v fence_to_holding median/p99/max=%v/%v/%v active_to_acting median/p99/max=%v/%v/%v grants=%d stale=%d\n",
-		n, kind, len(halted), n, len(terms), lostLead.Load(), startTook.Round(time.Millisecond), switchTook.Round(time.Millisecond),
+	fmt.Printf("figures: N=%d frozen=%s halts=%d/%d decider_terms=%d not_leading_polls=%d start_all_trading=%v conns=%d eu_down_to_us_applied=%v fence_to_holding median/p99/max=%v/%v/%v active_to_acting median/p99/max=%v/%v/%v grants=%d stale=%d\n",
+		n, kind, len(halted), n, len(terms), lostLead.Load(), startTook.Round(time.Millisecond), conns, switchTook.Round(time.Millisecond),
 		fenceLag[len(fenceLag)/2].Round(time.Millisecond), p99(fenceLag), maxFence.Round(time.Millisecond),
 		activeLag[len(activeLag)/2].Round(time.Millisecond), p99(activeLag), maxActive.Round(time.Millisecond), len(grants), stale)
 	if len(regressed) != 0 {
@@ -544,4 +553,35 @@ func testFrozenMember(t *testing.T, leader, kill bool) {
 	if p99(activeLag) > bound {
 		t.Errorf("active written -> followers acting: p99 %v (max %v), want <= %v", p99(activeLag), maxActive, bound)
 	}
+}
+
+// memberConns counts the established TCP connections to the members' client
+// ports on this machine (every client of the test, plus any a member opens to
+// its own client port), from /proc/net/tcp{,6}.
+func memberConns(c *realetcd.Cluster) int {
+	ports := map[string]bool{}
+	for _, ep := range c.Endpoints() {
+		if i := strings.LastIndex(ep, ":"); i >= 0 {
+			if p, err := strconv.Atoi(ep[i+1:]); err == nil {
+				ports[fmt.Sprintf("%04X", p)] = true
+			}
+		}
+	}
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) < 4 || fs[3] != "01" { // ESTABLISHED
+				continue
+			}
+			if i := strings.LastIndex(fs[2], ":"); i >= 0 && ports[fs[2][i+1:]] {
+				n++
+			}
+		}
+	}
+	return n
 }
