@@ -112,7 +112,10 @@ type State struct {
 // Follower drives one trading process's Path from the account's Assignment:
 // it holds on PhaseFencing, halts on PhaseHalted and when its etcd session is
 // lost, assigns and releases on PhaseActive under the record's revision as the
-// fencing token, and acknowledges each Assignment it applied. Create it with
+// fencing token, and acknowledges each Assignment it applied. A fence holds
+// submissions as soon as the watch delivers it (a hold grants nothing, so it
+// needs no proof of its writer); every record's writer is proven before it
+// is acknowledged, and an active record's before flow is released. Create it with
 // NewFollower; Run works until its context ends.
 type Follower struct {
 	cfg  FollowerConfig
@@ -132,6 +135,15 @@ type Follower struct {
 	verified int64
 	// ackRev: the mod revision of this follower's key after its last write.
 	ackRev int64
+	// trace, set only by tests before Run, is told of each step of a
+	// session and of each watch event as it arrives.
+	trace func(step string, rev int64)
+}
+
+func (f *Follower) traced(step string, rev int64) {
+	if f.trace != nil {
+		f.trace(step, rev)
+	}
 }
 
 // NewFollower validates cfg and returns a Follower.
@@ -247,6 +259,7 @@ func (f *Follower) session(ctx context.Context) {
 		return
 	}
 	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
+	f.traced("granted", 0)
 	// Whatever ends this session, the Target's decision lapses now: the halt
 	// the applier sends may come later (or, in a paused process, after the
 	// lease is long gone).
@@ -272,6 +285,7 @@ func (f *Follower) session(ctx context.Context) {
 	if err := f.putAck(ctx, g.ID, string(b)); err != nil {
 		return
 	}
+	f.traced("registered", 0)
 	f.mu.Lock()
 	f.lease = g.ID
 	f.mu.Unlock()
@@ -282,6 +296,7 @@ func (f *Follower) session(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	f.traced("read", rev)
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -477,12 +492,14 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		err := liveWatch(ctx, f.cfg.Client, every, f.keys.Assignment(), []clientv3.OpOption{clientv3.WithRev(rev + 1)}, func(wr clientv3.WatchResponse) bool {
 			for _, ev := range wr.Events {
 				r := ev.Kv.ModRevision
+				f.traced("event", r)
 				if ev.Type != clientv3.EventTypePut {
 					// Deleted: nothing to trade on.
 					f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
 					rev = r
 					continue
 				}
+				f.holdEarly(ev.Kv)
 				var a Assignment
 				var refused error
 				if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/3), f.callFloor(), func(cctx context.Context) error {
@@ -527,6 +544,36 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		case <-time.After(every):
 		}
 	}
+}
+
+// holdEarly holds the Target at once on a fence or a halt newer than the
+// State in force, before its writer is proven. A hold grants nothing, so it
+// needs no proof of the writer: that proof (a round trip to etcd) comes
+// before the record is applied and acknowledged, not before the old endpoint
+// stops being granted. An active record is held by nothing here (it is
+// applied once proven), nor is one that fails the checks made without etcd
+// (it is refused, and held, at once).
+func (f *Follower) holdEarly(kv *mvccpb.KeyValue) {
+	f.mu.Lock()
+	newer := kv.ModRevision > f.st.Revision && f.verified != kv.ModRevision
+	f.mu.Unlock()
+	if !newer {
+		return
+	}
+	a, err := decodeAssignment(kv.Value)
+	if err == nil {
+		err = verifyBinding(a, kv)
+	}
+	if err != nil || a.Phase == PhaseActive {
+		return
+	}
+	// A switch of the Target's own under way refuses the hold: the applier
+	// halts it once the record is proven.
+	cause := fmt.Errorf("%w: switch from %q to %q under way (token %d)", ErrNotAssigned, a.Endpoint, a.Target, kv.ModRevision)
+	if a.Phase == PhaseHalted {
+		cause = fmt.Errorf("%w: halted at token %d: %s", ErrNotAssigned, kv.ModRevision, a.Reason)
+	}
+	_ = f.cfg.Target.Hold(cause)
 }
 
 // apply carries the State out on the Target, one step at a time, and

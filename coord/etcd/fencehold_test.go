@@ -1,0 +1,132 @@
+package etcdcoord_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
+	"github.com/brokerpath/brokerpath/coord/etcd/internal/etcdtest"
+	"github.com/brokerpath/brokerpath/internal/faultnet"
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// holdClock is the Path with the instant of every Hold that returned.
+type holdClock struct {
+	*pathdialer.Path
+	mu    sync.Mutex
+	holds []time.Time
+}
+
+func (h *holdClock) Hold(cause error) error {
+	err := h.Path.Hold(cause)
+	if err == nil {
+		h.mu.Lock()
+		h.holds = append(h.holds, time.Now())
+		h.mu.Unlock()
+	}
+	return err
+}
+
+func (h *holdClock) firstHold(after time.Time) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, at := range h.holds {
+		if at.After(after) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// A fence is a hold whoever wrote it: a follower holds as soon as its watch
+// delivers the fence, not one round trip later, when the writer's election
+// has been proven (that proof is needed before flow is released, not before
+// it is held). The follower's link to etcd has 300 ms of latency each way:
+// the fence reaches it ~300 ms after it was written, and proving its writer
+// costs at least one more round trip (600 ms, after a first attempt that
+// times out at a 25th of the lease). Holding must come within 800 ms of the
+// write.
+func TestFollowerHoldsOnAFenceBeforeProvingItsWriter(t *testing.T) {
+	r := newRig(t)
+	h := r.history()
+	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
+		r.observer(o)
+	}
+	var wmu sync.Mutex
+	written := map[int64]time.Time{}
+	dcfg := deciderConfig(r.cli, "decider-1")
+	dcfg.OnWrite = func(a etcdcoord.Assignment, rev int64) {
+		wmu.Lock()
+		written[rev] = time.Now()
+		wmu.Unlock()
+	}
+	d, err := etcdcoord.NewDecider(dcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.goRun(r.ctx, d.Run)
+
+	relay, err := faultnet.New(faultnet.Config{Target: r.srv.Endpoint, Name: "etcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	cli := etcdtest.NewClient(t, relay.Addr())
+	pc := pathdialer.DefaultConfig()
+	pc.Endpoints = endpoints
+	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.ExternalDecisions = true
+	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
+	p, err := pathdialer.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	target := &holdClock{Path: p}
+	fc := etcdcoord.DefaultFollowerConfig()
+	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-far", target
+	fc.TTL, fc.Margin = 10*time.Second, time.Second
+	f, err := etcdcoord.NewFollower(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.goRun(r.ctx, f.Run)
+	tr := &trader{name: "trader-far", path: p, f: f}
+	first := waitActive(t, h, "eu", tr)
+
+	if err := relay.SetFault(faultnet.Latency(300*time.Millisecond, 0)); err != nil {
+		t.Fatal(err)
+	}
+	downAt := time.Now()
+	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
+		r.reach.set(o, "eu", false)
+	}
+	second := waitActive(t, h, "us", tr)
+	var fence int64
+	for _, rc := range h.all() {
+		if rc.a.Phase == etcdcoord.PhaseFencing && rc.rev > first.rev && rc.rev < second.rev {
+			fence = rc.rev
+		}
+	}
+	wmu.Lock()
+	fenceAt, ok := written[fence]
+	wmu.Unlock()
+	if fence == 0 || !ok {
+		t.Fatalf("no fence written between the active records %d and %d", first.rev, second.rev)
+	}
+	holdAt, ok := target.firstHold(downAt)
+	if !ok {
+		t.Fatal("the follower never held")
+	}
+	if lag := holdAt.Sub(fenceAt); lag > 800*time.Millisecond {
+		t.Fatalf("fence at revision %d written -> follower holding: %v, want <= 800ms (the watch delivers it in ~300ms)", fence, lag.Round(time.Millisecond))
+	} else {
+		t.Logf("fence at revision %d written -> follower holding: %v", fence, lag.Round(time.Millisecond))
+	}
+}
