@@ -12,11 +12,23 @@ import (
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
-// holdClock is the Path with the instant of every Hold that returned.
+// holdClock is the Path with the instant of every Hold and Resume that
+// returned.
 type holdClock struct {
 	*pathdialer.Path
-	mu    sync.Mutex
-	holds []time.Time
+	mu      sync.Mutex
+	holds   []time.Time
+	resumes []time.Time
+}
+
+func (h *holdClock) Resume(ctx context.Context) error {
+	err := h.Path.Resume(ctx)
+	if err == nil {
+		h.mu.Lock()
+		h.resumes = append(h.resumes, time.Now())
+		h.mu.Unlock()
+	}
+	return err
 }
 
 func (h *holdClock) Hold(cause error) error {
@@ -129,4 +141,71 @@ func TestFollowerHoldsOnAFenceBeforeProvingItsWriter(t *testing.T) {
 	} else {
 		t.Logf("fence at revision %d written -> follower holding: %v", fence, lag.Round(time.Millisecond))
 	}
+}
+
+// A follower starting against an assignment already in force trades after two
+// round trips to etcd: the lease's grant, then one transaction that registers
+// it and reads the assignment; proving the record's writer runs beside them.
+// Its link to etcd has 250 ms of latency each way (500 ms a round trip, the
+// client connected beforehand): trading within 1.5 s of Run (three round
+// trips) fails a start that makes the four calls one after the other.
+func TestFollowerStartsInTwoRoundTrips(t *testing.T) {
+	r := newRig(t)
+	h := r.history()
+	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
+		r.observer(o)
+	}
+	r.decider(r.cli, "decider-1")
+	etcdtest.Eventually(t, 15*time.Second, "eu active", func() bool {
+		l, ok := h.last()
+		return ok && l.a.Phase == etcdcoord.PhaseActive && l.a.Endpoint == "eu"
+	})
+
+	relay, err := faultnet.New(faultnet.Config{Target: r.srv.Endpoint, Name: "etcd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Close() })
+	if err := relay.SetFault(faultnet.Latency(250*time.Millisecond, 0)); err != nil {
+		t.Fatal(err)
+	}
+	cli := etcdtest.NewClient(t, relay.Addr())
+	// Connected before the start: what is timed is the follower's calls.
+	if _, err := cli.Get(r.ctx, prefix+"assignment"); err != nil {
+		t.Fatal(err)
+	}
+	pc := pathdialer.DefaultConfig()
+	pc.Endpoints = endpoints
+	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.ExternalDecisions = true
+	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
+	p, err := pathdialer.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	target := &holdClock{Path: p}
+	fc := etcdcoord.DefaultFollowerConfig()
+	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-far", target
+	// A long lease: a first attempt times out after a 25th of it (800 ms),
+	// far above the link's round trip.
+	fc.TTL, fc.Margin = 20*time.Second, time.Second
+	f, err := etcdcoord.NewFollower(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r.goRun(r.ctx, f.Run)
+	etcdtest.Eventually(t, 15*time.Second, "the follower trades on eu", func() bool { return gateOpenOn(p, "eu") })
+	target.mu.Lock()
+	took := target.resumes[0].Sub(start)
+	target.mu.Unlock()
+	if took > 1500*time.Millisecond {
+		t.Fatalf("Run -> trading over a 500 ms round trip: %v, want <= 1.5s (three round trips)", took.Round(time.Millisecond))
+	}
+	t.Logf("Run -> trading over a 500 ms round trip: %v", took.Round(time.Millisecond))
 }

@@ -248,6 +248,16 @@ func (f *Follower) session(ctx context.Context) {
 	c := f.cfg.Client
 	ttl := int64(f.cfg.TTL / time.Second)
 	floor := f.callFloor()
+	// The writer of the record in force is proven beside the grant and the
+	// registration: the proof is a fact about one revision of the key, so the
+	// read that follows the registration finds it made when the record has
+	// not changed meanwhile.
+	proven := make(chan struct{})
+	go func() {
+		defer close(proven)
+		f.prove(ctx, time.Now().Add(f.cfg.TTL/2))
+	}()
+	defer func() { <-proven }()
 	var g *clientv3.LeaseGrantResponse
 	var sent time.Time
 	if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/2), floor, func(cctx context.Context) error {
@@ -276,13 +286,13 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
-	// Guarded like every acknowledgement (putAck): written only where the
-	// key is absent, so a late copy cannot undo a later acknowledgement.
-	b, _ := json.Marshal(Ack{})
+	// Both in one transaction (register); the proof of the writer of the
+	// record in force (accept) was started beside the grant (prove).
 	f.mu.Lock()
 	f.ackRev = 0
 	f.mu.Unlock()
-	if err := f.putAck(ctx, g.ID, string(b)); err != nil {
+	hdr, kv, err := f.register(ctx, g.ID)
+	if err != nil {
 		return
 	}
 	f.traced("registered", 0)
@@ -292,7 +302,14 @@ func (f *Follower) session(ctx context.Context) {
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	rev, err := f.readAssignment(ctx, deadline, true)
+	// The proof, started a round trip earlier, is usually made by now; one
+	// that waits on a member that stopped answering is not waited for
+	// (settle proves the record itself).
+	select {
+	case <-proven:
+	case <-time.After(floor):
+	}
+	rev, err := f.settle(ctx, hdr, kv, deadline)
 	if err != nil {
 		return
 	}
@@ -346,6 +363,111 @@ func (f *Follower) session(ctx context.Context) {
 			_, _ = f.readAssignment(sctx, time.Now().Add(floor), true)
 		}
 	}
+}
+
+// prove reads the assignment and proves its writer (accept, which remembers
+// the revision proven), until until; a record already proven, or none, costs
+// one read. Nothing is recorded: the session's read after its registration
+// (settle) acts on what it finds, and finds this proof made.
+func (f *Follower) prove(ctx context.Context, until time.Time) {
+	f.mu.Lock()
+	done := f.st.Revision > 0 && f.verified == f.st.Revision
+	f.mu.Unlock()
+	if done {
+		return // a new session under the same record: settle checks the revision
+	}
+	var kv *mvccpb.KeyValue
+	if err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
+		r, err := f.cfg.Client.Get(cctx, f.keys.Assignment())
+		if err == nil && len(r.Kvs) > 0 {
+			kv = r.Kvs[0]
+		}
+		return err
+	}); err != nil || kv == nil {
+		return
+	}
+	// Each call its own attempts: the read above does not eat into the proof's.
+	_ = callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
+		_, _, err := f.accept(cctx, kv)
+		return err
+	})
+}
+
+// register writes this follower's first acknowledgement (Ack{}: registered,
+// nothing applied) under lease, guarded as putAck guards it, and reads the
+// assignment in the same transaction: what it returns (the header revision
+// and the assignment's key-value, nil when there is none) is at least as new
+// as the registration.
+func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (int64, *mvccpb.KeyValue, error) {
+	key, akey := f.keys.Follower(f.cfg.Name), f.keys.Assignment()
+	b, _ := json.Marshal(Ack{})
+	val := string(b)
+	var hdr int64
+	var kv *mvccpb.KeyValue
+	err := callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
+		for range 3 {
+			f.mu.Lock()
+			prev := f.ackRev
+			f.mu.Unlock()
+			resp, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
+				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease)), clientv3.OpGet(akey)).
+				Else(clientv3.OpGet(key), clientv3.OpGet(akey)).Commit()
+			if err != nil {
+				return err
+			}
+			hdr, kv = resp.Header.Revision, nil
+			if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+				kv = kvs[0]
+			}
+			now := resp.Header.Revision
+			if !resp.Succeeded {
+				kvs := resp.Responses[0].GetResponseRange().Kvs
+				if len(kvs) == 1 && string(kvs[0].Value) == val && kvs[0].Lease == int64(lease) {
+					now = kvs[0].ModRevision // an earlier attempt of this write landed
+				} else {
+					now = 0
+					if len(kvs) == 1 {
+						now = kvs[0].ModRevision
+					}
+					f.mu.Lock()
+					f.ackRev = now
+					f.mu.Unlock()
+					continue // changed by someone else: overwrite it
+				}
+			}
+			f.mu.Lock()
+			f.ackRev = now
+			f.mu.Unlock()
+			return nil
+		}
+		return errors.New("etcdcoord: the acknowledgement key keeps changing under the follower")
+	})
+	return hdr, kv, err
+}
+
+// settle records kv, read at header revision hdr (nil: no assignment), as
+// readAssignment records what it reads, marking the session alive, and
+// returns hdr. When the writer cannot be proven in time it reads again
+// (readAssignment).
+func (f *Follower) settle(ctx context.Context, hdr int64, kv *mvccpb.KeyValue, until time.Time) (int64, error) {
+	var a Assignment
+	var refused error
+	var rev int64
+	if kv != nil {
+		rev = kv.ModRevision
+		if err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
+			var err error
+			a, refused, err = f.accept(cctx, kv)
+			return err
+		}); err != nil {
+			if ctx.Err() != nil {
+				return 0, err
+			}
+			return f.readAssignment(ctx, until, true)
+		}
+	}
+	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, true)
+	return hdr, nil
 }
 
 // callFloor is the timeout of the first attempt of an etcd call (firstTimeout).
