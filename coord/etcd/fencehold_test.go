@@ -19,6 +19,14 @@ type holdClock struct {
 	mu      sync.Mutex
 	holds   []time.Time
 	resumes []time.Time
+	halts   []error
+}
+
+func (h *holdClock) Halt(cause error) error {
+	h.mu.Lock()
+	h.halts = append(h.halts, cause)
+	h.mu.Unlock()
+	return h.Path.Halt(cause)
 }
 
 func (h *holdClock) Resume(ctx context.Context) error {
@@ -208,4 +216,66 @@ func TestFollowerStartsInTwoRoundTrips(t *testing.T) {
 		t.Fatalf("Run -> trading over a 500 ms round trip: %v, want <= 1.5s (three round trips)", took.Round(time.Millisecond))
 	}
 	t.Logf("Run -> trading over a 500 ms round trip: %v", took.Round(time.Millisecond))
+}
+
+// A session whose setup is slow (the process descheduled for most of the
+// lease between the grant and the first read, as on a starved host starting
+// hundreds of followers) keeps its lease: its first keep-alive comes a
+// quarter of the TTL after the grant, or at once when the setup took longer,
+// not a quarter of the TTL after the setup. Here the setup is held 3.1 s of
+// a 4 s lease (deadline 3.6 s after the grant): the follower must not lose
+// that first session (no halt) and must trade on eu.
+func TestFollowerSlowSetupKeepsItsFirstSession(t *testing.T) {
+	r := newRig(t)
+	h := r.history()
+	for _, o := range []string{"mon-eu", "mon-us", "mon-ap"} {
+		r.observer(o)
+	}
+	r.decider(r.cli, "decider-1")
+	etcdtest.Eventually(t, 15*time.Second, "eu active", func() bool {
+		l, ok := h.last()
+		return ok && l.a.Phase == etcdcoord.PhaseActive && l.a.Endpoint == "eu"
+	})
+	pc := pathdialer.DefaultConfig()
+	pc.Endpoints = endpoints
+	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
+	pc.ExternalDecisions = true
+	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
+	p, err := pathdialer.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(r.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	target := &holdClock{Path: p}
+	fc := etcdcoord.DefaultFollowerConfig()
+	fc.Client, fc.Prefix, fc.Name, fc.Target = r.cli, prefix, "trader-slow", target
+	fc.TTL, fc.Margin = 4*time.Second, 400*time.Millisecond
+	f, err := etcdcoord.NewFollower(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var grantedAt time.Time
+	etcdcoord.SetTrace(f, func(step string, _ int64) {
+		switch step {
+		case "granted":
+			grantedAt = time.Now()
+		case "registered":
+			once.Do(func() { <-time.After(time.Until(grantedAt.Add(3100 * time.Millisecond))) })
+		}
+	})
+	r.goRun(r.ctx, f.Run)
+	etcdtest.Eventually(t, 15*time.Second, "the follower trades on eu", func() bool { return gateOpenOn(p, "eu") })
+	// Past the first session's deadline had it not been renewed.
+	<-time.After(time.Until(grantedAt.Add(fc.TTL)))
+	target.mu.Lock()
+	halts := append([]error(nil), target.halts...)
+	target.mu.Unlock()
+	if len(halts) != 0 || !gateOpenOn(p, "eu") || !f.State().Session {
+		t.Fatalf("setup held 3.1 s of a 4 s lease: halts %v, trading on eu %v, session %v; want the first session kept", halts, gateOpenOn(p, "eu"), f.State().Session)
+	}
 }

@@ -270,6 +270,11 @@ func (f *Follower) session(ctx context.Context) {
 	}
 	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
 	f.traced("granted", 0)
+	// Keep-alives every TTL/4 from the grant, not from the end of the setup
+	// below: a setup that took longer (a starved host starting many
+	// followers) renews the lease at once when it is done.
+	tick := time.NewTicker(f.cfg.TTL / 4)
+	defer tick.Stop()
 	// Whatever ends this session, the Target's decision lapses now: the halt
 	// the applier sends may come later (or, in a paused process, after the
 	// lease is long gone).
@@ -328,8 +333,6 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	watchdog := time.NewTimer(time.Until(deadline))
 	defer watchdog.Stop()
-	tick := time.NewTicker(f.cfg.TTL / 4)
-	defer tick.Stop()
 	for {
 		select {
 		case <-sctx.Done():

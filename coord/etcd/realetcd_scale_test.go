@@ -90,6 +90,9 @@ type opTarget struct {
 	ops   []op
 }
 
+// haltCauses: every cause of a halt counted while armed.
+var haltCauses sync.Map
+
 type op struct {
 	kind string
 	at   time.Time
@@ -112,6 +115,7 @@ func (o *opTarget) Hold(cause error) error {
 func (o *opTarget) Halt(cause error) error {
 	if o.armed.Load() {
 		o.halts.Add(1)
+		haltCauses.Store(fmt.Sprint(cause), true)
 	}
 	err := o.Path.Halt(cause)
 	o.note("halt")
@@ -450,7 +454,9 @@ func TestRealEtcdScale(t *testing.T) {
 		t.Errorf("%d grants under a token etcd's history had superseded", stale)
 	}
 	if len(halted) != 0 {
-		t.Errorf("%d of %d followers halted (lost a session): %v", len(halted), n, halted[:min(len(halted), 10)])
+		var causes []string
+		haltCauses.Range(func(k, _ any) bool { causes = append(causes, k.(string)); return true })
+		t.Errorf("%d of %d followers halted (lost a session): %v; causes %q", len(halted), n, halted[:min(len(halted), 10)], causes)
 	}
 	if startTook > startBound {
 		t.Errorf("%d followers started at once: all trading after %v, want <= %v", n, startTook.Round(time.Millisecond), startBound)
