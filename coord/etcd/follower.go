@@ -248,16 +248,6 @@ func (f *Follower) session(ctx context.Context) {
 	c := f.cfg.Client
 	ttl := int64(f.cfg.TTL / time.Second)
 	floor := f.callFloor()
-	// The writer of the record in force is proven beside the grant and the
-	// registration: the proof is a fact about one revision of the key, so the
-	// read that follows the registration finds it made when the record has
-	// not changed meanwhile.
-	proven := make(chan struct{})
-	go func() {
-		defer close(proven)
-		f.prove(ctx, time.Now().Add(f.cfg.TTL/2))
-	}()
-	defer func() { <-proven }()
 	var g *clientv3.LeaseGrantResponse
 	var sent time.Time
 	if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/2), floor, func(cctx context.Context) error {
@@ -291,8 +281,8 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
-	// Both in one transaction (register); the proof of the writer of the
-	// record in force (accept) was started beside the grant (prove).
+	// Both in one transaction (register), then the proof of the record's
+	// writer (settle).
 	f.mu.Lock()
 	f.ackRev = 0
 	f.mu.Unlock()
@@ -307,13 +297,6 @@ func (f *Follower) session(ctx context.Context) {
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	// The proof, started a round trip earlier, is usually made by now; one
-	// that waits on a member that stopped answering is not waited for
-	// (settle proves the record itself).
-	select {
-	case <-proven:
-	case <-time.After(floor):
-	}
 	rev, err := f.settle(ctx, hdr, kv, deadline)
 	if err != nil {
 		return
@@ -366,34 +349,6 @@ func (f *Follower) session(ctx context.Context) {
 			_, _ = f.readAssignment(sctx, time.Now().Add(floor), true)
 		}
 	}
-}
-
-// prove reads the assignment and proves its writer (accept, which remembers
-// the revision proven), until until; a record already proven, or none, costs
-// one read. Nothing is recorded: the session's read after its registration
-// (settle) acts on what it finds, and finds this proof made.
-func (f *Follower) prove(ctx context.Context, until time.Time) {
-	f.mu.Lock()
-	done := f.st.Revision > 0 && f.verified == f.st.Revision
-	f.mu.Unlock()
-	if done {
-		return // a new session under the same record: settle checks the revision
-	}
-	var kv *mvccpb.KeyValue
-	if err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
-		r, err := f.cfg.Client.Get(cctx, f.keys.Assignment())
-		if err == nil && len(r.Kvs) > 0 {
-			kv = r.Kvs[0]
-		}
-		return err
-	}); err != nil || kv == nil {
-		return
-	}
-	// Each call its own attempts: the read above does not eat into the proof's.
-	_ = callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
-		_, _, err := f.accept(cctx, kv)
-		return err
-	})
 }
 
 // register writes this follower's first acknowledgement (Ack{}: registered,
