@@ -77,10 +77,29 @@ func TestRealEtcdPausedFollower(t *testing.T) {
 		target = &frozen{Path: p}
 		return target
 	})
-	trs := []*scaleTrader{}
-	for i := range n {
-		trs = append(trs, r.scaleTrader(realClient(t, c), fmt.Sprintf("trader-%03d", i), nil))
+	if _, ok := waitApplied(w, "eu", 30*time.Second, []*trader{paused.trader}); !ok {
+		t.Fatal("the paused follower did not trade on eu within 30 s")
 	}
+	// The others start at once (clients first): each trading within
+	// BROKERPATH_REALETCD_START_MS (default 2000), none losing its first
+	// session.
+	startBound := time.Duration(envInt("BROKERPATH_REALETCD_START_MS", 2000)) * time.Millisecond
+	clis := make([]*clientv3.Client, n)
+	for i := range clis {
+		clis[i] = realClient(t, c)
+	}
+	trs := make([]*scaleTrader, n)
+	startAt := time.Now()
+	var bwg sync.WaitGroup
+	for i := range trs {
+		bwg.Add(1)
+		go func() {
+			defer bwg.Done()
+			trs[i] = r.scaleTrader(clis[i], fmt.Sprintf("trader-%03d", i), nil)
+			trs[i].target.armed.Store(true) // a halt from now on is a lost session
+		}()
+	}
+	bwg.Wait()
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -91,9 +110,8 @@ func TestRealEtcdPausedFollower(t *testing.T) {
 	if _, ok := waitApplied(w, "eu", 30*time.Second, append(others[:n:n], paused.trader)); !ok {
 		t.Fatal("the followers did not all trade on eu within 30 s")
 	}
-	for _, tr := range trs {
-		tr.target.armed.Store(true)
-	}
+	startTook := time.Since(startAt)
+	startLag := lag.String(startAt, time.Now())
 	var gmu sync.Mutex
 	var grants []grant
 	tctx, stopTrading := context.WithCancel(r.ctx)
@@ -174,8 +192,8 @@ func TestRealEtcdPausedFollower(t *testing.T) {
 		}
 	}
 	hold, fromPause := activeAt.Sub(fenceAt), activeAt.Sub(pauseAt)
-	fmt.Printf("figures: paused N=%d+1 pause->fence %v fence->others_holding %s | others held (fence->active written) %v, pause->active written %v (lease %v, bound %v) | paused follower's validity ended %v after the pause; its grants after it (paused) %d | back on us %v after the pause ended | halts %d | sched_lag median/p99/max=%s | grants=%d stale=%d\n",
-		n, fenceAt.Sub(pauseAt).Round(time.Millisecond), fa, hold.Round(time.Millisecond), fromPause.Round(time.Millisecond), 5*time.Second, 5*time.Second+slack,
+	fmt.Printf("figures: paused N=%d+1 start_all_trading=%v sched_lag_start=%s | pause->fence %v fence->others_holding %s | others held (fence->active written) %v, pause->active written %v (lease %v, bound %v) | paused follower's validity ended %v after the pause; its grants after it (paused) %d | back on us %v after the pause ended | halts %d | sched_lag median/p99/max=%s | grants=%d stale=%d\n",
+		n, startTook.Round(time.Millisecond), startLag, fenceAt.Sub(pauseAt).Round(time.Millisecond), fa, hold.Round(time.Millisecond), fromPause.Round(time.Millisecond), 5*time.Second, 5*time.Second+slack,
 		validUntil.Sub(pauseAt).Round(time.Millisecond), pausedAfter, backTook.Round(time.Millisecond), len(halted), lagFig, len(grants), stale)
 	if fence.rev == 0 {
 		t.Errorf("no fence before the active record %d", second.rev)
@@ -190,7 +208,12 @@ func TestRealEtcdPausedFollower(t *testing.T) {
 		t.Errorf("the paused follower was granted %d tickets after its validity ended", pausedAfter)
 	}
 	if len(halted) != 0 {
-		t.Errorf("%d of %d followers not paused halted: %v", len(halted), n, halted[:min(len(halted), 10)])
+		var causes []string
+		haltCauses.Range(func(k, _ any) bool { causes = append(causes, k.(string)); return true })
+		t.Errorf("%d of %d followers not paused halted (lost a session): %v; causes %q", len(halted), n, halted[:min(len(halted), 10)], causes)
+	}
+	if startTook > startBound {
+		t.Errorf("%d followers started at once: all trading after %v, want <= %v", n, startTook.Round(time.Millisecond), startBound)
 	}
 	if !back {
 		t.Errorf("the paused follower did not trade on us within 30 s of the pause's end")
