@@ -184,6 +184,15 @@ func TestRealEtcdPausedFollower(t *testing.T) {
 		}
 	}
 	fa, _ := lags(fActing)
+	var aActing []time.Duration
+	for _, tr := range trs {
+		if rs, ok := tr.target.first("resume", fenceAt); ok {
+			aActing = append(aActing, rs.Sub(activeAt))
+		} else {
+			aActing = append(aActing, time.Hour)
+		}
+	}
+	aa, _ := lags(aActing)
 	stale := staleGrants(etcdHistory(t, c), w, grants)
 	var pausedAfter int
 	for _, g := range grants {
@@ -192,8 +201,8 @@ func TestRealEtcdPausedFollower(t *testing.T) {
 		}
 	}
 	hold, fromPause := activeAt.Sub(fenceAt), activeAt.Sub(pauseAt)
-	fmt.Printf("figures: paused N=%d+1 start_all_trading=%v sched_lag_start=%s | pause->fence %v fence->others_holding %s | others held (fence->active written) %v, pause->active written %v (lease %v, bound %v) | paused follower's validity ended %v after the pause; its grants after it (paused) %d | back on us %v after the pause ended | halts %d | sched_lag median/p99/max=%s | grants=%d stale=%d\n",
-		n, startTook.Round(time.Millisecond), startLag, fenceAt.Sub(pauseAt).Round(time.Millisecond), fa, hold.Round(time.Millisecond), fromPause.Round(time.Millisecond), 5*time.Second, 5*time.Second+slack,
+	fmt.Printf("figures: paused N=%d+1 start_all_trading=%v sched_lag_start=%s | pause->fence %v fence->others_holding %s | others held (fence->active written) %v, pause->active written %v (lease %v, bound %v) | active->others_trading %s | paused follower's validity ended %v after the pause; its grants after it (paused) %d | back on us %v after the pause ended | halts %d | sched_lag median/p99/max=%s | grants=%d stale=%d\n",
+		n, startTook.Round(time.Millisecond), startLag, fenceAt.Sub(pauseAt).Round(time.Millisecond), fa, hold.Round(time.Millisecond), fromPause.Round(time.Millisecond), 5*time.Second, 5*time.Second+slack, aa,
 		validUntil.Sub(pauseAt).Round(time.Millisecond), pausedAfter, backTook.Round(time.Millisecond), len(halted), lagFig, len(grants), stale)
 	if fence.rev == 0 {
 		t.Errorf("no fence before the active record %d", second.rev)
