@@ -286,7 +286,7 @@ func (f *Follower) session(ctx context.Context) {
 	f.mu.Lock()
 	f.ackRev = 0
 	f.mu.Unlock()
-	hdr, kv, err := f.register(ctx, g.ID)
+	hdr, kv, unchanged, err := f.register(ctx, g.ID)
 	if err != nil {
 		return
 	}
@@ -297,7 +297,7 @@ func (f *Follower) session(ctx context.Context) {
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	rev, err := f.settle(ctx, hdr, kv, deadline)
+	rev, err := f.settle(ctx, hdr, kv, unchanged, deadline)
 	if err != nil {
 		return
 	}
@@ -355,27 +355,37 @@ func (f *Follower) session(ctx context.Context) {
 // nothing applied) under lease, guarded as putAck guards it, and reads the
 // assignment in the same transaction: what it returns (the header revision
 // and the assignment's key-value, nil when there is none) is at least as new
-// as the registration.
-func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (int64, *mvccpb.KeyValue, error) {
+// as the registration. As readAssignment does, it does not fetch the record
+// again while the key is still at the revision of the State in force
+// (unchanged): a session that follows another costs a few bytes however large
+// the record is.
+func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (hdr int64, kv *mvccpb.KeyValue, unchanged bool, err error) {
 	key, akey := f.keys.Follower(f.cfg.Name), f.keys.Assignment()
 	b, _ := json.Marshal(Ack{})
 	val := string(b)
-	var hdr int64
-	var kv *mvccpb.KeyValue
-	err := callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
+	err = callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
 		for range 3 {
 			f.mu.Lock()
-			prev := f.ackRev
+			prev, known := f.ackRev, f.st.Revision
 			f.mu.Unlock()
+			// known 0: the compare holds only where the key is absent.
+			read := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(akey), "=", known)}, nil, []clientv3.Op{clientv3.OpGet(akey)})
 			resp, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
-				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease)), clientv3.OpGet(akey)).
-				Else(clientv3.OpGet(key), clientv3.OpGet(akey)).Commit()
+				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease)), read).
+				Else(clientv3.OpGet(key), read).Commit()
 			if err != nil {
 				return err
 			}
-			hdr, kv = resp.Header.Revision, nil
-			if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
-				kv = kvs[0]
+			hdr, kv, unchanged = resp.Header.Revision, nil, false
+			switch rr := resp.Responses[1].GetResponseTxn(); {
+			case rr == nil:
+				return errors.New("etcdcoord: registration: no answer to the read of the assignment")
+			case rr.Succeeded:
+				unchanged = known > 0
+			default:
+				if kvs := rr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+					kv = kvs[0]
+				}
 			}
 			now := resp.Header.Revision
 			if !resp.Succeeded {
@@ -400,14 +410,18 @@ func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (int64,
 		}
 		return errors.New("etcdcoord: the acknowledgement key keeps changing under the follower")
 	})
-	return hdr, kv, err
+	return hdr, kv, unchanged, err
 }
 
-// settle records kv, read at header revision hdr (nil: no assignment), as
-// readAssignment records what it reads, marking the session alive, and
-// returns hdr. When the writer cannot be proven in time it reads again
+// settle records kv, read at header revision hdr (nil: no assignment;
+// unchanged: the record of the State in force), as readAssignment records
+// what it reads, marking the session alive, and returns hdr. When the writer cannot be proven in time it reads again
 // (readAssignment).
-func (f *Follower) settle(ctx context.Context, hdr int64, kv *mvccpb.KeyValue, until time.Time) (int64, error) {
+func (f *Follower) settle(ctx context.Context, hdr int64, kv *mvccpb.KeyValue, unchanged bool, until time.Time) (int64, error) {
+	if unchanged {
+		f.update(func(s *State) { s.Session = true })
+		return hdr, nil
+	}
 	var a Assignment
 	var refused error
 	var rev int64
