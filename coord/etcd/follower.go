@@ -415,8 +415,8 @@ func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (hdr in
 
 // settle records kv, read at header revision hdr (nil: no assignment;
 // unchanged: the record of the State in force), as readAssignment records
-// what it reads, marking the session alive, and returns hdr. When the writer cannot be proven in time it reads again
-// (readAssignment).
+// what it reads, marking the session alive, and returns hdr. When the writer
+// cannot be proven in time it reads again (readAssignment).
 func (f *Follower) settle(ctx context.Context, hdr int64, kv *mvccpb.KeyValue, unchanged bool, until time.Time) (int64, error) {
 	if unchanged {
 		f.update(func(s *State) { s.Session = true })
