@@ -137,7 +137,9 @@
 // the record's revision; an observation must decode and name the observer and
 // endpoint of its key. A refused record is reported once per version
 // (FollowerConfig.OnBadRecord, DeciderConfig.OnBadRecord,
-// Decider.BadRecords, an ERROR or WARN log line) and never acted on:
+// Decider.BadRecords, an ERROR or WARN log line) and never acted on (a
+// follower holds on a fence or a halt as soon as its watch delivers it,
+// before that proof: a hold grants nothing):
 //
 //   - A follower holds submissions at once (State.Refused says why) until an
 //     assignment it can accept replaces it, and acknowledges the refusal at

@@ -112,7 +112,10 @@ type State struct {
 // Follower drives one trading process's Path from the account's Assignment:
 // it holds on PhaseFencing, halts on PhaseHalted and when its etcd session is
 // lost, assigns and releases on PhaseActive under the record's revision as the
-// fencing token, and acknowledges each Assignment it applied. Create it with
+// fencing token, and acknowledges each Assignment it applied. A fence holds
+// submissions as soon as the watch delivers it (a hold grants nothing, so it
+// needs no proof of its writer); every record's writer is proven before it
+// is acknowledged, and an active record's before flow is released. Create it with
 // NewFollower; Run works until its context ends.
 type Follower struct {
 	cfg  FollowerConfig
@@ -132,6 +135,15 @@ type Follower struct {
 	verified int64
 	// ackRev: the mod revision of this follower's key after its last write.
 	ackRev int64
+	// trace, set only by tests before Run, is told of each step of a
+	// session and of each watch event as it arrives.
+	trace func(step string, rev int64)
+}
+
+func (f *Follower) traced(step string, rev int64) {
+	if f.trace != nil {
+		f.trace(step, rev)
+	}
 }
 
 // NewFollower validates cfg and returns a Follower.
@@ -247,6 +259,12 @@ func (f *Follower) session(ctx context.Context) {
 		return
 	}
 	deadline := sent.Add(time.Duration(g.TTL)*time.Second - f.cfg.Margin)
+	f.traced("granted", 0)
+	// Keep-alives every TTL/4 from the grant, not from the end of the setup
+	// below: a setup that took longer (a starved host starting many
+	// followers) renews the lease at once when it is done.
+	tick := time.NewTicker(f.cfg.TTL / 4)
+	defer tick.Stop()
 	// Whatever ends this session, the Target's decision lapses now: the halt
 	// the applier sends may come later (or, in a paused process, after the
 	// lease is long gone).
@@ -263,25 +281,27 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	// Register before reading: a decider that waits for acknowledgements sees
 	// this follower from now on, and what it reads next is at least as new.
-	// Guarded like every acknowledgement (putAck): written only where the
-	// key is absent, so a late copy cannot undo a later acknowledgement.
-	b, _ := json.Marshal(Ack{})
+	// Both in one transaction (register), then the proof of the record's
+	// writer (settle).
 	f.mu.Lock()
 	f.ackRev = 0
 	f.mu.Unlock()
-	if err := f.putAck(ctx, g.ID, string(b)); err != nil {
+	hdr, kv, unchanged, err := f.register(ctx, g.ID)
+	if err != nil {
 		return
 	}
+	f.traced("registered", 0)
 	f.mu.Lock()
 	f.lease = g.ID
 	f.mu.Unlock()
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	rev, err := f.readAssignment(ctx, deadline, true)
+	rev, err := f.settle(ctx, hdr, kv, unchanged, deadline)
 	if err != nil {
 		return
 	}
+	f.traced("read", rev)
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -296,8 +316,6 @@ func (f *Follower) session(ctx context.Context) {
 	}()
 	watchdog := time.NewTimer(time.Until(deadline))
 	defer watchdog.Stop()
-	tick := time.NewTicker(f.cfg.TTL / 4)
-	defer tick.Stop()
 	for {
 		select {
 		case <-sctx.Done():
@@ -331,6 +349,97 @@ func (f *Follower) session(ctx context.Context) {
 			_, _ = f.readAssignment(sctx, time.Now().Add(floor), true)
 		}
 	}
+}
+
+// register writes this follower's first acknowledgement (Ack{}: registered,
+// nothing applied) under lease, guarded as putAck guards it, and reads the
+// assignment in the same transaction: what it returns (the header revision
+// and the assignment's key-value, nil when there is none) is at least as new
+// as the registration. As readAssignment does, it does not fetch the record
+// again while the key is still at the revision of the State in force
+// (unchanged): a session that follows another costs a few bytes however large
+// the record is.
+func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (hdr int64, kv *mvccpb.KeyValue, unchanged bool, err error) {
+	key, akey := f.keys.Follower(f.cfg.Name), f.keys.Assignment()
+	b, _ := json.Marshal(Ack{})
+	val := string(b)
+	err = callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
+		for range 3 {
+			f.mu.Lock()
+			prev, known := f.ackRev, f.st.Revision
+			f.mu.Unlock()
+			// known 0: the compare holds only where the key is absent.
+			read := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(akey), "=", known)}, nil, []clientv3.Op{clientv3.OpGet(akey)})
+			resp, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
+				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease)), read).
+				Else(clientv3.OpGet(key), read).Commit()
+			if err != nil {
+				return err
+			}
+			hdr, kv, unchanged = resp.Header.Revision, nil, false
+			switch rr := resp.Responses[1].GetResponseTxn(); {
+			case rr == nil:
+				return errors.New("etcdcoord: registration: no answer to the read of the assignment")
+			case rr.Succeeded:
+				unchanged = known > 0
+			default:
+				if kvs := rr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+					kv = kvs[0]
+				}
+			}
+			now := resp.Header.Revision
+			if !resp.Succeeded {
+				kvs := resp.Responses[0].GetResponseRange().Kvs
+				if len(kvs) == 1 && string(kvs[0].Value) == val && kvs[0].Lease == int64(lease) {
+					now = kvs[0].ModRevision // an earlier attempt of this write landed
+				} else {
+					now = 0
+					if len(kvs) == 1 {
+						now = kvs[0].ModRevision
+					}
+					f.mu.Lock()
+					f.ackRev = now
+					f.mu.Unlock()
+					continue // changed by someone else: overwrite it
+				}
+			}
+			f.mu.Lock()
+			f.ackRev = now
+			f.mu.Unlock()
+			return nil
+		}
+		return errors.New("etcdcoord: the acknowledgement key keeps changing under the follower")
+	})
+	return hdr, kv, unchanged, err
+}
+
+// settle records kv, read at header revision hdr (nil: no assignment;
+// unchanged: the record of the State in force), as readAssignment records
+// what it reads, marking the session alive, and returns hdr. When the writer
+// cannot be proven in time it reads again (readAssignment).
+func (f *Follower) settle(ctx context.Context, hdr int64, kv *mvccpb.KeyValue, unchanged bool, until time.Time) (int64, error) {
+	if unchanged {
+		f.update(func(s *State) { s.Session = true })
+		return hdr, nil
+	}
+	var a Assignment
+	var refused error
+	var rev int64
+	if kv != nil {
+		rev = kv.ModRevision
+		if err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
+			var err error
+			a, refused, err = f.accept(cctx, kv)
+			return err
+		}); err != nil {
+			if ctx.Err() != nil {
+				return 0, err
+			}
+			return f.readAssignment(ctx, until, true)
+		}
+	}
+	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, true)
+	return hdr, nil
 }
 
 // callFloor is the timeout of the first attempt of an etcd call (firstTimeout).
@@ -477,12 +586,14 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		err := liveWatch(ctx, f.cfg.Client, every, f.keys.Assignment(), []clientv3.OpOption{clientv3.WithRev(rev + 1)}, func(wr clientv3.WatchResponse) bool {
 			for _, ev := range wr.Events {
 				r := ev.Kv.ModRevision
+				f.traced("event", r)
 				if ev.Type != clientv3.EventTypePut {
 					// Deleted: nothing to trade on.
 					f.record(Assignment{}, r, fmt.Errorf("%w: the assignment was deleted", ErrBadRecord), func(s *State) bool { return r > s.Revision }, false)
 					rev = r
 					continue
 				}
+				f.holdEarly(ev.Kv)
 				var a Assignment
 				var refused error
 				if err := callUntil(ctx, time.Now().Add(f.cfg.TTL/3), f.callFloor(), func(cctx context.Context) error {
@@ -527,6 +638,36 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		case <-time.After(every):
 		}
 	}
+}
+
+// holdEarly holds the Target at once on a fence or a halt newer than the
+// State in force, before its writer is proven. A hold grants nothing, so it
+// needs no proof of the writer: that proof (a round trip to etcd) comes
+// before the record is applied and acknowledged, not before the old endpoint
+// stops being granted. An active record is held by nothing here (it is
+// applied once proven), nor is one that fails the checks made without etcd
+// (it is refused, and held, at once).
+func (f *Follower) holdEarly(kv *mvccpb.KeyValue) {
+	f.mu.Lock()
+	newer := kv.ModRevision > f.st.Revision && f.verified != kv.ModRevision
+	f.mu.Unlock()
+	if !newer {
+		return
+	}
+	a, err := decodeAssignment(kv.Value)
+	if err == nil {
+		err = verifyBinding(a, kv)
+	}
+	if err != nil || a.Phase == PhaseActive {
+		return
+	}
+	// A switch of the Target's own under way refuses the hold: the applier
+	// halts it once the record is proven.
+	cause := fmt.Errorf("%w: switch from %q to %q under way (token %d)", ErrNotAssigned, a.Endpoint, a.Target, kv.ModRevision)
+	if a.Phase == PhaseHalted {
+		cause = fmt.Errorf("%w: halted at token %d: %s", ErrNotAssigned, kv.ModRevision, a.Reason)
+	}
+	_ = f.cfg.Target.Hold(cause)
 }
 
 // apply carries the State out on the Target, one step at a time, and

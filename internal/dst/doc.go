@@ -1127,13 +1127,16 @@
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	empty-reconcile-skipped  takeover-reconciles-first              2            53
 //
-// The etcd follower's lease margin is in the coord/etcd module, which the
-// simulation does not build: the defect has no invariant, and make mutants
-// measures it by that module's tests (its unit layer; the test fails planted,
-// again alone, and passes on the code as it is):
+// The etcd follower's defects (its lease margin, when it holds on a fence,
+// when its keep-alives start) are in the coord/etcd module, which the
+// simulation does not build: they have no invariant, and make mutants
+// measures them by that module's tests (its unit layer; each test fails
+// planted, again alone, and passes on the code as it is):
 //
 //	defect                   found by
 //	lease-margin             TestFollowerStopsMarginBeforeLeaseExpiry (coord/etcd)
+//	fence-held-after-proof   TestFollowerHoldsOnAFenceBeforeProvingItsWriter (coord/etcd)
+//	keepalive-from-setup     TestFollowerSlowSetupKeepsItsFirstSession (coord/etcd)
 //
 // Gray failures at failback (composed seeds 1–1000 with the liveness moves,
 // make sim-plant DEFECT=name SIM_SEEDS=1000 SIM_SHARDS=2) and fences in
