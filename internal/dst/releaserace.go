@@ -29,15 +29,25 @@ import (
 // would, so that the orders waiting at the gate run before its next step.
 const MoveReleaseRace MoveKind = "release-race"
 
-// addReleaseRace adds a MoveReleaseRace to one in three seeds of a Path
-// deciding by itself, drawn from a source of its own (every other move and
-// field is as it was drawn).
+// addReleaseRace adds a MoveReleaseRace to one in two seeds of a Path
+// deciding by itself whose other moves are outages, late probes, stalls and
+// failing lookups or arms only (no gray failure, identity flip, hanging
+// settle, halt with unknown orders or order burst, whose own checks a region
+// dying at a switch would disturb), drawn from a source of its own (every
+// other move and field is as it was drawn).
 func addReleaseRace(s *Scenario, seed uint64) {
 	if s.Coordinated {
 		return
 	}
+	for _, m := range s.Moves {
+		switch m.Kind {
+		case MoveProbeLate, MoveStartCut, MoveStreamDial, MoveStall, MoveLookup5xx, MoveArmFail:
+		default:
+			return
+		}
+	}
 	r := rand.New(rand.NewPCG(seed, seed^0x7e1ea5e07e1ea5e0))
-	if r.IntN(3) != 0 {
+	if r.IntN(2) != 0 {
 		return
 	}
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
@@ -46,7 +56,7 @@ func addReleaseRace(s *Scenario, seed uint64) {
 		Region: "target",
 		At:     dur(500*time.Millisecond, s.Duration/2) + 31*time.Microsecond,
 		For:    dur(5*time.Millisecond, 20*time.Millisecond),
-		Down:   dur(time.Second, 3*time.Second),
+		Down:   dur(200*time.Millisecond, 800*time.Millisecond),
 	})
 }
 
@@ -160,8 +170,10 @@ func (w *world) raceRelease(ctx context.Context, r pathdialer.Reconciliation, er
 // checkReleaseRace: no order is granted on the endpoint the reads of a
 // played MoveReleaseRace took DOWN, from slack after they did (one
 // ProbeInterval when a probe's failure took it DOWN first, as for
-// no-ticket-after-down) until it leaves DOWN or its region heals. Called from
-// checkComposed, under w.mu.
+// no-ticket-after-down) until the controller next holds, halts or switches
+// (what it does once it took the reconcile's result and the evaluation the
+// reads asked for), or the endpoint leaves DOWN, or its region heals,
+// whichever comes first. Called from checkComposed, under w.mu.
 func (w *world) checkReleaseRace(viol func(inv, format string, a ...any)) {
 	rr := w.race
 	if rr == nil || !rr.played {
@@ -185,13 +197,23 @@ func (w *world) checkReleaseRace(viol func(inv, format string, a ...any)) {
 			break
 		}
 	}
+	// The release it races with, and what the controller does next (a
+	// hold, halt or switch): judged until then.
+	for _, g := range w.cx.gates {
+		if g.seq > down.seq && g.kind != pathdialer.EventRelease {
+			if g.at.Before(until) {
+				until = g.at
+			}
+			break
+		}
+	}
 	lim := down.at.Add(slack)
 	if down.probe {
 		lim = down.at.Add(w.s.ProbeInterval)
 	}
 	n, first := 0, time.Time{}
 	for _, g := range w.cx.grants {
-		if g.endpoint == rr.endpoint && g.at.After(lim) && g.at.Before(until) {
+		if g.endpoint == rr.endpoint && g.at.After(lim) && !g.at.After(until) {
 			if n == 0 {
 				first = g.at
 			}
