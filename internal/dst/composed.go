@@ -175,6 +175,9 @@ func (w *world) runMove(m Move) {
 	if w.runLiveMove(m) { // avail.go
 		return
 	}
+	if w.runReleaseRace(m) { // releaserace.go
+		return
+	}
 	switch m.Kind {
 	case MoveStartCut:
 		// Start's context was cut in Run (the first round's probes answer
@@ -593,6 +596,7 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 			}
 		}
 	}
+	w.checkReleaseRace(viol) // MoveReleaseRace (releaserace.go)
 	// A coordinator's Halt is acted on at once, whatever runs.
 	for _, h := range cx.halts {
 		if took := h.returned.Sub(h.at); took > slack {

@@ -908,6 +908,20 @@
 //	                   reconcile's timeout and every probe fails again for as long: the
 //	                   next halt cuts that reconcile short with an answer found (halts
 //	                   faster than a reconcile)
+//	release-race       (a Path deciding by itself, in one seed in two whose other moves are
+//	                   outages, late probes, stalls and failing lookups or arms only; builds
+//	                   with yield points) the first switch's reconcile that succeeds after
+//	                   the move's instant returns while the controller is descheduled for
+//	                   5–20 ms (stopped at its loop's yield point, before it takes the
+//	                   result); meanwhile the target's region dies for 200–800 ms (REST and
+//	                   WebSocket refuse, the probe gets no answer), FailureThreshold
+//	                   application reads through it fail at once (DOWN on live evidence)
+//	                   and an order arrives (it waits at the held gate); the controller
+//	                   then yields once more, as a preempted one resumes. Judged by
+//	                   no-ticket-after-down: no order granted on the target from 1 ms
+//	                   after it went DOWN (one ProbeInterval if a probe took it DOWN) until
+//	                   the controller next holds, halts or switches, or the target leaves
+//	                   DOWN, or its region heals
 //
 // The tests draw them when -sim.live is given with -sim.composed; its
 // default is the constant liveByDefault in sim_test.go, false while the
@@ -1046,6 +1060,12 @@
 //	reset-as-not-sent           not-sent-never-received                8            123
 //	switch-keeps-token          token-names-one-path                   6            130
 //	release-keeps-token         token-names-one-path                   6            101
+//	open-on-down                no-ticket-after-down                   27           25
+//
+// open-on-down was swept with the liveness move release-race (replay a seed
+// with -sim.live=true), leaving out main's 15 seeds failing unplanted (the
+// same 15 fail with the move and nothing planted); without that move no seed
+// of 1000 finds it.
 //
 // reset-as-not-sent (the REST transport taking any network error, not only
 // a failed dial, for proof that nothing was sent), switch-keeps-token (the
@@ -1245,17 +1265,17 @@
 // controller) is a controller descheduled for 2 ms on a loaded host, which is
 // real; the defect is exactly that the gate then stays open for as long.
 //
-// Not found in 1000 seeds, and why:
-//
-//   - open-on-down (a release opens the gate on an endpoint live traffic
-//     took DOWN meanwhile): the race needs a Report that takes the switch's
-//     target DOWN between the controller's decision to release and its
-//     store of the open gate. The controller does both in one step without
-//     blocking, and on one P with no preemption no other goroutine runs in
-//     between; during the hold no order goes out on the target, and the
-//     only live traffic on it, the switch's reconcile reads, fails the
-//     reconcile when it fails (no release follows). A planted {{gap}} at
-//     that point would stand in for a preempted controller.
+// open-on-down (a release opens the gate on an endpoint live traffic took
+// DOWN meanwhile) needs a Report that takes the switch's target DOWN after
+// its reconcile succeeded and before the controller takes the result (the
+// control loop takes a reconcile's result before the evaluation the Report
+// asks for). Without the move release-race no seed of 1000 found it: the
+// controller takes a result as soon as it comes, on one P no other goroutine
+// runs in between, and during the hold the only live traffic on the target,
+// the switch's reconcile reads, fails the reconcile when it fails (no
+// release follows). release-race is that interleaving on a loaded host: the
+// controller descheduled as the reconcile returns, application reads (never
+// held) failing on the target meanwhile.
 //
 // Found on the runtime as it is (without any defect planted), by
 // halt-in-switch: 14 seeds of 1000 (21, 47, 161, 238, 281, 417, 455, 679,

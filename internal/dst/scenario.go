@@ -651,6 +651,7 @@ func NewLiveScenario(seed uint64) Scenario {
 		}
 	}
 	s.Quiet = max(s.Quiet, b+3*time.Second)
+	addReleaseRace(&s, seed) // releaserace.go
 	s.NoCheckAtAll = s.NoTradePathCheck && s.Has(MoveOrderBurst) && onlyOutages(s)
 	// A gray failure that nothing checks (drawn from a source of its own,
 	// in the seeds of a Path deciding by itself with rest.Reconciler's

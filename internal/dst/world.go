@@ -237,7 +237,8 @@ type world struct {
 	// lookups' (fenceconn.go).
 	pathDials []pathDial
 
-	takeover *proc2 // the second process only: its takeover's lookups (proc2.go)
+	takeover *proc2       // the second process only: its takeover's lookups (proc2.go)
+	race     *releaseRace // MoveReleaseRace, armed (releaserace.go)
 
 	started  time.Time // Start returned (gate-open-while-usable is judged from here)
 	healedAt time.Time // healAll
@@ -808,6 +809,7 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 // reconcile settles REST tickets by reading the order through the Path.
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out []pathdialer.Settlement, err error) {
 	defer w.noteHookAnswers(ctx, r, &out, &err) // progress_check.go
+	defer w.raceRelease(ctx, r, &err)           // MoveReleaseRace (releaserace.go)
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	w.stallWait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	if err := w.takeover.lookups(ctx); err != nil { // proc2.go: the predecessor's orders first
