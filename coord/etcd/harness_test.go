@@ -142,7 +142,10 @@ func (r *rig) trader(cli *clientv3.Client, name string) *trader {
 }
 
 // trade acquires tickets in a loop until ctx ends, recording each grant that
-// the follower confirms under the current token.
+// the follower confirms under the current token. It asks every tradeEvery
+// (granted or not): an unpaced loop on an open gate spins, and a few of them
+// under the race detector starve the follower, decider and observer
+// goroutines of this process on a loaded host (their leases are 1 s).
 func (tr *trader) trade(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex, out *[]grant) {
 	wg.Add(1)
 	go func() {
@@ -151,21 +154,23 @@ func (tr *trader) trade(ctx context.Context, wg *sync.WaitGroup, mu *sync.Mutex,
 			actx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			tk, err := tr.path.Acquire(actx, "rest", fmt.Sprintf("%s-%d", tr.name, n))
 			cancel()
-			if err != nil {
-				select {
-				case <-ctx.Done():
-				case <-time.After(5 * time.Millisecond):
-				}
-				continue
+			if err == nil {
+				at := time.Now()
+				mu.Lock()
+				*out = append(*out, grant{tr.name, tk.Endpoint, tk.Token, at})
+				mu.Unlock()
+				tk.Done()
 			}
-			at := time.Now()
-			mu.Lock()
-			*out = append(*out, grant{tr.name, tk.Endpoint, tk.Token, at})
-			mu.Unlock()
-			tk.Done()
+			select {
+			case <-ctx.Done():
+			case <-time.After(tradeEvery):
+			}
 		}
 	}()
 }
+
+// tradeEvery paces trade: 200 asks a second per trader.
+const tradeEvery = 5 * time.Millisecond
 
 // history is every write to the assignment key, in order.
 type history struct {
