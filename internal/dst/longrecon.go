@@ -13,8 +13,9 @@ import (
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
-// LongRecon is the long FIX-like reconcile move: a switch's reconcile
-// waits for the new session's logon before it can ask anything (Wait at
+// LongRecon is the long FIX-like reconcile move: a switch's reconcile with
+// orders to settle waits for the new session's logon before it can ask
+// anything (Wait at
 // most, a draw per reconcile between half of it and all of it, and never
 // more than half the Reconciler's timeout), then settles each order sent
 // through the endpoint left from the last execution report the old
@@ -55,14 +56,15 @@ type longRecon struct {
 }
 
 // logonWait is the long reconcile's first part, for a switch's reconcile
-// (r.From != r.To) in a LongRecon seed: it waits for the new session's
+// (r.From != r.To) with orders to settle in a LongRecon seed (with none it
+// has nothing to ask, and returns at once): it waits for the new session's
 // logon, then settles from the old connection's last execution report
 // each order sent through r.From that the broker had booked there by the
 // start of r.From's last fence and that was open then. It returns those
 // settlements and the tickets still to be asked about.
 func (w *world) logonWait(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, []pathdialer.TicketInfo, error) {
-	if !w.s.LongRecon.On || r.From == r.To {
-		return nil, r.Tickets, nil
+	if !w.s.LongRecon.On || r.From == r.To || len(r.Tickets) == 0 {
+		return nil, r.Tickets, nil // nothing to ask: nothing to wait for
 	}
 	rt := w.s.ReconcileTimeout
 	if rt == 0 {
