@@ -353,6 +353,7 @@ func (c *controller) requeried(res bgResult) {
 		}
 		// The orders it did look up again are judged all the same (progress.go).
 		kept, late := p.requeried(answersTo(r, res.settled), time.Now())
+		c.oweSettledResting(r, lateSettlements(late)) // openorders.go
 		p.events.emit(Event{Kind: EventReconcileFailure, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Err: err, Settlements: kept, Cause: r.Reason, Service: key})
 		st.retryAt = time.Now().Add(p.cfg.ReconcileBackoff.delay(st.attempt))
 		c.wakeRequeryAt(st.retryAt) // verdict.go
@@ -360,11 +361,26 @@ func (c *controller) requeried(res bgResult) {
 		return
 	}
 	out, late := p.requeried(res.settled, time.Now())
+	// A late landing booked RESTING is not in the application's record (it
+	// was told the order did not reach the venue): read it with the next
+	// fence's open orders, like a switch's RESTING (openorders.go).
+	c.oweSettledResting(r, lateSettlements(late))
 	st.attempt = 0
 	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
 	c.wakeRequeryAt(st.retryAt)                                                                      // verdict.go
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
 	p.emitLate(late)
+}
+
+// lateSettlements returns the settlements of the late landings a re-query
+// found (only these: a re-query's answer about an order settled before is
+// not a verdict).
+func lateSettlements(late []Verdict) []Settlement {
+	out := make([]Settlement, 0, len(late))
+	for _, v := range late {
+		out = append(out, Settlement{OrderID: v.OrderID, Service: v.Service, Fate: v.Fate, Detail: v.Detail, Final: true})
+	}
+	return out
 }
 
 // emitLate reports the late landings a re-query found.

@@ -295,3 +295,51 @@ func flattenHarness(t *testing.T, v venue.Profile, settle time.Duration, service
 		}
 	})
 }
+
+// An order first found not received, and booked after all (a late landing
+// a re-query of the provisional verdict finds RESTING), is not in the
+// application's record: the application was told it did not reach the
+// venue. A later fence that cancels it must still report it cancelled, so
+// the re-query's RESTING is read with the open orders like a switch's.
+func TestOpenOrdersIncludeWhatARequerySettledResting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bk, led := newRestingBook(), &ledger{}
+		h := flattenHarness(t, venue.Deribit(), 500*time.Millisecond, pathdialer.ServiceREST, bk, led, true, func(c *pathdialer.Config) {
+			c.SettleUnknown = 200 * time.Millisecond
+			c.MaxCopyHold = 2 * time.Second
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+				var out []pathdialer.Settlement
+				for _, tk := range r.Tickets {
+					s := pathdialer.Settlement{OrderID: tk.OrderID, Service: tk.Service, Fate: pathdialer.FateNotReceived, Detail: "the venue has no record of it"}
+					if r.Reason == pathdialer.ReasonRequery {
+						s.Fate, s.Detail = pathdialer.FateResting, "the venue lists it open"
+					}
+					out = append(out, s)
+				}
+				return out, nil
+			}
+		})
+		defer h.close()
+		h.hooks.onFence = func(f pathdialer.Fence) { bk.drop(f.Endpoint.Name, false) }
+		h.start()
+		tk := mustAcquire(t, h.p, "x")
+		tk.Unknown(errors.New("connection cut after the write"))
+		st := h.await(pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool { return e.Cause != pathdialer.ReasonRequery })
+		if !slices.ContainsFunc(st.Settlements, func(s pathdialer.Settlement) bool {
+			return s.OrderID == "x" && s.Fate == pathdialer.FateNotReceived && s.Provisional
+		}) {
+			t.Fatalf("settle %q %v: want x provisionally NOT_RECEIVED", st.Cause, st.Settlements)
+		}
+		bk.place("x", "eu") // the held copy lands
+		late := h.await(pathdialer.EventLateLanding, nil)
+		if late.OrderID != "x" {
+			t.Fatalf("late landing %+v: want x", late)
+		}
+		reportDown(h.p, "eu", 0)
+		e := h.await(pathdialer.EventOpenOrderDiff, nil)
+		rc, ok := cancelledEvents(h.rec.all())["x"]
+		if !ok || rc.From != "eu" || rc.To != "us" {
+			t.Fatalf("open orders %v, resting-cancelled %+v (found %v): want x, booked late through eu, reported cancelled by the switch eu→us", e.Diffs, rc, ok)
+		}
+	})
+}

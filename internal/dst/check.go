@@ -165,6 +165,7 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	w.checkTokens(res, audit, viol)                       // tokens_check.go
 	w.checkProc2(res, audit, viol)                        // proc2.go
 	w.checkResting(res, audit, viol)                      // resting_sim.go
+	w.noteLongRecon(res)                                  // longrecon.go
 	w.checkProgress(res, viol)                            // progress_check.go
 	w.checkFenceConns(viol)                               // fenceconn.go
 	w.checkLate(res, audit)                               // late_check.go

@@ -347,9 +347,15 @@ func (rs *restingSim) postCtx(ctx context.Context, ep pathdialer.Endpoint, timeo
 // own verdicts yet (the Path reads those with it).
 const appLag = 50 * time.Millisecond
 
+// lateLag is how long the client takes to record an order a re-query found
+// booked after all (a late landing, reported RESTING): the late-landing
+// alarm is handled by a person, so until then only the Path holds it for
+// the open-order reconcile of a fence.
+const lateLag = 3 * time.Second
+
 // ours is the client's record of its resting orders: limit orders the
 // broker acknowledged, or a reconcile settled RESTING (appLag after the
-// event), not reported closed since.
+// event; lateLag after a late landing's), not reported closed since.
 func (rs *restingSim) ours(context.Context, string) ([]pathdialer.OpenOrder, error) {
 	w := rs.w
 	rs.mu.Lock()
@@ -363,7 +369,11 @@ func (rs *restingSim) ours(context.Context, string) ([]pathdialer.OpenOrder, err
 	var out []pathdialer.OpenOrder
 	now := time.Now()
 	for id, o := range w.orders {
-		held := o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled) && !o.settleAt.After(now.Add(-appLag)))
+		lag := appLag
+		if _, late := w.lateReported[id]; late {
+			lag = lateLag
+		}
+		held := o.outcome == "acked" || (o.outcome == "unknown" && settledResting(o.settled) && !o.settleAt.After(now.Add(-lag)))
 		if o.limit && held && !closed[id] {
 			out = append(out, pathdialer.OpenOrder{OrderID: id, Endpoint: o.region, Token: w.placedUnder(o), Placed: o.start})
 		}

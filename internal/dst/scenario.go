@@ -146,6 +146,9 @@ type Scenario struct {
 	// Resting: resting orders across switches (resting_sim.go), drawn for
 	// every seed from a source of its own.
 	Resting RestingSim
+	// LongRecon: a switch's reconcile is FIX-like (longrecon.go), drawn in
+	// half of the resting seeds from a source of its own.
+	LongRecon LongRecon
 
 	// NoTradePathCheck (NewLiveScenario): the Path is given no
 	// Config.TradePathCheck; it runs the check a quick start's
@@ -262,6 +265,7 @@ func NewScenario(seed uint64) Scenario {
 	drawFIX(&s)      // fixsim.go
 	drawLibToken(&s) // tokens_check.go
 	drawBooking(&s)
+	drawLongRecon(&s) // longrecon.go
 	return s
 }
 
@@ -320,6 +324,9 @@ func (s Scenario) String() string {
 	}
 	if s.Resting.On {
 		fmt.Fprintf(&b, "  resting orders: %s\n", s.Resting)
+	}
+	if s.LongRecon.On {
+		fmt.Fprintf(&b, "  long reconcile: %s\n", s.LongRecon)
 	}
 	if s.H2 {
 		fmt.Fprintf(&b, "  orders over TLS and pooled HTTP/2 through a front end of each region\n")

@@ -126,6 +126,9 @@ type Stats struct {
 	// that reached the broker carrying the library's own fencing token
 	// (tokens_check.go).
 	NotSentJudged, LibTokens int
+	// LongRecon scenarios: orders a switch's reconcile settled from the
+	// old connection's last report, older than its fence (longrecon.go).
+	OldReports int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
@@ -207,6 +210,7 @@ type world struct {
 	co    *coordinator // coordinated scenarios only
 	h2    *h2front     // H2 scenarios only (h2sim.go)
 	fx    *fixSim      // FIX scenarios only (fixsim.go)
+	lr    longRecon    // LongRecon scenarios' record (longrecon.go)
 
 	mu       sync.Mutex
 	trace    []tline
@@ -824,7 +828,12 @@ func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out
 	// The Path hands tickets over in no particular order (its gate keeps
 	// them in shards picked at random); query them in order of client order
 	// ID, so that when each read happens does not depend on that order.
-	tickets := slices.Clone(r.Tickets)
+	stale, tickets, err := w.logonWait(ctx, r) // longrecon.go: a long FIX-like reconcile
+	if err != nil {
+		return nil, err
+	}
+	out = stale
+	tickets = slices.Clone(tickets)
 	slices.SortFunc(tickets, func(a, b pathdialer.TicketInfo) int { return strings.Compare(a.OrderID, b.OrderID) })
 	for _, t := range tickets {
 		if w.overBudget(len(out)) {

@@ -921,6 +921,21 @@ var defects = map[string]Defect{
 		Old:  "\twatchdog := time.NewTimer(time.Until(deadline))\n\tdefer watchdog.Stop()\n",
 		Body: "\twatchdog := time.NewTimer(time.Until(deadline))\n\tdefer watchdog.Stop()\n\t// DEFECT (plant keepalive-from-setup): keep-alives counted from the end of the setup\n\tselect {\n\tcase <-tick.C:\n\tdefault:\n\t}\n\ttick.Reset(f.cfg.TTL / 4)\n",
 	},
+	// A late landing a re-query of a provisional NOT_RECEIVED finds RESTING
+	// is not owed to the next fence's open-order read: the application,
+	// told the order did not reach the venue, does not hold it open, so a
+	// fence's cancel of it goes unreported.
+	"requery-resting-not-owed": {
+		File:      "pathdialer/background.go",
+		Doc:       "a re-query's RESTING (a late landing) is not read with the next fence's open orders: a cancel of it goes unreported",
+		Invariant: "resting-cancel-reported",
+		Old:       "\tc.oweSettledResting(r, lateSettlements(late))\n\tst.attempt = 0",
+		Body:      "\t_ = lateSettlements // DEFECT (plant requery-resting-not-owed): the re-query's RESTING not owed\n\tst.attempt = 0",
+		More: []Defect{{
+			Old:  "\t\tc.oweSettledResting(r, lateSettlements(late)) // openorders.go",
+			Body: "\t\t// DEFECT (plant requery-resting-not-owed): the re-query's RESTING not owed",
+		}},
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
