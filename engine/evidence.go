@@ -71,6 +71,17 @@ import (
 // while it is considered for failback, and one failure makes it DEGRADED
 // again (not a target, no failback), FailureThreshold of them a gray failure
 // again.
+//
+// Which evidence ends it. A lookup (ObserveLookup: an order-status query of
+// an order ID never sent) reads the order path; it does not submit. When the
+// broker answered an order with a server error in the failures that took the
+// endpoint out (ObserveSubmissionFailed), a broker that answers reads while
+// it refuses orders passes the lookup and fails the orders, so the lookup's
+// success ends nothing: the gray failure (or the
+// failures whose cause is still undetermined) stands until a check that
+// exercises submission passes (ObserveTradePath), an order succeeds there,
+// or the gray wait ends. Failures of lookups alone (reconcile reads
+// answered 503) end on a lookup's success, as on any trade-path evidence.
 
 type source int
 
@@ -96,6 +107,54 @@ func (m *Manager) ObserveTraffic(name string, result error, latency time.Duratio
 // failure. An unknown name returns ErrUnknownEndpoint.
 func (m *Manager) ObserveTradePath(name string, result error) (Status, error) {
 	return m.observe(name, result, 0, srcTradePath)
+}
+
+// ObserveLookup records the result of a trade-path check that reads the
+// order path without submitting (for example an order-status query of an
+// order ID never sent). A failure counts as ObserveTradePath's. A success
+// counts as ObserveTradePath's too, except while the endpoint's live-traffic
+// failures include an order the broker answered with a server error
+// (ObserveSubmissionFailed, Status.SubmissionFailed): then it is no evidence
+// about what failed and changes nothing. An unknown name returns
+// ErrUnknownEndpoint.
+func (m *Manager) ObserveLookup(name string, result error) (Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	if result != nil || !m.submissionFailedLocked(es) {
+		m.recordLocked(es, result, 0, srcTradePath)
+	}
+	return m.statusLocked(es), nil
+}
+
+// ObserveSubmissionFailed records that the broker answered an order
+// submitted on the named endpoint with a server error (a 5xx: its order
+// service failed, whatever its reads and probe answer). Report the failure
+// itself first (ObserveTraffic); this says what failed: while those
+// failures last (a gray failure among them) only evidence from the
+// submission path ends them, not a lookup (see ObserveLookup). It is ignored
+// when the endpoint has no live-traffic failure standing. An unknown name
+// returns ErrUnknownEndpoint.
+func (m *Manager) ObserveSubmissionFailed(name string) (Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	if es.trafficFail > 0 {
+		es.runSubmission = true
+	}
+	return m.statusLocked(es), nil
+}
+
+// submissionFailedLocked: the live-traffic failures standing on es include
+// an order the broker answered with a server error.
+func (m *Manager) submissionFailedLocked(es *endpointState) bool {
+	return es.trafficFail > 0 && es.runSubmission
 }
 
 // TrafficHung records that live traffic on the named endpoint is hung: an
@@ -179,6 +238,7 @@ func (m *Manager) failureLocked(es *endpointState, err error, src source, now ti
 		// The first failure of a run: no probe has been sent since.
 		es.trafficRunStart = now
 		es.runProbePassed, es.runProbeFailed = false, false
+		es.runSubmission = false
 	}
 	es.trafficFail++
 	es.lastTrafficResult = now
@@ -453,6 +513,7 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 	st.GrayFailures = es.grayCount
 	st.GrayUndetermined = m.grayUndeterminedLocked(es)
 	st.WatchTradePath = es.tradePathDue
+	st.SubmissionFailed = m.submissionFailedLocked(es)
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
 }
@@ -476,6 +537,10 @@ func (m *Manager) grayNoteLocked(es *endpointState, now time.Time) string {
 	if left < 0 {
 		left = 0
 	}
-	return fmt.Sprintf("DOWN on live-traffic evidence while its probe passed (gray failure #%d, %d live-traffic failures, last: %v): the probe cannot see this failure, so it needs trade-path evidence to come back, or a wait of %v more (%v in all) and a probe success",
-		es.grayCount, es.trafficFail, es.lastErr, left, until.Sub(es.graySince))
+	what := "trade-path evidence"
+	if m.submissionFailedLocked(es) {
+		what = "evidence from order submission (a lookup passing is not: orders failed there)"
+	}
+	return fmt.Sprintf("DOWN on live-traffic evidence while its probe passed (gray failure #%d, %d live-traffic failures, last: %v): the probe cannot see this failure, so it needs %s to come back, or a wait of %v more (%v in all) and a probe success",
+		es.grayCount, es.trafficFail, es.lastErr, what, left, until.Sub(es.graySince))
 }

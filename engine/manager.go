@@ -92,6 +92,13 @@ type Status struct {
 	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
 	// a gray failure again.
 	WatchTradePath bool
+	// SubmissionFailed: its current live-traffic failures (a gray failure
+	// among them) include an order the broker answered with a server error
+	// (ObserveSubmissionFailed). Only evidence from the submission path ends
+	// them: ObserveTradePath, live traffic succeeding, or the gray wait. A
+	// lookup (ObserveLookup) passing does not: it reads the order path, it
+	// does not submit.
+	SubmissionFailed bool
 	// Bounces counts failovers away from it within Config.BounceWindow of a
 	// failback to it, within Config.FlapWindow.
 	Bounces int
@@ -177,6 +184,7 @@ type endpointState struct {
 	lastProbeSent   time.Time
 	runProbePassed  bool
 	runProbeFailed  bool
+	runSubmission   bool // an order was answered with a server error in the run (ObserveSubmissionFailed)
 	slow            bool
 	gray            bool
 	graySince       time.Time
