@@ -92,12 +92,15 @@ type Status struct {
 	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
 	// a gray failure again.
 	WatchTradePath bool
-	// SubmissionFailed: its current live-traffic failures (a gray failure
-	// among them) include an order the broker answered with a server error
-	// (ObserveSubmissionFailed). Only evidence from the submission path ends
-	// them: ObserveTradePath, live traffic succeeding, or the gray wait. A
-	// lookup (ObserveLookup) passing does not: it reads the order path, it
-	// does not submit.
+	// SubmissionFailed: it has live-traffic failures standing (a gray
+	// failure among them), and the broker answered an order there with a
+	// server error (ObserveSubmissionFailed) within the gray wait
+	// (Config.GrayFailbackWait per gray failure), no order and no
+	// submission check (ObserveTradePath) having succeeded there since. Only
+	// evidence from the submission path ends those failures: ObserveTradePath,
+	// live traffic succeeding, or the gray wait. A lookup (ObserveLookup)
+	// passing does not (it reads the order path, it does not submit), except
+	// as the last resort (see ObserveLookup).
 	SubmissionFailed bool
 	// Bounces counts failovers away from it within Config.BounceWindow of a
 	// failback to it, within Config.FlapWindow.
@@ -167,6 +170,10 @@ type endpointState struct {
 	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
 	// trafficHungSeq: when live traffic was last reported hung (TrafficHung).
 	trafficHungSeq uint64
+	// submissionFailedAt: when the broker last answered an order there with
+	// a server error (ObserveSubmissionFailed); zero once an order or a
+	// submission check (ObserveTradePath) succeeded there since
+	submissionFailedAt time.Time
 	// tradePathDue: a gray failure began, or a probe success ended an
 	// outage live traffic had taken DOWN, and no live traffic succeeded since
 	tradePathDue       bool
@@ -184,7 +191,6 @@ type endpointState struct {
 	lastProbeSent   time.Time
 	runProbePassed  bool
 	runProbeFailed  bool
-	runSubmission   bool // an order was answered with a server error in the run (ObserveSubmissionFailed)
 	slow            bool
 	gray            bool
 	graySince       time.Time

@@ -46,8 +46,10 @@ import (
 //     nothing.
 //   - A gray failure ends only on trade-path evidence (Config.TradePathCheck
 //     succeeding, or live traffic succeeding; a check a transport offers is
-//     a lookup, and ends it only when no order in it was answered with a
-//     server error: a broker that refuses orders may still answer reads) or after
+//     a lookup, which ends it only when no order there was answered with a
+//     server error since one last succeeded — a broker that refuses orders
+//     may still answer reads — or, as the last resort, when trading would
+//     otherwise halt, at most once per failback cooldown) or after
 //     engine.Config.GrayFailbackWait times the number of its gray failures
 //     with no failed trade-path check within MaxHealthAge. Probe results end
 //     nothing: a probe blip (failures, then successes) during a gray failure
@@ -220,7 +222,7 @@ func (p *Path) noteEvidence() {
 			if _, check := p.tradePathCheck(); check != "" {
 				how = check + " runs every probe round; without a success it waits"
 				if st.SubmissionFailed && p.cfg.TradePathCheck == nil {
-					how = "order submissions failed there, and " + check + " is a lookup, which cannot vouch for them: it waits for an order to succeed there, or"
+					how = "the broker answered orders there with a server error, and " + check + " is a lookup, which cannot vouch for them (it is tried again only when trading would halt, at most once per failback cooldown): it waits for an order to succeed there, or"
 				}
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(

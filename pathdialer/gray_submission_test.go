@@ -36,12 +36,14 @@ func ordersUnknownOn(t *testing.T, h *harness, prefix string, server bool) {
 // and reads pass) is not ended by a check a transport offers
 // (OfferTradePathCheck): that check is a lookup, which such a failure does
 // not break, so its success says nothing about submission. Flow stays off
-// the endpoint: no failback onto it, and when the backup dies trading
-// halts rather than moving onto orders that fail. Config.TradePathCheck,
-// which the application writes to exercise the order path, does end it.
+// the endpoint: no failback onto it. Only when trading would otherwise halt
+// is it tried again, as a last resort, at most once per failback cooldown
+// since its last failure. Config.TradePathCheck, which the application
+// writes to exercise the order path, ends it at once (next test).
 func TestOfferedLookupDoesNotEndSubmissionGray(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(c *pathdialer.Config) { c.Engine.Cooldown = 5 * time.Second })
+		const cooldown = 5 * time.Second
+		h := newHarness(t, func(c *pathdialer.Config) { c.Engine.Cooldown = cooldown })
 		defer h.close()
 		lookup := &tradePath{} // reads work: the lookup passes all along
 		h.p.OfferTradePathCheck("test transport", lookup.check)
@@ -57,26 +59,32 @@ func TestOfferedLookupDoesNotEndSubmissionGray(t *testing.T) {
 		calls := lookup.calls
 		lookup.mu.Unlock()
 		eu := snapshotOf(h.p, "eu")
-		if !eu.GrayFailure || eu.State != engine.Down || calls < 10 {
-			t.Fatalf("30 s after eu's orders failed, its probe and the offered lookup (%d calls) passing: want eu still in its gray failure (DOWN), got %+v; events:\n%s",
+		if !eu.GrayFailure || !eu.SubmissionFailed || eu.State != engine.Down || calls < 10 {
+			t.Fatalf("30 s after eu's orders failed, its probe and the offered lookup (%d calls) passing: want eu still in its gray failure of submission (DOWN), got %+v; events:\n%s",
 				calls, eu, timeline(h.rec.all()))
 		}
 		if a, _ := h.p.Active(); a.Name != "us" {
 			t.Fatalf("active %q: flow went back onto eu, whose orders failed", a.Name)
 		}
-		// The backup dies: halt, not a switch onto eu.
-		mark := len(h.rec.all())
+		// The backup dies: halt, then eu as the last resort.
 		h.probes.set("us", probeFail)
 		halt := h.await(pathdialer.EventHalt, nil)
 		if !strings.Contains(halt.Cause, "gray failure") {
 			t.Fatalf("halt cause %q does not name eu's gray failure", halt.Cause)
 		}
-		<-time.After(10 * time.Second)
-		synctest.Wait()
-		for _, e := range h.rec.all()[mark:] {
-			if e.Kind == pathdialer.EventSwitch {
-				t.Fatalf("switch %v while eu's submissions failed and only a lookup passed", e)
-			}
+		sw := h.await(pathdialer.EventSwitch, nil)
+		if sw.To != "eu" || sw.Time.Sub(halt.Time) > 2*baseConfig().ProbeInterval {
+			t.Fatalf("switch %v, %v after the halt: want eu tried as the last resort within two probe rounds", sw, sw.Time.Sub(halt.Time))
+		}
+		h.await(pathdialer.EventRelease, nil)
+		// Its orders still fail: out again, and not tried again before the
+		// cooldown has passed since that failure.
+		ordersUnknownOn(t, h, "p", true)
+		failed := time.Now()
+		h.await(pathdialer.EventHalt, nil)
+		res := h.await(pathdialer.EventResume, nil)
+		if d := res.Time.Sub(failed); res.Endpoint != "eu" || d < cooldown || d > cooldown+2*baseConfig().ProbeInterval {
+			t.Fatalf("second try %v, %v after eu's orders failed again: want trading resumed on eu after the cooldown (%v), within two probe rounds of it", res, d, cooldown)
 		}
 	})
 }
