@@ -140,8 +140,12 @@
 // broker's 404 or an order and failing on anything else (a 5xx, a refusal,
 // no answer). Being a lookup, it fails while the region's lookups answer 503
 // (lookup-5xx), and it passes during a gray failure that breaks only order
-// submission (the broker's Partial fault answers reads), which the Path
-// then cannot tell from a recovery. In those of them with an order burst
+// submission (the broker's Partial fault answers reads). The Path knows the
+// orders were answered 503 (rest.UnknownOutcomeError.ServerAnswered), so it
+// does not take the lookup's success for a recovery while another region
+// carries flow; when none does, it tries the region again at most once a
+// failback cooldown (its last resort: the lookup passes whether or not the
+// broker takes orders there again, so only an order can tell). In those of them with an order burst
 // and nothing but outages (no fault or move whose failure the probe cannot
 // see: only down, blackhole and probe-only faults, late probes, stream dial
 // timeouts, stalls, Start's cut round and dead-man arm failures; 6 of
@@ -711,6 +715,8 @@
 //	                                     bound; a coordinator's Halt returns within 1 ms
 //	no-failback-while-trade-path-fails   no switch back to an endpoint left while a gray fault
 //	                                     was its only fault, while that fault is still armed
+//	                                     (with only the offered lookup, a failover onto it, the
+//	                                     Path's last resort, is a note: only an order can tell)
 //	no-halt-while-target-answered        no halt for want of a target while another endpoint,
 //	                                     with nothing armed on it for MaxHealthAge + (failback +
 //	                                     failure thresholds + 2) probe intervals + Cooldown and
