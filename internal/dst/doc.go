@@ -1043,7 +1043,7 @@
 //
 //	defect                      invariant broken                       lowest seed  seeds of 1000
 //	gray-before-probe           gate-open-while-usable                 552          1
-//	halt-waits-gray             gate-open-while-usable                 38           56
+//	halt-waits-gray             gate-open-while-usable                 1            83
 //	failback-holds-to-prepare   gate-open-while-usable                 3            20
 //	unknown-dropped-at-halt     every-unknown-order-settled            25           17
 //	superseded-answers-dropped  kept-answers-not-asked-again           15           68
