@@ -114,7 +114,13 @@
 //     Config.GrayFailbackWait per gray failure (bounded) with no trade-path
 //     failure within MaxHealthAge. Until live traffic succeeds on it again it is
 //     Status.WatchTradePath: the caller keeps checking its trade path, also while
-//     it is considered for failback, and a failure keeps it out again. Each bounce
+//     it is considered for failback, and a failure keeps it out again. A check
+//     that only reads ([Manager.ObserveLookup]) cannot vouch for submission:
+//     after the broker answered an order there with a server error
+//     ([Manager.ObserveSubmissionFailed], Status.SubmissionFailed) its success
+//     ends nothing until an order or a check of submission succeeds there,
+//     except as the last resort (no other endpoint eligible, the active one
+//     Down, no failure there for its failback cooldown). Each bounce
 //     (a failover within Config.BounceWindow of a failback) multiplies the failback
 //     cooldown by Config.BounceFactor (bounded), and Config.FlapBounces bounces trip
 //     the flap limiter.

@@ -71,6 +71,20 @@ import (
 // while it is considered for failback, and one failure makes it DEGRADED
 // again (not a target, no failback), FailureThreshold of them a gray failure
 // again.
+//
+// Which evidence ends it. A lookup (ObserveLookup: an order-status query of
+// an order ID never sent) reads the order path; it does not submit. When the
+// broker answered an order with a server error in the failures that took the
+// endpoint out (ObserveSubmissionFailed), a broker that answers reads while
+// it refuses orders passes the lookup and fails the orders, so the lookup's
+// success ends nothing: the gray failure (or the
+// failures whose cause is still undetermined) stands until a check that
+// exercises submission passes (ObserveTradePath), an order succeeds there,
+// or the gray wait ends — or, when no other endpoint is eligible (trading
+// would halt), the lookup passes after the endpoint's failback cooldown
+// without a failure: a last resort, tried at most once a cooldown, since
+// only an order can tell. Failures of lookups alone (reconcile reads
+// answered 503) end on a lookup's success, as on any trade-path evidence.
 
 type source int
 
@@ -78,6 +92,7 @@ const (
 	srcProbe source = iota
 	srcTraffic
 	srcTradePath
+	srcLookup // a trade-path check that only reads (ObserveLookup)
 )
 
 // ObserveTraffic records the result of live traffic (an order, an
@@ -96,6 +111,84 @@ func (m *Manager) ObserveTraffic(name string, result error, latency time.Duratio
 // failure. An unknown name returns ErrUnknownEndpoint.
 func (m *Manager) ObserveTradePath(name string, result error) (Status, error) {
 	return m.observe(name, result, 0, srcTradePath)
+}
+
+// ObserveLookup records the result of a trade-path check that reads the
+// order path without submitting (for example an order-status query of an
+// order ID never sent). A failure counts as ObserveTradePath's. A success
+// counts as ObserveTradePath's too, except while the endpoint's live-traffic
+// failures include an order the broker answered with a server error
+// (ObserveSubmissionFailed, Status.SubmissionFailed): then it is no evidence
+// about what failed and changes nothing — unless no other endpoint is
+// eligible and the endpoint has had no failure for its failback cooldown
+// (Status.FailbackCooldown): then, rather than halt for the whole gray
+// wait, it counts, and the next order there tells. An unknown name returns
+// ErrUnknownEndpoint.
+func (m *Manager) ObserveLookup(name string, result error) (Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	if now := m.clock.Now(); result != nil || !m.submissionFailedLocked(es, now) || m.lastResortLocked(es, now) {
+		m.recordLocked(es, result, 0, srcLookup)
+	}
+	return m.statusLocked(es), nil
+}
+
+// lastResortLocked: a lookup passing on es, whose standing failures include
+// a submission the broker answered with a server error, counts after all:
+// no other endpoint is eligible and the active one (when another) is DOWN
+// (without es, trading halts), and es has had
+// no failure for its failback cooldown (failbackCooldownLocked). Only an
+// order can tell whether the broker takes orders there again; a halt is
+// right only when no path is usable, so es is tried, at most once a
+// cooldown, rather than held out for the whole gray wait.
+func (m *Manager) lastResortLocked(es *endpointState, now time.Time) bool {
+	for _, o := range m.ranked {
+		if o != es && (m.eligibleLocked(o, now) || o == m.active && o.state != Down) {
+			return false // a target, or the active endpoint still carrying flow
+		}
+	}
+	return now.Sub(es.lastTrafficFailure) >= m.failbackCooldownLocked(es, now)
+}
+
+// ObserveSubmissionFailed records that the broker answered an order
+// submitted on the named endpoint with a server error (a 5xx: its order
+// service failed, whatever its reads and probe answer). Report the failure
+// itself first (ObserveTraffic): it is ignored when the endpoint has no
+// live-traffic failure standing. From then on, until an order succeeds there
+// (ObserveTraffic) or a check of submission does (ObserveTradePath), and at
+// most for the gray wait (Config.GrayFailbackWait per gray failure), a
+// lookup passing (ObserveLookup) ends none of the endpoint's failures except
+// as the last resort (Status.SubmissionFailed). An unknown name returns
+// ErrUnknownEndpoint.
+func (m *Manager) ObserveSubmissionFailed(name string) (Status, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	es, ok := m.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%w: %q", ErrUnknownEndpoint, name)
+	}
+	if es.trafficFail > 0 {
+		es.submissionFailedAt = m.clock.Now()
+	}
+	return m.statusLocked(es), nil
+}
+
+// submissionFailedLocked: es has live-traffic failures standing, and the
+// broker answered an order there with a server error within the gray wait,
+// none having succeeded since (Status.SubmissionFailed).
+func (m *Manager) submissionFailedLocked(es *endpointState, now time.Time) bool {
+	if es.trafficFail == 0 || es.submissionFailedAt.IsZero() {
+		return false
+	}
+	w := m.cfg.GrayFailbackWait * time.Duration(max(es.grayCount, 1))
+	if w > m.cfg.MaxGrayFailbackWait || w < 0 {
+		w = m.cfg.MaxGrayFailbackWait
+	}
+	return now.Sub(es.submissionFailedAt) < w
 }
 
 // TrafficHung records that live traffic on the named endpoint is hung: an
@@ -202,6 +295,9 @@ func (m *Manager) successLocked(es *endpointState, latency time.Duration, src so
 		es.gray = false // the trade path works
 		if src == srcTraffic {
 			es.tradePathDue = false // it carries orders again
+		}
+		if src != srcLookup {
+			es.submissionFailedAt = time.Time{} // an order, or a check of submission, went through
 		}
 		if es.slow {
 			es.consecSucc = 0
@@ -453,6 +549,7 @@ func (m *Manager) evidenceStatusLocked(es *endpointState, now time.Time, st *Sta
 	st.GrayFailures = es.grayCount
 	st.GrayUndetermined = m.grayUndeterminedLocked(es)
 	st.WatchTradePath = es.tradePathDue
+	st.SubmissionFailed = m.submissionFailedLocked(es, now)
 	st.Bounces = m.bouncesLocked(es, now)
 	st.FailbackCooldown = m.failbackCooldownLocked(es, now)
 }
@@ -476,6 +573,10 @@ func (m *Manager) grayNoteLocked(es *endpointState, now time.Time) string {
 	if left < 0 {
 		left = 0
 	}
-	return fmt.Sprintf("DOWN on live-traffic evidence while its probe passed (gray failure #%d, %d live-traffic failures, last: %v): the probe cannot see this failure, so it needs trade-path evidence to come back, or a wait of %v more (%v in all) and a probe success",
-		es.grayCount, es.trafficFail, es.lastErr, left, until.Sub(es.graySince))
+	what := "trade-path evidence"
+	if m.submissionFailedLocked(es, now) {
+		what = "evidence from order submission (a lookup passing is not: orders failed there)"
+	}
+	return fmt.Sprintf("DOWN on live-traffic evidence while its probe passed (gray failure #%d, %d live-traffic failures, last: %v): the probe cannot see this failure, so it needs %s to come back, or a wait of %v more (%v in all) and a probe success",
+		es.grayCount, es.trafficFail, es.lastErr, what, left, until.Sub(es.graySince))
 }

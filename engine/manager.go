@@ -92,6 +92,16 @@ type Status struct {
 	// makes it DEGRADED (not a target, no failback), FailureThreshold of them
 	// a gray failure again.
 	WatchTradePath bool
+	// SubmissionFailed: it has live-traffic failures standing (a gray
+	// failure among them), and the broker answered an order there with a
+	// server error (ObserveSubmissionFailed) within the gray wait
+	// (Config.GrayFailbackWait per gray failure), no order and no
+	// submission check (ObserveTradePath) having succeeded there since. Only
+	// evidence from the submission path ends those failures: ObserveTradePath,
+	// live traffic succeeding, or the gray wait. A lookup (ObserveLookup)
+	// passing does not (it reads the order path, it does not submit), except
+	// as the last resort (see ObserveLookup).
+	SubmissionFailed bool
 	// Bounces counts failovers away from it within Config.BounceWindow of a
 	// failback to it, within Config.FlapWindow.
 	Bounces int
@@ -160,6 +170,10 @@ type endpointState struct {
 	probeFailSeq, trafficOKSeq, trafficFailSeq uint64
 	// trafficHungSeq: when live traffic was last reported hung (TrafficHung).
 	trafficHungSeq uint64
+	// submissionFailedAt: when the broker last answered an order there with
+	// a server error (ObserveSubmissionFailed); zero once an order or a
+	// submission check (ObserveTradePath) succeeded there since
+	submissionFailedAt time.Time
 	// tradePathDue: a gray failure began, or a probe success ended an
 	// outage live traffic had taken DOWN, and no live traffic succeeded since
 	tradePathDue       bool

@@ -499,7 +499,15 @@ type Config struct {
 	// with SendLookupsVia offers its order lookup of an order ID never sent,
 	// through the endpoint checked, a "not found" being a success — the same
 	// read that failed reconcile lookups take an endpoint out with, so a
-	// burst of them costs its own length and a probe round or two. With no
+	// burst of them costs its own length and a probe round or two. Being a
+	// lookup, it cannot vouch for submission: after the broker answered
+	// orders there with a server error (a transport's unknown-outcome error
+	// that is a ServerAnswered saying so), its success does not bring the
+	// endpoint back while another carries flow; when trading would otherwise
+	// halt, it does, at most once per failback cooldown (the next order
+	// tells). Set TradePathCheck to a check that exercises submission (a
+	// test order the broker rejects in a known way) to end such a failure
+	// at once. With no
 	// check set or offered, a gray failure ends only after
 	// engine.Config.GrayFailbackWait, or when an order succeeds there: the
 	// probe never stands in for a trade-path check, halted or not (it could

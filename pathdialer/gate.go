@@ -207,6 +207,7 @@ func (t *Ticket) Unknown(cause error) {
 	if cause == nil {
 		cause = ErrUnknownOutcome
 	}
+	t.p.orderUnknown(t.Endpoint, cause) // what failed was a submission (gray.go)
 	// The move from "in flight" to "unknown" happens under the shard's lock,
 	// which takeTickets holds while it takes the shard: a reconcile finds the
 	// ticket either in flight or among the unknown ones, never in between, and

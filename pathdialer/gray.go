@@ -2,6 +2,7 @@ package pathdialer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -44,7 +45,11 @@ import (
 //     failure. A probe in flight when the orders began to fail decides
 //     nothing.
 //   - A gray failure ends only on trade-path evidence (Config.TradePathCheck
-//     succeeding, or live traffic succeeding) or after
+//     succeeding, or live traffic succeeding; a check a transport offers is
+//     a lookup, which ends it only when no order there was answered with a
+//     server error since one last succeeded — a broker that refuses orders
+//     may still answer reads — or, as the last resort, when trading would
+//     otherwise halt, at most once per failback cooldown) or after
 //     engine.Config.GrayFailbackWait times the number of its gray failures
 //     with no failed trade-path check within MaxHealthAge. Probe results end
 //     nothing: a probe blip (failures, then successes) during a gray failure
@@ -112,11 +117,18 @@ func (p *Path) tradePathCheck() (check ProbeFunc, name string) {
 // tradePathChecks runs the trade-path check (tradePathCheck), concurrently
 // and bounded by ProbeTimeout, on every endpoint in a gray failure, or that
 // was in one and has not carried a successful order since
-// (engine.Status.WatchTradePath).
+// (engine.Status.WatchTradePath). Config.TradePathCheck's results are
+// trade-path evidence (engine.Manager.ObserveTradePath); an offered check's
+// are a lookup's (engine.Manager.ObserveLookup), whose success does not end
+// a failure in which an order submission's outcome went unknown.
 func (p *Path) tradePathChecks(ctx context.Context) {
 	check, _ := p.tradePathCheck()
 	if check == nil {
 		return
+	}
+	observe := p.eng.ObserveTradePath
+	if p.cfg.TradePathCheck == nil {
+		observe = p.eng.ObserveLookup
 	}
 	var wg sync.WaitGroup
 	for _, st := range p.eng.Statuses() {
@@ -151,7 +163,7 @@ func (p *Path) tradePathChecks(ctx context.Context) {
 				err = fmt.Errorf("trade-path check of %q: %w", rt.ep.Name, err)
 			}
 			rt.obsMu.Lock()
-			st, oerr := p.eng.ObserveTradePath(rt.ep.Name, err)
+			st, oerr := observe(rt.ep.Name, err)
 			if oerr == nil {
 				rt.state.Store(int32(st.State))
 			}
@@ -159,6 +171,28 @@ func (p *Path) tradePathChecks(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// ServerAnswered is implemented by a transport's unknown-outcome error
+// (rest.UnknownOutcomeError) to say whether the broker answered the order
+// with a server error (a 5xx) rather than cutting the answer or not
+// answering. Ticket.Unknown looks for it in the cause's chain (errors.As).
+type ServerAnswered interface {
+	ServerAnswered() bool
+}
+
+// orderUnknown tells the engine that the broker answered an order submitted
+// on endpoint with a server error (Ticket.Unknown, its cause a
+// ServerAnswered that says so): its order service failed, which a lookup
+// passing does not vouch for (engine.Manager.ObserveSubmissionFailed). A cut
+// answer or a timeout may be the network's, which a lookup through the same
+// endpoint does cross: it is not marked.
+func (p *Path) orderUnknown(endpoint string, cause error) {
+	var sa ServerAnswered
+	if p.eps[endpoint] == nil || !errors.As(cause, &sa) || !sa.ServerAnswered() {
+		return
+	}
+	_, _ = p.eng.ObserveSubmissionFailed(endpoint)
 }
 
 // noteEvidence announces, on change, broken probes and gray failures.
@@ -187,6 +221,9 @@ func (p *Path) noteEvidence() {
 			how := "no TradePathCheck is configured and no transport offers a trade-path check: it waits"
 			if _, check := p.tradePathCheck(); check != "" {
 				how = check + " runs every probe round; without a success it waits"
+				if st.SubmissionFailed && p.cfg.TradePathCheck == nil {
+					how = "the broker answered orders there with a server error, and " + check + " is a lookup, which cannot vouch for them (it is tried again only when trading would halt, at most once per failback cooldown): it waits for an order to succeed there, or"
+				}
 			}
 			p.events.emit(Event{Kind: EventGray, Endpoint: name, Token: gen, Err: st.LastProbeError, Cause: fmt.Sprintf(
 				"%q is DOWN on live-traffic evidence while its probe passes (gray failure #%d): probe results do not bring it back; %s until %s (%v)",
@@ -222,6 +259,11 @@ type EndpointEvidence struct {
 	// succeeded on it since: the trade-path check (Config.TradePathCheck, or
 	// the one a transport offers) runs on it every probe round.
 	WatchTradePath bool `json:"watch_trade_path"`
+	// SubmissionFailed: the broker answered an order there with a server
+	// error in its current failures: the check a transport offers (a
+	// lookup) does not end them; Config.TradePathCheck, an order succeeding
+	// or the gray wait does.
+	SubmissionFailed bool `json:"submission_failed"`
 	// Bounces: failovers within engine.Config.BounceWindow of a failback to
 	// it; FailbackCooldown the cooldown they set for a failback to it.
 	Bounces          int           `json:"bounces"`
@@ -238,8 +280,8 @@ func evidenceOf(st engine.Status) EndpointEvidence {
 		ProbeFailures: st.ProbeFailures, TrafficFailures: st.TrafficFailures,
 		BrokenProbe: st.BrokenProbe, ProbeNeverSucceeded: st.ProbeNeverSucceeded,
 		GrayFailure: st.GrayFailure, GrayWaitUntil: st.GrayWaitUntil, GrayFailures: st.GrayFailures,
-		WatchTradePath: st.WatchTradePath,
-		Bounces:        st.Bounces, FailbackCooldown: st.FailbackCooldown,
+		WatchTradePath: st.WatchTradePath, SubmissionFailed: st.SubmissionFailed,
+		Bounces: st.Bounces, FailbackCooldown: st.FailbackCooldown,
 		VerificationExpired: st.VerificationExpired, EngineJurisdiction: st.Jurisdiction,
 	}
 }

@@ -527,6 +527,7 @@ func (w *world) checkAvail(res *Result, audit simbroker.AuditLog, viol func(inv,
 		// The seed's window in which every dead-man arm fails.
 		spans = append(spans, span{region: "*", kind: spanArmFail, from: w.start.Add(f.ArmFailAt), to: w.start.Add(f.ArmFailAt + f.ArmFailFor)})
 	}
+	spans = append(spans, w.grayShown()...)
 	a := availRec{
 		start: w.start, from: from, end: end, tradeEnd: w.start.Add(w.s.Duration), regions: w.s.Regions, primary: w.s.Regions[0],
 		gates: w.cx.gates, spans: spans, fences: w.cx.fences, fenceRetry: 500*time.Millisecond + slack,
@@ -534,6 +535,52 @@ func (w *world) checkAvail(res *Result, audit simbroker.AuditLog, viol func(inv,
 		gap: max(w.s.Cooldown, w.s.ProbeInterval) + w.s.ProbeInterval + 500*time.Millisecond,
 	}
 	res.Avail = a.judge(viol)
+}
+
+// grayShown (seeds with no trade-path check at all, Scenario.NoCheckAtAll):
+// a region whose order address went down while its probe address stayed up,
+// and whose probe, sent after the order address went down, passed before
+// the probe address went down too (an order burst's lead): for those
+// milliseconds the region was in a gray failure, orders refused while the
+// probe passed, and the Path was shown it. Its probe failing afterwards and
+// passing again is, to the Path, a probe blip during a gray failure (the
+// gray move's late probe rounds), after which the orders may still fail; so
+// with no trade-path check at all nothing it sees can bring the region back
+// before Engine.GrayFailbackWait, as its documented rule says. The region
+// is not judged usable from the order address's fault for that wait (a
+// spanGray: unusable). Nothing is added when no probe passed in the lead
+// (the Path was shown an ordinary outage). w.mu held.
+func (w *world) grayShown() []span {
+	if !w.s.NoCheckAtAll {
+		return nil
+	}
+	wait := w.path.Engine().Config().GrayFailbackWait
+	down := func(f faultnet.Fault) bool { return f.Kind == faultnet.KindDown || f.Kind == faultnet.KindBlackhole }
+	var out []span
+	for _, r := range w.s.Regions {
+		rest, probe := addr(r, simbroker.REST), addr(r, simbroker.Probe)
+		for _, n := range w.cx.netSets {
+			if n.addr != rest || !down(n.f) {
+				continue
+			}
+			a := n.at
+			var b time.Time // the probe address down at or after a (zero: never)
+			for _, m := range w.cx.netSets {
+				if m.addr == probe && down(m.f) && !m.at.Before(a) && (b.IsZero() || m.at.Before(b)) {
+					b = m.at
+				}
+			}
+			for _, p := range w.cx.probes {
+				ep, ok := w.path.Endpoint(p.endpoint)
+				if !ok || ep.Region != r || !p.ok || p.start.Before(a) || !b.IsZero() && !p.end.Before(b) {
+					continue
+				}
+				out = append(out, span{region: r, kind: spanGray, from: a, to: a.Add(wait)})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // coordEvent is one entry of the coordinator's own record (coordinated

@@ -171,7 +171,7 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 	w.checkLate(res, audit)                               // late_check.go
 	w.checkFinal(audit, viol)                             // final_check.go
 	if len(w.s.Moves) > 0 {
-		w.checkComposed(viol)
+		w.checkComposed(res, viol)
 		w.checkGround(viol)
 		w.checkGrayFailback(res, audit, viol) // grayback.go
 		w.checkAvail(res, audit, viol)        // avail.go

@@ -481,7 +481,7 @@ func (c *coordinator) haltAtNext(kind pathdialer.EventKind, m Move) {
 var errCoordHalt = errors.New("dst: the coordinator halts trading")
 
 // checkComposed judges the composed invariants (w.mu held).
-func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
+func (w *world) checkComposed(res *Result, viol func(inv, format string, a ...any)) {
 	cx := &w.cx
 	sort.SliceStable(cx.states, func(i, j int) bool { return cx.states[i].seq < cx.states[j].seq })
 	sort.SliceStable(cx.gates, func(i, j int) bool { return cx.gates[i].seq < cx.gates[j].seq })
@@ -613,7 +613,16 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 		}
 	}
 	// No failback to an endpoint while its gray trade-path fault, armed when
-	// it was left, is still armed.
+	// it was left, is still armed. In seeds with rest.Reconciler's offered
+	// check (a lookup) and no Config.TradePathCheck, a failover onto it (the
+	// active endpoint DOWN, no other target: the Path's last resort, tried
+	// at most once a failback cooldown) is a note: the lookup passes
+	// whether or not the broker takes orders there again (the broker's
+	// Partial fault answers reads), so only an order can tell, and a Path
+	// that never tried would halt for Engine.GrayFailbackWait after the
+	// fault healed (gate-open-while-usable). A failback (the active
+	// endpoint carrying flow) stays a violation there too.
+	lastResortNote := w.s.NoTradePathCheck && !w.s.NoCheckAtAll
 	for i, g := range cx.gates {
 		if g.kind != pathdialer.EventSwitch {
 			continue
@@ -627,6 +636,10 @@ func (w *world) checkComposed(viol func(inv, format string, a ...any)) {
 				// evidence was live traffic failing while the probe passed.
 				if h.kind == pathdialer.EventSwitch && h.to != g.to && !h.at.Before(s.from) && activeBefore(cx.gates, h, primary) == g.to &&
 					len(w.spansOn(g.to, s.from, h.at)) == 1 {
+					if lastResortNote && g.cause == "failover" {
+						res.Notes = append(res.Notes, fmt.Sprintf("with the offered trade-path check (a lookup), failover to %s at %v as the last resort while its trade path still failed (gray fault armed at %v, %s left at %v)", g.to, w.off(g.at), w.off(s.from), g.to, w.off(h.at)))
+						break
+					}
 					viol(InvGrayFailback, "failback to %s at %v while its trade path still failed (gray fault armed at %v, %s left at %v)", g.to, w.off(g.at), w.off(s.from), g.to, w.off(h.at))
 					break
 				}

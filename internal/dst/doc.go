@@ -156,8 +156,12 @@
 // broker's 404 or an order and failing on anything else (a 5xx, a refusal,
 // no answer). Being a lookup, it fails while the region's lookups answer 503
 // (lookup-5xx), and it passes during a gray failure that breaks only order
-// submission (the broker's Partial fault answers reads), which the Path
-// then cannot tell from a recovery. In those of them with an order burst
+// submission (the broker's Partial fault answers reads). The Path knows the
+// orders were answered 503 (rest.UnknownOutcomeError.ServerAnswered), so it
+// does not take the lookup's success for a recovery while another region
+// carries flow; when none does, it tries the region again at most once a
+// failback cooldown (its last resort: the lookup passes whether or not the
+// broker takes orders there again, so only an order can tell). In those of them with an order burst
 // and nothing but outages (no fault or move whose failure the probe cannot
 // see: only down, blackhole and probe-only faults, late probes, stream dial
 // timeouts, stalls, Start's cut round and dead-man arm failures; 6 of
@@ -727,6 +731,8 @@
 //	                                     bound; a coordinator's Halt returns within 1 ms
 //	no-failback-while-trade-path-fails   no switch back to an endpoint left while a gray fault
 //	                                     was its only fault, while that fault is still armed
+//	                                     (with only the offered lookup, a failover onto it, the
+//	                                     Path's last resort, is a note: only an order can tell)
 //	no-halt-while-target-answered        no halt for want of a target while another endpoint,
 //	                                     with nothing armed on it for MaxHealthAge + (failback +
 //	                                     failure thresholds + 2) probe intervals + Cooldown and
@@ -967,22 +973,22 @@
 // end. Without the liveness moves (SIM_LIVE=0, seeds 1-300): none beyond
 // the bound; 436 s of 4,856 s (9.0 %) within it, the worst 11.8 s.
 //
-// On today's runtime (make sim SIM_SEEDS=1000 SIM_SHARDS=2): 26 seeds fail.
-// 11 (185, 207, 303, 460, 491, 569, 716, 752, 856, 907, 925) break
-// no-failback-while-trade-path-fails: seeds with rest.Reconciler's offered
-// check and a gray failure of order submission only; the offered check is a
-// lookup, which such a failure does not break, so it passes at the next
-// round and flow moves back onto the region whose orders fail (then out
-// again on their failures). 15 break gate-open-while-usable beyond its
-// bound: a switch or a resume whose step on its target fails is retried on
-// that target while another region is usable, never re-targeted: its
-// reconcile's lookups answer 503 (21, 39, 269, 719, 805, 879), its reads
-// hang or the target is down (288, 316, 545, 733), the dead-man arm on the
-// target fails (289, 727), the broker's kill switch called through the
-// target fails (542); and, in seeds with no trade-path check at all, the
-// order burst's on-demand probe passed in the move's lead before the probe
-// went down, so by the evidence it is a gray failure, which without a check
-// waits GrayFailbackWait: halted when the backup dies (282, 285).
+// On today's runtime (make sim SIM_SEEDS=1000 SIM_SHARDS=2): 2 seeds fail,
+// 733 and 805 (gate-open-while-usable, 11.0 s beyond the bound of 35,952 s
+// judged; closed while a path was usable 1,543 s, 4.3 %): coordinated seeds
+// whose assigned switch's reconcile keeps failing on its target (reads hang
+// or the target dies; lookups answer 503) while another region is usable.
+// A Path with ExternalDecisions does not re-target by itself (the
+// coordinator decides), refuses a new Assign while that switch is in
+// progress (ErrSwitchInProgress), and the sim's decider waits inside the
+// first Assign, which returns only at the release. SIM_COMPOSED=0 fails
+// none. Eleven seeds (185, 207, 303, 460, 491, 569, 716, 752, 856, 907,
+// 925) failed no-failback-while-trade-path-fails before the Path told a
+// lookup's success from evidence of submission (the offered check passed
+// while the broker answered the region's orders 503, and flow went back
+// onto it); 282 and 285 failed gate-open-while-usable where the order
+// burst's lead showed the Path a gray failure in seeds with no trade-path
+// check at all (see grayShown in avail.go).
 //
 // # Mutants
 //
@@ -1057,7 +1063,7 @@
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	return-without-reproof   identity-proved-at-switch              505          2
-//	gray-probe-blip          no-failback-while-trade-path-fails     85           29
+//	gray-probe-blip          no-failback-while-trade-path-fails     85           18
 //
 // The availability and settlement defects are found by the composed seeds
 // with the liveness moves (make sim-plant DEFECT=name SIM_SEEDS=1000
@@ -1067,7 +1073,7 @@
 //
 //	defect                      invariant broken                       lowest seed  seeds of 1000
 //	gray-before-probe           gate-open-while-usable                 552          1
-//	halt-waits-gray             gate-open-while-usable                 38           56
+//	halt-waits-gray             gate-open-while-usable                 1            83
 //	failback-holds-to-prepare   gate-open-while-usable                 3            20
 //	unknown-dropped-at-halt     every-unknown-order-settled            25           17
 //	superseded-answers-dropped  kept-answers-not-asked-again           15           68

@@ -62,6 +62,14 @@ func (e *UnknownOutcomeError) Error() string {
 	return fmt.Sprintf("rest: outcome of order %q on endpoint %q unknown (%s); handed to reconciliation", e.OrderID, e.Endpoint, what)
 }
 
+// ServerAnswered reports whether the broker answered the order with a server
+// error (StatusCode 5xx), not a cut answer or no answer. The Path takes such
+// an answer as a failure of order submission itself, which a lookup passing
+// does not vouch for (pathdialer.Ticket.Unknown).
+func (e *UnknownOutcomeError) ServerAnswered() bool {
+	return e.StatusCode >= 500 && e.Cause == nil
+}
+
 // Unwrap returns the cause and pathdialer.ErrUnknownOutcome.
 func (e *UnknownOutcomeError) Unwrap() []error {
 	if e.Cause != nil {

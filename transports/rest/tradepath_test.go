@@ -365,9 +365,10 @@ func endpointOf(p *pathdialer.Path, name string) pathdialer.EndpointSnapshot {
 
 // The Reconciler's trade-path check reaches an endpoint that is fenced and
 // not active (its own connection, allowed while fenced): a primary taken out
-// by failed orders while its probe passed stays out while its lookups fail
-// and is back from its gray failure within two probe rounds of their healing.
-// Its failures name the endpoint and the status, never the credentials.
+// by failed orders while its probe passed stays out while its lookups fail.
+// Its failures name the endpoint and the status, never the credentials. Its
+// orders were answered 503, so its lookups healing do not bring it back
+// while the backup carries flow: a lookup cannot vouch for submission.
 func TestReconcilerTradePathCheckReachesFencedEndpoint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		book := &memBook{orders: map[string]string{}}
@@ -396,15 +397,18 @@ func TestReconcilerTradePathCheckReachesFencedEndpoint(t *testing.T) {
 		if !strings.Contains(s.LastProbeError, `trade-path check on "eu"`) || !strings.Contains(s.LastProbeError, "HTTP 503") || strings.Contains(s.LastProbeError, "X-Api-Key") {
 			t.Fatalf("eu's last error %q does not say that the check failed, and how", s.LastProbeError)
 		}
-		if got := eu.reads.Load(); got < 8 {
+		got := eu.reads.Load()
+		if got < 8 {
 			t.Fatalf("%d lookups reached the fenced eu in 10 s", got)
 		}
 		eu.lookups.Store(false)
 		healed := time.Now()
 		<-time.After(2 * (cfg.ProbeInterval + cfg.ProbeJitter))
-		back, ok := q.first(pathdialer.EventGray, healed, func(e pathdialer.Event) bool { return e.Endpoint == "eu" })
-		if !ok || !strings.Contains(back.Cause, "back") {
-			t.Fatalf("eu not back from its gray failure within two probe rounds of its lookups healing: %+v; events:\n%s", endpointOf(q.path, "eu"), q.timeline(start))
+		if back, ok := q.first(pathdialer.EventGray, healed, func(e pathdialer.Event) bool { return e.Endpoint == "eu" }); ok {
+			t.Fatalf("eu back from a gray failure of submission on its lookups healing (%v); events:\n%s", back, q.timeline(start))
+		}
+		if s := endpointOf(q.path, "eu"); !s.GrayFailure || !s.SubmissionFailed || eu.reads.Load() < got+2 {
+			t.Fatalf("eu after its lookups healed: %+v (%d lookups reached it)", s, eu.reads.Load()-got)
 		}
 	})
 }
