@@ -39,9 +39,11 @@ import (
 // delivered then). An early look that finds nothing changes nothing: the
 // verdict becomes final only as above. A copy booked while the verdict is
 // provisional is thus reported within MaxCopyHold plus one LookupInterval of
-// its booking, as long as the re-queries succeed, no more orders wait than
-// one call may ask about within the budget, and no switch holds the gate
-// meanwhile.
+// its booking (plus one listing's LookupIntervals through a function that
+// reads the venue's order listings, Config.ReconcileListings: such a call
+// asks about every due order), as long as the re-queries succeed, no more
+// orders wait than one call may ask about within the budget, and no switch
+// holds the gate meanwhile.
 //
 // A final NOT_RECEIVED stays watched: the Path looks it up again at growing
 // intervals (Profile.RequerySchedule: 1 s, then doubling gaps, each at least
@@ -646,7 +648,7 @@ func (c *controller) maybeRequery(ctx context.Context) {
 			continue // its re-query is still running: its result kicks the next
 		}
 		ts := groups[key]
-		if n := p.lookupBatch(); len(ts) > n {
+		if n := p.requeryBatch(key); len(ts) > n {
 			ts = ts[:n] // the rest at the next re-query, within the budget
 		}
 		c.requeryGroup(ctx, key, ts, st)
