@@ -173,3 +173,51 @@ func maxDur(m map[string]time.Duration) (d time.Duration) {
 	}
 	return d
 }
+
+// A provisional NOT_RECEIVED that falls due while another re-query's pause
+// for the venue's budget runs is asked about in that re-query, early,
+// instead of waiting for the pause to end: at a venue looked up one order
+// at a time (budget unknown: one lookup a second), seven orders found
+// missing first keep the reconciler paused 7 s after each re-query, and an
+// order found missing 4 s later, whose copy lands at once, must still be
+// reported within MaxCopyHold plus one lookup interval of its booking.
+func TestRequeryAsksEarlyAboutOrdersDueDuringItsPause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hold = 10 * time.Second
+		v := noDedupVenue()
+		interval := v.LookupInterval()
+		bk := &copyBook{}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.Venue, c.MaxCopyHold, c.Quarantine = v, hold, 10*time.Minute
+			c.Reconcile = bk.reconcile
+			c.SettleUnknown = 100 * time.Millisecond
+		})
+		defer h.close()
+		h.start()
+		for i := range 7 {
+			mustAcquire(t, h.p, fmt.Sprintf("o-b%d", i)).Unknown(errReset)
+		}
+		time.Sleep(4 * time.Second)
+		mustAcquire(t, h.p, "o-a").Unknown(errReset)
+		settled := h.await(pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool {
+			return len(e.Settlements) == 1 && e.Settlements[0].OrderID == "o-a"
+		})
+		time.Sleep(20 * time.Millisecond)
+		bk.land("o-a")
+		booked := time.Now()
+		late := h.await(pathdialer.EventLateLanding, nil)
+		if late.OrderID != "o-a" {
+			t.Fatalf("late landing = %v", late)
+		}
+		if d := late.Time.Sub(booked); d > hold+interval {
+			t.Errorf("o-a, found missing at %s and booked 20ms later, reported %v after its booking: beyond MaxCopyHold + one lookup interval (%v)", settled.Time.Format("15:04:05.000"), d, hold+interval)
+		}
+		starts := requeryStarts(h.rec.all())
+		for i := 1; i < len(starts); i++ {
+			if gap, need := starts[i].Time.Sub(starts[i-1].Time), time.Duration(len(starts[i-1].Tickets))*interval; gap < need {
+				t.Errorf("re-query %d came %v after one that asked about %d orders: faster than the budget (%v)", i, gap, len(starts[i-1].Tickets), need)
+			}
+		}
+		t.Logf("reported %v after its booking by %d re-queries", late.Time.Sub(booked), len(starts))
+	})
+}

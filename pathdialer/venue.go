@@ -152,6 +152,43 @@ func (p *Path) requeryBatch(key string) int {
 	return p.lookupBatch()
 }
 
+// requeryAhead returns what one re-query through reconciler key asks about:
+// the due tickets, at most requeryBatch, and then, oldest due first, the
+// provisional NOT_RECEIVED verdicts of the same reconciler that would fall
+// due before the pause this re-query starts ends (requeryPause, counting
+// them): waiting for that pause, their next look would come later than
+// MaxCopyHold after the last. An early look is harmless: it finds a landing
+// or changes nothing (verdict.go: requeried).
+func (p *Path) requeryAhead(key string, due []TicketInfo, now time.Time) []TicketInfo {
+	n := p.requeryBatch(key)
+	if len(due) >= n {
+		return due[:n]
+	}
+	type soon struct {
+		t  TicketInfo
+		at time.Time
+	}
+	var cands []soon
+	p.verdicts.mu.Lock()
+	for _, id := range p.verdicts.order {
+		v := p.verdicts.byID[id]
+		if v == nil || v.Final || !v.open() || !now.Before(v.RequeryAt) || p.reconcilerKey(v.Service) != key {
+			continue // final (the watch keeps its own schedule), already due, or another reconciler's
+		}
+		cands = append(cands, soon{TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Token: v.Token, State: TicketHanded}, v.RequeryAt})
+	}
+	p.verdicts.mu.Unlock()
+	slices.SortStableFunc(cands, func(a, b soon) int { return a.at.Compare(b.at) })
+	out := slices.Clone(due)
+	for _, c := range cands {
+		if len(out) >= n || !c.at.Before(now.Add(p.requeryPause(key, len(out)+1))) {
+			break
+		}
+		out = append(out, c.t)
+	}
+	return out
+}
+
 // requeryPause is how long the next re-query through reconciler key waits
 // after one that asked about n orders: the listing's requests at the venue's
 // LookupInterval where the function reads listings, else lookupPause(n).

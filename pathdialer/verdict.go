@@ -386,6 +386,10 @@ func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []V
 				continue
 			}
 			if now.Before(v.RequeryAt) {
+				// Asked about ahead of its time (venue.go: requeryAhead): the
+				// next look is MaxCopyHold after this one, or at the
+				// quarantine's end.
+				v.RequeryAt = p.requeryAt(v, now)
 				continue
 			}
 			e := p.evidence(v, now)
@@ -647,10 +651,9 @@ func (c *controller) maybeRequery(ctx context.Context) {
 		if c.requeryRuns[key] != nil {
 			continue // its re-query is still running: its result kicks the next
 		}
-		ts := groups[key]
-		if n := p.requeryBatch(key); len(ts) > n {
-			ts = ts[:n] // the rest at the next re-query, within the budget
-		}
+		// At most a budget's worth (the rest at the next re-query), with the
+		// provisional verdicts that would fall due during its pause (venue.go).
+		ts := p.requeryAhead(key, groups[key], now)
 		c.requeryGroup(ctx, key, ts, st)
 	}
 }
