@@ -454,7 +454,8 @@ type Config struct {
 	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
 	// A provisional NOT_RECEIVED is looked up again every MaxCopyHold (at
 	// least the venue's LookupInterval), so a copy that lands meanwhile is
-	// reported within about that long. >= 0.
+	// reported within about that long of the venue's lookups showing it
+	// (plus one budgeted lookup; see the package documentation). >= 0.
 	MaxCopyHold time.Duration
 	// Quarantine is how long a provisional NOT_RECEIVED waits before the
 	// re-query that can make it final (the early looks before it only find

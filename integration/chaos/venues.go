@@ -305,7 +305,10 @@ func (r *runner) venueRow(row Row) VenueRow {
 			v.LateReported++
 		}
 	}
-	v.LateReportMax, v.LateMeasured = lateReport(sum.LateLandings, v.LookupLag)
+	v.LateReportMax, v.LateMeasured = lateReport(sum.LateLandings, v.LookupLag, func(order string) bool {
+		pv, ok := r.c.Path().Verdict(order)
+		return ok && pv.AfterFinal
+	})
 	v.LateTarget = lateTarget(pathdialer.DefaultMaxCopyHold, r.b.Profile(), 1)
 	st := r.b.VenueStats()
 	v.Throttled, v.Lockouts = st.Throttled, st.Lockouts
@@ -315,12 +318,16 @@ func (r *runner) venueRow(row Row) VenueRow {
 // lateReport returns the longest time from when the venue's lookups could
 // first show a late landing (its booking plus lag) to the library's report
 // of it, over the landings the target covers (n of them): reported after
-// their booking while their verdict was provisional. One reported before
-// its lookups could show it (the broker's own answer, an execution report)
+// their booking, and found while their verdict was provisional — not after
+// a final NOT_RECEIVED, whether the checker saw the verdict final before the
+// booking (AfterFinal) or the Path made it final before its lookups could
+// show the booking (alarm: pathdialer.Verdict.AfterFinal; a copy held longer
+// than MaxCopyHold, found by the late-landing watch). One reported before its
+// lookups could show it (the broker's own answer, an execution report)
 // counts as 0.
-func lateReport(lands []orderflow.LateLanding, lag time.Duration) (longest time.Duration, n int) {
+func lateReport(lands []orderflow.LateLanding, lag time.Duration, alarm func(order string) bool) (longest time.Duration, n int) {
 	for _, l := range lands {
-		if l.ReportedAt <= 0 || l.AfterFinal {
+		if l.ReportedAt <= 0 || l.AfterFinal || alarm != nil && alarm(l.Order) {
 			continue
 		}
 		n++

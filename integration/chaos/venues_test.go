@@ -24,11 +24,17 @@ func TestLateReportCountsFromWhenLookupsShowTheBooking(t *testing.T) {
 		{Order: "d", BookedAt: s(60), Reported: true},                                       // told before its booking
 		{Order: "e", BookedAt: s(60), ReportedAt: s(61), Reported: true},                    // an execution report: 0
 	}
-	got, n := lateReport(lands, lag)
+	got, n := lateReport(lands, lag, nil)
 	if got != s(5.4) || n != 3 {
 		t.Fatalf("lateReport = %v over %d, want 5.4s over 3", got, n)
 	}
-	if got, n := lateReport(lands[2:4], lag); got != 0 || n != 0 {
+	// The Path made a's NOT_RECEIVED final before its lookups could show
+	// the booking: the watch's alarm, not the target's.
+	got, n = lateReport(lands, lag, func(o string) bool { return o == "a" })
+	if got != s(1) || n != 2 {
+		t.Fatalf("lateReport without the Path's alarm = %v over %d, want 1s over 2", got, n)
+	}
+	if got, n := lateReport(lands[2:4], lag, nil); got != 0 || n != 0 {
 		t.Fatalf("lateReport of an alarm and an early verdict = %v over %d, want none", got, n)
 	}
 	r := VenueRow{LateTarget: s(10.2)}
