@@ -353,7 +353,8 @@ integration:
 # the Path's default quarantine, and copies held twice by a blackhole longer
 # than that quarantine. One row per profile: orders, faults, resends allowed,
 # booked twice, late landings (reported / after final / unreported), the longest
-# from a landing before a final verdict to its report (target: MaxCopyHold +
+# from when the venue's lookups could show a landing before a final verdict
+# (its booking plus the played lookup lag) to its report (target: MaxCopyHold +
 # the profile's lookup interval), halts.
 # CHAOS_VENUES picks some (CHAOS_VENUES=binance-spot,alpaca). Not part of
 # `make test`.

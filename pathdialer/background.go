@@ -366,8 +366,8 @@ func (c *controller) requeried(res bgResult) {
 	// fence's open orders, like a switch's RESTING (openorders.go).
 	c.oweSettledResting(r, lateSettlements(late))
 	st.attempt = 0
-	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.lookupPause(len(r.Tickets)))) // venue.go
-	c.wakeRequeryAt(st.retryAt)                                                                      // verdict.go
+	st.retryAt = time.Now().Add(max(p.cfg.ReconcileBackoff.delay(1), p.requeryPause(key, len(r.Tickets)))) // venue.go
+	c.wakeRequeryAt(st.retryAt)                                                                            // verdict.go
 	p.events.emit(Event{Kind: EventReconcileSuccess, From: r.From, To: r.To, Token: r.Token, Attempt: r.Attempt, Duration: time.Since(res.start), Settlements: out, Cause: r.Reason, Service: key})
 	p.emitLate(late)
 }

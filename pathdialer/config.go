@@ -351,6 +351,22 @@ type Config struct {
 	// when every reconcile succeeded. See the package documentation for the
 	// exact rules.
 	ReconcileByService map[string]ReconcileFunc
+	// ReconcileListings, optional, names the reconcile functions that read
+	// the venue's order listings instead of looking each order up (for a
+	// venue without a lookup by client order ID: rest.ReconcileOptions'
+	// ListURLs, rest.KrakenSpotOrderListing), keyed like ReconcileByService
+	// ("" for Reconcile), each with how many requests one call makes
+	// whatever the number of orders it is asked about
+	// (rest.Reconciler.ListingRequests). The Path's re-queries of
+	// provisional and watched NOT_RECEIVED verdicts (ReasonRequery) through
+	// such a function ask about every due order in one call, and the next
+	// waits that many of Venue's LookupInterval; through any other function
+	// a call asks about at most one budget window's orders and the next
+	// waits one LookupInterval per order asked about. So a late landing is
+	// reported within MaxCopyHold plus one listing's lookup intervals of its
+	// booking however many orders wait. Each key is "" or a key of
+	// ReconcileByService; each value >= 1.
+	ReconcileListings map[string]int
 	// Venue states what the broker guarantees (client-order-ID
 	// deduplication, how long a lookup may wrongly say "not found", whether
 	// it can fence, its lookup budget): verdicts, MayResend, Quarantine's
@@ -438,7 +454,8 @@ type Config struct {
 	// venue's gateway) and still be booked. 0 means DefaultMaxCopyHold.
 	// A provisional NOT_RECEIVED is looked up again every MaxCopyHold (at
 	// least the venue's LookupInterval), so a copy that lands meanwhile is
-	// reported within about that long. >= 0.
+	// reported within about that long of the venue's lookups showing it
+	// (plus one budgeted lookup; see the package documentation). >= 0.
 	MaxCopyHold time.Duration
 	// Quarantine is how long a provisional NOT_RECEIVED waits before the
 	// re-query that can make it final (the early looks before it only find

@@ -2,6 +2,9 @@ package pathdialer
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/brokerpath/brokerpath/venue"
@@ -49,6 +52,17 @@ func (c Config) validateVenue() error {
 	v := c.venueProfile()
 	if err := v.Validate(); err != nil {
 		return configError("Venue", "", "Venue: %w", err)
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.ReconcileListings)) {
+		n := c.ReconcileListings[key]
+		switch _, byService := c.ReconcileByService[key]; {
+		case key == "" && c.Reconcile == nil:
+			return configError("ReconcileListings", "", "ReconcileListings has the key \"\" (Config.Reconcile), but Reconcile is nil: use the service's key from ReconcileByService")
+		case key != "" && !byService:
+			return configError("ReconcileListings", "", "ReconcileListings names %q, which is not a key of ReconcileByService (\"\" is Config.Reconcile)", key)
+		case n < 1:
+			return configError("ReconcileListings", "", "ReconcileListings[%q] is %d: the requests one listing call makes must be >= 1", key, n)
+		}
 	}
 	hold := c.maxCopyHold()
 	if minQ := v.MinQuarantine(hold); c.Quarantine > 0 && c.Quarantine < minQ {
@@ -126,6 +140,63 @@ func (p *Path) lookupBatch() int {
 		return unknownLookupBatch
 	}
 	return max(1, int(b.Value.Per/p.cfg.Venue.LookupInterval()))
+}
+
+// requeryBatch is the most orders one re-query through reconciler key asks
+// about: every due order where the function reads listings (one call
+// answers for all, Config.ReconcileListings), else lookupBatch.
+func (p *Path) requeryBatch(key string) int {
+	if p.cfg.ReconcileListings[key] > 0 {
+		return math.MaxInt
+	}
+	return p.lookupBatch()
+}
+
+// requeryAhead returns what one re-query through reconciler key asks about:
+// the due tickets, at most requeryBatch, and then, oldest due first, the
+// provisional NOT_RECEIVED verdicts of the same reconciler that would fall
+// due before the pause this re-query starts ends (requeryPause, counting
+// them): waiting for that pause, their next look would come later than
+// MaxCopyHold after the last. An early look is harmless: it finds a landing
+// or changes nothing (verdict.go: requeried).
+func (p *Path) requeryAhead(key string, due []TicketInfo, now time.Time) []TicketInfo {
+	n := p.requeryBatch(key)
+	if len(due) >= n {
+		return due[:n]
+	}
+	type soon struct {
+		t  TicketInfo
+		at time.Time
+	}
+	var cands []soon
+	p.verdicts.mu.Lock()
+	for _, id := range p.verdicts.order {
+		v := p.verdicts.byID[id]
+		if v == nil || v.Final || !v.open() || !now.Before(v.RequeryAt) || p.reconcilerKey(v.Service) != key {
+			continue // final (the watch keeps its own schedule), already due, or another reconciler's
+		}
+		cands = append(cands, soon{TicketInfo{OrderID: v.OrderID, Service: v.Service, Endpoint: v.Endpoint, Token: v.Token, State: TicketHanded}, v.RequeryAt})
+	}
+	p.verdicts.mu.Unlock()
+	slices.SortStableFunc(cands, func(a, b soon) int { return a.at.Compare(b.at) })
+	out := slices.Clone(due)
+	for _, c := range cands {
+		if len(out) >= n || !c.at.Before(now.Add(p.requeryPause(key, len(out)+1))) {
+			break
+		}
+		out = append(out, c.t)
+	}
+	return out
+}
+
+// requeryPause is how long the next re-query through reconciler key waits
+// after one that asked about n orders: the listing's requests at the venue's
+// LookupInterval where the function reads listings, else lookupPause(n).
+func (p *Path) requeryPause(key string, n int) time.Duration {
+	if k := p.cfg.ReconcileListings[key]; k > 0 {
+		return time.Duration(k) * p.cfg.Venue.LookupInterval()
+	}
+	return p.lookupPause(n)
 }
 
 // lookupPause is how long a reconciler's next re-query waits after one that

@@ -36,12 +36,18 @@ import (
 // every MaxCopyHold (at least the venue's LookupInterval) until it is final,
 // and one LookupInterval after the endpoint it was sent through recovers
 // (its probe takes it from DOWN to HEALTHY: copies that path held are
-// delivered then). An early look that finds nothing changes nothing: the
-// verdict becomes final only as above. A copy booked while the verdict is
-// provisional is thus reported within MaxCopyHold plus one LookupInterval of
-// its booking, as long as the re-queries succeed, no more orders wait than
-// one call may ask about within the budget, and no switch holds the gate
-// meanwhile.
+// delivered then). A re-query also asks about the provisional verdicts that
+// would fall due while it keeps the reconciler paused for the venue's
+// budget. An early look that finds nothing changes nothing: the verdict
+// becomes final only as above. A copy booked while the verdict is
+// provisional is thus reported within MaxCopyHold plus one LookupInterval
+// (one listing's LookupIntervals through a function that reads the venue's
+// order listings, Config.ReconcileListings: such a call asks about every
+// due order) of the moment the venue's lookups show it: its booking, or up
+// to the venue's lookup false-negative horizon later where its lookups lag.
+// This holds as long as the re-queries succeed, the budget allows a lookup
+// of every provisional order every MaxCopyHold, and no switch holds the
+// gate meanwhile.
 //
 // A final NOT_RECEIVED stays watched: the Path looks it up again at growing
 // intervals (Profile.RequerySchedule: 1 s, then doubling gaps, each at least
@@ -384,6 +390,10 @@ func (p *Path) requeried(settled []Settlement, now time.Time) ([]Settlement, []V
 				continue
 			}
 			if now.Before(v.RequeryAt) {
+				// Asked about ahead of its time (venue.go: requeryAhead): the
+				// next look is MaxCopyHold after this one, or at the
+				// quarantine's end.
+				v.RequeryAt = p.requeryAt(v, now)
 				continue
 			}
 			e := p.evidence(v, now)
@@ -645,10 +655,9 @@ func (c *controller) maybeRequery(ctx context.Context) {
 		if c.requeryRuns[key] != nil {
 			continue // its re-query is still running: its result kicks the next
 		}
-		ts := groups[key]
-		if n := p.lookupBatch(); len(ts) > n {
-			ts = ts[:n] // the rest at the next re-query, within the budget
-		}
+		// At most a budget's worth (the rest at the next re-query), with the
+		// provisional verdicts that would fall due during its pause (venue.go).
+		ts := p.requeryAhead(key, groups[key], now)
 		c.requeryGroup(ctx, key, ts, st)
 	}
 }

@@ -67,12 +67,18 @@ type VenueRow struct {
 	// Late landings: reported before any final verdict, reported after a
 	// final NOT_RECEIVED (the watch's alarm), never reported (the target is 0).
 	LateReported, LateAfterFinal, LateUnreported int
-	// LateReportMax: the longest from a late landing's booking to the
-	// library's report of it; LateTarget: MaxCopyHold plus the profile's
-	// budgeted lookup interval, the bound the Path keeps for a landing
-	// while its verdict is provisional.
-	LateReportMax, LateTarget time.Duration
-	Halts                     int
+	// LateReportMax: the longest from the moment the venue's lookups could
+	// first show a late landing (its booking plus LookupLag) to the
+	// library's report of it, over the landings booked while their verdict
+	// was provisional; LateTarget: MaxCopyHold plus the profile's budgeted
+	// lookup interval, the bound the Path keeps for such a landing
+	// (lateTarget). LookupLag: how long the broker's lookups answer "not
+	// found" for a booked order (the profile's false-negative horizon, as
+	// played): no lookup can find a landing sooner.
+	LateReportMax, LateTarget, LookupLag time.Duration
+	// LateMeasured: the late landings LateReportMax is over.
+	LateMeasured int
+	Halts        int
 	// Throttled lookups and refused logons (lockouts) at the broker.
 	Throttled, Lockouts int
 	Violations          int
@@ -276,8 +282,12 @@ func (r *runner) venueRow(row Row) VenueRow {
 	v := VenueRow{Venue: r.venue.Name, Played: fmt.Sprintf("dedup=%s fence=%s", r.pol.Dedup, r.pol.Fence), Orders: row.Orders,
 		Faults: row.Faults, BookedTwice: sum.Duplicates, AfterResend: sum.DuplicatesAllowed, Halts: sum.Halts,
 		Violations: row.Violations, Result: row.Result}
-	if p := r.b.Play(); p != nil && p.DedupWindow > 0 {
-		v.Played += fmt.Sprintf(" (window %v)", p.DedupWindow)
+	if p := r.b.Play(); p != nil {
+		if p.DedupWindow > 0 {
+			v.Played += fmt.Sprintf(" (window %v)", p.DedupWindow)
+		}
+		v.LookupLag = p.LookupLag
+		v.Played += fmt.Sprintf(" lookup lag %v", p.LookupLag)
 	}
 	r.mu.Lock()
 	v.Holds = r.holds
@@ -294,20 +304,54 @@ func (r *runner) venueRow(row Row) VenueRow {
 		default:
 			v.LateReported++
 		}
-		if l.ReportedAt > 0 && !l.AfterFinal { // the target's domain: landed while the verdict was provisional
-			v.LateReportMax = max(v.LateReportMax, l.ReportedAt-l.BookedAt)
-		}
 	}
-	v.LateTarget = pathdialer.DefaultMaxCopyHold + r.b.Profile().LookupInterval()
+	v.LateReportMax, v.LateMeasured = lateReport(sum.LateLandings, v.LookupLag, func(order string) bool {
+		pv, ok := r.c.Path().Verdict(order)
+		return ok && pv.AfterFinal
+	})
+	v.LateTarget = lateTarget(pathdialer.DefaultMaxCopyHold, r.b.Profile(), 1)
 	st := r.b.VenueStats()
 	v.Throttled, v.Lockouts = st.Throttled, st.Lockouts
 	return v
 }
 
+// lateReport returns the longest time from when the venue's lookups could
+// first show a late landing (its booking plus lag) to the library's report
+// of it, over the landings the target covers (n of them): reported after
+// their booking, and found while their verdict was provisional — not after
+// a final NOT_RECEIVED, whether the checker saw the verdict final before the
+// booking (AfterFinal) or the Path made it final before its lookups could
+// show the booking (alarm: pathdialer.Verdict.AfterFinal; a copy held longer
+// than MaxCopyHold, found by the late-landing watch). One reported before its
+// lookups could show it (the broker's own answer, an execution report)
+// counts as 0.
+func lateReport(lands []orderflow.LateLanding, lag time.Duration, alarm func(order string) bool) (longest time.Duration, n int) {
+	for _, l := range lands {
+		if l.ReportedAt <= 0 || l.AfterFinal || alarm != nil && alarm(l.Order) {
+			continue
+		}
+		n++
+		longest = max(longest, l.ReportedAt-(l.BookedAt+lag))
+	}
+	return longest, n
+}
+
+// lateTarget is the bound on reporting a late landing that lands while its
+// verdict is provisional, counted from when the venue's lookups can first
+// show it (its booking, plus the venue's lookup lag): the Path looks the
+// order up again at least every maxCopyHold, and a look may wait one
+// budgeted call for the venue's budget: one lookup interval
+// (venue.Profile.LookupInterval), or listing's requests of them through a
+// reconciler that reads order listings (pathdialer.Config.ReconcileListings;
+// the demo client's listing is one request).
+func lateTarget(maxCopyHold time.Duration, p venue.Profile, listing int) time.Duration {
+	return maxCopyHold + time.Duration(max(listing, 1))*p.LookupInterval()
+}
+
 // WriteVenueTable prints the venue matrix as a Markdown table.
 func WriteVenueTable(w io.Writer, rows []VenueRow) {
 	head := []string{"venue", "played as", "orders", "faults (holds)", "resends allowed", "booked twice (after an allowed resend)",
-		"late landings reported / after final / unreported", "late landing reported within (target)", "halts", "lookups throttled", "logons locked out", "result"}
+		"late landings reported / after final / unreported", "late landing reported within (target), from when lookups show it", "halts", "lookups throttled", "logons locked out", "result"}
 	cells := [][]string{head}
 	for _, r := range rows {
 		res := r.Result
@@ -322,10 +366,11 @@ func WriteVenueTable(w io.Writer, rows []VenueRow) {
 	writeTable(w, cells, 2)
 }
 
-// lateWithin renders the longest time from a late landing's booking to its
-// report against the target ("–" when none was reported after its booking).
+// lateWithin renders the longest time from when a late landing could first
+// be looked up to its report, against the target ("–" when none was
+// reported after its booking while its verdict was provisional).
 func lateWithin(r VenueRow) string {
-	if r.LateReportMax == 0 {
+	if r.LateMeasured == 0 {
 		return fmt.Sprintf("– (%v)", r.LateTarget.Round(time.Millisecond))
 	}
 	return fmt.Sprintf("%v (%v)", r.LateReportMax.Round(time.Millisecond), r.LateTarget.Round(time.Millisecond))

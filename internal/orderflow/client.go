@@ -265,6 +265,14 @@ func New(cfg Config) (*Client, error) {
 	if c.fixRec != nil {
 		pc.ReconcileByService[FIX] = c.reconcileFIX
 	}
+	if c.lk.listing {
+		// One listing answers every order (reconcileBook): the Path's
+		// re-queries ask about every due order at once.
+		pc.ReconcileListings = map[string]int{}
+		for k := range pc.ReconcileByService {
+			pc.ReconcileListings[k] = 1
+		}
+	}
 	pc.Logger = cfg.Logger
 	pc.OnEvent = observe.Tee(c.rec.OnEvent, c.onEvent, cfg.OnEvent)
 	if cfg.PathResting {

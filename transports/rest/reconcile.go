@@ -279,6 +279,20 @@ func NewReconciler(opts ReconcileOptions) (*Reconciler, error) {
 	return r, nil
 }
 
+// ListingRequests is how many requests one Reconcile makes whatever the
+// number of orders it settles: the number of ListURLs, for a Reconciler
+// that reads the venue's order listings; 0 for one that looks orders up one
+// by one. Give it to the Path (pathdialer.Config.ReconcileListings, under
+// the key the Reconcile method is set under: "" for Config.Reconcile, the
+// service for Config.ReconcileByService) so that its re-queries of
+// provisional verdicts ask about every order in one call, paced by the
+// listing's requests instead of one lookup interval per order:
+//
+//	cfg.ReconcileListings = map[string]int{"": rec.ListingRequests()}
+func (r *Reconciler) ListingRequests() int {
+	return len(r.opts.ListURLs)
+}
+
 // SendLookupsVia sets the RoundTripper the order lookups are sent with: the
 // rest.Transport on the Path this Reconciler settles for (or any
 // RoundTripper that reaches the broker). The Path needs the Reconcile method

@@ -23,6 +23,14 @@ import (
 // every order. Coinbase Exchange is FIX only here: use the fix package's
 // reconciler (OrderStatusRequest).
 //
+// A Path reconciled through a listing preset should be told so
+// (pathdialer.Config.ReconcileListings, Reconciler.ListingRequests): its
+// re-queries of provisional verdicts then ask about every order in one
+// listing. Otherwise they ask about one budget window's orders at a time
+// (at Kraken's budget, one order), and a late landing among many orders is
+// reported many lookup intervals after its booking instead of within
+// MaxCopyHold plus one listing.
+//
 // Each preset cites the venue's page for the call it makes. Set Header (and
 // Sign, for signed APIs) to the venue's credentials.
 
@@ -183,9 +191,13 @@ func IBKRClientPortalOrderListing(base string) ReconcileOptions {
 // form body (nonce) and the API-Key and API-Sign headers. Closed Orders
 // returns 50 orders a page: an order missing from a full page is
 // undetermined, not "not found". At the budget of the shipped profile (the
-// Starter tier's call counter) the two listings go 12 s apart: give
-// pathdialer.Config.ReconcileTimeout more than that, or set Venue to a
-// profile with your tier's budget.
+// Starter tier's call counter, https://docs.kraken.com/api/docs/guides/spot-rest-ratelimits:
+// every call adds 1 to a counter of at most 15 that decays by 0.33 a second,
+// taken as one call per 3 s; the Path's lookups keep to a quarter of it) the
+// two listings go 12 s apart: give pathdialer.Config.ReconcileTimeout more
+// than that, set pathdialer.Config.ReconcileListings to 2
+// (Reconciler.ListingRequests), or set Venue to a profile with your tier's
+// budget.
 //
 // Mapping: closed → filled; pending, open → resting; canceled, expired →
 // canceled.

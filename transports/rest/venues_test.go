@@ -274,3 +274,34 @@ func TestVenueOptionsRefused(t *testing.T) {
 		})
 	}
 }
+
+// ListingRequests tells the Path how a preset's Reconcile spends the
+// venue's budget: a listing preset makes one request per listing whatever
+// the number of orders (Kraken reads two), a lookup preset one per order
+// (0: not a listing).
+func TestVenuePresetListingRequests(t *testing.T) {
+	want := map[string]int{"alpaca": 0, "binance-spot": 0, "oanda-v20": 0, "deribit": 0,
+		"coinbase-advanced-trade": 1, "ibkr-client-portal": 1, "kraken-spot": 2}
+	params := map[string]string{"symbol": "BTCUSDT", "account": "001-001-1-001", "currency": "BTC"}
+	for _, p := range venue.Shipped() {
+		opts, err := rest.VenueReconcileOptions(p.Name, "https://venue.example", params)
+		if err != nil {
+			if _, listed := want[p.Name]; listed {
+				t.Errorf("%s: %v", p.Name, err)
+			}
+			continue
+		}
+		n, ok := want[p.Name]
+		if !ok {
+			t.Errorf("%s has a REST preset this test does not know", p.Name)
+			continue
+		}
+		rec, err := rest.NewReconciler(opts)
+		if err != nil {
+			t.Fatalf("%s: NewReconciler: %v", p.Name, err)
+		}
+		if got := rec.ListingRequests(); got != n {
+			t.Errorf("%s: ListingRequests = %d, want %d", p.Name, got, n)
+		}
+	}
+}
