@@ -188,18 +188,29 @@ func runCoord(ctx context.Context, o opts) error {
 // validity at once with Extend(now), which is earlier than the lease's
 // expiry, and a ticket checked just before that cut is one granted before
 // the lease expired.
+//
+// Every instant is recorded on the clock the Path enforces validity on, the
+// monotonic one (see stamp): a time.Time's wall and monotonic readings are
+// two reads of two clocks, and a thread descheduled between them (a loaded
+// host) gives a deadline whose wall reading is milliseconds earlier than the
+// instant the Path holds it to.
 type deadlineTarget struct {
 	*pathdialer.Path
+	base  time.Time    // the origin of stamp's clock
 	until atomic.Int64 // Unix microseconds (see stamp); 0: no deadline yet
 }
 
 func newDeadlineTarget(p *pathdialer.Path) *deadlineTarget {
-	return &deadlineTarget{Path: p}
+	return &deadlineTarget{Path: p, base: time.Now()}
 }
 
-// stamp is t in Unix microseconds, as every instant in an order's ID is
-// recorded.
-func (d *deadlineTarget) stamp(t time.Time) int64 { return t.UnixMicro() }
+// stamp is t in Unix microseconds as every instant in an order's ID is
+// recorded: the wall reading of one instant (base) plus the monotonic time
+// from it to t, so that two stamps compare as the Path compares the
+// instants (an order granted before its deadline is stamped before it).
+func (d *deadlineTarget) stamp(t time.Time) int64 {
+	return d.base.UnixMicro() + t.Sub(d.base).Microseconds()
+}
 
 // note records until if it is later than the deadline recorded.
 func (d *deadlineTarget) note(until time.Time) {
