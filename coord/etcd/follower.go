@@ -582,13 +582,14 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 // that read fails for a reason every member would share.
 //
 // A stream that goes silent again from the same revision, with no event in
-// between, may be delivering one large record (up to etcd's request limit)
-// slower than the silence bound on a loaded host, and a new stream would send
-// it again from its first byte: each such restart doubles the bound, up to
-// TTL/2, and the stream that delivers an event under a doubled bound is
-// replaced by one under the first bound at once. A member that stops
-// answering is still left after two progress intervals (TTL/5) the first
-// time, and the doubled bound never outlives the delivery it waited for.
+// between, while the key holds a record it has not delivered, may be
+// delivering one large record (up to etcd's request limit) slower than the
+// silence bound on a loaded host, and a new stream would send it again from
+// its first byte: each such restart doubles the bound, up to TTL/2, and the
+// stream that delivers an event under a doubled bound is replaced by one
+// under the first bound at once. A member that stops answering is left after
+// two progress intervals (TTL/5) while nothing is left to deliver, and the
+// doubled bound never outlives the delivery it waited for.
 func (f *Follower) watch(ctx context.Context, rev int64) {
 	every := f.cfg.TTL / 10
 	bound, silentFrom := every, int64(-1)
@@ -634,7 +635,7 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 			// The member stopped answering: watch again from the last event
 			// seen, on a new stream (the next member). Nothing is skipped:
 			// every record written since is delivered, in order.
-			if rev == from && rev == silentFrom {
+			if rev == from && rev == silentFrom && f.pending(ctx, rev, every) {
 				bound = min(2*bound, f.cfg.TTL/2)
 			} else {
 				bound = every
@@ -664,6 +665,23 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		case <-time.After(every):
 		}
 	}
+}
+
+// pending reports whether the assignment key was written after rev (a record
+// the watch has yet to deliver), as a read of its revision alone (no value)
+// finds out within wait; false when it cannot. A stream silent with nothing
+// to deliver is a member that stopped answering, not a slow delivery.
+func (f *Follower) pending(ctx context.Context, rev int64, wait time.Duration) bool {
+	var moved bool
+	_ = callUntil(ctx, time.Now().Add(wait), f.callFloor(), func(cctx context.Context) error {
+		r, err := f.cfg.Client.Get(cctx, f.keys.Assignment(), clientv3.WithKeysOnly())
+		if err != nil {
+			return err
+		}
+		moved = len(r.Kvs) > 0 && r.Kvs[0].ModRevision > rev
+		return nil
+	})
+	return moved
 }
 
 // holdEarly holds the Target at once on a fence or a halt newer than the
