@@ -580,10 +580,22 @@ func (f *Follower) record(a Assignment, rev int64, refused error, newer func(*St
 // seen; one that fails otherwise (compaction, a member without a leader), by
 // one from a linearizable read. It returns (and the session ends) only when
 // that read fails for a reason every member would share.
+//
+// A stream that goes silent again from the same revision, with no event in
+// between, while the key holds a record it has not delivered, may be
+// delivering one large record (up to etcd's request limit) slower than the
+// silence bound on a loaded host, and a new stream would send it again from
+// its first byte: each such restart doubles the bound, up to TTL/2, and the
+// stream that delivers an event under a doubled bound is replaced by one
+// under the first bound at once. A member that stops answering is left after
+// two progress intervals (TTL/5) while nothing is left to deliver, and the
+// doubled bound never outlives the delivery it waited for.
 func (f *Follower) watch(ctx context.Context, rev int64) {
 	every := f.cfg.TTL / 10
+	bound, silentFrom := every, int64(-1)
 	for ctx.Err() == nil {
-		err := liveWatch(ctx, f.cfg.Client, every, f.keys.Assignment(), []clientv3.OpOption{clientv3.WithRev(rev + 1)}, func(wr clientv3.WatchResponse) bool {
+		from, short := rev, false
+		err := liveWatch(ctx, f.cfg.Client, bound, f.keys.Assignment(), []clientv3.OpOption{clientv3.WithRev(rev + 1)}, func(wr clientv3.WatchResponse) bool {
 			for _, ev := range wr.Events {
 				r := ev.Kv.ModRevision
 				f.traced("event", r)
@@ -606,18 +618,33 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 				f.record(a, r, refused, func(s *State) bool { return r > s.Revision }, false)
 				rev = r
 			}
+			if bound > every && len(wr.Events) > 0 {
+				short = true // delivered: back to the first bound, on a new stream
+				return false
+			}
 			return true
 		})
 		if ctx.Err() != nil {
 			return
 		}
+		if short {
+			bound, silentFrom = every, -1
+			continue
+		}
 		if errors.Is(err, errWatchSilent) {
 			// The member stopped answering: watch again from the last event
 			// seen, on a new stream (the next member). Nothing is skipped:
 			// every record written since is delivered, in order.
-			f.log.Debug("etcdcoord: watch stream silent: watching again", "follower", f.cfg.Name, "from", rev+1)
+			if rev == from && rev == silentFrom && f.pending(ctx, rev, every) {
+				bound = min(2*bound, f.cfg.TTL/2)
+			} else {
+				bound = every
+			}
+			silentFrom = rev
+			f.log.Debug("etcdcoord: watch stream silent: watching again", "follower", f.cfg.Name, "from", rev+1, "silence_bound", 2*bound)
 			continue
 		}
+		bound, silentFrom = every, -1
 		if err != nil {
 			f.log.Debug("etcdcoord: watch ended: re-reading", "follower", f.cfg.Name, "err", err)
 		}
@@ -638,6 +665,23 @@ func (f *Follower) watch(ctx context.Context, rev int64) {
 		case <-time.After(every):
 		}
 	}
+}
+
+// pending reports whether the assignment key was written after rev (a record
+// the watch has yet to deliver), as a read of its revision alone (no value)
+// finds out within wait; false when it cannot. A stream silent with nothing
+// to deliver is a member that stopped answering, not a slow delivery.
+func (f *Follower) pending(ctx context.Context, rev int64, wait time.Duration) bool {
+	var moved bool
+	_ = callUntil(ctx, time.Now().Add(wait), f.callFloor(), func(cctx context.Context) error {
+		r, err := f.cfg.Client.Get(cctx, f.keys.Assignment(), clientv3.WithKeysOnly())
+		if err != nil {
+			return err
+		}
+		moved = len(r.Kvs) > 0 && r.Kvs[0].ModRevision > rev
+		return nil
+	})
+	return moved
 }
 
 // holdEarly holds the Target at once on a fence or a halt newer than the

@@ -21,7 +21,10 @@
 // body was first read (after the validity check), and the trader's lease
 // deadline at that read (the latest given to Path.Extend: the lease's expiry
 // minus the margin, never earlier than the deadline the ticket carried), so
-// the broker's audit carries all three.
+// the broker's audit carries all three. All three are on the trader's
+// monotonic clock (from one wall-clock reading), the clock its Path enforces
+// the deadline on: a wall-clock reading can lag the monotonic reading taken
+// with it by milliseconds on a loaded host.
 // Checked, per token mode:
 //
 //   - tokens checked: no order booked through a region after an order under a

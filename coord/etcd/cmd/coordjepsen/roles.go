@@ -162,7 +162,7 @@ func runCoord(ctx context.Context, o opts) error {
 		return err
 	}
 	defer tr.CloseIdleConnections()
-	dt := &deadlineTarget{Path: p}
+	dt := newDeadlineTarget(p)
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target, fc.Logger = cli, o.prefix, o.name, dt, log
 	fc.TTL, fc.Margin = o.ttl, 400*time.Millisecond
@@ -188,19 +188,43 @@ func runCoord(ctx context.Context, o opts) error {
 // validity at once with Extend(now), which is earlier than the lease's
 // expiry, and a ticket checked just before that cut is one granted before
 // the lease expired.
+//
+// Every instant is recorded on the clock the Path enforces validity on, the
+// monotonic one (see stamp): a time.Time's wall and monotonic readings are
+// two reads of two clocks, and a thread descheduled between them (a loaded
+// host) gives a deadline whose wall reading is milliseconds earlier than the
+// instant the Path holds it to.
 type deadlineTarget struct {
 	*pathdialer.Path
-	until atomic.Int64 // Unix microseconds; 0: no deadline yet
+	base  time.Time    // the origin of stamp's clock
+	until atomic.Int64 // Unix microseconds (see stamp); 0: no deadline yet
 }
 
-func (d *deadlineTarget) Extend(until time.Time) error {
-	u := until.UnixMicro()
+func newDeadlineTarget(p *pathdialer.Path) *deadlineTarget {
+	return &deadlineTarget{Path: p, base: time.Now()}
+}
+
+// stamp is t in Unix microseconds as every instant in an order's ID is
+// recorded: the wall reading of one instant (base) plus the monotonic time
+// from it to t, so that two stamps compare as the Path compares the
+// instants (an order granted before its deadline is stamped before it).
+func (d *deadlineTarget) stamp(t time.Time) int64 {
+	return d.base.UnixMicro() + t.Sub(d.base).Microseconds()
+}
+
+// note records until if it is later than the deadline recorded.
+func (d *deadlineTarget) note(until time.Time) {
+	u := d.stamp(until)
 	for {
 		old := d.until.Load()
 		if u <= old || d.until.CompareAndSwap(old, u) {
-			break
+			return
 		}
 	}
+}
+
+func (d *deadlineTarget) Extend(until time.Time) error {
+	d.note(until)
 	return d.Path.Extend(until)
 }
 
@@ -228,21 +252,14 @@ func orderID(r *http.Request) (string, error) {
 		return "", fmt.Errorf("coordjepsen: not a trader's order")
 	}
 	if b.asked == 0 {
-		b.asked = time.Now().UnixMicro()
+		b.asked = b.dt.stamp(time.Now())
 	}
 	return b.id, nil
 }
 
 func (b *orderBody) Read(p []byte) (int, error) {
 	if b.r == nil {
-		written, until := time.Now().UnixMicro(), b.dt.until.Load()
-		// At most 64 characters (the broker's limit): the instant asked in
-		// base 36, the others as offsets from it in µs (deadline "n": none).
-		dl := "n"
-		if until != 0 {
-			dl = strconv.FormatInt(until-b.asked, 10)
-		}
-		coid := fmt.Sprintf("%s.a%s.w%d.d%s", b.id, strconv.FormatInt(b.asked, 36), written-b.asked, dl)
+		coid := orderCOID(b.id, b.asked, b.dt.stamp(time.Now()), b.dt.until.Load())
 		b.r = strings.NewReader(`{"client_order_id":"` + coid + `","symbol":"EURUSD","side":"buy","qty":"1","type":"market"}`)
 		if b.stall > 0 {
 			time.Sleep(b.stall) // a pause here is one only a token-checking broker can catch
@@ -252,6 +269,18 @@ func (b *orderBody) Read(p []byte) (int, error) {
 }
 
 func (b *orderBody) Close() error { return nil }
+
+// orderCOID is the client order ID of order id asked, written and under the
+// deadline until (Unix microseconds; until 0: none). At most 64 characters
+// (the broker's limit): the instant asked in base 36, the others as offsets
+// from it in µs (deadline "n": none).
+func orderCOID(id string, asked, written, until int64) string {
+	dl := "n"
+	if until != 0 {
+		dl = strconv.FormatInt(until-asked, 10)
+	}
+	return fmt.Sprintf("%s.a%s.w%d.d%s", id, strconv.FormatInt(asked, 36), written-asked, dl)
+}
 
 // trade submits an order every 10 ms through the REST transport.
 func trade(ctx context.Context, client *http.Client, dt *deadlineTarget, o opts, key string) {
