@@ -267,7 +267,7 @@ func (c *Client) placeFIX(ctx context.Context, o OrderSpec) error {
 		return nil
 	}
 	why := notSentWhy(err)
-	if errors.Is(err, fix.ErrNotSent) && !errors.Is(err, pathdialer.ErrTradingHalted) && !errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, fix.ErrNotSent) && !errors.Is(err, pathdialer.ErrTradingHalted) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, pathdialer.ErrTicketExpired) {
 		why = "session not logged on to the ticket's endpoint"
 	}
 	c.refused(FIX, o.ClOrdID, why)
