@@ -47,7 +47,8 @@ var (
 	ErrUnknownOutcome = errors.New("pathdialer: order outcome unknown")
 	// ErrTicketExpired: the decision a ticket was granted under may have lapsed
 	// (its ValidUntil passed, e.g. a coordinated Path's lease expired while the
-	// process was paused); the order must not be sent.
+	// process was paused), or the ticket was handed to reconciliation before
+	// its order was sent; the order must not be sent.
 	ErrTicketExpired = errors.New("pathdialer: ticket's decision expired")
 )
 

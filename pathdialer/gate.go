@@ -149,10 +149,17 @@ type TicketInfo struct {
 }
 
 // Valid reports whether the decision the ticket was granted under is still
-// known to be valid: nil while it is (always, when ValidUntil is zero), else an
-// error wrapping ErrTicketExpired. A transport that gets an error must not send
-// the order: it returns its not-sent error and finishes the ticket with Done.
+// known to be valid: nil while it is, else an error wrapping
+// ErrTicketExpired. It is not once ValidUntil has passed (never, when
+// ValidUntil is zero), nor once the ticket was handed to reconciliation while
+// in flight (a switch, a resume after a halt: the reconcile looks the order up
+// as possibly sent, and flow is released only after it, whatever the token).
+// A transport that gets an error must not send the order: it returns its
+// not-sent error and finishes the ticket with Done.
 func (t *Ticket) Valid() error {
+	if t.handedInFlight() {
+		return fmt.Errorf("%w: order %q, granted under token %d, was handed to reconciliation before it was sent (the path was held and reconciled since)", ErrTicketExpired, t.OrderID, t.Token)
+	}
 	if t.ValidUntil.IsZero() {
 		return nil
 	}
@@ -161,6 +168,19 @@ func (t *Ticket) Valid() error {
 	} else {
 		return fmt.Errorf("%w: order %q, granted under token %d, valid until %s ago", ErrTicketExpired, t.OrderID, t.Token, now.Sub(t.ValidUntil).Round(time.Millisecond))
 	}
+}
+
+// handedInFlight: t was handed to reconciliation while in flight (with every
+// ticket of its shard, or alone, by service).
+func (t *Ticket) handedInFlight() bool {
+	s := t.shard
+	if t.p == nil || s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := t.state.Load()
+	return st == ticketHanded || st == ticketInFlight && t.epoch != s.epoch
 }
 
 func (t *Ticket) info(st TicketState) TicketInfo {

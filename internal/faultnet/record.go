@@ -60,7 +60,10 @@ type ConnRecord struct {
 	// EndSeen is when a Relay first read the end (EOF or a reset) of either
 	// side's stream: that side had closed by then, though a fault holding
 	// the connection (a Blackhole) keeps the end from the other side, and
-	// Closed, until it lifts. Zero: no end was read (the connection is
+	// Closed, until it lifts. That holds for a connection accepted during
+	// the blackhole too (not dialed through to the server until it lifts):
+	// the relay reads the client's side from the accept on. Zero: no end
+	// was read (the connection is
 	// open, was killed, or belongs to a MemNetwork, whose Closed is already
 	// the moment of the close).
 	EndSeen time.Time

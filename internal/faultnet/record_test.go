@@ -242,3 +242,88 @@ func TestRelaySeesACloseBehindManyHeldWrites(t *testing.T) {
 		}
 	}
 }
+
+// A connection the relay accepts while a blackhole holds the region is not
+// dialed through until the heal, but the client's bytes and its close are
+// the client's acts then: the record notes the close (EndSeen) while the
+// blackhole holds, and the bytes as leaving the client (Sent[].Left) before
+// the heal, though they arrive only after it. (A fence that closes such a
+// connection during the blackhole closed it then.)
+func TestRelayRecordsACloseOnAConnectionAcceptedDuringABlackhole(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		b, _ := io.ReadAll(c)
+		got <- b
+		c.Close()
+	}()
+	r, err := faultnet.Listen(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.SetFault(faultnet.Blackhole()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("order-1")); err != nil {
+		t.Fatal(err)
+	}
+	closedAt := time.Now()
+	c.Close()
+	var held faultnet.ConnRecord
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if h := r.History(); len(h) == 1 && !h[0].EndSeen.IsZero() {
+			held = h[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client closed at %v under the blackhole; 5 s later the record still shows no end: %+v", closedAt, r.History())
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	if n, _ := held.Delivered(time.Now()); held.EndSeen.Before(closedAt) || !held.Closed.IsZero() || n != 0 {
+		t.Fatalf("under the blackhole: end seen %v (closed at %v), Closed %v (want zero), %d bytes delivered (want 0)", held.EndSeen, closedAt, held.Closed, n)
+	}
+	select {
+	case b := <-got:
+		t.Fatalf("the server read %q while the blackhole held the connection", b)
+	default:
+	}
+	healAt := time.Now()
+	if err := r.SetFault(faultnet.None()); err != nil {
+		t.Fatal(err)
+	}
+	if b := <-got; string(b) != "order-1" {
+		t.Fatalf("server read %q after the heal, want order-1", b)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	var healed faultnet.ConnRecord
+	for {
+		if h := r.History(); len(h) == 1 && !h[0].Closed.IsZero() {
+			healed = h[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Closed in the record 5 s after the heal: %+v", r.History())
+		}
+		<-time.After(5 * time.Millisecond)
+	}
+	if !healed.EndSeen.Equal(held.EndSeen) || !healed.EndSeen.Before(healAt) || healed.ClosedBy != faultnet.ClosedByClient ||
+		len(healed.Sent) != 1 || !healed.Sent[0].Left.Before(healAt) || healed.Sent[0].Arrived.Before(healAt) {
+		t.Fatalf("after the heal at %v: end seen %v (was %v), closed %v by %q, chunks %+v", healAt, healed.EndSeen, held.EndSeen, healed.Closed, healed.ClosedBy, healed.Sent)
+	}
+}

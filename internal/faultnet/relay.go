@@ -384,6 +384,12 @@ func (r *Relay) serve(pc *conn) {
 	defer r.wg.Done()
 	defer r.forget(pc)
 
+	// The client's side is read from the accept on, whatever the fault: a
+	// connection accepted under a blackhole is held (not dialed through)
+	// until it lifts, but the bytes the client writes and its close are in
+	// the record when they happen, not at the heal.
+	fromClient := r.read(pc, pc.client, true)
+
 	// Accept, then silence: hold a new connection while blackholed.
 	for {
 		f, changed := r.state()
@@ -393,6 +399,7 @@ func (r *Relay) serve(pc *conn) {
 		select {
 		case <-changed:
 		case <-pc.killed:
+			fromClient.stop()
 			return
 		}
 	}
@@ -407,11 +414,13 @@ func (r *Relay) serve(pc *conn) {
 		r.mu.Unlock()
 		r.log.Debug("dial target failed", "conn", pc.id, "err", err)
 		pc.kill(true, ClosedByRelay)
+		fromClient.stop()
 		return
 	}
 	key := up.LocalAddr().String()
 	if !pc.setUpstream(up, key) {
 		resetConn(up)
+		fromClient.stop()
 		return
 	}
 	r.mu.Lock()
@@ -420,8 +429,8 @@ func (r *Relay) serve(pc *conn) {
 
 	var dirs sync.WaitGroup
 	dirs.Add(2)
-	go func() { defer dirs.Done(); r.pipe(pc, pc.client, up, true) }()
-	go func() { defer dirs.Done(); r.pipe(pc, up, pc.client, false) }()
+	go func() { defer dirs.Done(); r.forward(pc, fromClient, up, true) }()
+	go func() { defer dirs.Done(); r.forward(pc, r.read(pc, up, false), pc.client, false) }()
 	dirs.Wait()
 	pc.kill(false, "")
 }
@@ -450,25 +459,34 @@ type chunk struct {
 // its close is seen when it happens.
 const maxHeld = 4 << 20
 
-// pipe forwards src to dst through the fault gate until src ends or the conn
-// is killed. up: src is the client (the direction the connection's record
-// logs chunk by chunk).
-func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
-	srcSide, dstSide := ClosedByServer, ClosedByClient
-	if up {
-		srcSide, dstSide = ClosedByClient, ClosedByServer
-	}
-	q := newChunkQueue(maxHeld)
-	readerDone := make(chan struct{})
+// reader is one direction's source being read into its queue.
+type reader struct {
+	q    *chunkQueue
+	done chan struct{} // closed when the reading goroutine has returned
+}
+
+// stop drops what the reader holds and waits for it to return (the conn
+// must be killed, or its source ended, for the read to return).
+func (rd reader) stop() {
+	rd.q.abandon()
+	<-rd.done
+}
+
+// read starts reading src into a queue bounded by maxHeld, until src ends
+// or the conn is killed. up: src is the client (the direction the
+// connection's record logs chunk by chunk). The reader notes the end of src
+// in the record (EndSeen) when it reads it, whatever a fault holds back.
+func (r *Relay) read(pc *conn, src net.Conn, up bool) reader {
+	rd := reader{q: newChunkQueue(maxHeld), done: make(chan struct{})}
 	go func() {
-		defer close(readerDone)
-		defer q.close()
+		defer close(rd.done)
+		defer rd.q.close()
 		buf := make([]byte, 32*1024)
 		// drained: when a read last left the client's socket empty (it
 		// returned less than a full buffer). Bytes read later left the
 		// client after it, however long the relay then stopped reading (a
 		// blackhole holds the chunks, and the kernel holds the rest).
-		drained := time.Now()
+		drained := pc.opened
 		for {
 			n, err := src.Read(buf)
 			if n > 0 {
@@ -476,7 +494,7 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 				if n < len(buf) {
 					drained = ch.at
 				}
-				if !q.push(ch, pc.killed) {
+				if !rd.q.push(ch, pc.killed) {
 					return
 				}
 			}
@@ -487,16 +505,24 @@ func (r *Relay) pipe(pc *conn, src, dst net.Conn, up bool) {
 					// a fault may hold the end back from the other side.
 					pc.log.endSeen(at)
 				}
-				q.push(chunk{at: at, err: err}, pc.killed)
+				rd.q.push(chunk{at: at, err: err}, pc.killed)
 				return
 			}
 		}
 	}()
-	defer func() {
-		// Unblock the reader so it can exit.
-		q.abandon()
-		<-readerDone
-	}()
+	return rd
+}
+
+// forward passes what rd reads to dst through the fault gate until the
+// source ends or the conn is killed. up: the source is the client.
+func (r *Relay) forward(pc *conn, rd reader, dst net.Conn, up bool) {
+	srcSide, dstSide := ClosedByServer, ClosedByClient
+	if up {
+		srcSide, dstSide = ClosedByClient, ClosedByServer
+	}
+	q := rd.q
+	// Unblock the reader so it can exit.
+	defer rd.stop()
 	for {
 		ch, ok := q.pop()
 		if !ok {

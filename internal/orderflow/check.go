@@ -1399,7 +1399,10 @@ func (ck *checker) fenceFirst() {
 // cooldown runs from a switch, which came after that failure was armed),
 // and no sooner than the primary could have answered
 // FailbackSuccessThreshold probes in a row after a failure of its probe
-// healed (half a ProbeInterval apart, allowing for probes made on demand).
+// healed (half a ProbeInterval apart, allowing for probes made on demand;
+// two at a time with a trade-path check, whose successes count too). A
+// flap is judged for the cooldown only: the primary answers between its
+// phases.
 func (ck *checker) failbacks() {
 	rule := ck.h.Failback
 	faults := ck.opts.Faults
@@ -1451,12 +1454,23 @@ func (ck *checker) failbacks() {
 				continue
 			}
 			if rule.Successes > 1 && rule.ProbeInterval > 0 {
-				need := time.Duration(rule.Successes-1) * rule.ProbeInterval / 2
+				// Answers at least half a ProbeInterval apart; with a
+				// trade-path check two may come together (the probe's
+				// and the check's, every round), so the pairs are.
+				gaps := rule.Successes - 1
+				if rule.TradePathCheck {
+					gaps = (rule.Successes+1)/2 - 1
+				}
+				need := time.Duration(gaps) * rule.ProbeInterval / 2
 				for i := range faults {
 					f := &faults[i]
 					// Only a failure of both the probe and the trade path: either
-					// one's answers count towards the successes in a row.
-					if f.Region != region || !f.FailsProbe || !f.FailsTradePath || f.At.After(e.Time) {
+					// one's answers count towards the successes in a row. Not a
+					// flap: the primary answers between its phases (and through
+					// blackhole phases shorter than the probe's timeout), and
+					// those answers count, so its end is no heal the answers
+					// in a row start from (its cooldown is judged above).
+					if f.Region != region || !f.FailsProbe || !f.FailsTradePath || f.At.After(e.Time) || f.Kind == "flap" {
 						continue
 					}
 					if f.Recovered.IsZero() || e.Time.Before(f.Recovered.Add(need)) {

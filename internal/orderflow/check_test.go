@@ -631,13 +631,27 @@ func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
 		{"a fault elsewhere", 3000, []orderflow.Fault{{Region: "us", Kind: "down", At: at(500), Recovered: at(2900), FailsProbe: true, FailsTradePath: true}}, "", ""},
 		// A failover to the primary (the backup went DOWN) is never gated.
 		{"a failover to the primary", 2000, []orderflow.Fault{blackhole(500, 1990)}, "", "failover"},
+		// With a trade-path check the primary's answers come two a round
+		// (the probe's and the check's): 10 in a row take 5 rounds, not 10.
+		{"two answers a round, 1.23 s after the heal", 4031, []orderflow.Fault{blackhole(500, 2800)}, "", "failback+check"},
+		{"two answers a round, 0.3 s after the heal", 3100, []orderflow.Fault{blackhole(500, 2800)}, "COULD BE STABLE", "failback+check"},
+		// A flap's probe answers between its phases (and through blackhole
+		// phases shorter than the probe's timeout): its end is no heal the
+		// answers in a row start from. Its cooldown still holds.
+		{"soon after a flap ended", 3100, []orderflow.Fault{{Region: "eu", Kind: "flap", At: at(500), Recovered: at(2800), FailsProbe: true, FailsTradePath: true}}, "", ""},
+		{"within cooldown of a flap", 2000, []orderflow.Fault{{Region: "eu", Kind: "flap", At: at(500), Recovered: at(1900), FailsProbe: true, FailsTradePath: true}}, "WITHIN COOLDOWN", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cause := tc.cause
+			check := false
+			if cause == "failback+check" {
+				cause, check = "", true
+			}
 			if cause == "" {
 				cause = "failback"
 			}
 			h := withFailback(tc.failbackMs, cause)
+			h.Failback.TradePathCheck = check
 			sum := orderflow.CheckHistory(h, orderflow.CheckOptions{Faults: tc.faults})
 			var got []orderflow.Finding
 			for _, f := range sum.Findings {

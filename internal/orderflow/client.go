@@ -673,6 +673,8 @@ func notSentWhy(err error) string {
 		return "client closing"
 	case errors.Is(err, pathdialer.ErrFenced):
 		return "its endpoint was fenced before it left"
+	case errors.Is(err, pathdialer.ErrTicketExpired):
+		return "its ticket was handed to reconciliation (or expired) before it left"
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

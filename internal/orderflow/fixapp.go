@@ -38,7 +38,9 @@ type fixApp struct {
 	mu       sync.Mutex
 	st       FIXSeqStats
 	loggedOn bool
-	failed   int // connection attempts that ended without a logon since the last logon
+	failed   int    // connection attempts that ended without a logon since the last logon
+	dropped  bool   // the session was logged on and ended since the last logon
+	dropGen  uint64 // the Path's generation when it ended
 }
 
 func newFIXApp(c *Client) *fixApp { return &fixApp{c: c} }
@@ -52,11 +54,19 @@ func (a *fixApp) seqStats() FIXSeqStats {
 func (a *fixApp) OnCreate(quickfix.SessionID) {}
 
 func (a *fixApp) OnLogon(quickfix.SessionID) {
-	ep, _ := a.c.path.Active()
+	ep, gen := a.c.path.Active()
 	a.mu.Lock()
-	st, failed := a.st, a.failed
-	a.loggedOn, a.failed = true, 0
+	st, failed, dropped := a.st, a.failed, a.dropped && a.dropGen == gen
+	a.loggedOn, a.failed, a.dropped = true, 0, false
 	a.mu.Unlock()
+	if dropped {
+		// The session dropped since its last logon, with no switch since:
+		// the broker's cancel-on-disconnect may have cancelled resting
+		// orders, and no fence means no open-order read by the Path (it
+		// reads after fences), nor, without a hold, a release that the
+		// client reconciles after. So the client reads them now.
+		defer a.c.kickOpenReconcile(ep.Name)
+	}
 	extra := ""
 	if st.Resets > 0 && st.LastIn == 1 {
 		extra = ", numbers reset"
@@ -68,12 +78,14 @@ func (a *fixApp) OnLogon(quickfix.SessionID) {
 }
 
 func (a *fixApp) OnLogout(quickfix.SessionID) {
-	ep, _ := a.c.path.Active()
+	ep, gen := a.c.path.Active()
 	a.mu.Lock()
 	was := a.loggedOn
 	a.loggedOn = false
 	if !was {
 		a.failed++
+	} else {
+		a.dropped, a.dropGen = true, gen
 	}
 	n := a.failed
 	a.mu.Unlock()
@@ -267,7 +279,7 @@ func (c *Client) placeFIX(ctx context.Context, o OrderSpec) error {
 		return nil
 	}
 	why := notSentWhy(err)
-	if errors.Is(err, fix.ErrNotSent) && !errors.Is(err, pathdialer.ErrTradingHalted) && !errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, fix.ErrNotSent) && !errors.Is(err, pathdialer.ErrTradingHalted) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, pathdialer.ErrTicketExpired) {
 		why = "session not logged on to the ticket's endpoint"
 	}
 	c.refused(FIX, o.ClOrdID, why)

@@ -1,6 +1,13 @@
 package orderflow
 
-import "testing"
+import (
+	"context"
+	"testing"
+
+	"github.com/quickfixgo/quickfix"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
 
 // A re-sent FIX order's ExecutionReport can arrive before placeFIX marks the
 // re-send's attempt sent (SendOrder has not returned yet): the order is booked
@@ -56,5 +63,44 @@ func TestFIXBookedRegionOfAResendAnsweredBeforeItIsMarkedSent(t *testing.T) {
 				t.Fatalf("booked through %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A FIX session that drops and logs on again with no switch may have had
+// its open orders cancelled by the broker's cancel-on-disconnect, and no
+// release follows (no hold, no fence: neither the Path nor the release's
+// reconcile reads the open orders): the re-logon asks for the client's
+// open-order reconcile. The first logon does not.
+func TestFIXReLogonAfterADropAsksForTheOpenOrderReconcile(t *testing.T) {
+	cfg := pathdialer.DefaultConfig()
+	cfg.Endpoints = []pathdialer.Endpoint{{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{"fix": "127.0.0.1:1"}}, {Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "127.0.0.1:2"}}}
+	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+	cfg.Fencer = pathdialer.LocalFenceOnly
+	cfg.Reconcile = pathdialer.NoReconcile
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c := &Client{path: p, rec: NewRecorder()}
+	kick := make(chan string, 1)
+	c.rst.kick = kick
+	a := newFIXApp(c)
+	sid := quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: "C", TargetCompID: "B"}
+	a.OnLogon(sid)
+	select {
+	case ep := <-kick:
+		t.Fatalf("the first logon asked for an open-order reconcile on %q", ep)
+	default:
+	}
+	a.OnLogout(sid)
+	a.OnLogon(sid)
+	select {
+	case ep := <-kick:
+		if ep != "eu" {
+			t.Fatalf("open-order reconcile asked on %q, want eu (where the session is logged on)", ep)
+		}
+	default:
+		t.Fatal("the session logged on again after a drop and no open-order reconcile was asked for")
 	}
 }

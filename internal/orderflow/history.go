@@ -102,6 +102,12 @@ type FailbackRule struct {
 	// must give before flow goes back to it; ProbeInterval spaces the probes.
 	Successes     int
 	ProbeInterval time.Duration
+	// TradePathCheck: the Path has a trade-path check, which it runs beside
+	// the probe every round on a primary whose orders met an outage, also
+	// while it is considered for failback; each of its successes counts
+	// towards Successes as the probe's does, so the answers may come two a
+	// round.
+	TradePathCheck bool
 }
 
 // Fault is one fault injected during a run, as the run's schedule did it:
@@ -141,7 +147,8 @@ func (c *Client) History(audit simbroker.AuditLog) History {
 	t := c.cfg.Timing
 	h.End = time.Now()
 	h.Judge = JudgeTiming{SettleBound: t.OrderTimeout + c.settleUnknown + t.ProbeInterval + t.ReconcileTimeout}
-	h.Failback = FailbackRule{Cooldown: c.cfg.Timing.Cooldown, Successes: c.cfg.Timing.FailbackSuccessThreshold, ProbeInterval: c.cfg.Timing.ProbeInterval}
+	h.Failback = FailbackRule{Cooldown: c.cfg.Timing.Cooldown, Successes: c.cfg.Timing.FailbackSuccessThreshold, ProbeInterval: c.cfg.Timing.ProbeInterval,
+		TradePathCheck: c.cfg.TradePathCheck != ""}
 	return h
 }
 

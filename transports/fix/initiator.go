@@ -39,7 +39,11 @@ type Initiator struct {
 	recent  recentAnswers                     // last answers, for orders answered after they were handed over
 	// provisional: orders settled NOT_RECEIVED, kept for the Path's re-query
 	provisional provisionalOrders
-	refs        sentRefs // (session, MsgSeqNum) of sent orders and status requests
+	// withdrawn: orders SendOrder gave up before quickfix had them (never
+	// written), kept so a reconcile handed their tickets settles them
+	// NOT_RECEIVED instead of finding no record to ask about.
+	withdrawn provisionalOrders
+	refs      sentRefs // (session, MsgSeqNum) of sent orders and status requests
 	// unsupported: sessions (on an endpoint) whose counterparty answered an
 	// OrderStatusRequest with "unsupported message type".
 	unsupported map[unsupportedKey]string

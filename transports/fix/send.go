@@ -109,6 +109,9 @@ func (in *Initiator) newOrder(m *quickfix.Message, sessionID quickfix.SessionID)
 	if dup {
 		return nil, nil, fmt.Errorf("%w: %q", ErrDuplicateClOrdID, clOrdID)
 	}
+	in.mu.Lock()
+	in.withdrawn.drop(clOrdID) // sent again: it may be written this time
+	in.mu.Unlock()
 	// The ticket lives in the order's record (one allocation for both: the
 	// gate allocates nothing).
 	o := &order{clOrdID: clOrdID, msgType: mt, sessionID: sessionID, submitting: true}
@@ -178,8 +181,13 @@ func (in *Initiator) submit(o *order, m *quickfix.Message) error {
 }
 
 // withdraw finishes the ticket of an order that never left the process and
-// returns the ErrNotSent error saying why.
+// returns the ErrNotSent error saying why. The order is remembered as never
+// written: its ticket may have been handed to a reconcile already (the Path
+// held while the order waited for the session's logon).
 func (in *Initiator) withdraw(o *order, cause error) error {
+	in.mu.Lock()
+	in.withdrawn.put(o)
+	in.mu.Unlock()
 	in.stats.NotSent.Add(1)
 	o.ticket.Done() // nothing left the process: withdraw the ticket
 	return notSent(o.clOrdID, cause)

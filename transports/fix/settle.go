@@ -22,6 +22,8 @@ func (in *Initiator) settlements(tickets []pathdialer.TicketInfo, to string, ask
 			s.Detail = unsupported[t.OrderID]
 		case msg != nil || absent[t.OrderID] != "":
 			s.Fate, s.Detail = in.fateOfAnswer(t, to, msg, absent[t.OrderID], opts)
+		case ask[t.OrderID] == nil && in.wasWithdrawn(t.OrderID):
+			s.Fate, s.Detail = pathdialer.FateNotReceived, "never sent: this process gave the order up before it was written (SendOrder returned ErrNotSent)"
 		case ask[t.OrderID] == nil:
 			s.Detail = "no record of the order in this process (symbol and side unknown): cannot ask"
 		default:
@@ -30,6 +32,13 @@ func (in *Initiator) settlements(tickets []pathdialer.TicketInfo, to string, ask
 		settled = append(settled, s)
 	}
 	return settled
+}
+
+// wasWithdrawn: SendOrder gave the order up before it was written.
+func (in *Initiator) wasWithdrawn(id string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.withdrawn.get(id) != nil
 }
 
 // fateOfAnswer classifies the answer about t's order that came from to (msg;
