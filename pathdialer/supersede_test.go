@@ -1,0 +1,80 @@
+package pathdialer_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"github.com/brokerpath/brokerpath/pathdialer"
+)
+
+// A coordinator's newer decision is never refused because an older one is
+// stuck: an Assign whose reconcile keeps failing on its target (the target
+// died after the fence) holds the gate, and a newer Assign (a higher token)
+// to an endpoint that works takes over the switch. The stuck target is
+// fenced before anything is released, the orders the stuck reconcile held are
+// reconciled on the new target, the superseded Assign returns ErrSuperseded,
+// and the older token stays refused.
+func TestNewerAssignSupersedesSwitchStuckOnDeadTarget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ExternalDecisions = true
+			ok := c.Reconcile
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+				s, err := ok(ctx, r)
+				if r.To == "us" {
+					return nil, errors.New("us: order status lookup: 503")
+				}
+				return s, err
+			}
+		})
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		if err := h.p.Assign(ctx, "eu", 1); err != nil {
+			t.Fatalf("first Assign: %v", err)
+		}
+		inflight := mustAcquire(t, h.p, "o-inflight")
+		stuck := make(chan error, 1)
+		go func() { stuck <- h.p.Assign(ctx, "us", 2) }()
+		for range 3 {
+			h.await(pathdialer.EventReconcileFailure, func(e pathdialer.Event) bool { return e.To == "us" })
+		}
+		if st := gateState(h.p); st == pathdialer.GateOpen {
+			t.Fatalf("gate %v while the reconcile on us fails", st)
+		}
+
+		if err := h.p.Assign(ctx, "eu", 3); err != nil {
+			t.Fatalf("newer Assign while the switch to us is stuck reconciling: %v", err)
+		}
+		if err := <-stuck; !errors.Is(err, pathdialer.ErrSuperseded) {
+			t.Fatalf("the superseded Assign returned %v, want ErrSuperseded", err)
+		}
+		if a, gen := h.p.Active(); a.Name != "eu" || gen != 3 {
+			t.Fatalf("active %s/%d, want eu under token 3", a.Name, gen)
+		}
+		if !h.p.Fenced("us") {
+			t.Error("the stuck target us is not fenced")
+		}
+		f := h.hooks.fenceCalls()
+		if len(f) != 2 || f[1].Endpoint.Name != "us" || f[1].To != "eu" || f[1].Token != 2 {
+			t.Errorf("fence calls %+v, want eu->us then us->eu under token 2", f)
+		}
+		recs := h.hooks.reconciliations()
+		last := recs[len(recs)-1]
+		if last.To != "eu" || last.Token != 3 || !slices.Equal(orderIDs(last.Tickets), []string{"o-inflight"}) {
+			t.Fatalf("last reconciliation %+v, want eu under token 3 with the stuck reconcile's order", last)
+		}
+		inflight.Done()
+		tk := mustAcquire(t, h.p, "o-3")
+		if tk.Endpoint != "eu" || tk.Token != 3 {
+			t.Fatalf("ticket %s/%d, want eu under token 3", tk.Endpoint, tk.Token)
+		}
+		tk.Done()
+		if err := h.p.Assign(ctx, "us", 2); !errors.Is(err, pathdialer.ErrStaleToken) {
+			t.Fatalf("Assign under the superseded token: %v", err)
+		}
+	})
+}
