@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/brokerpath/brokerpath/engine"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -75,6 +76,56 @@ func TestNewerAssignSupersedesSwitchStuckOnDeadTarget(t *testing.T) {
 		tk.Done()
 		if err := h.p.Assign(ctx, "us", 2); !errors.Is(err, pathdialer.ErrStaleToken) {
 			t.Fatalf("Assign under the superseded token: %v", err)
+		}
+	})
+}
+
+// A coordinated Path does not switch by itself, but its evidence is what the
+// coordinator decides from: a switch's reconcile that keeps failing on its
+// target with no order answered, while another endpoint is eligible, takes
+// the target DOWN (its probes still pass), so the coordinator sees that the
+// endpoint it chose cannot carry flow. The Path itself stays on the target,
+// holding, until the coordinator's next word.
+func TestStuckReconcileTakesTargetDownUnderExternalDecisions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ExternalDecisions = true
+			ok := c.Reconcile
+			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+				s, err := ok(ctx, r)
+				if r.To == "us" {
+					return nil, errors.New("us: order status lookup: 503")
+				}
+				return s, err
+			}
+		})
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		if err := h.p.Assign(ctx, "eu", 1); err != nil {
+			t.Fatalf("first Assign: %v", err)
+		}
+		stuck := make(chan error, 1)
+		go func() { stuck <- h.p.Assign(ctx, "us", 2) }()
+		thr := h.p.Engine().Config().FailureThreshold
+		for range max(thr, 2) {
+			h.await(pathdialer.EventReconcileFailure, func(e pathdialer.Event) bool { return e.To == "us" })
+		}
+		synctest.Wait()
+		if st, _ := h.p.Engine().Status("us"); st.State != engine.Down {
+			t.Fatalf("us is %v after %d failed reconciles with no order answered while eu is eligible, want DOWN", st.State, max(thr, 2))
+		}
+		if a, gen := h.p.Active(); a.Name != "us" || gen != 2 {
+			t.Fatalf("active %s/%d: the coordinated Path moved by itself", a.Name, gen)
+		}
+		if st := gateState(h.p); st == pathdialer.GateOpen {
+			t.Fatalf("gate %v on a target whose reconcile fails", st)
+		}
+		if err := h.p.Assign(ctx, "eu", 3); err != nil {
+			t.Fatalf("the coordinator's next Assign: %v", err)
+		}
+		if err := <-stuck; !errors.Is(err, pathdialer.ErrSuperseded) {
+			t.Fatalf("the stuck Assign returned %v", err)
 		}
 	})
 }
