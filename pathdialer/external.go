@@ -23,9 +23,9 @@ var (
 	ErrNotExternal = errors.New("pathdialer: the Path decides by itself (Config.ExternalDecisions is false)")
 	// ErrStaleToken: Assign's token is not after the Path's current token.
 	ErrStaleToken = errors.New("pathdialer: stale fencing token")
-	// ErrSwitchInProgress: Assign arrived while another switch is being
-	// fenced (or, to the endpoint being reconciled, while it reconciles);
-	// assign again when it is released.
+	// ErrSwitchInProgress: Assign arrived while another switch's fence
+	// attempt was running (or, to the endpoint being reconciled, while it
+	// reconciles); assign again shortly.
 	ErrSwitchInProgress = errors.New("pathdialer: a switch is in progress")
 	// ErrSuperseded: the switch an Assign started was taken over by a newer
 	// Assign (a higher token) before flow was released; the newer Assign
@@ -91,8 +91,10 @@ func (p *Path) external(ctx context.Context, r extReq) error {
 // reconciling (its target may never answer) takes the switch over: the
 // earlier Assign returns ErrSuperseded, the endpoint it made active is fenced
 // before the new one is switched to, and the orders its reconcile held are
-// reconciled on the new endpoint before flow is released there; while a
-// switch is still being fenced, Assign returns ErrSwitchInProgress. It refuses, before anything changes, an endpoint this
+// reconciled on the new endpoint before flow is released there. So does one
+// while an assigned switch's fence failed and waits for its retry (the
+// endpoint being left is then fenced toward the new one); while a fence
+// attempt is running, Assign returns ErrSwitchInProgress. It refuses, before anything changes, an endpoint this
 // process found fronting another account (engine.ErrIdentityMismatch) or lying
 // outside Engine.TargetJurisdictions (engine.ErrJurisdiction): the coordinator
 // should choose another target. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
@@ -174,12 +176,15 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 			r.done <- fmt.Errorf("%w: token %d is not after the current token %d", ErrStaleToken, r.token, a.gen)
 			return
 		}
-		if c.phase == phaseReconciling && r.endpoint != a.rt.ep.Name {
+		if r.endpoint != a.rt.ep.Name && (c.phase == phaseReconciling ||
+			c.phase == phaseFencing && c.assign != nil && c.fenceRun == nil && c.armRun == nil && c.fenceAttempt > 0) {
 			// A newer decision takes over a switch (or resume) still
 			// reconciling on the active endpoint, which may never succeed
-			// there (its target died after the fence): its callers are told,
-			// its orders are carried to the next reconcile, and the active
-			// endpoint is fenced below before anything is switched.
+			// there (its target died after the fence), or an assigned
+			// switch whose fence failed and waits to be retried (a fence
+			// through a dead target): its callers are told, its orders are
+			// carried to the next reconcile, and the active endpoint is
+			// fenced below before anything is switched.
 			c.supersedeForAssign(r)
 		}
 		if c.phase != phaseNormal {

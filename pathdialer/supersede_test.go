@@ -129,3 +129,64 @@ func TestStuckReconcileTakesTargetDownUnderExternalDecisions(t *testing.T) {
 		}
 	})
 }
+
+// The same while the switch is still being fenced: a broker-side fence that
+// travels over the target cannot succeed while the target is dead, and a
+// coordinated Path does not move the fence elsewhere by itself. A newer
+// Assign, between two fence attempts, takes the switch over: the endpoint
+// being left is fenced toward the new target before anything is switched,
+// and the dead target never becomes active.
+func TestNewerAssignSupersedesSwitchStuckFencing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		epAP := pathdialer.Endpoint{Name: "ap", Region: "ap-northeast-1", Priority: 20,
+			Services: map[string]string{"rest": "https://api-ap.broker.example", "fix": "fix-ap.broker.example:9878"}}
+		h := newHarness(t, func(c *pathdialer.Config) {
+			c.ExternalDecisions = true
+			c.Endpoints = append(c.Endpoints, epAP)
+			fence := c.Fencer
+			c.Fencer = func(ctx context.Context, f pathdialer.Fence) error {
+				err := fence(ctx, f)
+				if f.To == "us" {
+					return errors.New("fence through us: connection refused")
+				}
+				return err
+			}
+		})
+		defer h.close()
+		h.start()
+		ctx := context.Background()
+		if err := h.p.Assign(ctx, "eu", 1); err != nil {
+			t.Fatalf("first Assign: %v", err)
+		}
+		stuck := make(chan error, 1)
+		go func() { stuck <- h.p.Assign(ctx, "us", 2) }()
+		for range 2 {
+			h.await(pathdialer.EventFenceFailure, func(e pathdialer.Event) bool { return e.To == "us" })
+		}
+		synctest.Wait()
+		if err := h.p.Assign(ctx, "ap", 3); err != nil {
+			t.Fatalf("newer Assign while the switch to us is stuck fencing: %v", err)
+		}
+		if err := <-stuck; !errors.Is(err, pathdialer.ErrSuperseded) {
+			t.Fatalf("the superseded Assign returned %v, want ErrSuperseded", err)
+		}
+		if a, gen := h.p.Active(); a.Name != "ap" || gen != 3 {
+			t.Fatalf("active %s/%d, want ap under token 3", a.Name, gen)
+		}
+		if !h.p.Fenced("eu") {
+			t.Error("eu, the endpoint left, is not fenced")
+		}
+		f := h.hooks.fenceCalls()
+		if last := f[len(f)-1]; last.Endpoint.Name != "eu" || last.To != "ap" {
+			t.Errorf("last fence %s->%s, want eu->ap", last.Endpoint.Name, last.To)
+		}
+		for _, d := range h.p.Engine().History() {
+			if d.To == "us" {
+				t.Errorf("the dead target us became active: %+v", d)
+			}
+		}
+		if err := h.p.Assign(ctx, "us", 2); !errors.Is(err, pathdialer.ErrStaleToken) {
+			t.Fatalf("Assign under the superseded token: %v", err)
+		}
+	})
+}
