@@ -1078,7 +1078,7 @@
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	return-without-reproof   identity-proved-at-switch              505          2
-//	gray-probe-blip          no-failback-while-trade-path-fails     85           18
+//	gray-probe-blip          no-failback-while-trade-path-fails     85           15
 //
 // The availability and settlement defects are found by the composed seeds
 // with the liveness moves (make sim-plant DEFECT=name SIM_SEEDS=1000
