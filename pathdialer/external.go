@@ -23,9 +23,14 @@ var (
 	ErrNotExternal = errors.New("pathdialer: the Path decides by itself (Config.ExternalDecisions is false)")
 	// ErrStaleToken: Assign's token is not after the Path's current token.
 	ErrStaleToken = errors.New("pathdialer: stale fencing token")
-	// ErrSwitchInProgress: Assign arrived while another switch is being fenced
-	// or reconciled; assign again when it is released.
+	// ErrSwitchInProgress: Assign arrived while another switch's fence
+	// attempt was running (or, to the endpoint being reconciled, while it
+	// reconciles); assign again shortly.
 	ErrSwitchInProgress = errors.New("pathdialer: a switch is in progress")
+	// ErrSuperseded: the switch an Assign started was taken over by a newer
+	// Assign (a higher token) before flow was released; the newer Assign
+	// reports the outcome.
+	ErrSuperseded = errors.New("pathdialer: the assignment was superseded by a newer one")
 )
 
 type extKind int
@@ -82,11 +87,18 @@ func (p *Path) external(ctx context.Context, r extReq) error {
 // the new token) and, when submissions are held or halted (a Path with
 // ExternalDecisions starts held until its first Assign), releases them through
 // reconciliation. A Halt while a switch is in progress makes its Assign return
-// ErrTradingHalted. It refuses, before anything changes, an endpoint this
+// ErrTradingHalted. An Assign to another endpoint while a switch is
+// reconciling (its target may never answer) takes the switch over: the
+// earlier Assign returns ErrSuperseded, the endpoint it made active is fenced
+// before the new one is switched to, and the orders its reconcile held are
+// reconciled on the new endpoint before flow is released there. So does one
+// while an assigned switch's fence failed and waits for its retry (the
+// endpoint being left is then fenced toward the new one); while a fence
+// attempt is running, Assign returns ErrSwitchInProgress. It refuses, before anything changes, an endpoint this
 // process found fronting another account (engine.ErrIdentityMismatch) or lying
 // outside Engine.TargetJurisdictions (engine.ErrJurisdiction): the coordinator
 // should choose another target. Errors: ErrNotExternal, ErrUnknownEndpoint, ErrStaleToken,
-// ErrSwitchInProgress, ErrClosed, or ctx's.
+// ErrSwitchInProgress, ErrSuperseded, ErrClosed, or ctx's.
 func (p *Path) Assign(ctx context.Context, endpoint string, token uint64) error {
 	if _, ok := p.eps[endpoint]; !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownEndpoint, endpoint)
@@ -164,6 +176,17 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 			r.done <- fmt.Errorf("%w: token %d is not after the current token %d", ErrStaleToken, r.token, a.gen)
 			return
 		}
+		if r.endpoint != a.rt.ep.Name && (c.phase == phaseReconciling ||
+			c.phase == phaseFencing && c.assign != nil && c.fenceRun == nil && c.armRun == nil && c.fenceAttempt > 0) {
+			// A newer decision takes over a switch (or resume) still
+			// reconciling on the active endpoint, which may never succeed
+			// there (its target died after the fence), or an assigned
+			// switch whose fence failed and waits to be retried (a fence
+			// through a dead target): its callers are told, its orders are
+			// carried to the next reconcile, and the active endpoint is
+			// fenced below before anything is switched.
+			c.supersedeForAssign(r)
+		}
 		if c.phase != phaseNormal {
 			r.done <- ErrSwitchInProgress
 			return
@@ -191,6 +214,20 @@ func (c *controller) onExternal(ctx context.Context, r extReq) {
 		c.hold(fmt.Errorf("assigned %q under token %d: fencing %q", r.endpoint, r.token, a.rt.ep.Name))
 		c.beginFence(ctx, a.rt.ep.Name, r.endpoint, false)
 	}
+}
+
+// supersedeForAssign ends the reconcile in progress for r, a newer Assign
+// to another endpoint: whoever waits for its release gets ErrSuperseded, and
+// its tickets are kept for the next reconcile (carryAbandon).
+func (c *controller) supersedeForAssign(r extReq) {
+	a := c.p.active.Load()
+	cause := fmt.Errorf("%w: token %d assigns %q while the reconcile on %q under token %d had not succeeded", ErrSuperseded, r.token, r.endpoint, a.rt.ep.Name, a.gen)
+	c.p.log.Warn("pathdialer: a newer assignment takes over a switch still reconciling", "endpoint", a.rt.ep.Name, "token", a.gen, "to", r.endpoint, "new_token", r.token)
+	for _, w := range c.waiters {
+		w <- cause
+	}
+	c.waiters = nil
+	c.carryAbandon()
 }
 
 // carryAbandon drops a switch in progress, keeping its tickets for the next

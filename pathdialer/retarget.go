@@ -35,6 +35,11 @@ import (
 // behind the halt): the failures of the only path are not held against it,
 // and flow resumes there as soon as its reads answer.
 //
+// With Config.ExternalDecisions the target is taken DOWN on the same
+// evidence, and nothing else changes: the Path keeps retrying the reconcile
+// there, holding, until the coordinator, which sees the target DOWN, assigns
+// another endpoint (an Assign that takes the switch over, external.go).
+//
 // An attempt that settled some orders before it failed (a venue's lookup
 // budget) is progress and starts the count again; one cut short by a hold,
 // a halt or a switch is not counted.
@@ -43,11 +48,11 @@ import (
 // (Config.Reconcile alone) on target, which answered for answered orders.
 // When FailureThreshold attempts (at least two) in a row failed there with
 // no answer and another endpoint is eligible, it takes target DOWN and, when that makes
-// target warrant failover, moves the switch on at once (controller.step)
+// target warrant failover (never with ExternalDecisions), moves the switch on at once (controller.step)
 // and returns true: the caller schedules no retry.
 func (c *controller) reconcileStuckOnTarget(ctx context.Context, target string, answered int, err error) bool {
 	p := c.p
-	if p.cfg.ExternalDecisions || ctx.Err() != nil || errors.Is(err, errSuperseded) || errors.Is(err, context.Canceled) {
+	if ctx.Err() != nil || errors.Is(err, errSuperseded) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	if c.stuckRec != c.rec || answered > 0 {
@@ -67,6 +72,11 @@ func (c *controller) reconcileStuckOnTarget(ctx context.Context, target string, 
 		if st, _ := p.observe(target, cause, 0, true); st == engine.Down {
 			break
 		}
+	}
+	if p.cfg.ExternalDecisions {
+		// The coordinator decides from this evidence (its next Assign takes
+		// the switch over, external.go); the attempts go on until then.
+		return false
 	}
 	if d, derr := p.eng.EvaluateFailover(false); derr != nil || (d.Outcome != engine.FenceRequired && d.Outcome != engine.Switched) {
 		return false

@@ -636,7 +636,10 @@ func (w *world) checkComposed(res *Result, viol func(inv, format string, a ...an
 				// evidence was live traffic failing while the probe passed.
 				if h.kind == pathdialer.EventSwitch && h.to != g.to && !h.at.Before(s.from) && activeBefore(cx.gates, h, primary) == g.to &&
 					len(w.spansOn(g.to, s.from, h.at)) == 1 {
-					if lastResortNote && g.cause == "failover" {
+					// A coordinator's assignment ("assigned") is a failover
+					// too: the simulated decider moves only away from an
+					// active endpoint that is DOWN, never back by itself.
+					if lastResortNote && (g.cause == "failover" || g.cause == "assigned") {
 						res.Notes = append(res.Notes, fmt.Sprintf("with the offered trade-path check (a lookup), failover to %s at %v as the last resort while its trade path still failed (gray fault armed at %v, %s left at %v)", g.to, w.off(g.at), w.off(s.from), g.to, w.off(h.at)))
 						break
 					}

@@ -98,6 +98,14 @@ type coordinator struct {
 	// sync.Mutex: a goroutine waiting on a mutex is not durably blocked, so
 	// virtual time would stop while the holder waits for it to advance.
 	assignSem chan struct{}
+	// The follower's Assign in progress (or waiting for its turn): its
+	// token, its endpoint and how to interrupt it. A newer decision
+	// interrupts it, as the etcd follower's newer record does: Path.Assign
+	// returns (the switch goes on in the Path) and the newer one is applied
+	// next, which a Path takes over a switch stuck reconciling with.
+	assignTok    uint64
+	assignTarget string
+	assignStop   context.CancelFunc
 }
 
 func newCoordinator(w *world) *coordinator {
@@ -424,15 +432,42 @@ func (c *coordinator) keepAlive() {
 }
 
 // assign calls Path.Assign as the follower (paused with the process),
-// retrying while another switch is in progress.
+// retrying while another switch is in progress. A later call with a newer
+// token interrupts it (the decision it applies is no longer the newest); a
+// call with an older token than the one in progress is dropped.
 func (c *coordinator) assign(endpoint string, tok uint64, why string) {
+	c.mu.Lock()
+	if tok < c.assignTok {
+		c.mu.Unlock()
+		c.w.tracef(time.Now(), "coord drops assign %s token %d (%s): token %d is newer", endpoint, tok, why, c.assignTok)
+		return
+	}
+	if c.assignStop != nil {
+		c.assignStop()
+	}
+	ctx, stop := context.WithCancel(c.ctx)
+	c.assignTok, c.assignTarget, c.assignStop = tok, endpoint, stop
+	c.mu.Unlock()
+	defer func() {
+		stop()
+		c.mu.Lock()
+		if c.assignTok == tok {
+			c.assignTarget, c.assignStop = "", nil
+		}
+		c.mu.Unlock()
+	}()
 	select {
 	case c.assignSem <- struct{}{}:
 	case <-c.stop:
 		return
+	case <-ctx.Done():
+		return // a newer decision came first
 	}
 	defer func() { <-c.assignSem }()
 	for {
+		if ctx.Err() != nil {
+			return
+		}
 		c.wait(c.follower(), "assign")
 		c.mu.Lock()
 		stale := c.tokSess[tok] != c.sess || c.sess.lost
@@ -445,8 +480,12 @@ func (c *coordinator) assign(endpoint string, tok uint64, why string) {
 			return
 		}
 		c.w.noteCoord("assign:" + endpoint)
-		err := c.w.path.Assign(c.ctx, endpoint, tok)
+		err := c.w.path.Assign(ctx, endpoint, tok)
 		if c.ctx.Err() != nil {
+			return
+		}
+		if ctx.Err() != nil || errors.Is(err, pathdialer.ErrSuperseded) {
+			c.w.tracef(time.Now(), "coord assign %s token %d (%s): interrupted by a newer decision (%v)", endpoint, tok, why, errText(err))
 			return
 		}
 		c.w.tracef(time.Now(), "coord assign %s token %d (%s): %v", endpoint, tok, why, errText(err))
@@ -584,6 +623,12 @@ func (c *coordinator) decider() {
 			c.mu.Unlock()
 			continue
 		}
+		if p2 == nil && c.assignTarget == target {
+			// That decision is still being applied (fenced, reconciled):
+			// no newer one for the same target.
+			c.mu.Unlock()
+			continue
+		}
 		c.token++
 		tok := c.token
 		if p2 == nil {
@@ -595,7 +640,14 @@ func (c *coordinator) decider() {
 			p2.assign(target, tok, "decided")
 		} else {
 			c.w.tracef(time.Now(), "coord decides %s->%s token %d", ep.Name, target, tok)
-			c.assign(target, tok, "decided")
+			// The decider does not wait for the switch: a switch stuck
+			// on a target that died meanwhile is taken over by its next
+			// decision (assign interrupts the one in progress).
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				c.assign(target, tok, "decided")
+			}()
 		}
 		for now := time.Now(); !next.After(now); {
 			next = next.Add(every)

@@ -990,6 +990,21 @@
 // burst's lead showed the Path a gray failure in seeds with no trade-path
 // check at all (see grayShown in avail.go).
 //
+// Since then a newer Assign takes over a switch stuck reconciling on its
+// target, or waiting to retry a failed fence (the old Assign returns
+// ErrSuperseded; the endpoint left is fenced first, the held orders are
+// reconciled on the new target); a coordinated Path's reconcile failing
+// FailureThreshold times with no order answered takes the target DOWN for
+// the coordinator to see; and the sim's decider no longer waits inside
+// Assign: a newer decision interrupts the one in progress (the follower of
+// coord/etcd does the same on a newer record). 733, 805 and 712 pass;
+// no-failback-while-trade-path-fails gives a coordinator's last-resort
+// assignment the note a Path's own last-resort failover gets (754). The
+// composed sweep (1,000 seeds) fails 1: 241 (stream-evidence-alone-moves-no-order,
+// eu DOWN from a resent order cut through it right after the release, its
+// WebSocket address blackholed meanwhile), a timeline the blocked decider
+// never reached; beyond the bound 0.0 s of 36,200 s judged.
+//
 // # Mutants
 //
 // make mutants plants, one at a time, the mutants of internal/dst/plant
@@ -1063,7 +1078,7 @@
 //	stream-reports           stream-evidence-alone-moves-no-order   46           11
 //	no-identity-at-switch    identity-proved-at-switch              13           95
 //	return-without-reproof   identity-proved-at-switch              505          2
-//	gray-probe-blip          no-failback-while-trade-path-fails     85           18
+//	gray-probe-blip          no-failback-while-trade-path-fails     85           15
 //
 // The availability and settlement defects are found by the composed seeds
 // with the liveness moves (make sim-plant DEFECT=name SIM_SEEDS=1000
