@@ -14,7 +14,7 @@ import (
 )
 
 // LateRest is the late resting landing move (resting seeds in flatten
-// mode): at At the active endpoint's region books orders Hold late (the
+// mode, the broker not fencing): at At the active endpoint's region books orders Hold late (the
 // broker's BookingDelay, for the bookWindow in which a limit order is placed
 // through it at once: a server still booking, longer than the order's
 // timeout). The order's answer never comes; the reconcile of its unknown
@@ -43,12 +43,14 @@ func (l LateRest) String() string {
 	return fmt.Sprintf("at %v a limit order into the active region's silence (%v); %v after its late landing is reported RESTING, the active endpoint refuses orders and probes for %v", l.At, l.Hold, l.Lag, l.Down)
 }
 
-// drawLateRest gives half of the flatten-mode resting seeds the late
-// resting landing move, from a source of its own, so every other field of
-// every seed is as it was.
+// drawLateRest gives half of the flatten-mode resting seeds whose broker
+// does not fence the move, from a source of its own, so every other field of
+// every seed is as it was. Not where the broker fences (its kill switch): the
+// Path may then settle the order NOT_RECEIVED for good, resend it, and fail
+// back, and the booking still under way lands after the region's unfence.
 func drawLateRest(s *Scenario) {
 	r := rand.New(rand.NewPCG(s.Seed, s.Seed^0x6c61746572657374))
-	if !s.Resting.On || s.Resting.Preserve || r.IntN(2) != 0 {
+	if !s.Resting.On || s.Resting.Preserve || s.Fence != simbroker.FenceNone || r.IntN(2) != 0 {
 		return
 	}
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }

@@ -3,16 +3,19 @@ package dst
 import (
 	"strconv"
 	"testing"
+
+	"github.com/brokerpath/brokerpath/internal/simbroker"
 )
 
-// TestDrawLateRest: the move is drawn in flatten-mode resting seeds only, in
+// TestDrawLateRest: the move is drawn in flatten-mode resting seeds whose
+// broker does not fence only, in
 // about half of them, with a hold the network can keep a copy for.
 func TestDrawLateRest(t *testing.T) {
 	var flatten, on int
 	var seeds []string
 	for seed := uint64(1); seed <= 400; seed++ {
 		s := NewScenario(seed)
-		if s.Resting.On && !s.Resting.Preserve {
+		if s.Resting.On && !s.Resting.Preserve && s.Fence == simbroker.FenceNone {
 			flatten++
 		}
 		if !s.LateRest.On {
@@ -22,8 +25,8 @@ func TestDrawLateRest(t *testing.T) {
 		if len(seeds) < 12 {
 			seeds = append(seeds, strconv.FormatUint(seed, 10))
 		}
-		if !s.Resting.On || s.Resting.Preserve {
-			t.Fatalf("seed %d: late resting landing outside a flatten-mode resting seed", seed)
+		if !s.Resting.On || s.Resting.Preserve || s.Fence != simbroker.FenceNone {
+			t.Fatalf("seed %d: late resting landing outside a flatten-mode resting seed with no broker fence", seed)
 		}
 		l := s.LateRest
 		if l.Hold <= 0 || l.Hold > 5e9 || l.Down <= 0 || l.GiveUp <= l.At+l.Hold {
@@ -31,7 +34,7 @@ func TestDrawLateRest(t *testing.T) {
 		}
 	}
 	if on < flatten/4 || on > flatten*3/4 {
-		t.Errorf("late resting landing in %d of %d flatten-mode resting seeds: want about half", on, flatten)
+		t.Errorf("late resting landing in %d of %d flatten-mode resting seeds with no broker fence: want about half", on, flatten)
 	}
 	t.Logf("%d of %d flatten-mode resting seeds: %v", on, flatten, seeds)
 }
