@@ -14,7 +14,7 @@ import (
 )
 
 // LateRest is the late resting landing move (resting seeds in flatten
-// mode, the broker not fencing): at At the active endpoint's region books orders Hold late (the
+// mode, the broker not fencing, a Path deciding by itself): at At the active endpoint's region books orders Hold late (the
 // broker's BookingDelay, for the bookWindow in which a limit order is placed
 // through it at once: a server still booking, longer than the order's
 // timeout). The order's answer never comes; the reconcile of its unknown
@@ -48,20 +48,23 @@ func (l LateRest) String() string {
 // every seed is as it was. Not where the broker fences (its kill switch): the
 // Path may then settle the order NOT_RECEIVED for good, resend it, and fail
 // back, and the booking still under way lands after the region's unfence.
+// Nor in coordinated seeds: a process pause delays the re-query that finds
+// the landing beyond the bound late-landing-reported-in-time allows.
 func drawLateRest(s *Scenario) {
 	r := rand.New(rand.NewPCG(s.Seed, s.Seed^0x6c61746572657374))
-	if !s.Resting.On || s.Resting.Preserve || s.Fence != simbroker.FenceNone || r.IntN(2) != 0 {
+	if !s.Resting.On || s.Resting.Preserve || s.Fence != simbroker.FenceNone || s.Coordinated || r.IntN(2) != 0 {
 		return
 	}
 	dur := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(r.Int64N(int64(hi-lo)+1)) }
 	l := LateRest{On: true}
-	l.At = dur(500*time.Millisecond, max(500*time.Millisecond, s.Duration-4*time.Second)) + 37*time.Microsecond
+	// The re-query's first early look comes MaxCopyHold (7 s) after the
+	// provisional verdict; the session keeps its cancel-on-disconnect until
+	// the run's end (then it logs out): the landing is to be found before.
+	l.At = dur(500*time.Millisecond, max(500*time.Millisecond, s.Duration-11*time.Second)) + 37*time.Microsecond
 	l.Hold = dur(max(time.Second, s.OrderTimeout+500*time.Millisecond), 4*time.Second)
 	l.Lag = dur(0, 400*time.Millisecond)
 	l.Down = dur(time.Second, 2*time.Second)
-	// The re-query's early looks come every MaxCopyHold (7 s): two of them
-	// after the heal are waited for at most.
-	l.GiveUp = l.At + l.Hold + 15*time.Second
+	l.GiveUp = max(s.Duration, l.At+l.Hold+time.Second)
 	s.LateRest = l
 }
 

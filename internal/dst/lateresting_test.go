@@ -15,7 +15,7 @@ func TestDrawLateRest(t *testing.T) {
 	var seeds []string
 	for seed := uint64(1); seed <= 400; seed++ {
 		s := NewScenario(seed)
-		if s.Resting.On && !s.Resting.Preserve && s.Fence == simbroker.FenceNone {
+		if s.Resting.On && !s.Resting.Preserve && s.Fence == simbroker.FenceNone && !s.Coordinated {
 			flatten++
 		}
 		if !s.LateRest.On {
@@ -25,8 +25,8 @@ func TestDrawLateRest(t *testing.T) {
 		if len(seeds) < 12 {
 			seeds = append(seeds, strconv.FormatUint(seed, 10))
 		}
-		if !s.Resting.On || s.Resting.Preserve || s.Fence != simbroker.FenceNone {
-			t.Fatalf("seed %d: late resting landing outside a flatten-mode resting seed with no broker fence", seed)
+		if !s.Resting.On || s.Resting.Preserve || s.Fence != simbroker.FenceNone || s.Coordinated {
+			t.Fatalf("seed %d: late resting landing outside a flatten-mode resting seed with no broker fence, deciding by itself", seed)
 		}
 		l := s.LateRest
 		if l.Hold <= 0 || l.Hold > 5e9 || l.Down <= 0 || l.GiveUp <= l.At+l.Hold {
