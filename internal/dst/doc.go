@@ -1288,8 +1288,8 @@
 // open-order reconcile still waits to read the venue again for the
 // session's late cancel; the late landing is owed to the next fence only,
 // the broker's late cancel comes before the second read, and nothing
-// reports it. Composed seeds 1–300 fail 282 and 285 (gate-open-while-usable)
-// only, as before. Before the move, unplanted, plain seeds 1–1000 failed
+// reports it. make sim (composed, live) 1–1000 fails the same 14 seeds as
+// before the move (below), in the same two classes. Before the move, unplanted, plain seeds 1–1000 failed
 // none; make sim (composed, live) failed 14, in the two classes it failed
 // before: the long reconcile moves the timing of its seeds, so 499 (no-failback-while-trade-path-fails)
 // and 712 (gate-open-while-usable: a coordinator's Assign whose reconcile
