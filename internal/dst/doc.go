@@ -1284,19 +1284,35 @@
 //
 //	defect                      invariant broken                       lowest seed  seeds of 1000
 //	oo-settled-resting-skipped  resting-cancel-reported                26           10
-//	requery-resting-not-owed    resting-cancel-reported                -            0
+//	requery-resting-not-owed    resting-cancel-reported                95           4
 //
 // oo-settled-resting-skipped also breaks final-verdict-matches-book in 3
 // (229, 349, 970); 26 and 229 settle an in-flight order RESTING from the old
 // connection's report, which the fence's cancel-on-disconnect had taken.
 // requery-resting-not-owed (a late landing a re-query finds RESTING not
-// read with the next fence's open orders) is not found, composed or plain:
-// in composed seeds 1–1000 one resting seed (3) has a late landing of a
-// limit order found RESTING, and no fence cancels it before the client
-// records it. TestOpenOrdersIncludeWhatARequerySettledResting (pathdialer)
-// finds it. Unplanted, plain seeds 1–1000 fail none; make sim (composed,
-// live) fails 14, in the two classes it failed before: the long reconcile
-// moves the timing of its seeds, so 499 (no-failback-while-trade-path-fails)
+// read with the next fence's open orders) is found by the late resting
+// landing move (Scenario.LateRest, "late resting landing" in the trace's
+// header; lateresting.go), drawn from a source of its own in half of the
+// flatten-mode resting seeds whose broker does not fence, of a Path deciding
+// by itself (51 of seeds 1–1000): the active region books orders late (a
+// server still booking, longer than the order's timeout) while a limit order
+// is placed through it, the reconcile of its unknown outcome settles it
+// NOT_RECEIVED before the booking, a re-query finds it RESTING, and soon
+// after the endpoint then active refuses orders and probes, so the switch
+// away fences the resting session and the broker cancels the late order.
+// Plain sweep: 95 203 285 442; 95 fails unplanted too (below), so the
+// lowest seed the plant alone breaks is 203. Before the move it was found
+// in none: TestOpenOrdersIncludeWhatARequerySettledResting (pathdialer)
+// found it. Unplanted with the move, plain seeds 1–1000 fail one, 95
+// (resting-cancel-reported): an order booked before a fence is found
+// RESTING by a re-query after that fence's release, while the fence's
+// open-order reconcile still waits to read the venue again for the
+// session's late cancel; the late landing is owed to the next fence only,
+// the broker's late cancel comes before the second read, and nothing
+// reports it. make sim (composed, live) 1–1000 fails the same 14 seeds as
+// before the move (below), in the same two classes. Before the move, unplanted, plain seeds 1–1000 failed
+// none; make sim (composed, live) failed 14, in the two classes it failed
+// before: the long reconcile moves the timing of its seeds, so 499 (no-failback-while-trade-path-fails)
 // and 712 (gate-open-while-usable: a coordinator's Assign whose reconcile
 // keeps failing through an endpoint that went DOWN, as in 733) fail now,
 // and 185, 207 and 805 no longer do.

@@ -149,6 +149,9 @@ type Scenario struct {
 	// LongRecon: a switch's reconcile is FIX-like (longrecon.go), drawn in
 	// half of the resting seeds from a source of its own.
 	LongRecon LongRecon
+	// LateRest: a limit order's late landing, then a fence of the session
+	// (lateresting.go), in half of the flatten-mode resting seeds.
+	LateRest LateRest
 
 	// NoTradePathCheck (NewLiveScenario): the Path is given no
 	// Config.TradePathCheck; it runs the check a quick start's
@@ -266,6 +269,7 @@ func NewScenario(seed uint64) Scenario {
 	drawLibToken(&s) // tokens_check.go
 	drawBooking(&s)
 	drawLongRecon(&s) // longrecon.go
+	drawLateRest(&s)  // lateresting.go
 	return s
 }
 
@@ -327,6 +331,9 @@ func (s Scenario) String() string {
 	}
 	if s.LongRecon.On {
 		fmt.Fprintf(&b, "  long reconcile: %s\n", s.LongRecon)
+	}
+	if s.LateRest.On {
+		fmt.Fprintf(&b, "  late resting landing: %s\n", s.LateRest)
 	}
 	if s.H2 {
 		fmt.Fprintf(&b, "  orders over TLS and pooled HTTP/2 through a front end of each region\n")

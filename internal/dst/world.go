@@ -211,6 +211,7 @@ type world struct {
 	h2    *h2front     // H2 scenarios only (h2sim.go)
 	fx    *fixSim      // FIX scenarios only (fixsim.go)
 	lr    longRecon    // LongRecon scenarios' record (longrecon.go)
+	lrest *lateRest    // LateRest scenarios only (lateresting.go)
 
 	mu       sync.Mutex
 	trace    []tline
@@ -341,6 +342,7 @@ func Run(s Scenario, o Options) (*Result, error) {
 		go func() { defer wg.Done(); w.trade(i) }()
 	}
 	w.startResting(&wg, w.start.Add(s.Duration)) // resting_sim.go
+	w.startLateRest(&wg)                         // lateresting.go
 	wg.Wait()
 	w.healAll()
 	time.Sleep(s.Quiet)
@@ -959,6 +961,7 @@ func (w *world) onEvent(ev pathdialer.Event) {
 			w.lateReported[ev.OrderID] = ev.Time
 		}
 		w.mu.Unlock()
+		w.lateRestLanded(ev) // lateresting.go
 	case pathdialer.EventReconcileSuccess, pathdialer.EventReconcileFailure: // a failed attempt's answers are kept
 		var ask []string
 		w.mu.Lock()
