@@ -480,7 +480,6 @@ func ooReadTimes(fences []ooFence, settle time.Duration) (first, due time.Time) 
 // retries, judged against every fence owed; late are the orders settled
 // RESTING since the run started.
 func (c *controller) readOpenOrders(ctx context.Context, svc string, check OpenOrderCheck, due *ooSwitch, late []OpenOrder, ep Endpoint, gen uint64, fc FenceChoice) (*OpenOrderReport, error) {
-	settled := append(slices.Clone(due.resting[svc]), late...)
 	p := c.p
 	last := due.fences[len(due.fences)-1]
 	rep := &OpenOrderReport{Service: svc, From: last.from, To: ep.Name, Token: gen, Mode: fc.Mode, Effect: fc.Effect}
@@ -497,7 +496,8 @@ func (c *controller) readOpenOrders(ctx context.Context, svc string, check OpenO
 			if err != nil {
 				return fmt.Errorf("the application's open orders: %w", err)
 			}
-			ours = withSettled(ours, settled)
+			ours = withSettled(ours, due.resting[svc])
+			ours = withSettled(ours, late)
 			q := OpenOrderQuery{Service: svc, Endpoint: ep, From: last.from, To: ep.Name, Token: gen, Mode: fc.Mode, Effect: fc.Effect, Ours: slices.Clone(ours), Attempt: attempt}
 			theirs, err := check.Venue(tctx, q)
 			if err != nil {
