@@ -80,5 +80,19 @@ func TestOpenOrdersLateRestingJoinsARunWaitingToReadAgain(t *testing.T) {
 		if n := len(bk.reads); n != 2 {
 			t.Fatalf("venue read %d times at %v: want twice, at CODSettle and when the declared cancel was due", n, bk.reads)
 		}
+		// Reported once: the next switch's open-order read (the failback to
+		// eu) does not report x's cancel again as its own.
+		h.probes.set("eu", probeOK)
+		back := h.await(pathdialer.EventOpenOrderDiff, func(e pathdialer.Event) bool { return e.From == "us" && e.To == "eu" })
+		synctest.Wait()
+		n := 0
+		for _, e := range h.rec.all() {
+			if e.Kind == pathdialer.EventRestingCancelled && e.OrderID == "x" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("x reported cancelled %d times (failback's read: %v): want once, by the switch eu→us", n, back.Diffs)
+		}
 	})
 }
