@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/brokerpath/brokerpath/internal/safetext"
@@ -219,6 +220,33 @@ type ooFence struct {
 type ooSwitch struct {
 	fences  []ooFence
 	resting map[string][]OpenOrder
+	// late, in a run's own copy, are the orders settled RESTING after the
+	// run started (oweSettledResting), for its reads still to come; nil
+	// elsewhere, and not cloned.
+	late *ooLate
+}
+
+// ooLate is what the controller hands a running open-order reconcile: the
+// orders settled RESTING since it started, read by its goroutine at each
+// read of the venue.
+type ooLate struct {
+	mu     sync.Mutex
+	orders []OpenOrder
+}
+
+func (l *ooLate) add(o OpenOrder) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.orders = append(l.orders, o)
+	if n := len(l.orders) - maxOwedResting; n > 0 {
+		l.orders = slices.Delete(l.orders, 0, n)
+	}
+}
+
+func (l *ooLate) snapshot() []OpenOrder {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.orders)
 }
 
 func (o *ooSwitch) clone() *ooSwitch {
@@ -263,7 +291,11 @@ const maxOwedResting = 4096
 // open-order reconcile owed (their service's check, or every check when
 // their service has none): the application may not have recorded them when
 // the venue is read, and a fence may cancel them. With no fence owed yet
-// they wait for the next one.
+// they wait for the next one. A run in progress for their service is given
+// them too, for its reads still to come (a late landing found while it
+// waits for a cancel-on-disconnect due later is cancelled by that switch);
+// the next fence is owed them all the same, unless that run reports them
+// closed (openOrdersDone).
 func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 	if len(c.p.cfg.OpenOrders) == 0 {
 		return
@@ -292,6 +324,9 @@ func (c *controller) oweSettledResting(r Reconciliation, settled []Settlement) {
 				l = slices.Delete(l, 0, n)
 			}
 			c.ooDue.resting[svc] = l
+			if run := c.ooRuns[svc]; run != nil && run.oo != nil && run.oo.late != nil {
+				run.oo.late.add(o)
+			}
 		}
 		if _, ok := c.p.cfg.OpenOrders[s.Service]; ok {
 			add(s.Service)
@@ -376,6 +411,7 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, owed *ooSwit
 	// The run reads its own copy: the controller may owe the same fences
 	// again (stopOpenOrders) while this run's goroutine still reads them.
 	due := owed.clone()
+	due.late = &ooLate{}
 	last := due.fences[len(due.fences)-1]
 	c.bgSeq++
 	run := &bgRun{id: c.bgSeq, start: time.Now(), oo: due, r: Reconciliation{From: last.from, To: ep.Name, Token: gen, Service: svc}}
@@ -396,7 +432,7 @@ func (c *controller) runOpenOrders(ctx context.Context, svc string, owed *ooSwit
 			}
 			began := time.Now()
 			again := codDue.After(began)
-			rep, err := c.readOpenOrders(rctx, svc, check, due, ep, gen, fc)
+			rep, err := c.readOpenOrders(rctx, svc, check, due, due.late.snapshot(), ep, gen, fc)
 			if rctx.Err() != nil {
 				return
 			}
@@ -441,8 +477,9 @@ func ooReadTimes(fences []ooFence, settle time.Duration) (first, due time.Time) 
 }
 
 // readOpenOrders is one read of the venue's open orders for svc, with its
-// retries, judged against every fence owed.
-func (c *controller) readOpenOrders(ctx context.Context, svc string, check OpenOrderCheck, due *ooSwitch, ep Endpoint, gen uint64, fc FenceChoice) (*OpenOrderReport, error) {
+// retries, judged against every fence owed; late are the orders settled
+// RESTING since the run started.
+func (c *controller) readOpenOrders(ctx context.Context, svc string, check OpenOrderCheck, due *ooSwitch, late []OpenOrder, ep Endpoint, gen uint64, fc FenceChoice) (*OpenOrderReport, error) {
 	p := c.p
 	last := due.fences[len(due.fences)-1]
 	rep := &OpenOrderReport{Service: svc, From: last.from, To: ep.Name, Token: gen, Mode: fc.Mode, Effect: fc.Effect}
@@ -460,6 +497,7 @@ func (c *controller) readOpenOrders(ctx context.Context, svc string, check OpenO
 				return fmt.Errorf("the application's open orders: %w", err)
 			}
 			ours = withSettled(ours, due.resting[svc])
+			ours = withSettled(ours, late)
 			q := OpenOrderQuery{Service: svc, Endpoint: ep, From: last.from, To: ep.Name, Token: gen, Mode: fc.Mode, Effect: fc.Effect, Ours: slices.Clone(ours), Attempt: attempt}
 			theirs, err := check.Venue(tctx, q)
 			if err != nil {
@@ -516,6 +554,7 @@ func (c *controller) openOrdersDone(res bgResult) {
 	}
 	p.rest.reports[rep.Service] = *rep
 	p.rest.mu.Unlock()
+	c.unoweReported(rep)
 	// Counted before any event says so: a Snapshot taken on the event agrees.
 	for _, d := range rep.Diffs {
 		if d.Cause == DiffCancelledBySwitch {
@@ -538,6 +577,27 @@ func (c *controller) openOrdersDone(res bgResult) {
 		}
 		p.events.emit(Event{Kind: EventRestingCancelled, From: d.From, To: d.To, Token: d.Token, Service: d.Service, OrderID: d.OrderID, Cause: d.Detail, Diffs: []OrderDiff{d}})
 	}
+}
+
+// unoweReported drops from the orders settled RESTING owed to the next
+// fence (oweSettledResting) those rep found closed (filled, cancelled, or
+// unknown to the venue): reported once, by the switch whose read found it.
+func (c *controller) unoweReported(rep *OpenOrderReport) {
+	if c.ooDue == nil || len(c.ooDue.resting[rep.Service]) == 0 {
+		return
+	}
+	closed := map[string]bool{}
+	for _, d := range rep.Diffs {
+		if d.Cause != DiffNotOurs {
+			closed[d.OrderID] = true
+		}
+	}
+	if len(closed) == 0 {
+		return
+	}
+	c.ooDue.resting[rep.Service] = slices.DeleteFunc(c.ooDue.resting[rep.Service], func(o OpenOrder) bool {
+		return closed[safetext.Bound(o.OrderID)]
+	})
 }
 
 // diffOpenOrders compares the application's open orders with the venue's

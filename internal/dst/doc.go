@@ -1283,11 +1283,12 @@
 // sim-plant DEFECT=name SIM_SEEDS=1000 SIM_SHARDS=2):
 //
 //	defect                      invariant broken                       lowest seed  seeds of 1000
-//	oo-settled-resting-skipped  resting-cancel-reported                26           10
+//	oo-settled-resting-skipped  resting-cancel-reported                26           13
 //	requery-resting-not-owed    resting-cancel-reported                95           4
 //
-// oo-settled-resting-skipped also breaks final-verdict-matches-book in 3
-// (229, 349, 970); 26 and 229 settle an in-flight order RESTING from the old
+// oo-settled-resting-skipped also breaks final-verdict-matches-book in 4
+// (229, 349, 549, 970); with the late resting landing move it also breaks
+// 203, 285 and 442, whose re-query's RESTING it skips with the switch's; 26 and 229 settle an in-flight order RESTING from the old
 // connection's report, which the fence's cancel-on-disconnect had taken.
 // requery-resting-not-owed (a late landing a re-query finds RESTING not
 // read with the next fence's open orders) is found by the late resting
@@ -1300,16 +1301,17 @@
 // NOT_RECEIVED before the booking, a re-query finds it RESTING, and soon
 // after the endpoint then active refuses orders and probes, so the switch
 // away fences the resting session and the broker cancels the late order.
-// Plain sweep: 95 203 285 442; 95 fails unplanted too (below), so the
-// lowest seed the plant alone breaks is 203. Before the move it was found
+// Plain sweep: 95 203 285 442. Before the move it was found
 // in none: TestOpenOrdersIncludeWhatARequerySettledResting (pathdialer)
-// found it. Unplanted with the move, plain seeds 1–1000 fail one, 95
+// found it. Unplanted with the move, plain seeds 1–1000 failed one, 95
 // (resting-cancel-reported): an order booked before a fence is found
 // RESTING by a re-query after that fence's release, while the fence's
 // open-order reconcile still waits to read the venue again for the
-// session's late cancel; the late landing is owed to the next fence only,
-// the broker's late cancel comes before the second read, and nothing
-// reports it. make sim (composed, live) 1–1000 fails the same 14 seeds as
+// session's late cancel; the late landing was owed to the next fence only,
+// the broker's late cancel came before the second read, and nothing
+// reported it. A RESTING settlement now also joins the run still waiting
+// to read (TestOpenOrdersLateRestingJoinsARunWaitingToReadAgain): plain
+// seeds 1–1000 fail none, and the plant alone breaks 95 as well. make sim (composed, live) 1–1000 fails the same 14 seeds as
 // before the move (below), in the same two classes. Before the move, unplanted, plain seeds 1–1000 failed
 // none; make sim (composed, live) failed 14, in the two classes it failed
 // before: the long reconcile moves the timing of its seeds, so 499 (no-failback-while-trade-path-fails)
