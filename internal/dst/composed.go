@@ -480,17 +480,14 @@ func (c *coordinator) haltAtNext(kind pathdialer.EventKind, m Move) {
 
 var errCoordHalt = errors.New("dst: the coordinator halts trading")
 
-// checkComposed judges the composed invariants (w.mu held).
-func (w *world) checkComposed(res *Result, viol func(inv, format string, a ...any)) {
-	cx := &w.cx
-	sort.SliceStable(cx.states, func(i, j int) bool { return cx.states[i].seq < cx.states[j].seq })
-	sort.SliceStable(cx.gates, func(i, j int) bool { return cx.gates[i].seq < cx.gates[j].seq })
-	sort.SliceStable(cx.grants, func(i, j int) bool { return cx.grants[i].at.Before(cx.grants[j].at) })
-	// An unknown-outcome fault is armed until the broker cut its N orders
-	// (flow may have left the region before that), not for a fixed while.
-	audit := w.b.Audit()
-	for i := range cx.spans {
-		sp := &cx.spans[i]
+// armedUntilCut ends each unknown-outcome span that counts cuts where the
+// broker's audit shows its last cut: such a fault is armed until the broker
+// cut its N orders (flow may have left the region before that, and the
+// cuts may come long after), not for a fixed while; one that never cut all
+// of them stays armed to the end.
+func armedUntilCut(spans []span, audit []simbroker.Record) {
+	for i := range spans {
+		sp := &spans[i]
 		if sp.kind != spanUnknown || sp.cuts == 0 {
 			continue
 		}
@@ -505,6 +502,15 @@ func (w *world) checkComposed(res *Result, viol func(inv, format string, a ...an
 			}
 		}
 	}
+}
+
+// checkComposed judges the composed invariants (w.mu held).
+func (w *world) checkComposed(res *Result, viol func(inv, format string, a ...any)) {
+	cx := &w.cx
+	sort.SliceStable(cx.states, func(i, j int) bool { return cx.states[i].seq < cx.states[j].seq })
+	sort.SliceStable(cx.gates, func(i, j int) bool { return cx.gates[i].seq < cx.gates[j].seq })
+	sort.SliceStable(cx.grants, func(i, j int) bool { return cx.grants[i].at.Before(cx.grants[j].at) })
+	armedUntilCut(cx.spans, w.b.Audit())
 	primary := w.s.Regions[0]
 	// activeAt is the active endpoint just after time t (the switches).
 	activeAt := func(t time.Time) string {
