@@ -1083,7 +1083,7 @@
 //	fence-inline             hold-within-one-evaluation             19           67
 //	drain-inline             hold-within-one-evaluation             26           34
 //	no-hold-on-down          no-ticket-after-down                   4            208
-//	probe-result-after-slot  no-halt-while-target-answered          286          4
+//	probe-result-after-slot  no-halt-while-target-answered          377          2
 //	no-fresh-probe           no-halt-while-target-answered          5            171
 //	outage-as-broken-probe   no-ticket-after-down                   4            5
 //	stream-reports           stream-evidence-alone-moves-no-order   52           4
