@@ -40,7 +40,7 @@ type fixApp struct {
 	loggedOn bool
 	failed   int    // connection attempts that ended without a logon since the last logon
 	dropped  bool   // the session was logged on and ended since the last logon
-	dropGen  uint64 // the Path's generation when it ended
+	logonGen uint64 // the Path's generation at the last logon
 }
 
 func newFIXApp(c *Client) *fixApp { return &fixApp{c: c} }
@@ -56,11 +56,13 @@ func (a *fixApp) OnCreate(quickfix.SessionID) {}
 func (a *fixApp) OnLogon(quickfix.SessionID) {
 	ep, gen := a.c.path.Active()
 	a.mu.Lock()
-	st, failed, dropped := a.st, a.failed, a.dropped && a.dropGen == gen
-	a.loggedOn, a.failed, a.dropped = true, 0, false
+	st, failed, dropped := a.st, a.failed, a.dropped && a.logonGen == gen
+	a.loggedOn, a.failed, a.dropped, a.logonGen = true, 0, false, gen
 	a.mu.Unlock()
 	if dropped {
-		// The session dropped since its last logon, with no switch since:
+		// The session dropped since its last logon, with no switch since that
+		// logon (a drop seen after a switch the same fault caused is that
+		// switch's: its fence's open-order read reports the cancels):
 		// the broker's cancel-on-disconnect may have cancelled resting
 		// orders, and no fence means no open-order read by the Path (it
 		// reads after fences), nor, without a hold, a release that the
@@ -78,14 +80,14 @@ func (a *fixApp) OnLogon(quickfix.SessionID) {
 }
 
 func (a *fixApp) OnLogout(quickfix.SessionID) {
-	ep, gen := a.c.path.Active()
+	ep, _ := a.c.path.Active()
 	a.mu.Lock()
 	was := a.loggedOn
 	a.loggedOn = false
 	if !was {
 		a.failed++
 	} else {
-		a.dropped, a.dropGen = true, gen
+		a.dropped = true
 	}
 	n := a.failed
 	a.mu.Unlock()

@@ -104,3 +104,53 @@ func TestFIXReLogonAfterADropAsksForTheOpenOrderReconcile(t *testing.T) {
 		t.Fatal("the session logged on again after a drop and no open-order reconcile was asked for")
 	}
 }
+
+// A session cut by the fault that made the Path switch may be seen to end
+// after the switch (the switch came first, the logout a few milliseconds
+// later): the Path reads the open orders after that switch's fence, so the
+// re-logon on the new endpoint must not ask the client to read them first —
+// a read by the client would take the cancels from the switch that caused
+// them. Only a drop with no switch since the session's last logon asks.
+func TestFIXReLogonAfterASwitchLeavesTheOpenOrderReadToThePath(t *testing.T) {
+	cfg := pathdialer.DefaultConfig()
+	cfg.Endpoints = []pathdialer.Endpoint{{Name: "eu", Region: "eu", Priority: 0, Primary: true, Services: map[string]string{"fix": "127.0.0.1:1"}}, {Name: "us", Region: "us", Priority: 1, Services: map[string]string{"fix": "127.0.0.1:2"}}}
+	cfg.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
+	cfg.Fencer = pathdialer.LocalFenceOnly
+	cfg.Reconcile = pathdialer.NoReconcile
+	cfg.ExternalDecisions = true
+	p, err := pathdialer.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Assign(ctx, "eu", 1); err != nil {
+		t.Fatal(err)
+	}
+	c := &Client{path: p, rec: NewRecorder()}
+	kick := make(chan string, 1)
+	c.rst.kick = kick
+	a := newFIXApp(c)
+	sid := quickfix.SessionID{BeginString: "FIX.4.4", SenderCompID: "C", TargetCompID: "B"}
+	a.OnLogon(sid)
+	if err := p.Assign(ctx, "us", 2); err != nil { // the switch the fault caused
+		t.Fatal(err)
+	}
+	a.OnLogout(sid) // the cut session seen to end after the switch
+	a.OnLogon(sid)  // logged on through us
+	select {
+	case ep := <-kick:
+		t.Fatalf("the re-logon after a switch asked the client for an open-order reconcile on %q: the switch's own read must report its cancels", ep)
+	default:
+	}
+	a.OnLogout(sid) // a drop with no switch since that logon still asks
+	a.OnLogon(sid)
+	select {
+	case <-kick:
+	default:
+		t.Fatal("a drop with no switch since the last logon asked for no open-order reconcile")
+	}
+}
