@@ -65,7 +65,7 @@ func TestListingRequeryReportsEveryLandingWithinTarget(t *testing.T) {
 					}
 				}
 				// eu recovers 25 s later; every copy it held is booked then.
-				time.Sleep(25 * time.Second)
+				<-time.After(25 * time.Second)
 				h.probes.set("eu", probeOK)
 				for _, id := range ids {
 					bk.land(id)
@@ -120,7 +120,7 @@ func TestLookupRequeryKeepsPerOrderPacing(t *testing.T) {
 			mustAcquire(t, h.p, fmt.Sprintf("o-%d", i))
 		}
 		h.await(pathdialer.EventRelease, nil)
-		time.Sleep(2 * time.Minute)
+		<-time.After(2 * time.Minute)
 		starts := requeryStarts(h.rec.all())
 		if len(starts) < 3 {
 			t.Fatalf("%d re-queries in 2 min, want several", len(starts))
@@ -197,12 +197,12 @@ func TestRequeryAsksEarlyAboutOrdersDueDuringItsPause(t *testing.T) {
 		for i := range 7 {
 			mustAcquire(t, h.p, fmt.Sprintf("o-b%d", i)).Unknown(errReset)
 		}
-		time.Sleep(4 * time.Second)
+		<-time.After(4 * time.Second)
 		mustAcquire(t, h.p, "o-a").Unknown(errReset)
 		settled := h.await(pathdialer.EventReconcileSuccess, func(e pathdialer.Event) bool {
 			return len(e.Settlements) == 1 && e.Settlements[0].OrderID == "o-a"
 		})
-		time.Sleep(20 * time.Millisecond)
+		<-time.After(20 * time.Millisecond)
 		bk.land("o-a")
 		booked := time.Now()
 		late := h.await(pathdialer.EventLateLanding, nil)
