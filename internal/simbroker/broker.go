@@ -45,6 +45,9 @@ type Broker struct {
 
 	regions []*Region
 	byName  map[string]*Region
+	// byNameMu guards byName: a region serves (its handlers look regions up
+	// by name) before the next region is added.
+	byNameMu sync.RWMutex
 
 	tickStop chan struct{}
 	tickDone chan struct{}
@@ -110,7 +113,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		rg, err := startRegion(b, name, i, initial)
 		if rg != nil {
 			b.regions = append(b.regions, rg)
+			b.byNameMu.Lock()
 			b.byName[name] = rg
+			b.byNameMu.Unlock()
 		}
 		if err != nil {
 			_ = b.Close()
@@ -209,10 +214,16 @@ func (b *Broker) Config() Config {
 func (b *Broker) Regions() []*Region { return slices.Clone(b.regions) }
 
 // Region returns the named region, or nil if there is none.
-func (b *Broker) Region(name string) *Region { return b.byName[name] }
+func (b *Broker) Region(name string) *Region {
+	b.byNameMu.RLock()
+	defer b.byNameMu.RUnlock()
+	return b.byName[name]
+}
 
 func (b *Broker) region(name string) (*Region, error) {
+	b.byNameMu.RLock()
 	rg, ok := b.byName[name]
+	b.byNameMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownRegion, name)
 	}
