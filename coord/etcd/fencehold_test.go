@@ -94,20 +94,7 @@ func TestFollowerHoldsOnAFenceBeforeProvingItsWriter(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = relay.Close() })
 	cli := etcdtest.NewClient(t, relay.Addr())
-	pc := pathdialer.DefaultConfig()
-	pc.Endpoints = endpoints
-	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
-	pc.ExternalDecisions = true
-	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
-	p, err := pathdialer.New(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(r.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := r.coordinatedPath()
 	target := &holdClock{Path: p}
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-far", target
@@ -182,20 +169,7 @@ func TestFollowerStartsInThreeRoundTrips(t *testing.T) {
 	if _, err := cli.Get(r.ctx, prefix+"assignment"); err != nil {
 		t.Fatal(err)
 	}
-	pc := pathdialer.DefaultConfig()
-	pc.Endpoints = endpoints
-	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
-	pc.ExternalDecisions = true
-	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
-	p, err := pathdialer.New(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(r.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := r.coordinatedPath()
 	target := &holdClock{Path: p}
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-far", target
@@ -236,20 +210,7 @@ func TestFollowerSlowSetupKeepsItsFirstSession(t *testing.T) {
 		l, ok := h.last()
 		return ok && l.a.Phase == etcdcoord.PhaseActive && l.a.Endpoint == "eu"
 	})
-	pc := pathdialer.DefaultConfig()
-	pc.Endpoints = endpoints
-	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
-	pc.ExternalDecisions = true
-	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
-	p, err := pathdialer.New(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(r.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := r.coordinatedPath()
 	target := &holdClock{Path: p}
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = r.cli, prefix, "trader-slow", target

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
-	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
 // slowLargeWatch is a gRPC stream interceptor that hands a watch response
@@ -97,20 +96,7 @@ func TestFollowerWatchDeliversASlowLargeRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cli.Close() })
-	pc := pathdialer.DefaultConfig()
-	pc.Endpoints = endpoints
-	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
-	pc.Fencer, pc.Reconcile = pathdialer.LocalFenceOnly, pathdialer.NoReconcile
-	pc.ExternalDecisions = true
-	pc.ProbeInterval, pc.ProbeTimeout, pc.ProbeJitter = 100*time.Millisecond, 50*time.Millisecond, 0
-	p, err := pathdialer.New(pc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(r.ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := r.coordinatedPath()
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-slow-watch", p
 	fc.TTL, fc.Margin = ttl, 400*time.Millisecond

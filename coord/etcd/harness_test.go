@@ -115,7 +115,10 @@ type trader struct {
 	f    *etcdcoord.Follower
 }
 
-func (r *rig) trader(cli *clientv3.Client, name string) *trader {
+// coordinatedPath is a started Path on the test endpoints whose switches a
+// follower drives (ExternalDecisions), probes always passing, closed at the
+// test's end.
+func (r *rig) coordinatedPath() *pathdialer.Path {
 	pc := pathdialer.DefaultConfig()
 	pc.Endpoints = endpoints
 	pc.Probe = func(context.Context, pathdialer.Endpoint) error { return nil }
@@ -130,6 +133,11 @@ func (r *rig) trader(cli *clientv3.Client, name string) *trader {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func (r *rig) trader(cli *clientv3.Client, name string) *trader {
+	p := r.coordinatedPath()
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, name, p
 	fc.TTL, fc.Margin = time.Second, 200*time.Millisecond
