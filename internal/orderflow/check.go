@@ -1402,7 +1402,10 @@ func (ck *checker) fenceFirst() {
 // healed (half a ProbeInterval apart, allowing for probes made on demand;
 // two at a time with a trade-path check, whose successes count too). A
 // flap is judged for the cooldown only: the primary answers between its
-// phases.
+// phases. A fault armed less than one probe round (ProbeInterval +
+// ProbeJitter + ProbeTimeout) before the failback is not judged here: no
+// probe could have failed on it yet, so the failback rested on the answers
+// before it (leaving the primary again is the failover's detection).
 func (ck *checker) failbacks() {
 	rule := ck.h.Failback
 	faults := ck.opts.Faults
@@ -1462,6 +1465,7 @@ func (ck *checker) failbacks() {
 					gaps = (rule.Successes+1)/2 - 1
 				}
 				need := time.Duration(gaps) * rule.ProbeInterval / 2
+				unseen := rule.ProbeInterval + rule.ProbeJitter + rule.ProbeTimeout
 				for i := range faults {
 					f := &faults[i]
 					// Only a failure of both the probe and the trade path: either
@@ -1473,9 +1477,15 @@ func (ck *checker) failbacks() {
 					if f.Region != region || !f.FailsProbe || !f.FailsTradePath || f.At.After(e.Time) || f.Kind == "flap" {
 						continue
 					}
+					// Armed less than one probe round before the
+					// failback, it may not have failed a probe yet: the
+					// failback rests on the answers before it.
+					if e.Time.Sub(f.At) < unseen {
+						continue
+					}
 					if f.Recovered.IsZero() || e.Time.Before(f.Recovered.Add(need)) {
 						healed := "still armed"
-						if !f.Recovered.IsZero() {
+						if !f.Recovered.IsZero() && !f.Recovered.After(e.Time) {
 							healed = fmt.Sprintf("%s after it healed at %s", fmtDur(e.Time.Sub(f.Recovered)), fmtDur(ck.rel(f.Recovered)))
 						}
 						ck.violate(InvFailback, "", "FAILBACK BEFORE THE PRIMARY COULD BE STABLE: back to %s at %s, %s, while %d answers in a row take at least %s (the %s fault injected on %s at %s)",

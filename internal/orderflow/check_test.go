@@ -597,7 +597,8 @@ func TestCheckHistorySwitchBeforeKillSwitch(t *testing.T) {
 
 // I14 judges a failback against the faults the run injected.
 func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
-	rule := orderflow.FailbackRule{Cooldown: 2 * time.Second, Successes: 10, ProbeInterval: 300 * time.Millisecond}
+	rule := orderflow.FailbackRule{Cooldown: 2 * time.Second, Successes: 10, ProbeInterval: 300 * time.Millisecond,
+		ProbeJitter: 20 * time.Millisecond, ProbeTimeout: 250 * time.Millisecond}
 	// The clean history's failover (hold 940, switch 1000) followed by a
 	// failback to eu at failbackMs.
 	withFailback := func(failbackMs int, cause string) orderflow.History {
@@ -640,6 +641,14 @@ func TestCheckHistoryFailbackAgainstInjectedFaults(t *testing.T) {
 		// answers in a row start from. Its cooldown still holds.
 		{"soon after a flap ended", 3100, []orderflow.Fault{{Region: "eu", Kind: "flap", At: at(500), Recovered: at(2800), FailsProbe: true, FailsTradePath: true}}, "", ""},
 		{"within cooldown of a flap", 2000, []orderflow.Fault{{Region: "eu", Kind: "flap", At: at(500), Recovered: at(1900), FailsProbe: true, FailsTradePath: true}}, "WITHIN COOLDOWN", ""},
+		// A fault armed less than one probe round (ProbeInterval +
+		// ProbeJitter + ProbeTimeout: 570 ms here) before the failback
+		// could not have failed a probe by then: the failback was decided
+		// on the answers before it, and is no early failback (leaving again
+		// is judged by the detection it needs, not here). Armed a whole
+		// round before, it could have been seen.
+		{"a down fault armed 183 ms before the failback", 3000, []orderflow.Fault{{Region: "eu", Kind: "down", At: at(2817), Recovered: at(4200), FailsProbe: true, FailsTradePath: true}}, "", ""},
+		{"a down fault armed a probe round before the failback", 3000, []orderflow.Fault{{Region: "eu", Kind: "down", At: at(2400), Recovered: at(4200), FailsProbe: true, FailsTradePath: true}}, "still armed", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cause := tc.cause

@@ -102,6 +102,11 @@ type FailbackRule struct {
 	// must give before flow goes back to it; ProbeInterval spaces the probes.
 	Successes     int
 	ProbeInterval time.Duration
+	// ProbeJitter and ProbeTimeout bound when a probe sent after a fault
+	// was armed answers: a fault armed less than ProbeInterval +
+	// ProbeJitter + ProbeTimeout before a failback may not have failed a
+	// probe by then.
+	ProbeJitter, ProbeTimeout time.Duration
 	// TradePathCheck: the Path has a trade-path check, which it runs beside
 	// the probe every round on a primary whose orders met an outage, also
 	// while it is considered for failback; each of its successes counts
@@ -148,6 +153,7 @@ func (c *Client) History(audit simbroker.AuditLog) History {
 	h.End = time.Now()
 	h.Judge = JudgeTiming{SettleBound: t.OrderTimeout + c.settleUnknown + t.ProbeInterval + t.ReconcileTimeout}
 	h.Failback = FailbackRule{Cooldown: c.cfg.Timing.Cooldown, Successes: c.cfg.Timing.FailbackSuccessThreshold, ProbeInterval: c.cfg.Timing.ProbeInterval,
+		ProbeJitter: c.cfg.Timing.ProbeJitter, ProbeTimeout: c.cfg.Timing.ProbeTimeout,
 		TradePathCheck: c.cfg.TradePathCheck != ""}
 	return h
 }
