@@ -227,9 +227,11 @@ type runner struct {
 	// until trading stops.
 	venue            *venue.Profile
 	hold, quarantine time.Duration
-	holds            int
-	extra            func(context.Context)
-	sum              orderflow.Summary
+	// shortHold: the venue matrix's first hold (shortHold).
+	shortHold time.Duration
+	holds     int
+	extra     func(context.Context)
+	sum       orderflow.Summary
 }
 
 func newRunner(ctx context.Context, o options, regions []string, sched plan.Schedule, w io.Writer, pol orderflow.BrokerPolicy) (*runner, error) {

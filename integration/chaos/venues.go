@@ -22,10 +22,12 @@ import (
 // fence, a FIX lockout after a drop) with venue time running -venue-scale
 // times faster, and the client judging by the same (scaled) profile with the
 // Path's own defaults: the quarantine is the profile's minimum. On top of
-// the schedule, copies are held longer than that quarantine: once the
-// schedule is over, the region flow is on is blackholed (every service) for
-// the quarantine plus a few seconds, twice, so the copies it held land after
-// the verdict was final. Such a landing cannot be prevented where the venue neither
+// the schedule, copies are held twice: once the schedule is over, the region
+// flow is on is blackholed (every service) for half of MaxCopyHold, so the
+// copies it held land while their verdict is provisional and must be reported
+// within the row's target, and then for the quarantine plus a few seconds, so
+// the copies it held land after the verdict was final. Such a landing cannot
+// be prevented where the venue neither
 // fences nor deduplicates; it must be reported (by the late-landing watch)
 // and must not have been re-sent: the row counts it as "after final", and it
 // is a violation only when it was never reported.
@@ -160,19 +162,30 @@ func newVenueRunner(ctx context.Context, o options, regions []string, sched plan
 	}
 	pol := orderflow.BrokerPolicy{Dedup: bcfg.Dedup.String(), Fence: bcfg.Fence.String(), Tokens: bcfg.Tokens.String()}
 	q := b.Profile().MinQuarantine(maxCopyHold)
-	fmt.Fprintf(w, "chaos: %s: quarantine %v (the profile's minimum), copies held %v twice in the run\n", p.Name, q, hold)
-	r := &runner{o: o, pol: pol, w: w, sched: sched, b: b, c: c, venue: &p, hold: hold, quarantine: q}
+	fmt.Fprintf(w, "chaos: %s: quarantine %v (the profile's minimum), copies held %v, then %v, in the run\n", p.Name, q, shortHold(maxCopyHold), hold)
+	r := &runner{o: o, pol: pol, w: w, sched: sched, b: b, c: c, venue: &p, hold: hold, quarantine: q, shortHold: shortHold(maxCopyHold)}
 	r.extra = r.holdCopies
 	return r, nil
 }
 
-// holdCopies blackholes the region flow is on for the hold, twice, once the
-// schedule is over (a scheduled fault's recovery would end a hold early), 5 s
-// apart, so the copies it held land after the quarantine. run starts it with
-// trading and cancels ctx when trading stops (a hold then ends at once).
+// shortHold is the first hold of the venue matrix: half of MaxCopyHold. The
+// copies it holds land after the switch's lookups called them not received
+// (provisional) and before the quarantine ends, so the venue's lookups show
+// them (its lookup lag after the landing) while the verdict is still
+// provisional: the re-queries every MaxCopyHold must report them, within the
+// row's target.
+func shortHold(maxCopyHold time.Duration) time.Duration { return maxCopyHold / 2 }
+
+// holdCopies blackholes the region flow is on, twice, once the schedule is
+// over (a scheduled fault's recovery would end a hold early), 5 s apart:
+// first for shortHold, so its copies land while their verdict is
+// provisional, then for the hold, longer than the quarantine, so its copies
+// land after the verdict is final (the late-landing watch's alarm). run
+// starts it with trading and cancels ctx when trading stops (a hold then
+// ends at once).
 func (r *runner) holdCopies(ctx context.Context) {
 	next := r.start.Add(r.planned() + 2*time.Second)
-	for range holdsPlanned {
+	for i := range holdsPlanned {
 		t := time.NewTimer(time.Until(next))
 		select {
 		case <-ctx.Done():
@@ -182,8 +195,12 @@ func (r *runner) holdCopies(ctx context.Context) {
 		}
 		ep, _ := r.c.Path().Active()
 		region := ep.Region
-		r.c.Recorder().Note(orderflow.Info, "chaos", "HOLD %s: every byte held for %v (longer than the quarantine %v), then delivered", region, r.hold, r.quarantine)
-		err := r.b.HoldCopies(ctx, region, r.hold, simbroker.Services...)
+		hold, than := r.hold, "longer than the quarantine"
+		if i == 0 {
+			hold, than = r.shortHold, "shorter than MaxCopyHold, within the quarantine"
+		}
+		r.c.Recorder().Note(orderflow.Info, "chaos", "HOLD %s: every byte held for %v (%s %v), then delivered", region, hold, than, r.quarantine)
+		err := r.b.HoldCopies(ctx, region, hold, simbroker.Services...)
 		r.mu.Lock()
 		r.holds++
 		if err != nil && !errors.Is(err, context.Canceled) {
