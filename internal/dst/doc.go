@@ -1406,7 +1406,7 @@
 //
 // A ticket handed to reconciliation while in flight (composed seeds 1–1000
 // with the liveness moves, make sim-plant DEFECT=name SIM_SEEDS=1000
-// SIM_SHARDS=2):
+// SIM_SHARDS=2; replay a seed with -sim.live=true):
 //
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	handed-ticket-valid      no-order-sent-after-handed             13           11
@@ -1427,12 +1427,14 @@
 // through the region kept succeeding), or the order's call had ended before
 // the resume. In seed 13 the resume eu->eu is handed the order in flight
 // at 3.415 s; the session logs on at once, and the order is written 0.4 ms
-// later and booked through eu. Unplanted, make sim (1000 composed seeds
-// with the move) fails none, its availability figure unchanged (1,628.8 s
-// of 36,200.4 s not open while a path was usable, none beyond the bound);
-// plain seeds 1–300 (SIM_COMPOSED=0, no move) fail none. In seed 13 the
-// order is refused at its logon (ErrTicketExpired) and the reconcile
-// settles it NOT_RECEIVED. TestTicketHandedToReconciliationIsNotValid
+// later and booked through eu; unplanted, the order is refused at that
+// logon (ErrTicketExpired) and the next reconcile that takes it (the
+// failover eu->us) settles it NOT_RECEIVED. Unplanted, make sim (1000
+// composed seeds with the move) fails none, with the availability figure
+// as before (1,628.8 s of 36,200.4 s not open while a path was usable, none
+// beyond the bound); plain seeds 1–300 (SIM_COMPOSED=0, no move) fail none;
+// 15 of the move's seeds replay byte for byte (-sim.twice).
+// TestTicketHandedToReconciliationIsNotValid
 // (pathdialer) and TestOrderWaitingForLogonIsNotSentAfterItsTicketWasHanded
 // (transports/fix) find it too; TestHandedCheckFindsAnOrderWrittenAfterItsHandOver
 // plants the violation in a hand-built record.
