@@ -178,6 +178,9 @@ func (w *world) runMove(m Move) {
 	if w.runReleaseRace(m) { // releaserace.go
 		return
 	}
+	if w.runFIXHanded(m) { // fixhanded.go
+		return
+	}
 	switch m.Kind {
 	case MoveStartCut:
 		// Start's context was cut in Run (the first round's probes answer

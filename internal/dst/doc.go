@@ -94,6 +94,12 @@
 //	                                the end; a final RESTING is still open, or filled, or cancelled
 //	                                and reported after the verdict (EventRestingCancelled naming it,
 //	                                or an open-order reconcile that failed)
+//	no-order-sent-after-handed      (FIX seeds) no FIX order that a reconcile was handed in flight
+//	                                (the Reconcile hook's call names its ticket IN_FLIGHT; the Path
+//	                                handed it over before the call) reaches the broker by a write
+//	                                the client made after that call (its application's ToApp, the
+//	                                last step before quickfix writes the order): Ticket.Valid refuses
+//	                                such a ticket; judged against the broker's audit (fixhanded.go)
 //
 // Resting orders (RestingSim, drawn for every seed from a source of its
 // own; on in half of them): the traders' limit orders rest on the book; a
@@ -944,6 +950,21 @@
 //	                   after it went DOWN (one ProbeInterval if a probe took it DOWN) until
 //	                   the controller next holds, halts or switches, or the target leaves
 //	                   DOWN, or its region heals
+//	fix-handed         (FIX seeds of a Path deciding by itself with FailureThreshold at least
+//	                   2 and no halt-with-unknown or release-race move, drawn from a source of
+//	                   its own: 54 of seeds 1–1000; fixhanded.go) the active region's FIX
+//	                   address goes down (the session's connection is reset), then silent (its
+//	                   logons get no answer, its dials are no failure); a FIX order placed
+//	                   just after is granted and waits for the logon; a probe round later
+//	                   every region's probe is blackholed for FailureThreshold+1 rounds and
+//	                   up to 1 s more (the Path halts), then the active region's probe heals
+//	                   first (the others FailbackSuccessThreshold+3 rounds and a second
+//	                   later), so the Path resumes on the endpoint it halted on, under the
+//	                   same token, and the resume's reconcile is handed the order in flight.
+//	                   The FIX address heals as that reconcile is called, and the session's
+//	                   held logon goes through. Judged by no-order-sent-after-handed: the
+//	                   order is not written (SendOrder returns ErrNotSent wrapping
+//	                   ErrTicketExpired, and not-sent-never-received judges it)
 //
 // The tests draw them when -sim.live is given with -sim.composed; its
 // default is the constant liveByDefault in sim_test.go, false while the
@@ -1382,6 +1403,41 @@
 // records first. A gap planted between the two steps (-gap=1us:
 // probe-result-after-slot) stands in for the scheduler that runs the waiter
 // first, and the sweep finds it (no-halt-while-target-answered).
+//
+// A ticket handed to reconciliation while in flight (composed seeds 1–1000
+// with the liveness moves, make sim-plant DEFECT=name SIM_SEEDS=1000
+// SIM_SHARDS=2; replay a seed with -sim.live=true):
+//
+//	defect                   invariant broken                       lowest seed  seeds of 1000
+//	handed-ticket-valid      no-order-sent-after-handed             13           11
+//
+// handed-ticket-valid (Ticket.Valid accepting a ticket handed to
+// reconciliation in flight, so that a FIX order waiting for its session's
+// logon is written after a resume on the same endpoint took it) was first
+// seen by a chaos cell (I11, reconcile before release). Before the move
+// fix-handed and its invariant, the same sweep broke no invariant in any of
+// the 1000 seeds: no seed had an order wait between its grant and its write
+// across a resume on the endpoint it was granted for (a REST order checks
+// Ticket.Valid as soon as it is granted; a FIX order waiting for its logon
+// gives up at a switch, whose token moves), and an order written during the
+// resume's reconcile is looked up, or reported as a late landing, as any
+// copy held in the network would be. With the move it breaks
+// no-order-sent-after-handed alone, in 11 of the move's 54 seeds; in the
+// others the Path failed over instead of halting, or never halted (orders
+// through the region kept succeeding), or the order's call had ended before
+// the resume. In seed 13 the resume eu->eu is handed the order in flight
+// at 3.415 s; the session logs on at once, and the order is written 0.4 ms
+// later and booked through eu; unplanted, the order is refused at that
+// logon (ErrTicketExpired) and the next reconcile that takes it (the
+// failover eu->us) settles it NOT_RECEIVED. Unplanted, make sim (1000
+// composed seeds with the move) fails none, with the availability figure
+// as before (1,628.8 s of 36,200.4 s not open while a path was usable, none
+// beyond the bound); plain seeds 1–300 (SIM_COMPOSED=0, no move) fail none;
+// 15 of the move's seeds replay byte for byte (-sim.twice).
+// TestTicketHandedToReconciliationIsNotValid
+// (pathdialer) and TestOrderWaitingForLogonIsNotSentAfterItsTicketWasHanded
+// (transports/fix) find it too; TestHandedCheckFindsAnOrderWrittenAfterItsHandOver
+// plants the violation in a hand-built record.
 //
 // # What is not modelled
 //

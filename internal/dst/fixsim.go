@@ -70,6 +70,13 @@ type fixSim struct {
 	mu      sync.Mutex
 	tickets map[string]fixGrant // by ClOrdID
 	logons  int
+	// MoveFIXHanded and no-order-sent-after-handed (fixhanded.go): the
+	// armed move; when each order's latest call began, when a reconcile
+	// was first handed it in flight since, and its writes after that.
+	move       *fixHanded
+	started    map[string]time.Time
+	handed     map[string]time.Time
+	lateWrites map[string]handedRec
 }
 
 type fixGrant struct {
@@ -100,7 +107,7 @@ func (w *world) buildFIX(pc *pathdialer.Config) error {
 	for i := range pc.Endpoints {
 		pc.Endpoints[i].Services[pathdialer.ServiceFIX] = addr(pc.Endpoints[i].Region, simbroker.FIX)
 	}
-	w.fx = &fixSim{w: w, tickets: map[string]fixGrant{}}
+	w.fx = &fixSim{w: w, tickets: map[string]fixGrant{}, started: map[string]time.Time{}, handed: map[string]time.Time{}, lateWrites: map[string]handedRec{}}
 	return nil
 }
 
@@ -169,9 +176,12 @@ func (w *world) placeBy(i int, id string, limit bool) {
 
 // place sends one NewOrderSingle through SendOrder; its answer is recorded
 // when it comes (answer).
-func (f *fixSim) place(id string, limit bool) {
+func (f *fixSim) place(id string, limit bool) { f.placeWithin(id, limit, f.w.s.OrderTimeout) }
+
+// placeWithin is place with the order's own timeout.
+func (f *fixSim) placeWithin(id string, limit bool, timeout time.Duration) {
 	w := f.w
-	ctx, cancel := context.WithTimeout(context.Background(), w.s.OrderTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	msg := quickfix.NewMessage()
 	msg.Header.SetString(tag.MsgType, "D")
@@ -195,6 +205,9 @@ func (f *fixSim) place(id string, limit bool) {
 	}
 	rec.start = time.Now()
 	w.mu.Unlock()
+	f.mu.Lock()
+	f.started[id] = rec.start
+	f.mu.Unlock()
 	err := f.in.SendOrder(ctx, msg, f.sid)
 	now := time.Now()
 	w.mu.Lock()
@@ -331,9 +344,15 @@ func (a fixSimApp) OnLogon(quickfix.SessionID) {
 	a.f.mu.Unlock()
 }
 
-func (a fixSimApp) OnLogout(quickfix.SessionID)                       {}
-func (a fixSimApp) ToAdmin(*quickfix.Message, quickfix.SessionID)     {}
-func (a fixSimApp) ToApp(*quickfix.Message, quickfix.SessionID) error { return nil }
+func (a fixSimApp) OnLogout(quickfix.SessionID)                   {}
+func (a fixSimApp) ToAdmin(*quickfix.Message, quickfix.SessionID) {}
+func (a fixSimApp) ToApp(msg *quickfix.Message, _ quickfix.SessionID) error {
+	if mt, _ := msg.MsgType(); mt == "D" {
+		id, _ := msg.Body.GetString(tag.ClOrdID)
+		a.f.wrote(id) // fixhanded.go
+	}
+	return nil
+}
 
 func (a fixSimApp) FromAdmin(*quickfix.Message, quickfix.SessionID) quickfix.MessageRejectError {
 	return nil
@@ -387,4 +406,5 @@ func (f *fixSim) check(res *Result, audit simbroker.AuditLog, viol func(inv, for
 			viol(invFIXGranted, "%s granted for %s (gen %d), booked through FIX via %s at %v", r.ClientOrderID, g.region, g.token, r.Region, r.Time.Sub(f.w.start))
 		}
 	}
+	f.checkHanded(audit, viol) // fixhanded.go
 }

@@ -682,6 +682,7 @@ func NewLiveScenario(seed uint64) Scenario {
 		s.Moves = append(s.Moves, Move{Kind: MoveGray, Region: s.Regions[0], At: at, For: s.Duration - at})
 		s.NoCheckAtAll = true
 	}
+	addFIXHanded(&s, seed) // fixhanded.go
 	return s
 }
 

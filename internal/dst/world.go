@@ -816,6 +816,7 @@ func (w *world) finishedDuringFence(id, endpoint string) bool {
 func (w *world) reconcile(ctx context.Context, r pathdialer.Reconciliation) (out []pathdialer.Settlement, err error) {
 	defer w.noteHookAnswers(ctx, r, &out, &err) // progress_check.go
 	defer w.raceRelease(ctx, r, &err)           // MoveReleaseRace (releaserace.go)
+	w.fx.noteHanded(r)                          // fixhanded.go
 	w.co.wait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	w.stallWait(resumeReconcile, "reconcile "+r.From+"->"+r.To)
 	if err := w.takeover.lookups(ctx); err != nil { // proc2.go: the predecessor's orders first

@@ -936,6 +936,20 @@ var defects = map[string]Defect{
 			Body: "\t\t// DEFECT (plant requery-resting-not-owed): the re-query's RESTING not owed",
 		}},
 	},
+	// Ticket.Valid does not refuse a ticket handed to reconciliation while
+	// in flight (a resume after a halt on the same endpoint keeps the token):
+	// a FIX order granted before the halt, waiting for its session's logon,
+	// is written when the session logs on again, during or after the
+	// reconcile that was handed it (and may have settled it NOT_RECEIVED).
+	// Found by the move fix-handed (composed seeds with the liveness moves).
+	"handed-ticket-valid": {
+		File:      "pathdialer/gate.go",
+		Doc:       "Ticket.Valid accepts a ticket handed to reconciliation in flight: an order waiting for its FIX logon is written after a same-endpoint resume's reconcile took it",
+		Invariant: "no-order-sent-after-handed",
+		Composed:  true,
+		Old:       "\tif t.handedInFlight() {\n",
+		Body:      "\tif false && t.handedInFlight() { // DEFECT (plant handed-ticket-valid): a ticket handed to reconciliation stays valid\n",
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
