@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +40,11 @@ var _ Target = (*pathdialer.Path)(nil)
 
 // FollowerConfig configures a Follower. Start from DefaultFollowerConfig.
 type FollowerConfig struct {
-	// Client is the etcd client. Required.
+	// Client is the etcd client. Required. The follower reads the
+	// assignment with a receive limit just above the record limit, so that
+	// a record it would refuse for its size is not received (only its
+	// length); with a KV a caller put on Client in place of clientv3's own
+	// (clientv3/namespace does), it reads through that KV, without the limit.
 	Client *clientv3.Client
 	// Prefix is the account's key prefix. Required.
 	Prefix string
@@ -162,8 +167,13 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 	}
 	keys, _ := newKeyLayout(cfg.Prefix)
 	f := &Follower{cfg: cfg, keys: keys, log: cfg.Logger, wake: make(chan struct{}, 1), changed: make(chan struct{})}
-	limit := maxRecordBytes + len(keys.Assignment()) + len(keys.Follower(cfg.Name)) + answerFieldBytes
-	f.capped = clientv3.NewKVFromKVClient(cappedKV{KVClient: clientv3.RetryKVClient(cfg.Client), limit: grpc.MaxCallRecvMsgSize(limit)}, cfg.Client)
+	f.capped = cfg.Client.KV
+	if reflect.TypeOf(cfg.Client.KV) == reflect.TypeOf(clientv3.NewKV(cfg.Client)) {
+		// clientv3's own KV (not one a caller wrapped, as clientv3/namespace
+		// does): the same calls on the same connection, with a receive limit.
+		limit := maxRecordBytes + len(keys.Assignment()) + len(keys.Follower(cfg.Name)) + answerFieldBytes
+		f.capped = clientv3.NewKVFromKVClient(cappedKV{KVClient: clientv3.RetryKVClient(cfg.Client), limit: grpc.MaxCallRecvMsgSize(limit)}, cfg.Client)
+	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}

@@ -11,12 +11,14 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
+	"github.com/brokerpath/brokerpath/coord/etcd/internal/etcdtest"
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
 
@@ -75,13 +77,13 @@ func (l *largeReads) intercept(ctx context.Context, method string, req, reply an
 	}
 }
 
-// countedConn counts the bytes a client reads from etcd.
-type countedConn struct {
+// readCountConn counts the bytes a client reads from etcd.
+type readCountConn struct {
 	net.Conn
 	n *atomic.Int64
 }
 
-func (c countedConn) Read(p []byte) (int, error) {
+func (c readCountConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.n.Add(int64(n))
 	return n, err
@@ -118,7 +120,7 @@ func TestFollowerDoesNotRefetchAnOversizedRecord(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return countedConn{c, &read}, nil
+				return readCountConn{c, &read}, nil
 			}),
 		},
 	})
@@ -154,5 +156,28 @@ func TestFollowerDoesNotRefetchAnOversizedRecord(t *testing.T) {
 	}
 	if gate == pathdialer.GateOpen {
 		t.Fatalf("gate open on a refused record")
+	}
+}
+
+// The receive limit goes with clientv3's own KV only: a follower whose client
+// carries a KV the caller wrapped (clientv3/namespace) reads through it.
+func TestFollowerReadsThroughAWrappedKV(t *testing.T) {
+	srv := etcdtest.Start(t)
+	wrapped := etcdtest.NewClient(t, srv.Endpoint)
+	wrapped.KV = namespace.NewKV(wrapped.KV, "/tenant-a")
+	for _, c := range []struct {
+		name string
+		cli  *clientv3.Client
+		want bool
+	}{{"clientv3's KV", srv.Client(t), true}, {"a namespaced KV", wrapped, false}} {
+		fc := etcdcoord.DefaultFollowerConfig()
+		fc.Client, fc.Prefix, fc.Name, fc.Target = c.cli, prefix, "trader-1", (*pathdialer.Path)(nil) // not run
+		f, err := etcdcoord.NewFollower(fc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := etcdcoord.CapsAssignmentReads(f); got != c.want {
+			t.Errorf("%s: reads capped %v, want %v", c.name, got, c.want)
+		}
 	}
 }
