@@ -189,8 +189,10 @@
 // to every watcher of the key, so one large write on the assignment key costs
 // its size times the number of followers. Followers hold on it and the leader
 // overwrites it; the decider's checks and the followers' periodic reads do not
-// fetch it again. Bound the fan-out in the cluster: the module's README gives
-// the setting.
+// fetch it again, and a follower that reads it rather than receives it on its
+// watch (a session that starts while it is in place) learns that it is too
+// large without receiving it, once per revision. Bound the fan-out in the
+// cluster: the module's README gives the setting.
 //
 // # Key layout
 //

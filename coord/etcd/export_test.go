@@ -18,3 +18,7 @@ func OnAggregatorBadRecord(a *Aggregator, fn func(BadRecord)) { a.onBadRecord(fn
 
 // CallUntil is the retry loop every role's etcd calls go through.
 var CallUntil = callUntil
+
+// CapsAssignmentReads: f reads the assignment with a receive limit (through
+// its own KV, not Client.KV).
+func CapsAssignmentReads(f *Follower) bool { return f.capped != f.cfg.Client.KV }

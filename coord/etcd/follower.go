@@ -6,12 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/brokerpath/brokerpath/pathdialer"
 )
@@ -34,7 +40,11 @@ var _ Target = (*pathdialer.Path)(nil)
 
 // FollowerConfig configures a Follower. Start from DefaultFollowerConfig.
 type FollowerConfig struct {
-	// Client is the etcd client. Required.
+	// Client is the etcd client. Required. The follower reads the
+	// assignment with a receive limit just above the record limit, so that
+	// a record it would refuse for its size is not received (only its
+	// length); with a KV a caller put on Client in place of clientv3's own
+	// (clientv3/namespace does), it reads through that KV, without the limit.
 	Client *clientv3.Client
 	// Prefix is the account's key prefix. Required.
 	Prefix string
@@ -121,6 +131,10 @@ type Follower struct {
 	cfg  FollowerConfig
 	keys keyLayout
 	log  *slog.Logger
+	// capped reads the assignment: an answer above the record limit (plus
+	// room for keys and fields) is refused from its length, before its
+	// body is received (see tooLarge).
+	capped clientv3.KV
 
 	mu       sync.Mutex
 	st       State
@@ -153,6 +167,13 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 	}
 	keys, _ := newKeyLayout(cfg.Prefix)
 	f := &Follower{cfg: cfg, keys: keys, log: cfg.Logger, wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	f.capped = cfg.Client.KV
+	if reflect.TypeOf(cfg.Client.KV) == reflect.TypeOf(clientv3.NewKV(cfg.Client)) {
+		// clientv3's own KV (not one a caller wrapped, as clientv3/namespace
+		// does): the same calls on the same connection, with a receive limit.
+		limit := maxRecordBytes + len(keys.Assignment()) + len(keys.Follower(cfg.Name)) + answerFieldBytes
+		f.capped = clientv3.NewKVFromKVClient(cappedKV{KVClient: clientv3.RetryKVClient(cfg.Client), limit: grpc.MaxCallRecvMsgSize(limit)}, cfg.Client)
+	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -286,7 +307,7 @@ func (f *Follower) session(ctx context.Context) {
 	f.mu.Lock()
 	f.ackRev = 0
 	f.mu.Unlock()
-	hdr, kv, unchanged, err := f.register(ctx, g.ID)
+	hdr, kv, unchanged, read, err := f.register(ctx, g.ID)
 	if err != nil {
 		return
 	}
@@ -297,7 +318,12 @@ func (f *Follower) session(ctx context.Context) {
 	// On return the session is no longer provable: halt before anything else
 	// (the revoke above may wait on a dead network).
 	defer f.update(func(s *State) { s.Session = false })
-	rev, err := f.settle(ctx, hdr, kv, unchanged, deadline)
+	var rev int64
+	if read {
+		rev, err = f.settle(ctx, hdr, kv, unchanged, deadline)
+	} else {
+		rev, err = f.readAssignmentAfter(ctx, deadline, true, true)
+	}
 	if err != nil {
 		return
 	}
@@ -355,42 +381,60 @@ func (f *Follower) session(ctx context.Context) {
 // nothing applied) under lease, guarded as putAck guards it, and reads the
 // assignment in the same transaction: what it returns (the header revision
 // and the assignment's key-value, nil when there is none) is at least as new
-// as the registration. As readAssignment does, it does not fetch the record
-// again while the key is still at the revision of the State in force
-// (unchanged): a session that follows another costs a few bytes however large
-// the record is.
-func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (hdr int64, kv *mvccpb.KeyValue, unchanged bool, err error) {
+// as the registration (read false: it was not read, see below). As
+// readAssignment does, it does not fetch the record again while the key is
+// still at the revision of the State in force (unchanged): a session that
+// follows another costs a few bytes however large the record is.
+//
+// An answer above the record limit (the assignment, or this follower's key
+// as someone else wrote it) is refused by gRPC from its length, before its
+// body is received; the registration is then made again without the keys'
+// values (read false), and readAssignment reads the assignment alone.
+func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (hdr int64, kv *mvccpb.KeyValue, unchanged, read bool, err error) {
 	key, akey := f.keys.Follower(f.cfg.Name), f.keys.Assignment()
 	b, _ := json.Marshal(Ack{})
 	val := string(b)
+	keysOnly := false // kept across attempts: a timeout does not fetch it again
 	err = callUntil(ctx, f.sessionDeadline(), f.callFloor(), func(cctx context.Context) error {
-		for range 3 {
+		for tries := 0; tries < 3; {
 			f.mu.Lock()
 			prev, known := f.ackRev, f.st.Revision
 			f.mu.Unlock()
+			var opts []clientv3.OpOption
+			if keysOnly {
+				opts = []clientv3.OpOption{clientv3.WithKeysOnly()}
+			}
 			// known 0: the compare holds only where the key is absent.
-			read := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(akey), "=", known)}, nil, []clientv3.Op{clientv3.OpGet(akey)})
-			resp, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
-				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease)), read).
-				Else(clientv3.OpGet(key), read).Commit()
+			rd := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(akey), "=", known)}, nil, []clientv3.Op{clientv3.OpGet(akey, opts...)})
+			resp, err := f.capped.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", prev)).
+				Then(clientv3.OpPut(key, val, clientv3.WithLease(lease)), rd).
+				Else(clientv3.OpGet(key, opts...), rd).Commit()
+			if !keysOnly && tooLarge(err) {
+				// Carried out all the same: an earlier attempt's write is
+				// recognised below by its lease.
+				keysOnly = true
+				continue
+			}
 			if err != nil {
 				return err
 			}
-			hdr, kv, unchanged = resp.Header.Revision, nil, false
+			tries++
+			hdr, kv, unchanged, read = resp.Header.Revision, nil, false, !keysOnly
 			switch rr := resp.Responses[1].GetResponseTxn(); {
 			case rr == nil:
 				return errors.New("etcdcoord: registration: no answer to the read of the assignment")
 			case rr.Succeeded:
-				unchanged = known > 0
+				unchanged, read = known > 0, true
 			default:
-				if kvs := rr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+				if kvs := rr.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && !keysOnly {
 					kv = kvs[0]
 				}
 			}
 			now := resp.Header.Revision
 			if !resp.Succeeded {
 				kvs := resp.Responses[0].GetResponseRange().Kvs
-				if len(kvs) == 1 && string(kvs[0].Value) == val && kvs[0].Lease == int64(lease) {
+				// Nothing but this registration writes under its new lease.
+				if len(kvs) == 1 && (keysOnly || string(kvs[0].Value) == val) && kvs[0].Lease == int64(lease) {
 					now = kvs[0].ModRevision // an earlier attempt of this write landed
 				} else {
 					now = 0
@@ -410,7 +454,7 @@ func (f *Follower) register(ctx context.Context, lease clientv3.LeaseID) (hdr in
 		}
 		return errors.New("etcdcoord: the acknowledgement key keeps changing under the follower")
 	})
-	return hdr, kv, unchanged, err
+	return hdr, kv, unchanged, read, err
 }
 
 // settle records kv, read at header revision hdr (nil: no assignment;
@@ -461,44 +505,62 @@ func (f *Follower) sessionDeadline() time.Time {
 // When the key is still at the revision of the State in force, its value is
 // not fetched again: the backstop read every TTL/4 costs a few bytes however
 // large the record is (etcd's request limit, not the library's record limit,
-// bounds what may be written).
+// bounds what may be written). Nor is a record above the record limit
+// received at all (see readOversized): it is refused from its size, once per
+// revision, whatever the attempts' timeouts.
 func (f *Follower) readAssignment(ctx context.Context, until time.Time, session bool) (int64, error) {
+	return f.readAssignmentAfter(ctx, until, session, false)
+}
+
+// readAssignmentAfter is readAssignment; tooBig: an answer carrying the
+// assignment was just above the record limit, so the first attempt starts
+// as readOversized (the value is not asked for again before its revision is
+// known).
+func (f *Follower) readAssignmentAfter(ctx context.Context, until time.Time, session, tooBig bool) (int64, error) {
 	var hdr int64
 	var unchanged bool
 	var a Assignment
 	var rev int64
 	var refused error
+	key := f.keys.Assignment()
 	err := callUntil(ctx, until, f.callFloor(), func(cctx context.Context) error {
 		f.mu.Lock()
 		known := f.st.Revision
 		f.mu.Unlock()
 		unchanged, a, rev, refused = false, Assignment{}, 0, nil
-		var resp *clientv3.GetResponse
-		if known > 0 {
-			key := f.keys.Assignment()
-			tr, err := f.cfg.Client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", known)).Else(clientv3.OpGet(key)).Commit()
-			if err != nil {
+		var tr *clientv3.TxnResponse
+		var err error
+		if tooBig {
+			err = errAnswerTooLarge
+		} else {
+			// known 0: the compare holds only where the key is absent.
+			tr, err = f.capped.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", known)).Else(clientv3.OpGet(key)).Commit()
+		}
+		var kvs []*mvccpb.KeyValue
+		switch {
+		case errors.Is(err, errAnswerTooLarge) || tooLarge(err):
+			var big bool
+			if hdr, kvs, big, err = f.readOversized(cctx); err != nil {
 				return err
 			}
-			hdr = tr.Header.Revision
-			if tr.Succeeded {
-				unchanged = true
+			if big {
+				rev = kvs[0].ModRevision
+				refused = fmt.Errorf("%w: the assignment at revision %d is above the %d-byte limit (not fetched)", ErrBadRecord, rev, maxRecordBytes)
 				return nil
 			}
-			resp = (*clientv3.GetResponse)(tr.Responses[0].GetResponseRange())
-		} else {
-			r, err := f.cfg.Client.Get(cctx, f.keys.Assignment())
-			if err != nil {
-				return err
-			}
-			resp, hdr = r, r.Header.Revision
+		case err != nil:
+			return err
+		case tr.Succeeded:
+			hdr, unchanged = tr.Header.Revision, known > 0
+			return nil
+		default:
+			hdr, kvs = tr.Header.Revision, tr.Responses[0].GetResponseRange().Kvs
 		}
-		if len(resp.Kvs) == 0 {
+		if len(kvs) == 0 {
 			return nil
 		}
-		rev = resp.Kvs[0].ModRevision
-		var err error
-		a, refused, err = f.accept(cctx, resp.Kvs[0])
+		rev = kvs[0].ModRevision
+		a, refused, err = f.accept(cctx, kvs[0])
 		return err
 	})
 	if err != nil {
@@ -512,6 +574,69 @@ func (f *Follower) readAssignment(ctx context.Context, until time.Time, session 
 	}
 	f.record(a, rev, refused, func(s *State) bool { return rev >= s.Revision || !s.Session }, session)
 	return hdr, nil
+}
+
+// readOversized reads the assignment after an answer above the record limit:
+// the revision of the record in force (a read without its value), then that
+// revision's value alone, guarded by it. An answer above the limit again
+// proves that the record at that revision is above the limit (it carries
+// nothing else): big is true and kvs holds the record without its value. A
+// record that fits is returned as a read of it would return it (kvs empty:
+// no assignment).
+func (f *Follower) readOversized(ctx context.Context) (hdr int64, kvs []*mvccpb.KeyValue, big bool, err error) {
+	key := f.keys.Assignment()
+	for range 3 {
+		r, err := f.cfg.Client.Get(ctx, key, clientv3.WithKeysOnly())
+		if err != nil {
+			return 0, nil, false, err
+		}
+		if len(r.Kvs) == 0 {
+			return r.Header.Revision, nil, false, nil
+		}
+		at := r.Kvs[0].ModRevision
+		tr, err := f.capped.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", at)).Then(clientv3.OpGet(key)).Commit()
+		switch {
+		case tooLarge(err):
+			return r.Header.Revision, r.Kvs, true, nil
+		case err != nil:
+			return 0, nil, false, err
+		case tr.Succeeded:
+			return tr.Header.Revision, tr.Responses[0].GetResponseRange().Kvs, false, nil
+		}
+		// Written again in between: read the new revision.
+	}
+	return 0, nil, false, errors.New("etcdcoord: the assignment keeps changing under the follower")
+}
+
+// errAnswerTooLarge stands for an answer tooLarge refused.
+var errAnswerTooLarge = errors.New("etcdcoord: answer above the record limit")
+
+// answerFieldBytes bounds what an answer to a read of the assignment carries
+// besides the keys and the record: the header and each key-value's numbers
+// and field tags (a few hundred bytes at most).
+const answerFieldBytes = 4 << 10
+
+// cappedKV passes limit (a receive limit) to every read: an answer above it
+// fails at once with codes.ResourceExhausted, from the length gRPC reads
+// before the body (the rest of the body is not taken).
+type cappedKV struct {
+	pb.KVClient
+	limit grpc.CallOption
+}
+
+func (c cappedKV) Range(ctx context.Context, in *pb.RangeRequest, opts ...grpc.CallOption) (*pb.RangeResponse, error) {
+	return c.KVClient.Range(ctx, in, append(opts, c.limit)...)
+}
+
+func (c cappedKV) Txn(ctx context.Context, in *pb.TxnRequest, opts ...grpc.CallOption) (*pb.TxnResponse, error) {
+	return c.KVClient.Txn(ctx, in, append(opts, c.limit)...)
+}
+
+// tooLarge: the answer was above the receive limit of cappedKV (not etcd's
+// own "too many requests", which shares the code).
+func tooLarge(err error) bool {
+	st, ok := status.FromError(err)
+	return err != nil && ok && st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
 }
 
 // accept decodes the record kv (the assignment key at its revision), proves

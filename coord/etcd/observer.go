@@ -41,7 +41,9 @@ type ObserverConfig struct {
 	Interval time.Duration
 	// TTL of the observer's lease, whole seconds, >= 1 s and > Interval. The
 	// lease is renewed by the publication loop itself, so a stalled observer's
-	// opinions expire with it.
+	// opinions expire with it. A publication may take as long as the lease
+	// lives (not one Interval): a host or a cluster that is slow but answers
+	// within the lease keeps the observer's opinions published.
 	TTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -299,6 +301,7 @@ func (o *Observer) Run(ctx context.Context) error {
 	t := time.NewTicker(o.cfg.Interval)
 	defer t.Stop()
 	var lastID time.Time
+	var until time.Time // the lease's deadline as measured here
 	for {
 		if o.cfg.Identity != nil && (lastID.IsZero() || time.Since(lastID) >= o.cfg.IdentityInterval) {
 			lastID = time.Now()
@@ -311,7 +314,7 @@ func (o *Observer) Run(ctx context.Context) error {
 			return ctx.Err()
 		}
 		var err error
-		lease, err = o.publish(ctx, lease)
+		lease, until, err = o.publish(ctx, lease, until)
 		if err != nil && ctx.Err() == nil {
 			o.log.Warn("etcdcoord: observer publish", "observer", o.cfg.Name, "err", err)
 		}
@@ -346,16 +349,35 @@ func (o *Observer) probeRound(ctx context.Context) {
 }
 
 // publish writes every opinion under the lease (granting one when needed) and
-// renews it. It returns the lease in use (0 when it has to be granted again).
-func (o *Observer) publish(ctx context.Context, lease clientv3.LeaseID) (clientv3.LeaseID, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.cfg.Interval)
-	defer cancel()
+// renews it. It returns the lease in use (0 when it has to be granted again)
+// and its deadline as measured here: the send time of the last grant or
+// renewal that succeeded plus the TTL granted.
+//
+// A publication may take as long as the lease lives, not one Interval: each
+// call is made as callUntil makes them (a short first attempt, doubling, made
+// again at once on a timeout, so a member that stopped answering costs one
+// short attempt) until the lease's deadline (a grant: until one TTL from
+// now). A host or a cluster that is slow but answers within the lease keeps
+// the observer's opinions published; a call that cannot be made by then
+// leaves the lease to lapse, and the next round grants a new one.
+func (o *Observer) publish(ctx context.Context, lease clientv3.LeaseID, until time.Time) (clientv3.LeaseID, time.Time, error) {
+	c := o.cfg.Client
+	floor := firstTimeout(o.cfg.TTL)
+	if lease != 0 && !time.Now().Before(until) {
+		lease = 0 // it may have lapsed: nothing written under it is sure to last
+	}
 	if lease == 0 {
-		g, err := o.cfg.Client.Grant(ctx, int64(o.cfg.TTL/time.Second))
-		if err != nil {
-			return 0, fmt.Errorf("grant lease: %w", err)
+		var g *clientv3.LeaseGrantResponse
+		var sent time.Time
+		if err := callUntil(ctx, time.Now().Add(o.cfg.TTL), floor, func(cctx context.Context) error {
+			sent = time.Now()
+			var err error
+			g, err = c.Grant(cctx, int64(o.cfg.TTL/time.Second))
+			return err
+		}); err != nil {
+			return 0, time.Time{}, fmt.Errorf("grant lease: %w", err)
 		}
-		lease = g.ID
+		lease, until = g.ID, sent.Add(time.Duration(g.TTL)*time.Second)
 	}
 	o.mu.Lock()
 	o.round++
@@ -365,17 +387,29 @@ func (o *Observer) publish(ctx context.Context, lease clientv3.LeaseID) (clientv
 		b, _ := json.Marshal(ob)
 		ops = append(ops, clientv3.OpPut(o.keys.Observation(o.cfg.Name, ob.Endpoint), string(b), clientv3.WithLease(lease)))
 	}
-	if _, err := o.cfg.Client.Txn(ctx).Then(ops...).Commit(); err != nil {
+	// The same puts again after an attempt that timed out (and may have
+	// landed): writing them twice changes nothing.
+	if err := callUntil(ctx, until, floor, func(cctx context.Context) error {
+		_, err := c.Txn(cctx).Then(ops...).Commit()
+		return err
+	}); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return 0, fmt.Errorf("lease expired: %w", err)
+			return 0, time.Time{}, fmt.Errorf("lease expired: %w", err)
 		}
-		return lease, fmt.Errorf("put observations: %w", err)
+		return lease, until, fmt.Errorf("put observations: %w", err)
 	}
-	if _, err := o.cfg.Client.KeepAliveOnce(ctx, lease); err != nil {
+	var ka *clientv3.LeaseKeepAliveResponse
+	var sent time.Time
+	if err := callUntil(ctx, until, floor, func(cctx context.Context) error {
+		sent = time.Now()
+		var err error
+		ka, err = c.KeepAliveOnce(cctx, lease)
+		return err
+	}); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			return 0, fmt.Errorf("lease expired: %w", err)
+			return 0, time.Time{}, fmt.Errorf("lease expired: %w", err)
 		}
-		return lease, fmt.Errorf("renew lease: %w", err)
+		return lease, until, fmt.Errorf("renew lease: %w", err)
 	}
-	return lease, nil
+	return lease, sent.Add(time.Duration(ka.TTL) * time.Second), nil
 }
