@@ -549,8 +549,9 @@ func (l *leader) lead(ctx context.Context) error {
 			return fmt.Errorf("adopt %q: %w", l.rec.Endpoint, err)
 		}
 	}
-	if l.rec.Phase == PhaseFencing {
-		// The previous decider died during a switch: keep waiting for its fence.
+	if l.rec.Phase == PhaseFencing && l.pending == nil {
+		// The previous decider died during a switch: keep waiting for its
+		// fence. (A repair above has its own fence pending: kept as it is.)
 		l.pending = &pending{from: l.rec.Endpoint, to: l.rec.Target, failback: l.rec.Failback, fenceRev: l.rev}
 	}
 	t := time.NewTicker(d.cfg.Interval)

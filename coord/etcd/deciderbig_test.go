@@ -139,3 +139,53 @@ func TestDeciderReadsThroughAWrappedKV(t *testing.T) {
 		}
 	}
 }
+
+// A decider that takes office over a record it refuses (here one nobody can
+// decode) overwrites it with a repair fence, and, as a repair made later in
+// the term does, waits for every live follower to acknowledge that fence
+// before it releases flow: followers may be on any endpoint. A follower that
+// has not acknowledged holds the release back; its acknowledgement lets it
+// through.
+func TestDeciderRepairOnTakingOfficeWaitsForEveryFollower(t *testing.T) {
+	r := newRig(t)
+	h := r.history()
+	for _, o := range []string{"mon-eu", "mon-us"} {
+		r.observer(o)
+	}
+	if _, err := r.cli.Put(r.ctx, prefix+"assignment", "{garbage"); err != nil {
+		t.Fatal(err)
+	}
+	// A live follower's session that has acknowledged nothing yet.
+	lease, err := r.cli.Grant(r.ctx, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, _ := json.Marshal(etcdcoord.Ack{})
+	if _, err := r.cli.Put(r.ctx, prefix+"followers/trader-slow", string(ack), clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := r.decider(r.cli, "decider-1")
+	var fence rec
+	etcdtest.Eventually(t, 10*time.Second, "the repair fence", func() bool {
+		for _, w := range h.all() {
+			if w.a.Phase == etcdcoord.PhaseFencing && strings.HasPrefix(w.a.Reason, "repair") {
+				fence = w
+				return true
+			}
+		}
+		return false
+	})
+	<-time.After(1 * time.Second) // ten Intervals: ample for a release
+	if last, _ := h.last(); last.rev != fence.rev {
+		t.Fatalf("released at %d (%s %q: %s) while trader-slow has not acknowledged the repair fence at %d", last.rev, last.a.Phase, last.a.Endpoint, last.a.Reason, fence.rev)
+	}
+	ack, _ = json.Marshal(etcdcoord.Ack{Token: uint64(fence.rev), Phase: etcdcoord.PhaseFencing, Endpoint: fence.a.Endpoint})
+	if _, err := r.cli.Put(r.ctx, prefix+"followers/trader-slow", string(ack), clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	etcdtest.Eventually(t, 10*time.Second, "released once every follower acknowledged", func() bool {
+		last, _ := h.last()
+		return last.rev > fence.rev && last.a.Phase == etcdcoord.PhaseActive && d.Leading()
+	})
+	t.Logf("writes: %+v", h.all())
+}
