@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -21,7 +22,11 @@ import (
 
 // DeciderConfig configures a Decider. Start from DefaultDeciderConfig.
 type DeciderConfig struct {
-	// Client is the etcd client. Required.
+	// Client is the etcd client. Required. A decider taking office reads the
+	// assignment with a receive limit just above the record limit, so that a
+	// record it would refuse for its size is not received (only its length);
+	// with a KV a caller put on Client in place of clientv3's own
+	// (clientv3/namespace does), it reads through that KV, without the limit.
 	Client *clientv3.Client
 	// Prefix is the account's key prefix. Required.
 	Prefix string
@@ -132,6 +137,10 @@ type Decider struct {
 	keys keyLayout
 	agg  *Aggregator
 	log  *slog.Logger
+	// capped reads the assignment when a term starts: an answer above the
+	// record limit (plus room for the key and fields) is refused from its
+	// length, before its body is received (see capReads).
+	capped clientv3.KV
 
 	mu      sync.Mutex
 	leading bool
@@ -170,6 +179,7 @@ func NewDecider(cfg DeciderConfig) (*Decider, error) {
 		return nil, err
 	}
 	d := &Decider{cfg: cfg, keys: keys, agg: agg, log: cfg.Logger}
+	d.capped = capReads(cfg.Client, maxRecordBytes+len(keys.Assignment())+answerFieldBytes)
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -539,8 +549,9 @@ func (l *leader) lead(ctx context.Context) error {
 			return fmt.Errorf("adopt %q: %w", l.rec.Endpoint, err)
 		}
 	}
-	if l.rec.Phase == PhaseFencing {
-		// The previous decider died during a switch: keep waiting for its fence.
+	if l.rec.Phase == PhaseFencing && l.pending == nil {
+		// The previous decider died during a switch: keep waiting for its
+		// fence. (A repair above has its own fence pending: kept as it is.)
 		l.pending = &pending{from: l.rec.Endpoint, to: l.rec.Target, failback: l.rec.Failback, fenceRev: l.rev}
 	}
 	t := time.NewTicker(d.cfg.Interval)
@@ -597,19 +608,39 @@ func (l *leader) until() time.Time {
 	return l.valid.get()
 }
 
-// read loads the assignment and its revision.
+// read loads the assignment and its revision. A record above the record
+// limit is not received (see readOversized): it is refused from its size, as
+// a record that cannot be decoded is refused, and lead overwrites it with a
+// fence under its guarded write.
 func (l *leader) read(ctx context.Context) error {
 	gctx, cancel := context.WithTimeout(ctx, l.d.cfg.Interval*4)
 	defer cancel()
-	resp, err := l.d.cfg.Client.Get(gctx, l.d.keys.Assignment())
-	if err != nil {
+	key := l.d.keys.Assignment()
+	var kvs []*mvccpb.KeyValue
+	resp, err := l.d.capped.Get(gctx, key)
+	switch {
+	case tooLarge(err):
+		var big bool
+		if _, kvs, big, err = readOversized(gctx, l.d.cfg.Client, l.d.capped, key); err != nil {
+			return fmt.Errorf("read assignment: %w", err)
+		}
+		if big {
+			kv := kvs[0] // without its value
+			l.rev = kv.ModRevision
+			l.keyRev, l.keyCreated, l.keyVersion = kv.ModRevision, kv.CreateRevision, kv.Version
+			l.rec, l.refused = Assignment{}, fmt.Errorf("%w: the assignment at revision %d is above the %d-byte limit (not fetched)", ErrBadRecord, kv.ModRevision, maxRecordBytes)
+			return nil
+		}
+	case err != nil:
 		return fmt.Errorf("read assignment: %w", err)
+	default:
+		kvs = resp.Kvs
 	}
-	if len(resp.Kvs) == 0 {
+	if len(kvs) == 0 {
 		l.rec, l.rev, l.refused = Assignment{}, 0, nil
 		return nil
 	}
-	kv := resp.Kvs[0]
+	kv := kvs[0]
 	a, refused := decodeAssignment(kv.Value)
 	if refused == nil {
 		refused = verifyBinding(a, kv)

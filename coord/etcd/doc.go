@@ -191,7 +191,8 @@
 // overwrites it; the decider's checks and the followers' periodic reads do not
 // fetch it again, and a follower that reads it rather than receives it on its
 // watch (a session that starts while it is in place) learns that it is too
-// large without receiving it, once per revision. Bound the fan-out in the
+// large without receiving it, once per revision; so does a decider that takes
+// office while it is in place, which then overwrites it with a fence. Bound the fan-out in the
 // cluster: the module's README gives the setting.
 //
 // # Key layout

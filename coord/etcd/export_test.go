@@ -22,3 +22,7 @@ var CallUntil = callUntil
 // CapsAssignmentReads: f reads the assignment with a receive limit (through
 // its own KV, not Client.KV).
 func CapsAssignmentReads(f *Follower) bool { return f.capped != f.cfg.Client.KV }
+
+// CapsDeciderReads: d reads the assignment with a receive limit when a term
+// starts (through its own KV, not Client.KV).
+func CapsDeciderReads(d *Decider) bool { return d.capped != d.cfg.Client.KV }

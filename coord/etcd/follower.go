@@ -167,13 +167,7 @@ func NewFollower(cfg FollowerConfig) (*Follower, error) {
 	}
 	keys, _ := newKeyLayout(cfg.Prefix)
 	f := &Follower{cfg: cfg, keys: keys, log: cfg.Logger, wake: make(chan struct{}, 1), changed: make(chan struct{})}
-	f.capped = cfg.Client.KV
-	if reflect.TypeOf(cfg.Client.KV) == reflect.TypeOf(clientv3.NewKV(cfg.Client)) {
-		// clientv3's own KV (not one a caller wrapped, as clientv3/namespace
-		// does): the same calls on the same connection, with a receive limit.
-		limit := maxRecordBytes + len(keys.Assignment()) + len(keys.Follower(cfg.Name)) + answerFieldBytes
-		f.capped = clientv3.NewKVFromKVClient(cappedKV{KVClient: clientv3.RetryKVClient(cfg.Client), limit: grpc.MaxCallRecvMsgSize(limit)}, cfg.Client)
-	}
+	f.capped = capReads(cfg.Client, maxRecordBytes+len(keys.Assignment())+len(keys.Follower(cfg.Name))+answerFieldBytes)
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -540,7 +534,7 @@ func (f *Follower) readAssignmentAfter(ctx context.Context, until time.Time, ses
 		switch {
 		case errors.Is(err, errAnswerTooLarge) || tooLarge(err):
 			var big bool
-			if hdr, kvs, big, err = f.readOversized(cctx); err != nil {
+			if hdr, kvs, big, err = readOversized(cctx, f.cfg.Client, f.capped, key); err != nil {
 				return err
 			}
 			if big {
@@ -576,17 +570,17 @@ func (f *Follower) readAssignmentAfter(ctx context.Context, until time.Time, ses
 	return hdr, nil
 }
 
-// readOversized reads the assignment after an answer above the record limit:
-// the revision of the record in force (a read without its value), then that
-// revision's value alone, guarded by it. An answer above the limit again
-// proves that the record at that revision is above the limit (it carries
-// nothing else): big is true and kvs holds the record without its value. A
-// record that fits is returned as a read of it would return it (kvs empty:
-// no assignment).
-func (f *Follower) readOversized(ctx context.Context) (hdr int64, kvs []*mvccpb.KeyValue, big bool, err error) {
-	key := f.keys.Assignment()
+// readOversized reads the assignment key after an answer above the record
+// limit: the revision of the record in force (a read without its value, on
+// kv), then that revision's value alone, guarded by it (on capped, whose
+// answers are limited as capReads limits them). An answer above the limit
+// again proves that the record at that revision is above the limit (it
+// carries nothing else): big is true and kvs holds the record without its
+// value. A record that fits is returned as a read of it would return it (kvs
+// empty: no assignment).
+func readOversized(ctx context.Context, kv, capped clientv3.KV, key string) (hdr int64, kvs []*mvccpb.KeyValue, big bool, err error) {
 	for range 3 {
-		r, err := f.cfg.Client.Get(ctx, key, clientv3.WithKeysOnly())
+		r, err := kv.Get(ctx, key, clientv3.WithKeysOnly())
 		if err != nil {
 			return 0, nil, false, err
 		}
@@ -594,7 +588,7 @@ func (f *Follower) readOversized(ctx context.Context) (hdr int64, kvs []*mvccpb.
 			return r.Header.Revision, nil, false, nil
 		}
 		at := r.Kvs[0].ModRevision
-		tr, err := f.capped.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", at)).Then(clientv3.OpGet(key)).Commit()
+		tr, err := capped.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", at)).Then(clientv3.OpGet(key)).Commit()
 		switch {
 		case tooLarge(err):
 			return r.Header.Revision, r.Kvs, true, nil
@@ -605,7 +599,19 @@ func (f *Follower) readOversized(ctx context.Context) (hdr int64, kvs []*mvccpb.
 		}
 		// Written again in between: read the new revision.
 	}
-	return 0, nil, false, errors.New("etcdcoord: the assignment keeps changing under the follower")
+	return 0, nil, false, errors.New("etcdcoord: the assignment keeps changing while it is read")
+}
+
+// capReads returns a KV that makes cli's calls with a receive limit of limit
+// bytes (an answer above it is refused from its length, see tooLarge), or
+// cli.KV itself when a caller put its own KV there (clientv3/namespace
+// does): that KV is read through, without the limit.
+func capReads(cli *clientv3.Client, limit int) clientv3.KV {
+	if reflect.TypeOf(cli.KV) != reflect.TypeOf(clientv3.NewKV(cli)) {
+		return cli.KV
+	}
+	// clientv3's own KV: the same calls on the same connection.
+	return clientv3.NewKVFromKVClient(cappedKV{KVClient: clientv3.RetryKVClient(cli), limit: grpc.MaxCallRecvMsgSize(limit)}, cli)
 }
 
 // errAnswerTooLarge stands for an answer tooLarge refused.
