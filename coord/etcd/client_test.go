@@ -118,7 +118,11 @@ func TestNewClientLeavesSilentMember(t *testing.T) {
 // TestNewClientStaysOnSlowMember: a member that answers, but slower than the
 // calls' timeouts (as every member does while etcd elects a raft leader,
 // refusing calls), is not left: the status request it answers keeps the
-// client there, and no other connection is opened.
+// client there. The client may ask the other members meanwhile (when the
+// slow member's answer takes longer than askOthersAfter, as it can on a
+// loaded host: 200 ms of round trip leaves it 50 ms), but over short status
+// connections only: its own connection stays on the slow member, never
+// opened again.
 func TestNewClientStaysOnSlowMember(t *testing.T) {
 	cli, relays := threeRelays(t)
 	ctx := etcdtest.Ctx(t)
@@ -146,15 +150,24 @@ func TestNewClientStaysOnSlowMember(t *testing.T) {
 	if failed == 0 {
 		t.Fatal("no call timed out on the slow member: the test did not exercise anything")
 	}
+	asked := 0
 	for i, r := range relays {
-		if i != first && r.Stats().Accepted != 0 {
-			t.Errorf("relay %d accepted %d connections while the client's member answered slowly; want none", i, r.Stats().Accepted)
+		if i != first {
+			asked += int(r.Stats().Accepted)
 		}
 	}
 	if err := putWithin(ctx, cli, 5*time.Second, "b"); err != nil {
 		t.Fatalf("write on the slow member with a long enough attempt: %v", err)
 	}
-	t.Logf("%d calls timed out on the slow member; client stayed", failed)
+	// Status connections to the others close after their answer: poll
+	// until only the client's own is open (an end-to-end wait, bounded).
+	etcdtest.Eventually(t, 5*time.Second, "the client's connection on the slow member alone (it left it)", func() bool {
+		return onRelay(relays) == first
+	})
+	if got := relays[first].Stats().Accepted; got != 1 {
+		t.Errorf("the slow member's relay accepted %d connections; want 1 (the client never left it)", got)
+	}
+	t.Logf("%d calls timed out on the slow member; client stayed (%d status connections to the others)", failed, asked)
 }
 
 // TestNewClientConfig: what NewClient refuses, named.
