@@ -874,9 +874,9 @@ func (w *world) runLiveMove(m Move) bool {
 // armN records a broker unknown-outcome fault of n orders on region from
 // now: armed until the broker cut them or every fault was healed. For the
 // composed invariants too it is armed until its n-th cut (checkComposed,
-// armedUntilCut), as a scheduled unknown-outcome fault is: when the move's
-// own orders never reach the broker, the fault cuts whatever order next goes
-// through the region, however much later.
+// armedUntilCut), as a scheduled unknown-outcome fault is, or until its
+// move's end disarmed what was left (endMoveUnknown, movecuts.go): no order
+// after the move is cut by it.
 func (w *world) armN(region, kind string, n int) {
 	w.mu.Lock()
 	w.cx.spans = append(w.cx.spans, span{region: region, kind: kind, from: time.Now(), to: time.Now().Add(2 * time.Second), n: n, cuts: n})
