@@ -750,8 +750,7 @@ func (w *world) runLiveMove(m Move) bool {
 		go func() {
 			defer close(done)
 			time.Sleep(m.Lead)
-			w.brokerFault(region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
-			w.armN(region, spanUnknown, m.N)
+			mc := w.armMoveUnknown(region, m.N) // movecuts.go
 			// The next orders through it are cut; the region dies just
 			// after the first of them could be booked.
 			time.Sleep(w.s.OrderEvery + 3*time.Millisecond)
@@ -759,6 +758,9 @@ func (w *world) runLiveMove(m Move) bool {
 			w.setNet(region, all, faultnet.Down())
 			w.tracef(time.Now(), "move %s: %s down for %v", m.Kind, region, m.Down)
 			time.Sleep(m.Down)
+			// The cuts no order used while the region was down end
+			// with the move: it heals with none armed.
+			w.endMoveUnknown(mc)
 			w.setNet(region, all, faultnet.None())
 			un()
 			w.tracef(time.Now(), "move %s: heal %s", m.Kind, region)
@@ -793,12 +795,12 @@ func (w *world) runLiveMove(m Move) bool {
 			uns = append(uns, w.arm(r, spanProbe))
 			w.netFault(addr(r, simbroker.Probe), faultnet.Blackhole())
 		}
+		var mc int // its unknown-outcome fault (set in the goroutine, read after done)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			time.Sleep(m.Lead)
-			w.brokerFault(region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
-			w.armN(region, spanUnknown, m.N)
+			mc = w.armMoveUnknown(region, m.N) // movecuts.go
 			// The orders reach the broker a probe interval and a probe
 			// timeout later: still in flight when the Path halts, they end
 			// unknown after it.
@@ -860,6 +862,9 @@ func (w *world) runLiveMove(m Move) bool {
 			w.disarmSlowReads()
 		}
 		<-done
+		// Its own orders have all reached the broker or failed: the cuts
+		// none of them used (orders the halt refused) end with the move.
+		w.endMoveUnknown(mc)
 	default:
 		return false
 	}
@@ -869,9 +874,9 @@ func (w *world) runLiveMove(m Move) bool {
 // armN records a broker unknown-outcome fault of n orders on region from
 // now: armed until the broker cut them or every fault was healed. For the
 // composed invariants too it is armed until its n-th cut (checkComposed,
-// armedUntilCut), as a scheduled unknown-outcome fault is: when the move's
-// own orders never reach the broker, the fault cuts whatever order next goes
-// through the region, however much later.
+// armedUntilCut), as a scheduled unknown-outcome fault is, or until its
+// move's end disarmed what was left (endMoveUnknown, movecuts.go): no order
+// after the move is cut by it.
 func (w *world) armN(region, kind string, n int) {
 	w.mu.Lock()
 	w.cx.spans = append(w.cx.spans, span{region: region, kind: kind, from: time.Now(), to: time.Now().Add(2 * time.Second), n: n, cuts: n})

@@ -175,6 +175,8 @@ func (w *world) checkRest(res *Result, audit simbroker.AuditLog, pending []pathd
 		w.checkGround(viol)
 		w.checkGrayFailback(res, audit, viol) // grayback.go
 		w.checkAvail(res, audit, viol)        // avail.go
+		// Liveness moves' cuts after their move ended (movecuts.go).
+		res.Stats.LateMoveCuts, res.Stats.DisarmedCuts, res.Stats.SkippedCuts = w.moveCutFigures(audit)
 	}
 
 	for _, r := range audit {

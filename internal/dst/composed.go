@@ -64,6 +64,9 @@ type span struct {
 	// and stays armed until it did or every fault was healed, whatever the
 	// span's end (judged by gate-open-while-usable only).
 	n int
+	// cleared: the move's end disarmed what was left of its unknown-outcome
+	// fault (endMoveUnknown); a span counting cuts ends there at the latest.
+	cleared time.Time
 }
 
 type probeRec struct {
@@ -120,6 +123,8 @@ type composed struct {
 	// (avail.go): what was really in force, where faults overlap.
 	netSets    []netSet
 	brokerSets []brokerSet
+	// The liveness moves' unknown-outcome faults (movecuts.go).
+	moveCuts []moveCut
 }
 
 // arm records that kind is armed on region from now; the returned func
@@ -487,7 +492,8 @@ var errCoordHalt = errors.New("dst: the coordinator halts trading")
 // broker's audit shows its last cut: such a fault is armed until the broker
 // cut its N orders (flow may have left the region before that, and the
 // cuts may come long after), not for a fixed while; one that never cut all
-// of them stays armed to the end.
+// of them stays armed to the end, or to the moment its move's end disarmed
+// what was left (span.cleared).
 func armedUntilCut(spans []span, audit []simbroker.Record) {
 	for i := range spans {
 		sp := &spans[i]
@@ -495,8 +501,11 @@ func armedUntilCut(spans []span, audit []simbroker.Record) {
 			continue
 		}
 		n := 0
-		sp.to = time.Time{}
+		sp.to = sp.cleared // zero: armed to the end
 		for _, r := range audit {
+			if !sp.cleared.IsZero() && !r.Time.Before(sp.cleared) {
+				break
+			}
 			if r.Kind == simbroker.KindOrder && r.Outcome == simbroker.OutcomeCut && r.Region == sp.region && !r.Time.Before(sp.from) {
 				if n++; n == sp.cuts {
 					sp.to = r.Time.Add(time.Millisecond)

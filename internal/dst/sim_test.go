@@ -136,6 +136,8 @@ func TestSimSeeds(t *testing.T) {
 		judged, closed, beyond, worst time.Duration
 		worstSeed                     uint64
 		unbounded                     []uint64
+		lateCuts, disarmed, skipped   int
+		lateSeeds                     []uint64
 	}
 	t.Cleanup(func() {
 		el := time.Since(began)
@@ -144,6 +146,9 @@ func TestSimSeeds(t *testing.T) {
 		sort.Slice(av.unbounded, func(i, j int) bool { return av.unbounded[i] < av.unbounded[j] })
 		t.Logf("dst: availability judged %d ms, closed while usable %d ms, beyond the bound %d ms, unbounded seeds %d, worst %d ms seed %d, unbounded %v",
 			av.judged.Milliseconds(), av.closed.Milliseconds(), av.beyond.Milliseconds(), len(av.unbounded), av.worst.Milliseconds(), av.worstSeed, av.unbounded)
+		sort.Slice(av.lateSeeds, func(i, j int) bool { return av.lateSeeds[i] < av.lateSeeds[j] })
+		t.Logf("dst: move cuts after their move ended %d (seeds %v), disarmed at a move's end %d, left armed (door shared) %d",
+			av.lateCuts, av.lateSeeds, av.disarmed, av.skipped)
 		t.Logf("dst: %d seeds in %v (%.0f seeds/minute), %d failed", ran.Load(), el.Round(time.Millisecond),
 			float64(ran.Load())/el.Minutes(), failed.Load())
 		keys := make([]string, 0, len(matrix))
@@ -199,6 +204,12 @@ func TestSimSeeds(t *testing.T) {
 			}
 			if res.Avail.Worst > av.worst {
 				av.worst, av.worstSeed = res.Avail.Worst, seed
+			}
+			av.lateCuts += res.Stats.LateMoveCuts
+			av.disarmed += res.Stats.DisarmedCuts
+			av.skipped += res.Stats.SkippedCuts
+			if res.Stats.LateMoveCuts > 0 {
+				av.lateSeeds = append(av.lateSeeds, seed)
 			}
 			c.orders += res.Stats.Orders
 			c.dups += res.Stats.Duplicates

@@ -129,6 +129,11 @@ type Stats struct {
 	// LongRecon scenarios: orders a switch's reconcile settled from the
 	// old connection's last report, older than its fence (longrecon.go).
 	OldReports int
+	// Liveness moves' unknown-outcome faults (movecuts.go): cuts the broker
+	// made after their move had ended (none may: a move's end disarms what
+	// is left), cuts a move's end disarmed, and cuts left armed because
+	// another fault shared the door.
+	LateMoveCuts, DisarmedCuts, SkippedCuts int
 }
 
 // Result is one run: its trace, what the checker found and the counts.
