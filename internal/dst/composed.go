@@ -237,6 +237,7 @@ func (w *world) runMove(m Move) {
 		w.tracef(time.Now(), "move %s", m)
 		w.brokerFault(m.Region, simbroker.REST, simbroker.UnknownOutcome{N: m.N})
 		unUnknown := w.arm(m.Region, spanUnknown)
+		cuts := w.moveCutSet(m.Region, m.N)
 		unHang := w.arm(m.Region, spanHang)
 		done := make(chan struct{})
 		go func() {
@@ -249,6 +250,8 @@ func (w *world) runMove(m Move) {
 		unUnknown()
 		w.tracef(time.Now(), "move %s on %s: reads no longer hang", m.Kind, m.Region)
 		<-done
+		// Its outage over too: what is left of its cuts is disarmed.
+		w.endMoveUnknown(cuts)
 	case MoveStreamDial:
 		w.netFor(m, m.Region, spanWS, []simbroker.Service{simbroker.WS}, faultnet.Blackhole(), m.For)
 	case MoveGray:

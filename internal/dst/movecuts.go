@@ -8,7 +8,7 @@ import (
 )
 
 // moveCut is one broker unknown-outcome fault a liveness move set
-// (MoveLookup5xx, MoveHaltUnknown): the broker cuts the answer of the next
+// (MoveLookup5xx, MoveHaltUnknown, MoveSettleHang): the broker cuts the answer of the next
 // n orders through the region's REST door. The move owns those cuts only
 // while it runs: when fewer than n orders reached the region before flow
 // left it, the move's end disarms what is left (endMoveUnknown), so that no
@@ -31,6 +31,14 @@ type moveCut struct {
 func (w *world) armMoveUnknown(region string, n int) int {
 	w.brokerFault(region, simbroker.REST, simbroker.UnknownOutcome{N: n})
 	w.armN(region, spanUnknown, n)
+	return w.moveCutSet(region, n)
+}
+
+// moveCutSet records, as a move cut for endMoveUnknown, the unknown-outcome
+// fault of n orders just set on region's REST door (the last broker set)
+// and the span just armed for it (the last span: armN's, or a span the move
+// ends itself, as MoveSettleHang's).
+func (w *world) moveCutSet(region string, n int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.cx.moveCuts = append(w.cx.moveCuts, moveCut{region: region, set: time.Now(), n: n, span: len(w.cx.spans) - 1, setIdx: len(w.cx.brokerSets) - 1})

@@ -109,3 +109,53 @@ func TestMoveUnknownSpanEndsWhereItsMoveDisarmedIt(t *testing.T) {
 		t.Errorf("us's span (its one cut at +2s) ends at +%v; want +%v", got.Sub(from), want.Sub(from))
 	}
 }
+
+// A settle-hang move's unknown-outcome fault ends with the move too: its
+// region goes down 203 ms after the fault is set, before three orders
+// reached it, and flow fails back once it healed; no order through it after
+// the move (its hang and its outage both over) is cut.
+func TestSettleHangFaultEndsWithTheMove(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		s := leftoverCutScenario(seed)
+		p := s.Regions[0]
+		m := Move{Kind: MoveSettleHang, Region: p, At: 2*time.Second + 41*time.Microsecond, Lead: 203 * time.Millisecond, N: 3, For: 2 * time.Second, Down: 3 * time.Second}
+		s.Moves = []Move{m}
+		end := m.At + max(m.For, m.Lead+m.Down)
+		var res *Result
+		synctest.Test(t, func(t *testing.T) {
+			var err error
+			if res, err = Run(s, Options{}); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+		})
+		for _, v := range res.Violations {
+			t.Errorf("seed %d: %s", seed, v)
+		}
+		var cutBefore, cutAfter, bookedAfter int
+		traceFrom(res, 0, func(at time.Duration, text string) bool {
+			if !strings.HasPrefix(text, "broker ") || !strings.Contains(text, " via "+p) {
+				return true
+			}
+			cut := strings.Contains(text, " cut via ")
+			switch {
+			case at < end && cut:
+				cutBefore++
+			case cut:
+				cutAfter++
+				t.Errorf("seed %d: %s at %v: cut after the move ended (at %v)", seed, text, at, end)
+			case strings.Contains(text, " new via ") && at >= end:
+				bookedAfter++
+			}
+			return true
+		})
+		if cutBefore == 0 || cutBefore >= 3 || bookedAfter == 0 {
+			t.Errorf("seed %d: %d of the move's 3 cuts before it ended at %v, %d orders booked through %s after: want cuts left and orders after it",
+				seed, cutBefore, end, bookedAfter, p)
+		}
+		if res.Stats.LateMoveCuts != cutAfter {
+			t.Errorf("seed %d: Stats.LateMoveCuts %d, the trace shows %d", seed, res.Stats.LateMoveCuts, cutAfter)
+		}
+		t.Logf("seed %d: %d cut before the move ended at %v, %d after, %d booked through %s after; stats %d late, %d disarmed",
+			seed, cutBefore, end, cutAfter, bookedAfter, p, res.Stats.LateMoveCuts, res.Stats.DisarmedCuts)
+	}
+}
