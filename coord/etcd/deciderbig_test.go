@@ -1,9 +1,7 @@
 package etcdcoord_test
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,41 +10,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/namespace"
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 
 	etcdcoord "github.com/brokerpath/brokerpath/coord/etcd"
 	"github.com/brokerpath/brokerpath/coord/etcd/internal/etcdtest"
 )
-
-// slowLargeClient is a client of endpoint whose answers carrying more than
-// 256 KiB of values slow delays (and counts), and whose bytes read from etcd
-// read counts.
-func slowLargeClient(t *testing.T, endpoint string, slow *largeReads, read *atomic.Int64) *clientv3.Client {
-	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            []string{endpoint},
-		DialTimeout:          5 * time.Second,
-		DialKeepAliveTime:    time.Second,
-		DialKeepAliveTimeout: time.Second,
-		Logger:               zap.NewNop(),
-		DialOptions: []grpc.DialOption{
-			grpc.WithChainUnaryInterceptor(slow.intercept),
-			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-				if err != nil {
-					return nil, err
-				}
-				return readCountConn{c, read}, nil
-			}),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
-	return cli
-}
 
 // A decider that takes office while a 1 MiB record (far above the 64 KiB
 // record limit) is on the assignment key, on a host that delivers such a

@@ -89,6 +89,35 @@ func (c readCountConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// slowLargeClient is a client of endpoint whose answers carrying more than
+// 256 KiB of values slow delays (and counts), and whose bytes read from etcd
+// read counts.
+func slowLargeClient(t *testing.T, endpoint string, slow *largeReads, read *atomic.Int64) *clientv3.Client {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:            []string{endpoint},
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    time.Second,
+		DialKeepAliveTimeout: time.Second,
+		Logger:               zap.NewNop(),
+		DialOptions: []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(slow.intercept),
+			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+				if err != nil {
+					return nil, err
+				}
+				return readCountConn{c, read}, nil
+			}),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
 // A follower whose session starts while a 1 MiB record (far above its 64 KiB
 // limit) is on the assignment key, on a host that delivers such a record
 // slower than an attempt's timeout, does not fetch it again at every attempt
@@ -107,27 +136,7 @@ func TestFollowerDoesNotRefetchAnOversizedRecord(t *testing.T) {
 
 	slow := &largeReads{delay: 2 * time.Second}
 	var read atomic.Int64
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:            []string{r.srv.Endpoint},
-		DialTimeout:          5 * time.Second,
-		DialKeepAliveTime:    time.Second,
-		DialKeepAliveTimeout: time.Second,
-		Logger:               zap.NewNop(),
-		DialOptions: []grpc.DialOption{
-			grpc.WithChainUnaryInterceptor(slow.intercept),
-			grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-				c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-				if err != nil {
-					return nil, err
-				}
-				return readCountConn{c, &read}, nil
-			}),
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cli.Close() })
+	cli := slowLargeClient(t, r.srv.Endpoint, slow, &read)
 	p := r.coordinatedPath()
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-big", p

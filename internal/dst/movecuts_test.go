@@ -38,47 +38,79 @@ func TestMoveUnknownFaultEndsWithTheMove(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		s := leftoverCutScenario(seed)
 		p := s.Regions[0]
-		var res *Result
-		synctest.Test(t, func(t *testing.T) {
-			var err error
-			if res, err = Run(s, Options{}); err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-		})
-		for _, v := range res.Violations {
-			t.Errorf("seed %d: %s", seed, v)
-		}
 		heal := time.Duration(-1)
-		var cutBefore, cutAfter, bookedAfter int
-		traceFrom(res, 0, func(at time.Duration, text string) bool {
+		checkNoCutAfter(t, seed, s, func(at time.Duration, text string) bool {
 			if heal < 0 && strings.HasPrefix(text, "move lookup-5xx: heal "+p) {
 				heal = at
 			}
-			if !strings.HasPrefix(text, "broker ") || !strings.Contains(text, " via "+p) {
-				return true
-			}
-			cut := strings.Contains(text, " cut via ")
-			switch {
-			case heal < 0 && cut:
-				cutBefore++
-			case heal >= 0 && cut:
-				cutAfter++
-				t.Errorf("seed %d: %s at %v: cut after the move ended (healed at %v)", seed, text, at, heal)
-			case heal >= 0 && strings.Contains(text, " new via "):
-				bookedAfter++
-			}
-			return true
+			return heal >= 0
 		})
-		if heal < 0 || cutBefore == 0 || cutBefore >= 3 || bookedAfter == 0 {
-			t.Errorf("seed %d: the move healed at %v after %d of its 3 cuts, %d orders booked through %s after: want a heal with cuts left and orders after it",
-				seed, heal, cutBefore, bookedAfter, p)
-		}
-		if res.Stats.LateMoveCuts != cutAfter {
-			t.Errorf("seed %d: Stats.LateMoveCuts %d, the trace shows %d", seed, res.Stats.LateMoveCuts, cutAfter)
-		}
-		t.Logf("seed %d: %d cut before the heal at %v, %d after, %d booked through %s after; stats %d late, %d disarmed",
-			seed, cutBefore, heal, cutAfter, bookedAfter, p, res.Stats.LateMoveCuts, res.Stats.DisarmedCuts)
 	}
+}
+
+// A settle-hang move's unknown-outcome fault ends with the move too: its
+// region goes down 203 ms after the fault is set, before three orders
+// reached it, and flow fails back once it healed; no order through it after
+// the move (its hang and its outage both over) is cut.
+func TestSettleHangFaultEndsWithTheMove(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		s := leftoverCutScenario(seed)
+		m := Move{Kind: MoveSettleHang, Region: s.Regions[0], At: 2*time.Second + 41*time.Microsecond, Lead: 203 * time.Millisecond, N: 3, For: 2 * time.Second, Down: 3 * time.Second}
+		s.Moves = []Move{m}
+		end := m.At + max(m.For, m.Lead+m.Down)
+		checkNoCutAfter(t, seed, s, func(at time.Duration, _ string) bool { return at >= end })
+	}
+}
+
+// checkNoCutAfter runs s (one move of 3 cuts on its primary) and fails t
+// when an order through the primary is cut once ended says the move is
+// over (ended sees every trace line in order), when the run did not leave
+// cuts at the move's end and book orders through the primary after it (it
+// exercised nothing), or when Stats.LateMoveCuts disagrees with the trace.
+func checkNoCutAfter(t *testing.T, seed uint64, s Scenario, ended func(at time.Duration, text string) bool) {
+	t.Helper()
+	p := s.Regions[0]
+	var res *Result
+	synctest.Test(t, func(t *testing.T) {
+		var err error
+		if res, err = Run(s, Options{}); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	})
+	for _, v := range res.Violations {
+		t.Errorf("seed %d: %s", seed, v)
+	}
+	var cutBefore, cutAfter, bookedAfter int
+	var endAt time.Duration
+	over := false
+	traceFrom(res, 0, func(at time.Duration, text string) bool {
+		if !over && ended(at, text) {
+			over, endAt = true, at
+		}
+		if !strings.HasPrefix(text, "broker ") || !strings.Contains(text, " via "+p) {
+			return true
+		}
+		cut := strings.Contains(text, " cut via ")
+		switch {
+		case !over && cut:
+			cutBefore++
+		case cut:
+			cutAfter++
+			t.Errorf("seed %d: %s at %v: cut after the move ended (at %v)", seed, text, at, endAt)
+		case over && strings.Contains(text, " new via "):
+			bookedAfter++
+		}
+		return true
+	})
+	if !over || cutBefore == 0 || cutBefore >= 3 || bookedAfter == 0 {
+		t.Errorf("seed %d: the move ended (%v) at %v after %d of its 3 cuts, %d orders booked through %s after: want an end with cuts left and orders after it",
+			seed, over, endAt, cutBefore, bookedAfter, p)
+	}
+	if res.Stats.LateMoveCuts != cutAfter {
+		t.Errorf("seed %d: Stats.LateMoveCuts %d, the trace shows %d", seed, res.Stats.LateMoveCuts, cutAfter)
+	}
+	t.Logf("seed %d: %d cut before the move ended at %v, %d after, %d booked through %s after; stats %d late, %d disarmed",
+		seed, cutBefore, endAt, cutAfter, bookedAfter, p, res.Stats.LateMoveCuts, res.Stats.DisarmedCuts)
 }
 
 // A move's unknown-outcome span that its end disarmed (span.cleared) is
@@ -107,55 +139,5 @@ func TestMoveUnknownSpanEndsWhereItsMoveDisarmedIt(t *testing.T) {
 	}
 	if got, want := w.cx.spans[1].to, from.Add(2*time.Second+time.Millisecond); !got.Equal(want) {
 		t.Errorf("us's span (its one cut at +2s) ends at +%v; want +%v", got.Sub(from), want.Sub(from))
-	}
-}
-
-// A settle-hang move's unknown-outcome fault ends with the move too: its
-// region goes down 203 ms after the fault is set, before three orders
-// reached it, and flow fails back once it healed; no order through it after
-// the move (its hang and its outage both over) is cut.
-func TestSettleHangFaultEndsWithTheMove(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		s := leftoverCutScenario(seed)
-		p := s.Regions[0]
-		m := Move{Kind: MoveSettleHang, Region: p, At: 2*time.Second + 41*time.Microsecond, Lead: 203 * time.Millisecond, N: 3, For: 2 * time.Second, Down: 3 * time.Second}
-		s.Moves = []Move{m}
-		end := m.At + max(m.For, m.Lead+m.Down)
-		var res *Result
-		synctest.Test(t, func(t *testing.T) {
-			var err error
-			if res, err = Run(s, Options{}); err != nil {
-				t.Fatalf("seed %d: %v", seed, err)
-			}
-		})
-		for _, v := range res.Violations {
-			t.Errorf("seed %d: %s", seed, v)
-		}
-		var cutBefore, cutAfter, bookedAfter int
-		traceFrom(res, 0, func(at time.Duration, text string) bool {
-			if !strings.HasPrefix(text, "broker ") || !strings.Contains(text, " via "+p) {
-				return true
-			}
-			cut := strings.Contains(text, " cut via ")
-			switch {
-			case at < end && cut:
-				cutBefore++
-			case cut:
-				cutAfter++
-				t.Errorf("seed %d: %s at %v: cut after the move ended (at %v)", seed, text, at, end)
-			case strings.Contains(text, " new via ") && at >= end:
-				bookedAfter++
-			}
-			return true
-		})
-		if cutBefore == 0 || cutBefore >= 3 || bookedAfter == 0 {
-			t.Errorf("seed %d: %d of the move's 3 cuts before it ended at %v, %d orders booked through %s after: want cuts left and orders after it",
-				seed, cutBefore, end, bookedAfter, p)
-		}
-		if res.Stats.LateMoveCuts != cutAfter {
-			t.Errorf("seed %d: Stats.LateMoveCuts %d, the trace shows %d", seed, res.Stats.LateMoveCuts, cutAfter)
-		}
-		t.Logf("seed %d: %d cut before the move ended at %v, %d after, %d booked through %s after; stats %d late, %d disarmed",
-			seed, cutBefore, end, cutAfter, bookedAfter, p, res.Stats.LateMoveCuts, res.Stats.DisarmedCuts)
 	}
 }
