@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,17 +22,7 @@ import (
 // overwrites it with a fence under its guarded write, as it does a record it
 // cannot decode.
 func TestDeciderTakesOfficeOverAnOversizedRecord(t *testing.T) {
-	r := newRig(t)
-	big, _ := json.Marshal(etcdcoord.Assignment{Phase: etcdcoord.PhaseActive, Endpoint: "us", Reason: strings.Repeat("x", 1<<20)})
-	put, err := r.cli.Put(r.ctx, prefix+"assignment", string(big))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev := put.Header.Revision
-
-	slow := &largeReads{delay: 2 * time.Second}
-	var read atomic.Int64
-	cli := slowLargeClient(t, r.srv.Endpoint, slow, &read)
+	r, big, rev, slow, read, cli := oversizedRecord(t, "us")
 	cfg := deciderConfig(cli, "decider-big")
 	var mu sync.Mutex
 	var writes []etcdcoord.Assignment
@@ -69,12 +58,7 @@ func TestDeciderTakesOfficeOverAnOversizedRecord(t *testing.T) {
 	}
 	t.Logf("in %v: %d answers carrying the %d-byte record, %d refused from their length, %d bytes read by the decider's client; leading %v; %d writes %+v; bad records %+v; record in force %s %q by %q",
 		time.Since(start).Round(time.Millisecond), slow.large.Load(), len(big), slow.refused.Load(), read.Load(), d.Leading(), len(writes), writes, bad, now.Phase, now.Endpoint, now.Decider)
-	if n := slow.large.Load(); n > 0 {
-		t.Errorf("the %d-byte record was fetched %d times in %v", len(big), n, 3*cfg.TTL)
-	}
-	if got := read.Load(); got > 2*int64(len(big)) {
-		t.Errorf("the decider's client read %d bytes from etcd in %v (the record is %d bytes)", got, 3*cfg.TTL, len(big))
-	}
+	notReceived(t, "decider", big, slow, read, 3*cfg.TTL)
 	if len(writes) == 0 || writes[0].Phase != etcdcoord.PhaseFencing || !strings.Contains(writes[0].Reason, "limit") {
 		t.Fatalf("writes %+v: want the oversized record overwritten by a fence that says why", writes)
 	}

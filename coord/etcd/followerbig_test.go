@@ -118,6 +118,34 @@ func slowLargeClient(t *testing.T, endpoint string, slow *largeReads, read *atom
 	return cli
 }
 
+// oversizedRecord starts a rig with a 1 MiB record (Active on endpoint) on
+// the assignment key at rev, and a client of it (slowLargeClient) whose
+// answers carrying it slow delays 2 s and whose bytes read read counts.
+func oversizedRecord(t *testing.T, endpoint string) (r *rig, big []byte, rev int64, slow *largeReads, read *atomic.Int64, cli *clientv3.Client) {
+	t.Helper()
+	r = newRig(t)
+	big, _ = json.Marshal(etcdcoord.Assignment{Phase: etcdcoord.PhaseActive, Endpoint: endpoint, Reason: strings.Repeat("x", 1<<20)})
+	put, err := r.cli.Put(r.ctx, prefix+"assignment", string(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, read = &largeReads{delay: 2 * time.Second}, new(atomic.Int64)
+	return r, big, put.Header.Revision, slow, read, slowLargeClient(t, r.srv.Endpoint, slow, read)
+}
+
+// notReceived fails t when the record big was received in an answer (slow
+// counted one) or when who's client read more than twice its size from etcd
+// within d.
+func notReceived(t *testing.T, who string, big []byte, slow *largeReads, read *atomic.Int64, d time.Duration) {
+	t.Helper()
+	if n := slow.large.Load(); n > 0 {
+		t.Fatalf("the %d-byte record was fetched %d times in %v", len(big), n, d)
+	}
+	if got := read.Load(); got > 2*int64(len(big)) {
+		t.Fatalf("the %s's client read %d bytes from etcd in %v (the record is %d bytes)", who, got, d, len(big))
+	}
+}
+
 // A follower whose session starts while a 1 MiB record (far above its 64 KiB
 // limit) is on the assignment key, on a host that delivers such a record
 // slower than an attempt's timeout, does not fetch it again at every attempt
@@ -126,17 +154,7 @@ func slowLargeClient(t *testing.T, endpoint string, slow *largeReads, read *atom
 // keeps its session; later reads ask only whether the key is still at that
 // revision.
 func TestFollowerDoesNotRefetchAnOversizedRecord(t *testing.T) {
-	r := newRig(t)
-	big, _ := json.Marshal(etcdcoord.Assignment{Phase: etcdcoord.PhaseActive, Endpoint: "eu", Reason: strings.Repeat("x", 1<<20)})
-	put, err := r.cli.Put(r.ctx, prefix+"assignment", string(big))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rev := put.Header.Revision
-
-	slow := &largeReads{delay: 2 * time.Second}
-	var read atomic.Int64
-	cli := slowLargeClient(t, r.srv.Endpoint, slow, &read)
+	r, big, rev, slow, read, cli := oversizedRecord(t, "eu")
 	p := r.coordinatedPath()
 	fc := etcdcoord.DefaultFollowerConfig()
 	fc.Client, fc.Prefix, fc.Name, fc.Target = cli, prefix, "trader-big", p
@@ -154,12 +172,7 @@ func TestFollowerDoesNotRefetchAnOversizedRecord(t *testing.T) {
 	gate, cause := p.GateState()
 	t.Logf("in %v: %d answers carrying the %d-byte record, %d refused from their length, %d bytes read by the follower's client; state %+v; gate %v (%v)",
 		time.Since(start).Round(time.Millisecond), slow.large.Load(), len(big), slow.refused.Load(), read.Load(), st, gate, cause)
-	if n := slow.large.Load(); n > 0 {
-		t.Fatalf("the %d-byte record was fetched %d times in %v", len(big), n, 3*fc.TTL)
-	}
-	if got := read.Load(); got > 2*int64(len(big)) {
-		t.Fatalf("the follower's client read %d bytes from etcd in %v (the record is %d bytes)", got, 3*fc.TTL, len(big))
-	}
+	notReceived(t, "follower", big, slow, read, 3*fc.TTL)
 	if !st.Session || st.Revision != rev || !strings.Contains(st.Refused, "limit") || st.Assignment != (etcdcoord.Assignment{}) {
 		t.Fatalf("follower state %+v: want a live session with the record at %d refused as too large", st, rev)
 	}
