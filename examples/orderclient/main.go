@@ -383,6 +383,12 @@ func runSim(ctx context.Context, o options, w io.Writer) (int, error) {
 	if len(pending) > 0 {
 		rec.Note(orderflow.Info, "scenario", "still pending after drain: %v", pending)
 	}
+	// A copy the blackhole held can be booked just after the library's
+	// look at the recovery that released it; the library reports such a
+	// landing within MaxCopyHold (here the quarantine) plus one lookup
+	// interval of its booking (pathdialer.Verdict): the run is judged once
+	// that bound has passed, not before.
+	awaitLateReports(ctx, c, b, rec, cfg.Timing.Quarantine+cfg.Venue.LookupInterval()+time.Second)
 	if rules.name != "" {
 		services := 1 // REST, and FIX when the session is configured
 		if cfg.FIXSenderCompID != "" {
@@ -673,6 +679,49 @@ func finalOpenReconcile(ctx context.Context, c *orderflow.Client, rec *orderflow
 // 8 s), then one phase; with -fault both, the halt (8 s), a phase, the
 // resume on us (8 s) and a phase; plus a second for a host that is slow to
 // run the timers.
+// awaitLateReports waits, while a late landing the broker booked is not yet
+// reported to the client (and was not booked after a final verdict: that is
+// a violation however long one waits), until each is reported or bound has
+// passed since its booking (lateReportsDue).
+func awaitLateReports(ctx context.Context, c *orderflow.Client, b *simbroker.Broker, rec *orderflow.Recorder, bound time.Duration) {
+	tk := time.NewTicker(100 * time.Millisecond)
+	defer tk.Stop()
+	noted := false
+	for {
+		lands := c.Check(orderflow.CheckOptions{Audit: b.Audit()}).LateLandings
+		due := lateReportsDue(lands, rec.Start(), bound)
+		if due.IsZero() || !time.Now().Before(due) {
+			return
+		}
+		if !noted {
+			noted = true
+			rec.Note(orderflow.Info, "scenario", "waiting up to %s for the report of a late landing (its booking plus MaxCopyHold and a lookup)", rec.Rel(due))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+	}
+}
+
+// lateReportsDue returns until when the library may still report the late
+// landings in lands not reported yet (each booking, since start, plus
+// bound); zero when none is waiting. A landing after a final NOT_RECEIVED is
+// not waited for.
+func lateReportsDue(lands []orderflow.LateLanding, start time.Time, bound time.Duration) time.Time {
+	var due time.Time
+	for _, l := range lands {
+		if l.Reported || l.AfterFinal {
+			continue
+		}
+		if t := start.Add(l.BookedAt + bound); t.After(due) {
+			due = t
+		}
+	}
+	return due
+}
+
 func longestHold(o options) time.Duration {
 	d := 8*time.Second + o.phase
 	if o.fault == "both" {
