@@ -20,23 +20,9 @@ import (
 // and the older token stays refused.
 func TestNewerAssignSupersedesSwitchStuckOnDeadTarget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.ExternalDecisions = true
-			ok := c.Reconcile
-			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
-				s, err := ok(ctx, r)
-				if r.To == "us" {
-					return nil, errors.New("us: order status lookup: 503")
-				}
-				return s, err
-			}
-		})
+		h := coordinatedOnEU(t)
 		defer h.close()
-		h.start()
 		ctx := context.Background()
-		if err := h.p.Assign(ctx, "eu", 1); err != nil {
-			t.Fatalf("first Assign: %v", err)
-		}
 		inflight := mustAcquire(t, h.p, "o-inflight")
 		stuck := make(chan error, 1)
 		go func() { stuck <- h.p.Assign(ctx, "us", 2) }()
@@ -88,23 +74,9 @@ func TestNewerAssignSupersedesSwitchStuckOnDeadTarget(t *testing.T) {
 // holding, until the coordinator's next word.
 func TestStuckReconcileTakesTargetDownUnderExternalDecisions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newHarness(t, func(c *pathdialer.Config) {
-			c.ExternalDecisions = true
-			ok := c.Reconcile
-			c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
-				s, err := ok(ctx, r)
-				if r.To == "us" {
-					return nil, errors.New("us: order status lookup: 503")
-				}
-				return s, err
-			}
-		})
+		h := coordinatedOnEU(t)
 		defer h.close()
-		h.start()
 		ctx := context.Background()
-		if err := h.p.Assign(ctx, "eu", 1); err != nil {
-			t.Fatalf("first Assign: %v", err)
-		}
 		stuck := make(chan error, 1)
 		go func() { stuck <- h.p.Assign(ctx, "us", 2) }()
 		thr := h.p.Engine().Config().FailureThreshold
@@ -189,4 +161,27 @@ func TestNewerAssignSupersedesSwitchStuckFencing(t *testing.T) {
 			t.Fatalf("Assign under the superseded token: %v", err)
 		}
 	})
+}
+
+// coordinatedOnEU starts a Path under ExternalDecisions whose reconciles on
+// us fail (its order lookups answer 503), assigned eu under token 1.
+func coordinatedOnEU(t *testing.T) *harness {
+	t.Helper()
+	h := newHarness(t, func(c *pathdialer.Config) {
+		c.ExternalDecisions = true
+		ok := c.Reconcile
+		c.Reconcile = func(ctx context.Context, r pathdialer.Reconciliation) ([]pathdialer.Settlement, error) {
+			s, err := ok(ctx, r)
+			if r.To == "us" {
+				return nil, errors.New("us: order status lookup: 503")
+			}
+			return s, err
+		}
+	})
+	h.start()
+	if err := h.p.Assign(context.Background(), "eu", 1); err != nil {
+		h.close()
+		t.Fatalf("first Assign: %v", err)
+	}
+	return h
 }

@@ -1,10 +1,8 @@
 package dst
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"sync"
 	"time"
 
@@ -136,22 +134,7 @@ func (w *world) playLateRest() {
 	w.mu.Unlock()
 	// Application reads through the Path, all at once: their failures take
 	// the endpoint DOWN now.
-	var wg sync.WaitGroup
-	for i := range w.s.FailureThreshold {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("http://broker.invalid/v1/orders/lr-read-%d-%d", m.At.Microseconds(), i), nil)
-			req.Header.Set("X-API-Key", apiKey)
-			req.Close = true
-			if resp, err := w.hc.Do(req); err == nil {
-				_ = resp.Body.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	w.failReads("lr", m.At)
 	time.Sleep(m.Down)
 }
 

@@ -139,22 +139,7 @@ func (w *world) raceRelease(ctx context.Context, r pathdialer.Reconciliation, er
 	}()
 	// Application reads through the Path (never held): all at once, so that
 	// their failures, not a probe's, take the endpoint DOWN.
-	var wg sync.WaitGroup
-	for i := range w.s.FailureThreshold {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			req, _ := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("http://broker.invalid/v1/orders/rr-read-%d-%d", m.At.Microseconds(), i), nil)
-			req.Header.Set("X-API-Key", apiKey)
-			req.Close = true
-			if resp, err := w.hc.Do(req); err == nil {
-				_ = resp.Body.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	w.failReads("rr", m.At)
 	if st, ok := w.path.Engine().Status(r.To); ok && st.State == engine.Down {
 		w.mu.Lock()
 		rr.played, rr.endpoint, rr.down, rr.heal = true, r.To, time.Now(), heal
@@ -224,4 +209,27 @@ func (w *world) checkReleaseRace(viol func(inv, format string, a ...any)) {
 		viol(InvGrantAfterDown, "%d order(s) granted on %s after it went DOWN at %v (%s evidence) as a switch's reconcile to it returned (%s), the first at %v",
 			n, rr.endpoint, w.off(down.at), evidence(down.probe), MoveReleaseRace, w.off(first))
 	}
+}
+
+// failReads sends FailureThreshold application reads through the Path (never
+// held) all at once, each named tag-read-<at µs>-<i>, and waits for them:
+// when the active endpoint's REST address is silent, their failures, not a
+// probe's, take it DOWN.
+func (w *world) failReads(tag string, at time.Duration) {
+	var wg sync.WaitGroup
+	for i := range w.s.FailureThreshold {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("http://broker.invalid/v1/orders/%s-read-%d-%d", tag, at.Microseconds(), i), nil)
+			req.Header.Set("X-API-Key", apiKey)
+			req.Close = true
+			if resp, err := w.hc.Do(req); err == nil {
+				_ = resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
 }
