@@ -1239,8 +1239,9 @@
 //	defect                   invariant broken                       lowest seed  seeds of 1000
 //	empty-reconcile-skipped  takeover-reconciles-first              2            53
 //
-// The etcd follower's defects (its lease margin, when it holds on a fence,
-// when its keep-alives start) are in the coord/etcd module, which the
+// The etcd coordination's defects (the follower's lease margin, when it
+// holds on a fence, when its keep-alives start; a decider's repair at term
+// start; reads of an oversized assignment) are in the coord/etcd module, which the
 // simulation does not build: they have no invariant, and make mutants
 // measures them by that module's tests (its unit layer; each test fails
 // planted, again alone, and passes on the code as it is):
@@ -1249,6 +1250,8 @@
 //	lease-margin             TestFollowerStopsMarginBeforeLeaseExpiry (coord/etcd)
 //	fence-held-after-proof   TestFollowerHoldsOnAFenceBeforeProvingItsWriter (coord/etcd)
 //	keepalive-from-setup     TestFollowerSlowSetupKeepsItsFirstSession (coord/etcd)
+//	repair-fence-replaced    TestDeciderRepairOnTakingOfficeWaitsForEveryFollower (coord/etcd)
+//	reads-uncapped           TestDeciderTakesOfficeOverAnOversizedRecord (coord/etcd)
 //
 // Gray failures at failback (composed seeds 1–1000 with the liveness moves,
 // make sim-plant DEFECT=name SIM_SEEDS=1000 SIM_SHARDS=2) and fences in

@@ -950,6 +950,28 @@ var defects = map[string]Defect{
 		Old:       "\tif t.handedInFlight() {\n",
 		Body:      "\tif false && t.handedInFlight() { // DEFECT (plant handed-ticket-valid): a ticket handed to reconciliation stays valid\n",
 	},
+	// A decider that takes office over a record it must refuse writes a
+	// repair fence, then replaces that pending fence with an interrupted
+	// switch's (the record in force is now a fence): the repair's wait for
+	// every follower is lost, and the next step abandons the fence before
+	// a follower acknowledged it (coord/etcd: no invariant; its measure is
+	// the module's tests).
+	"repair-fence-replaced": {
+		File: "coord/etcd/decider.go",
+		Doc:  "a repair fence written as a decider takes office is replaced by an interrupted switch's pending fence, released before every follower acknowledged",
+		Old:  "\tif l.rec.Phase == PhaseFencing && l.pending == nil {\n",
+		Body: "\tif l.rec.Phase == PhaseFencing { // DEFECT (plant repair-fence-replaced): a repair's pending fence is replaced\n",
+	},
+	// The follower and the decider read the assignment through the client's
+	// own KV, without a receive limit: a record above the record limit on a
+	// slow link is fetched whole at every attempt, and no attempt ends in
+	// time (coord/etcd: no invariant; its measure is the module's tests).
+	"reads-uncapped": {
+		File: "coord/etcd/follower.go",
+		Doc:  "the assignment is read without a receive limit: an oversized record is fetched whole at every attempt",
+		Old:  "\t// clientv3's own KV: the same calls on the same connection.\n\treturn clientv3.NewKVFromKVClient(",
+		Body: "\treturn cli.KV // DEFECT (plant reads-uncapped): no receive limit\n\treturn clientv3.NewKVFromKVClient(",
+	},
 }
 
 // inlineBackground is runBackground as it was for the kinds in cond: fn runs
